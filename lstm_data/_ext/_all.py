@@ -1,0 +1,5 @@
+"""Every compiled kernel under one namespace (imported by :mod:`lstm_data.kernels`)."""
+from .pad import pad_ragged
+from .parse import parse_float_lists
+
+__all__ = ["parse_float_lists", "pad_ragged"]

@@ -1,0 +1,66 @@
+"""Exception types raised by lstm_data.
+
+Every error says what is wrong and where: file, line, column, variable, row, cell
+or character offset, whichever apply.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ParseError", "SchemaError", "FormatError"]
+
+_WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
+
+
+class _Located(ValueError):
+    """A ``ValueError`` carrying where the problem was found.
+
+    Parameters
+    ----------
+    message
+        What is wrong.
+    **where
+        Any of ``file``, ``line``, ``column``, ``variable``, ``row``, ``cell``,
+        ``offset`` and ``token``. They become attributes (``None`` when not given)
+        and are appended to the message.
+    """
+
+    def __init__(self, message: str, **where: Any) -> None:
+        unknown = set(where) - set(_WHERE_KEYS)
+        if unknown:
+            raise TypeError(f"unknown location keys {sorted(unknown)}")
+        for key in _WHERE_KEYS:
+            setattr(self, key, where.get(key))
+        self.message = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = [f"{k} {getattr(self, k)!r}" if k == "token" else f"{k} {getattr(self, k)}"
+                 for k in _WHERE_KEYS if getattr(self, k) is not None]
+        return f"{self.message} ({', '.join(parts)})" if parts else self.message
+
+    def located(self, **where: Any) -> "_Located":
+        """Return a copy of this error with more location fields filled in."""
+        fields = {k: getattr(self, k) for k in _WHERE_KEYS if getattr(self, k) is not None}
+        fields.update({k: v for k, v in where.items() if v is not None})
+        return type(self)(self.message, **fields)
+
+    def __reduce__(self):
+        fields = {k: getattr(self, k) for k in _WHERE_KEYS if getattr(self, k) is not None}
+        return (_rebuild, (type(self), self.message, fields))
+
+
+def _rebuild(cls, message, fields):
+    return cls(message, **fields)
+
+
+class ParseError(_Located):
+    """A token or a line of text input could not be read as numbers."""
+
+
+class SchemaError(_Located):
+    """Columns, groups or variables do not match what was declared or expected."""
+
+
+class FormatError(_Located):
+    """A file is not in a format lstm_data can read, or it is damaged."""
