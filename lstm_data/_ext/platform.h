@@ -1,0 +1,41 @@
+/* Small portability shims for the compiled core. */
+#ifndef LSTM_DATA_PLATFORM_H
+#define LSTM_DATA_PLATFORM_H
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LD_PREFETCH(p) __builtin_prefetch((const void *)(p), 0, 1)
+#define LD_LIKELY(x) __builtin_expect(!!(x), 1)
+#define LD_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define LD_PREFETCH(p) ((void)(p))
+#define LD_LIKELY(x) (x)
+#define LD_UNLIKELY(x) (x)
+#endif
+
+/* Locale-independent, correctly rounded strtod (the "C" locale, created once). */
+#include <stdlib.h>
+#include <locale.h>
+#if defined(_WIN32)
+static _locale_t ld_c_locale = NULL;
+static double ld_strtod(const char *s, char **end) {
+    if (ld_c_locale == NULL) ld_c_locale = _create_locale(LC_NUMERIC, "C");
+    return _strtod_l(s, end, ld_c_locale);
+}
+#elif defined(__APPLE__)
+#include <xlocale.h>
+static locale_t ld_c_locale = (locale_t)0;
+static double ld_strtod(const char *s, char **end) {
+    if (ld_c_locale == (locale_t)0) ld_c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    return strtod_l(s, end, ld_c_locale);
+}
+#else
+static locale_t ld_c_locale = (locale_t)0;
+static double ld_strtod(const char *s, char **end) {
+    if (ld_c_locale == (locale_t)0) ld_c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    return strtod_l(s, end, ld_c_locale);
+}
+#endif
+/* Call once with the GIL held, before any nogil use (avoids a race on first use). */
+static void ld_init_locale(void) { char *e; (void)ld_strtod("0", &e); }
+
+#endif
