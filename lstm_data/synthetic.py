@@ -67,9 +67,9 @@ def _multiplicity(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
     if kind == "png":
         lens = 1 + rng.poisson(3.0, n)
         tail = rng.random(n) < 0.02
-        lens[tail] += rng.poisson(12, int(tail.sum()))
+        lens[tail] += rng.poisson(10, int(tail.sum()))
         lens[rng.random(n) < 0.01] = 0
-        return np.minimum(lens, 40).astype(np.int64)
+        return np.minimum(lens, 30).astype(np.int64)
     return np.minimum(rng.poisson(1.5, n), 12).astype(np.int64)
 
 

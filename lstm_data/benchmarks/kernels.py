@@ -1,0 +1,185 @@
+"""Kernel benchmarks: ``pad_ragged`` and ``parse_float_lists`` against their baselines.
+
+Baselines, all timed in the same run:
+
+* the Python twin (``lstm_data._fallback``);
+* lstm_ee's algorithm (:mod:`lstm_data.benchmarks.legacy`);
+* the fastest vectorised NumPy gather+pad we could write;
+* ``np.copyto`` of the output's bytes (a memory-bandwidth bound);
+* one thread against two threads padding disjoint batches.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from .. import kernels
+from ..synthetic import make_dataset
+from .legacy import legacy_join_varr_arrays, legacy_parse_cells, to_object_columns
+from .timing import Report, interleaved_medians
+
+__all__ = ["numpy_gather_pad", "run", "FLOORS"]
+
+STAGE_PAD = "pad"
+STAGE_PARSE = "parse"
+BATCH = 1024
+
+#: acceptance floors of the compiled-core issue (ratios; "max" = ceiling)
+FLOORS = {
+    "pad vs numpy gather+pad": (1.5, "min"),
+    "pad vs legacy lstm_ee join": (250.0, "min"),
+    "pad time / np.copyto of output": (4.0, "max"),
+    "2 threads vs 1 thread throughput": (1.7, "min"),
+    "parse vs legacy per-cell float()": (10.0, "min"),
+}
+
+
+def numpy_gather_pad(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
+                     pad_value: float = np.nan) -> np.ndarray:
+    """Vectorised NumPy gather+pad over the interleaved ``(total, V)`` layout.
+
+    One 2-D fancy index gathers every (row, slot) record at once; the slots past
+    each row's length are then overwritten with ``pad_value``.
+    """
+    starts = offsets[rows]
+    lens = offsets[rows + 1] - starts
+    width = int(lens.max()) if len(lens) else 0
+    slots = np.arange(width)
+    pad = slots[None, :] >= lens[:, None]
+    index = starts[:, None] + slots[None, :]
+    index[pad] = 0
+    out = values[index]
+    out[pad] = pad_value
+    return out
+
+
+def numpy_masked_pad(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
+                     pad_value: float = np.nan) -> np.ndarray:
+    """Alternative NumPy version: fill first, then scatter the kept records."""
+    starts = offsets[rows]
+    lens = offsets[rows + 1] - starts
+    width = int(lens.max()) if len(lens) else 0
+    keep = np.arange(width)[None, :] < lens[:, None]
+    out = np.full((len(rows), width, values.shape[1]), pad_value, dtype=values.dtype)
+    out[keep] = values[np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(lens.sum())]
+    return out
+
+
+def _pad_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
+    ds = make_dataset(n_rows, seed)
+    values, offsets = ds.ragged("png")
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, n_rows, BATCH)
+    width = int((offsets[rows + 1] - offsets[rows]).max())
+    out = np.empty((BATCH, width, values.shape[1]), dtype=np.float32)
+    ref = np.empty_like(out)
+    src = np.full_like(out, 1.0)
+    legacy_cols = to_object_columns(values, offsets)
+    twin = kernels.load_backend("python").pad_ragged
+
+    expected = numpy_gather_pad(values, offsets, rows)
+    got = kernels.pad_ragged(values, offsets, rows, out=out)[0]
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(numpy_masked_pad(values, offsets, rows), expected)
+
+    med = interleaved_medians({
+        "ours": lambda: kernels.pad_ragged(values, offsets, rows, out=out),
+        "ours_fresh": lambda: kernels.pad_ragged(values, offsets, rows),
+        "numpy_fancy": lambda: numpy_gather_pad(values, offsets, rows),
+        "numpy_masked": lambda: numpy_masked_pad(values, offsets, rows),
+        "copyto": lambda: np.copyto(ref, src),
+    }, repeats=repeats * 10, warmup=5, min_seconds=0.5)
+    slow = interleaved_medians({
+        "twin": lambda: twin(values, offsets, rows),
+        "legacy": lambda: legacy_join_varr_arrays([c[rows] for c in legacy_cols]),
+    }, repeats=max(3, repeats // 3), warmup=1)
+    nbytes = out.nbytes
+    for label, key in (("pad_ragged (compiled, out= reused)" if kernels.BACKEND == "cython"
+                        else "pad_ragged (python backend, out=)", "ours"),
+                       ("pad_ragged, fresh output", "ours_fresh"),
+                       ("numpy 2-D fancy gather+pad", "numpy_fancy"),
+                       ("numpy fill+masked scatter", "numpy_masked"),
+                       ("np.copyto of the output bytes", "copyto")):
+        report.time(STAGE_PAD, label, med[key], items=BATCH, nbytes=nbytes)
+    report.time(STAGE_PAD, "python twin pad_ragged", slow["twin"], items=BATCH)
+    report.time(STAGE_PAD, "legacy lstm_ee join_varr_arrays", slow["legacy"], items=BATCH)
+    best_numpy = min(med["numpy_fancy"], med["numpy_masked"])
+    _ratio(report, STAGE_PAD, "pad vs numpy gather+pad", best_numpy / med["ours"])
+    _ratio(report, STAGE_PAD, "pad vs legacy lstm_ee join", slow["legacy"] / med["ours"])
+    _ratio(report, STAGE_PAD, "pad vs python twin", slow["twin"] / med["ours"])
+    _ratio(report, STAGE_PAD, "pad time / np.copyto of output", med["ours"] / med["copyto"])
+    _threads(report, values, offsets, n_rows, repeats, seed)
+
+
+def _threads(report: Report, values, offsets, n_rows: int, repeats: int, seed: int) -> None:
+    """Throughput of two threads padding disjoint batches vs one thread."""
+    rng = np.random.default_rng(seed + 1)
+    per_thread = 40
+    batches = [rng.integers(0, n_rows, BATCH) for _ in range(2 * per_thread)]
+
+    def work(chunk):
+        out = None
+        for rows in chunk:
+            out = kernels.pad_ragged(values, offsets, rows, max_len=20,
+                                     out=out)[0]
+
+    def one():
+        work(batches)
+
+    def two():
+        threads = [threading.Thread(target=work, args=(batches[i::2],)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    med = interleaved_medians({"one": one, "two": two}, repeats=max(5, repeats), warmup=1)
+    report.time(STAGE_PAD, f"{len(batches)} batches, 1 thread", med["one"], items=len(batches),
+                unit="batches")
+    report.time(STAGE_PAD, f"{len(batches)} batches, 2 threads", med["two"], items=len(batches),
+                unit="batches")
+    _ratio(report, STAGE_PAD, "2 threads vs 1 thread throughput", med["one"] / med["two"])
+
+
+def _parse_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
+    ds = make_dataset(n_rows, seed, exact=True)
+    values, offsets = ds.ragged("png")
+    texts = repr(values[:, 0].tolist())[1:-1].split(", ")
+    cells = [",".join(texts[a:b]) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+    twin = kernels.load_backend("python").parse_float_lists
+    got, got_off = kernels.parse_float_lists(cells)
+    np.testing.assert_array_equal(got, values[:, 0].astype(np.float32))
+    np.testing.assert_array_equal(got_off, offsets)
+    med = interleaved_medians({
+        "ours": lambda: kernels.parse_float_lists(cells),
+        "legacy": lambda: legacy_parse_cells(cells),
+        "twin": lambda: twin(cells),
+    }, repeats=repeats, warmup=1)
+    tokens = len(values)
+    report.time(STAGE_PARSE, f"parse_float_lists ({kernels.BACKEND})", med["ours"], items=tokens,
+                unit="numbers")
+    report.time(STAGE_PARSE, "python twin parse_float_lists", med["twin"], items=tokens,
+                unit="numbers")
+    report.time(STAGE_PARSE, "legacy [float(y) for y in s.split(',')]", med["legacy"],
+                items=tokens, unit="numbers")
+    _ratio(report, STAGE_PARSE, "parse vs legacy per-cell float()", med["legacy"] / med["ours"])
+    _ratio(report, STAGE_PARSE, "parse vs python twin", med["twin"] / med["ours"])
+
+
+def _ratio(report: Report, stage: str, name: str, value: float) -> None:
+    floor, kind = FLOORS.get(name, (None, "min"))
+    report.ratio(stage, name, value, floor, kind)
+
+
+def run(quick: bool = False, seed: int = 0) -> Report:
+    """Run the kernel stages; quick mode uses fewer rows and repeats."""
+    report = Report()
+    n_rows = 20_000 if quick else 100_000
+    repeats = 5 if quick else 15
+    t0 = time.perf_counter()
+    _pad_stage(report, n_rows, repeats, seed)
+    _parse_stage(report, 5_000 if quick else 20_000, repeats, seed)
+    report.elapsed = time.perf_counter() - t0  # type: ignore[attr-defined]
+    return report

@@ -1,0 +1,123 @@
+"""Timing primitives: interleaved medians, ratio rows, floor checks.
+
+Same-run ratios on a noisy shared machine: every compared function is timed in
+round-robin order (warm-ups first), so a burst of load hits all of them alike,
+and only medians are reported.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+__all__ = ["interleaved_medians", "Ratio", "Report"]
+
+
+def interleaved_medians(cases: Mapping[str, Callable[[], object]], *, repeats: int = 15,
+                        warmup: int = 2, min_seconds: float = 0.0) -> dict[str, float]:
+    """Median seconds per call of each case, measured round-robin.
+
+    Parameters
+    ----------
+    cases
+        Name -> zero-argument callable.
+    repeats
+        Timed rounds (at least this many; more while ``min_seconds`` is not reached).
+    warmup
+        Untimed rounds first.
+    min_seconds
+        Keep adding rounds (up to 10× ``repeats``) until this much time was spent.
+    """
+    for _ in range(warmup):
+        for fn in cases.values():
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < repeats or (time.perf_counter() - start < min_seconds and rounds < 10 * repeats):
+        for name, fn in cases.items():
+            t0 = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - t0)
+        rounds += 1
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+@dataclass
+class Ratio:
+    """One same-run comparison: ``value = baseline_time / our_time`` (higher is better).
+
+    For a ceiling (``kind="max"``), ``value = our_time / reference_time`` and
+    lower is better.
+    """
+
+    stage: str
+    name: str
+    value: float
+    floor: float | None = None
+    kind: str = "min"  # "min": value must be >= floor; "max": value must be <= floor
+
+    @property
+    def ok(self) -> bool:
+        if self.floor is None:
+            return True
+        return self.value >= self.floor if self.kind == "min" else self.value <= self.floor
+
+    def describe(self) -> str:
+        bound = "" if self.floor is None else (
+            f"  (floor >= {self.floor:g})" if self.kind == "min" else f"  (ceiling <= {self.floor:g})")
+        return f"{self.stage}: {self.name} = {self.value:.2f}x{bound}"
+
+
+@dataclass
+class Report:
+    """Timings and ratios of one or more stages."""
+
+    timings: list[dict] = field(default_factory=list)
+    ratios: list[Ratio] = field(default_factory=list)
+
+    def time(self, stage: str, name: str, seconds: float, *, items: float | None = None,
+             unit: str = "rows", nbytes: float | None = None) -> None:
+        """Record a median time (and throughput when ``items`` or ``nbytes`` is given)."""
+        self.timings.append({"stage": stage, "name": name, "seconds": seconds, "items": items,
+                             "unit": unit, "bytes": nbytes})
+
+    def ratio(self, stage: str, name: str, value: float, floor: float | None = None,
+              kind: str = "min") -> Ratio:
+        r = Ratio(stage, name, value, floor, kind)
+        self.ratios.append(r)
+        return r
+
+    def failures(self) -> list[Ratio]:
+        return [r for r in self.ratios if not r.ok]
+
+    def merge(self, other: "Report") -> None:
+        self.timings += other.timings
+        self.ratios += other.ratios
+
+    def render(self) -> str:
+        """A plain-text table of medians, throughputs and ratios."""
+        lines = [f"{'stage':<10} {'measurement':<44} {'median':>11} {'throughput':>16}"]
+        for t in self.timings:
+            thr = ""
+            if t["bytes"]:
+                thr = f"{t['bytes'] / t['seconds'] / 1e6:,.0f} MB/s"
+            elif t["items"]:
+                thr = f"{t['items'] / t['seconds']:,.0f} {t['unit']}/s"
+            lines.append(f"{t['stage']:<10} {t['name']:<44} {_fmt_seconds(t['seconds']):>11} {thr:>16}")
+        lines.append("")
+        lines.append(f"{'stage':<10} {'ratio':<52} {'value':>9} {'bound':>10}  ok")
+        for r in self.ratios:
+            bound = "" if r.floor is None else (">= " if r.kind == "min" else "<= ") + f"{r.floor:g}"
+            lines.append(f"{r.stage:<10} {r.name:<52} {r.value:>8.2f}x {bound:>10}  "
+                         f"{'yes' if r.ok else 'NO'}")
+        return "\n".join(lines)
+
+
+def _fmt_seconds(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:.1f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
