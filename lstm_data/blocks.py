@@ -1,0 +1,143 @@
+"""``shuffle="block"`` for on-disk data: load whole blocks of rows, mix them in RAM windows.
+
+Each epoch permutes blocks of consecutive rows (aligned to the on-disk chunks of
+the ragged values when the reader tells their size) and mixes the rows of a
+window of consecutive permuted blocks (see :class:`~lstm_data.order.BlockPlan`).
+A window is read with one contiguous ``dataset.take`` per block, so every value
+chunk is decompressed at most twice per epoch (once per block it overlaps), and
+the batches of the window are then padded from RAM by the kernels.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Sequence
+
+import numpy as np
+
+from .builder import BatchBuilder
+from .columns import RaggedGroup
+from .dataset import Dataset, InMemoryDataset
+from .order import BlockPlan, block_bounds
+from .spec import ResolvedField
+
+__all__ = ["BlockSource", "concat_datasets", "value_chunk_rows"]
+
+
+def value_chunk_rows(dataset: Dataset) -> list[np.ndarray]:
+    """For each on-disk ragged group, the rows where its value chunks start (empty if unknown)."""
+    groups = getattr(dataset, "_disk_groups", None) or {}
+    out = []
+    for name, dg in groups.items():
+        chunk_len = int(getattr(dg, "chunk_len", 0) or 0)
+        if chunk_len <= 0:
+            continue
+        offsets = dataset.offsets(name) if hasattr(dataset, "offsets") else dg.offsets()
+        starts = np.arange(0, int(offsets[-1]), chunk_len, dtype=np.int64)
+        out.append(np.unique(np.searchsorted(offsets[:-1], starts, side="right") - 1).clip(0))
+    return out
+
+
+def concat_datasets(parts: Sequence[InMemoryDataset]) -> InMemoryDataset:
+    """Rows of ``parts`` one after another, as one in-RAM dataset (vectorised copies)."""
+    first = parts[0]
+    scalars = {s: np.concatenate([p.scalar(s) for p in parts]) for s in first.scalar_names}
+    groups = {}
+    for g, names in first.groups.items():
+        pieces = [p.ragged(g) for p in parts]
+        values = np.concatenate([v for v, _ in pieces])
+        base = np.cumsum([0] + [int(o[-1]) for _, o in pieces[:-1]])
+        offsets = np.concatenate([[0]] + [o[1:] + b for (_, o), b in zip(pieces, base)])
+        groups[g] = RaggedGroup(names, values, offsets.astype(np.int64))
+    return InMemoryDataset(scalars, groups)
+
+
+class BlockSource:
+    """Block plans and loaded windows of one dataset view.
+
+    Parameters
+    ----------
+    dataset
+        The full dataset.
+    rows
+        The view's rows, sorted ascending, or ``None`` for all rows.
+    fields
+        The resolved spec (for the per-window builders).
+    batch_size
+        Batch size; windows hold a multiple of it.
+    block_rows
+        Minimum rows per block (default: the batch size, or the widest chunk span).
+    window_rows
+        Rows mixed together (default: the larger of 16 batches and 4 blocks,
+        rounded up to whole batches).
+    nan_to
+        Passed to the builders.
+    """
+
+    def __init__(self, dataset: Dataset, rows: np.ndarray | None, fields: Sequence[ResolvedField],
+                 batch_size: int, *, block_rows: int | None = None, window_rows: int | None = None,
+                 nan_to: float | None = None) -> None:
+        self.dataset = dataset
+        self.rows = rows
+        self.fields = list(fields)
+        self.nan_to = nan_to
+        n_all = len(dataset)
+        bounds = block_bounds(n_all, value_chunk_rows(dataset), block_rows or batch_size)
+        if rows is not None:  # block bounds in the view's own positions
+            bounds = np.unique(np.searchsorted(rows, bounds)).astype(np.int64)
+            if bounds[0] != 0:
+                bounds = np.insert(bounds, 0, 0)
+        self.bounds = bounds
+        if window_rows is None:
+            typical = int(np.median(np.diff(bounds))) if len(bounds) > 1 else batch_size
+            window_rows = max(16 * batch_size, 4 * typical)
+        self.window_rows = -(-int(window_rows) // batch_size) * batch_size
+        self._lock = threading.Lock()
+        self._blocks: OrderedDict[int, InMemoryDataset] = OrderedDict()
+        self._windows: OrderedDict[tuple, tuple[BatchBuilder, np.ndarray]] = OrderedDict()
+        self.block_loads = 0
+
+    def __len__(self) -> int:
+        return int(self.bounds[-1])
+
+    def plan(self, seed: int, epoch: int) -> BlockPlan:
+        """The epoch's :class:`BlockPlan` (positions index the view's rows)."""
+        return BlockPlan.make(self.bounds, seed, epoch, self.window_rows)
+
+    def _dataset_rows(self, lo: int, hi: int) -> np.ndarray:
+        return np.arange(lo, hi, dtype=np.intp) if self.rows is None else self.rows[lo:hi]
+
+    def _block(self, block: int) -> InMemoryDataset:
+        piece = self._blocks.get(block)
+        if piece is None:
+            lo, hi = int(self.bounds[block]), int(self.bounds[block + 1])
+            piece = self.dataset.take(self._dataset_rows(lo, hi))
+            self._blocks[block] = piece
+            self.block_loads += 1
+        self._blocks.move_to_end(block)
+        return piece
+
+    def window(self, plan: BlockPlan, key: tuple, window: int) -> tuple[BatchBuilder, np.ndarray]:
+        """A builder over the RAM copy of ``window`` and the sorted view positions it holds."""
+        with self._lock:
+            hit = self._windows.get(key)
+            if hit is not None:
+                self._windows.move_to_end(key)
+                return hit
+            blocks = np.sort(plan.block_order[plan.window_blocks(window)])
+            pieces = [self._block(int(b)) for b in blocks]
+            while len(self._blocks) > len(blocks) + 2:  # keep the blocks a next window may share
+                self._blocks.popitem(last=False)
+            piece = pieces[0] if len(pieces) == 1 else concat_datasets(pieces)
+            positions = np.concatenate([np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.intp)
+                                        for b in blocks])
+            hit = (BatchBuilder(piece, self.fields, nan_to=self.nan_to), positions)
+            self._windows[key] = hit
+            while len(self._windows) > 2:
+                self._windows.popitem(last=False)
+            return hit
+
+    def build(self, plan: BlockPlan, epoch: int, positions: np.ndarray, window: int):
+        """Build the batch at view ``positions`` (all inside ``window``)."""
+        builder, held = self.window(plan, (epoch, window), window)
+        return builder.build(np.searchsorted(held, positions))
