@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import ParseError
 from .numparse cimport is_space, parse_number
+from . import numparse as _locale_init  # noqa: F401  (creates the C locale)
 
 cnp.import_array()
 

@@ -110,9 +110,18 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
     shape = (len(rows), width) if flat else (len(rows), width, len(cols))
     batch = _as_out(out, shape, dt)
     lengths = np.minimum(full, width)
+    with np.errstate(over="ignore"):  # float64 -> float32 overflow gives inf, as in C
+        _fill(batch, table, starts, stops, lengths, width, cols, key, descending, padding,
+              truncating, dt, pad_value)
+    return batch, lengths
+
+
+def _fill(batch, table, starts, stops, lengths, width, cols, key, descending, padding,
+          truncating, dt, pad_value) -> None:
+    """Write every batch row: its (sorted, truncated) prongs, then the padding."""
     batch[...] = dt.type(pad_value)
-    view = batch.reshape(len(rows), width, len(cols))
-    for b in range(len(rows)):
+    view = batch.reshape(len(batch), width, len(cols))
+    for b in range(len(batch)):
         prongs = table[starts[b]:stops[b]]
         if key is not None:
             keys = prongs[:, key]
@@ -120,7 +129,6 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
         kept = prongs[:width] if truncating == "post" else prongs[len(prongs) - lengths[b]:]
         slot = 0 if padding == "post" else width - lengths[b]
         view[b, slot:slot + lengths[b]] = kept[:, cols].astype(dt)
-    return batch, lengths
 
 
 def _as_rows(rows: Any, n_rows: int) -> np.ndarray:
