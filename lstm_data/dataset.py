@@ -110,6 +110,12 @@ class Dataset:
             raise unknown_name_error("group", group, list(self._groups))
         return self._ragged(group, as_rows(rows, self._n_rows))
 
+    def offsets(self, group: str) -> np.ndarray:
+        """The full offsets (N + 1, int64) of ``group``, without reading its values."""
+        if group not in self._groups:
+            raise unknown_name_error("group", group, list(self._groups))
+        return self._offsets(group)
+
     def take(self, rows) -> "InMemoryDataset":
         """An in-RAM dataset of ``rows``, in the order given."""
         sel = as_rows(rows, self._n_rows)
@@ -140,6 +146,10 @@ class Dataset:
 
     def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
+
+    def _offsets(self, group: str) -> np.ndarray:
+        """Override when offsets are cheaper than the whole group (on-disk readers)."""
+        return self._ragged(group, None)[1]
 
 
 class InMemoryDataset(Dataset):

@@ -1,0 +1,143 @@
+"""Chunk-aware gathering of ragged rows from a chunked on-disk ``values`` array (design §6).
+
+A batch asks for rows in any order. We sort the value indices it needs, find the
+chunks they touch, read each touched chunk once (contiguous touched chunks in one
+read), and scatter the records back into the requested order. Everything is
+vectorised; the only Python loop is over runs of touched chunks.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["IOStats", "gather_ranges", "chunk_runs"]
+
+
+@dataclass
+class IOStats:
+    """Counters of on-disk reads, shared by a dataset's groups (thread-safe).
+
+    Attributes
+    ----------
+    chunks_read : int
+        Chunks read and decompressed so far.
+    reads : int
+        Read calls (one per run of contiguous chunks).
+    bytes_read : int
+        Decompressed bytes returned by those reads.
+    per_chunk : dict or None
+        ``(array key, chunk index) -> times read`` when ``track_chunks`` is on, so a
+        test can check "each chunk at most twice per epoch".
+    hook : callable or None
+        Called as ``hook(array_key, first_chunk, stop_chunk)`` after every read.
+    """
+
+    chunks_read: int = 0
+    reads: int = 0
+    bytes_read: int = 0
+    per_chunk: dict | None = None
+    hook: Callable[[str, int, int], None] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def track_chunks(self, on: bool = True) -> None:
+        """Start (or stop) counting reads per chunk in :attr:`per_chunk`."""
+        self.per_chunk = {} if on else None
+
+    def reset(self) -> None:
+        """Zero every counter (the per-chunk table too, when tracked)."""
+        with self._lock:
+            self.chunks_read = self.reads = self.bytes_read = 0
+            if self.per_chunk is not None:
+                self.per_chunk = {}
+
+    def record(self, key: str, first: int, stop: int, nbytes: int) -> None:
+        with self._lock:
+            self.chunks_read += stop - first
+            self.reads += 1
+            self.bytes_read += nbytes
+            if self.per_chunk is not None:
+                for c in range(first, stop):
+                    self.per_chunk[(key, c)] = self.per_chunk.get((key, c), 0) + 1
+        if self.hook is not None:
+            self.hook(key, first, stop)
+
+    def __getstate__(self):
+        return {"chunks_read": 0, "reads": 0, "bytes_read": 0, "per_chunk": None, "hook": None}
+
+    def __setstate__(self, state):
+        self.__init__(**state)
+
+
+def chunk_runs(chunk_ids: np.ndarray, max_run: int) -> tuple[np.ndarray, np.ndarray]:
+    """Split sorted unique chunk indices into runs of consecutive chunks.
+
+    Returns
+    -------
+    first, stop : ndarray of int64
+        Run ``k`` covers chunks ``first[k] <= c < stop[k]``, at most ``max_run`` long.
+    """
+    if len(chunk_ids) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    brk = np.ones(len(chunk_ids), dtype=bool)
+    brk[1:] = np.diff(chunk_ids) != 1
+    run_start = np.flatnonzero(brk)
+    run_of = np.cumsum(brk) - 1
+    within = np.arange(len(chunk_ids)) - run_start[run_of]
+    brk |= (within % max_run) == 0
+    starts = np.flatnonzero(brk)
+    ends = np.append(starts[1:], len(chunk_ids))
+    return chunk_ids[starts].astype(np.int64), chunk_ids[ends - 1].astype(np.int64) + 1
+
+
+def gather_ranges(starts: np.ndarray, ends: np.ndarray, *, n_values: int, chunk_len: int,
+                  read: Callable[[int, int], np.ndarray], dtype, width: int,
+                  max_run_chunks: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """Gather value ranges ``[starts[i], ends[i])`` (request order) from a chunked array.
+
+    Parameters
+    ----------
+    starts, ends
+        Per requested row, its first and past-the-end value index.
+    n_values
+        Length of the on-disk array.
+    chunk_len
+        Records per on-disk chunk.
+    read
+        ``read(lo, hi)`` returns records ``lo:hi`` as an array ``(hi - lo, width)``;
+        ``lo`` is chunk-aligned and ``hi`` is chunk-aligned or ``n_values``.
+    dtype, width
+        Of the result.
+    max_run_chunks
+        Longest single read, in chunks (bounds the memory of one read).
+
+    Returns
+    -------
+    values : ndarray, shape ``(sum of lengths, width)``
+    offsets : ndarray of int64, shape ``(len(starts) + 1,)``
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    lens = np.asarray(ends, dtype=np.int64) - starts
+    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    total = int(offsets[-1])
+    out = np.empty((total, width), dtype=dtype)
+    if total == 0:
+        return out, offsets
+    src = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets[:-1], lens)
+    order = np.argsort(src, kind="stable")
+    src_sorted = src[order]
+    chunk_of = src_sorted // chunk_len
+    new_chunk = np.ones(total, dtype=bool)
+    new_chunk[1:] = chunk_of[1:] != chunk_of[:-1]
+    first, stop = chunk_runs(chunk_of[new_chunk], max_run_chunks)
+    lo_all = first * chunk_len
+    hi_all = np.minimum(stop * chunk_len, n_values)
+    a_all = np.searchsorted(src_sorted, lo_all, side="left")
+    b_all = np.searchsorted(src_sorted, hi_all, side="left")
+    for lo, hi, a, b in zip(lo_all.tolist(), hi_all.tolist(), a_all.tolist(), b_all.tolist()):
+        block = read(lo, hi)
+        out[order[a:b]] = block[src_sorted[a:b] - lo]
+    return out, offsets

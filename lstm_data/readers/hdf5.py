@@ -1,0 +1,187 @@
+"""HDF5 files: lstm_ee's layout (PyTables earrays + VLArrays) and ours (design §5).
+
+* **Ours** (root attribute ``lstm_data_format``): scalars and offsets load on open,
+  values stay on disk and are read per request, each touched chunk once.
+* **lstm_ee / plain h5py vlen**: every 1-D numeric dataset in the root is a scalar
+  and every variable-length float dataset a prong variable. Vlen data is read
+  once, at open, in whole-chunk slices and turned into interleaved ragged groups;
+  batches never see one Python object per row.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import h5py
+import numpy as np
+
+from ..dataset import InMemoryDataset
+from ..errors import FormatError, SchemaError
+from ._groups import assign_groups, build_group, declared_groups, declared_scalars
+from ._layout import is_ours, parse_layout
+from ._ondisk import DiskGroup, OnDiskDataset
+
+__all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE"]
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+#: rows per vlen read (a multiple of PyTables' usual chunk lengths)
+_VLEN_BLOCK_ROWS = 1 << 16
+
+
+def read_hdf5(path, *, schema: Any = None, **options):
+    """Open an HDF5 file in our layout or lstm_ee's.
+
+    Parameters
+    ----------
+    path
+        The file.
+    schema
+        For lstm_ee files: a Schema, ``{group: [variables]}`` or a TOML path that
+        declares groups (and optionally the scalars to keep). Ignored for our layout,
+        whose groups are stored.
+    **options
+        ``root`` (lstm_ee files: the HDF5 group holding the arrays, default ``/``),
+        ``dtype`` (lstm_ee files: cast values, default keeps the file's),
+        ``max_run_chunks`` (our layout).
+
+    Returns
+    -------
+    HDF5Dataset for our layout, else an InMemoryDataset.
+    """
+    with h5py.File(path, "r") as fh:
+        ours = is_ours(fh.attrs)
+    if ours:
+        return HDF5Dataset(path, **options)
+    return read_vlen_hdf5(path, schema=schema, **options)
+
+
+class HDF5Dataset(OnDiskDataset):
+    """Our layout in HDF5: values read per request with chunk-aligned, coalesced reads.
+
+    Parameters
+    ----------
+    path
+        The ``.h5`` file; it stays open until :meth:`close`.
+    max_run_chunks
+        Longest single read, in chunks.
+    """
+
+    def __init__(self, path, *, max_run_chunks: int = 32) -> None:
+        self._reopen = ((path,), {"max_run_chunks": max_run_chunks})
+        name = str(path)
+        self._file = h5py.File(path, "r")
+        try:
+            layout = parse_layout(dict(self._file.attrs), file=name)
+            n = layout["n_rows"]
+            scalars = {var: self._file[key][:] for var, key in layout["scalars"].items()}
+            for var, col in scalars.items():
+                if col.shape != (n,):
+                    raise FormatError(f"scalar has shape {col.shape}, expected ({n},)",
+                                      file=name, variable=var)
+            groups = {g: self._disk_group(g, spec, n, name) for g, spec in layout["groups"].items()}
+        except BaseException:
+            self._file.close()
+            raise
+        self._setup(n, scalars, groups, (name,))
+
+    def _disk_group(self, group: str, spec: dict, n: int, name: str) -> DiskGroup:
+        sub = self._file[spec["key"]]
+        offsets = sub["offsets"][:].astype(np.int64, copy=False)
+        values = sub["values"]
+        width = len(spec["names"])
+        if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != values.shape[0]:
+            raise FormatError(f"offsets of group {group!r} do not match its {values.shape[0]} "
+                              f"values and {n} rows", file=name, variable=group)
+        if values.ndim != 2 or values.shape[1] != width:
+            raise FormatError(f"values of group {group!r} have shape {values.shape}, expected "
+                              f"(total, {width})", file=name, variable=group)
+        if values.chunks:
+            chunk_len = values.chunks[0]
+        else:  # contiguous: read in ~256 KiB pieces
+            chunk_len = max(1, (256 << 10) // max(1, width * values.dtype.itemsize))
+        return DiskGroup(names=spec["names"], starts=offsets[:-1], ends=offsets[1:],
+                         n_values=int(values.shape[0]), chunk_len=int(chunk_len),
+                         read=lambda lo, hi: values[lo:hi], dtype=values.dtype,
+                         key=f"{group}/values")
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+
+def _is_vlen(ds: h5py.Dataset) -> bool:
+    base = h5py.check_vlen_dtype(ds.dtype)
+    return base is not None and np.dtype(base).kind in "fiub"
+
+
+def _read_vlen(ds: h5py.Dataset, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """One vlen dataset as ``(flat values, lengths)``, read in large slices."""
+    n = ds.shape[0]
+    base = np.dtype(dtype if dtype is not None else h5py.check_vlen_dtype(ds.dtype))
+    chunk = ds.chunks[0] if ds.chunks else _VLEN_BLOCK_ROWS
+    block = max(chunk, (_VLEN_BLOCK_ROWS // chunk) * chunk)
+    lengths = np.empty(n, dtype=np.int64)
+    pieces = []
+    for a in range(0, n, block):
+        objs = ds[a:a + block]
+        lengths[a:a + len(objs)] = np.fromiter(map(len, objs), dtype=np.int64, count=len(objs))
+        if len(objs):
+            pieces.append(np.concatenate(objs).astype(base, copy=False))
+    values = np.concatenate(pieces) if pieces else np.zeros(0, dtype=base)
+    return values, lengths
+
+
+def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None) -> InMemoryDataset:
+    """Read lstm_ee's HDF5 layout (or plain h5py vlen datasets) into RAM.
+
+    Every 1-D numeric dataset under ``root`` is a scalar; every variable-length
+    numeric dataset is a prong variable. Prong variables form groups by prefix
+    (``png.calE`` -> ``png``) or as the schema declares.
+
+    Raises
+    ------
+    FormatError
+        No datasets, an unsupported dataset, or datasets of different lengths.
+    SchemaError
+        Variables of one group differ in length in some row (names row and variables).
+    """
+    name = str(path)
+    keep_scalars = declared_scalars(schema)
+    with h5py.File(path, "r") as fh:
+        try:
+            node = fh[root]
+        except KeyError:
+            raise FormatError(f"no HDF5 group {root!r}", file=name) from None
+        datasets = {k: v for k, v in node.items() if isinstance(v, h5py.Dataset)}
+        if not datasets:
+            raise FormatError(f"no datasets in HDF5 group {root!r}; expected lstm_ee's layout "
+                              "(one array per variable) or lstm_data's", file=name)
+        n_rows = {k: ds.shape[0] if ds.ndim else None for k, ds in datasets.items()}
+        ragged_names, scalar_names = [], []
+        for k, ds in datasets.items():
+            if _is_vlen(ds) and ds.ndim == 1:
+                ragged_names.append(k)
+            elif ds.ndim == 1 and ds.dtype.kind in "fiub":
+                scalar_names.append(k)
+            else:
+                raise FormatError(f"unsupported dataset of dtype {ds.dtype} and shape {ds.shape}; "
+                                  "expected 1-D numbers or variable-length numbers",
+                                  file=name, variable=k)
+        if len(set(n_rows.values())) > 1:
+            first = next(iter(n_rows))
+            odd = next(k for k, n in n_rows.items() if n != n_rows[first])
+            raise FormatError(f"{odd!r} has {n_rows[odd]} rows but {first!r} has {n_rows[first]}",
+                              file=name, variable=odd)
+        if keep_scalars is not None:
+            missing = [s for s in keep_scalars if s not in scalar_names]
+            if missing:
+                raise SchemaError(f"declared scalar {missing[0]!r} is not in the file",
+                                  file=name, variable=missing[0])
+            scalar_names = list(keep_scalars)
+        scalars = {k: datasets[k][:] if dtype is None else datasets[k][:].astype(dtype)
+                   for k in scalar_names}
+        group_vars = assign_groups(ragged_names, declared_groups(schema), file=name)
+        groups = {}
+        for g, names in group_vars.items():
+            columns = {v: _read_vlen(datasets[v], dtype) for v in names}
+            groups[g] = build_group(g, columns, file=name)
+    return InMemoryDataset(scalars, groups, source=(name,))
