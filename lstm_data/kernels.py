@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import warnings
 
-__all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "KERNEL_NAMES", "load_backend"]
+__all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "CsvBlockParser", "KERNEL_NAMES",
+           "load_backend"]
 
 #: Names every backend must provide, with the same signatures.
-KERNEL_NAMES = ("parse_float_lists", "pad_ragged")
+KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "CsvBlockParser")
 
 
 def _pure_requested() -> bool:
@@ -66,3 +67,4 @@ _backend = _choose()
 BACKEND: str = _backend.BACKEND
 parse_float_lists = _backend.parse_float_lists
 pad_ragged = _backend.pad_ragged
+CsvBlockParser = _backend.CsvBlockParser

@@ -1,5 +1,6 @@
 """Every compiled kernel under one namespace (imported by :mod:`lstm_data.kernels`)."""
 from .pad import pad_ragged
 from .parse import parse_float_lists
+from .csvblock import CsvBlockParser
 
-__all__ = ["parse_float_lists", "pad_ragged"]
+__all__ = ["parse_float_lists", "pad_ragged", "CsvBlockParser"]

@@ -7,5 +7,6 @@ bitwise-equal results and raise the same exception types. Select them with
 """
 from .parse import parse_float_lists
 from .pad import pad_ragged
+from .csvblock import CsvBlockParser
 
-__all__ = ["parse_float_lists", "pad_ragged"]
+__all__ = ["parse_float_lists", "pad_ragged", "CsvBlockParser"]
