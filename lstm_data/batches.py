@@ -120,6 +120,7 @@ class Batches:
     def _setup_runtime(self) -> None:
         """Objects that are rebuilt, not pickled: builder, locks, plans, caches."""
         self._lock = threading.Lock()
+        self._target_names = self.spec.target_names
         self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to)
         self._plan_cache: tuple[int, Any] | None = None
         self._ram: dict[int, tuple] = {}
@@ -217,7 +218,7 @@ class Batches:
             w = np.ones(len(rows), dtype=np.float32)
         else:
             w = self._weights[rows]
-        return {name: w for name in self.spec.target_names}
+        return {name: w for name in self._target_names}
 
     def __iter__(self) -> Iterator[tuple[dict, dict, dict]]:
         return self.iter()
@@ -282,7 +283,7 @@ class Batches:
     # -- pickling: never the arrays of an in-RAM dataset -------------------------------------------
     def __getstate__(self) -> dict:
         state = {k: v for k, v in self.__dict__.items()
-                 if k not in ("_lock", "_builder", "_plan_cache", "_ram", "_blocks", "fields")}
+                 if k not in ("_lock", "_builder", "_plan_cache", "_ram", "_blocks", "fields", "_target_names")}
         if isinstance(self.dataset, InMemoryDataset):
             from .sharing import share
             state["dataset"] = share(self.dataset)

@@ -45,6 +45,9 @@ class BatchBuilder:
         self._row_lengths: dict[str, np.ndarray] = {}
         self._group_has_nan: dict[str, bool] = {}
         self._groups_needed = list(dict.fromkeys(f.group for f in self.fields if f.group is not None))
+        # all of a group's columns in order: let the kernel copy whole prong records
+        self._columns = {f.name: None if f.group is not None and np.array_equal(
+            f.columns, np.arange(len(dataset.groups[f.group]))) else f.columns for f in self.fields}
 
     # -- cached per-dataset tables (built once, lazily; safe to race) ----------------------
     def _scalar_table(self, f: ResolvedField) -> np.ndarray:
@@ -129,7 +132,7 @@ class BatchBuilder:
             lens = self.row_lengths(f.group)[rows] if self.in_ram else np.diff(offsets)
             width = min(width, int(lens.max())) if len(lens) else 0
         batch, lengths = kernels.pad_ragged(
-            values, offsets, pick, max_len=width, pad_value=pad, columns=f.columns,
+            values, offsets, pick, max_len=width, pad_value=pad, columns=self._columns[f.name],
             sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
             truncating=spec.truncating, dtype=spec.np_dtype)
         if masks and self._has_nan(f.group, values):
