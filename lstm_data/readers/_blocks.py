@@ -1,0 +1,144 @@
+"""Blocks of (decompressed) bytes from a file, read ahead in a background thread.
+
+The compression is found from the first bytes (gzip ``1f 8b``, xz ``fd 37 7a 58
+5a 00``, bzip2 ``BZh``), not from the extension. zlib, liblzma and libbz2
+release the GIL while they work, so decompressing the next block overlaps the
+parsing of this one. A truncated or damaged stream raises
+:class:`~lstm_data.FormatError` naming the file.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import queue
+import threading
+import zlib
+from typing import BinaryIO, Iterator
+
+from ..errors import FormatError
+
+__all__ = ["compression_of", "BlockReader", "DEFAULT_BLOCK_SIZE"]
+
+#: bytes of decompressed text per block
+DEFAULT_BLOCK_SIZE = 4 << 20
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
+_DAMAGE = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError, ValueError)
+
+
+def compression_of(path: str | os.PathLike) -> str | None:
+    """``"gzip"``, ``"xz"``, ``"bzip2"`` or ``None`` (plain), from the magic bytes."""
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+def _open_decompressed(raw: BinaryIO, kind: str | None) -> BinaryIO:
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if kind == "xz":
+        return lzma.LZMAFile(raw, mode="rb")
+    if kind == "bzip2":
+        return bz2.BZ2File(raw, mode="rb")
+    return raw
+
+
+class BlockReader:
+    """Iterate over blocks of a file's decompressed bytes, read by a helper thread.
+
+    Parameters
+    ----------
+    path
+        The file to read.
+    block_size
+        Decompressed bytes per block (the last one may be shorter).
+    depth
+        Blocks read ahead; memory in flight is about ``(depth + 1) * block_size``.
+
+    Attributes
+    ----------
+    compression : str or None
+    size : int
+        Bytes of the file on disk.
+    position : int
+        Bytes of the file on disk consumed so far (for progress).
+
+    Use as a context manager so the thread stops when parsing fails.
+    """
+
+    def __init__(self, path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE,
+                 depth: int = 2) -> None:
+        if block_size < 1:
+            raise ValueError(f"block_size must be positive, got {block_size}")
+        self.path = os.fspath(path)
+        self.block_size = int(block_size)
+        self.compression = compression_of(self.path)
+        self.size = os.path.getsize(self.path)
+        self.position = 0
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lstm_data-csv-read", daemon=True)
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            with open(self.path, "rb", buffering=0) as raw:
+                stream = _open_decompressed(raw, self.compression)
+                try:
+                    while not self._stop.is_set():
+                        block = stream.read(self.block_size)
+                        self.position = raw.tell()
+                        if not block:
+                            break
+                        if not self._put(block):
+                            return
+                finally:
+                    if stream is not raw:
+                        stream.close()
+            self._put(None)
+        except _DAMAGE as exc:
+            if self.compression is None:
+                self._put(exc)
+            else:
+                self._put(FormatError(f"damaged or truncated {self.compression} stream: {exc}",
+                                      file=self.path))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            self._put(exc)
+
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        """Stop the helper thread and drop blocks read ahead."""
+        self._stop.set()
+        while self._thread.is_alive():
+            try:
+                self._queue.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self._thread.join()
+
+    def __enter__(self) -> "BlockReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

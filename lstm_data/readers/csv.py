@@ -1,0 +1,211 @@
+"""Read lstm_ee-style CSV files (plain, gzip, xz, bzip2) into an in-RAM dataset.
+
+Scalar columns hold one number per cell; prong variables hold a quoted list
+per cell (``"0.2,0.334,0.564"``). This module is pure Python: it opens and
+decompresses the files (in a helper thread), reads the header, decides the
+column plan (:mod:`lstm_data.readers._csvplan`), reports progress and feeds
+blocks of text to the compiled :class:`~lstm_data.kernels.CsvBlockParser`,
+which does the tokenizing and number parsing in one pass without the GIL.
+
+Numbers follow design §4: float64 values are bitwise equal to ``float(token)``,
+float32 values to ``numpy.float32(float(token))`` (lstm_ee's double rounding).
+Missing scalars are NaN, empty ragged cells empty lists, a single unquoted
+number in a ragged column a one-element list. Errors name the file, line,
+column, variable, row and token; no error returns a partial dataset.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import kernels
+from ..dataset import InMemoryDataset
+from ..errors import SchemaError, _Located
+from ..schema import Schema
+from ._blocks import DEFAULT_BLOCK_SIZE, BlockReader
+from ._csvplan import Plan, assemble, declared_plan, plan_from_sample, split_header, surprised
+
+__all__ = ["read_csv", "DEFAULT_BLOCK_SIZE"]
+
+#: decompressed bytes at the start of the first file used to infer the plan
+SAMPLE_SIZE = 1 << 20
+
+Progress = Callable[[int, int], Any]
+
+
+class _Replan(Exception):
+    """The sample's plan does not fit the whole file: parse again with the general plan."""
+
+
+def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
+             schema: Any = None, dtype: Any = None, sep: str = ",", list_sep: str | None = None,
+             progress: Progress | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
+             ) -> InMemoryDataset:
+    """Read one CSV file, or several with the same header, into columns.
+
+    Parameters
+    ----------
+    path_or_paths
+        A path or a list of paths; compression is detected from the magic bytes.
+        Several files are read as one table, rows in file order.
+    schema
+        A :class:`~lstm_data.schema.Schema`, a TOML path or a mapping: declared
+        groups (and optionally the scalars to keep, and the dtype). Undeclared
+        columns are inferred (see :mod:`lstm_data.readers._csvplan`).
+    dtype
+        ``numpy.float32`` or ``numpy.float64``; default: the schema's, else float32.
+    sep
+        Field separator.
+    list_sep
+        Separator of the numbers inside one cell (default: ``sep``).
+    progress
+        Called as ``progress(bytes_done, bytes_total)`` after each block, in
+        bytes of the files on disk (compressed bytes for compressed files).
+    block_size
+        Decompressed bytes handed to the parser at a time.
+
+    Returns
+    -------
+    InMemoryDataset
+
+    Raises
+    ------
+    ParseError
+        A malformed number, a wrong field count, an unterminated quote.
+    SchemaError
+        A length mismatch inside a declared group, several values in a declared
+        scalar, an unknown declared column, or files with different headers.
+    FormatError
+        An empty file, a truncated or damaged compressed stream.
+    """
+    single = isinstance(path_or_paths, (str, os.PathLike))
+    paths = [os.fspath(p) for p in ([path_or_paths] if single else path_or_paths)]
+    if not paths:
+        raise ValueError("no CSV path given")
+    schema = Schema.coerce(schema)
+    dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
+    list_sep = sep if list_sep is None else list_sep
+    names, sample, sample_final = _peek(paths[0], sep, block_size)
+    general = declared_plan(names, schema)
+    options = dict(dtype=dt, sep=sep, list_sep=list_sep)
+    plan = general
+    if general.general:
+        plan = _plan_from_sample(general, sample, sample_final, options)
+    run = _Run(paths, names, options, progress, block_size)
+    try:
+        scalars, groups, flags = run.parse(plan)
+        if not plan.general and surprised(plan, flags):
+            raise _Replan
+    except _Replan:
+        plan = general
+        scalars, groups, flags = run.parse(plan)
+    scalar_cols, group_cols = assemble(plan, scalars, groups, flags, dt)
+    return InMemoryDataset(scalar_cols, group_cols, source=paths)
+
+
+def _peek(path: str, sep: str, block_size: int) -> tuple[list[str], bytes, bool]:
+    """The header names, plus a sample of the text after it (and whether it is all)."""
+    data, final = b"", False
+    with BlockReader(path, min(block_size, SAMPLE_SIZE), depth=1) as blocks:
+        chunks = iter(blocks)
+        while True:
+            block = next(chunks, None)
+            final = block is None
+            data += block or b""
+            header = split_header(data, final, sep, path)
+            if header is not None and (final or len(data) - header[1] >= SAMPLE_SIZE):
+                break
+    names, end = header
+    return names, data[end:], final
+
+
+def _plan_from_sample(general: Plan, sample: bytes, final: bool, options: dict) -> Plan:
+    parser = kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
+    try:
+        parser.feed(sample, final=final)
+    except (SchemaError, ValueError):
+        return general  # let the full parse report errors in the right file and line
+    flags = parser.column_flags()
+    _, groups = parser.finish()
+    return plan_from_sample(general, flags, groups)
+
+
+class _Run:
+    """Feed every file's blocks through one parser with a given plan."""
+
+    def __init__(self, paths: list[str], names: list[str], options: dict,
+                 progress: Progress | None, block_size: int) -> None:
+        self.paths, self.names, self.options = paths, names, options
+        self.progress, self.block_size = progress, block_size
+        self.total = sum(os.path.getsize(p) for p in paths)
+
+    def parse(self, plan: Plan):
+        """Return ``(scalars, groups, column flags)``; raise :class:`_Replan` on a surprise."""
+        parser = kernels.CsvBlockParser(plan.names, plan.kinds, plan.groups, **self.options)
+        done = 0
+        for path in self.paths:
+            try:
+                self._parse_file(parser, path, done)
+            except SchemaError as exc:
+                if not plan.general and exc.variable in plan.inferred:
+                    raise _Replan from None
+                raise exc.located(file=path) from None
+            except _Located as exc:
+                raise exc.located(file=path) from None
+            done += os.path.getsize(path)
+        flags = parser.column_flags()
+        scalars, groups = parser.finish()
+        return scalars, groups, flags
+
+    def _parse_file(self, parser, path: str, done: int) -> None:
+        carry: bytes | memoryview = b""
+        header = None
+        with BlockReader(path, self.block_size) as blocks:
+            for block in blocks:
+                if header is None:
+                    carry = bytes(carry) + block
+                    header = split_header(carry, False, self.options["sep"], path)
+                    if header is None:
+                        continue
+                    carry = self._start(parser, path, header, carry)
+                    continue
+                carry = self._feed(parser, carry, block)
+                if self.progress is not None:
+                    self.progress(done + blocks.position, self.total)
+        if header is None:
+            carry = self._start(parser, path, split_header(bytes(carry), True,
+                                                           self.options["sep"], path), carry)
+        parser.feed(carry, final=True)
+        if self.progress is not None:
+            self.progress(done + os.path.getsize(path), self.total)
+
+    def _start(self, parser, path: str, header: tuple[list[str], int], data) -> memoryview:
+        names, end = header
+        if names != self.names:
+            raise SchemaError(f"header differs from the first file's ({self.paths[0]}): "
+                              f"{len(names)} columns vs {len(self.names)}", file=path, line=1)
+        parser.line = 1 + bytes(data[:end]).count(b"\n")
+        rest = memoryview(data)[end:]
+        used = parser.feed(rest)
+        return rest[used:]
+
+    @staticmethod
+    def _feed(parser, carry, block: bytes):
+        """Feed ``carry + block`` without copying the block when the carry ends at its first line."""
+        if len(carry):
+            cut = block.find(b"\n") + 1
+            if cut:
+                head = bytes(carry) + block[:cut]
+                used = parser.feed(head)
+                if used == len(head):
+                    rest = memoryview(block)[cut:]
+                    return rest[parser.feed(rest):]
+                carry = head[used:]
+                block = block[cut:]
+            data = bytes(carry) + block
+        else:
+            data = memoryview(block)
+        return data[parser.feed(data):]
+
