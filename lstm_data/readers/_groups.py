@@ -56,7 +56,9 @@ def assign_groups(ragged_names: list[str], declared: Mapping[str, list[str]] | N
     """Map every ragged variable to a group: declared ones first, the rest by prefix.
 
     A declared variable may be written in full (``png.calE``) or without its group
-    prefix (``calE`` in group ``png``).
+    prefix (``calE`` in group ``png``). A declared group holds exactly the declared
+    variables: other variables with its prefix are left out (the schema selects).
+    Variables whose prefix names no declared group form groups by prefix.
 
     Raises
     ------
@@ -76,9 +78,11 @@ def assign_groups(ragged_names: list[str], declared: Mapping[str, list[str]] | N
             resolved.append(full)
         groups[g] = resolved
         used.update(resolved)
+    declared_names = set(groups)
     for v in ragged_names:
-        if v not in used:
-            groups.setdefault(group_prefix(v), []).append(v)
+        g = group_prefix(v)
+        if v not in used and g not in declared_names:
+            groups.setdefault(g, []).append(v)
     return groups
 
 

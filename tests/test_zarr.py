@@ -1,0 +1,191 @@
+"""Our zarr v3 layout: round trip, chunk-aware reads (counted on a real store), atomic writes."""
+from __future__ import annotations
+
+import pickle
+from collections import Counter
+
+import numpy as np
+import pytest
+import zarr
+from zarr.storage import LocalStore, WrapperStore
+
+from lstm_data import FormatError, synthetic
+from lstm_data.columns import RaggedGroup
+from lstm_data.dataset import InMemoryDataset
+from lstm_data.readers.zarr import ZarrDataset
+
+
+class CountingStore(WrapperStore):
+    """A real LocalStore that counts every key it hands out."""
+
+    def __init__(self, store):
+        super().__init__(store)
+        self.gets: Counter = Counter()
+
+    async def get(self, key, prototype, byte_range=None):
+        self.gets[key] += 1
+        return await self._store.get(key, prototype, byte_range)
+
+
+def assert_same(a, b):
+    assert a.scalar_names == b.scalar_names
+    assert a.groups == b.groups
+    for s in a.scalar_names:
+        x, y = a.scalar(s), b.scalar(s)
+        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), s
+    for g in a.groups:
+        (va, oa), (vb, ob) = a.ragged(g), b.ragged(g)
+        assert va.dtype == vb.dtype and va.shape == vb.shape and va.tobytes() == vb.tobytes(), g
+        assert np.array_equal(oa, ob), g
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return synthetic.make_dataset(6000, seed=3)
+
+
+@pytest.fixture(scope="module")
+def store(ds, tmp_path_factory):
+    path = tmp_path_factory.mktemp("z") / "d.zarr"
+    # small chunks so a request touches several of them
+    ds.to_zarr(path, chunk_bytes=16 << 10)
+    return path
+
+
+def test_round_trip_bitwise(ds, store):
+    z = ZarrDataset(store)
+    assert len(z) == len(ds)
+    assert_same(z, ds)
+    assert_same(z.load(), ds)
+
+
+def test_layout_attributes_and_compression(ds, store):
+    root = zarr.open_group(store, mode="r")
+    assert root.attrs["lstm_data_format"] == "lstm_data"
+    assert root.attrs["lstm_data_version"] == 1
+    assert root["png"].attrs["names"] == ds.groups["png"]
+    values = root["png/values"]
+    assert values.shape == (ds.ragged("png")[1][-1], 33)
+    assert values.chunks[0] * 33 * 4 <= 16 << 10
+    assert values.nbytes_stored() < values.nbytes  # compressed
+
+
+def test_take_any_order_with_repeats(ds, store):
+    z = ZarrDataset(store)
+    rows = np.random.default_rng(0).integers(0, len(ds), 300)
+    rows[:5] = rows[0]
+    assert_same(z.take(rows), ds.take(rows))
+    empty = z.take(np.zeros(0, dtype=np.intp))
+    assert len(empty) == 0 and empty.ragged("png")[0].shape == (0, 33)
+
+
+def _touched_chunks(offsets, rows, chunk_len):
+    touched = set()
+    for r in rows:
+        a, b = offsets[r], offsets[r + 1]
+        if b > a:
+            touched.update(range(a // chunk_len, (b - 1) // chunk_len + 1))
+    return touched
+
+
+def test_each_touched_chunk_is_read_once(ds, store):
+    counting = CountingStore(LocalStore(store, read_only=True))
+    z = ZarrDataset(counting)
+    counting.gets.clear()
+    rows = np.random.default_rng(1).choice(len(ds), 40, replace=False)
+    rows = np.concatenate([rows, rows[:10]])  # repeats must not cause re-reads
+    values, offsets = z.ragged("png", rows)
+    chunk_len = zarr.open_group(store, mode="r")["png/values"].chunks[0]
+    expected = _touched_chunks(ds.ragged("png")[1], rows, chunk_len)
+    got = {k for k in counting.gets if k.startswith("png/values/c/")}
+    assert len(got) == len(expected) and len(expected) < len(ds.ragged("png")[0]) // chunk_len
+    assert {int(k.split("/")[3]) for k in got} == expected
+    assert max(counting.gets[k] for k in got) == 1
+    assert z.io_stats.chunks_read == len(expected)
+    ref_v, ref_o = ds.ragged("png", rows)
+    assert np.array_equal(offsets, ref_o) and values.tobytes() == ref_v.tobytes()
+
+
+def test_contiguous_rows_read_few_chunks(ds, store):
+    z = ZarrDataset(store)
+    z.io_stats.track_chunks()
+    z.ragged("png", np.arange(1000, 1100))
+    chunk_len = zarr.open_group(store, mode="r")["png/values"].chunks[0]
+    span = z.offsets("png")[1100] - z.offsets("png")[1000]
+    assert z.io_stats.chunks_read <= span // chunk_len + 2
+    assert z.io_stats.reads == 1  # one coalesced read
+    assert max(z.io_stats.per_chunk.values()) == 1
+
+
+def test_hook_sees_every_read(store):
+    z = ZarrDataset(store)
+    seen = []
+    z.io_stats.hook = lambda key, first, stop: seen.append((key, first, stop))
+    z.take(np.arange(0, 6000, 500))
+    assert seen and all(stop > first for _, first, stop in seen)
+    assert {k for k, _, _ in seen} == {"png/values", "png2d/values"}
+
+
+def test_pickle_sends_the_path_not_the_data(store):
+    z = ZarrDataset(store)
+    blob = pickle.dumps(z)
+    assert len(blob) < 1000
+    z2 = pickle.loads(blob)
+    assert_same(z2.take([5, 1, 5]), z.take([5, 1, 5]))
+
+
+def test_permuted_and_streamed_write(ds, tmp_path):
+    perm = np.random.default_rng(7).permutation(len(ds))
+    seen = []
+    ds.to_zarr(tmp_path / "p.zarr", permutation=perm, block_bytes=50_000,
+               progress=lambda done, total: seen.append((done, total)))
+    assert len(seen) > 3 and seen[-1][0] == seen[-1][1]
+    assert_same(ZarrDataset(tmp_path / "p.zarr"), ds.take(perm))
+    with pytest.raises(ValueError, match="permutation"):
+        ds.to_zarr(tmp_path / "bad.zarr", permutation=np.zeros(len(ds), dtype=int))
+    assert not (tmp_path / "bad.zarr").exists()
+
+
+class _Failing(InMemoryDataset):
+    """Raises while its second row block is being written."""
+
+    calls = 0
+
+    def _ragged(self, group, rows):
+        if rows is not None and len(rows) and rows[0] > 0:
+            raise RuntimeError("disk on fire")
+        return super()._ragged(group, rows)
+
+
+def test_failed_write_leaves_nothing(ds, tmp_path):
+    bad = _Failing({s: ds.scalar(s) for s in ds.scalar_names},
+                   {g: RaggedGroup(ds.groups[g], *ds.ragged(g)) for g in ds.groups})
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        bad.to_zarr(tmp_path / "x.zarr", block_bytes=50_000)
+    assert list(tmp_path.iterdir()) == []
+    ds.to_zarr(tmp_path / "x.zarr")
+    with pytest.raises(FileExistsError):
+        ds.to_zarr(tmp_path / "x.zarr")
+    with pytest.raises(RuntimeError):
+        bad.to_zarr(tmp_path / "x.zarr", block_bytes=50_000, overwrite=True)
+    assert_same(ZarrDataset(tmp_path / "x.zarr"), ds)  # the old store survives
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.zarr"]
+
+
+def test_incomplete_store_is_rejected(tmp_path):
+    root = zarr.open_group(tmp_path / "half.zarr", mode="w", zarr_format=3)
+    root.create_array("calE", shape=(3,), dtype="f4")
+    with pytest.raises(FormatError, match="not an lstm_data store"):
+        ZarrDataset(tmp_path / "half.zarr")
+
+
+def test_empty_rows_and_empty_group(tmp_path):
+    off = np.array([0, 0, 2, 2], dtype=np.int64)
+    ds = InMemoryDataset({"a": np.array([1.0, np.nan, 3.0])},
+                         {"png": RaggedGroup(["png.x"], np.array([[1.5], [2.5]], np.float32), off),
+                          "none": RaggedGroup(["none.y"], np.zeros((0, 1), np.float64),
+                                              np.zeros(4, np.int64))})
+    ds.to_zarr(tmp_path / "e.zarr")
+    z = ZarrDataset(tmp_path / "e.zarr")
+    assert_same(z, ds)
+    assert_same(z.take([2, 1, 0, 1]), ds.take([2, 1, 0, 1]))
