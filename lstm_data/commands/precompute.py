@@ -1,0 +1,51 @@
+"""Build every batch of an epoch once and store it in a zarr store for many trainings to reuse.
+
+Example::
+
+    lstm-data precompute --data examples/numu_v3.csv.xz --spec examples/numu_v3.toml \\
+        --batch-size 1024 --seed 1 --out numu_v3_batches.zarr --workers 2
+
+The store records the spec, batch size, seed and a fingerprint of the data; running
+again with the same settings reuses it, with other settings it is an error unless
+``--force``. Read it with ``lstm_data.open_batches(OUT)``.
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def _shuffle(text: str):
+    choices = {"true": True, "false": False, "block": "block"}
+    if text.lower() not in choices:
+        raise argparse.ArgumentTypeError(f"expected true, false or block, got {text!r}")
+    return choices[text.lower()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", required=True, nargs="+", metavar="PATH",
+                        help="input data: CSV (.csv/.gz/.xz/.bz2), HDF5 or zarr; several paths concatenate")
+    parser.add_argument("--spec", required=True, metavar="SPEC.toml", help="BatchSpec TOML file")
+    parser.add_argument("--batch-size", type=int, default=1024, metavar="N")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the row order")
+    parser.add_argument("--shuffle", type=_shuffle, default=True, metavar="{true,false,block}",
+                        help="row order (default true)")
+    parser.add_argument("--out", required=True, metavar="OUT.zarr", help="store to write")
+    parser.add_argument("--workers", type=int, default=1, metavar="N", help="batch-building threads")
+    parser.add_argument("--force", action="store_true", help="overwrite a store made with other settings")
+    parser.add_argument("--no-compress", action="store_true", help="store raw chunks (no zstd)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    import lstm_data
+    from lstm_data.precompute import precompute
+    from lstm_data.spec import BatchSpec
+
+    spec = BatchSpec.from_toml(args.spec)
+    data = args.data[0] if len(args.data) == 1 else args.data
+    dataset = lstm_data.open(data)
+    summary = precompute(dataset, spec, args.out, batch_size=args.batch_size, seed=args.seed,
+                         shuffle=args.shuffle, workers=args.workers, force=args.force,
+                         progress=not args.no_progress, compress=not args.no_compress)
+    print(summary.table())
+    return 0

@@ -1,0 +1,155 @@
+"""Reading a precomputed-batch store: :func:`open_batches` and :class:`PrecomputedBatches`."""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from .batch_store import ATTR, STORE_FORMAT, STORE_VERSION, compare_metadata, fingerprint
+from .errors import FormatError
+from .order import shuffled_order
+from .prefetch import prefetch
+from .spec import BatchSpec
+
+__all__ = ["open_batches", "PrecomputedBatches", "read_metadata"]
+
+
+def read_metadata(path: str | os.PathLike) -> dict:
+    """The recorded metadata of the store at ``path``.
+
+    Raises
+    ------
+    FileNotFoundError
+        No store there.
+    FormatError
+        Not a precomputed-batch store (or an unknown version of one).
+    """
+    import zarr
+
+    p = Path(path)
+    if not (p / "zarr.json").is_file():
+        raise FileNotFoundError(f"no precomputed batch store at {p}")
+    meta = zarr.open_group(str(p), mode="r").attrs.get(ATTR)
+    if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT:
+        raise FormatError(f"{p} is a zarr store but not a precomputed batch store", file=str(p))
+    if meta.get("version") != STORE_VERSION:
+        raise FormatError(f"{p}: unsupported batch store version {meta.get('version')!r}", file=str(p))
+    return meta
+
+
+class PrecomputedBatches:
+    """The batches of a store, with the interface of :class:`~lstm_data.batches.Batches`.
+
+    Item ``i`` is ``(inputs, targets, weights)``. :meth:`on_epoch_end` permutes the
+    order of the stored batches reproducibly (``seed`` plus epoch) when
+    ``shuffle`` is on; the rows inside each batch are those of the stored epoch.
+    Pickling sends the path only.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, shuffle: bool = True) -> None:
+        self.path = str(path)
+        self.meta = read_metadata(path)
+        self.spec = BatchSpec.from_dict(self.meta["spec"], source=self.path)
+        self.batch_size = int(self.meta["batch_size"])
+        self.seed = int(self.meta["seed"])
+        self.n_rows = int(self.meta["n_rows"])
+        self.shuffle = bool(shuffle)
+        self.epoch = 0
+        self._open()
+
+    def _open(self) -> None:
+        import zarr
+
+        root = zarr.open_group(self.path, mode="r")
+        self._names = list(self.meta["outputs"])
+        self._arrays = {n: root[f"data/{n}"] for n in self._names}
+        index = root["_index"]
+        self._offsets = {n: index[f"{n}.offsets"][:] for n in self._names}
+        self._shapes = {n: index[f"{n}.shapes"][:] for n in self._names}
+        self._n_batches = int(self.meta["n_batches"])
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._n_batches
+
+    def _slot(self, index: int) -> int:
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"batch index must be an int, got {type(index).__name__}")
+        n = self._n_batches
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"batch {index} out of range for {n} batches")
+        if self.shuffle and self.epoch > 0:
+            return int(shuffled_order(n, self.seed, self.epoch)[index])
+        return int(index)
+
+    def _read(self, name: str, slot: int) -> np.ndarray:
+        lo, hi = self._offsets[name][slot], self._offsets[name][slot + 1]
+        return np.asarray(self._arrays[name][int(lo):int(hi)]).reshape(tuple(self._shapes[name][slot]))
+
+    def __getitem__(self, index: int) -> tuple[dict, dict, dict]:
+        slot = self._slot(index)
+        flat = {n: self._read(n, slot) for n in self._names}
+        inputs, targets, weights = self.spec.unflatten(flat)
+        return inputs, targets, weights
+
+    def __iter__(self) -> Iterator[tuple[dict, dict, dict]]:
+        return self.iter()
+
+    def iter(self, workers: int = 1, prefetch_batches: int | None = None):
+        """Yield the epoch's batches in order, read ahead on ``workers`` threads."""
+        return prefetch(self.__getitem__, len(self), workers, prefetch_batches)
+
+    def on_epoch_end(self) -> None:
+        """Next epoch: another reproducible order of the stored batches."""
+        self.set_epoch(self.epoch + 1)
+
+    def set_epoch(self, epoch: int) -> None:
+        with self._lock:
+            self.epoch = int(epoch)
+
+    def signature(self) -> dict:
+        return self.spec.signature()
+
+    def __repr__(self) -> str:
+        return (f"PrecomputedBatches({self.path!r}, {len(self)} batches of {self.batch_size}, "
+                f"seed={self.seed}, epoch={self.epoch})")
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "shuffle": self.shuffle, "epoch": self.epoch}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["path"], shuffle=state["shuffle"])
+        self.epoch = state["epoch"]
+
+
+def open_batches(path: str | os.PathLike, *, spec: BatchSpec | None = None, batch_size: int | None = None,
+                 seed: int | None = None, dataset: Any = None, shuffle: bool = True) -> PrecomputedBatches:
+    """Open a store written by ``lstm-data precompute``, checking it against what you expect.
+
+    Parameters
+    ----------
+    path
+        The store.
+    spec, batch_size, seed
+        When given, must equal what the store records.
+    dataset
+        When given, its :func:`~lstm_data.batch_store.fingerprint` must equal the
+        recorded one (the store was made from this data).
+    shuffle
+        Permute the order of the stored batches each epoch after the first.
+
+    Raises
+    ------
+    StoreMismatchError
+        A given expectation differs from the record; the message names each one.
+    """
+    meta = read_metadata(path)
+    expected = {"spec": None if spec is None else spec.to_dict(), "batch_size": batch_size,
+                "seed": seed, "fingerprint": None if dataset is None else fingerprint(dataset)}
+    compare_metadata(meta, expected, where=str(path))
+    return PrecomputedBatches(path, shuffle=shuffle)
