@@ -78,10 +78,13 @@ class Report:
     ratios: list[Ratio] = field(default_factory=list)
 
     def time(self, stage: str, name: str, seconds: float, *, items: float | None = None,
-             unit: str = "rows", nbytes: float | None = None) -> None:
-        """Record a median time (and throughput when ``items`` or ``nbytes`` is given)."""
+             unit: str = "rows", nbytes: float | None = None, ours: bool = False) -> None:
+        """Record a median time (and throughput when ``items`` or ``nbytes`` is given).
+
+        ``ours`` marks lstm_data's own path (as opposed to a baseline).
+        """
         self.timings.append({"stage": stage, "name": name, "seconds": seconds, "items": items,
-                             "unit": unit, "bytes": nbytes})
+                             "unit": unit, "bytes": nbytes, "ours": ours})
 
     def ratio(self, stage: str, name: str, value: float, floor: float | None = None,
               kind: str = "min") -> Ratio:

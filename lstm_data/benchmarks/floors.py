@@ -1,0 +1,39 @@
+"""Ratio floors for ``--check``, read from ``floors.toml`` (also ``bench/floors.toml``)."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from .timing import Report
+
+__all__ = ["DEFAULT_FLOORS", "load_floors", "apply_floors"]
+
+DEFAULT_FLOORS = Path(__file__).with_name("floors.toml")
+
+
+def load_floors(path: str | Path | None = None) -> dict[tuple[str, str], tuple[float, str]]:
+    """``{(stage, ratio name): (bound, "min" | "max")}`` from a floors TOML file.
+
+    Raises
+    ------
+    ValueError
+        An entry is not ``{ min = X }`` or ``{ max = X }``.
+    """
+    p = Path(path) if path is not None else DEFAULT_FLOORS
+    with open(p, "rb") as fh:
+        data = tomllib.load(fh)
+    floors = {}
+    for stage, entries in data.items():
+        for name, bound in entries.items():
+            if not isinstance(bound, dict) or len(bound) != 1 or next(iter(bound)) not in ("min", "max"):
+                raise ValueError(f"{p}: [{stage}] {name!r} must be {{ min = X }} or {{ max = X }}")
+            kind, value = next(iter(bound.items()))
+            floors[(stage, name)] = (float(value), kind)
+    return floors
+
+
+def apply_floors(report: Report, floors: dict[tuple[str, str], tuple[float, str]]) -> None:
+    """Set every ratio's bound from ``floors`` (ratios without an entry get none)."""
+    for r in report.ratios:
+        bound = floors.get((r.stage, r.name))
+        r.floor, r.kind = (bound if bound is not None else (None, "min"))
