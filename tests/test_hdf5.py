@@ -101,12 +101,21 @@ def test_vlen_is_read_in_few_slices(lstm_ee_file, monkeypatch):
 
 def test_schema_declares_groups_and_order(lstm_ee_file):
     h5_path = lstm_ee_file[0]
-    ds = read_hdf5(h5_path, schema={"png": ["png.calE", "nhit"], "two": ["png2d.calE"]})
-    assert ds.groups["png"] == ["png.calE", "png.nhit"]
-    assert ds.groups["two"] == ["png2d.calE"]
-    assert len(ds.groups["png2d"]) == 12  # the rest, grouped by prefix
-    with pytest.raises(SchemaError, match="png.nope"):
+    ds = read_hdf5(h5_path, schema={"png": ["png.nhit", "png.calE"], "two": "png2d.c*"})
+    assert ds.groups["png"] == ["png.nhit", "png.calE"]
+    assert ds.groups["two"] == ["png2d.calE", "png2d.cvnpart.electronid", "png2d.cvnpart.muonid",
+                                "png2d.cvnpart.pionid", "png2d.cvnpart.protonid"]
+    assert len(ds.groups["png2d"]) == 8  # the rest, grouped by prefix
+    ref = read_hdf5(h5_path)
+    assert np.array_equal(ds.ragged("png")[0][:, 1], ref.ragged("png")[0][:, 0])
+    with pytest.raises(SchemaError, match="png.nope") as err:
         read_hdf5(h5_path, schema={"png": ["png.nope"]})
+    assert err.value.file == str(h5_path)
+    with pytest.raises(SchemaError, match="not a variable-length"):
+        read_hdf5(h5_path, schema={"png": ["calE"]})
+    only = read_hdf5(h5_path, schema={"groups": {"png": ["png.calE"]}, "scalars": ["nHit"],
+                                      "dtype": "float64"})
+    assert only.scalar_names == ["nHit"] and only.scalar("nHit").dtype == np.float64
 
 
 def test_length_mismatch_names_row_and_variables(tmp_path):
@@ -138,7 +147,7 @@ def test_plain_h5py_vlen_with_declared_groups(tmp_path):
             arr[:] = col
             f.create_dataset(name, data=arr, dtype=vt, chunks=(8,))
         f.create_dataset("E", data=np.arange(50.0))
-    ds = lstm_data.open(path, schema={"hits": ["x", "y"]})
+    ds = lstm_data.open(path, schema={"groups": {"hits": ["x", "y"]}, "dtype": "float64"})
     assert ds.groups == {"hits": ["x", "y"]} and ds.scalar_names == ["E"]
     values, offsets = ds.ragged("hits")
     assert np.array_equal(np.diff(offsets), lens)

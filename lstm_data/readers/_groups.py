@@ -6,7 +6,6 @@ length in every row; a mismatch is an error naming the row and the variables.
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Mapping
 
 import numpy as np
@@ -14,7 +13,7 @@ import numpy as np
 from ..columns import RaggedGroup
 from ..errors import SchemaError
 
-__all__ = ["group_prefix", "declared_groups", "declared_scalars", "assign_groups", "build_group"]
+__all__ = ["group_prefix", "resolve_schema", "build_group"]
 
 
 def group_prefix(name: str) -> str:
@@ -22,68 +21,57 @@ def group_prefix(name: str) -> str:
     return name.split(".", 1)[0]
 
 
-def _as_schema(schema: Any) -> Any:
-    """Accept a Schema object, a ``{group: [vars]}`` mapping or a TOML path."""
-    if isinstance(schema, (str, os.PathLike)):
-        from ..schema import Schema  # the CSV reader's schema type
+def resolve_schema(schema: Any, scalar_names: list[str], ragged_names: list[str], *,
+                   file: str | None = None):
+    """Groups, scalars and dtype for a file whose columns are known up front.
 
-        return Schema.from_toml(schema)
-    return schema
+    Parameters
+    ----------
+    schema
+        ``None``, a :class:`~lstm_data.schema.Schema`, a TOML path or a mapping.
+    scalar_names, ragged_names
+        The file's 1-D and variable-length columns, in file order.
 
-
-def declared_groups(schema: Any) -> dict[str, list[str]] | None:
-    """Declared ``{group: [variables]}`` of ``schema``, or ``None`` when it declares none."""
-    schema = _as_schema(schema)
-    if schema is None:
-        return None
-    groups = schema if isinstance(schema, Mapping) else getattr(schema, "groups", None)
-    if not groups:
-        return None
-    return {str(g): [str(v) for v in vs] for g, vs in dict(groups).items()}
-
-
-def declared_scalars(schema: Any) -> list[str] | None:
-    """Scalars a schema restricts reading to, or ``None`` (all of them)."""
-    schema = _as_schema(schema)
-    if schema is None or isinstance(schema, Mapping):
-        return None
-    scalars = getattr(schema, "scalars", None)
-    return [str(s) for s in scalars] if scalars else None
-
-
-def assign_groups(ragged_names: list[str], declared: Mapping[str, list[str]] | None, *,
-                  file: str | None = None) -> dict[str, list[str]]:
-    """Map every ragged variable to a group: declared ones first, the rest by prefix.
-
-    A declared variable may be written in full (``png.calE``) or without its group
-    prefix (``calE`` in group ``png``). A declared group holds exactly the declared
-    variables: other variables with its prefix are left out (the schema selects).
-    Variables whose prefix names no declared group form groups by prefix.
+    Returns
+    -------
+    groups : dict
+        Group -> ragged variables. A declared group holds exactly its declared
+        variables (other variables with its prefix are left out: the schema
+        selects); variables whose prefix names no declared group group by prefix.
+    scalars : list of str
+        Declared scalars, or every scalar column.
+    dtype : numpy dtype or None
+        The schema's dtype (``None`` without a schema: keep the file's).
 
     Raises
     ------
     SchemaError
-        A declared variable is not in the file.
+        A declared name is not a column, or a declared group variable is not ragged.
     """
-    groups: dict[str, list[str]] = {}
-    used: set[str] = set()
-    available = set(ragged_names)
-    for g, names in (declared or {}).items():
-        resolved = []
+    from ..schema import Schema
+
+    parsed = Schema.coerce(schema)
+    if parsed is None:
+        declared, scalars, dtype = {}, None, None
+    else:
+        try:
+            declared, scalars = parsed.resolve(scalar_names + ragged_names)
+        except SchemaError as exc:
+            raise exc.located(file=file) from None
+        dtype = parsed.dtype
+    ragged_set = set(ragged_names)
+    for g, names in declared.items():
         for v in names:
-            full = v if v in available else f"{g}.{v}"
-            if full not in available:
-                raise SchemaError(f"declared variable {v!r} of group {g!r} is not a ragged "
-                                  f"column of the file", file=file, variable=v)
-            resolved.append(full)
-        groups[g] = resolved
-        used.update(resolved)
-    declared_names = set(groups)
+            if v not in ragged_set:
+                raise SchemaError(f"declared variable {v!r} of group {g!r} is not a "
+                                  f"variable-length column", file=file, variable=v)
+    groups = {g: list(v) for g, v in declared.items()}
+    used = {v for vs in groups.values() for v in vs}
     for v in ragged_names:
         g = group_prefix(v)
-        if v not in used and g not in declared_names:
+        if v not in used and g not in declared:
             groups.setdefault(g, []).append(v)
-    return groups
+    return groups, list(scalar_names if scalars is None else scalars), dtype
 
 
 def build_group(group: str, columns: Mapping[str, tuple[np.ndarray, np.ndarray]], *,

@@ -15,8 +15,8 @@ import h5py
 import numpy as np
 
 from ..dataset import InMemoryDataset
-from ..errors import FormatError, SchemaError
-from ._groups import assign_groups, build_group, declared_groups, declared_scalars
+from ..errors import FormatError
+from ._groups import build_group, resolve_schema
 from ._layout import is_ours, parse_layout
 from ._ondisk import DiskGroup, OnDiskDataset
 
@@ -145,7 +145,6 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None) -> 
         Variables of one group differ in length in some row (names row and variables).
     """
     name = str(path)
-    keep_scalars = declared_scalars(schema)
     with h5py.File(path, "r") as fh:
         try:
             node = fh[root]
@@ -171,15 +170,11 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None) -> 
             odd = next(k for k, n in n_rows.items() if n != n_rows[first])
             raise FormatError(f"{odd!r} has {n_rows[odd]} rows but {first!r} has {n_rows[first]}",
                               file=name, variable=odd)
-        if keep_scalars is not None:
-            missing = [s for s in keep_scalars if s not in scalar_names]
-            if missing:
-                raise SchemaError(f"declared scalar {missing[0]!r} is not in the file",
-                                  file=name, variable=missing[0])
-            scalar_names = list(keep_scalars)
+        group_vars, scalar_names, schema_dtype = resolve_schema(
+            schema, scalar_names, ragged_names, file=name)
+        dtype = dtype if dtype is not None else schema_dtype
         scalars = {k: datasets[k][:] if dtype is None else datasets[k][:].astype(dtype)
                    for k in scalar_names}
-        group_vars = assign_groups(ragged_names, declared_groups(schema), file=name)
         groups = {}
         for g, names in group_vars.items():
             columns = {v: _read_vlen(datasets[v], dtype) for v in names}
