@@ -56,7 +56,17 @@ def _extensions():
         )
         for pyx in sorted((HERE / "lstm_data" / "_ext").glob("*.pyx"))
     ]
-    return cythonize(exts, compiler_directives=directives, quiet=True, force=DEBUG)
+    return cythonize(exts, compiler_directives=directives, quiet=True, force=_mode_changed())
+
+
+def _mode_changed() -> bool:
+    """True when the last build used the other mode (debug/release): regenerate the C files."""
+    stamp = HERE / "build" / "lstm_data_build_mode"
+    mode = "debug" if DEBUG else "release"
+    previous = stamp.read_text() if stamp.exists() else None
+    stamp.parent.mkdir(exist_ok=True)
+    stamp.write_text(mode)
+    return previous is not None and previous != mode
 
 
 class OptionalBuildExt(build_ext):
