@@ -66,7 +66,7 @@ def _mode_changed() -> bool:
     previous = stamp.read_text() if stamp.exists() else None
     stamp.parent.mkdir(exist_ok=True)
     stamp.write_text(mode)
-    return previous is not None and previous != mode
+    return previous != mode and (previous is not None or DEBUG)
 
 
 class OptionalBuildExt(build_ext):
