@@ -204,9 +204,8 @@ class Batches:
     def _build(self, slot: int) -> tuple[dict, dict, dict]:
         positions = self._positions(slot)
         if self._blocks is not None:
-            plan = self._plan()
-            window = slot * self.batch_size // plan.window_rows
-            inputs, targets = self._blocks.build(plan, self._order_epoch(), positions, window)
+            lo = slot * self.batch_size
+            inputs, targets = self._blocks.build(self._plan(), self._order_epoch(), lo, lo + len(positions))
             rows = positions if self._view is None else self._blocks.rows[positions]
         else:
             rows = positions if self._view is None else self._view[positions]

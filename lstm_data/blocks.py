@@ -2,10 +2,11 @@
 
 Each epoch permutes blocks of consecutive rows (aligned to the on-disk chunks of
 the ragged values when the reader tells their size) and mixes the rows of a
-window of consecutive permuted blocks (see :class:`~lstm_data.order.BlockPlan`).
-A window is read with one contiguous ``dataset.take`` per block, so every value
-chunk is decompressed at most twice per epoch (once per block it overlaps), and
-the batches of the window are then padded from RAM by the kernels.
+window of whole, consecutive permuted blocks (see :class:`~lstm_data.order.BlockPlan`).
+A window is read with one ``dataset.take`` (the reader coalesces chunk reads);
+every value chunk overlaps at most two blocks, hence at most two windows, so it
+is decompressed at most twice per epoch. The batches of a window are then padded
+from RAM by the kernels.
 """
 from __future__ import annotations
 
@@ -93,7 +94,6 @@ class BlockSource:
             window_rows = max(16 * batch_size, 4 * typical)
         self.window_rows = -(-int(window_rows) // batch_size) * batch_size
         self._lock = threading.Lock()
-        self._blocks: OrderedDict[int, InMemoryDataset] = OrderedDict()
         self._windows: OrderedDict[tuple, tuple[BatchBuilder, np.ndarray]] = OrderedDict()
         self.block_loads = 0
 
@@ -104,40 +104,39 @@ class BlockSource:
         """The epoch's :class:`BlockPlan` (positions index the view's rows)."""
         return BlockPlan.make(self.bounds, seed, epoch, self.window_rows)
 
-    def _dataset_rows(self, lo: int, hi: int) -> np.ndarray:
-        return np.arange(lo, hi, dtype=np.intp) if self.rows is None else self.rows[lo:hi]
+    def _dataset_rows(self, positions: np.ndarray) -> np.ndarray:
+        return positions if self.rows is None else self.rows[positions]
 
-    def _block(self, block: int) -> InMemoryDataset:
-        piece = self._blocks.get(block)
-        if piece is None:
-            lo, hi = int(self.bounds[block]), int(self.bounds[block + 1])
-            piece = self.dataset.take(self._dataset_rows(lo, hi))
-            self._blocks[block] = piece
-            self.block_loads += 1
-        self._blocks.move_to_end(block)
-        return piece
-
-    def window(self, plan: BlockPlan, key: tuple, window: int) -> tuple[BatchBuilder, np.ndarray]:
+    def window(self, plan: BlockPlan, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
         """A builder over the RAM copy of ``window`` and the sorted view positions it holds."""
+        key = (epoch, window)
         with self._lock:
             hit = self._windows.get(key)
             if hit is not None:
                 self._windows.move_to_end(key)
                 return hit
-            blocks = np.sort(plan.block_order[plan.window_blocks(window)])
-            pieces = [self._block(int(b)) for b in blocks]
-            while len(self._blocks) > len(blocks) + 2:  # keep the blocks a next window may share
-                self._blocks.popitem(last=False)
-            piece = pieces[0] if len(pieces) == 1 else concat_datasets(pieces)
-            positions = np.concatenate([np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.intp)
-                                        for b in blocks])
-            hit = (BatchBuilder(piece, self.fields, nan_to=self.nan_to), positions)
+            ids = plan.window_block_ids[window]
+            held = np.concatenate([np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.intp)
+                                   for b in ids])
+            piece = self.dataset.take(self._dataset_rows(held))  # one coalesced read per group
+            self.block_loads += len(ids)
+            hit = (BatchBuilder(piece, self.fields, nan_to=self.nan_to), held)
             self._windows[key] = hit
-            while len(self._windows) > 2:
+            while len(self._windows) > 3:  # a batch spans at most two; one more for read-ahead
                 self._windows.popitem(last=False)
             return hit
 
-    def build(self, plan: BlockPlan, epoch: int, positions: np.ndarray, window: int):
-        """Build the batch at view ``positions`` (all inside ``window``)."""
-        builder, held = self.window(plan, (epoch, window), window)
-        return builder.build(np.searchsorted(held, positions))
+    def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int):
+        """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows)."""
+        positions = plan.order[lo:hi]
+        parts = []
+        for w in plan.windows_of(lo, hi):
+            w_lo, w_hi = max(lo, int(plan.window_starts[w])), min(hi, int(plan.window_starts[w + 1]))
+            builder, held = self.window(plan, epoch, w)
+            parts.append((builder, plan.local[w_lo:w_hi]))
+        if len(parts) == 1:
+            builder, local = parts[0]
+            return builder.build(local)
+        joined = concat_datasets([b.dataset.take(local) for b, local in parts])
+        return BatchBuilder(joined, self.fields, nan_to=self.nan_to).build(
+            np.arange(len(positions), dtype=np.intp))

@@ -69,11 +69,13 @@ def block_bounds(n_rows: int, chunk_bounds: list[np.ndarray], min_rows: int) -> 
         Rows of the dataset.
     chunk_bounds
         For each on-disk ragged group, the rows where its value chunks start
-        (sorted, first 0). The blocks start on the boundaries of the coarsest
-        group, so each of its chunks lies in one block.
+        (sorted, first 0). Blocks start on chunk boundaries of the coarsest group
+        (the one whose chunks span most rows), so each of its chunks lies in one
+        block.
     min_rows
-        Merge blocks until each holds at least this many rows (and at least the
-        widest chunk span of any group, so every chunk overlaps at most two blocks).
+        Merge blocks until each holds at least this many rows, and at least the
+        widest chunk span of the other groups, so every chunk overlaps at most two
+        blocks.
 
     Returns
     -------
@@ -81,21 +83,20 @@ def block_bounds(n_rows: int, chunk_bounds: list[np.ndarray], min_rows: int) -> 
         ``bounds[0] == 0``, ``bounds[-1] == n_rows``; block ``k`` is
         ``[bounds[k], bounds[k + 1])``.
     """
-    widest = 1
-    coarse = None
+    spans = []
     for b in chunk_bounds:
-        b = np.unique(np.append(np.asarray(b, dtype=np.int64), n_rows))
-        spans = np.diff(b)
-        if len(spans):
-            widest = max(widest, int(spans.max()))
-        if coarse is None or len(b) < len(coarse):
-            coarse = b
-    if coarse is None:
-        coarse = np.arange(0, n_rows, max(1, min_rows), dtype=np.int64)
-    need = max(min_rows, widest)
-    cand = np.unique(np.concatenate([[0], coarse, [n_rows]])).astype(np.int64)
+        b = np.unique(np.append(np.asarray(b, dtype=np.int64), [0, n_rows]))
+        spans.append((float(np.median(np.diff(b))) if len(b) > 1 else 0.0, b))
+    spans.sort(key=lambda item: item[0])
+    if spans:
+        coarse = spans[-1][1]
+        others = [int(np.diff(b).max()) for _, b in spans[:-1] if len(b) > 1]
+        need = max([min_rows] + others)
+    else:
+        coarse = np.append(np.arange(0, n_rows, max(1, min_rows), dtype=np.int64), n_rows)
+        need = min_rows
     keep = [0]
-    for edge in cand[1:]:  # one pass over chunk boundaries (not rows), at plan time
+    for edge in coarse[1:]:  # one pass over chunk boundaries (not rows), at plan time
         if edge - keep[-1] >= need:
             keep.append(int(edge))
     if keep[-1] != n_rows:
@@ -108,28 +109,28 @@ def block_bounds(n_rows: int, chunk_bounds: list[np.ndarray], min_rows: int) -> 
 
 @dataclass
 class BlockPlan:
-    """One epoch of ``shuffle="block"``: permuted blocks, mixed inside windows.
+    """One epoch of ``shuffle="block"``: permuted blocks, mixed inside windows of whole blocks.
 
-    The blocks are permuted; their rows, laid end to end, are cut into windows of
-    ``window_rows`` positions (a multiple of the batch size), and each window's rows
-    are permuted. A batch therefore lies in one window, and a window touches a run
-    of consecutive blocks of the permutation.
+    The blocks are permuted and grouped, in that order, into windows of at least
+    ``window_rows`` rows; each window's rows are permuted. A window is read from
+    disk once, and a batch touches at most two consecutive windows.
 
     Attributes
     ----------
     order : ndarray of intp
         Row of each epoch position (indices into the view's rows).
-    block_of_position : ndarray of intp
-        Index into ``block_order`` of the block each position came from.
-    block_order : ndarray of intp
-        The permuted block indices.
-    window_rows : int
+    window_starts : ndarray of int64
+        First position of each window, plus the total at the end.
+    window_block_ids : list of ndarray
+        The blocks (ids into the bounds) of each window, sorted.
+    local : ndarray of intp
+        For each position, the index of its row among its window's rows (sorted).
     """
 
     order: np.ndarray
-    block_of_position: np.ndarray
-    block_order: np.ndarray
-    window_rows: int
+    window_starts: np.ndarray
+    window_block_ids: list
+    local: np.ndarray
 
     @classmethod
     def make(cls, bounds: np.ndarray, seed: int, epoch: int, window_rows: int) -> "BlockPlan":
@@ -138,21 +139,26 @@ class BlockPlan:
         n_blocks = len(bounds) - 1
         block_order = rng.permutation(n_blocks).astype(np.intp)
         sizes = np.diff(bounds)[block_order]
-        starts = bounds[:-1][block_order]
-        n = int(sizes.sum())
-        # rows of the permuted blocks laid end to end, without a Python loop over rows
-        pos_block = np.repeat(np.arange(n_blocks, dtype=np.intp), sizes)
-        first_pos = np.zeros(n_blocks, dtype=np.int64)
-        np.cumsum(sizes[:-1], out=first_pos[1:])
-        laid = (np.arange(n, dtype=np.int64) - first_pos[pos_block] + starts[pos_block]).astype(np.intp)
-        mixed = np.empty(n, dtype=np.intp)
-        for w0 in range(0, n, window_rows):  # one permutation per window
-            w1 = min(n, w0 + window_rows)
-            mixed[w0:w1] = w0 + rng.permutation(w1 - w0)
-        return cls(laid[mixed], pos_block[mixed], block_order, window_rows)
+        ends = np.cumsum(sizes)
+        # close a window at the first block end reaching each multiple of window_rows
+        cuts = np.unique(np.searchsorted(ends, np.arange(window_rows, int(ends[-1]) + window_rows,
+                                                         window_rows)).clip(0, n_blocks - 1))
+        starts = np.concatenate([[0], ends[cuts]]).astype(np.int64)
+        first_block = np.concatenate([[0], cuts + 1])
+        order = np.empty(int(ends[-1]), dtype=np.intp)
+        local = np.empty(int(ends[-1]), dtype=np.intp)
+        window_block_ids = []
+        for w in range(len(cuts)):  # one permutation per window (not per row)
+            ids = np.sort(block_order[first_block[w]:first_block[w + 1]])
+            rows = np.concatenate([np.arange(bounds[b], bounds[b + 1], dtype=np.intp) for b in ids])
+            perm = rng.permutation(len(rows)).astype(np.intp)
+            order[starts[w]:starts[w + 1]] = rows[perm]
+            local[starts[w]:starts[w + 1]] = perm
+            window_block_ids.append(ids)
+        return cls(order, starts, window_block_ids, local)
 
-    def window_blocks(self, window: int) -> np.ndarray:
-        """Indices into ``block_order`` of the blocks that window ``window`` touches (sorted)."""
-        w0 = window * self.window_rows
-        part = self.block_of_position[w0:w0 + self.window_rows]
-        return np.unique(part)
+    def windows_of(self, lo: int, hi: int) -> range:
+        """Windows holding epoch positions ``lo .. hi - 1``."""
+        first = int(np.searchsorted(self.window_starts, lo, side="right")) - 1
+        last = int(np.searchsorted(self.window_starts, hi - 1, side="right")) - 1
+        return range(first, last + 1)

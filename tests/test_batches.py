@@ -1,0 +1,182 @@
+"""Batches: orders, epochs, splits, weights, NaN masks, caches, threads, block shuffle on disk."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import lstm_data
+from lstm_data import BatchSpec, Batches, Ragged, Scalars, kernels
+from lstm_data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
+
+SPEC = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
+                         "input_png3d": Ragged(PNG3D_VARS[:5], max_len=6, sort_by="png.calE",
+                                               lengths=True),
+                         "input_png2d": Ragged(PNG2D_VARS)},
+                 targets={"target_total": Scalars(["trueE"])})
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return make_dataset(3000, seed=7)
+
+
+def _rows(b: Batches) -> np.ndarray:
+    return np.concatenate([b.rows_of(i) for i in range(len(b))])
+
+
+def _reference(ds, rows):
+    """The batch built column by column with the kernel and plain numpy (independent path)."""
+    v3, o3 = ds.ragged("png")
+    png3d, lens = kernels.pad_ragged(v3, o3, rows, max_len=6, columns=[PNG3D_VARS.index(v) for v in PNG3D_VARS[:5]],
+                                     sort_by=PNG3D_VARS.index("png.calE"))
+    v2, o2 = ds.ragged("png2d")
+    png2d, _ = kernels.pad_ragged(v2, o2, rows)
+    sl = np.stack([ds.scalar(s)[rows] for s in SLICE_VARS], axis=1)
+    return {"input_slice": sl, "input_png3d": png3d, "input_png3d_lengths": lens, "input_png2d": png2d}
+
+
+def _equal(a: dict, b: dict) -> None:
+    assert list(a) == list(b)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+def test_len_and_last_batch(ds):
+    assert len(Batches(ds, SPEC, batch_size=1000)) == 3
+    b = Batches(ds, SPEC, batch_size=700, seed=0)
+    assert len(b) == 5 and len(b.rows_of(4)) == 3000 - 4 * 700
+    assert len(Batches(ds, SPEC, batch_size=700, drop_last=True)) == 4
+    with pytest.raises(IndexError, match="out of range"):
+        b[5]
+    assert b[-1][0]["input_slice"].shape == (200, len(SLICE_VARS))
+
+
+def test_batch_content_matches_an_independent_build(ds):
+    b = Batches(ds, SPEC, batch_size=512, seed=4)
+    x, y, w = b[3]
+    rows = b.rows_of(3)
+    _equal(x, _reference(ds, rows))
+    np.testing.assert_array_equal(y["target_total"][:, 0], ds.scalar("trueE")[rows])
+    np.testing.assert_array_equal(w["target_total"], np.ones(512, dtype=np.float32))
+
+
+def test_shuffled_order_is_a_reproducible_permutation_per_epoch(ds):
+    a, b = Batches(ds, SPEC, batch_size=256, seed=1), Batches(ds, SPEC, batch_size=256, seed=1)
+    assert sorted(_rows(a)) == list(range(3000))
+    np.testing.assert_array_equal(_rows(a), _rows(b))
+    first = _rows(a)
+    a.on_epoch_end()
+    assert a.epoch == 1 and not np.array_equal(first, _rows(a))
+    b.set_epoch(1)
+    np.testing.assert_array_equal(_rows(a), _rows(b))
+    assert not np.array_equal(first, _rows(Batches(ds, SPEC, batch_size=256, seed=2)))
+    np.testing.assert_array_equal(_rows(Batches(ds, SPEC, batch_size=256, shuffle=False)), np.arange(3000))
+    assert Batches(ds, SPEC).seed != Batches(ds, SPEC).seed  # a drawn seed is kept, not None
+
+
+def test_weights_column_and_array(ds):
+    b = Batches(ds, SPEC, batch_size=300, seed=0, weights="calE")
+    np.testing.assert_array_equal(b[2][2]["target_total"], ds.scalar("calE")[b.rows_of(2)])
+    arr = np.arange(3000, dtype=np.float64)
+    b = Batches(ds, SPEC, batch_size=300, seed=0, weights=arr)
+    np.testing.assert_array_equal(b[1][2]["target_total"], arr[b.rows_of(1)].astype(np.float32))
+    with pytest.raises(ValueError, match="one value per dataset row"):
+        Batches(ds, SPEC, weights=np.ones(5))
+
+
+def test_nan_to_masks_inputs_not_targets():
+    ds = make_dataset(400, seed=2)
+    values, _ = ds.ragged("png2d")
+    values[::7, 0] = np.nan  # NaN in data, besides the NaN padding
+    ds.scalar("calE")[::5] = np.nan
+    ds.scalar("trueE")[::3] = np.nan
+    x, y, _ = Batches(ds, SPEC, batch_size=400, shuffle=False, nan_to=-12345.5)[0]
+    for k in ("input_slice", "input_png3d", "input_png2d"):
+        assert not np.isnan(x[k]).any(), k
+    assert (x["input_png2d"] == -12345.5).any() and (x["input_slice"][:, 0] == -12345.5).sum() == 80
+    assert np.isnan(y["target_total"]).sum() == 134
+    plain, _, _ = Batches(ds, SPEC, batch_size=400, shuffle=False)[0]
+    np.testing.assert_array_equal(np.where(np.isnan(plain["input_png2d"]), -12345.5, plain["input_png2d"]),
+                                  x["input_png2d"])
+
+
+def test_split_is_lstm_ee_like_and_disjoint(ds):
+    train, val = Batches(ds, SPEC, batch_size=500, seed=3).split(0.25)
+    assert (train.n_rows, val.n_rows) == (2250, 750)
+    rt, rv = _rows(train), _rows(val)
+    assert len(np.intersect1d(rt, rv)) == 0 and len(np.union1d(rt, rv)) == 3000
+    assert val.shuffle is False and train.shuffle is True
+    train2, val2 = Batches(ds, SPEC, batch_size=500, seed=99).split(0.25, seed=3)
+    np.testing.assert_array_equal(np.sort(_rows(val2)), np.sort(rv))
+    t, v = Batches(ds, SPEC).split(100)
+    assert (t.n_rows, v.n_rows) == (2900, 100)
+    with pytest.raises(ValueError, match="larger than"):
+        Batches(ds, SPEC).split(5000)
+
+
+def test_ram_cache_keeps_batches_and_permutes_their_order(ds):
+    b = Batches(ds, SPEC, batch_size=1000, seed=5, cache="ram")
+    first = [b[i] for i in range(3)]
+    assert b[1] is first[1]
+    b.on_epoch_end()
+    again = [b[i] for i in range(3)]
+    assert {id(x) for x in again} == {id(x) for x in first}
+
+
+def test_threads_give_the_same_batches(ds):
+    b = Batches(ds, SPEC, batch_size=128, seed=8)
+    serial = list(b.iter(workers=1))
+    threaded = list(b.iter(workers=3, prefetch_batches=5))
+    assert len(threaded) == len(b)
+    for s, t in zip(serial, threaded):
+        _equal(s[0], t[0])
+
+
+def test_block_shuffle_in_ram_covers_every_row_and_mixes(ds):
+    b = Batches(ds, SPEC, batch_size=100, shuffle="block", seed=2, block_rows=250, window_rows=1000)
+    rows = _rows(b)
+    assert sorted(rows) == list(range(3000))
+    assert not np.array_equal(rows, np.arange(3000))
+    for i in (0, 7, len(b) - 1):  # batches straddling windows included
+        _equal(b[i][0], _reference(ds, b.rows_of(i)))
+    b.on_epoch_end()
+    assert not np.array_equal(rows, _rows(b))
+
+
+def test_block_shuffle_on_disk_reads_each_chunk_at_most_twice(tmp_path):
+    data = make_dataset(20_000, seed=3)
+    data.to_zarr(tmp_path / "d.zarr", chunk_bytes=1 << 16)
+    disk = lstm_data.open(tmp_path / "d.zarr")
+    disk.io_stats.track_chunks()
+    b = Batches(disk, SPEC, batch_size=512, shuffle="block", seed=4)
+    for i in range(len(b)):
+        _equal(b[i][0], _reference(data, b.rows_of(i)))
+    counts = disk.io_stats.per_chunk
+    assert counts and max(counts.values()) <= 2
+    n_chunks = {key for key, _ in counts}
+    assert n_chunks == {k for k, _ in counts} and len(counts) > 20
+    assert sorted(_rows(b)) == list(range(20_000))
+
+
+def test_pickled_batches_rebuild_the_same_batches(ds):
+    b = Batches(ds, SPEC, batch_size=256, seed=6, weights="calE")
+    b.on_epoch_end()
+    back = pickle.loads(pickle.dumps(b))
+    assert back.epoch == 1
+    for part_a, part_b in zip(b[4], back[4]):
+        _equal(part_a, part_b)
+
+
+def test_argument_errors(ds):
+    with pytest.raises(ValueError, match="shuffle"):
+        Batches(ds, SPEC, shuffle="yes")
+    with pytest.raises(ValueError, match="batch_size"):
+        Batches(ds, SPEC, batch_size=0)
+    with pytest.raises(ValueError, match="cache"):
+        Batches(ds, SPEC, cache="disk")
+    with pytest.raises(TypeError, match="BatchSpec"):
+        Batches(ds, {"x": 1})
+    with pytest.raises(lstm_data.SchemaError, match="did you mean"):
+        Batches(ds, BatchSpec(inputs={"x": Scalars(["nhit"])}))
