@@ -1,0 +1,123 @@
+"""precompute: the zarr batch store, its reuse check, open_batches and the CLI."""
+from __future__ import annotations
+
+import importlib.util
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lstm_data import BatchSpec, Batches, open_batches
+from lstm_data.batch_store import StoreMismatchError
+from lstm_data.cli import main
+from lstm_data.precompute import precompute
+from lstm_data.synthetic import make_dataset
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return BatchSpec.from_toml(EXAMPLES / "numu_v3.toml")
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return make_dataset(2500, seed=5)
+
+
+def _same(a, b):
+    for part_a, part_b in zip(a, b):
+        assert list(part_a) == list(part_b)
+        for k in part_a:
+            assert part_a[k].dtype == part_b[k].dtype
+            np.testing.assert_array_equal(part_a[k].view(np.uint8), part_b[k].view(np.uint8), err_msg=k)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_store_holds_exactly_the_epoch_batches(tmp_path, ds, spec, workers):
+    fixed = BatchSpec.from_lstm_ee({"vars_input_png2d": spec.inputs["input_png2d"].vars,
+                                    "var_target_total": "trueE"})  # per-batch prong width
+    for s in (spec, fixed):
+        out = tmp_path / f"b{workers}.zarr"
+        summary = precompute(ds, s, out, batch_size=300, seed=4, workers=workers, progress=False,
+                             force=True)
+        assert summary.n_batches == 9 and summary.n_rows == 2500 and not summary.reused
+        stored = open_batches(out, spec=s, batch_size=300, seed=4, dataset=ds)
+        live = Batches(ds, s, batch_size=300, seed=4)
+        assert len(stored) == len(live)
+        for i in range(len(live)):
+            _same(live[i], stored[i])
+    assert not list(tmp_path.glob(".*tmp*"))  # the temp store was renamed away
+
+
+def test_reuse_when_equal_and_clear_error_when_not(tmp_path, ds, spec):
+    out = tmp_path / "b.zarr"
+    precompute(ds, spec, out, batch_size=500, seed=1, progress=False)
+    again = precompute(ds, spec, out, batch_size=500, seed=1, progress=False)
+    assert again.reused
+    with pytest.raises(StoreMismatchError, match="batch_size: store has 500, asked for 256"):
+        precompute(ds, spec, out, batch_size=256, seed=1, progress=False)
+    with pytest.raises(StoreMismatchError, match="seed: store has 1, asked for 2"):
+        open_batches(out, seed=2)
+    other = make_dataset(2500, seed=6)
+    with pytest.raises(StoreMismatchError, match="fingerprint"):
+        open_batches(out, dataset=other)
+    with pytest.raises(StoreMismatchError, match="spec"):
+        open_batches(out, spec=BatchSpec.from_lstm_ee({"var_target_total": "trueE"}))
+    precompute(other, spec, out, batch_size=500, seed=1, progress=False, force=True)
+    open_batches(out, dataset=other)
+
+
+def test_precomputed_batches_epochs_and_pickle(tmp_path, ds, spec):
+    out = tmp_path / "b.zarr"
+    precompute(ds, spec, out, batch_size=250, seed=3, progress=False)
+    stored = open_batches(out)
+    e0 = [stored[i][1]["target_total"][0, 0] for i in range(len(stored))]
+    stored.on_epoch_end()
+    e1 = [stored[i][1]["target_total"][0, 0] for i in range(len(stored))]
+    assert sorted(e0) == sorted(e1) and e0 != e1
+    blob = pickle.dumps(stored)
+    assert len(blob) < 2000
+    back = pickle.loads(blob)
+    _same(back[3], stored[3])
+    assert sum(1 for _ in stored.iter(workers=2)) == len(stored)
+
+
+def test_adapters_accept_a_store(tmp_path, ds, spec):
+    torch = pytest.importorskip("torch")
+    from lstm_data.torch import TorchBatches
+    out = tmp_path / "b.zarr"
+    precompute(ds, spec, out, batch_size=500, seed=3, progress=False)
+    x, y, w = TorchBatches(open_batches(out))[2]
+    assert x["input_png3d"].dtype == torch.float32 and x["input_png3d"].shape == (500, 10, 33)
+    assert w["target_primary"].shape == (500,)
+
+
+def test_cli_writes_store_and_prints_summary(tmp_path, ds, capsys):
+    data = tmp_path / "d.zarr"
+    ds.to_zarr(data)
+    out = tmp_path / "b.zarr"
+    def argv(seed):
+        return ["precompute", "--data", str(data), "--spec", str(EXAMPLES / "numu_v3.toml"),
+                "--batch-size", "1000", "--seed", str(seed), "--out", str(out), "--workers", "2",
+                "--no-progress"]
+    assert main(argv(7)) == 0
+    text = capsys.readouterr().out
+    assert "input_png3d" in text and "(B, 10, 33)" in text and "float32" in text
+    assert "3 batches, 2500 rows" in text and "rows/s" in text
+    assert main(argv(7)) == 0 and "reused" in capsys.readouterr().out
+    assert main(argv(8)) == 1
+    assert "refusing to reuse" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("lstm_data.readers.csv") is None,
+                    reason="CSV reader not available")
+def test_cli_on_the_shipped_example(tmp_path, capsys):
+    out = tmp_path / "numu.zarr"
+    assert main(["precompute", "--data", str(EXAMPLES / "numu_v3.csv.xz"), "--spec",
+                 str(EXAMPLES / "numu_v3.toml"), "--batch-size", "256", "--seed", "1",
+                 "--out", str(out), "--no-progress"]) == 0
+    assert "input_png2d" in capsys.readouterr().out
+    assert len(open_batches(out)) == 8
