@@ -95,7 +95,8 @@ class BlockReader:
 
     def _run(self) -> None:
         try:
-            with open(self.path, "rb", buffering=0) as raw:
+            # zlib/lzma/bz2 readers need a buffered file; plain text is read unbuffered
+            with open(self.path, "rb", buffering=-1 if self.compression else 0) as raw:
                 stream = _open_decompressed(raw, self.compression)
                 try:
                     while not self._stop.is_set():
