@@ -25,6 +25,8 @@ import numpy as np
 
 cnp.import_array()
 
+from .stable_sort cimport stable_order
+
 cdef extern from "platform.h":
     void LD_PREFETCH(const void *p) nogil
 
@@ -43,7 +45,6 @@ ctypedef fused idx_t:
 cdef enum:
     PREFETCH_AHEAD = 4  # rows prefetched this far ahead of the copy
     CACHE_LINE = 64
-    INSERTION_MAX = 32  # rows up to this long are sorted by insertion
 
 cdef object _F32 = np.dtype(np.float32)
 cdef object _F64 = np.dtype(np.float64)
@@ -74,69 +75,6 @@ cdef int _row_bounds(const idx_t[:] off, const Py_ssize_t *rows, Py_ssize_t n_ba
             top = e - s
     longest[0] = top
     return 0
-
-
-cdef inline bint _before(double a, double b, bint descending) noexcept nogil:
-    """Strict order of sort keys: NaN last; ties keep their order (stable)."""
-    if a != a:
-        return False
-    if b != b:
-        return True
-    return a > b if descending else a < b
-
-
-cdef void _stable_order(const double *key, Py_ssize_t n, Py_ssize_t *idx, Py_ssize_t *tmp,
-                        bint descending) noexcept nogil:
-    """Fill ``idx`` with the stable sorting permutation of ``key[:n]``."""
-    cdef Py_ssize_t i, j, x, width, lo, mid, hi, a, c, k
-    cdef Py_ssize_t *src
-    cdef Py_ssize_t *dst
-    cdef Py_ssize_t *swap
-    for i in range(n):
-        idx[i] = i
-    if n <= INSERTION_MAX:
-        for i in range(1, n):
-            x = idx[i]
-            j = i - 1
-            while j >= 0 and _before(key[x], key[idx[j]], descending):
-                idx[j + 1] = idx[j]
-                j -= 1
-            idx[j + 1] = x
-        return
-    src = idx
-    dst = tmp
-    width = 1
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            a = lo
-            c = mid
-            k = lo
-            while a < mid and c < hi:
-                if _before(key[src[c]], key[src[a]], descending):
-                    dst[k] = src[c]
-                    c += 1
-                else:
-                    dst[k] = src[a]
-                    a += 1
-                k += 1
-            while a < mid:
-                dst[k] = src[a]
-                a += 1
-                k += 1
-            while c < hi:
-                dst[k] = src[c]
-                c += 1
-                k += 1
-            lo = hi
-        swap = src
-        src = dst
-        dst = swap
-        width *= 2
-    if src != idx:
-        memcpy(idx, src, n * sizeof(Py_ssize_t))
 
 
 cdef inline void _fill_value(out_t *dst, Py_ssize_t count, out_t value) noexcept nogil:
@@ -189,7 +127,7 @@ cdef int _pad_rows(const char *base, Py_ssize_t row_stride, Py_ssize_t col_strid
         if keys != NULL and lens[b] > 1:
             for p in range(lens[b]):
                 keys[p] = <double> (<const in_t *> (row_base + p * row_stride + sort_col * col_stride))[0]
-            _stable_order(keys, lens[b], order, scratch, descending)
+            stable_order(keys, lens[b], order, scratch, descending)
             first = lens[b] - n if pre_trunc else 0
             for p in range(n):
                 rec = row_base + order[first + p] * row_stride
