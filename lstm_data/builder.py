@@ -44,6 +44,7 @@ class BatchBuilder:
         self._scalar_tables: dict[str, np.ndarray] = {}
         self._row_lengths: dict[str, np.ndarray] = {}
         self._group_has_nan: dict[str, bool] = {}
+        self._full: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._groups_needed = list(dict.fromkeys(f.group for f in self.fields if f.group is not None))
         # all of a group's columns in order: let the kernel copy whole prong records
         self._columns = {f.name: None if f.group is not None and np.array_equal(
@@ -95,7 +96,9 @@ class BatchBuilder:
         inputs: dict[str, np.ndarray] = {}
         targets: dict[str, np.ndarray] = {}
         if self.in_ram:
-            gathered = {g: (*self.dataset.ragged(g), rows) for g in self._groups_needed}
+            if len(self._full) != len(self._groups_needed):
+                self._full = {g: self.dataset.ragged(g) for g in self._groups_needed}
+            gathered = {g: (*self._full[g], rows) for g in self._groups_needed}
         else:
             gathered = {g: (*self.dataset.ragged(g, rows), None) for g in self._groups_needed}
         for f in self.fields:
