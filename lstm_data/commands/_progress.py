@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable
 
 __all__ = ["ByteProgress"]
 
@@ -71,5 +70,3 @@ class ByteProgress:
     def __exit__(self, *exc) -> None:
         self.close()
 
-
-ProgressCallback = Callable[[int, int], None]

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 from ..errors import FormatError
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "node_keys", "make_layout", "parse_layout",
-           "layout_attrs", "CHUNK_BYTES"]
+           "layout_attrs", "is_ours", "CHUNK_BYTES"]
 
 FORMAT_NAME = "lstm_data"
 FORMAT_VERSION = 1
