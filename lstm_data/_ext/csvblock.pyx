@@ -19,7 +19,7 @@ How it is fast and lean
 * Only complete records are committed; an incomplete last record is left for
   the caller to pass again with the next block.
 """
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memcpy
 from libc.math cimport NAN
@@ -148,6 +148,83 @@ cdef object store_to_array(Store *s, Py_ssize_t n_recs, object shape, object dty
         s.chunks[c] = NULL
     store_free(s)
     return out
+
+
+cdef extern from *:
+    """
+    static const double csv_pow10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+        1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    """
+    const double *csv_pow10
+
+cdef uint64_t TWO_53 = (<uint64_t> 1) << 53
+
+
+cdef inline Py_ssize_t fast_number(const char *buf, Py_ssize_t pos, Py_ssize_t n,
+                                   double *out) noexcept nogil:
+    """Parse a plain ``-?digits[.digits][(e|E)[+-]digits]`` at ``buf[pos]`` exactly.
+
+    Clinger's fast path only: at most 19 digits, a mantissa of at most 2**53 and a
+    decimal exponent of at most 22 in magnitude, so one correctly rounded multiply
+    or divide of exact doubles gives the same bits as ``numparse.parse_number``.
+    Returns the position just after the number, or -1 when the token needs the
+    general path (whitespace, ``+``, nan/inf, long mantissas, end of data...).
+    """
+    cdef const char *p = buf + pos
+    cdef const char *end = buf + n
+    cdef bint neg = False, eneg = False
+    cdef uint64_t mant = 0
+    cdef unsigned int d
+    cdef int digits = 0, e = 0, edigits = 0
+    cdef long exp10 = 0
+    cdef double v
+    if p < end and p[0] == c'-':
+        neg = True
+        p += 1
+    while p < end:
+        d = <unsigned int> (<unsigned char> p[0]) - 48u
+        if d > 9:
+            break
+        mant = mant * 10 + d
+        digits += 1
+        p += 1
+    if p < end and p[0] == c'.':
+        p += 1
+        while p < end:
+            d = <unsigned int> (<unsigned char> p[0]) - 48u
+            if d > 9:
+                break
+            mant = mant * 10 + d
+            digits += 1
+            exp10 -= 1
+            p += 1
+    if digits == 0 or digits > 19:
+        return -1
+    if p < end and (p[0] == c'e' or p[0] == c'E'):
+        p += 1
+        if p < end and (p[0] == c'+' or p[0] == c'-'):
+            eneg = p[0] == c'-'
+            p += 1
+        while p < end:
+            d = <unsigned int> (<unsigned char> p[0]) - 48u
+            if d > 9:
+                break
+            if edigits == 4:
+                return -1
+            e = e * 10 + d
+            edigits += 1
+            p += 1
+        if edigits == 0:
+            return -1
+        exp10 += -e if eneg else e
+    if p >= end or mant > TWO_53 or exp10 < -22 or exp10 > 22:
+        return -1
+    if exp10 >= 0:
+        v = <double> mant * csv_pow10[exp10]
+    else:
+        v = <double> mant / csv_pow10[-exp10]
+    out[0] = -v if neg else v
+    return p - buf
 
 
 def check_csv_seps(sep, list_sep):
@@ -404,7 +481,9 @@ cdef class CsvBlockParser:
                       Py_ssize_t *ppos) noexcept nogil:
         """Read one scalar or ragged field; leave ``ppos`` at its terminator."""
         cdef Py_ssize_t pos = ppos[0], start, tok, tok_line, open_line, count = 0
-        cdef bint quoted = pos < n and buf[pos] == c'"', is_lsep, escaped
+        cdef Py_ssize_t end
+        cdef bint quoted = pos < n and buf[pos] == c'"', is_lsep, escaped, have
+        cdef double v = 0.0
         cdef char c, sep = self.sep, lsep = self.lsep
         cdef int st, g
         cdef char *slot
@@ -412,15 +491,21 @@ cdef class CsvBlockParser:
             start = pos
             while True:
                 tok = pos
-                while pos < n:
-                    c = buf[pos]
-                    if c == sep or c == lsep or c == c'\n':
-                        break
-                    pos += 1
-                if pos >= n and not final:
-                    return ST_INCOMPLETE
+                end = fast_number(buf, pos, n, &v)
+                have = end >= 0 and (buf[end] == sep or buf[end] == lsep or buf[end] == c'\n')
+                if have:
+                    pos = end
+                else:
+                    while pos < n:
+                        c = buf[pos]
+                        if c == sep or c == lsep or c == c'\n':
+                            break
+                        pos += 1
+                    if pos >= n and not final:
+                        return ST_INCOMPLETE
                 is_lsep = pos < n and buf[pos] == lsep and lsep != sep
-                st = self._token(buf, tok, pos, start, is_lsep, col, count, self._line, False)
+                st = self._token(buf, tok, pos, start, is_lsep, col, count, self._line, False,
+                                 have, v)
                 if st < 0:
                     return st
                 count += st
@@ -435,7 +520,12 @@ cdef class CsvBlockParser:
                 tok = pos
                 tok_line = self._line
                 escaped = False
-                while True:
+                end = fast_number(buf, pos, n, &v)
+                have = end >= 0 and (buf[end] == lsep or (
+                    buf[end] == c'"' and end + 1 < n and buf[end + 1] != c'"'))
+                if have:
+                    pos = end
+                while not have:
                     while pos < n:
                         c = buf[pos]
                         if c == c'"' or c == lsep:
@@ -458,7 +548,8 @@ cdef class CsvBlockParser:
                             continue
                     break
                 is_lsep = buf[pos] == lsep
-                st = self._token(buf, tok, pos, start, is_lsep, col, count, tok_line, escaped)
+                st = self._token(buf, tok, pos, start, is_lsep, col, count, tok_line, escaped,
+                                 have, v)
                 if st < 0:
                     return st
                 count += st
@@ -492,10 +583,14 @@ cdef class CsvBlockParser:
 
     cdef int _token(self, const char *buf, Py_ssize_t tok, Py_ssize_t end, Py_ssize_t cell,
                     bint is_lsep, Py_ssize_t col, Py_ssize_t count, Py_ssize_t line,
-                    bint escaped) noexcept nogil:
-        """Parse and store one complete token; return 1 (stored), 0 (empty cell) or an error."""
-        cdef double v = 0.0
-        cdef int st = -1 if escaped else parse_number(buf + tok, end - tok, &v)
+                    bint escaped, bint parsed, double v) noexcept nogil:
+        """Parse (unless ``parsed`` gives ``v``) and store one complete token.
+
+        Returns 1 (stored), 0 (an empty cell) or an error status.
+        """
+        cdef int st = 1
+        if not parsed:
+            st = -1 if escaped else parse_number(buf + tok, end - tok, &v)
         cdef char *slot
         cdef int g
         if st != 1:
