@@ -37,14 +37,41 @@ def compression_of(path: str | os.PathLike) -> str | None:
     return None
 
 
-def _open_decompressed(raw: BinaryIO, kind: str | None) -> BinaryIO:
-    if kind == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    if kind == "xz":
-        return lzma.LZMAFile(raw, mode="rb")
-    if kind == "bzip2":
-        return bz2.BZ2File(raw, mode="rb")
-    return raw
+_DECOMPRESSORS = {
+    "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
+    "xz": lzma.LZMADecompressor,
+    "bzip2": bz2.BZ2Decompressor,
+}
+#: compressed bytes read from disk at a time
+RAW_CHUNK = 1 << 20
+
+
+def decompressed_chunks(raw: BinaryIO, kind: str) -> Iterator[bytes]:
+    """Decompress ``raw`` chunk by chunk, across concatenated streams (gzip members).
+
+    Raises
+    ------
+    EOFError
+        The data ends inside a stream (a truncated file).
+    """
+    decompressor = _DECOMPRESSORS[kind]()
+    while True:
+        chunk = raw.read(RAW_CHUNK)
+        if not chunk:
+            break
+        while chunk:
+            out = decompressor.decompress(chunk)
+            if out:
+                yield out
+            chunk = b""
+            if decompressor.eof:
+                chunk = decompressor.unused_data
+                if chunk.strip(b"\0"):
+                    decompressor = _DECOMPRESSORS[kind]()
+                else:
+                    chunk = b""
+    if not decompressor.eof:
+        raise EOFError("compressed file ended before the end-of-stream marker was reached")
 
 
 class BlockReader:
@@ -55,7 +82,8 @@ class BlockReader:
     path
         The file to read.
     block_size
-        Decompressed bytes per block (the last one may be shorter).
+        Bytes per block of a plain file. A compressed file's blocks are what each
+        :data:`RAW_CHUNK` of compressed bytes expands to.
     depth
         Blocks read ahead; memory in flight is about ``(depth + 1) * block_size``.
 
@@ -95,20 +123,18 @@ class BlockReader:
 
     def _run(self) -> None:
         try:
-            # zlib/lzma/bz2 readers need a buffered file; plain text is read unbuffered
-            with open(self.path, "rb", buffering=-1 if self.compression else 0) as raw:
-                stream = _open_decompressed(raw, self.compression)
-                try:
+            with open(self.path, "rb", buffering=0) as raw:
+                if self.compression is None:
                     while not self._stop.is_set():
-                        block = stream.read(self.block_size)
+                        block = raw.read(self.block_size)
                         self.position = raw.tell()
-                        if not block:
+                        if not block or not self._put(block):
                             break
+                else:
+                    for block in decompressed_chunks(raw, self.compression):
+                        self.position = raw.tell()
                         if not self._put(block):
                             return
-                finally:
-                    if stream is not raw:
-                        stream.close()
             self._put(None)
         except _DAMAGE as exc:
             if self.compression is None:
