@@ -15,9 +15,9 @@ import argparse
 
 
 def _shuffle(text: str):
-    choices = {"true": True, "false": False, "block": "block"}
+    choices = {"auto": "auto", "true": True, "false": False, "block": "block"}
     if text.lower() not in choices:
-        raise argparse.ArgumentTypeError(f"expected true, false or block, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected auto, true, false or block, got {text!r}")
     return choices[text.lower()]
 
 
@@ -27,8 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", required=True, metavar="SPEC.toml", help="BatchSpec TOML file")
     parser.add_argument("--batch-size", type=int, default=1024, metavar="N")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the row order")
-    parser.add_argument("--shuffle", type=_shuffle, default=True, metavar="{true,false,block}",
-                        help="row order (default true)")
+    parser.add_argument("--shuffle", type=_shuffle, default="auto", metavar="{auto,true,false,block}",
+                        help="row order; auto (default): true for data loaded into RAM (CSV), "
+                             "block for on-disk zarr/HDF5, whose random row reads are slow")
     parser.add_argument("--out", required=True, metavar="OUT.zarr", help="store to write")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="batch-building threads")
     parser.add_argument("--force", action="store_true", help="overwrite a store made with other settings")
@@ -44,8 +45,12 @@ def run(args: argparse.Namespace) -> int:
     spec = BatchSpec.from_toml(args.spec)
     data = args.data[0] if len(args.data) == 1 else args.data
     dataset = lstm_data.open(data)
+    shuffle = args.shuffle
+    if shuffle == "auto":
+        from lstm_data.dataset import InMemoryDataset
+        shuffle = True if isinstance(dataset, InMemoryDataset) else "block"
     summary = precompute(dataset, spec, args.out, batch_size=args.batch_size, seed=args.seed,
-                         shuffle=args.shuffle, workers=args.workers, force=args.force,
+                         shuffle=shuffle, workers=args.workers, force=args.force,
                          progress=not args.no_progress, compress=not args.no_compress)
     print(summary.table())
     return 0
