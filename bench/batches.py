@@ -97,9 +97,25 @@ def stage_threads(report: Report, n_rows: int, quick: bool) -> None:
             rates[workers].append(n / (time.perf_counter() - t0))
             batches.on_epoch_end()
     one, two = statistics.median(rates[1]), statistics.median(rates[2])
+    report.ratio("threads", "machine ceiling: np.sort on 2 vs 1 threads", _sort_scaling())
     report.time("threads", "epoch, 1 worker (per batch)", 1 / one, items=BATCH)
     report.time("threads", "epoch, 2 workers (per batch)", 1 / two, items=BATCH)
     report.ratio("threads", "2 workers vs 1 worker batches/s", two / one, 1.7)
+
+
+def _sort_scaling() -> float:
+    """How much two GIL-free threads gain on this machine right now (context for the floor)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    arrays = [np.random.default_rng(i).random(200_000) for i in range(24)]
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(3):
+        for workers in (1, 2):
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(np.sort, arrays))
+            rates[workers].append(len(arrays) / (time.perf_counter() - t0))
+    return statistics.median(rates[2]) / statistics.median(rates[1])
 
 
 def stage_block(report: Report, n_rows: int, tmp: Path, quick: bool) -> None:
