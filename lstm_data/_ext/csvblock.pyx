@@ -581,7 +581,7 @@ cdef class CsvBlockParser:
         ppos[0] = pos
         return ST_OK
 
-    cdef int _token(self, const char *buf, Py_ssize_t tok, Py_ssize_t end, Py_ssize_t cell,
+    cdef inline int _token(self, const char *buf, Py_ssize_t tok, Py_ssize_t end, Py_ssize_t cell,
                     bint is_lsep, Py_ssize_t col, Py_ssize_t count, Py_ssize_t line,
                     bint escaped, bint parsed, double v) noexcept nogil:
         """Parse (unless ``parsed`` gives ``v``) and store one complete token.
@@ -628,7 +628,7 @@ cdef class CsvBlockParser:
             return E_SCALAR_LIST
         return 1
 
-    cdef int _after_quote(self, const char *buf, Py_ssize_t n, bint final, Py_ssize_t col,
+    cdef inline int _after_quote(self, const char *buf, Py_ssize_t n, bint final, Py_ssize_t col,
                           Py_ssize_t *ppos) noexcept nogil:
         cdef Py_ssize_t pos = ppos[0]
         cdef char c
