@@ -103,14 +103,17 @@ def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype=np.float32,
     return InMemoryDataset(scalars, groups)
 
 
-def open_text_for_write(path: str | os.PathLike, level: int | None = None) -> io.TextIOBase:
-    """Open ``path`` for writing text, compressed by its extension (.gz, .xz, .bz2)."""
+def open_text_for_write(path: str | os.PathLike, level: int | None = None, *,
+                        like: str | os.PathLike | None = None) -> io.TextIOBase:
+    """Open ``path`` for writing text, compressed by the extension (.gz, .xz, .bz2) of
+    ``like`` (default: ``path`` itself)."""
     p = str(path)
-    if p.endswith(".gz"):
+    kind = str(like if like is not None else path)
+    if kind.endswith(".gz"):
         return gzip.open(p, "wt", encoding="utf-8", newline="", compresslevel=level or 6)
-    if p.endswith(".xz"):
+    if kind.endswith(".xz"):
         return lzma.open(p, "wt", encoding="utf-8", newline="", preset=level if level is not None else 6)
-    if p.endswith(".bz2"):
+    if kind.endswith(".bz2"):
         return bz2.open(p, "wt", encoding="utf-8", newline="", compresslevel=level or 9)
     return open(p, "w", encoding="utf-8", newline="")
 
@@ -144,7 +147,7 @@ def write_csv(path: str | os.PathLike, n_rows: int = 100_000, seed: int = 0, *,
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
     try:
-        with open_text_for_write(tmp, level) as fh:
+        with open_text_for_write(tmp, level, like=target) as fh:
             fh.write(",".join(names) + "\n")
             fh.writelines(",".join(row) + "\n" for row in zip(*cells))
         os.replace(tmp, target)
