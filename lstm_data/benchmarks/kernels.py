@@ -17,6 +17,7 @@ import numpy as np
 from .. import kernels
 from ..synthetic import make_dataset
 from .legacy import legacy_join_varr_arrays, legacy_parse_cells, to_object_columns
+from .peers import awkward_pad, pyarrow_parse
 from .timing import Report, interleaved_medians
 
 __all__ = ["numpy_gather_pad", "numpy_masked_pad", "run"]
@@ -25,6 +26,9 @@ STAGE_PAD = "pad"
 STAGE_PARSE = "parse"
 STAGE_THREADS = "threads"
 BATCH = 1024
+PAD_ROWS = 100_000
+PARSE_ROWS = {True: 5_000, False: 20_000}  # by quick
+THREAD_BATCHES = 80
 
 def numpy_gather_pad(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
                      pad_value: float = np.nan) -> np.ndarray:
@@ -81,10 +85,15 @@ def _pad_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
         "numpy_masked": lambda: numpy_masked_pad(values, offsets, rows),
         "copyto": lambda: np.copyto(ref, src),
     }, repeats=repeats * 10, warmup=5, min_seconds=0.5)
-    slow = interleaved_medians({
+    slow_cases = {
         "twin": lambda: twin(values, offsets, rows),
         "legacy": lambda: legacy_join_varr_arrays([c[rows] for c in legacy_cols]),
-    }, repeats=max(3, repeats // 3), warmup=1)
+    }
+    peer = awkward_pad(values, offsets, rows, width)
+    if peer is not None:
+        np.testing.assert_array_equal(peer(), expected)
+        slow_cases["awkward"] = peer
+    slow = interleaved_medians(slow_cases, repeats=max(3, repeats // 3), warmup=1)
     ours = "pad_ragged (compiled)" if kernels.BACKEND == "cython" else "pad_ragged (python backend)"
     for label, key, median in ((f"{ours}, out= reused", "ours", med["ours"]),
                                (f"{ours}, fresh output", "ours_fresh", med["ours_fresh"]),
@@ -94,6 +103,9 @@ def _pad_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
                                ("python twin pad_ragged", "twin", slow["twin"]),
                                ("legacy lstm_ee join_varr_arrays", "legacy", slow["legacy"])):
         report.time(STAGE_PAD, label, median, items=BATCH, ours=key.startswith("ours"))
+    if "awkward" in slow:
+        report.time(STAGE_PAD, "awkward pad_none+fill_none+to_numpy", slow["awkward"], items=BATCH)
+        _ratio(report, STAGE_PAD, "pad vs awkward", slow["awkward"] / med["ours"])
     best_numpy = min(med["numpy_fancy"], med["numpy_masked"])
     _ratio(report, STAGE_PAD, "pad vs numpy gather+pad", best_numpy / med["ours"])
     _ratio(report, STAGE_PAD, "pad vs legacy lstm_ee join", slow["legacy"] / med["ours"])
@@ -105,8 +117,7 @@ def _pad_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
 def _threads(report: Report, values, offsets, n_rows: int, repeats: int, seed: int) -> None:
     """Throughput of two threads padding disjoint batches vs one thread."""
     rng = np.random.default_rng(seed + 1)
-    per_thread = 40
-    batches = [rng.integers(0, n_rows, BATCH) for _ in range(2 * per_thread)]
+    batches = [rng.integers(0, n_rows, BATCH) for _ in range(THREAD_BATCHES)]
 
     def work(chunk):
         out = None
@@ -141,11 +152,16 @@ def _parse_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
     got, got_off = kernels.parse_float_lists(cells)
     np.testing.assert_array_equal(got, values[:, 0].astype(np.float32))
     np.testing.assert_array_equal(got_off, offsets)
-    med = interleaved_medians({
+    cases = {
         "ours": lambda: kernels.parse_float_lists(cells),
         "legacy": lambda: legacy_parse_cells(cells),
         "twin": lambda: twin(cells),
-    }, repeats=repeats, warmup=1)
+    }
+    peer = pyarrow_parse(cells)
+    if peer is not None:
+        np.testing.assert_array_equal(peer()[1], offsets)
+        cases["pyarrow"] = peer
+    med = interleaved_medians(cases, repeats=repeats, warmup=1)
     tokens = len(values)
     report.time(STAGE_PARSE, f"parse_float_lists ({kernels.BACKEND})", med["ours"], items=tokens,
                 unit="numbers", ours=True)
@@ -155,6 +171,11 @@ def _parse_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
                 items=tokens, unit="numbers")
     _ratio(report, STAGE_PARSE, "parse vs legacy per-cell float()", med["legacy"] / med["ours"])
     _ratio(report, STAGE_PARSE, "parse vs python twin", med["twin"] / med["ours"])
+    if "pyarrow" in med:
+        report.time(STAGE_PARSE, "pyarrow split_pattern+cast", med["pyarrow"], items=tokens,
+                    unit="numbers")
+        _ratio(report, STAGE_PARSE, "parse vs pyarrow split_pattern+cast",
+               med["pyarrow"] / med["ours"])
 
 
 def _ratio(report: Report, stage: str, name: str, value: float) -> None:
@@ -169,6 +190,6 @@ def run(quick: bool = False, seed: int = 0, data=None) -> Report:
     """
     report = Report()
     repeats = 5 if quick else 15
-    _pad_stage(report, 100_000, repeats, seed)
-    _parse_stage(report, 5_000 if quick else 20_000, repeats, seed)
+    _pad_stage(report, PAD_ROWS, repeats, seed)
+    _parse_stage(report, PARSE_ROWS[quick], repeats, seed)
     return report

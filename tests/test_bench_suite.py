@@ -1,0 +1,97 @@
+"""The bench suite itself: floors, --check, JSON, --compare and the chart (tiny runs)."""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from lstm_data import kernels
+from lstm_data.benchmarks import floors as floors_mod
+from lstm_data.benchmarks import kernels as kernel_stage
+from lstm_data.benchmarks.timing import Report, interleaved_medians
+from lstm_data.cli import main
+
+
+@pytest.fixture
+def tiny_kernels(monkeypatch):
+    """Make the kernel stage tiny: few rows, few repeats."""
+    monkeypatch.setattr(kernel_stage, "PAD_ROWS", 3000)
+    monkeypatch.setattr(kernel_stage, "PARSE_ROWS", {True: 500, False: 500})
+    monkeypatch.setattr(kernel_stage, "THREAD_BATCHES", 8)
+    monkeypatch.setattr(kernel_stage, "BATCH", 256)
+    real_medians = interleaved_medians
+
+    def quick_medians(cases, **kw):
+        kw.update(repeats=3, warmup=1, min_seconds=0.0)
+        return real_medians(cases, **kw)
+
+    monkeypatch.setattr(kernel_stage, "interleaved_medians", quick_medians)
+
+
+def floors_file(tmp_path, body: str):
+    path = tmp_path / "floors.toml"
+    path.write_text(body)
+    return path
+
+
+def test_floors_parse_and_reject_bad_entries(tmp_path):
+    good = floors_file(tmp_path, '[pad]\n"a" = { min = 2 }\n"b" = { max = 3.5 }\n')
+    assert floors_mod.load_floors(good) == {("pad", "a"): (2.0, "min"), ("pad", "b"): (3.5, "max")}
+    bad = floors_file(tmp_path, '[pad]\n"a" = 2\n')
+    with pytest.raises(ValueError, match="min = X"):
+        floors_mod.load_floors(bad)
+
+
+def test_packaged_floors_cover_the_acceptance_ratios():
+    floors = floors_mod.load_floors()
+    assert floors[("pad", "pad vs numpy gather+pad")] == (1.5, "min")
+    assert floors[("pad", "pad time / np.copyto of output")] == (4.0, "max")
+    assert floors[("parse", "parse vs legacy per-cell float()")] == (10.0, "min")
+
+
+def test_check_fails_when_the_pad_kernel_is_made_slow(tiny_kernels, monkeypatch, tmp_path, capsys):
+    floors = floors_file(tmp_path, '[pad]\n"pad vs numpy gather+pad" = { min = 1.0 }\n')
+    assert main(["bench", "--only", "kernels", "--check", "--floors", str(floors)]) == 0
+
+    real_pad = kernels.pad_ragged
+
+    def slow_pad(*args, **kwargs):
+        time.sleep(0.02)  # an artificial regression: far slower than numpy on a tiny batch
+        return real_pad(*args, **kwargs)
+
+    monkeypatch.setattr(kernels, "pad_ragged", slow_pad)
+    assert main(["bench", "--only", "kernels", "--check", "--floors", str(floors)]) == 1
+    err = capsys.readouterr().err
+    assert "FLOOR MISSED" in err and "pad vs numpy gather+pad" in err
+
+
+def test_json_compare_and_plot(tiny_kernels, tmp_path, capsys):
+    a, b, png = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "chart.png"
+    floors = floors_file(tmp_path, "")
+    for out in (a, b):
+        assert main(["bench", "--only", "kernels", "--json", str(out), "--floors", str(floors),
+                     "--plot", str(png)]) == 0
+    record = json.loads(a.read_text())
+    assert record["machine"]["backend"] == kernels.BACKEND and record["machine"]["cores"] >= 1
+    assert {r["name"] for r in record["ratios"]} >= {"pad vs numpy gather+pad"}
+    assert png.read_bytes().startswith(b"\x89PNG")
+    capsys.readouterr()
+    assert main(["bench", "--compare", str(a), str(b)]) == 0
+    table = capsys.readouterr().out
+    assert "pad vs numpy gather+pad" in table and "B/A" in table
+
+
+def test_unknown_stage_is_a_clear_error(capsys):
+    assert main(["bench", "--only", "nonsense"]) == 1
+    assert "unknown bench stage" in capsys.readouterr().err
+
+
+def test_report_marks_ceiling_and_floor():
+    report = Report()
+    low = report.ratio("s", "speedup", 1.2, 1.5, "min")
+    high = report.ratio("s", "slowdown", 5.0, 4.0, "max")
+    assert not low.ok and not high.ok and report.failures() == [low, high]
+    assert "NO" in report.render()
+    assert np.isfinite(low.value)
