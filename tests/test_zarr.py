@@ -189,3 +189,72 @@ def test_empty_rows_and_empty_group(tmp_path):
     z = ZarrDataset(tmp_path / "e.zarr")
     assert_same(z, ds)
     assert_same(z.take([2, 1, 0, 1]), ds.take([2, 1, 0, 1]))
+
+
+# -- direct chunk decoding and the contiguous-run path ---------------------------------------
+
+
+def test_local_store_decodes_chunks_directly(ds, store):
+    z = ZarrDataset(store)
+    assert all(dg.read_into is not None for dg in z._disk_groups.values())
+    counting = ZarrDataset(CountingStore(LocalStore(store, read_only=True)))
+    assert all(dg.read_into is None for dg in counting._disk_groups.values())  # zarr-python path
+    rng = np.random.default_rng(5)
+    for rows in (np.arange(17, 4100), np.concatenate([np.arange(3000, 3400), np.arange(10, 900)]),
+                 rng.integers(0, len(ds), 500)):
+        assert_same(z.take(rows), ds.take(rows))
+        assert_same(counting.take(rows), ds.take(rows))
+
+
+def test_runs_of_rows_decode_each_chunk_once(ds, store):
+    z = ZarrDataset(store)
+    z.io_stats.track_chunks()
+    # two runs sharing a chunk, in reverse order, plus a long run
+    off = ds.ragged("png")[1]
+    chunk_len = zarr.open_group(store, mode="r")["png/values"].chunks[0]
+    mid = int(np.searchsorted(off, 30 * chunk_len + chunk_len // 2))
+    assert mid > 300
+    rows = np.concatenate([np.arange(mid, mid + 400), np.arange(mid - 300, mid - 1),
+                           np.arange(2500, 4000)])
+    got_v, got_o = z.ragged("png", rows)
+    ref_v, ref_o = ds.ragged("png", rows)
+    assert np.array_equal(got_o, ref_o) and got_v.tobytes() == ref_v.tobytes()
+    expected = _touched_chunks(off, rows, chunk_len)
+    png = {c: n for (k, c), n in z.io_stats.per_chunk.items() if k == "png/values"}
+    assert set(png) == expected and max(png.values()) == 1
+
+
+def test_chunks_equal_to_the_fill_value_are_not_stored_but_read(tmp_path):
+    n = 4000
+    off = np.arange(n + 1, dtype=np.int64)
+    values = np.zeros((n, 2), np.float32)
+    values[3000:] = 1.5  # the first chunks are all fill value: zarr does not write them
+    ds = InMemoryDataset({"a": np.arange(n, dtype=np.float64)},
+                         {"png": RaggedGroup(["png.x", "png.y"], values, off)})
+    ds.to_zarr(tmp_path / "f.zarr", chunk_bytes=4096)
+    z = ZarrDataset(tmp_path / "f.zarr")
+    assert z._disk_groups["png"].read_into is not None
+    assert_same(z, ds)
+    assert_same(z.take(np.arange(100, 3500)), ds.take(np.arange(100, 3500)))
+
+
+def test_zstd_and_uncompressed_stores_read_directly(ds, tmp_path):
+    from zarr.codecs import ZstdCodec
+
+    for cname in ("zstd", "blosclz"):
+        ds.to_zarr(tmp_path / f"{cname}.zarr", cname=cname, clevel=1, chunk_bytes=16 << 10)
+        assert_same(ZarrDataset(tmp_path / f"{cname}.zarr").take(np.arange(50, 3000)),
+                    ds.take(np.arange(50, 3000)))
+    root = zarr.open_group(tmp_path / "plain.zarr", mode="w", zarr_format=3)
+    for name, codec in (("zstd", ZstdCodec(level=1)), ("raw", None)):
+        arr = root.create_array(name, shape=(1000, 3), chunks=(64, 3), dtype="f8",
+                                compressors=codec, fill_value=0)
+        data = np.random.default_rng(0).random((1000, 3))
+        arr[:] = data
+        from lstm_data.readers._zarrchunks import ChunkDecoder
+
+        dec = ChunkDecoder.for_array(arr)
+        assert dec is not None
+        out = np.empty((900, 3))
+        dec.read_into(30, 930, out)
+        assert np.array_equal(out, data[30:930])

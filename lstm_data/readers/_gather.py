@@ -4,6 +4,11 @@ A batch asks for rows in any order. We sort the value indices it needs, find the
 chunks they touch, read each touched chunk once (contiguous touched chunks in one
 read), and scatter the records back into the requested order. Everything is
 vectorised; the only Python loop is over runs of touched chunks.
+
+Requests made of long runs of consecutive rows (a block-shuffle window, a whole
+dataset, a contiguous slice) take a faster path: one slice copy per run, or no
+copy at all when the reader can decode a run straight into the output
+(``read_into``). Then no per-value index is ever built.
 """
 from __future__ import annotations
 
@@ -13,7 +18,10 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["IOStats", "gather_ranges", "chunk_runs"]
+__all__ = ["IOStats", "gather_ranges", "chunk_runs", "value_runs", "RUN_MIN_ROWS"]
+
+#: mean rows per run of consecutive rows from which the run path beats per-value indexing
+RUN_MIN_ROWS = 8
 
 
 @dataclass
@@ -92,9 +100,73 @@ def chunk_runs(chunk_ids: np.ndarray, max_run: int) -> tuple[np.ndarray, np.ndar
     return chunk_ids[starts].astype(np.int64), chunk_ids[ends - 1].astype(np.int64) + 1
 
 
+def value_runs(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split requested rows into runs whose value ranges follow each other on disk.
+
+    Row ``i`` continues the run of row ``i - 1`` when ``starts[i] == ends[i - 1]``.
+
+    Returns
+    -------
+    lo, hi : ndarray of int64
+        Value range ``[lo[k], hi[k])`` of run ``k`` (empty runs dropped).
+    dst : ndarray of int64
+        Where run ``k`` starts in the compact output.
+    """
+    n = len(starts)
+    if n == 0:
+        return (np.zeros(0, np.int64),) * 3
+    brk = np.ones(n, dtype=bool)
+    brk[1:] = starts[1:] != ends[:-1]
+    first = np.flatnonzero(brk)
+    last = np.append(first[1:], n) - 1
+    lo, hi = starts[first], ends[last]
+    lens = ends - starts
+    dst = np.cumsum(lens)[first] - lens[first]
+    keep = hi > lo
+    return lo[keep], hi[keep], dst[keep]
+
+
+def _count_runs(starts: np.ndarray, ends: np.ndarray) -> int:
+    return 1 + int(np.count_nonzero(starts[1:] != ends[:-1])) if len(starts) else 0
+
+
+def _gather_runs(lo: np.ndarray, hi: np.ndarray, dst: np.ndarray, out: np.ndarray, *,
+                 n_values: int, chunk_len: int, read: Callable[[int, int], np.ndarray],
+                 read_into: Callable[[int, int, np.ndarray], None] | None,
+                 max_run_chunks: int) -> None:
+    """Copy value runs ``[lo[k], hi[k])`` to ``out[dst[k]:]``, each touched chunk read once.
+
+    Touched chunks are grouped into reads of consecutive chunks (as in the per-value
+    path). A read that serves a single run goes straight into ``out`` through
+    ``read_into`` when the reader offers it; otherwise the read's chunks are loaded
+    once and every run overlapping them takes its slice.
+    """
+    order = np.argsort(lo, kind="stable")
+    lo, hi, dst = lo[order], hi[order], dst[order]
+    c_first, c_last = lo // chunk_len, (hi - 1) // chunk_len
+    counts = c_last - c_first + 1
+    starts_at = np.cumsum(counts) - counts
+    touched = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(c_first - starts_at, counts)
+    first, stop = chunk_runs(np.unique(touched), max_run_chunks)  # chunk runs, not rows
+    for r_lo, r_hi in zip((first * chunk_len).tolist(), np.minimum(stop * chunk_len, n_values).tolist()):
+        hits = np.flatnonzero((lo < r_hi) & (hi > r_lo))
+        a = np.maximum(lo[hits], r_lo)
+        b = np.minimum(hi[hits], r_hi)
+        d = dst[hits] + (a - lo[hits])
+        if read_into is not None and len(hits) == 1:
+            a0, b0, d0 = int(a[0]), int(b[0]), int(d[0])
+            read_into(a0, b0, out[d0:d0 + b0 - a0])
+            continue
+        block = read(r_lo, r_hi)
+        for a0, b0, d0 in zip(a.tolist(), b.tolist(), d.tolist()):  # one slice per run piece
+            out[d0:d0 + b0 - a0] = block[a0 - r_lo:b0 - r_lo]
+
+
 def gather_ranges(starts: np.ndarray, ends: np.ndarray, *, n_values: int, chunk_len: int,
                   read: Callable[[int, int], np.ndarray], dtype, width: int,
-                  max_run_chunks: int = 32) -> tuple[np.ndarray, np.ndarray]:
+                  max_run_chunks: int = 32,
+                  read_into: Callable[[int, int, np.ndarray], None] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Gather value ranges ``[starts[i], ends[i])`` (request order) from a chunked array.
 
     Parameters
@@ -112,6 +184,10 @@ def gather_ranges(starts: np.ndarray, ends: np.ndarray, *, n_values: int, chunk_
         Of the result.
     max_run_chunks
         Longest single read, in chunks (bounds the memory of one read).
+    read_into
+        Optional ``read_into(lo, hi, out)``: decode records ``lo:hi`` (any bounds)
+        into ``out``, reading each chunk they touch once. Used for long runs of
+        consecutive rows, so those cost one decode and no copy.
 
     Returns
     -------
@@ -119,12 +195,18 @@ def gather_ranges(starts: np.ndarray, ends: np.ndarray, *, n_values: int, chunk_
     offsets : ndarray of int64, shape ``(len(starts) + 1,)``
     """
     starts = np.asarray(starts, dtype=np.int64)
-    lens = np.asarray(ends, dtype=np.int64) - starts
+    ends = np.asarray(ends, dtype=np.int64)
+    lens = ends - starts
     offsets = np.zeros(len(starts) + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     total = int(offsets[-1])
     out = np.empty((total, width), dtype=dtype)
     if total == 0:
+        return out, offsets
+    if _count_runs(starts, ends) * RUN_MIN_ROWS <= len(starts):
+        lo, hi, dst = value_runs(starts, ends)
+        _gather_runs(lo, hi, dst, out, n_values=n_values, chunk_len=chunk_len, read=read,
+                     read_into=read_into, max_run_chunks=max_run_chunks)
         return out, offsets
     src = np.arange(total, dtype=np.int64) + np.repeat(starts - offsets[:-1], lens)
     order = np.argsort(src, kind="stable")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Optional
 
 import numpy as np
 
@@ -31,6 +31,10 @@ class DiskGroup:
     dtype : numpy dtype
     key : str
         Name of the array, for :class:`IOStats`.
+    read_into : callable or None
+        Optional ``read_into(lo, hi, out)``: decode records ``lo:hi`` (any bounds)
+        straight into ``out``, each touched chunk once. Readers that can offer it
+        make runs of consecutive rows cost one decode and no copy.
     """
 
     names: list[str]
@@ -41,6 +45,7 @@ class DiskGroup:
     read: Callable[[int, int], np.ndarray]
     dtype: np.dtype
     key: str
+    read_into: Optional[Callable[[int, int, np.ndarray], None]] = None
 
     def offsets(self) -> np.ndarray:
         """Compact offsets (N + 1) of the group's rows."""
@@ -98,19 +103,27 @@ class OnDiskDataset(Dataset):
         self.io_stats.record(dg.key, first, stop, block.nbytes)
         return block
 
+    def _read_into(self, dg: DiskGroup, lo: int, hi: int, out: np.ndarray) -> None:
+        dg.read_into(lo, hi, out)
+        first = lo // dg.chunk_len
+        stop = -(-hi // dg.chunk_len) if hi > lo else first
+        self.io_stats.record(dg.key, first, stop, out.nbytes)
+
     def _ragged(self, group, rows):
         dg = self._disk_groups[group]
         if rows is None:
-            if dg.tiles():
+            if dg.tiles() and dg.read_into is None:
                 values = self._read(dg, 0, dg.n_values) if dg.n_values else \
                     np.empty((0, len(dg.names)), dg.dtype)
                 return values, self._offsets(group)
             starts, ends = dg.starts, dg.ends
         else:
             starts, ends = dg.starts[rows], dg.ends[rows]
+        into = None if dg.read_into is None else (lambda lo, hi, out: self._read_into(dg, lo, hi, out))
         return gather_ranges(starts, ends, n_values=dg.n_values, chunk_len=dg.chunk_len,
-                             read=lambda lo, hi: self._read(dg, lo, hi),
-                             dtype=dg.dtype, width=len(dg.names))
+                             read=lambda lo, hi: self._read(dg, lo, hi), read_into=into,
+                             dtype=dg.dtype, width=len(dg.names),
+                             max_run_chunks=getattr(self, "_max_run_chunks", 32))
 
     def close(self) -> None:
         """Release file handles (the dataset cannot read values afterwards)."""

@@ -1,7 +1,9 @@
 """Our layout in zarr v3 (design §5): read on demand, chunk-aware.
 
 Scalars and offsets load into RAM when the store opens; ``values`` stay on disk
-and a request reads each chunk it touches once (see :mod:`._gather`).
+and a request reads each chunk it touches once (see :mod:`._gather`). In a local
+directory store, chunks are decoded straight into the result (see
+:mod:`._zarrchunks`); other stores go through zarr-python.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import zarr
 from ..errors import FormatError
 from ._layout import parse_layout
 from ._ondisk import DiskGroup, OnDiskDataset
+from ._zarrchunks import ChunkDecoder
 
 __all__ = ["ZarrDataset", "read_zarr", "is_zarr_v3"]
 
@@ -74,10 +77,12 @@ class ZarrDataset(OnDiskDataset):
         if values.ndim != 2 or values.shape[1] != width:
             raise FormatError(f"values of group {group!r} have shape {values.shape}, expected "
                               f"(total, {width})", file=name, variable=group)
+        direct = ChunkDecoder.for_array(values)
         return DiskGroup(names=spec["names"], starts=offsets[:-1], ends=offsets[1:],
                          n_values=int(values.shape[0]), chunk_len=int(values.chunks[0]),
-                         read=lambda lo, hi: values[lo:hi], dtype=values.dtype,
-                         key=f"{group}/values")
+                         read=(lambda lo, hi: values[lo:hi]) if direct is None else direct.read,
+                         dtype=values.dtype, key=f"{group}/values",
+                         read_into=None if direct is None else direct.read_into)
 
 
 def read_zarr(path, **options) -> ZarrDataset:
