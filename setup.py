@@ -56,7 +56,13 @@ def _extensions():
         )
         for pyx in sorted((HERE / "lstm_data" / "_ext").glob("*.pyx"))
     ]
-    return cythonize(exts, compiler_directives=directives, quiet=True, force=_mode_changed())
+    try:
+        return cythonize(exts, compiler_directives=directives, quiet=True, force=_mode_changed())
+    except Exception as exc:  # noqa: BLE001 - a Cython error must not break a plain install
+        if REQUIRE:
+            raise
+        warnings.warn(f"lstm_data: cythonizing the core failed ({exc}); using the pure-Python twins")
+        return []
 
 
 def _mode_changed() -> bool:
