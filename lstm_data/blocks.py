@@ -7,11 +7,16 @@ A window is read with one ``dataset.take`` (the reader coalesces chunk reads);
 every value chunk overlaps at most two blocks, hence at most two windows, so it
 is decompressed at most twice per epoch. The batches of a window are then padded
 from RAM by the kernels.
+
+While the batches of window ``w`` are built, window ``w + 1`` is read on a
+background thread (``read_ahead``), so decompression overlaps batch building
+when a core is free. Every window is still read once.
 """
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
 from typing import Sequence
 
 import numpy as np
@@ -73,11 +78,22 @@ class BlockSource:
         rounded up to whole batches).
     nan_to
         Passed to the builders.
+    read_ahead
+        Load the next window on a background thread while the current one is used
+        (only for on-disk datasets; in RAM a window is a cheap copy).
+
+    Attributes
+    ----------
+    block_loads : int
+        Blocks loaded so far (each window loads its blocks once).
     """
+
+    #: windows kept: a batch spans at most two, plus one read ahead
+    KEEP = 3
 
     def __init__(self, dataset: Dataset, rows: np.ndarray | None, fields: Sequence[ResolvedField],
                  batch_size: int, *, block_rows: int | None = None, window_rows: int | None = None,
-                 nan_to: float | None = None) -> None:
+                 nan_to: float | None = None, read_ahead: bool | None = None) -> None:
         self.dataset = dataset
         self.rows = rows
         self.fields = list(fields)
@@ -93,8 +109,10 @@ class BlockSource:
             typical = int(np.median(np.diff(bounds))) if len(bounds) > 1 else batch_size
             window_rows = max(16 * batch_size, 4 * typical)
         self.window_rows = -(-int(window_rows) // batch_size) * batch_size
+        self.read_ahead = (not isinstance(dataset, InMemoryDataset)) if read_ahead is None \
+            else bool(read_ahead)
         self._lock = threading.Lock()
-        self._windows: OrderedDict[tuple, tuple[BatchBuilder, np.ndarray]] = OrderedDict()
+        self._windows: OrderedDict[tuple, Future] = OrderedDict()
         self.block_loads = 0
 
     def __len__(self) -> int:
@@ -109,22 +127,48 @@ class BlockSource:
 
     def window(self, plan: BlockPlan, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
         """A builder over the RAM copy of ``window`` and the sorted view positions it holds."""
+        future, owner = self._claim(plan, epoch, window)
+        if owner:
+            self._load(plan, epoch, window, future)
+        if self.read_ahead and window + 1 < len(plan.window_block_ids):
+            ahead, owner = self._claim(plan, epoch, window + 1)
+            if owner:
+                threading.Thread(target=self._load, args=(plan, epoch, window + 1, ahead),
+                                 daemon=True, name="lstm_data-read-ahead").start()
+        return future.result()
+
+    def _claim(self, plan: BlockPlan, epoch: int, window: int) -> tuple[Future, bool]:
+        """The future of ``(epoch, window)``; ``True`` when the caller must load it."""
         key = (epoch, window)
         with self._lock:
-            hit = self._windows.get(key)
-            if hit is not None:
+            future = self._windows.get(key)
+            if future is not None:
                 self._windows.move_to_end(key)
-                return hit
+                return future, False
+            future = Future()
+            self._windows[key] = future
+            while len(self._windows) > self.KEEP:
+                self._windows.popitem(last=False)
+            return future, True
+
+    def _load(self, plan: BlockPlan, epoch: int, window: int, future: Future) -> None:
+        """Read the blocks of ``window`` (one coalesced read per group) into ``future``.
+
+        A failed load is handed to every waiter and forgotten, so a later call retries.
+        """
+        try:
             ids = plan.window_block_ids[window]
             held = np.concatenate([np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.intp)
                                    for b in ids])
-            piece = self.dataset.take(self._dataset_rows(held))  # one coalesced read per group
-            self.block_loads += len(ids)
-            hit = (BatchBuilder(piece, self.fields, nan_to=self.nan_to), held)
-            self._windows[key] = hit
-            while len(self._windows) > 3:  # a batch spans at most two; one more for read-ahead
-                self._windows.popitem(last=False)
-            return hit
+            piece = self.dataset.take(self._dataset_rows(held))
+            with self._lock:
+                self.block_loads += len(ids)
+            future.set_result((BatchBuilder(piece, self.fields, nan_to=self.nan_to), held))
+        except BaseException as exc:
+            with self._lock:
+                if self._windows.get((epoch, window)) is future:
+                    del self._windows[(epoch, window)]
+            future.set_exception(exc)
 
     def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int):
         """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows)."""

@@ -180,3 +180,39 @@ def test_argument_errors(ds):
         Batches(ds, {"x": 1})
     with pytest.raises(lstm_data.SchemaError, match="did you mean"):
         Batches(ds, BatchSpec(inputs={"x": Scalars(["nhit"])}))
+
+
+def test_block_shuffle_reads_ahead_each_window_once(tmp_path):
+    data = make_dataset(20_000, seed=3)
+    data.to_zarr(tmp_path / "d.zarr", chunk_bytes=1 << 16)
+    disk = lstm_data.open(tmp_path / "d.zarr")
+    disk.io_stats.track_chunks()
+    b = Batches(disk, SPEC, batch_size=512, shuffle="block", seed=4, window_rows=4096)
+    assert b._blocks.read_ahead  # on disk: the next window loads in the background
+    assert not Batches(data, SPEC, shuffle="block")._blocks.read_ahead  # in RAM: no thread
+    seen = [b[i][0] for i in range(len(b))]
+    for i, got in enumerate(seen):
+        _equal(got, _reference(data, b.rows_of(i)))
+    assert b._blocks.block_loads == len(b._blocks.bounds) - 1  # every block loaded exactly once
+    assert max(disk.io_stats.per_chunk.values()) <= 2
+
+
+def test_block_shuffle_failed_window_load_is_retried(tmp_path, monkeypatch):
+    data = make_dataset(3000, seed=3)
+    data.to_zarr(tmp_path / "d.zarr", chunk_bytes=1 << 14)
+    disk = lstm_data.open(tmp_path / "d.zarr")
+    b = Batches(disk, SPEC, batch_size=256, shuffle="block", seed=1)
+    b._blocks.read_ahead = False
+    real_take = type(disk).take
+    calls = {"n": 0}
+
+    def flaky(self, rows):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError("transient")
+        return real_take(self, rows)
+
+    monkeypatch.setattr(type(disk), "take", flaky)
+    with pytest.raises(OSError, match="transient"):
+        b[0]
+    _equal(b[0][0], _reference(data, b.rows_of(0)))
