@@ -1,13 +1,85 @@
-"""Build items ahead of use on a thread pool, in order, with bounded memory."""
+"""Build items ahead of use on worker threads, in order, with bounded memory.
+
+Workers pull the next index themselves from a shared counter and park results in
+a table the consumer drains in order. Compared with submitting one future per
+item to a pool, nobody has to wake a worker for each item: a worker sleeps only
+when it is ``ahead`` items in front of the consumer, and the consumer only when
+the item it needs is not built yet. On a loaded or virtualised machine every
+avoided wake-up is tens of microseconds, a tenth of a batch.
+"""
 from __future__ import annotations
 
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from typing import Callable, Iterator, TypeVar
 
 __all__ = ["prefetch"]
 
 T = TypeVar("T")
+
+
+class _Pipeline:
+    """Shared state of one :func:`prefetch` run.
+
+    One lock guards it; the consumer and blocked workers wait on two separate
+    conditions and are notified only when someone actually waits for that event.
+    """
+
+    def __init__(self, build: Callable[[int], object], n: int, ahead: int) -> None:
+        self.build = build
+        self.n = n
+        self.ahead = ahead
+        lock = threading.Lock()
+        self.ready = threading.Condition(lock)  # the consumer waits here
+        self.space = threading.Condition(lock)  # workers too far ahead wait here
+        self.results: dict[int, tuple[bool, object]] = {}
+        self.next_index = 0
+        self.consumed = 0
+        self.wanted = -1  # index the consumer is waiting for, or -1
+        self.blocked = 0  # workers waiting for space
+        self.stopped = False
+
+    def work(self) -> None:
+        """Worker loop: claim the next index, build it, park the result."""
+        while True:
+            with self.space:
+                while (not self.stopped and self.next_index < self.n
+                       and self.next_index - self.consumed >= self.ahead):
+                    self.blocked += 1
+                    self.space.wait()
+                    self.blocked -= 1
+                if self.stopped or self.next_index >= self.n:
+                    return
+                index = self.next_index
+                self.next_index += 1
+            try:
+                result: tuple[bool, object] = (True, self.build(index))
+            except BaseException as exc:  # handed to the consumer, in order
+                result = (False, exc)
+            with self.ready:
+                self.results[index] = result
+                if self.wanted == index:
+                    self.ready.notify()
+
+    def take(self, index: int) -> object:
+        """The result of ``index`` (waits for it); frees a slot for the workers."""
+        with self.ready:
+            while index not in self.results:
+                self.wanted = index
+                self.ready.wait()
+            self.wanted = -1
+            ok, value = self.results.pop(index)
+            self.consumed = index + 1
+            if self.blocked:
+                self.space.notify()
+        if not ok:
+            raise value  # type: ignore[misc]
+        return value
+
+    def stop(self) -> None:
+        with self.ready:
+            self.stopped = True
+            self.results.clear()
+            self.space.notify_all()
 
 
 def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
@@ -24,11 +96,12 @@ def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
     workers
         Threads; ``1`` or less builds in the calling thread with no pool.
     ahead
-        Items in flight at most (default ``2 * workers``).
+        Items in flight at most, built or being built (default ``2 * workers``).
 
     Notes
     -----
-    Closing the generator early cancels the items not started yet.
+    Closing the generator early stops the workers after the items they are
+    building; an exception raised by ``build(i)`` is raised when item ``i`` is due.
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -36,16 +109,15 @@ def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
         for i in range(n):
             yield build(i)
         return
-    ahead = max(1, ahead or 2 * workers)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lstm_data") as pool:
-        pending: deque = deque()
-        nxt = 0
-        try:
-            while nxt < n or pending:
-                while nxt < n and len(pending) < ahead:
-                    pending.append(pool.submit(build, nxt))
-                    nxt += 1
-                yield pending.popleft().result()
-        finally:
-            for fut in pending:
-                fut.cancel()
+    pipe = _Pipeline(build, n, max(1, ahead or 2 * workers))
+    threads = [threading.Thread(target=pipe.work, name=f"lstm_data-{k}", daemon=True)
+               for k in range(min(workers, max(n, 1)))]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(n):
+            yield pipe.take(i)  # type: ignore[misc]
+    finally:
+        pipe.stop()
+        for t in threads:
+            t.join()

@@ -216,3 +216,39 @@ def test_block_shuffle_failed_window_load_is_retried(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="transient"):
         b[0]
     _equal(b[0][0], _reference(data, b.rows_of(0)))
+
+
+def test_prefetch_order_bound_errors_and_early_close():
+    import threading
+    import time
+
+    from lstm_data.prefetch import prefetch
+
+    state = {"running": 0, "peak": 0, "started": []}
+    lock = threading.Lock()
+
+    def build(i):
+        with lock:
+            state["started"].append(i)
+            state["running"] += 1
+            state["peak"] = max(state["peak"], state["running"])
+        time.sleep(0.001)
+        with lock:
+            state["running"] -= 1
+        if i == 7:
+            raise KeyError(i)
+        return i * i
+
+    gen = prefetch(build, 20, workers=3, ahead=4)
+    assert [next(gen) for _ in range(7)] == [i * i for i in range(7)]
+    with pytest.raises(KeyError):
+        next(gen)  # the error of item 7 surfaces when item 7 is due
+    assert max(state["started"]) < 7 + 1 + 4 and state["peak"] <= 3
+    gen = prefetch(build, 1000, workers=2, ahead=3)
+    assert next(gen) == 0
+    gen.close()  # workers stop after the items they are building
+    started = len(state["started"])
+    time.sleep(0.02)
+    assert len(state["started"]) == started
+    assert [x for x in prefetch(lambda i: i, 0, workers=2)] == []
+    assert list(prefetch(lambda i: -i, 5, workers=4, ahead=1)) == [0, -1, -2, -3, -4]
