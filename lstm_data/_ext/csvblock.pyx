@@ -19,41 +19,25 @@ How it is fast and lean
 * Only complete records are committed; an incomplete last record is left for
   the caller to pass again with the next block.
 """
-from libc.stdint cimport int64_t, uint8_t, uint64_t
-from libc.stdlib cimport calloc, free, realloc
-from libc.string cimport memcpy
+cimport cython
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport calloc, free
 from libc.math cimport NAN
 
 cimport numpy as cnp
 import numpy as np
 
 from ..errors import ParseError, SchemaError
-from .numparse cimport ld_init_locale, parse_number
+from .._fallback.csvblock import KINDS, MULTI, QUOTED, _layout, check_csv_seps
+from .._fallback.parse import check_dtype
+from .colstore cimport ColStore, cs_at, cs_free, cs_init, cs_to_array
+from .numparse cimport (FAST_DECIMAL_READ, fast_decimal, fast_number, ld_init_locale,
+                        parse_number)
 
 cnp.import_array()
 ld_init_locale()
 
-cdef extern from *:
-    """
-    #if defined(_WIN32)
-    #include <stdlib.h>
-    static void *ld_chunk_alloc(size_t n) { return malloc(n); }
-    static void ld_chunk_free(void *p, size_t n) { (void)n; free(p); }
-    #else
-    #include <sys/mman.h>
-    static void *ld_chunk_alloc(size_t n) {
-        void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
-    }
-    static void ld_chunk_free(void *p, size_t n) { munmap(p, n); }
-    #endif
-    """
-    void *ld_chunk_alloc(size_t n) nogil
-    void ld_chunk_free(void *p, size_t n) nogil
-
-QUOTED = 1
-MULTI = 2
-KINDS = ("skip", "scalar", "ragged")
+__all__ = ["CsvBlockParser", "QUOTED", "MULTI", "KINDS", "check_csv_seps"]
 
 cdef enum:
     K_SKIP = 0
@@ -61,7 +45,6 @@ cdef enum:
     K_RAGGED = 2
     F_QUOTED = 1
     F_MULTI = 2
-    CHUNK_BYTES = 1 << 21
 
 cdef enum Status:
     ST_OK = 0
@@ -77,178 +60,7 @@ cdef enum Status:
     E_MISMATCH = -9
 
 
-ctypedef struct Store:
-    char **chunks
-    Py_ssize_t n_chunks
-    Py_ssize_t cap_chunks
-    Py_ssize_t rec_size
-    int shift
-    Py_ssize_t mask
-
-
-cdef void store_init(Store *s, Py_ssize_t rec_size) noexcept nogil:
-    s.chunks = NULL
-    s.n_chunks = 0
-    s.cap_chunks = 0
-    s.rec_size = rec_size
-    s.shift = 0
-    while (rec_size << (s.shift + 1)) <= CHUNK_BYTES:
-        s.shift += 1
-    s.mask = (<Py_ssize_t> 1 << s.shift) - 1
-
-
-cdef void store_free(Store *s) noexcept nogil:
-    cdef Py_ssize_t c
-    for c in range(s.n_chunks):
-        if s.chunks[c] != NULL:
-            ld_chunk_free(s.chunks[c], s.rec_size << s.shift)
-    free(s.chunks)
-    s.chunks = NULL
-    s.n_chunks = 0
-    s.cap_chunks = 0
-
-
-cdef int store_grow(Store *s, Py_ssize_t chunk) noexcept nogil:
-    cdef char **grown
-    cdef void *mem
-    while s.n_chunks <= chunk:
-        if s.n_chunks == s.cap_chunks:
-            grown = <char **> realloc(s.chunks, (s.cap_chunks * 2 + 8) * sizeof(char *))
-            if grown == NULL:
-                return -1
-            s.chunks = grown
-            s.cap_chunks = s.cap_chunks * 2 + 8
-        mem = ld_chunk_alloc(s.rec_size << s.shift)
-        if mem == NULL:
-            return -1
-        s.chunks[s.n_chunks] = <char *> mem
-        s.n_chunks += 1
-    return 0
-
-
-cdef inline char *store_at(Store *s, Py_ssize_t rec) noexcept nogil:
-    """Address of record ``rec``, allocating chunks as needed (NULL: out of memory)."""
-    cdef Py_ssize_t chunk = rec >> s.shift
-    if chunk >= s.n_chunks and store_grow(s, chunk) < 0:
-        return NULL
-    return s.chunks[chunk] + (rec & s.mask) * s.rec_size
-
-
-cdef object store_to_array(Store *s, Py_ssize_t n_recs, object shape, object dtype):
-    """Copy the first ``n_recs`` records into a new array, unmapping each chunk after use."""
-    out = np.empty(shape, dtype=dtype)
-    cdef char *dst = <char *> cnp.PyArray_DATA(out)
-    cdef Py_ssize_t per = (<Py_ssize_t> 1) << s.shift, c, done = 0, take
-    for c in range(s.n_chunks):
-        take = min(per, n_recs - done)
-        if take > 0:
-            memcpy(dst + done * s.rec_size, s.chunks[c], take * s.rec_size)
-            done += take
-        ld_chunk_free(s.chunks[c], s.rec_size << s.shift)
-        s.chunks[c] = NULL
-    store_free(s)
-    return out
-
-
-cdef extern from *:
-    """
-    static const double csv_pow10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-        1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-    """
-    const double *csv_pow10
-
-cdef uint64_t TWO_53 = (<uint64_t> 1) << 53
-
-
-cdef inline Py_ssize_t fast_number(const char *buf, Py_ssize_t pos, Py_ssize_t n,
-                                   double *out) noexcept nogil:
-    """Parse a plain ``-?digits[.digits][(e|E)[+-]digits]`` at ``buf[pos]`` exactly.
-
-    Clinger's fast path only: at most 19 digits, a mantissa of at most 2**53 and a
-    decimal exponent of at most 22 in magnitude, so one correctly rounded multiply
-    or divide of exact doubles gives the same bits as ``numparse.parse_number``.
-    Returns the position just after the number, or -1 when the token needs the
-    general path (whitespace, ``+``, nan/inf, long mantissas, end of data...).
-    """
-    cdef const char *p = buf + pos
-    cdef const char *end = buf + n
-    cdef bint neg = False, eneg = False
-    cdef uint64_t mant = 0
-    cdef unsigned int d
-    cdef int digits = 0, e = 0, edigits = 0
-    cdef long exp10 = 0
-    cdef double v
-    if p < end and p[0] == c'-':
-        neg = True
-        p += 1
-    while p < end:
-        d = <unsigned int> (<unsigned char> p[0]) - 48u
-        if d > 9:
-            break
-        mant = mant * 10 + d
-        digits += 1
-        p += 1
-    if p < end and p[0] == c'.':
-        p += 1
-        while p < end:
-            d = <unsigned int> (<unsigned char> p[0]) - 48u
-            if d > 9:
-                break
-            mant = mant * 10 + d
-            digits += 1
-            exp10 -= 1
-            p += 1
-    if digits == 0 or digits > 19:
-        return -1
-    if p < end and (p[0] == c'e' or p[0] == c'E'):
-        p += 1
-        if p < end and (p[0] == c'+' or p[0] == c'-'):
-            eneg = p[0] == c'-'
-            p += 1
-        while p < end:
-            d = <unsigned int> (<unsigned char> p[0]) - 48u
-            if d > 9:
-                break
-            if edigits == 4:
-                return -1
-            e = e * 10 + d
-            edigits += 1
-            p += 1
-        if edigits == 0:
-            return -1
-        exp10 += -e if eneg else e
-    if p >= end or mant > TWO_53 or exp10 < -22 or exp10 > 22:
-        return -1
-    if exp10 >= 0:
-        v = <double> mant * csv_pow10[exp10]
-    else:
-        v = <double> mant / csv_pow10[-exp10]
-    out[0] = -v if neg else v
-    return p - buf
-
-
-def check_csv_seps(sep, list_sep):
-    """Validate the field and list separators; return them as byte values (see the twin)."""
-    if (not isinstance(sep, str) or len(sep) != 1 or ord(sep) > 127 or sep.isalnum()
-            or sep in '".+-\r\n'):
-        raise ValueError(f"sep must be one ASCII character other than a quote, newline, "
-                         f"letter, digit or . + -, got {sep!r}")
-    if (not isinstance(list_sep, str) or len(list_sep) != 1 or ord(list_sep) > 127
-            or list_sep.isalnum() or list_sep in ".+-" + " \t\r\n\v\f"):
-        raise ValueError(f"sep must be one ASCII punctuation character other than . + -, "
-                         f"got {list_sep!r}")
-    if list_sep == '"':
-        raise ValueError("list_sep cannot be a quote")
-    return ord(sep), ord(list_sep)
-
-
-cdef object _check_dtype(object dtype):
-    dt = np.dtype(dtype)
-    if dt != np.dtype(np.float32) and dt != np.dtype(np.float64):
-        raise TypeError(f"dtype must be float32 or float64, got {dt}")
-    return dt
-
-
+@cython.final
 cdef class CsvBlockParser:
     """Parse CSV records, block by block, into columnar buffers (compiled).
 
@@ -266,9 +78,9 @@ cdef class CsvBlockParser:
     cdef int *group_of
     cdef int *var_of
     cdef int *leader
-    cdef Store *scalar_store
-    cdef Store *value_store
-    cdef Store *offset_store
+    cdef ColStore *scalar_store
+    cdef ColStore *value_store
+    cdef ColStore *offset_store   # rows + 1 offsets per group, the first one 0
     cdef int64_t *total
     cdef int64_t *current
     # where the last error was found
@@ -283,22 +95,15 @@ cdef class CsvBlockParser:
 
     def __init__(self, names, kinds, groups, *, dtype=np.float32, sep=",", list_sep=",",
                  first_line=1):
-        self.dtype = _check_dtype(dtype)
+        self.dtype = check_dtype(dtype)
         self.f32 = self.dtype == np.dtype(np.float32)
         self.itemsize = self.dtype.itemsize
         csep, clsep = check_csv_seps(sep, list_sep)
         self.sep = <char> csep
         self.lsep = <char> clsep
         self.names = [str(n) for n in names]
-        kinds = list(kinds)
+        kinds, group_of, leaders = _layout(self.names, list(kinds), groups)
         self.ncols = len(self.names)
-        if len(kinds) != self.ncols:
-            raise ValueError(f"{len(kinds)} kinds for {self.ncols} columns")
-        if self.ncols == 0:
-            raise ValueError("a CSV needs at least one column")
-        bad = [k for k in kinds if k not in KINDS]
-        if bad:
-            raise ValueError(f"unknown column kind {bad[0]!r}; expected one of {KINDS}")
         self.group_names = list(groups)
         self.group_cols = [list(members) for members in groups.values()]
         self.ngroups = len(self.group_cols)
@@ -306,27 +111,29 @@ cdef class CsvBlockParser:
         cdef Py_ssize_t c, g, j
         for c in range(self.ncols):
             self.kind[c] = KINDS.index(kinds[c])
-            self.group_of[c] = -1
+            self.group_of[c] = group_of[c]
             if self.kind[c] == K_SCALAR:
-                store_init(&self.scalar_store[c], self.itemsize)
+                cs_init(&self.scalar_store[c], self.itemsize)
         for g in range(self.ngroups):
-            cols = self.group_cols[g]
-            if not cols:
-                raise ValueError(f"group {self.group_names[g]!r} has no columns")
-            for j, c in enumerate(cols):
-                if not 0 <= c < self.ncols or self.kind[c] != K_RAGGED or self.group_of[c] != -1:
-                    raise ValueError(f"column {c} must be a ragged column of exactly one group")
-                self.group_of[c] = g
+            for j, c in enumerate(self.group_cols[g]):
                 self.var_of[c] = j
-            self.leader[g] = min(cols)
-            store_init(&self.value_store[g], self.itemsize * len(cols))
-            store_init(&self.offset_store[g], sizeof(int64_t))
-        missing = [self.names[i] for i in range(self.ncols)
-                   if self.kind[i] == K_RAGGED and self.group_of[i] == -1]
-        if missing:
-            raise ValueError(f"ragged columns without a group: {missing}")
+            self.leader[g] = leaders[g]
         self._line = first_line
+        self._start()
+
+    cdef _start(self):
+        """Empty buffers: no rows yet, each group's offsets start with a 0."""
+        cdef Py_ssize_t g
+        cdef char *first
         self._rows = 0
+        for g in range(self.ngroups):
+            cs_init(&self.value_store[g], self.itemsize * len(self.group_cols[g]))
+            cs_init(&self.offset_store[g], sizeof(int64_t))
+            first = cs_at(&self.offset_store[g], 0)
+            if first == NULL:
+                raise MemoryError()
+            (<int64_t *> first)[0] = 0
+            self.total[g] = 0
 
     cdef _alloc(self):
         n, g = self.ncols, max(self.ngroups, 1)
@@ -336,9 +143,9 @@ cdef class CsvBlockParser:
         self.group_of = <int *> calloc(n, sizeof(int))
         self.var_of = <int *> calloc(n, sizeof(int))
         self.leader = <int *> calloc(g, sizeof(int))
-        self.scalar_store = <Store *> calloc(n, sizeof(Store))
-        self.value_store = <Store *> calloc(g, sizeof(Store))
-        self.offset_store = <Store *> calloc(g, sizeof(Store))
+        self.scalar_store = <ColStore *> calloc(n, sizeof(ColStore))
+        self.value_store = <ColStore *> calloc(g, sizeof(ColStore))
+        self.offset_store = <ColStore *> calloc(g, sizeof(ColStore))
         self.total = <int64_t *> calloc(g, sizeof(int64_t))
         self.current = <int64_t *> calloc(g, sizeof(int64_t))
         if (self.kind == NULL or self.flags == NULL or self.rec_flags == NULL
@@ -348,14 +155,7 @@ cdef class CsvBlockParser:
             raise MemoryError()
 
     def __dealloc__(self):
-        cdef Py_ssize_t i
-        if self.scalar_store != NULL:
-            for i in range(self.ncols):
-                store_free(&self.scalar_store[i])
-        if self.value_store != NULL:
-            for i in range(self.ngroups):
-                store_free(&self.value_store[i])
-                store_free(&self.offset_store[i])
+        self._free_stores()
         free(self.kind)
         free(self.flags)
         free(self.rec_flags)
@@ -367,6 +167,16 @@ cdef class CsvBlockParser:
         free(self.offset_store)
         free(self.total)
         free(self.current)
+
+    cdef void _free_stores(self) noexcept:
+        cdef Py_ssize_t i
+        if self.scalar_store != NULL:
+            for i in range(self.ncols):
+                cs_free(&self.scalar_store[i])
+        if self.value_store != NULL:
+            for i in range(self.ngroups):
+                cs_free(&self.value_store[i])
+                cs_free(&self.offset_store[i])
 
     @property
     def rows(self):
@@ -467,7 +277,7 @@ cdef class CsvBlockParser:
         cdef char *slot
         for g in range(self.ngroups):
             self.total[g] += self.current[g]
-            slot = store_at(&self.offset_store[g], self._rows)
+            slot = cs_at(&self.offset_store[g], self._rows + 1)
             if slot == NULL:
                 return -1
             (<int64_t *> slot)[0] = self.total[g]
@@ -482,7 +292,7 @@ cdef class CsvBlockParser:
         """Read one scalar or ragged field; leave ``ppos`` at its terminator."""
         cdef Py_ssize_t pos = ppos[0], start, tok, tok_line, open_line, count = 0
         cdef Py_ssize_t end
-        cdef bint quoted = pos < n and buf[pos] == c'"', is_lsep, escaped, have
+        cdef bint quoted = pos < n and buf[pos] == c'"', is_lsep, escaped, have, closed
         cdef double v = 0.0
         cdef char c, sep = self.sep, lsep = self.lsep
         cdef int st, g
@@ -516,7 +326,12 @@ cdef class CsvBlockParser:
             open_line = self._line
             pos += 1
             start = pos
-            while True:
+            closed = False
+            if self.kind[col] == K_RAGGED:
+                pos = self._fast_list(buf, n, col, pos, &count, &closed)
+                if pos < 0:
+                    return E_NOMEM
+            while not closed:
                 tok = pos
                 tok_line = self._line
                 escaped = False
@@ -561,7 +376,7 @@ cdef class CsvBlockParser:
                 return st
         if self.kind[col] == K_SCALAR:
             if count == 0:
-                slot = store_at(&self.scalar_store[col], self._rows)
+                slot = cs_at(&self.scalar_store[col], self._rows)
                 if slot == NULL:
                     return E_NOMEM
                 if self.f32:
@@ -580,6 +395,49 @@ cdef class CsvBlockParser:
         self.rec_flags[col] |= (F_QUOTED if quoted else 0) | (F_MULTI if count > 1 else 0)
         ppos[0] = pos
         return ST_OK
+
+    cdef inline Py_ssize_t _fast_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
+                                      Py_ssize_t pos, Py_ssize_t *pcount,
+                                      bint *closed) noexcept nogil:
+        """Store the plain decimals of a quoted ragged cell from ``pos``, as far as they go.
+
+        The common case in one tight loop: :func:`fast_decimal` plus one store per
+        number. Stops at the closing quote (``closed`` set; returns the position
+        after it), or before the first token that needs the general path, or near
+        the end of the data. Returns -1 when out of memory.
+        """
+        cdef int g = self.group_of[col]
+        cdef ColStore *store = &self.value_store[g]
+        cdef Py_ssize_t rec = self.total[g] + pcount[0], first = rec
+        cdef Py_ssize_t offset = self.var_of[col] * self.itemsize
+        cdef const char *p = buf + pos
+        cdef const char *limit = buf + n - FAST_DECIMAL_READ
+        cdef const char *e
+        cdef char lsep = self.lsep, c
+        cdef char *slot
+        cdef double v
+        while p <= limit:
+            e = fast_decimal(p, &v)
+            if e == NULL:
+                break
+            c = e[0]
+            if c != lsep and (c != c'"' or e[1] == c'"'):
+                break
+            slot = cs_at(store, rec)
+            if slot == NULL:
+                return -1
+            slot += offset
+            if self.f32:
+                (<float *> slot)[0] = <float> v
+            else:
+                (<double *> slot)[0] = v
+            rec += 1
+            p = e + 1
+            if c == c'"':
+                closed[0] = True
+                break
+        pcount[0] += rec - first
+        return p - buf
 
     cdef inline int _token(self, const char *buf, Py_ssize_t tok, Py_ssize_t end, Py_ssize_t cell,
                     bint is_lsep, Py_ssize_t col, Py_ssize_t count, Py_ssize_t line,
@@ -606,10 +464,10 @@ cdef class CsvBlockParser:
                 return 0
             return E_INVALID
         if self.kind[col] == K_SCALAR:
-            slot = store_at(&self.scalar_store[col], self._rows)
+            slot = cs_at(&self.scalar_store[col], self._rows)
         else:
             g = self.group_of[col]
-            slot = store_at(&self.value_store[g], self.total[g] + count)
+            slot = cs_at(&self.value_store[g], self.total[g] + count)
             if slot != NULL:
                 slot += self.var_of[col] * self.itemsize
         if slot == NULL:
@@ -726,22 +584,30 @@ cdef class CsvBlockParser:
         raise SchemaError("several values in a scalar column", **where)
 
     def finish(self):
-        """Return ``(scalars, groups)`` of the committed rows and free the buffers (see the twin)."""
+        """Return ``(scalars, groups)`` of the committed rows and free the buffers (see the twin).
+
+        The arrays take over the parser's buffers: nothing is copied.
+        """
         scalars = {}
         groups = {}
         cdef Py_ssize_t c, g
-        for c in range(self.ncols):
-            if self.kind[c] == K_SCALAR:
-                scalars[self.names[c]] = store_to_array(&self.scalar_store[c], self._rows,
-                                                        (self._rows,), self.dtype)
-        for g in range(self.ngroups):
-            values = store_to_array(&self.value_store[g], self.total[g],
-                                    (self.total[g], len(self.group_cols[g])), self.dtype)
-            offsets = np.empty(self._rows + 1, dtype=np.int64)
-            offsets[0] = 0
-            offsets[1:] = store_to_array(&self.offset_store[g], self._rows, (self._rows,),
-                                         np.int64)
-            groups[self.group_names[g]] = (values, offsets)
-            self.total[g] = 0
-        self._rows = 0
+        cdef cnp.npy_intp dims[2]
+        cdef int typenum = cnp.NPY_FLOAT32 if self.f32 else cnp.NPY_FLOAT64
+        try:
+            dims[0] = self._rows
+            for c in range(self.ncols):
+                if self.kind[c] == K_SCALAR:
+                    scalars[self.names[c]] = cs_to_array(&self.scalar_store[c], self._rows, 1,
+                                                         dims, typenum)
+            for g in range(self.ngroups):
+                dims[0] = self.total[g]
+                dims[1] = len(self.group_cols[g])
+                values = cs_to_array(&self.value_store[g], self.total[g], 2, dims, typenum)
+                dims[0] = self._rows + 1
+                offsets = cs_to_array(&self.offset_store[g], self._rows + 1, 1, dims,
+                                      cnp.NPY_INT64)
+                groups[self.group_names[g]] = (values, offsets)
+        finally:
+            self._free_stores()
+        self._start()
         return scalars, groups

@@ -12,6 +12,24 @@
 #define LD_UNLIKELY(x) (x)
 #endif
 
+/* Little-endian load of 8 unaligned bytes, and count of trailing zero bits (x != 0). */
+#include <stdint.h>
+#include <string.h>
+static inline uint64_t ld_load_le64(const char *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+static inline int ld_ctz64(uint64_t x) { unsigned long i; _BitScanForward64(&i, x); return (int)i; }
+#else
+static inline int ld_ctz64(uint64_t x) { return __builtin_ctzll(x); }
+#endif
+
 /* Locale-independent, correctly rounded strtod (the "C" locale, created once). */
 #include <stdlib.h>
 #include <locale.h>
