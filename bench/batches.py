@@ -98,6 +98,8 @@ def stage_threads(report: Report, n_rows: int, quick: bool) -> None:
             batches.on_epoch_end()
     one, two = statistics.median(rates[1]), statistics.median(rates[2])
     report.ratio("threads", "machine ceiling: np.sort on 2 vs 1 threads", _sort_scaling())
+    report.ratio("threads", "machine ceiling: 16 MiB copies on 2 vs 1 threads", _copy_scaling())
+    report.ratio("threads", "its kernel calls alone on 2 vs 1 threads", _kernel_scaling(batches))
     report.time("threads", "epoch, 1 worker (per batch)", 1 / one, items=BATCH)
     report.time("threads", "epoch, 2 workers (per batch)", 1 / two, items=BATCH)
     report.ratio("threads", "2 workers vs 1 worker batches/s", two / one, 1.7)
@@ -118,6 +120,42 @@ def _sort_scaling() -> float:
     return statistics.median(rates[2]) / statistics.median(rates[1])
 
 
+def _copy_scaling() -> float:
+    """How much two threads gain on large copies: the memory bandwidth the kernels share."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = [np.ones(4 << 20, np.float32) for _ in range(2)]
+    dst = [np.empty_like(a) for a in src]
+
+    def copy(i: int) -> None:
+        for _ in range(8):
+            np.copyto(dst[i], src[i])
+
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(3):
+        for workers in (1, 2):
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(copy, (0, 1)))
+            rates[workers].append(1 / (time.perf_counter() - t0))
+    return statistics.median(rates[2]) / statistics.median(rates[1])
+
+
+def _kernel_scaling(batches: Batches) -> float:
+    """The same epoch of kernel calls (nothing around them) on 2 vs 1 threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = [batches.rows_of(i) for i in range(len(batches))]
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(3):
+        for workers in (1, 2):
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(lambda r: _kernel_calls(batches, r), rows))
+            rates[workers].append(len(rows) / (time.perf_counter() - t0))
+    return statistics.median(rates[2]) / statistics.median(rates[1])
+
+
 def stage_block(report: Report, n_rows: int, tmp: Path, quick: bool) -> None:
     ds = make_dataset(n_rows, seed=3)
     store = tmp / "data.zarr"
@@ -125,23 +163,28 @@ def stage_block(report: Report, n_rows: int, tmp: Path, quick: bool) -> None:
     disk = lstm_data.open(store)
     spec = BatchSpec.from_lstm_ee(CONFIG)
     disk.io_stats.track_chunks()
-    t_disk, t_ram = [], []
-    for epoch in range(2 if quick else 4):
-        disk.io_stats.reset()
-        block = Batches(disk, spec, batch_size=BATCH, shuffle="block", seed=epoch)
+    t_disk, t_seq, t_ram = [], [], []
+    max_reads = 0
+    for epoch in range(3 if quick else 5):
         ram = Batches(ds, spec, batch_size=BATCH, shuffle=True, seed=epoch)
-        t0 = time.perf_counter()
-        for _ in block:
-            pass
-        t_disk.append((time.perf_counter() - t0) / len(block))
+        for read_ahead, times in ((True, t_disk), (False, t_seq)):
+            disk.io_stats.reset()
+            block = Batches(disk, spec, batch_size=BATCH, shuffle="block", seed=epoch)
+            block._blocks.read_ahead = read_ahead
+            t0 = time.perf_counter()
+            for _ in block:
+                pass
+            times.append((time.perf_counter() - t0) / len(block))
+            max_reads = max(max_reads, max(disk.io_stats.per_chunk.values()))
         t0 = time.perf_counter()
         for _ in ram:
             pass
         t_ram.append((time.perf_counter() - t0) / len(ram))
-        max_reads = max(disk.io_stats.per_chunk.values())
-    disk_s, ram_s = statistics.median(t_disk), statistics.median(t_ram)
+    disk_s, seq_s, ram_s = (statistics.median(t) for t in (t_disk, t_seq, t_ram))
     report.time("block", "on-disk zarr epoch, shuffle='block' (per batch)", disk_s, items=BATCH)
+    report.time("block", "same, no read-ahead thread (per batch)", seq_s, items=BATCH)
     report.time("block", "in-RAM epoch, shuffle=True (per batch)", ram_s, items=BATCH)
+    report.ratio("block", "no read-ahead: disk / RAM time per batch", seq_s / ram_s)
     report.ratio("block", "max reads of one value chunk per epoch", float(max_reads), 2.0, kind="max")
     report.ratio("block", "block-shuffled disk / RAM time per batch", disk_s / ram_s, 2.0, kind="max")
 
