@@ -39,6 +39,9 @@ ld_init_locale()
 
 __all__ = ["CsvBlockParser", "QUOTED", "MULTI", "KINDS", "check_csv_seps"]
 
+cdef extern from "platform.h":
+    int ld_find2(const char *p, char a, char b) nogil
+
 cdef enum:
     K_SKIP = 0
     K_SCALAR = 1
@@ -404,7 +407,8 @@ cdef class CsvBlockParser:
         The common case in one tight loop: :func:`fast_decimal` plus one store per
         number. Stops at the closing quote (``closed`` set; returns the position
         after it), or before the first token that needs the general path, or near
-        the end of the data. Returns -1 when out of memory.
+        the end of the data (``FAST_DECIMAL_READ`` bytes also cover the 16-byte
+        scan). Returns -1 when out of memory.
         """
         cdef int g = self.group_of[col]
         cdef ColStore *store = &self.value_store[g]
@@ -417,11 +421,11 @@ cdef class CsvBlockParser:
         cdef char *slot
         cdef double v
         while p <= limit:
-            e = fast_decimal(p, &v)
-            if e == NULL:
-                break
+            # the token's end comes from a 16-byte scan, so the next token's start does
+            # not wait for this one's digits: parsing overlaps across tokens
+            e = p + ld_find2(p, lsep, c'"')
             c = e[0]
-            if c != lsep and (c != c'"' or e[1] == c'"'):
+            if e == p + 16 or (c == c'"' and e[1] == c'"') or fast_decimal(p, &v) != e:
                 break
             slot = cs_at(store, rec)
             if slot == NULL:

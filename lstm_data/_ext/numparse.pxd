@@ -192,6 +192,24 @@ cdef inline uint64_t _digits_value(uint64_t w, int k) noexcept nogil:
     return (x * 10000 + (x >> 32)) & 0xFFFFFFFFULL
 
 
+cdef inline uint64_t _mantissa(uint64_t w, int ni, uint64_t fw, int nf) noexcept nogil:
+    """Value of the ``ni`` leading digits of ``w`` followed by the ``nf`` of ``fw`` (< 8 each).
+
+    With at most 8 digits in all, both runs are packed into one word first, so a
+    single three-multiply conversion does the work.
+    """
+    cdef uint64_t x, f
+    if ni + nf > 8:
+        return _digits_value(w, ni) * ld_pow10_u64[nf] + _digits_value(fw, nf)
+    x = ((w - 0x3030303030303030ULL) << (4 * (8 - ni))) << (4 * (8 - ni))
+    f = ((fw - 0x3030303030303030ULL) << (4 * (8 - nf))) << (4 * (8 - nf))
+    # int digits end just below the nf fraction digits, which take the top bytes
+    x = ((x >> (4 * nf)) >> (4 * nf)) | f
+    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL
+    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL
+    return (x * 10000 + (x >> 32)) & 0xFFFFFFFFULL
+
+
 cdef inline const char *fast_decimal(const char *p, double *out) noexcept nogil:
     """Parse ``-?d{0,7}(.d{0,7})?`` at ``p`` exactly and without data-dependent loops.
 
@@ -205,11 +223,10 @@ cdef inline const char *fast_decimal(const char *p, double *out) noexcept nogil:
     cdef const char *q = p + neg
     cdef uint64_t w = ld_load_le64(q)
     cdef int ni = _digit_run(w), nf, dot
-    cdef uint64_t ip, fw
+    cdef uint64_t fw
     cdef double v
     if ni == 8:
         return NULL
-    ip = _digits_value(w, ni)
     q += ni
     dot = q[0] == c'.'
     fw = ld_load_le64(q + 1)
@@ -218,7 +235,7 @@ cdef inline const char *fast_decimal(const char *p, double *out) noexcept nogil:
         return NULL
     # the mantissa is below 2**47: a signed conversion is exact; the sign is applied
     # by an exact multiply, without a branch (random signs would be mispredicted)
-    v = <double> <int64_t> (ip * ld_pow10_u64[nf] + _digits_value(fw, nf)) / ld_pow10[nf]
+    v = <double> <int64_t> _mantissa(w, ni, fw, nf) / ld_pow10[nf]
     out[0] = v * ld_sign[neg]
     return q + dot + nf
 
