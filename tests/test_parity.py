@@ -1,20 +1,15 @@
 """Parity with lstm_ee: BatchSpec.from_lstm_ee batches equal the legacy path's bitwise."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+import lstm_data
+from lstm_data import BatchSpec, Batches
+from lstm_data.benchmarks.legacy_batches import LegacyCSVLoader, LegacyGenerator
+from lstm_data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, write_csv
+
 pytest.importorskip("pandas")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-from legacy_lstm_ee import LegacyCSVLoader, LegacyGenerator  # noqa: E402
-
-from lstm_data import BatchSpec, Batches  # noqa: E402
-from lstm_data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, write_csv  # noqa: E402
 
 CONFIG = dict(vars_input_slice=SLICE_VARS, vars_input_png3d=PNG3D_VARS, vars_input_png2d=PNG2D_VARS,
               var_target_total="trueE", var_target_primary="trueLepE")
@@ -42,9 +37,7 @@ def csv_file(tmp_path_factory):
 def _datasets(csv_file):
     path, generated = csv_file
     yield generated
-    if importlib.util.find_spec("lstm_data.readers.csv") is not None:
-        import lstm_data
-        yield lstm_data.open(path)
+    yield lstm_data.open(path)
 
 
 @pytest.mark.parametrize("max_prongs", [None, 3])

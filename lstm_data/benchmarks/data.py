@@ -72,6 +72,11 @@ class BenchData:
         return self.cached(".csv", lambda tmp: write_csv(tmp, self.n_rows, self.seed))
 
     @property
+    def zarr(self) -> Path:
+        """The dataset in our zarr v3 layout (on disk, as ``lstm_data.open`` reads it)."""
+        return self.cached(".zarr", lambda tmp: self.dataset.to_zarr(tmp))
+
+    @property
     def csv_xz(self) -> Path:
         """The same CSV compressed with xz (the ``xz`` tool when present, else lzma)."""
         def build(tmp: Path) -> None:

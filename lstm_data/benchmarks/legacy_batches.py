@@ -9,22 +9,24 @@ row, the arrays are joined into a NaN-padded ``(B, P, V)`` float32 array whose
 Scalars become ``(B, S)`` float32, each target ``(B, 1)``; weights are ones per
 target.
 
-This module is a baseline to measure against, never used by the package
-(pandas is a bench/test-only dependency).
+This module is a baseline to measure against, never used by the package.
+pandas is a bench/test-only dependency, imported when a loader is made.
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
+
+from .legacy import legacy_join_varr_arrays
 
 __all__ = ["LegacyCSVLoader", "LegacyGenerator"]
 
 
 def _cell_to_array(cell) -> np.ndarray:
     """One CSV cell to float32, as lstm_ee: empty/missing -> [], text -> per-token float()."""
-    if pd.isnull(cell):
+    if cell is None or (isinstance(cell, float) and math.isnan(cell)):
         return np.empty((0,), dtype=np.float32)
     if isinstance(cell, str):
         return np.array([float(y) for y in cell.split(",")], dtype=np.float32)
@@ -35,6 +37,9 @@ class LegacyCSVLoader:
     """A DataFrame of the whole CSV; prong columns are deserialised per cell on every ``get``."""
 
     def __init__(self, path: str) -> None:
+        import pandas as pd
+
+        self._pd = pd
         self.df = pd.read_csv(path)
 
     def __len__(self) -> int:
@@ -43,7 +48,7 @@ class LegacyCSVLoader:
     def get(self, var: str, index: np.ndarray) -> np.ndarray:
         """Values of ``var`` at rows ``index``: a numeric array, or an object array of float32 arrays."""
         s = self.df.loc[index, var]
-        if pd.api.types.is_numeric_dtype(s.dtype):
+        if self._pd.api.types.is_numeric_dtype(s.dtype):
             return s.values
         return s.apply(_cell_to_array).values
 
@@ -72,17 +77,7 @@ class LegacyGenerator:
 
     def _join(self, variables: Sequence[str], index: np.ndarray) -> np.ndarray:
         columns = [self.loader.get(v, index) for v in variables]
-        n_rows = len(columns[0])
-        width = max((len(x) for x in columns[0]), default=0)
-        if self.max_prongs is not None:
-            width = min(width, self.max_prongs)
-        result = np.full((n_rows, width, len(columns)), np.nan, dtype=np.float32)
-        for j, column in enumerate(columns):
-            for row in range(n_rows):
-                values = column[row]
-                n = min(width, len(values))
-                result[row, :n, j] = values[:n]
-        return result
+        return legacy_join_varr_arrays(columns, self.max_prongs)
 
     def get_data(self, index: np.ndarray) -> tuple[dict, dict, list]:
         """``(inputs, targets, [weights per target])`` of rows ``index``, in that order."""

@@ -1,0 +1,246 @@
+"""Batch-building benchmarks: same-run medians and ratios (the batches issue's acceptance).
+
+Stages:
+
+* ``batch``: a full numu_v3 batch (slice, png2d, png3d, targets; 1024 shuffled
+  rows; in RAM) vs the legacy lstm_ee-style path (pandas, per-cell parsing at
+  batch time, per-variable join), and vs the sum of its own kernel calls;
+* ``threads``: ``Batches.iter(workers=2)`` vs ``workers=1`` batches/s, next to
+  the machine's own 2-thread ceilings (``np.sort``, large copies) for context;
+* ``block``: an on-disk zarr epoch with ``shuffle="block"``: reads per value
+  chunk and time per batch vs the same data in RAM;
+* ``precompute``: ``lstm-data precompute`` rows/s, and peak RSS of
+  ``--workers 2`` vs ``--workers 1`` in fresh subprocesses.
+"""
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import lstm_data
+from lstm_data import BatchSpec, Batches, kernels
+from lstm_data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS
+
+from .data import BenchData
+from .timing import Report, interleaved_medians
+
+__all__ = ["run"]
+
+CONFIG = dict(vars_input_slice=SLICE_VARS, vars_input_png3d=PNG3D_VARS, vars_input_png2d=PNG2D_VARS,
+              var_target_total="trueE", var_target_primary="trueLepE")
+BATCH = 1024
+SPEC_TOML = """
+[inputs.input_slice]
+type = "scalars"
+vars = {slice}
+[inputs.input_png3d]
+type = "ragged"
+max_len = 10
+vars = {png}
+[inputs.input_png2d]
+type = "ragged"
+max_len = 10
+vars = {png2d}
+[targets.target_total]
+type = "scalars"
+vars = ["trueE"]
+"""
+
+
+def _kernel_calls(batches: Batches, rows: np.ndarray) -> None:
+    """Exactly the kernel calls one batch makes (same arguments), with nothing around them."""
+    builder = batches._builder
+    for f in builder.fields:
+        if f.group is None:
+            np.take(builder._scalar_table(f), rows, axis=0)
+        else:
+            values, offsets = builder.dataset.ragged(f.group)
+            fld = f.field
+            kernels.pad_ragged(values, offsets, rows, max_len=fld.max_len, pad_value=fld.pad_value,
+                               columns=builder._columns[f.name], sort_by=f.sort_column,
+                               descending=fld.descending, padding=fld.padding,
+                               truncating=fld.truncating, dtype=fld.np_dtype)
+
+
+def stage_full_batch(report: Report, data: BenchData, quick: bool) -> None:
+    from .legacy_batches import LegacyCSVLoader, LegacyGenerator
+
+    spec = BatchSpec.from_lstm_ee(CONFIG)
+    batches = Batches(data.dataset, spec, batch_size=BATCH, seed=0)
+    legacy = LegacyGenerator(LegacyCSVLoader(str(data.csv)), **CONFIG)
+    picks = list(range(min(8, len(batches))))
+    rows = [batches.rows_of(i) for i in picks]
+    state = {"ours": 0, "kernels": len(picks) // 2}  # never the rows the other case just touched
+
+    def ours():
+        state["ours"] = (state["ours"] + 1) % len(picks)
+        return batches[picks[state["ours"]]]
+
+    def kernel_only():
+        state["kernels"] = (state["kernels"] + 1) % len(picks)
+        _kernel_calls(batches, rows[state["kernels"]])
+
+    def legacy_batch():
+        return legacy.get_data(rows[0])
+
+    fast = interleaved_medians({"ours": ours, "kernels": kernel_only}, repeats=200 if quick else 600)
+    slow = interleaved_medians({"legacy": legacy_batch, "ours": ours}, repeats=3 if quick else 7, warmup=1)
+    report.time("batch", "Batches[i], full numu_v3 batch (in RAM)", fast["ours"], items=BATCH,
+                ours=True)
+    report.time("batch", "its kernel calls alone", fast["kernels"], items=BATCH)
+    report.time("batch", "legacy lstm_ee-style batch", slow["legacy"], items=BATCH)
+    report.ratio("batch", "batch vs legacy lstm_ee path", slow["legacy"] / slow["ours"])
+    report.ratio("batch", "batch time / its kernel calls", fast["ours"] / fast["kernels"])
+
+
+def stage_threads(report: Report, data: BenchData, quick: bool) -> None:
+    batches = Batches(data.dataset, BatchSpec.from_lstm_ee(CONFIG), batch_size=BATCH, seed=0)
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(3 if quick else 7):  # interleaved rounds: load bursts hit both alike
+        for workers in (1, 2):
+            t0 = time.perf_counter()
+            n = sum(1 for _ in batches.iter(workers=workers))
+            rates[workers].append(n / (time.perf_counter() - t0))
+            batches.on_epoch_end()
+    one, two = statistics.median(rates[1]), statistics.median(rates[2])
+    report.ratio("threads", "machine ceiling: np.sort on 2 vs 1 threads", _sort_scaling())
+    report.ratio("threads", "machine ceiling: 16 MiB copies on 2 vs 1 threads", _copy_scaling())
+    report.ratio("threads", "its kernel calls alone on 2 vs 1 threads", _kernel_scaling(batches))
+    report.time("threads", "Batches.iter, 1 worker (per batch)", 1 / one, items=BATCH, ours=True)
+    report.time("threads", "Batches.iter, 2 workers (per batch)", 1 / two, items=BATCH, ours=True)
+    report.ratio("threads", "2 workers vs 1 worker batches/s", two / one)
+
+
+def _sort_scaling() -> float:
+    """How much two GIL-free threads gain on this machine right now (context for the floor)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    arrays = [np.random.default_rng(i).random(200_000) for i in range(24)]
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(3):
+        for workers in (1, 2):
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(np.sort, arrays))
+            rates[workers].append(len(arrays) / (time.perf_counter() - t0))
+    return statistics.median(rates[2]) / statistics.median(rates[1])
+
+
+def _copy_scaling() -> float:
+    """How much two threads gain on large copies: the memory bandwidth the kernels share."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = [np.ones(4 << 20, np.float32) for _ in range(2)]
+    dst = [np.empty_like(a) for a in src]
+
+    def copy(i: int) -> None:
+        for _ in range(8):
+            np.copyto(dst[i], src[i])
+
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(3):
+        for workers in (1, 2):
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(copy, (0, 1)))
+            rates[workers].append(1 / (time.perf_counter() - t0))
+    return statistics.median(rates[2]) / statistics.median(rates[1])
+
+
+def _kernel_scaling(batches: Batches) -> float:
+    """The same epoch of kernel calls (nothing around them) on 2 vs 1 threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = [batches.rows_of(i) for i in range(len(batches))]
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(3):
+        for workers in (1, 2):
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(lambda r: _kernel_calls(batches, r), rows))
+            rates[workers].append(len(rows) / (time.perf_counter() - t0))
+    return statistics.median(rates[2]) / statistics.median(rates[1])
+
+
+def stage_block(report: Report, data: BenchData, quick: bool) -> None:
+    ds = data.dataset
+    disk = lstm_data.open(data.zarr)
+    spec = BatchSpec.from_lstm_ee(CONFIG)
+    disk.io_stats.track_chunks()
+    t_disk, t_seq, t_ram = [], [], []
+    max_reads = 0
+    for epoch in range(3 if quick else 5):
+        ram = Batches(ds, spec, batch_size=BATCH, shuffle=True, seed=epoch)
+        for read_ahead, times in ((True, t_disk), (False, t_seq)):
+            disk.io_stats.reset()
+            block = Batches(disk, spec, batch_size=BATCH, shuffle="block", seed=epoch)
+            block._blocks.read_ahead = read_ahead
+            t0 = time.perf_counter()
+            for _ in block:
+                pass
+            times.append((time.perf_counter() - t0) / len(block))
+            max_reads = max(max_reads, max(disk.io_stats.per_chunk.values()))
+        t0 = time.perf_counter()
+        for _ in ram:
+            pass
+        t_ram.append((time.perf_counter() - t0) / len(ram))
+    disk_s, seq_s, ram_s = (statistics.median(t) for t in (t_disk, t_seq, t_ram))
+    report.time("block", "on-disk zarr epoch, shuffle='block' (per batch)", disk_s, items=BATCH,
+                ours=True)
+    report.time("block", "same, no read-ahead thread (per batch)", seq_s, items=BATCH, ours=True)
+    report.time("block", "in-RAM epoch, shuffle=True (per batch)", ram_s, items=BATCH, ours=True)
+    report.ratio("block", "no read-ahead: disk / RAM time per batch", seq_s / ram_s)
+    report.ratio("block", "max reads of one value chunk per epoch", float(max_reads))
+    report.ratio("block", "block-shuffled disk / RAM time per batch", disk_s / ram_s)
+
+
+def _precompute(data: Path, spec: Path, out: Path, workers: int) -> tuple[float, int]:
+    """Run ``lstm-data precompute`` in a fresh interpreter; return (seconds, peak RSS in KiB).
+
+    Peak RSS is the child's own ``VmHWM`` (``ru_maxrss`` of a forked child can
+    report the parent's peak).
+    """
+    code = ("import sys, time\nfrom lstm_data.cli import main\n"
+            "t0 = time.perf_counter()\n"
+            f"rc = main(['precompute', '--data', {str(data)!r}, '--spec', {str(spec)!r}, "
+            f"'--batch-size', '{BATCH}', '--seed', '1', '--out', {str(out)!r}, "
+            f"'--workers', '{workers}', '--force', '--no-progress'])\n"
+            "seconds = time.perf_counter() - t0\n"
+            "from lstm_data.benchmarks.memory import peak_rss_kib\n"
+            "print('RESULT', seconds, peak_rss_kib())\nsys.exit(rc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seconds, kib = done.stdout.rsplit("RESULT", 1)[1].split()[:2]
+    return float(seconds), int(kib)
+
+
+def stage_precompute(report: Report, data: BenchData, quick: bool) -> None:
+    with tempfile.TemporaryDirectory(prefix="lstm_data_bench_") as tmpdir:
+        tmp = Path(tmpdir)
+        spec = tmp / "spec.toml"
+        spec.write_text(SPEC_TOML.format(slice=SLICE_VARS, png=PNG3D_VARS, png2d=PNG2D_VARS)
+                        .replace("'", '"'))
+        runs = {w: [_precompute(data.zarr, spec, tmp / f"out{w}.zarr", w)
+                    for _ in range(1 if quick else 3)] for w in (1, 2)}
+    seconds = {w: statistics.median(s for s, _ in r) for w, r in runs.items()}
+    rss = {w: statistics.median(k for _, k in r) for w, r in runs.items()}
+    for w in (1, 2):
+        report.time("precompute", f"precompute --workers {w}, zarr to zarr "
+                    f"(peak RSS {rss[w] / 1024:.0f} MiB)", seconds[w], items=data.n_rows, ours=True)
+    report.ratio("precompute", "peak RSS workers 2 / workers 1", rss[2] / rss[1])
+
+
+def run(quick: bool = False, seed: int = 0, data: BenchData | None = None) -> Report:
+    """Run the batch stages on ``data`` (cached generated inputs)."""
+    data = data if data is not None else BenchData(quick=quick, seed=seed)
+    report = Report()
+    stage_full_batch(report, data, quick)
+    stage_threads(report, data, quick)
+    stage_block(report, data, quick)
+    stage_precompute(report, data, quick)
+    return report
