@@ -27,6 +27,7 @@ import lstm_data
 from lstm_data import BatchSpec, Batches, kernels
 from lstm_data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS
 
+from .ceiling import sort_scaling, waive_without_two_cores
 from .data import BenchData
 from .timing import Report, interleaved_medians
 
@@ -109,27 +110,14 @@ def stage_threads(report: Report, data: BenchData, quick: bool) -> None:
             rates[workers].append(n / (time.perf_counter() - t0))
             batches.on_epoch_end()
     one, two = statistics.median(rates[1]), statistics.median(rates[2])
-    report.ratio("threads", "machine ceiling: np.sort on 2 vs 1 threads", _sort_scaling())
+    ceiling = sort_scaling()
+    report.ratio("threads", "machine ceiling: np.sort on 2 vs 1 threads", ceiling)
     report.ratio("threads", "machine ceiling: 16 MiB copies on 2 vs 1 threads", _copy_scaling())
     report.ratio("threads", "its kernel calls alone on 2 vs 1 threads", _kernel_scaling(batches))
     report.time("threads", "Batches.iter, 1 worker (per batch)", 1 / one, items=BATCH, ours=True)
     report.time("threads", "Batches.iter, 2 workers (per batch)", 1 / two, items=BATCH, ours=True)
-    report.ratio("threads", "2 workers vs 1 worker batches/s", two / one)
-
-
-def _sort_scaling() -> float:
-    """How much two GIL-free threads gain on this machine right now (context for the floor)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    arrays = [np.random.default_rng(i).random(200_000) for i in range(24)]
-    rates: dict[int, list[float]] = {1: [], 2: []}
-    for _ in range(3):
-        for workers in (1, 2):
-            t0 = time.perf_counter()
-            with ThreadPoolExecutor(workers) as pool:
-                list(pool.map(np.sort, arrays))
-            rates[workers].append(len(arrays) / (time.perf_counter() - t0))
-    return statistics.median(rates[2]) / statistics.median(rates[1])
+    waive_without_two_cores(report.ratio("threads", "2 workers vs 1 worker batches/s", two / one),
+                            ceiling)
 
 
 def _copy_scaling() -> float:

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import kernels
 from ..synthetic import make_dataset
+from .ceiling import sort_scaling, waive_without_two_cores
 from .legacy import legacy_join_varr_arrays, legacy_parse_cells, to_object_columns
 from .peers import awkward_pad, pyarrow_parse
 from .timing import Report, interleaved_medians
@@ -121,9 +122,8 @@ def _threads(report: Report, values, offsets, n_rows: int, repeats: int, seed: i
 
     def work(chunk):
         out = None
-        for rows in chunk:
-            out = kernels.pad_ragged(values, offsets, rows, max_len=20,
-                                     out=out)[0]
+        for rows in chunk:  # max_len of the numu_v3 spec; each thread reuses its buffer
+            out = kernels.pad_ragged(values, offsets, rows, max_len=10, out=out)[0]
 
     def one():
         work(batches)
@@ -140,7 +140,10 @@ def _threads(report: Report, values, offsets, n_rows: int, repeats: int, seed: i
                 unit="batches", ours=True)
     report.time(STAGE_THREADS, "pad_ragged, 2 threads", med["two"], items=len(batches),
                 unit="batches", ours=True)
-    _ratio(report, STAGE_THREADS, "2 threads vs 1 thread throughput", med["one"] / med["two"])
+    ceiling = sort_scaling()
+    report.ratio(STAGE_THREADS, "machine ceiling: np.sort on 2 vs 1 threads", ceiling)
+    waive_without_two_cores(report.ratio(STAGE_THREADS, "2 threads vs 1 thread throughput",
+                                         med["one"] / med["two"]), ceiling)
 
 
 def _parse_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:

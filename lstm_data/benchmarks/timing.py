@@ -57,17 +57,20 @@ class Ratio:
     value: float
     floor: float | None = None
     kind: str = "min"  # "min": value must be >= floor; "max": value must be <= floor
+    #: why the floor cannot be judged on this machine right now (e.g. no free second core)
+    waived: str | None = None
 
     @property
     def ok(self) -> bool:
-        if self.floor is None:
+        if self.floor is None or self.waived:
             return True
         return self.value >= self.floor if self.kind == "min" else self.value <= self.floor
 
     def describe(self) -> str:
         bound = "" if self.floor is None else (
             f"  (floor >= {self.floor:g})" if self.kind == "min" else f"  (ceiling <= {self.floor:g})")
-        return f"{self.stage}: {self.name} = {self.value:.2f}x{bound}"
+        waived = f"  [not judged: {self.waived}]" if self.waived else ""
+        return f"{self.stage}: {self.name} = {self.value:.2f}x{bound}{waived}"
 
 
 @dataclass
@@ -113,8 +116,11 @@ class Report:
         lines.append(f"{'stage':<10} {'ratio':<52} {'value':>9} {'bound':>10}  ok")
         for r in self.ratios:
             bound = "" if r.floor is None else (">= " if r.kind == "min" else "<= ") + f"{r.floor:g}"
-            lines.append(f"{r.stage:<10} {r.name:<52} {r.value:>8.2f}x {bound:>10}  "
-                         f"{'yes' if r.ok else 'NO'}")
+            verdict = "n/a" if (r.waived and r.floor is not None) else ("yes" if r.ok else "NO")
+            lines.append(f"{r.stage:<10} {r.name:<52} {r.value:>8.2f}x {bound:>10}  {verdict}")
+        for r in self.ratios:
+            if r.waived and r.floor is not None:
+                lines.append(f"  n/a: {r.stage}: {r.name}: {r.waived}")
         return "\n".join(lines)
 
 
