@@ -21,6 +21,7 @@ def tiny_kernels(monkeypatch):
     monkeypatch.setattr(kernel_stage, "PARSE_ROWS", {True: 500, False: 500})
     monkeypatch.setattr(kernel_stage, "THREAD_BATCHES", 8)
     monkeypatch.setattr(kernel_stage, "BATCH", 256)
+    monkeypatch.setattr(kernel_stage, "sort_scaling", lambda: 2.0)  # not under test here
     real_medians = interleaved_medians
 
     def quick_medians(cases, **kw):
@@ -86,6 +87,16 @@ def test_json_compare_and_plot(tiny_kernels, tmp_path, capsys):
 def test_unknown_stage_is_a_clear_error(capsys):
     assert main(["bench", "--only", "nonsense"]) == 1
     assert "unknown bench stage" in capsys.readouterr().err
+
+
+def test_thread_floor_is_not_judged_without_a_free_core():
+    from lstm_data.benchmarks.ceiling import waive_without_two_cores
+
+    report = Report()
+    judged = waive_without_two_cores(report.ratio("threads", "a", 1.2, 1.7), ceiling=1.95)
+    waived = waive_without_two_cores(report.ratio("threads", "b", 1.2, 1.7), ceiling=1.1)
+    assert not judged.ok and waived.ok and waived.waived
+    assert "n/a" in report.render() and report.failures() == [judged]
 
 
 def test_report_marks_ceiling_and_floor():

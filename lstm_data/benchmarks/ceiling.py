@@ -22,7 +22,7 @@ MIN_CEILING = 1.8
 
 def sort_scaling(rounds: int = 3) -> float:
     """Throughput of ``np.sort`` on 2 threads over 1 thread (median of ``rounds``)."""
-    arrays = [np.random.default_rng(i).random(200_000) for i in range(24)]
+    arrays = [np.random.default_rng(i).random(100_000) for i in range(16)]
     rates: dict[int, list[float]] = {1: [], 2: []}
     for _ in range(rounds):
         for workers in (1, 2):
