@@ -11,7 +11,9 @@ Measured in one run, round-robin where the cost allows:
 * the chunk reads of the random take against the chunks it touches (must be 1.0:
   each touched chunk read once).
 
-A stage module of the suite: ``run(quick, seed, data) -> Report``.
+Bounds live in ``floors.toml`` under ``[formats]``. Run by the suite's
+``readers`` group (:mod:`lstm_data.benchmarks.readers`), with the same
+``run(quick, seed, data) -> Report`` signature.
 """
 from __future__ import annotations
 
@@ -24,19 +26,10 @@ import numpy as np
 from ..synthetic import make_dataset
 from .timing import Report, interleaved_medians
 
-__all__ = ["run", "write_vlen_hdf5", "naive_vlen_read", "FLOORS"]
+__all__ = ["run", "write_vlen_hdf5", "naive_vlen_read"]
 
 STAGE = "formats"
 BATCH = 1024
-
-#: --check bounds of bench/formats.py: ratio name -> (bound, "min" | "max")
-FLOORS = {
-    "lstm_ee HDF5 open vs naive per-row h5py": (20.0, "min"),
-    "zarr open vs lstm_ee HDF5 open": (5.0, "min"),
-    "zarr take contiguous / RAM take": (60.0, "max"),
-    "zarr random take: chunk reads / touched chunks": (1.0, "max"),
-}
-
 
 def write_vlen_hdf5(dataset, path: Path) -> None:
     """lstm_ee's layout with h5py: 1-D scalars, one gzip vlen float32 dataset per prong variable."""

@@ -46,7 +46,7 @@ _DECOMPRESSORS = {
 RAW_CHUNK = 1 << 20
 
 
-def decompressed_chunks(raw: BinaryIO, kind: str) -> Iterator[bytes]:
+def decompressed_chunks(raw: BinaryIO, kind: str, raw_chunk: int = RAW_CHUNK) -> Iterator[bytes]:
     """Decompress ``raw`` chunk by chunk, across concatenated streams (gzip members).
 
     Raises
@@ -56,7 +56,7 @@ def decompressed_chunks(raw: BinaryIO, kind: str) -> Iterator[bytes]:
     """
     decompressor = _DECOMPRESSORS[kind]()
     while True:
-        chunk = raw.read(RAW_CHUNK)
+        chunk = raw.read(raw_chunk)
         if not chunk:
             break
         while chunk:
@@ -83,7 +83,8 @@ class BlockReader:
         The file to read.
     block_size
         Bytes per block of a plain file. A compressed file's blocks are what each
-        :data:`RAW_CHUNK` of compressed bytes expands to.
+        ``min(block_size, RAW_CHUNK)`` compressed bytes expand to (a small
+        ``block_size`` keeps a peek at the start of a compressed file cheap).
     depth
         Blocks read ahead; memory in flight is about ``(depth + 1) * block_size``.
 
@@ -131,7 +132,8 @@ class BlockReader:
                         if not block or not self._put(block):
                             break
                 else:
-                    for block in decompressed_chunks(raw, self.compression):
+                    for block in decompressed_chunks(raw, self.compression,
+                                                     min(self.block_size, RAW_CHUNK)):
                         self.position = raw.tell()
                         if not self._put(block):
                             return
@@ -157,12 +159,14 @@ class BlockReader:
     def close(self) -> None:
         """Stop the helper thread and drop blocks read ahead."""
         self._stop.set()
-        while self._thread.is_alive():
+        # Free the queue so a blocked put returns; the thread then sees the stop flag
+        # and exits after its current read. Not joined: waiting for an in-flight
+        # decompression would add its whole latency to every early close.
+        while True:
             try:
-                self._queue.get(timeout=0.05)
+                self._queue.get_nowait()
             except queue.Empty:
-                pass
-        self._thread.join()
+                break
 
     def __enter__(self) -> "BlockReader":
         return self

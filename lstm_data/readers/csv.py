@@ -15,6 +15,7 @@ column, variable, row and token; no error returns a partial dataset.
 """
 from __future__ import annotations
 
+import mmap
 import os
 from typing import Any, Callable, Sequence
 
@@ -24,7 +25,7 @@ from .. import kernels
 from ..dataset import InMemoryDataset
 from ..errors import SchemaError, _Located
 from ..schema import Schema
-from ._blocks import DEFAULT_BLOCK_SIZE, BlockReader
+from ._blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
 from ._csvplan import Plan, assemble, declared_plan, plan_from_sample, split_header, surprised
 
 __all__ = ["read_csv", "DEFAULT_BLOCK_SIZE"]
@@ -87,13 +88,27 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     schema = Schema.coerce(schema)
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
     list_sep = sep if list_sep is None else list_sep
+    # a compressed first file starts decompressing for the full parse at once, while
+    # the peek below decompresses its own small sample on the other core
+    ahead = BlockReader(paths[0], block_size) if compression_of(paths[0]) else None
+    try:
+        return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_sep: str,
+          progress: Progress | None, block_size: int,
+          ahead: BlockReader | None) -> InMemoryDataset:
+    """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`)."""
     names, sample, sample_final = _peek(paths[0], sep, block_size)
     general = declared_plan(names, schema)
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
     plan = general
     if general.general:
         plan = _plan_from_sample(general, sample, sample_final, options)
-    run = _Run(paths, names, options, progress, block_size)
+    run = _Run(paths, names, options, progress, block_size, ahead)
     try:
         scalars, groups, flags = run.parse(plan)
         if not plan.general and surprised(plan, flags):
@@ -108,7 +123,7 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
 def _peek(path: str, sep: str, block_size: int) -> tuple[list[str], bytes, bool]:
     """The header names, plus a sample of the text after it (and whether it is all)."""
     data, final = b"", False
-    with BlockReader(path, min(block_size, SAMPLE_SIZE), depth=1) as blocks:
+    with BlockReader(path, min(block_size, SAMPLE_SIZE // 4), depth=1) as blocks:
         chunks = iter(blocks)
         while True:
             block = next(chunks, None)
@@ -136,8 +151,10 @@ class _Run:
     """Feed every file's blocks through one parser with a given plan."""
 
     def __init__(self, paths: list[str], names: list[str], options: dict,
-                 progress: Progress | None, block_size: int) -> None:
+                 progress: Progress | None, block_size: int,
+                 ahead: BlockReader | None = None) -> None:
         self.paths, self.names, self.options = paths, names, options
+        self.ahead = ahead  # an already started reader of the first file (used once)
         self.progress, self.block_size = progress, block_size
         self.total = sum(os.path.getsize(p) for p in paths)
 
@@ -160,9 +177,15 @@ class _Run:
         return scalars, groups, flags
 
     def _parse_file(self, parser, path: str, done: int) -> None:
+        if compression_of(path) is None and os.path.getsize(path) > 0 and self._parse_mapped(
+                parser, path, done):
+            return
         carry: bytes | memoryview = b""
         header = None
-        with BlockReader(path, self.block_size) as blocks:
+        reader, self.ahead = self.ahead, None
+        if reader is None or reader.path != os.fspath(path):
+            reader = BlockReader(path, self.block_size)
+        with reader as blocks:
             for block in blocks:
                 if header is None:
                     carry = bytes(carry) + block
@@ -180,6 +203,35 @@ class _Run:
         parser.feed(carry, final=True)
         if self.progress is not None:
             self.progress(done + os.path.getsize(path), self.total)
+
+    def _parse_mapped(self, parser, path: str, done: int) -> bool:
+        """Parse a plain file straight from a read-only memory map: no copy, no thread.
+
+        Returns False (nothing parsed) when the header is longer than the sample.
+        """
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            if hasattr(mm, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
+                mm.madvise(mmap.MADV_SEQUENTIAL)
+            size = len(mm)
+            header = split_header(mm[:SAMPLE_SIZE], size <= SAMPLE_SIZE, self.options["sep"], path)
+            if header is None:
+                return False
+            names, pos = header
+            if names != self.names:
+                raise SchemaError(f"header differs from the first file's ({self.paths[0]}): "
+                                  f"{len(names)} columns vs {len(self.names)}", file=path, line=1)
+            parser.line = 1 + mm[:pos].count(b"\n")
+            step = self.block_size
+            with memoryview(mm) as whole:
+                while pos < size:
+                    final = pos + step >= size
+                    with whole[pos:pos + step] as chunk:
+                        used = parser.feed(chunk, final=final)
+                    pos += used
+                    step = self.block_size if used else step * 2  # a record longer than a block
+                    if self.progress is not None:
+                        self.progress(done + pos, self.total)
+        return True
 
     def _start(self, parser, path: str, header: tuple[list[str], int], data) -> memoryview:
         names, end = header
