@@ -12,25 +12,26 @@ How it is fast and lean
   object is made per cell.
 * Values go straight to their final interleaved place: prong ``k`` of variable
   ``j`` of a group is written to record ``total + k``, column ``j``.
-* Buffers grow in fixed chunks of at most 2 MiB taken from ``mmap`` (never
-  copied while growing). :meth:`CsvBlockParser.finish` copies each chunk into
-  the final numpy array and unmaps it at once, so the peak stays near the final
-  size.
+* Plain decimals take the SWAR path of ``numparse.pxd``; in a quoted list the
+  next token's start comes from a 16-byte scan for the separator or quote, so
+  consecutive tokens parse overlapped instead of one after the other.
+* Buffers (``colstore.pxd``, owned by the base class
+  :class:`~lstm_data._ext.csvcolumns.CsvColumns`) grow by ``mremap`` without
+  copying and become the final numpy arrays as they are: each value is
+  written once.
 * Only complete records are committed; an incomplete last record is left for
   the caller to pass again with the next block.
 """
 cimport cython
-from libc.stdint cimport int64_t, uint8_t
-from libc.stdlib cimport calloc, free
 from libc.math cimport NAN
 
 cimport numpy as cnp
 import numpy as np
 
 from ..errors import ParseError, SchemaError
-from .._fallback.csvblock import KINDS, MULTI, QUOTED, _layout, check_csv_seps
-from .._fallback.parse import check_dtype
-from .colstore cimport ColStore, cs_at, cs_free, cs_init, cs_to_array
+from .._fallback.csvblock import KINDS, MULTI, QUOTED, check_csv_seps
+from .colstore cimport ColStore, cs_at
+from .csvcolumns cimport K_RAGGED, K_SCALAR, K_SKIP, F_MULTI, F_QUOTED, CsvColumns
 from .numparse cimport (FAST_DECIMAL_READ, fast_decimal, fast_number, ld_init_locale,
                         parse_number)
 
@@ -41,13 +42,6 @@ __all__ = ["CsvBlockParser", "QUOTED", "MULTI", "KINDS", "check_csv_seps"]
 
 cdef extern from "platform.h":
     int ld_find2(const char *p, char a, char b) nogil
-
-cdef enum:
-    K_SKIP = 0
-    K_SCALAR = 1
-    K_RAGGED = 2
-    F_QUOTED = 1
-    F_MULTI = 2
 
 cdef enum Status:
     ST_OK = 0
@@ -64,140 +58,12 @@ cdef enum Status:
 
 
 @cython.final
-cdef class CsvBlockParser:
+cdef class CsvBlockParser(CsvColumns):
     """Parse CSV records, block by block, into columnar buffers (compiled).
 
     Same parameters, methods and results as
     :class:`lstm_data._fallback.csvblock.CsvBlockParser`.
     """
-
-    cdef object names, group_names, group_cols, dtype
-    cdef Py_ssize_t ncols, ngroups, _rows, _line, itemsize
-    cdef bint f32
-    cdef char sep, lsep
-    cdef uint8_t *kind
-    cdef uint8_t *flags
-    cdef uint8_t *rec_flags
-    cdef int *group_of
-    cdef int *var_of
-    cdef int *leader
-    cdef ColStore *scalar_store
-    cdef ColStore *value_store
-    cdef ColStore *offset_store   # rows + 1 offsets per group, the first one 0
-    cdef int64_t *total
-    cdef int64_t *current
-    # where the last error was found
-    cdef Py_ssize_t e_line, e_col, e_tok, e_end, e_cell, e_count
-    cdef bint e_quoted
-
-    def __cinit__(self, *args, **kwargs):
-        self.kind = NULL
-        self.scalar_store = NULL
-        self.value_store = NULL
-        self.offset_store = NULL
-
-    def __init__(self, names, kinds, groups, *, dtype=np.float32, sep=",", list_sep=",",
-                 first_line=1):
-        self.dtype = check_dtype(dtype)
-        self.f32 = self.dtype == np.dtype(np.float32)
-        self.itemsize = self.dtype.itemsize
-        csep, clsep = check_csv_seps(sep, list_sep)
-        self.sep = <char> csep
-        self.lsep = <char> clsep
-        self.names = [str(n) for n in names]
-        kinds, group_of, leaders = _layout(self.names, list(kinds), groups)
-        self.ncols = len(self.names)
-        self.group_names = list(groups)
-        self.group_cols = [list(members) for members in groups.values()]
-        self.ngroups = len(self.group_cols)
-        self._alloc()
-        cdef Py_ssize_t c, g, j
-        for c in range(self.ncols):
-            self.kind[c] = KINDS.index(kinds[c])
-            self.group_of[c] = group_of[c]
-            if self.kind[c] == K_SCALAR:
-                cs_init(&self.scalar_store[c], self.itemsize)
-        for g in range(self.ngroups):
-            for j, c in enumerate(self.group_cols[g]):
-                self.var_of[c] = j
-            self.leader[g] = leaders[g]
-        self._line = first_line
-        self._start()
-
-    cdef _start(self):
-        """Empty buffers: no rows yet, each group's offsets start with a 0."""
-        cdef Py_ssize_t g
-        cdef char *first
-        self._rows = 0
-        for g in range(self.ngroups):
-            cs_init(&self.value_store[g], self.itemsize * len(self.group_cols[g]))
-            cs_init(&self.offset_store[g], sizeof(int64_t))
-            first = cs_at(&self.offset_store[g], 0)
-            if first == NULL:
-                raise MemoryError()
-            (<int64_t *> first)[0] = 0
-            self.total[g] = 0
-
-    cdef _alloc(self):
-        n, g = self.ncols, max(self.ngroups, 1)
-        self.kind = <uint8_t *> calloc(n, 1)
-        self.flags = <uint8_t *> calloc(n, 1)
-        self.rec_flags = <uint8_t *> calloc(n, 1)
-        self.group_of = <int *> calloc(n, sizeof(int))
-        self.var_of = <int *> calloc(n, sizeof(int))
-        self.leader = <int *> calloc(g, sizeof(int))
-        self.scalar_store = <ColStore *> calloc(n, sizeof(ColStore))
-        self.value_store = <ColStore *> calloc(g, sizeof(ColStore))
-        self.offset_store = <ColStore *> calloc(g, sizeof(ColStore))
-        self.total = <int64_t *> calloc(g, sizeof(int64_t))
-        self.current = <int64_t *> calloc(g, sizeof(int64_t))
-        if (self.kind == NULL or self.flags == NULL or self.rec_flags == NULL
-                or self.group_of == NULL or self.var_of == NULL or self.leader == NULL
-                or self.scalar_store == NULL or self.value_store == NULL
-                or self.offset_store == NULL or self.total == NULL or self.current == NULL):
-            raise MemoryError()
-
-    def __dealloc__(self):
-        self._free_stores()
-        free(self.kind)
-        free(self.flags)
-        free(self.rec_flags)
-        free(self.group_of)
-        free(self.var_of)
-        free(self.leader)
-        free(self.scalar_store)
-        free(self.value_store)
-        free(self.offset_store)
-        free(self.total)
-        free(self.current)
-
-    cdef void _free_stores(self) noexcept:
-        cdef Py_ssize_t i
-        if self.scalar_store != NULL:
-            for i in range(self.ncols):
-                cs_free(&self.scalar_store[i])
-        if self.value_store != NULL:
-            for i in range(self.ngroups):
-                cs_free(&self.value_store[i])
-                cs_free(&self.offset_store[i])
-
-    @property
-    def rows(self):
-        """Committed data rows so far."""
-        return self._rows
-
-    @property
-    def line(self):
-        """Line number of the next byte to be fed."""
-        return self._line
-
-    @line.setter
-    def line(self, value):
-        self._line = int(value)
-
-    def column_flags(self):
-        """Per column, OR of ``QUOTED`` and ``MULTI`` over committed records."""
-        return np.array([self.flags[c] for c in range(self.ncols)], dtype=np.uint8)
 
     def feed(self, data, bint final=False):
         """Parse every complete record of ``data``; return the bytes consumed (see the twin)."""
@@ -274,21 +140,6 @@ cdef class CsvBlockParser:
                 return E_NOMEM
         consumed[0] = pos
         return ST_OK
-
-    cdef int _commit(self) noexcept nogil:
-        cdef Py_ssize_t g, c
-        cdef char *slot
-        for g in range(self.ngroups):
-            self.total[g] += self.current[g]
-            slot = cs_at(&self.offset_store[g], self._rows + 1)
-            if slot == NULL:
-                return -1
-            (<int64_t *> slot)[0] = self.total[g]
-        for c in range(self.ncols):
-            self.flags[c] |= self.rec_flags[c]
-            self.rec_flags[c] = 0
-        self._rows += 1
-        return 0
 
     cdef int _numbers(self, const char *buf, Py_ssize_t n, bint final, Py_ssize_t col,
                       Py_ssize_t *ppos) noexcept nogil:
@@ -554,6 +405,7 @@ cdef class CsvBlockParser:
         return ST_OK
 
     # -- errors and results --------------------------------------------------------
+
     cdef _raise(self, int status, object data):
         where = dict(line=self.e_line, column=self.e_col, row=self._rows)
         if status == E_NOMEM:
@@ -586,32 +438,3 @@ cdef class CsvBlockParser:
         if status == E_INVALID:
             raise ParseError("invalid number", **where)
         raise SchemaError("several values in a scalar column", **where)
-
-    def finish(self):
-        """Return ``(scalars, groups)`` of the committed rows and free the buffers (see the twin).
-
-        The arrays take over the parser's buffers: nothing is copied.
-        """
-        scalars = {}
-        groups = {}
-        cdef Py_ssize_t c, g
-        cdef cnp.npy_intp dims[2]
-        cdef int typenum = cnp.NPY_FLOAT32 if self.f32 else cnp.NPY_FLOAT64
-        try:
-            dims[0] = self._rows
-            for c in range(self.ncols):
-                if self.kind[c] == K_SCALAR:
-                    scalars[self.names[c]] = cs_to_array(&self.scalar_store[c], self._rows, 1,
-                                                         dims, typenum)
-            for g in range(self.ngroups):
-                dims[0] = self.total[g]
-                dims[1] = len(self.group_cols[g])
-                values = cs_to_array(&self.value_store[g], self.total[g], 2, dims, typenum)
-                dims[0] = self._rows + 1
-                offsets = cs_to_array(&self.offset_store[g], self._rows + 1, 1, dims,
-                                      cnp.NPY_INT64)
-                groups[self.group_names[g]] = (values, offsets)
-        finally:
-            self._free_stores()
-        self._start()
-        return scalars, groups

@@ -1,0 +1,179 @@
+# cython: language_level=3
+"""Column layout and growing buffers of the compiled CSV parser (base of ``CsvBlockParser``).
+
+:class:`CsvColumns` validates the column kinds and groups (with the twin's
+rules), owns one :c:type:`ColStore` per scalar column and two per ragged group
+(values and offsets), commits records and hands the buffers to numpy arrays
+without a copy in :meth:`CsvColumns.finish`. The tokenizer lives in
+``csvblock.pyx``.
+"""
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport calloc, free
+
+cimport numpy as cnp
+import numpy as np
+
+from .._fallback.csvblock import KINDS, _layout, check_csv_seps
+from .._fallback.parse import check_dtype
+from .colstore cimport ColStore, cs_at, cs_free, cs_init, cs_to_array
+
+cnp.import_array()
+
+__all__ = ["CsvColumns"]
+
+
+cdef class CsvColumns:
+    """Columns of a CSV being parsed: kinds, groups, buffers (see ``CsvBlockParser``)."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.kind = NULL
+        self.scalar_store = NULL
+        self.value_store = NULL
+        self.offset_store = NULL
+
+    def __init__(self, names, kinds, groups, *, dtype=np.float32, sep=",", list_sep=",",
+                 first_line=1):
+        self.dtype = check_dtype(dtype)
+        self.f32 = self.dtype == np.dtype(np.float32)
+        self.itemsize = self.dtype.itemsize
+        csep, clsep = check_csv_seps(sep, list_sep)
+        self.sep = <char> csep
+        self.lsep = <char> clsep
+        self.names = [str(n) for n in names]
+        kinds, group_of, leaders = _layout(self.names, list(kinds), groups)
+        self.ncols = len(self.names)
+        self.group_names = list(groups)
+        self.group_cols = [list(members) for members in groups.values()]
+        self.ngroups = len(self.group_cols)
+        self._alloc()
+        cdef Py_ssize_t c, g, j
+        for c in range(self.ncols):
+            self.kind[c] = KINDS.index(kinds[c])
+            self.group_of[c] = group_of[c]
+            if self.kind[c] == K_SCALAR:
+                cs_init(&self.scalar_store[c], self.itemsize)
+        for g in range(self.ngroups):
+            for j, c in enumerate(self.group_cols[g]):
+                self.var_of[c] = j
+            self.leader[g] = leaders[g]
+        self._line = first_line
+        self._start()
+
+    cdef _start(self):
+        """Empty buffers: no rows yet, each group's offsets start with a 0."""
+        cdef Py_ssize_t g
+        cdef char *first
+        self._rows = 0
+        for g in range(self.ngroups):
+            cs_init(&self.value_store[g], self.itemsize * len(self.group_cols[g]))
+            cs_init(&self.offset_store[g], sizeof(int64_t))
+            first = cs_at(&self.offset_store[g], 0)
+            if first == NULL:
+                raise MemoryError()
+            (<int64_t *> first)[0] = 0
+            self.total[g] = 0
+
+    cdef _alloc(self):
+        n, g = self.ncols, max(self.ngroups, 1)
+        self.kind = <uint8_t *> calloc(n, 1)
+        self.flags = <uint8_t *> calloc(n, 1)
+        self.rec_flags = <uint8_t *> calloc(n, 1)
+        self.group_of = <int *> calloc(n, sizeof(int))
+        self.var_of = <int *> calloc(n, sizeof(int))
+        self.leader = <int *> calloc(g, sizeof(int))
+        self.scalar_store = <ColStore *> calloc(n, sizeof(ColStore))
+        self.value_store = <ColStore *> calloc(g, sizeof(ColStore))
+        self.offset_store = <ColStore *> calloc(g, sizeof(ColStore))
+        self.total = <int64_t *> calloc(g, sizeof(int64_t))
+        self.current = <int64_t *> calloc(g, sizeof(int64_t))
+        if (self.kind == NULL or self.flags == NULL or self.rec_flags == NULL
+                or self.group_of == NULL or self.var_of == NULL or self.leader == NULL
+                or self.scalar_store == NULL or self.value_store == NULL
+                or self.offset_store == NULL or self.total == NULL or self.current == NULL):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        self._free_stores()
+        free(self.kind)
+        free(self.flags)
+        free(self.rec_flags)
+        free(self.group_of)
+        free(self.var_of)
+        free(self.leader)
+        free(self.scalar_store)
+        free(self.value_store)
+        free(self.offset_store)
+        free(self.total)
+        free(self.current)
+
+    cdef void _free_stores(self) noexcept:
+        cdef Py_ssize_t i
+        if self.scalar_store != NULL:
+            for i in range(self.ncols):
+                cs_free(&self.scalar_store[i])
+        if self.value_store != NULL:
+            for i in range(self.ngroups):
+                cs_free(&self.value_store[i])
+                cs_free(&self.offset_store[i])
+
+    @property
+    def rows(self):
+        """Committed data rows so far."""
+        return self._rows
+
+    @property
+    def line(self):
+        """Line number of the next byte to be fed."""
+        return self._line
+
+    @line.setter
+    def line(self, value):
+        self._line = int(value)
+
+    def column_flags(self):
+        """Per column, OR of ``QUOTED`` and ``MULTI`` over committed records."""
+        return np.array([self.flags[c] for c in range(self.ncols)], dtype=np.uint8)
+
+    cdef int _commit(self) noexcept nogil:
+        cdef Py_ssize_t g, c
+        cdef char *slot
+        for g in range(self.ngroups):
+            self.total[g] += self.current[g]
+            slot = cs_at(&self.offset_store[g], self._rows + 1)
+            if slot == NULL:
+                return -1
+            (<int64_t *> slot)[0] = self.total[g]
+        for c in range(self.ncols):
+            self.flags[c] |= self.rec_flags[c]
+            self.rec_flags[c] = 0
+        self._rows += 1
+        return 0
+
+    def finish(self):
+        """Return ``(scalars, groups)`` of the committed rows and free the buffers (see the twin).
+
+        The arrays take over the parser's buffers: nothing is copied.
+        """
+        scalars = {}
+        groups = {}
+        cdef Py_ssize_t c, g
+        cdef cnp.npy_intp dims[2]
+        cdef int typenum = cnp.NPY_FLOAT32 if self.f32 else cnp.NPY_FLOAT64
+        try:
+            dims[0] = self._rows
+            for c in range(self.ncols):
+                if self.kind[c] == K_SCALAR:
+                    scalars[self.names[c]] = cs_to_array(&self.scalar_store[c], self._rows, 1,
+                                                         dims, typenum)
+            for g in range(self.ngroups):
+                dims[0] = self.total[g]
+                dims[1] = len(self.group_cols[g])
+                values = cs_to_array(&self.value_store[g], self.total[g], 2, dims, typenum)
+                dims[0] = self._rows + 1
+                offsets = cs_to_array(&self.offset_store[g], self._rows + 1, 1, dims,
+                                      cnp.NPY_INT64)
+                groups[self.group_names[g]] = (values, offsets)
+        finally:
+            self._free_stores()
+        self._start()
+        return scalars, groups
