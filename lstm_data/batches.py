@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -18,13 +18,13 @@ from .blocks import BlockSource
 from .builder import BatchBuilder
 from .dataset import Dataset, InMemoryDataset
 from .order import BlockPlan, fresh_seed, shuffled_order, split_rows
-from .prefetch import prefetch
+from .prefetch import EpochIteration
 from .spec import BatchSpec
 
 __all__ = ["Batches"]
 
 
-class Batches:
+class Batches(EpochIteration):
     """Padded batches of ``dataset`` laid out by ``spec``.
 
     Parameters
@@ -219,31 +219,7 @@ class Batches:
             w = self._weights[rows]
         return {name: w for name in self._target_names}
 
-    def __iter__(self) -> Iterator[tuple[dict, dict, dict]]:
-        return self.iter()
-
-    def iter(self, workers: int = 1, prefetch_batches: int | None = None) -> Iterator[tuple[dict, dict, dict]]:
-        """Yield the batches of the current epoch in order, built ahead on ``workers`` threads.
-
-        Parameters
-        ----------
-        workers
-            Threads building batches; the kernels release the GIL, so they scale.
-        prefetch_batches
-            Batches built ahead of the consumer (default ``2 * workers``); bounds memory.
-        """
-        return prefetch(self.__getitem__, len(self), workers, prefetch_batches)
-
-    # -- epochs and views --------------------------------------------------------------------------
-    def on_epoch_end(self) -> None:
-        """Move to the next epoch: a new reproducible order (``seed`` plus epoch)."""
-        self.set_epoch(self.epoch + 1)
-
-    def set_epoch(self, epoch: int) -> None:
-        """Jump to ``epoch`` (e.g. in a torch loop or to resume a run)."""
-        with self._lock:
-            self.epoch = int(epoch)
-
+    # -- views ------------------------------------------------------------------------------------------
     def split(self, test_size: int | float, seed: int | None = None) -> tuple["Batches", "Batches"]:
         """Train and validation views, as lstm_ee: shuffle rows with ``seed``, then cut.
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from .batch_store import ATTR, STORE_FORMAT, STORE_VERSION, compare_metadata, fingerprint
 from .errors import FormatError
 from .order import shuffled_order
-from .prefetch import prefetch
+from .prefetch import EpochIteration
 from .spec import BatchSpec
 
 __all__ = ["open_batches", "PrecomputedBatches", "read_metadata"]
@@ -40,7 +40,7 @@ def read_metadata(path: str | os.PathLike) -> dict:
     return meta
 
 
-class PrecomputedBatches:
+class PrecomputedBatches(EpochIteration):
     """The batches of a store, with the interface of :class:`~lstm_data.batches.Batches`.
 
     Item ``i`` is ``(inputs, targets, weights)``. :meth:`on_epoch_end` permutes the
@@ -96,21 +96,6 @@ class PrecomputedBatches:
         flat = {n: self._read(n, slot) for n in self._names}
         inputs, targets, weights = self.spec.unflatten(flat)
         return inputs, targets, weights
-
-    def __iter__(self) -> Iterator[tuple[dict, dict, dict]]:
-        return self.iter()
-
-    def iter(self, workers: int = 1, prefetch_batches: int | None = None):
-        """Yield the epoch's batches in order, read ahead on ``workers`` threads."""
-        return prefetch(self.__getitem__, len(self), workers, prefetch_batches)
-
-    def on_epoch_end(self) -> None:
-        """Next epoch: another reproducible order of the stored batches."""
-        self.set_epoch(self.epoch + 1)
-
-    def set_epoch(self, epoch: int) -> None:
-        with self._lock:
-            self.epoch = int(epoch)
 
     def signature(self) -> dict:
         return self.spec.signature()

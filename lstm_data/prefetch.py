@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Iterator, TypeVar
 
-__all__ = ["prefetch"]
+__all__ = ["prefetch", "EpochIteration"]
 
 T = TypeVar("T")
 
@@ -121,3 +121,39 @@ def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
         pipe.stop()
         for t in threads:
             t.join()
+
+
+class EpochIteration:
+    """Epoch bookkeeping and prefetching iteration shared by batch sequences.
+
+    A subclass provides ``__len__``, ``__getitem__``, an ``epoch`` attribute and a
+    ``_lock`` (``threading.Lock``) guarding it.
+    """
+
+    epoch: int
+    _lock: threading.Lock
+
+    def __iter__(self) -> Iterator[tuple[dict, dict, dict]]:
+        return self.iter()
+
+    def iter(self, workers: int = 1,
+             prefetch_batches: int | None = None) -> Iterator[tuple[dict, dict, dict]]:
+        """Yield the batches of the current epoch in order, built ahead on ``workers`` threads.
+
+        Parameters
+        ----------
+        workers
+            Threads building batches; the kernels release the GIL, so they scale.
+        prefetch_batches
+            Batches built ahead of the consumer (default ``2 * workers``); bounds memory.
+        """
+        return prefetch(self.__getitem__, len(self), workers, prefetch_batches)
+
+    def on_epoch_end(self) -> None:
+        """Move to the next epoch: a new reproducible order (``seed`` plus epoch)."""
+        self.set_epoch(self.epoch + 1)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Jump to ``epoch`` (e.g. in a torch loop or to resume a run)."""
+        with self._lock:
+            self.epoch = int(epoch)

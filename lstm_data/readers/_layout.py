@@ -97,3 +97,14 @@ def parse_layout(attrs: Mapping[str, Any], *, file: str) -> dict[str, Any]:
     except (TypeError, KeyError, ValueError) as exc:
         raise FormatError(f"damaged 'lstm_data_layout' attribute ({exc})", file=file) from None
     return layout
+
+
+def check_group_arrays(group: str, offsets, values, width: int, n_rows: int, *, file: str) -> None:
+    """Raise ``FormatError`` unless a stored group's ``offsets``/``values`` fit ``n_rows`` rows
+    of ``width`` variables."""
+    if offsets.shape != (n_rows + 1,) or offsets[0] != 0 or offsets[-1] != values.shape[0]:
+        raise FormatError(f"offsets of group {group!r} do not match its {values.shape[0]} "
+                          f"values and {n_rows} rows", file=file, variable=group)
+    if values.ndim != 2 or values.shape[1] != width:
+        raise FormatError(f"values of group {group!r} have shape {values.shape}, expected "
+                          f"(total, {width})", file=file, variable=group)

@@ -17,7 +17,7 @@ import numpy as np
 from ..dataset import InMemoryDataset
 from ..errors import FormatError
 from ._groups import build_group, resolve_schema
-from ._layout import is_ours, parse_layout
+from ._layout import check_group_arrays, is_ours, parse_layout
 from ._ondisk import DiskGroup, OnDiskDataset
 
 __all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE"]
@@ -88,12 +88,7 @@ class HDF5Dataset(OnDiskDataset):
         offsets = sub["offsets"][:].astype(np.int64, copy=False)
         values = sub["values"]
         width = len(spec["names"])
-        if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != values.shape[0]:
-            raise FormatError(f"offsets of group {group!r} do not match its {values.shape[0]} "
-                              f"values and {n} rows", file=name, variable=group)
-        if values.ndim != 2 or values.shape[1] != width:
-            raise FormatError(f"values of group {group!r} have shape {values.shape}, expected "
-                              f"(total, {width})", file=name, variable=group)
+        check_group_arrays(group, offsets, values, width, n, file=name)
         if values.chunks:
             chunk_len = values.chunks[0]
         else:  # contiguous: read in ~256 KiB pieces

@@ -14,7 +14,7 @@ import numpy as np
 import zarr
 
 from ..errors import FormatError
-from ._layout import parse_layout
+from ._layout import check_group_arrays, parse_layout
 from ._ondisk import DiskGroup, OnDiskDataset
 from ._zarrchunks import ChunkDecoder
 
@@ -71,12 +71,7 @@ class ZarrDataset(OnDiskDataset):
         offsets = np.asarray(sub["offsets"][:]).astype(np.int64, copy=False)
         values = sub["values"]
         width = len(spec["names"])
-        if offsets.shape != (n + 1,) or offsets[0] != 0 or offsets[-1] != values.shape[0]:
-            raise FormatError(f"offsets of group {group!r} do not match its {values.shape[0]} "
-                              f"values and {n} rows", file=name, variable=group)
-        if values.ndim != 2 or values.shape[1] != width:
-            raise FormatError(f"values of group {group!r} have shape {values.shape}, expected "
-                              f"(total, {width})", file=name, variable=group)
+        check_group_arrays(group, offsets, values, width, n, file=name)
         direct = ChunkDecoder.for_array(values)
         return DiskGroup(names=spec["names"], starts=offsets[:-1], ends=offsets[1:],
                          n_values=int(values.shape[0]), chunk_len=int(values.chunks[0]),
