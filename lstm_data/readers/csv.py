@@ -210,7 +210,9 @@ class _Run:
         Returns False (nothing parsed) when the header is longer than the sample.
         """
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            if hasattr(mm, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
+            drop = hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED")
+            dropped = 0
+            if drop and hasattr(mmap, "MADV_SEQUENTIAL"):
                 mm.madvise(mmap.MADV_SEQUENTIAL)
             size = len(mm)
             header = split_header(mm[:SAMPLE_SIZE], size <= SAMPLE_SIZE, self.options["sep"], path)
@@ -229,6 +231,11 @@ class _Run:
                         used = parser.feed(chunk, final=final)
                     pos += used
                     step = self.block_size if used else step * 2  # a record longer than a block
+                    if drop and pos - dropped >= self.block_size:
+                        # parsed pages leave this process's RSS (they stay in the page cache)
+                        cut = pos - pos % mmap.PAGESIZE
+                        mm.madvise(mmap.MADV_DONTNEED, dropped, cut - dropped)
+                        dropped = cut
                     if self.progress is not None:
                         self.progress(done + pos, self.total)
         return True
