@@ -94,8 +94,10 @@ def test_thread_floor_is_not_judged_without_a_free_core():
     from lstm_data.benchmarks.ceiling import waive_without_two_cores
 
     report = Report()
-    judged = waive_without_two_cores(report.ratio("threads", "a", 1.2, 1.7), ceiling=1.95)
-    waived = waive_without_two_cores(report.ratio("threads", "b", 1.2, 1.7), ceiling=1.1)
+    judged = waive_without_two_cores(report.ratio("threads", "a", 1.2, 1.7),
+                                     {"np.sort": 1.95, "random np.take": 1.9})
+    waived = waive_without_two_cores(report.ratio("threads", "b", 1.2, 1.7),
+                                     {"np.sort": 1.95, "random np.take": 1.1})
     assert not judged.ok and waived.ok and waived.waived
     assert "n/a" in report.render() and report.failures() == [judged]
 

@@ -61,15 +61,21 @@ class Ratio:
     waived: str | None = None
 
     @property
-    def ok(self) -> bool:
-        if self.floor is None or self.waived:
+    def meets(self) -> bool:
+        """The value is within its bound (or there is none)."""
+        if self.floor is None:
             return True
         return self.value >= self.floor if self.kind == "min" else self.value <= self.floor
+
+    @property
+    def ok(self) -> bool:
+        """Meets its bound, or the bound cannot be judged on this machine (``waived``)."""
+        return self.meets or bool(self.waived)
 
     def describe(self) -> str:
         bound = "" if self.floor is None else (
             f"  (floor >= {self.floor:g})" if self.kind == "min" else f"  (ceiling <= {self.floor:g})")
-        waived = f"  [not judged: {self.waived}]" if self.waived else ""
+        waived = f"  [not judged: {self.waived}]" if self.waived and not self.meets else ""
         return f"{self.stage}: {self.name} = {self.value:.2f}x{bound}{waived}"
 
 
@@ -116,10 +122,10 @@ class Report:
         lines.append(f"{'stage':<10} {'ratio':<52} {'value':>9} {'bound':>10}  ok")
         for r in self.ratios:
             bound = "" if r.floor is None else (">= " if r.kind == "min" else "<= ") + f"{r.floor:g}"
-            verdict = "n/a" if (r.waived and r.floor is not None) else ("yes" if r.ok else "NO")
+            verdict = "yes" if r.meets else ("n/a" if r.waived else "NO")
             lines.append(f"{r.stage:<10} {r.name:<52} {r.value:>8.2f}x {bound:>10}  {verdict}")
         for r in self.ratios:
-            if r.waived and r.floor is not None:
+            if r.waived and not r.meets:
                 lines.append(f"  n/a: {r.stage}: {r.name}: {r.waived}")
         return "\n".join(lines)
 
