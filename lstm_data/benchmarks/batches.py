@@ -5,7 +5,7 @@ Stages:
 * ``batch``: a full numu_v3 batch (slice, png2d, png3d, targets; 1024 shuffled
   rows; in RAM) vs the legacy lstm_ee-style path (pandas, per-cell parsing at
   batch time, per-variable join), and vs the sum of its own kernel calls;
-* ``threads``: ``Batches.iter(workers=2)`` vs ``workers=1`` batches/s, next to
+* ``workers``: ``Batches.iter(workers=2)`` vs ``workers=1`` batches/s, next to
   the machine's own 2-thread ceilings (``np.sort``, large copies) for context;
 * ``block``: an on-disk zarr epoch with ``shuffle="block"``: reads per value
   chunk and time per batch vs the same data in RAM;
@@ -112,12 +112,12 @@ def stage_threads(report: Report, data: BenchData, quick: bool) -> None:
     one, two = statistics.median(rates[1]), statistics.median(rates[2])
     ceilings = machine_ceilings()
     for name, value in ceilings.items():
-        report.ratio("threads", f"machine ceiling: {name} on 2 vs 1 threads", value)
-    report.ratio("threads", "machine ceiling: 16 MiB copies on 2 vs 1 threads", _copy_scaling())
-    report.ratio("threads", "its kernel calls alone on 2 vs 1 threads", _kernel_scaling(batches))
-    report.time("threads", "Batches.iter, 1 worker (per batch)", 1 / one, items=BATCH, ours=True)
-    report.time("threads", "Batches.iter, 2 workers (per batch)", 1 / two, items=BATCH, ours=True)
-    waive_without_two_cores(report.ratio("threads", "2 workers vs 1 worker batches/s", two / one),
+        report.ratio("workers", f"machine ceiling: {name} on 2 vs 1 threads", value)
+    report.ratio("workers", "machine ceiling: 16 MiB copies on 2 vs 1 threads", _copy_scaling())
+    report.ratio("workers", "its kernel calls alone on 2 vs 1 threads", _kernel_scaling(batches))
+    report.time("workers", "Batches.iter, 1 worker (per batch)", 1 / one, items=BATCH, ours=True)
+    report.time("workers", "Batches.iter, 2 workers (per batch)", 1 / two, items=BATCH, ours=True)
+    waive_without_two_cores(report.ratio("workers", "2 workers vs 1 worker batches/s", two / one),
                             ceilings)
 
 

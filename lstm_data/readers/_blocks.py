@@ -108,6 +108,8 @@ class BlockReader:
         self.compression = compression_of(self.path)
         self.size = os.path.getsize(self.path)
         self.position = 0
+        self._replay: list[bytes] = []  # peeked blocks, yielded again by iteration
+        self._ended = False
         self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lstm_data-csv-read", daemon=True)
@@ -147,14 +149,32 @@ class BlockReader:
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
             self._put(exc)
 
+    def _next(self) -> bytes | None:
+        if self._ended:
+            return None
+        item = self._queue.get()
+        if item is None:
+            self._ended = True
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def peek(self) -> bytes | None:
+        """The next block (``None`` at the end), kept so that iteration yields it again."""
+        block = self._next()
+        if block is not None:
+            self._replay.append(block)
+        return block
+
     def __iter__(self) -> Iterator[bytes]:
+        while self._replay:
+            yield self._replay.pop(0)
         while True:
-            item = self._queue.get()
-            if item is None:
+            block = self._next()
+            if block is None:
                 return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
+            yield block
 
     def close(self) -> None:
         """Stop the helper thread and drop blocks read ahead."""

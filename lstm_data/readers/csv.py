@@ -88,8 +88,9 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     schema = Schema.coerce(schema)
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
     list_sep = sep if list_sep is None else list_sep
-    # a compressed first file starts decompressing for the full parse at once, while
-    # the peek below decompresses its own small sample on the other core
+    # a compressed first file starts decompressing for the full parse at once; the
+    # peek reads its first blocks, which the parse then gets again without a second
+    # decompression
     ahead = BlockReader(paths[0], block_size) if compression_of(paths[0]) else None
     try:
         return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead)
@@ -102,7 +103,7 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_
           progress: Progress | None, block_size: int,
           ahead: BlockReader | None) -> InMemoryDataset:
     """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`)."""
-    names, sample, sample_final = _peek(paths[0], sep, block_size)
+    names, sample, sample_final = _peek(paths[0], sep, block_size, ahead)
     general = declared_plan(names, schema)
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
     plan = general
@@ -120,18 +121,28 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_
     return InMemoryDataset(scalar_cols, group_cols, source=paths)
 
 
-def _peek(path: str, sep: str, block_size: int) -> tuple[list[str], bytes, bool]:
-    """The header names, plus a sample of the text after it (and whether it is all)."""
+def _peek(path: str, sep: str, block_size: int,
+          ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool]:
+    """The header names, plus a sample of the text after it (and whether it is all).
+
+    With ``ahead`` (a started reader of ``path``) the sample comes from its first
+    blocks, which it keeps for the parse; otherwise a small reader of its own.
+    """
+    own = None if ahead is not None else BlockReader(path, min(block_size, SAMPLE_SIZE // 4),
+                                                     depth=1)
     data, final = b"", False
-    with BlockReader(path, min(block_size, SAMPLE_SIZE // 4), depth=1) as blocks:
-        chunks = iter(blocks)
+    try:
+        chunks = iter(own) if own is not None else None
         while True:
-            block = next(chunks, None)
+            block = ahead.peek() if ahead is not None else next(chunks, None)
             final = block is None
             data += block or b""
             header = split_header(data, final, sep, path)
             if header is not None and (final or len(data) - header[1] >= SAMPLE_SIZE):
                 break
+    finally:
+        if own is not None:
+            own.close()
     names, end = header
     return names, data[end:], final
 
