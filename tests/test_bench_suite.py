@@ -39,7 +39,14 @@ def floors_file(tmp_path, body: str):
 
 def test_floors_parse_and_reject_bad_entries(tmp_path):
     good = floors_file(tmp_path, '[pad]\n"a" = { min = 2 }\n"b" = { max = 3.5 }\n')
-    assert floors_mod.load_floors(good) == {("pad", "a"): (2.0, "min"), ("pad", "b"): (3.5, "max")}
+    assert floors_mod.load_floors(good) == {("pad", "a"): (2.0, "min", False),
+                                            ("pad", "b"): (3.5, "max", False)}
+    advisory = floors_file(tmp_path, '[pad]\n"a" = { min = 2, advisory = true }\n')
+    assert floors_mod.load_floors(advisory) == {("pad", "a"): (2.0, "min", True)}
+    report = Report()
+    report.ratio("pad", "a", 1.0)
+    floors_mod.apply_floors(report, floors_mod.load_floors(advisory))
+    assert report.failures() == [] and "NO (advisory)" in report.render()
     bad = floors_file(tmp_path, '[pad]\n"a" = 2\n')
     with pytest.raises(ValueError, match="min = X"):
         floors_mod.load_floors(bad)
@@ -47,9 +54,9 @@ def test_floors_parse_and_reject_bad_entries(tmp_path):
 
 def test_packaged_floors_cover_the_acceptance_ratios():
     floors = floors_mod.load_floors()
-    assert floors[("pad", "pad vs numpy gather+pad")] == (1.5, "min")
-    assert floors[("pad", "pad time / np.copyto of output")] == (4.0, "max")
-    assert floors[("parse", "parse vs legacy per-cell float()")] == (10.0, "min")
+    assert floors[("pad", "pad vs numpy gather+pad")] == (1.5, "min", False)
+    assert floors[("pad", "pad time / np.copyto of output")] == (4.0, "max", False)
+    assert floors[("parse", "parse vs legacy per-cell float()")] == (10.0, "min", False)
 
 
 @pytest.mark.skipif(kernels.BACKEND != "cython", reason="the floors hold for the compiled core only")

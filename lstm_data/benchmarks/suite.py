@@ -84,7 +84,8 @@ def report_to_json(report: Report, meta: dict) -> dict:
         "run": meta,
         "timings": report.timings,
         "ratios": [{"stage": r.stage, "name": r.name, "value": r.value, "floor": r.floor,
-                    "kind": r.kind, "ok": r.ok, "meets": r.meets, "waived": r.waived} for r in report.ratios],
+                    "kind": r.kind, "ok": r.ok, "meets": r.meets, "waived": r.waived,
+                    "advisory": r.advisory} for r in report.ratios],
     }
 
 
