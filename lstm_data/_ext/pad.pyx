@@ -23,6 +23,9 @@ from libc.string cimport memcpy
 cimport numpy as cnp
 import numpy as np
 
+from .._fallback.pad import _as_columns, _as_out
+from .._fallback.parse import check_dtype
+
 cnp.import_array()
 
 from .stable_sort cimport stable_order
@@ -159,12 +162,7 @@ cdef int _pad_rows(const char *base, Py_ssize_t row_stride, Py_ssize_t col_strid
 cdef object _check_dtype(object dtype):
     if dtype is np.float32 or dtype is _F32:
         return _F32
-    if dtype is np.float64 or dtype is _F64:
-        return _F64
-    dt = np.dtype(dtype)
-    if dt != _F32 and dt != _F64:
-        raise TypeError(f"dtype must be float32 or float64, got {dt}")
-    return dt
+    return check_dtype(dtype)  # the twin's check: same errors on both backends
 
 
 cdef object _as_rows(object rows, Py_ssize_t n_rows):
@@ -178,19 +176,6 @@ cdef object _as_rows(object rows, Py_ssize_t n_rows):
             raise ValueError(f"row {arr.max()} out of range for {n_rows} rows")
         arr = arr.astype(np.intp)
     return np.ascontiguousarray(arr)
-
-
-cdef object _as_columns(object columns, Py_ssize_t n_vars, bint flat):
-    if flat:
-        raise ValueError("columns cannot be given with 1-D values")
-    arr = np.asarray(columns)
-    if arr.size == 0:
-        return np.zeros(0, dtype=np.intp)
-    if arr.ndim != 1 or arr.dtype.kind not in "iu":
-        raise ValueError(f"columns must be a 1-D array of integers, got {arr.dtype} shape {arr.shape}")
-    if arr.min() < 0 or arr.max() >= n_vars:
-        raise ValueError(f"column index out of range for {n_vars} variables: {arr.tolist()}")
-    return np.ascontiguousarray(arr, dtype=np.intp)
 
 
 cdef Py_ssize_t _as_index(object value, str what, Py_ssize_t limit) except -2:
@@ -254,7 +239,7 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
     cdef const Py_ssize_t *col_ptr = NULL
     cdef Py_ssize_t n_cols = n_vars
     if columns is not None:
-        col_arr = _as_columns(columns, n_vars, flat)
+        col_arr = np.ascontiguousarray(_as_columns(columns, n_vars, flat), dtype=np.intp)
         col_ptr = <const Py_ssize_t *> cnp.PyArray_DATA(col_arr)
         n_cols = col_arr.shape[0]
     cdef Py_ssize_t sort_col = -1
@@ -299,17 +284,7 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
             shape = (n_batch, width)
         else:
             shape = (n_batch, width, n_cols)
-        if out is None:
-            out = np.empty(shape, dtype=dt)
-        else:
-            if not isinstance(out, np.ndarray):
-                raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
-            if out.dtype != dt:
-                raise TypeError(f"out has dtype {out.dtype}, expected {dt}")
-            if out.shape != shape:
-                raise ValueError(f"out has shape {out.shape}, expected {shape}")
-            if not out.flags.c_contiguous or not out.flags.writeable:
-                raise ValueError("out must be C-contiguous and writeable")
+        out = _as_out(out, shape, dt)
         if n_batch and width and n_cols:
             status = _dispatch(vals, out, row_stride, col_stride, n_batch, width, starts,
                                lens_ptr, col_ptr, n_cols, n_vars, sort_col, descending,

@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from .._fallback.parse import check_dtype, check_sep
 from ..errors import ParseError
 from .numparse cimport is_space, parse_number
 from . import numparse as _locale_init  # noqa: F401  (creates the C locale)
@@ -28,24 +29,16 @@ cdef extern from "Python.h":
 
 cdef object _F32 = np.dtype(np.float32)
 cdef object _F64 = np.dtype(np.float64)
-_SEP_FORBIDDEN = ".+-" + " \t\r\n\v\f"
 
 
 cdef object _check_dtype(object dtype):
     if dtype is np.float32 or dtype is _F32:
         return _F32
-    if dtype is np.float64 or dtype is _F64:
-        return _F64
-    dt = np.dtype(dtype)
-    if dt != _F32 and dt != _F64:
-        raise TypeError(f"dtype must be float32 or float64, got {dt}")
-    return dt
+    return check_dtype(dtype)  # the twin's check: same errors on both backends
 
 
 cdef char _check_sep(object sep) except 0:
-    if (not isinstance(sep, str) or len(sep) != 1 or ord(sep) > 127 or sep.isalnum()
-            or sep in _SEP_FORBIDDEN):
-        raise ValueError(f"sep must be one ASCII punctuation character other than . + -, got {sep!r}")
+    check_sep(sep)
     return <char> ord(sep)
 
 
