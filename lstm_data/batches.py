@@ -130,6 +130,8 @@ class Batches(EpochIteration):
             self._blocks = BlockSource(self.dataset, view, self.fields, self.batch_size,
                                        block_rows=self._block_sizes[0], window_rows=self._block_sizes[1],
                                        nan_to=self.nan_to)
+            # cached batches never come back to the blocks after epoch 0
+            self._blocks.next_epoch_ahead = self.cache != "ram"
 
     # -- size and order -----------------------------------------------------------------------
     @property

@@ -80,7 +80,10 @@ class BlockSource:
         Passed to the builders.
     read_ahead
         Load the next window on a background thread while the current one is used
-        (only for on-disk datasets; in RAM a window is a cheap copy).
+        (only for on-disk datasets; in RAM a window is a cheap copy). While the
+        last window of an epoch is used, the first window of the next epoch is
+        read ahead too, so in a run of epochs no read is waited for after the
+        first one (set :attr:`next_epoch_ahead` to ``False`` to stop that).
 
     Attributes
     ----------
@@ -111,6 +114,8 @@ class BlockSource:
         self.window_rows = -(-int(window_rows) // batch_size) * batch_size
         self.read_ahead = (not isinstance(dataset, InMemoryDataset)) if read_ahead is None \
             else bool(read_ahead)
+        self.next_epoch_ahead = True
+        self._seed: int | None = None
         self._lock = threading.Lock()
         self._windows: OrderedDict[tuple, Future] = OrderedDict()
         self.block_loads = 0
@@ -120,6 +125,7 @@ class BlockSource:
 
     def plan(self, seed: int, epoch: int) -> BlockPlan:
         """The epoch's :class:`BlockPlan` (positions index the view's rows)."""
+        self._seed = seed
         return BlockPlan.make(self.bounds, seed, epoch, self.window_rows)
 
     def _dataset_rows(self, positions: np.ndarray) -> np.ndarray:
@@ -131,13 +137,19 @@ class BlockSource:
         if owner:
             self._load(plan, epoch, window, future)
         if self.read_ahead and window + 1 < len(plan.window_block_ids):
-            ahead, owner = self._claim(plan, epoch, window + 1)
-            if owner:
-                threading.Thread(target=self._load, args=(plan, epoch, window + 1, ahead),
-                                 daemon=True, name="lstm_data-read-ahead").start()
+            self._load_ahead(plan, epoch, window + 1)
+        elif self.read_ahead and self.next_epoch_ahead and self._seed is not None:
+            self._load_ahead(None, epoch + 1, 0)  # the next epoch's plan, made on that thread
         return future.result()
 
-    def _claim(self, plan: BlockPlan, epoch: int, window: int) -> tuple[Future, bool]:
+    def _load_ahead(self, plan: BlockPlan | None, epoch: int, window: int) -> None:
+        """Start loading ``window`` of ``epoch`` on a background thread, unless under way."""
+        ahead, owner = self._claim(plan, epoch, window)
+        if owner:
+            threading.Thread(target=self._load, args=(plan, epoch, window, ahead),
+                             daemon=True, name="lstm_data-read-ahead").start()
+
+    def _claim(self, plan: BlockPlan | None, epoch: int, window: int) -> tuple[Future, bool]:
         """The future of ``(epoch, window)``; ``True`` when the caller must load it."""
         key = (epoch, window)
         with self._lock:
@@ -151,12 +163,15 @@ class BlockSource:
                 self._windows.popitem(last=False)
             return future, True
 
-    def _load(self, plan: BlockPlan, epoch: int, window: int, future: Future) -> None:
+    def _load(self, plan: BlockPlan | None, epoch: int, window: int, future: Future) -> None:
         """Read the blocks of ``window`` (one coalesced read per group) into ``future``.
 
-        A failed load is handed to every waiter and forgotten, so a later call retries.
+        ``plan=None``: make the plan of ``epoch`` first. A failed load is handed to
+        every waiter and forgotten, so a later call retries.
         """
         try:
+            if plan is None:
+                plan = self.plan(self._seed, epoch)  # type: ignore[arg-type]
             ids = plan.window_block_ids[window]
             held = np.concatenate([np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.intp)
                                    for b in ids])

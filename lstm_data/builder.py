@@ -1,10 +1,11 @@
 """Assemble one batch of a :class:`~lstm_data.spec.BatchSpec` from dataset rows (design §6, §7).
 
-In RAM, a batch is one ``kernels.pad_ragged`` call per ragged field, gathering the
-rows straight from the full ``(values, offsets)``, plus one ``numpy.take`` per
-scalar field from a pre-stacked ``(N, S)`` matrix. Both release the GIL. On disk,
-each needed group is read once per batch with ``dataset.ragged(group, rows)`` (the
-reader coalesces chunk reads) and then padded. There is no per-row Python work.
+In RAM, a batch is one :class:`kernels.BatchGather` call: it pads every ragged
+field straight from the full ``(values, offsets)`` and gathers every scalar field
+from a pre-stacked ``(N, S)`` table, all in one section without the GIL, so
+threads building batches scale. On disk, each needed group is read once per
+batch with ``dataset.ragged(group, rows)`` (the reader coalesces chunk reads) and
+then padded. There is no per-row Python work.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ class BatchBuilder:
         self._scalar_tables: dict[str, np.ndarray] = {}
         self._row_lengths: dict[str, np.ndarray] = {}
         self._group_has_nan: dict[str, bool] = {}
-        self._full: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._gather = None  # the in-RAM BatchGather, made at first use
         self._groups_needed = list(dict.fromkeys(f.group for f in self.fields if f.group is not None))
         # all of a group's columns in order: let the kernel copy whole prong records
         self._columns = {f.name: None if f.group is not None and np.array_equal(
@@ -90,31 +91,62 @@ class BatchBuilder:
         return self.nan_to is not None and f.role == "input"
 
     # -- building ------------------------------------------------------------------------------
+    def gather_kernel(self):
+        """The in-RAM :class:`kernels.BatchGather` of every field, in field order (cached)."""
+        if self._gather is None:
+            ragged, tables = [], []
+            for f in self.fields:
+                if f.group is None:
+                    tables.append(self._scalar_table(f))
+                    continue
+                spec: Ragged = f.field
+                values, offsets = self.dataset.ragged(f.group)
+                ragged.append(dict(
+                    values=values, offsets=offsets, max_len=spec.max_len, fixed=spec.fixed,
+                    pad_value=self._pad_value(f), columns=self._columns[f.name],
+                    sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
+                    truncating=spec.truncating, dtype=spec.np_dtype))
+            self._gather = kernels.BatchGather(ragged, tables)
+        return self._gather
+
     def build(self, rows: np.ndarray) -> tuple[dict, dict]:
         """The ``(inputs, targets)`` of ``rows`` (dataset rows, in batch order)."""
         rows = np.asarray(rows, dtype=np.intp)
+        if self.in_ram:
+            return self._build_in_ram(rows)
         inputs: dict[str, np.ndarray] = {}
         targets: dict[str, np.ndarray] = {}
-        if self.in_ram:
-            if len(self._full) != len(self._groups_needed):
-                self._full = {g: self.dataset.ragged(g) for g in self._groups_needed}
-            gathered = {g: (*self._full[g], rows) for g in self._groups_needed}
-        else:
-            gathered = {g: (*self.dataset.ragged(g, rows), None) for g in self._groups_needed}
+        gathered = {g: self.dataset.ragged(g, rows) for g in self._groups_needed}
         for f in self.fields:
             dest = inputs if f.role == "input" else targets
             if f.group is None:
                 dest[f.name] = self._scalars(f, rows)
             else:
-                batch, lengths = self._ragged(f, *gathered[f.group], rows)
+                batch, lengths = self._ragged(f, *gathered[f.group])
                 dest[f.name] = batch
                 if f.field.lengths:
                     dest[f.name + LENGTHS_SUFFIX] = lengths
         return inputs, targets
 
+    def _build_in_ram(self, rows: np.ndarray) -> tuple[dict, dict]:
+        padded, tables = self.gather_kernel()(rows)
+        padded_it, tables_it = iter(padded), iter(tables)
+        inputs: dict[str, np.ndarray] = {}
+        targets: dict[str, np.ndarray] = {}
+        for f in self.fields:
+            dest = inputs if f.role == "input" else targets
+            if f.group is None:
+                dest[f.name] = next(tables_it)
+                continue
+            batch, lengths = next(padded_it)
+            if self._masks(f) and self._has_nan(f.group, self.dataset.ragged(f.group)[0]):
+                np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
+            dest[f.name] = batch
+            if f.field.lengths:
+                dest[f.name + LENGTHS_SUFFIX] = lengths
+        return inputs, targets
+
     def _scalars(self, f: ResolvedField, rows: np.ndarray) -> np.ndarray:
-        if self.in_ram:
-            return np.take(self._scalar_table(f), rows, axis=0)
         dt = f.field.np_dtype
         out = np.empty((len(rows), len(f.field.vars)), dtype=dt)
         for j, v in enumerate(f.field.vars):  # one fancy index per column, not per row
@@ -123,21 +155,22 @@ class BatchBuilder:
             np.copyto(out, dt.type(self.nan_to), where=np.isnan(out))
         return out
 
-    def _ragged(self, f: ResolvedField, values: np.ndarray, offsets: np.ndarray,
-                pick: np.ndarray | None, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _pad_value(self, f: ResolvedField) -> float:
+        pad = f.field.pad_value
+        return self.nan_to if self._masks(f) and math.isnan(pad) else pad
+
+    def _ragged(self, f: ResolvedField, values: np.ndarray,
+                offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pad one field of a group read for this batch only (on-disk path)."""
         spec: Ragged = f.field
-        masks = self._masks(f)
-        pad = spec.pad_value
-        if masks and math.isnan(pad):
-            pad = self.nan_to
         width = spec.max_len
         if width is not None and not spec.fixed:
-            lens = self.row_lengths(f.group)[rows] if self.in_ram else np.diff(offsets)
+            lens = np.diff(offsets)
             width = min(width, int(lens.max())) if len(lens) else 0
         batch, lengths = kernels.pad_ragged(
-            values, offsets, pick, max_len=width, pad_value=pad, columns=self._columns[f.name],
-            sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
-            truncating=spec.truncating, dtype=spec.np_dtype)
-        if masks and self._has_nan(f.group, values):
+            values, offsets, max_len=width, pad_value=self._pad_value(f),
+            columns=self._columns[f.name], sort_by=f.sort_column, descending=spec.descending,
+            padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype)
+        if self._masks(f) and self._has_nan(f.group, values):
             np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
         return batch, lengths

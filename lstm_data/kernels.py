@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import warnings
 
-__all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "CsvBlockParser", "KERNEL_NAMES",
-           "load_backend"]
+__all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser",
+           "KERNEL_NAMES", "load_backend"]
 
 #: Names every backend must provide, with the same signatures.
-KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "CsvBlockParser")
+KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser")
 
 
 def _pure_requested() -> bool:
@@ -67,4 +67,5 @@ _backend = _choose()
 BACKEND: str = _backend.BACKEND
 parse_float_lists = _backend.parse_float_lists
 pad_ragged = _backend.pad_ragged
+BatchGather = _backend.BatchGather
 CsvBlockParser = _backend.CsvBlockParser

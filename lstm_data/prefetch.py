@@ -1,11 +1,12 @@
 """Build items ahead of use on worker threads, in order, with bounded memory.
 
 Workers pull the next index themselves from a shared counter and park results in
-a table the consumer drains in order. Compared with submitting one future per
-item to a pool, nobody has to wake a worker for each item: a worker sleeps only
-when it is ``ahead`` items in front of the consumer, and the consumer only when
-the item it needs is not built yet. On a loaded or virtualised machine every
-avoided wake-up is tens of microseconds, a tenth of a batch.
+a table the consumer drains in order. The consumer is a worker too: when the
+item it needs is not built yet, it builds the next unclaimed item instead of
+sleeping. So ``workers=n`` means ``n`` threads building at once, the caller
+included (``n - 1`` background threads), and never more threads busy than
+``n``: on a 2-core machine, a third busy thread only adds context switches and
+GIL hand-offs, each tens of microseconds on a virtual machine.
 """
 from __future__ import annotations
 
@@ -38,39 +39,55 @@ class _Pipeline:
         self.blocked = 0  # workers waiting for space
         self.stopped = False
 
+    def _claim(self) -> int:
+        """Claim the next index inside the ``ahead`` window, or -1 (caller holds the lock)."""
+        if self.stopped or self.next_index >= self.n or self.next_index - self.consumed >= self.ahead:
+            return -1
+        self.next_index += 1
+        return self.next_index - 1
+
+    def _run(self, index: int) -> None:
+        """Build ``index`` and park the result (or the exception) for the consumer."""
+        try:
+            result: tuple[bool, object] = (True, self.build(index))
+        except BaseException as exc:  # handed to the consumer, in order
+            result = (False, exc)
+        with self.ready:
+            self.results[index] = result
+            if self.wanted == index:
+                self.ready.notify()
+
     def work(self) -> None:
-        """Worker loop: claim the next index, build it, park the result."""
+        """Background worker loop: claim the next index, build it, park the result."""
         while True:
             with self.space:
-                while (not self.stopped and self.next_index < self.n
-                       and self.next_index - self.consumed >= self.ahead):
+                index = self._claim()
+                while index < 0 and not self.stopped and self.next_index < self.n:
                     self.blocked += 1
                     self.space.wait()
                     self.blocked -= 1
-                if self.stopped or self.next_index >= self.n:
+                    index = self._claim()
+                if index < 0:
                     return
-                index = self.next_index
-                self.next_index += 1
-            try:
-                result: tuple[bool, object] = (True, self.build(index))
-            except BaseException as exc:  # handed to the consumer, in order
-                result = (False, exc)
-            with self.ready:
-                self.results[index] = result
-                if self.wanted == index:
-                    self.ready.notify()
+            self._run(index)
 
     def take(self, index: int) -> object:
-        """The result of ``index`` (waits for it); frees a slot for the workers."""
-        with self.ready:
-            while index not in self.results:
-                self.wanted = index
-                self.ready.wait()
-            self.wanted = -1
-            ok, value = self.results.pop(index)
-            self.consumed = index + 1
-            if self.blocked:
-                self.space.notify()
+        """The result of ``index``; builds other items meanwhile rather than sleep."""
+        while True:
+            with self.ready:
+                if index in self.results:
+                    ok, value = self.results.pop(index)
+                    self.consumed = index + 1
+                    if self.blocked:
+                        self.space.notify()
+                    break
+                mine = self._claim()
+                if mine < 0:  # nothing left to build: wait for a worker's result
+                    self.wanted = index
+                    self.ready.wait()
+                    self.wanted = -1
+                    continue
+            self._run(mine)
         if not ok:
             raise value  # type: ignore[misc]
         return value
@@ -89,12 +106,15 @@ def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
     Parameters
     ----------
     build
-        Called from worker threads; must be thread-safe (batch building is: the
+        Called from several threads; must be thread-safe (batch building is: the
         kernels release the GIL and keep no shared mutable state).
     n
         Number of items.
     workers
-        Threads; ``1`` or less builds in the calling thread with no pool.
+        Threads building at once, the calling thread included: ``workers - 1``
+        background threads build ahead, and the caller builds the next unclaimed
+        item whenever the one it needs is not ready. ``1``: the caller alone,
+        item by item, no threads.
     ahead
         Items in flight at most, built or being built (default ``2 * workers``).
 
@@ -105,13 +125,13 @@ def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
-    if workers == 1 and not ahead:
+    if workers == 1:
         for i in range(n):
             yield build(i)
         return
     pipe = _Pipeline(build, n, max(1, ahead or 2 * workers))
     threads = [threading.Thread(target=pipe.work, name=f"lstm_data-{k}", daemon=True)
-               for k in range(min(workers, max(n, 1)))]
+               for k in range(min(workers - 1, max(n - 1, 0)))]
     for t in threads:
         t.start()
     try:
@@ -143,7 +163,11 @@ class EpochIteration:
         Parameters
         ----------
         workers
-            Threads building batches; the kernels release the GIL, so they scale.
+            Threads building batches at once, this one included: ``workers - 1``
+            build ahead in the background, and the calling thread builds whenever
+            the batch it needs is not ready yet. The kernels release the GIL, so
+            they scale; ``workers`` = the number of cores keeps every core busy
+            without oversubscribing them.
         prefetch_batches
             Batches built ahead of the consumer (default ``2 * workers``); bounds memory.
         """

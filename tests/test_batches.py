@@ -151,6 +151,7 @@ def test_block_shuffle_on_disk_reads_each_chunk_at_most_twice(tmp_path):
     disk = lstm_data.open(tmp_path / "d.zarr")
     disk.io_stats.track_chunks()
     b = Batches(disk, SPEC, batch_size=512, shuffle="block", seed=4)
+    b._blocks.next_epoch_ahead = False  # count this epoch's reads only
     for i in range(len(b)):
         _equal(b[i][0], _reference(data, b.rows_of(i)))
     counts = disk.io_stats.per_chunk
@@ -158,6 +159,25 @@ def test_block_shuffle_on_disk_reads_each_chunk_at_most_twice(tmp_path):
     n_chunks = {key for key, _ in counts}
     assert n_chunks == {k for k, _ in counts} and len(counts) > 20
     assert sorted(_rows(b)) == list(range(20_000))
+
+
+def test_block_shuffle_reads_the_next_epochs_first_window_ahead(tmp_path):
+    data = make_dataset(6_000, seed=5)
+    data.to_zarr(tmp_path / "d.zarr", chunk_bytes=1 << 15)
+    b = Batches(lstm_data.open(tmp_path / "d.zarr"), SPEC, batch_size=500, shuffle="block", seed=1,
+                window_rows=2_000)
+    source = b._blocks
+    assert len(b._plan().window_block_ids) > 1
+    for _ in b:
+        pass
+    ahead = source._windows.get((1, 0))
+    assert ahead is not None  # claimed while epoch 0 ended, before anyone asked for it
+    ahead.result(timeout=30)
+    b.on_epoch_end()
+    _equal(b[0][0], _reference(data, b.rows_of(0)))
+    assert source._windows[(1, 0)] is ahead  # epoch 1 started on the window read ahead
+    for i in range(len(b)):
+        _equal(b[i][0], _reference(data, b.rows_of(i)))
 
 
 def test_pickled_batches_rebuild_the_same_batches(ds):
@@ -189,6 +209,7 @@ def test_block_shuffle_reads_ahead_each_window_once(tmp_path):
     disk.io_stats.track_chunks()
     b = Batches(disk, SPEC, batch_size=512, shuffle="block", seed=4, window_rows=4096)
     assert b._blocks.read_ahead  # on disk: the next window loads in the background
+    b._blocks.next_epoch_ahead = False  # this epoch's loads only (next epoch: test above)
     assert not Batches(data, SPEC, shuffle="block")._blocks.read_ahead  # in RAM: no thread
     seen = [b[i][0] for i in range(len(b))]
     for i, got in enumerate(seen):

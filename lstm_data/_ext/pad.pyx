@@ -11,14 +11,12 @@ How it is fast
   the first ``nogil`` pass that also records every row's start and length.
 * The second ``nogil`` pass copies each row with one ``memcpy`` when the layout
   allows (same dtype, all columns, C-contiguous), prefetching the rows ahead
-  (random rows miss the cache), and fills the padding with a loop the compiler
-  vectorises.
+  (random rows miss the cache), and copies the padding from a row of pad
+  values (the row loops live in ``padrows.pxd``, shared with ``gather.pyx``).
 * Callers that pass ``out=`` avoid fresh-page faults on every batch.
 """
-cimport cython
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
 
 cimport numpy as cnp
 import numpy as np
@@ -26,137 +24,15 @@ import numpy as np
 from .._fallback.pad import _as_columns, _as_out
 from .._fallback.parse import check_dtype
 
+from .padrows cimport BAD_ROW, pad_rows_any, row_bounds_any
+
 cnp.import_array()
-
-from .stable_sort cimport stable_order
-
-cdef extern from "platform.h":
-    void LD_PREFETCH(const void *p) nogil
-
-ctypedef fused in_t:
-    float
-    double
-
-ctypedef fused out_t:
-    float
-    double
-
-ctypedef fused idx_t:
-    int32_t
-    int64_t
-
-cdef enum:
-    PREFETCH_AHEAD = 4  # rows prefetched this far ahead of the copy
-    CACHE_LINE = 64
 
 cdef object _F32 = np.dtype(np.float32)
 cdef object _F64 = np.dtype(np.float64)
 cdef object _I32 = np.dtype(np.int32)
 cdef object _I64 = np.dtype(np.int64)
 cdef object _INTP = np.dtype(np.intp)
-
-
-cdef int _row_bounds(const idx_t[:] off, const Py_ssize_t *rows, Py_ssize_t n_batch,
-                     Py_ssize_t n_rows, int64_t total, int64_t *starts, int64_t *lens,
-                     Py_ssize_t *bad, int64_t *longest) noexcept nogil:
-    """Record start and length of each batch row; 1: row out of range, 2: bad offsets."""
-    cdef Py_ssize_t b, r
-    cdef int64_t s, e, top = 0
-    for b in range(n_batch):
-        r = rows[b] if rows != NULL else b
-        if r < 0 or r >= n_rows:
-            bad[0] = b
-            return 1
-        s = off[r]
-        e = off[r + 1]
-        if s < 0 or e < s or e > total:
-            bad[0] = b
-            return 2
-        starts[b] = s
-        lens[b] = e - s
-        if e - s > top:
-            top = e - s
-    longest[0] = top
-    return 0
-
-
-cdef inline void _fill_value(out_t *dst, Py_ssize_t count, out_t value) noexcept nogil:
-    cdef Py_ssize_t k
-    for k in range(count):
-        dst[k] = value
-
-
-cdef int _pad_rows(const char *base, Py_ssize_t row_stride, Py_ssize_t col_stride,
-                   const in_t *in_type, out_t *out, Py_ssize_t n_batch, Py_ssize_t width,
-                   const int64_t *starts, const int64_t *lens, const Py_ssize_t *cols,
-                   Py_ssize_t n_cols, Py_ssize_t n_vars, Py_ssize_t sort_col, bint descending,
-                   bint pre_pad, bint pre_trunc, out_t pad, int64_t longest) noexcept nogil:
-    """Copy and pad every batch row; returns -1 when scratch memory is exhausted."""
-    cdef Py_ssize_t b, p, j, n, slot, first, line, ahead, span
-    cdef Py_ssize_t row_out = width * n_cols
-    cdef bint contiguous = (col_stride == sizeof(in_t) and row_stride == n_vars * sizeof(in_t)
-                            and cols == NULL)
-    cdef bint raw_copy = contiguous and sizeof(in_t) == sizeof(out_t)
-    cdef const char *rec
-    cdef const char *row_base
-    cdef out_t *dst
-    cdef double *keys = NULL
-    cdef Py_ssize_t *order = NULL
-    cdef Py_ssize_t *scratch = NULL
-    if sort_col >= 0 and longest > 0:
-        keys = <double *> malloc(longest * sizeof(double))
-        order = <Py_ssize_t *> malloc(2 * longest * sizeof(Py_ssize_t))
-        if keys == NULL or order == NULL:
-            free(keys)
-            free(order)
-            return -1
-        scratch = order + longest
-    for b in range(n_batch):
-        # prefetch the records of a row a few steps ahead: random rows miss the cache
-        ahead = b + PREFETCH_AHEAD
-        if ahead < n_batch and lens[ahead] > 0:
-            rec = base + starts[ahead] * row_stride
-            span = lens[ahead] * row_stride
-            if span > 16 * CACHE_LINE:
-                span = 16 * CACHE_LINE
-            line = 0
-            while line < span:
-                LD_PREFETCH(rec + line)
-                line += CACHE_LINE
-        n = lens[b] if lens[b] < width else width
-        slot = width - n if pre_pad else 0
-        dst = out + b * row_out
-        row_base = base + starts[b] * row_stride
-        if keys != NULL and lens[b] > 1:
-            for p in range(lens[b]):
-                keys[p] = <double> (<const in_t *> (row_base + p * row_stride + sort_col * col_stride))[0]
-            stable_order(keys, lens[b], order, scratch, descending)
-            first = lens[b] - n if pre_trunc else 0
-            for p in range(n):
-                rec = row_base + order[first + p] * row_stride
-                for j in range(n_cols):
-                    dst[(slot + p) * n_cols + j] = <out_t> (<const in_t *> (
-                        rec + (cols[j] if cols != NULL else j) * col_stride))[0]
-        else:
-            first = lens[b] - n if pre_trunc else 0
-            rec = row_base + first * row_stride
-            if raw_copy:
-                memcpy(dst + slot * n_cols, rec, n * n_cols * sizeof(out_t))
-            elif contiguous:
-                for j in range(n * n_cols):
-                    dst[slot * n_cols + j] = <out_t> (<const in_t *> rec)[j]
-            else:
-                for p in range(n):
-                    for j in range(n_cols):
-                        dst[(slot + p) * n_cols + j] = <out_t> (<const in_t *> (
-                            rec + p * row_stride + (cols[j] if cols != NULL else j) * col_stride))[0]
-        if pre_pad:
-            _fill_value(dst, slot * n_cols, pad)
-        else:
-            _fill_value(dst + n * n_cols, (width - n) * n_cols, pad)
-    free(keys)
-    free(order)
-    return 0
 
 
 cdef object _check_dtype(object dtype):
@@ -259,22 +135,18 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
     cdef Py_ssize_t bad = 0
     cdef int64_t longest = 0
     cdef int status = 0
-    cdef const int32_t[:] off32
-    cdef const int64_t[:] off64
+    cdef const void *off_ptr = cnp.PyArray_DATA(off)
+    cdef bint off64 = odt == _I64
+    if not off.flags.c_contiguous:
+        off = np.ascontiguousarray(off)
+        off_ptr = cnp.PyArray_DATA(off)
     try:
-        if odt == _I64:
-            off64 = off
-            with nogil:
-                status = _row_bounds(off64, row_ptr, n_batch, n_rows, total, starts, lens_ptr,
-                                     &bad, &longest)
-        else:
-            off32 = off
-            with nogil:
-                status = _row_bounds(off32, row_ptr, n_batch, n_rows, total, starts, lens_ptr,
-                                     &bad, &longest)
+        with nogil:
+            status = row_bounds_any(off_ptr, off64, row_ptr, n_batch, n_rows, total, starts,
+                                    lens_ptr, &bad, &longest)
         if status:
             r = row_ptr[bad] if row_ptr != NULL else bad
-            if status == 1:
+            if status == BAD_ROW:
                 raise ValueError(f"row {r} out of range for {n_rows} rows")
             raise ValueError(f"bad offsets at row {r}: offsets[{r}]={off[r]}, "
                              f"offsets[{r + 1}]={off[r + 1]} (must be non-decreasing within "
@@ -291,7 +163,7 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
                                padding == "pre", truncating == "pre", float(pad_value),
                                longest, vdt == _F64, dt == _F64)
             if status:
-                raise MemoryError("pad_ragged: no memory for the sort scratch buffers")
+                raise MemoryError("pad_ragged: no memory for scratch buffers")
         if max_len is not None and n_batch:
             np.minimum(lengths, width, out=lengths)
     finally:
@@ -308,20 +180,7 @@ cdef int _dispatch(cnp.ndarray vals, cnp.ndarray out, Py_ssize_t row_stride, Py_
     cdef void *dst = cnp.PyArray_DATA(out)
     cdef int status
     with nogil:
-        if in64 and out64:
-            status = _pad_rows(base, row_stride, col_stride, <const double *> NULL, <double *> dst,
-                               n_batch, width, starts, lens, cols, n_cols, n_vars, sort_col,
-                               descending, pre_pad, pre_trunc, pad, longest)
-        elif in64:
-            status = _pad_rows(base, row_stride, col_stride, <const double *> NULL, <float *> dst,
-                               n_batch, width, starts, lens, cols, n_cols, n_vars, sort_col,
-                               descending, pre_pad, pre_trunc, <float> pad, longest)
-        elif out64:
-            status = _pad_rows(base, row_stride, col_stride, <const float *> NULL, <double *> dst,
-                               n_batch, width, starts, lens, cols, n_cols, n_vars, sort_col,
-                               descending, pre_pad, pre_trunc, pad, longest)
-        else:
-            status = _pad_rows(base, row_stride, col_stride, <const float *> NULL, <float *> dst,
-                               n_batch, width, starts, lens, cols, n_cols, n_vars, sort_col,
-                               descending, pre_pad, pre_trunc, <float> pad, longest)
+        status = pad_rows_any(base, in64, dst, out64, row_stride, col_stride, n_batch, width,
+                              starts, lens, cols, n_cols, n_vars, sort_col, descending, pre_pad,
+                              pre_trunc, pad, longest)
     return status

@@ -7,6 +7,7 @@ bitwise-equal results and raise the same exception types. Select them with
 """
 from .parse import parse_float_lists
 from .pad import pad_ragged
+from .gather import BatchGather
 from .csvblock import CsvBlockParser
 
-__all__ = ["parse_float_lists", "pad_ragged", "CsvBlockParser"]
+__all__ = ["parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser"]

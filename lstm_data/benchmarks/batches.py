@@ -18,13 +18,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 import lstm_data
-from lstm_data import BatchSpec, Batches, kernels
+from lstm_data import BatchSpec, Batches
 from lstm_data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS
 
 from .ceiling import machine_ceilings, waive_without_two_cores
@@ -36,6 +38,8 @@ __all__ = ["run"]
 CONFIG = dict(vars_input_slice=SLICE_VARS, vars_input_png3d=PNG3D_VARS, vars_input_png2d=PNG2D_VARS,
               var_target_total="trueE", var_target_primary="trueLepE")
 BATCH = 1024
+#: batches per timed sample of the thread stages (short samples drown in scheduler noise)
+SAMPLE_BATCHES = 200
 SPEC_TOML = """
 [inputs.input_slice]
 type = "scalars"
@@ -55,18 +59,8 @@ vars = ["trueE"]
 
 
 def _kernel_calls(batches: Batches, rows: np.ndarray) -> None:
-    """Exactly the kernel calls one batch makes (same arguments), with nothing around them."""
-    builder = batches._builder
-    for f in builder.fields:
-        if f.group is None:
-            np.take(builder._scalar_table(f), rows, axis=0)
-        else:
-            values, offsets = builder.dataset.ragged(f.group)
-            fld = f.field
-            kernels.pad_ragged(values, offsets, rows, max_len=fld.max_len, pad_value=fld.pad_value,
-                               columns=builder._columns[f.name], sort_by=f.sort_column,
-                               descending=fld.descending, padding=fld.padding,
-                               truncating=fld.truncating, dtype=fld.np_dtype)
+    """Exactly the kernel call one batch makes (one ``BatchGather`` call), with nothing around it."""
+    batches._builder.gather_kernel()(rows)
 
 
 def stage_full_batch(report: Report, data: BenchData, quick: bool) -> None:
@@ -102,23 +96,28 @@ def stage_full_batch(report: Report, data: BenchData, quick: bool) -> None:
 
 def stage_threads(report: Report, data: BenchData, quick: bool) -> None:
     batches = Batches(data.dataset, BatchSpec.from_lstm_ee(CONFIG), batch_size=BATCH, seed=0)
-    rates: dict[int, list[float]] = {1: [], 2: []}
-    for _ in range(3 if quick else 7):  # interleaved rounds: load bursts hit both alike
-        for workers in (1, 2):
-            t0 = time.perf_counter()
-            n = sum(1 for _ in batches.iter(workers=workers))
-            rates[workers].append(n / (time.perf_counter() - t0))
-            batches.on_epoch_end()
-    one, two = statistics.median(rates[1]), statistics.median(rates[2])
+    epochs = -(-SAMPLE_BATCHES // len(batches))  # whole epochs, at least SAMPLE_BATCHES batches
+
+    def epochs_on(workers: int) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(epochs):
+                for _ in batches.iter(workers=workers):
+                    pass
+                batches.on_epoch_end()
+        return run
+
+    # interleaved rounds: load bursts of the shared machine hit both alike
+    t = interleaved_medians({1: epochs_on(1), 2: epochs_on(2)}, repeats=5 if quick else 9, warmup=1)
+    per_batch = {w: t[w] / (epochs * len(batches)) for w in t}
     ceilings = machine_ceilings()
     for name, value in ceilings.items():
         report.ratio("workers", f"machine ceiling: {name} on 2 vs 1 threads", value)
     report.ratio("workers", "machine ceiling: 16 MiB copies on 2 vs 1 threads", _copy_scaling())
     report.ratio("workers", "its kernel calls alone on 2 vs 1 threads", _kernel_scaling(batches))
-    report.time("workers", "Batches.iter, 1 worker (per batch)", 1 / one, items=BATCH, ours=True)
-    report.time("workers", "Batches.iter, 2 workers (per batch)", 1 / two, items=BATCH, ours=True)
-    waive_without_two_cores(report.ratio("workers", "2 workers vs 1 worker batches/s", two / one),
-                            ceilings)
+    report.time("workers", "Batches.iter, 1 worker (per batch)", per_batch[1], items=BATCH, ours=True)
+    report.time("workers", "Batches.iter, 2 workers (per batch)", per_batch[2], items=BATCH, ours=True)
+    waive_without_two_cores(report.ratio("workers", "2 workers vs 1 worker batches/s",
+                                         per_batch[1] / per_batch[2]), ceilings)
 
 
 def _copy_scaling() -> float:
@@ -143,50 +142,70 @@ def _copy_scaling() -> float:
 
 
 def _kernel_scaling(batches: Batches) -> float:
-    """The same epoch of kernel calls (nothing around them) on 2 vs 1 threads."""
-    from concurrent.futures import ThreadPoolExecutor
+    """The kernel calls of an epoch (nothing around them) on 2 plain threads vs 1.
 
+    Each thread takes every other batch: no queue, no hand-off, the best any
+    batch pipeline on these threads could do.
+    """
     rows = [batches.rows_of(i) for i in range(len(batches))]
-    rates: dict[int, list[float]] = {1: [], 2: []}
-    for _ in range(3):
-        for workers in (1, 2):
-            t0 = time.perf_counter()
-            with ThreadPoolExecutor(workers) as pool:
-                list(pool.map(lambda r: _kernel_calls(batches, r), rows))
-            rates[workers].append(len(rows) / (time.perf_counter() - t0))
-    return statistics.median(rates[2]) / statistics.median(rates[1])
+    rounds = -(-SAMPLE_BATCHES // len(rows))
+
+    def on_threads(workers: int) -> Callable[[], None]:
+        def job(first: int) -> None:
+            for _ in range(rounds):
+                for r in rows[first::workers]:
+                    _kernel_calls(batches, r)
+
+        def run() -> None:
+            threads = [threading.Thread(target=job, args=(k,)) for k in range(workers)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        return run
+
+    t = interleaved_medians({1: on_threads(1), 2: on_threads(2)}, repeats=5, warmup=1)
+    return t[1] / t[2]
 
 
 def stage_block(report: Report, data: BenchData, quick: bool) -> None:
-    ds = data.dataset
-    disk = lstm_data.open(data.zarr)
+    """A run of epochs on one on-disk ``shuffle="block"`` sequence vs one in-RAM sequence.
+
+    Epochs follow each other as in training, so read-ahead crosses epoch
+    boundaries; the first epoch, whose first window is always waited for, is
+    reported on its own. Chunk reads are counted per epoch on a twin sequence
+    without read-ahead (the same windows, each loaded once).
+    """
     spec = BatchSpec.from_lstm_ee(CONFIG)
+    disk = lstm_data.open(data.zarr)  # its own handle: the other's read-ahead is not counted
     disk.io_stats.track_chunks()
-    t_disk, t_seq, t_ram = [], [], []
+    ram = Batches(data.dataset, spec, batch_size=BATCH, shuffle=True, seed=0)
+    block = Batches(lstm_data.open(data.zarr), spec, batch_size=BATCH, shuffle="block", seed=0)
+    counted = Batches(disk, spec, batch_size=BATCH, shuffle="block", seed=0)
+    counted._blocks.read_ahead = False
+    times: dict[str, list[float]] = {"disk": [], "seq": [], "ram": []}
     max_reads = 0
-    for epoch in range(3 if quick else 5):
-        ram = Batches(ds, spec, batch_size=BATCH, shuffle=True, seed=epoch)
-        for read_ahead, times in ((True, t_disk), (False, t_seq)):
+    for _ in range(4 if quick else 6):
+        for name, seq in (("disk", block), ("seq", counted), ("ram", ram)):
             disk.io_stats.reset()
-            block = Batches(disk, spec, batch_size=BATCH, shuffle="block", seed=epoch)
-            block._blocks.read_ahead = read_ahead
             t0 = time.perf_counter()
-            for _ in block:
+            for _ in seq:
                 pass
-            times.append((time.perf_counter() - t0) / len(block))
-            max_reads = max(max_reads, max(disk.io_stats.per_chunk.values()))
-        t0 = time.perf_counter()
-        for _ in ram:
-            pass
-        t_ram.append((time.perf_counter() - t0) / len(ram))
-    disk_s, seq_s, ram_s = (statistics.median(t) for t in (t_disk, t_seq, t_ram))
-    report.time("block", "on-disk zarr epoch, shuffle='block' (per batch)", disk_s, items=BATCH,
+            times[name].append((time.perf_counter() - t0) / len(seq))
+            if name == "seq":
+                max_reads = max(max_reads, max(disk.io_stats.per_chunk.values()))
+            seq.on_epoch_end()
+    first = {name: t[0] for name, t in times.items()}
+    steady = {name: statistics.median(t[1:]) for name, t in times.items()}
+    report.time("block", "on-disk zarr epochs, shuffle='block' (per batch)", steady["disk"],
+                items=BATCH, ours=True)
+    report.time("block", "same, no read-ahead (per batch)", steady["seq"], items=BATCH, ours=True)
+    report.time("block", "in-RAM epochs, shuffle=True (per batch)", steady["ram"], items=BATCH,
                 ours=True)
-    report.time("block", "same, no read-ahead thread (per batch)", seq_s, items=BATCH, ours=True)
-    report.time("block", "in-RAM epoch, shuffle=True (per batch)", ram_s, items=BATCH, ours=True)
-    report.ratio("block", "no read-ahead: disk / RAM time per batch", seq_s / ram_s)
+    report.ratio("block", "first epoch: block-shuffled disk / RAM per batch", first["disk"] / first["ram"])
+    report.ratio("block", "no read-ahead: disk / RAM time per batch", steady["seq"] / steady["ram"])
     report.ratio("block", "max reads of one value chunk per epoch", float(max_reads))
-    report.ratio("block", "block-shuffled disk / RAM time per batch", disk_s / ram_s)
+    report.ratio("block", "block-shuffled disk / RAM time per batch", steady["disk"] / steady["ram"])
 
 
 def _precompute(data: Path, spec: Path, out: Path, workers: int) -> tuple[float, int]:

@@ -12,12 +12,28 @@ returns ``None``.
 from __future__ import annotations
 
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 __all__ = ["ChunkDecoder"]
+
+#: ranges of at least this many chunks are decoded on two threads
+PARALLEL_MIN_CHUNKS = 4
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _decode_pool() -> ThreadPoolExecutor:
+    """One helper thread shared by every decoder (created at first use)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lstm_data-decode")
+        return _POOL
 
 
 def _decoder_of(codecs: tuple, dtype: np.dtype) -> Callable[[bytes, np.ndarray], None] | None:
@@ -119,16 +135,34 @@ class ChunkDecoder:
         """Decode records ``lo:hi`` into ``out`` (C-contiguous, shape ``(hi - lo, ...)``).
 
         Each chunk the range touches is read and decoded once; whole chunks go
-        straight into ``out``.
+        straight into ``out``. A range of several chunks is split between the
+        calling thread and one helper (file reads and codecs release the GIL),
+        so a caller waiting for its data gets it about twice as fast on 2 cores.
         """
         if hi <= lo:
             return
         c = self.chunk_len
+        first, last = lo // c, (hi - 1) // c
+        if last - first + 1 < PARALLEL_MIN_CHUNKS:
+            self._read_chunks(lo, hi, first, last, out, lo)
+            return
+        middle = (first + last + 1) // 2  # the helper takes chunks middle..last
+        split = middle * c
+        helper = _decode_pool().submit(self._read_chunks, split, hi, middle, last, out, lo)
+        try:
+            self._read_chunks(lo, split, first, middle - 1, out, lo)
+        finally:
+            helper.result()
+
+    def _read_chunks(self, lo: int, hi: int, first: int, last: int, out: np.ndarray,
+                     origin: int) -> None:
+        """Decode records ``lo:hi`` (chunks ``first..last``) into ``out[lo - origin:]``."""
+        c = self.chunk_len
         scratch = None
-        for i in range(lo // c, (hi - 1) // c + 1):  # per chunk, never per row
+        for i in range(first, last + 1):  # per chunk, never per row
             c_lo = i * c
             a, b = max(lo, c_lo), min(hi, c_lo + c)
-            dest = out[a - lo:b - lo]
+            dest = out[a - origin:b - origin]
             if a == c_lo and b == c_lo + c and dest.flags.c_contiguous:
                 self._chunk(i, dest)
                 continue

@@ -1,0 +1,184 @@
+"""BatchGather on both backends: equal to separate kernel calls, errors, twin equality, threads."""
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from test_kernels_pad import ragged
+
+
+def _jobs(seed=0):
+    v3, o3 = ragged([3, 0, 5, 1, 2, 4], n_vars=4, seed=seed)
+    v2, o2 = ragged([1, 1, 0, 2, 6, 3], n_vars=2, dtype=np.float64, seed=seed + 1)
+    table = np.random.default_rng(seed).normal(size=(6, 3)).astype(np.float32)
+    jobs = [dict(values=v3, offsets=o3),
+            dict(values=v2, offsets=o2.astype(np.int32), max_len=3, fixed=False, columns=[1],
+                 sort_by=0, descending=False, padding="pre", truncating="pre", pad_value=-1.0,
+                 dtype=np.float64),
+            dict(values=v3, offsets=o3, max_len=4, pad_value=0.0)]
+    return jobs, [table, table[:, :1].astype(np.float64)]
+
+
+def _separate(backend, jobs, tables, rows):
+    """What the same work gives as separate pad_ragged calls and fancy indexing."""
+    out = []
+    for job in jobs:
+        job = dict(job)
+        fixed = job.pop("fixed", True)
+        if job.get("max_len") is not None and not fixed:
+            off = job["offsets"]
+            job["max_len"] = min(job["max_len"], int((off[rows + 1] - off[rows]).max()))
+        out.append(backend.pad_ragged(rows=rows, **job))
+    return out, [t[rows] for t in tables]
+
+
+def _same(a, b):
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.tobytes() == b.tobytes()
+
+
+def test_matches_separate_kernel_calls(backend):
+    jobs, tables = _jobs()
+    rows = np.array([4, 0, 2, 2, 5, 1])
+    padded, gathered = backend.BatchGather(jobs, tables)(rows)
+    want_padded, want_tables = _separate(backend, jobs, tables, rows)
+    for (batch, lengths), (w_batch, w_lengths) in zip(padded, want_padded):
+        _same(batch, w_batch)
+        _same(lengths, w_lengths)
+    for got, want in zip(gathered, want_tables):
+        _same(got, want)
+    assert padded[1][0].shape == (6, 3, 1)  # capped at 3 (fixed=False); longest is 6
+    assert padded[2][0].shape == (6, 4, 4)  # fixed width 4
+
+
+def test_outputs_are_independent_writeable_arrays(backend):
+    jobs, tables = _jobs()
+    g = backend.BatchGather(jobs, tables)
+    first, _ = g(np.array([0, 1]))
+    second, _ = g(np.array([0, 1]))
+    first[0][0][...] = 7.0
+    assert not np.all(second[0][0] == 7.0)
+    keep = first[0][0]
+    del first, second, g
+    gc.collect()
+    assert np.all(keep == 7.0)  # the buffer lives as long as the array
+
+
+def test_empty_rows_and_no_jobs(backend):
+    jobs, tables = _jobs()
+    padded, gathered = backend.BatchGather(jobs, tables)(np.zeros(0, dtype=np.int64))
+    assert [b.shape for b, _ in padded] == [(0, 0, 4), (0, 0, 1), (0, 4, 4)]
+    assert [t.shape for t in gathered] == [(0, 3), (0, 1)]
+    assert backend.BatchGather()(np.array([1, 2])) == ([], [])
+
+
+def test_flat_values(backend):
+    values = np.arange(6, dtype=np.float32)
+    offsets = np.array([0, 2, 2, 6])
+    (batch, lengths), = backend.BatchGather([dict(values=values, offsets=offsets, pad_value=0)])(
+        np.array([2, 1]))[0]
+    assert batch.tolist() == [[2, 3, 4, 5], [0, 0, 0, 0]] and lengths.tolist() == [4, 0]
+
+
+@pytest.mark.parametrize("rows, error", [
+    (np.array([0, 6]), ValueError),
+    (np.array([-1]), ValueError),
+    (np.array([[0, 1]]), ValueError),
+    (np.array([0.5]), ValueError),
+])
+def test_bad_rows(backend, rows, error):
+    jobs, tables = _jobs()
+    with pytest.raises(error, match="row"):
+        backend.BatchGather(jobs, tables)(rows)
+
+
+def test_row_out_of_range_of_a_table_only(backend):
+    jobs, tables = _jobs()
+    with pytest.raises(ValueError, match="out of range for 2 rows"):
+        backend.BatchGather(jobs[:1], [tables[0][:2]])(np.array([0, 3]))
+
+
+def test_bad_offsets_at_a_selected_row(backend):
+    values = np.zeros((4, 2), np.float32)
+    offsets = np.array([0, 3, 1, 4])
+    g = backend.BatchGather([dict(values=values, offsets=offsets)])
+    g(np.array([0]))  # rows whose offsets are fine still work
+    with pytest.raises(ValueError, match="bad offsets at row 1"):
+        g(np.array([0, 1]))
+
+
+@pytest.mark.parametrize("job, error", [
+    (dict(values=np.zeros((2, 2), np.int32), offsets=[0, 2]), TypeError),
+    (dict(values=np.zeros((2, 2), np.float32), offsets=[0, 1]), ValueError),
+    (dict(values=np.zeros((2, 2), np.float32), offsets=[0, 2], columns=[2]), ValueError),
+    (dict(values=np.zeros((2, 2), np.float32), offsets=[0, 2], padding="mid"), ValueError),
+    (dict(values=np.zeros((2, 2), np.float32), offsets=[0, 2], max_len=-1), ValueError),
+    (dict(values=np.zeros((2, 2), np.float32), offsets=[0, 2], dtype=np.int8), TypeError),
+    (dict(values=np.zeros((2, 2), np.float32), offsets=[0, 2], colums=[0]), TypeError),
+    (dict(values=np.zeros((2, 2), np.float32)), TypeError),
+])
+def test_bad_jobs_fail_at_construction(backend, job, error):
+    with pytest.raises(error):
+        backend.BatchGather([job])
+
+
+def test_bad_tables_fail_at_construction(backend):
+    with pytest.raises(ValueError, match="2-D"):
+        backend.BatchGather([], [np.zeros(3, np.float32)])
+    with pytest.raises(TypeError, match="float32"):
+        backend.BatchGather([], [np.zeros((3, 1), np.int64)])
+
+
+def test_threads_share_one_gather(backend):
+    values, offsets = ragged(np.arange(200) % 7, n_vars=5, seed=3)
+    g = backend.BatchGather([dict(values=values, offsets=offsets)])
+    picks = [np.random.default_rng(i).integers(0, 200, 64) for i in range(16)]
+    want = [g(r)[0][0][0] for r in picks]
+    got: dict[int, np.ndarray] = {}
+
+    def work(k):
+        for i in range(k, 16, 4):
+            got[i] = g(picks[i])[0][0][0]
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(16):
+        _same(got[i], want[i])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lengths=st.lists(st.integers(0, 7), min_size=1, max_size=30),
+       picks=st.lists(st.integers(-2, 32), max_size=25),
+       max_len=st.one_of(st.none(), st.integers(0, 9)), fixed=st.booleans(),
+       sort_by=st.one_of(st.none(), st.integers(0, 2)), padding=st.sampled_from(["post", "pre"]),
+       truncating=st.sampled_from(["post", "pre"]), out64=st.booleans(), seed=st.integers(0, 99))
+def test_twins_bitwise_equal(twins, lengths, picks, max_len, fixed, sort_by, padding, truncating,
+                             out64, seed):
+    compiled, python = twins
+    values, offsets = ragged(lengths, n_vars=3, seed=seed)
+    values[::3, 0] = np.nan
+    table = np.random.default_rng(seed).normal(size=(len(lengths), 2))
+    job = dict(values=values, offsets=offsets, max_len=max_len, fixed=fixed, sort_by=sort_by,
+               padding=padding, truncating=truncating, dtype=np.float64 if out64 else np.float32)
+    rows = np.array(picks, dtype=np.int64)
+    results = []
+    for backend in (compiled, python):
+        try:
+            results.append(backend.BatchGather([job], [table])(rows))
+        except Exception as exc:  # noqa: BLE001 - compared below
+            results.append(type(exc))
+    a, b = results
+    if isinstance(a, type) or isinstance(b, type):
+        assert a == b
+        return
+    for (x, xl), (y, yl) in zip(a[0], b[0]):
+        _same(x, y)
+        _same(xl, yl)
+    _same(a[1][0], b[1][0])
