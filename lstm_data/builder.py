@@ -91,22 +91,27 @@ class BatchBuilder:
         return self.nan_to is not None and f.role == "input"
 
     # -- building ------------------------------------------------------------------------------
+    def gather_jobs(self) -> tuple[list[dict], list[np.ndarray]]:
+        """The in-RAM ``BatchGather`` arguments: one ragged job per padded field, one table
+        per scalar field, each in field order."""
+        ragged, tables = [], []
+        for f in self.fields:
+            if f.group is None:
+                tables.append(self._scalar_table(f))
+                continue
+            spec: Ragged = f.field
+            values, offsets = self.dataset.ragged(f.group)
+            ragged.append(dict(
+                values=values, offsets=offsets, max_len=spec.max_len, fixed=spec.fixed,
+                pad_value=self._pad_value(f), columns=self._columns[f.name],
+                sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
+                truncating=spec.truncating, dtype=spec.np_dtype))
+        return ragged, tables
+
     def gather_kernel(self):
-        """The in-RAM :class:`kernels.BatchGather` of every field, in field order (cached)."""
+        """The in-RAM :class:`kernels.BatchGather` of every field (made once, at first use)."""
         if self._gather is None:
-            ragged, tables = [], []
-            for f in self.fields:
-                if f.group is None:
-                    tables.append(self._scalar_table(f))
-                    continue
-                spec: Ragged = f.field
-                values, offsets = self.dataset.ragged(f.group)
-                ragged.append(dict(
-                    values=values, offsets=offsets, max_len=spec.max_len, fixed=spec.fixed,
-                    pad_value=self._pad_value(f), columns=self._columns[f.name],
-                    sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
-                    truncating=spec.truncating, dtype=spec.np_dtype))
-            self._gather = kernels.BatchGather(ragged, tables)
+            self._gather = kernels.BatchGather(*self.gather_jobs())
         return self._gather
 
     def build(self, rows: np.ndarray) -> tuple[dict, dict]:

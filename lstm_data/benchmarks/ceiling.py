@@ -8,6 +8,11 @@ GIL-free NumPy work on private data:
 * ``np.take`` of random indices from a 128 MiB array: does the memory system
   serve two threads' random reads (the access pattern of gathering random
   rows) twice as fast? On some virtual machines it does not.
+
+Batch building also writes its outputs, about 3 MiB per numu_v3 batch and
+mostly padding, to memory that is no longer in cache when the consumer keeps
+batches alive; :func:`write_scaling` measures how two threads share that write
+bandwidth.
 """
 from __future__ import annotations
 
@@ -20,8 +25,8 @@ import numpy as np
 
 from .timing import Ratio
 
-__all__ = ["sort_scaling", "gather_scaling", "machine_ceilings", "waive_without_two_cores",
-           "MIN_CEILING"]
+__all__ = ["sort_scaling", "gather_scaling", "write_scaling", "machine_ceilings",
+           "waive_without_two_cores", "MIN_CEILING"]
 
 #: below this 2-vs-1-thread scaling of a reference job, a 1.7x thread floor cannot be judged
 MIN_CEILING = 1.7
@@ -49,6 +54,16 @@ def gather_scaling(rounds: int = 3) -> float:
     table = np.ones(16 << 20)
     picks = [np.random.default_rng(i).integers(0, len(table), 1 << 18) for i in range(16)]
     return _scaling(lambda i: table.take(picks[i]), len(picks), rounds)
+
+
+def write_scaling(rounds: int = 3) -> float:
+    """Throughput of filling 3 MiB buffers that are out of cache, on 2 threads over 1.
+
+    Each thread cycles through its own 16 buffers (48 MiB, more than the caches),
+    as batch outputs do while a consumer and a prefetch queue hold batches.
+    """
+    buffers = [[np.zeros(3 << 18, np.float32) for _ in range(16)] for _ in range(2)]
+    return _scaling(lambda i: buffers[i % 2][(i // 2) % 16].fill(np.nan), 64, rounds)
 
 
 def machine_ceilings() -> dict[str, float]:
