@@ -14,7 +14,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from .pad import (_as_columns, _as_max_len, _as_rows, _as_sort_column, check_dtype,
-                  pad_ragged)
+                  check_ragged, pad_ragged)
 
 __all__ = ["BatchGather", "RaggedJob", "prepare_ragged", "prepare_table"]
 
@@ -52,22 +52,10 @@ def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
         raise TypeError(f"unknown ragged job keys {unknown}; expected some of {list(_RAGGED_KEYS)}")
     if "values" not in job or "offsets" not in job:
         raise TypeError("a ragged job needs 'values' and 'offsets'")
-    values = np.asarray(job["values"])
-    if values.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"values must be float32 or float64, got {values.dtype}")
-    if values.ndim not in (1, 2):
-        raise ValueError(f"values must be 1-D or 2-D, got shape {values.shape}")
+    values, offsets = check_ragged(job["values"], job["offsets"])
+    offsets = np.ascontiguousarray(offsets)
     flat = values.ndim == 1
     n_vars = 1 if flat else values.shape[1]
-    offsets = np.ascontiguousarray(job["offsets"])
-    if offsets.dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
-        raise TypeError(f"offsets must be int32 or int64, got {offsets.dtype}")
-    if offsets.ndim != 1 or len(offsets) < 1:
-        raise ValueError(f"offsets must be 1-D with at least one entry, got shape {offsets.shape}")
-    if offsets[0] != 0:
-        raise ValueError(f"offsets[0] must be 0, got {offsets[0]}")
-    if offsets[-1] != len(values):
-        raise ValueError(f"offsets[-1] ({offsets[-1]}) != len(values) ({len(values)})")
     columns = job.get("columns")
     cols = None if columns is None else _as_columns(columns, n_vars, flat)
     max_len = job.get("max_len")

@@ -65,24 +65,10 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
         Unsupported dtypes, or an ``out`` of the wrong dtype.
     """
     dt = check_dtype(dtype)
-    values = np.asarray(values)
-    if values.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"values must be float32 or float64, got {values.dtype}")
-    if values.ndim not in (1, 2):
-        raise ValueError(f"values must be 1-D or 2-D, got shape {values.shape}")
+    values, offsets = check_ragged(values, offsets)
     flat = values.ndim == 1
     table = values.reshape(-1, 1) if flat else values
     n_vars = table.shape[1]
-
-    offsets = np.asarray(offsets)
-    if offsets.dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
-        raise TypeError(f"offsets must be int32 or int64, got {offsets.dtype}")
-    if offsets.ndim != 1 or len(offsets) < 1:
-        raise ValueError(f"offsets must be 1-D with at least one entry, got shape {offsets.shape}")
-    if offsets[0] != 0:
-        raise ValueError(f"offsets[0] must be 0, got {offsets[0]}")
-    if offsets[-1] != len(table):
-        raise ValueError(f"offsets[-1] ({offsets[-1]}) != len(values) ({len(table)})")
     n_rows = len(offsets) - 1
 
     rows = _as_rows(rows, n_rows)
@@ -129,6 +115,26 @@ def _fill(batch, table, starts, stops, lengths, width, cols, key, descending, pa
         kept = prongs[:width] if truncating == "post" else prongs[len(prongs) - lengths[b]:]
         slot = 0 if padding == "post" else width - lengths[b]
         view[b, slot:slot + lengths[b]] = kept[:, cols].astype(dt)
+
+
+def check_ragged(values: Any, offsets: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` (1-D or 2-D float32/float64) and ``offsets`` (int32/int64, starting at 0
+    and ending at ``len(values)``) as arrays, or the error that names what is wrong."""
+    values = np.asarray(values)
+    if values.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"values must be float32 or float64, got {values.dtype}")
+    if values.ndim not in (1, 2):
+        raise ValueError(f"values must be 1-D or 2-D, got shape {values.shape}")
+    offsets = np.asarray(offsets)
+    if offsets.dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise TypeError(f"offsets must be int32 or int64, got {offsets.dtype}")
+    if offsets.ndim != 1 or len(offsets) < 1:
+        raise ValueError(f"offsets must be 1-D with at least one entry, got shape {offsets.shape}")
+    if offsets[0] != 0:
+        raise ValueError(f"offsets[0] must be 0, got {offsets[0]}")
+    if offsets[-1] != len(values):
+        raise ValueError(f"offsets[-1] ({offsets[-1]}) != len(values) ({len(values)})")
+    return values, offsets
 
 
 def _as_rows(rows: Any, n_rows: int) -> np.ndarray:
