@@ -24,7 +24,7 @@ import numpy as np
 
 from .._fallback.gather import prepare_ragged, prepare_table
 
-from .padrows cimport BAD_OFFSETS, BAD_ROW, NO_MEMORY, pad_rows_any, row_bounds_any
+from .padrows cimport BAD_ROW, NO_MEMORY, pad_rows_any, row_bounds_any
 
 cnp.import_array()
 

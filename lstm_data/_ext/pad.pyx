@@ -135,11 +135,10 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
     cdef Py_ssize_t bad = 0
     cdef int64_t longest = 0
     cdef int status = 0
-    cdef const void *off_ptr = cnp.PyArray_DATA(off)
-    cdef bint off64 = odt == _I64
     if not off.flags.c_contiguous:
         off = np.ascontiguousarray(off)
-        off_ptr = cnp.PyArray_DATA(off)
+    cdef const void *off_ptr = cnp.PyArray_DATA(off)
+    cdef bint off64 = odt == _I64
     try:
         with nogil:
             status = row_bounds_any(off_ptr, off64, row_ptr, n_batch, n_rows, total, starts,
