@@ -153,6 +153,48 @@ def test_threads_share_one_gather(backend):
         _same(got[i], want[i])
 
 
+def test_reused_buffers_never_show_an_earlier_batch(twins):
+    """The compiled gather recycles the buffers of dead outputs: each batch must
+    still equal the twin's fresh one, whatever the previous (wider, narrower,
+    differently padded) batch left behind. Rows of up to 120 prongs x 300 vars
+    make MiB-sized outputs, the size that takes huge-page blocks."""
+    compiled, python = twins
+    lengths = np.random.default_rng(5).integers(0, 120, 400)
+    values, offsets = ragged(lengths, n_vars=300, seed=5)
+    jobs = [dict(values=values, offsets=offsets),
+            dict(values=values, offsets=offsets, max_len=50, fixed=False, padding="pre",
+                 pad_value=-2.0, columns=list(range(0, 300, 7)))]
+    ours, twin = compiled.BatchGather(jobs), python.BatchGather(jobs)
+    rng = np.random.default_rng(6)
+    sizes = (64, 9, 64, 40, 1, 64, 0, 33, 64, 64)
+    addresses = set()
+    for size in sizes:
+        rows = rng.integers(0, len(lengths), size)
+        got, want = ours(rows)[0], twin(rows)[0]
+        for (x, xl), (y, yl) in zip(got, want):
+            _same(x, y)
+            _same(xl, yl)
+            x.fill(np.inf)  # garbage for the next batch that takes this buffer
+        addresses.add(got[0][0].ctypes.data)
+        del got, x, xl
+    assert len(addresses) < len(sizes)  # buffers were recycled
+
+
+def test_outputs_outlive_their_gather_and_its_buffer_pool(backend):
+    values, offsets = ragged(np.full(64, 40), n_vars=200, seed=7)
+    g = backend.BatchGather([dict(values=values, offsets=offsets)])
+    rows = np.arange(64)[::-1]
+    batches = [g(rows)[0][0][0] for _ in range(3)]
+    del batches[1]  # one buffer back in the pool while the gather lives
+    del g
+    gc.collect()
+    want = values.reshape(64, 40, 200)[::-1]
+    for batch in batches:
+        _same(batch, want)
+    del batches
+    gc.collect()
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lengths=st.lists(st.integers(0, 7), min_size=1, max_size=30),
        picks=st.lists(st.integers(-2, 32), max_size=25),

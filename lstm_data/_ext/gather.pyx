@@ -24,6 +24,7 @@ import numpy as np
 
 from .._fallback.gather import prepare_ragged, prepare_table
 
+from .bufpool cimport BufferPool, pool_disown, pool_give, pool_new, pool_take
 from .padrows cimport BAD_ROW, NO_MEMORY, pad_rows_any, row_bounds_any
 
 cnp.import_array()
@@ -56,15 +57,19 @@ cdef void _free_capsule(object capsule) noexcept:
     free(PyCapsule_GetPointer(capsule, NULL))
 
 
-cdef object _adopt(void *data, int nd, cnp.npy_intp *dims, int typenum):
-    """A NumPy array over ``malloc``-ed ``data`` that frees it when the array dies."""
+cdef void _give_capsule(object capsule) noexcept:
+    pool_give(PyCapsule_GetPointer(capsule, NULL))
+
+
+cdef object _adopt(void *data, int nd, cnp.npy_intp *dims, int typenum, bint pooled=False):
+    """A NumPy array over ``data`` that frees it (or gives it back to its pool) when it dies."""
     arr = cnp.PyArray_SimpleNewFromData(nd, dims, typenum, data)
-    cnp.set_array_base(arr, PyCapsule_New(data, NULL, _free_capsule))
+    cnp.set_array_base(arr, PyCapsule_New(data, NULL, _give_capsule if pooled else _free_capsule))
     return arr
 
 
-cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec *tables,
-                 Py_ssize_t n_tables, const Py_ssize_t *rows, Py_ssize_t n_batch,
+cdef int _gather(BufferPool *pool, const RaggedSpec *ragged, Py_ssize_t n_ragged,
+                 const TableSpec *tables, Py_ssize_t n_tables, const Py_ssize_t *rows, Py_ssize_t n_batch,
                  int64_t *starts, Output *outs, void **table_outs, Py_ssize_t *err_job,
                  Py_ssize_t *err_pos) noexcept nogil:
     """Every output of one batch; 0, or a status with the failing job and batch position."""
@@ -89,7 +94,7 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
             width = job.max_len
         outs[j].width = width
         size = n_batch * width * job.n_cols * (8 if job.out64 else 4)
-        outs[j].data = malloc(size if size else 1)
+        outs[j].data = pool_take(pool, size)
         if outs[j].data == NULL:
             return NO_MEMORY
         if size:
@@ -128,6 +133,7 @@ cdef class BatchGather:
 
     cdef RaggedSpec *_ragged
     cdef TableSpec *_tables
+    cdef BufferPool *_pool  # the padded outputs' buffers, reused while cache-warm
     cdef Py_ssize_t _n_ragged, _n_tables
     cdef readonly list ragged
     cdef readonly list tables
@@ -136,10 +142,14 @@ cdef class BatchGather:
     def __cinit__(self):
         self._ragged = NULL
         self._tables = NULL
+        self._pool = pool_new()
+        if self._pool == NULL:
+            raise MemoryError()
 
     def __dealloc__(self):
         free(self._ragged)
         free(self._tables)
+        pool_disown(self._pool)
 
     def __init__(self, ragged=(), tables=()):
         self.ragged = [prepare_ragged(job) for job in ragged]
@@ -205,7 +215,7 @@ cdef class BatchGather:
         try:
             if outs != NULL and table_outs != NULL and starts != NULL:
                 with nogil:
-                    status = _gather(self._ragged, self._n_ragged, self._tables, self._n_tables,
+                    status = _gather(self._pool, self._ragged, self._n_ragged, self._tables, self._n_tables,
                                      row_ptr, n_batch, starts, outs, table_outs, &err_job,
                                      &err_pos)
             if status:
@@ -214,7 +224,7 @@ cdef class BatchGather:
         finally:  # whatever was not handed to NumPy
             if outs != NULL:
                 for j in range(self._n_ragged):
-                    free(outs[j].data)
+                    pool_give(outs[j].data)
                     free(outs[j].lengths)
             if table_outs != NULL:
                 for j in range(self._n_tables):
@@ -249,7 +259,7 @@ cdef class BatchGather:
             dims[1] = outs[j].width
             dims[2] = spec.n_cols
             batch = _adopt(outs[j].data, 2 if spec.flat else 3, dims,
-                           cnp.NPY_FLOAT64 if spec.out64 else cnp.NPY_FLOAT32)
+                           cnp.NPY_FLOAT64 if spec.out64 else cnp.NPY_FLOAT32, pooled=True)
             outs[j].data = NULL
             lengths = _adopt(outs[j].lengths, 1, dims, cnp.NPY_INT64)
             outs[j].lengths = NULL
