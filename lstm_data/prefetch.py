@@ -10,6 +10,7 @@ GIL hand-offs, each tens of microseconds on a virtual machine.
 """
 from __future__ import annotations
 
+import _thread
 import threading
 from typing import Callable, Iterator, TypeVar
 
@@ -38,6 +39,8 @@ class _Pipeline:
         self.wanted = -1  # index the consumer is waiting for, or -1
         self.blocked = 0  # workers waiting for space
         self.stopped = False
+        self.running = 0  # background workers not yet returned
+        self.finished = threading.Condition(lock)  # stop() waits here for them
 
     def _claim(self) -> int:
         """Claim the next index inside the ``ahead`` window, or -1 (caller holds the lock)."""
@@ -58,7 +61,35 @@ class _Pipeline:
                 self.ready.notify()
 
     def work(self) -> None:
-        """Background worker loop: claim the next index, build it, park the result."""
+        """Background worker: build items until none is left, then sign off."""
+        try:
+            self._work()
+        finally:
+            with self.finished:
+                self.running -= 1
+                if not self.running:
+                    self.finished.notify_all()
+
+    def start_workers(self, count: int) -> None:
+        """Start ``count`` background workers without waiting for them to run.
+
+        ``threading.Thread.start`` blocks until the new thread has been scheduled
+        and taken the GIL, a few hundred microseconds on a busy virtual machine,
+        at the start of every epoch. Low-level threads start without that wait,
+        while the caller already builds the first item. Fewer workers if the
+        system refuses more threads: the caller builds whatever is left.
+        """
+        for _ in range(count):
+            with self.finished:
+                self.running += 1
+            try:
+                _thread.start_new_thread(self.work, ())
+            except RuntimeError:
+                with self.finished:
+                    self.running -= 1
+                break
+
+    def _work(self) -> None:
         while True:
             with self.space:
                 index = self._claim()
@@ -93,10 +124,13 @@ class _Pipeline:
         return value
 
     def stop(self) -> None:
+        """Stop handing out items and wait for the workers to finish the ones they build."""
         with self.ready:
             self.stopped = True
             self.results.clear()
             self.space.notify_all()
+            while self.running:
+                self.finished.wait()
 
 
 def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
@@ -130,17 +164,12 @@ def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
             yield build(i)
         return
     pipe = _Pipeline(build, n, max(1, ahead or 2 * workers))
-    threads = [threading.Thread(target=pipe.work, name=f"lstm_data-{k}", daemon=True)
-               for k in range(min(workers - 1, max(n - 1, 0)))]
-    for t in threads:
-        t.start()
+    pipe.start_workers(min(workers - 1, max(n - 1, 0)))
     try:
         for i in range(n):
             yield pipe.take(i)  # type: ignore[misc]
     finally:
         pipe.stop()
-        for t in threads:
-            t.join()
 
 
 class EpochIteration:

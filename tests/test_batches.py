@@ -267,7 +267,8 @@ def test_prefetch_order_bound_errors_and_early_close():
     assert max(state["started"]) < 7 + 1 + 4 and state["peak"] <= 3
     gen = prefetch(build, 1000, workers=2, ahead=3)
     assert next(gen) == 0
-    gen.close()  # workers stop after the items they are building
+    gen.close()  # workers stop after the items they are building, and close waits for them
+    assert state["running"] == 0
     started = len(state["started"])
     time.sleep(0.02)
     assert len(state["started"]) == started
