@@ -28,10 +28,11 @@ from libc.math cimport NAN
 cimport numpy as cnp
 import numpy as np
 
-from ..errors import ParseError, SchemaError
 from .._fallback.csvblock import KINDS, MULTI, QUOTED, check_csv_seps
 from .colstore cimport ColStore, cs_at
-from .csvcolumns cimport K_RAGGED, K_SCALAR, K_SKIP, F_MULTI, F_QUOTED, CsvColumns
+from .csvcolumns cimport (E_AFTER_QUOTE, E_EMPTY, E_INVALID, E_MISMATCH, E_NOMEM,
+                         E_SCALAR_LIST, E_TOO_FEW, E_TOO_MANY, E_UNTERMINATED, F_MULTI,
+                         F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE, ST_OK, CsvColumns)
 from .numparse cimport (FAST_DECIMAL_READ, fast_decimal, fast_number, ld_init_locale,
                         parse_number)
 
@@ -42,20 +43,6 @@ __all__ = ["CsvBlockParser", "QUOTED", "MULTI", "KINDS", "check_csv_seps"]
 
 cdef extern from "platform.h":
     int ld_find2(const char *p, char a, char b) nogil
-
-cdef enum Status:
-    ST_OK = 0
-    ST_INCOMPLETE = 1
-    E_NOMEM = -1
-    E_INVALID = -2
-    E_EMPTY = -3
-    E_TOO_MANY = -4
-    E_TOO_FEW = -5
-    E_UNTERMINATED = -6
-    E_AFTER_QUOTE = -7
-    E_SCALAR_LIST = -8
-    E_MISMATCH = -9
-
 
 @cython.final
 cdef class CsvBlockParser(CsvColumns):
@@ -127,15 +114,11 @@ cdef class CsvBlockParser(CsvColumns):
                     self._line += 1
                     break
                 if col == self.ncols - 1:
-                    self.e_line = self._line
-                    self.e_col = col + 1
-                    return E_TOO_MANY
+                    return self._fail(E_TOO_MANY, self._line, col)
                 col += 1
                 pos += 1
             if col != self.ncols - 1:
-                self.e_line = rec_line
-                self.e_col = col + 1
-                return E_TOO_FEW
+                return self._fail(E_TOO_FEW, rec_line, col)
             if self._commit() < 0:
                 return E_NOMEM
         consumed[0] = pos
@@ -205,9 +188,7 @@ cdef class CsvBlockParser(CsvColumns):
                     if pos >= n:
                         if not final:
                             return ST_INCOMPLETE
-                        self.e_line = open_line
-                        self.e_col = col + 1
-                        return E_UNTERMINATED
+                        return self._fail(E_UNTERMINATED, open_line, col)
                     if buf[pos] == c'"':
                         if pos + 1 >= n and not final:
                             return ST_INCOMPLETE
@@ -242,10 +223,8 @@ cdef class CsvBlockParser(CsvColumns):
             if self.leader[g] == col:
                 self.current[g] = count
             elif count != self.current[g]:
-                self.e_line = self._line
-                self.e_col = col + 1
                 self.e_count = count
-                return E_MISMATCH
+                return self._fail(E_MISMATCH, self._line, col)
         self.rec_flags[col] |= (F_QUOTED if quoted else 0) | (F_MULTI if count > 1 else 0)
         ppos[0] = pos
         return ST_OK
@@ -306,18 +285,10 @@ cdef class CsvBlockParser(CsvColumns):
             st = -1 if escaped else parse_number(buf + tok, end - tok, &v)
         cdef char *slot
         cdef int g
+        if st == 0 and not (is_lsep or count > 0):
+            return 0  # an empty cell
         if st != 1:
-            self.e_line = line
-            self.e_col = col + 1
-            self.e_tok = tok
-            self.e_end = end
-            self.e_cell = cell
-            self.e_quoted = escaped
-            if st == 0:
-                if is_lsep or count > 0:
-                    return E_EMPTY
-                return 0
-            return E_INVALID
+            return self._fail(E_EMPTY if st == 0 else E_INVALID, line, col, tok, end, cell, escaped)
         if self.kind[col] == K_SCALAR:
             slot = cs_at(&self.scalar_store[col], self._rows)
         else:
@@ -332,13 +303,7 @@ cdef class CsvBlockParser(CsvColumns):
         else:
             (<double *> slot)[0] = v
         if is_lsep and self.kind[col] == K_SCALAR:
-            self.e_line = line
-            self.e_col = col + 1
-            self.e_tok = tok
-            self.e_end = end
-            self.e_cell = cell
-            self.e_quoted = escaped
-            return E_SCALAR_LIST
+            return self._fail(E_SCALAR_LIST, line, col, tok, end, cell, escaped)
         return 1
 
     cdef inline int _after_quote(self, const char *buf, Py_ssize_t n, bint final, Py_ssize_t col,
@@ -357,13 +322,7 @@ cdef class CsvBlockParser(CsvColumns):
             ppos[0] = pos
             return ST_OK
         if buf[pos] != self.sep and buf[pos] != c'\n':
-            self.e_line = self._line
-            self.e_col = col + 1
-            self.e_tok = pos
-            self.e_end = pos + 1
-            self.e_cell = pos
-            self.e_quoted = False
-            return E_AFTER_QUOTE
+            return self._fail(E_AFTER_QUOTE, self._line, col, pos, pos + 1, pos)
         ppos[0] = pos
         return ST_OK
 
@@ -383,9 +342,7 @@ cdef class CsvBlockParser(CsvColumns):
                     if not final:
                         return ST_INCOMPLETE
                     if pos >= n:
-                        self.e_line = open_line
-                        self.e_col = col + 1
-                        return E_UNTERMINATED
+                        return self._fail(E_UNTERMINATED, open_line, col)
                     ppos[0] = pos + 1
                     return ST_OK
                 if buf[pos + 1] == c'"':
@@ -403,38 +360,3 @@ cdef class CsvBlockParser(CsvColumns):
             return ST_INCOMPLETE
         ppos[0] = pos
         return ST_OK
-
-    # -- errors and results --------------------------------------------------------
-
-    cdef _raise(self, int status, object data):
-        where = dict(line=self.e_line, column=self.e_col, row=self._rows)
-        if status == E_NOMEM:
-            raise MemoryError("out of memory while parsing CSV")
-        if status == E_TOO_MANY:
-            raise ParseError(f"too many fields: expected {self.ncols}", line=self.e_line,
-                             column=self.ncols + 1, row=self._rows)
-        if status == E_TOO_FEW:
-            raise ParseError(f"too few fields: expected {self.ncols}, got {self.e_col}",
-                             line=self.e_line, column=self.e_col + 1, row=self._rows)
-        col = self.e_col - 1
-        where["variable"] = self.names[col]
-        if status == E_UNTERMINATED:
-            raise ParseError("unterminated quote", **where)
-        if status == E_MISMATCH:
-            g = self.group_of[col]
-            lead = self.leader[g]
-            raise SchemaError(
-                f"group {self.group_names[g]!r}: {self.names[col]!r} has {self.e_count} values "
-                f"but {self.names[lead]!r} has {self.current[g]}", **where)
-        raw = bytes(data[self.e_tok:self.e_end])
-        if status == E_AFTER_QUOTE:
-            raise ParseError("unexpected character after a closing quote",
-                             token=raw.decode("utf-8", "replace"), **where)
-        if self.e_quoted:
-            raw = raw.replace(b'""', b'"')
-        where.update(offset=self.e_tok - self.e_cell, token=raw.decode("utf-8", "replace"))
-        if status == E_EMPTY:
-            raise ParseError("empty token", **where)
-        if status == E_INVALID:
-            raise ParseError("invalid number", **where)
-        raise SchemaError("several values in a scalar column", **where)

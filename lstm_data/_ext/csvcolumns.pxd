@@ -11,6 +11,19 @@ cdef enum:
     F_QUOTED = 1
     F_MULTI = 2
 
+cdef enum Status:  # of the nogil parser: 0 or 1, else an error that _raise turns into an exception
+    ST_OK = 0
+    ST_INCOMPLETE = 1
+    E_NOMEM = -1
+    E_INVALID = -2
+    E_EMPTY = -3
+    E_TOO_MANY = -4
+    E_TOO_FEW = -5
+    E_UNTERMINATED = -6
+    E_AFTER_QUOTE = -7
+    E_SCALAR_LIST = -8
+    E_MISMATCH = -9
+
 
 cdef class CsvColumns:
     cdef object names, group_names, group_cols, dtype
@@ -36,3 +49,6 @@ cdef class CsvColumns:
     cdef _alloc(self)
     cdef void _free_stores(self) noexcept
     cdef int _commit(self) noexcept nogil
+    cdef int _fail(self, int status, Py_ssize_t line, Py_ssize_t col, Py_ssize_t tok=*,
+                   Py_ssize_t end=*, Py_ssize_t cell=*, bint quoted=*) noexcept nogil
+    cdef _raise(self, int status, object data)

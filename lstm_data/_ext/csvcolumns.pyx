@@ -4,8 +4,9 @@
 :class:`CsvColumns` validates the column kinds and groups (with the twin's
 rules), owns one :c:type:`ColStore` per scalar column and two per ragged group
 (values and offsets), commits records and hands the buffers to numpy arrays
-without a copy in :meth:`CsvColumns.finish`. The tokenizer lives in
-``csvblock.pyx``.
+without a copy in :meth:`CsvColumns.finish`. It also keeps where the last
+error was found (:meth:`_fail`, without the GIL) and turns it into the twin's
+exception (:meth:`_raise`). The tokenizer lives in ``csvblock.pyx``.
 """
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport calloc, free
@@ -13,6 +14,7 @@ from libc.stdlib cimport calloc, free
 cimport numpy as cnp
 import numpy as np
 
+from ..errors import ParseError, SchemaError
 from .._fallback.csvblock import KINDS, _layout, check_csv_seps
 from .._fallback.parse import check_dtype
 from .colstore cimport ColStore, cs_at, cs_free, cs_init, cs_to_array
@@ -177,3 +179,50 @@ cdef class CsvColumns:
             self._free_stores()
         self._start()
         return scalars, groups
+
+    # -- errors ----------------------------------------------------------------------
+    cdef int _fail(self, int status, Py_ssize_t line, Py_ssize_t col, Py_ssize_t tok=0,
+                   Py_ssize_t end=0, Py_ssize_t cell=0, bint quoted=False) noexcept nogil:
+        """Record where error ``status`` was found (``col`` 0-based; token bytes
+        ``tok:end`` of the cell starting at ``cell``) and return it."""
+        self.e_line = line
+        self.e_col = col + 1
+        self.e_tok = tok
+        self.e_end = end
+        self.e_cell = cell
+        self.e_quoted = quoted
+        return status
+
+    cdef _raise(self, int status, object data):
+        """Raise the exception of error ``status``, found in ``data`` as :meth:`_fail` recorded."""
+        where = dict(line=self.e_line, column=self.e_col, row=self._rows)
+        if status == E_NOMEM:
+            raise MemoryError("out of memory while parsing CSV")
+        if status == E_TOO_MANY:
+            raise ParseError(f"too many fields: expected {self.ncols}", line=self.e_line,
+                             column=self.ncols + 1, row=self._rows)
+        if status == E_TOO_FEW:
+            raise ParseError(f"too few fields: expected {self.ncols}, got {self.e_col}",
+                             line=self.e_line, column=self.e_col + 1, row=self._rows)
+        col = self.e_col - 1
+        where["variable"] = self.names[col]
+        if status == E_UNTERMINATED:
+            raise ParseError("unterminated quote", **where)
+        if status == E_MISMATCH:
+            g = self.group_of[col]
+            lead = self.leader[g]
+            raise SchemaError(
+                f"group {self.group_names[g]!r}: {self.names[col]!r} has {self.e_count} values "
+                f"but {self.names[lead]!r} has {self.current[g]}", **where)
+        raw = bytes(data[self.e_tok:self.e_end])
+        if status == E_AFTER_QUOTE:
+            raise ParseError("unexpected character after a closing quote",
+                             token=raw.decode("utf-8", "replace"), **where)
+        if self.e_quoted:
+            raw = raw.replace(b'""', b'"')
+        where.update(offset=self.e_tok - self.e_cell, token=raw.decode("utf-8", "replace"))
+        if status == E_EMPTY:
+            raise ParseError("empty token", **where)
+        if status == E_INVALID:
+            raise ParseError("invalid number", **where)
+        raise SchemaError("several values in a scalar column", **where)
