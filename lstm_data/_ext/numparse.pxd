@@ -83,12 +83,39 @@ cdef inline double _slow(const char *s, Py_ssize_t n) noexcept nogil:
     return v
 
 
+cdef inline Py_ssize_t _significant(const char *s, Py_ssize_t i, Py_ssize_t n, uint64_t *mant,
+                                    Py_ssize_t *sig, bint *exact, Py_ssize_t *kept,
+                                    Py_ssize_t *dropped) noexcept nogil:
+    """Read the digits at ``s[i]`` into ``mant``: up to ``MAX_DIGITS`` significant ones
+    (leading zeros are not), counted in ``sig``; return the index after them.
+
+    ``kept`` counts the digits read while ``sig < MAX_DIGITS``, ``dropped`` the
+    later ones, whose non-zeros make the result inexact (``exact`` cleared).
+    """
+    cdef char c
+    kept[0] = 0
+    dropped[0] = 0
+    while i < n and c'0' <= s[i] <= c'9':
+        c = s[i] - c'0'
+        if sig[0] < MAX_DIGITS:
+            if sig[0] or c:
+                mant[0] = mant[0] * 10 + <uint64_t> c
+                sig[0] += 1
+            kept[0] += 1
+        else:
+            dropped[0] += 1
+            if c:
+                exact[0] = False
+        i += 1
+    return i
+
+
 cdef inline int parse_number(const char *s, Py_ssize_t n, double *out) noexcept nogil:
     """Parse ``s[:n]`` (surrounding ASCII whitespace allowed) into ``out``.
 
     Returns 1 on success, 0 for an empty token, -1 for an invalid one.
     """
-    cdef Py_ssize_t i = 0, j, start, digits = 0, sig = 0
+    cdef Py_ssize_t i = 0, j, start, digits = 0, sig = 0, kept, dropped
     cdef uint64_t mant = 0
     cdef long exp10 = 0, e = 0
     cdef bint neg = False, eneg = False, exact = True
@@ -111,31 +138,13 @@ cdef inline int parse_number(const char *s, Py_ssize_t n, double *out) noexcept 
             out[0] = -INFINITY if neg else INFINITY
             return 1
         return -1
-    while i < n and c'0' <= s[i] <= c'9':
-        c = s[i] - c'0'
-        if sig < MAX_DIGITS:
-            if sig or c:
-                mant = mant * 10 + <uint64_t> c
-                sig += 1
-        else:
-            exp10 += 1
-            if c:
-                exact = False
-        digits += 1
-        i += 1
+    i = _significant(s, i, n, &mant, &sig, &exact, &kept, &dropped)
+    exp10 += dropped  # integer digits past MAX_DIGITS each scale by 10
+    digits += kept + dropped
     if i < n and s[i] == c'.':
-        i += 1
-        while i < n and c'0' <= s[i] <= c'9':
-            c = s[i] - c'0'
-            if sig < MAX_DIGITS:
-                if sig or c:
-                    mant = mant * 10 + <uint64_t> c
-                    sig += 1
-                exp10 -= 1
-            elif c:
-                exact = False
-            digits += 1
-            i += 1
+        i = _significant(s, i + 1, n, &mant, &sig, &exact, &kept, &dropped)
+        exp10 -= kept  # fraction digits within MAX_DIGITS each scale by 1/10
+        digits += kept + dropped
     if digits == 0:
         return -1
     if i < n and (s[i] == c'e' or s[i] == c'E'):
@@ -240,6 +249,20 @@ cdef inline const char *fast_decimal(const char *p, double *out) noexcept nogil:
     return q + dot + nf
 
 
+cdef inline const char *_digits(const char *p, const char *end, uint64_t *mant,
+                                int *digits) noexcept nogil:
+    """Append the decimal digits at ``p`` to ``mant`` and count them; return the end."""
+    cdef unsigned int d
+    while p < end:
+        d = <unsigned int> (<unsigned char> p[0]) - 48u
+        if d > 9:
+            break
+        mant[0] = mant[0] * 10 + d
+        digits[0] += 1
+        p += 1
+    return p
+
+
 cdef inline Py_ssize_t fast_number(const char *buf, Py_ssize_t pos, Py_ssize_t n,
                                    double *out) noexcept nogil:
     """Parse a plain ``-?digits[.digits][(e|E)[+-]digits]`` at ``buf[pos]`` exactly.
@@ -255,7 +278,7 @@ cdef inline Py_ssize_t fast_number(const char *buf, Py_ssize_t pos, Py_ssize_t n
     cdef bint neg = False, eneg = False
     cdef uint64_t mant = 0
     cdef unsigned int d
-    cdef int digits = 0, e = 0, edigits = 0
+    cdef int digits = 0, before, e = 0, edigits = 0
     cdef long exp10 = 0
     cdef double v
     if n - pos >= FAST_DECIMAL_READ:
@@ -266,23 +289,11 @@ cdef inline Py_ssize_t fast_number(const char *buf, Py_ssize_t pos, Py_ssize_t n
     if p < end and p[0] == c'-':
         neg = True
         p += 1
-    while p < end:
-        d = <unsigned int> (<unsigned char> p[0]) - 48u
-        if d > 9:
-            break
-        mant = mant * 10 + d
-        digits += 1
-        p += 1
+    p = _digits(p, end, &mant, &digits)
     if p < end and p[0] == c'.':
-        p += 1
-        while p < end:
-            d = <unsigned int> (<unsigned char> p[0]) - 48u
-            if d > 9:
-                break
-            mant = mant * 10 + d
-            digits += 1
-            exp10 -= 1
-            p += 1
+        before = digits
+        p = _digits(p + 1, end, &mant, &digits)
+        exp10 = before - digits  # each fraction digit scales by 1/10
     if digits == 0 or digits > 19:
         return -1
     if p < end and (p[0] == c'e' or p[0] == c'E'):
