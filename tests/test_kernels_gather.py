@@ -97,6 +97,16 @@ def test_bad_rows(backend, rows, error):
         backend.BatchGather(jobs, tables)(rows)
 
 
+@pytest.mark.parametrize("dtype, width", [(np.float32, 1), (np.float32, 5), (np.float64, 1),
+                                          (np.float64, 3)])
+def test_tables_of_any_row_size_equal_fancy_indexing(backend, dtype, width):
+    table = np.random.default_rng(width).normal(size=(300, width)).astype(dtype)
+    rows = np.random.default_rng(1).integers(0, 300, 100)  # more rows than are prefetched ahead
+    for picked in (rows, rows[:3], rows[:0]):
+        (got,) = backend.BatchGather([], [table])(picked)[1]
+        _same(got, table[picked])
+
+
 def test_row_out_of_range_of_a_table_only(backend):
     jobs, tables = _jobs()
     with pytest.raises(ValueError, match="out of range for 2 rows"):
@@ -180,7 +190,7 @@ def test_reused_buffers_never_show_an_earlier_batch(twins):
     assert len(addresses) < len(sizes)  # buffers were recycled
 
 
-def test_outputs_outlive_their_gather_and_its_buffer_pool(backend):
+def test_outputs_outlive_their_gather(backend):
     values, offsets = ragged(np.full(64, 40), n_vars=200, seed=7)
     g = backend.BatchGather([dict(values=values, offsets=offsets)])
     rows = np.arange(64)[::-1]

@@ -97,6 +97,7 @@ def stage_full_batch(report: Report, data: BenchData, quick: bool) -> None:
     report.ratio("batch", "batch vs legacy lstm_ee path", slow["legacy"] / slow["ours"])
     report.ratio("batch", "batch time / its kernel calls", fast["ours"] / fast["kernels"])
     _gather_vs(report, batches, rows, quick)
+    _tables_vs_take(report, quick)
 
 
 def _gather_vs(report: Report, batches: Batches, rows: list[np.ndarray], quick: bool) -> None:
@@ -136,6 +137,31 @@ def _gather_vs(report: Report, batches: Batches, rows: list[np.ndarray], quick: 
     report.time("batch", "python twin BatchGather", slow["twin"], items=BATCH)
     report.ratio("batch", "BatchGather vs separate kernel calls", med["separate"] / med["ours"])
     report.ratio("batch", "BatchGather vs python twin", slow["twin"] / slow["ours"])
+
+
+def _tables_vs_take(report: Report, quick: bool) -> None:
+    """``BatchGather``'s scalar-table rows vs ``numpy.take``, on tables far larger than the
+    caches, where every random row is a memory access (the kernel prefetches rows ahead)."""
+    from lstm_data import kernels
+
+    rng = np.random.default_rng(0)
+    n_rows = 2_000_000 if quick else 10_000_000
+    tables = [rng.random((n_rows, 6), dtype=np.float32), rng.random((n_rows, 1), dtype=np.float32)]
+    gather = kernels.BatchGather([], tables)
+    picks = [rng.integers(0, n_rows, BATCH) for _ in range(64)]
+    state = {"i": 0}
+
+    def pick() -> np.ndarray:
+        state["i"] = (state["i"] + 1) % len(picks)
+        return picks[state["i"]]
+
+    med = interleaved_medians({"ours": lambda: gather(pick()),
+                               "take": lambda: [np.take(t, pick(), axis=0) for t in tables]},
+                              repeats=100 if quick else 400)
+    report.time("batch", f"BatchGather tables only, {n_rows:,}-row tables", med["ours"],
+                items=BATCH, ours=True)
+    report.time("batch", "same rows by np.take", med["take"], items=BATCH)
+    report.ratio("batch", "BatchGather table rows vs np.take (out of cache)", med["take"] / med["ours"])
 
 
 def stage_threads(report: Report, data: BenchData, quick: bool) -> None:
