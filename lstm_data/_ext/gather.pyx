@@ -11,8 +11,10 @@ kernel calls. Each time a thread comes back from a ``nogil`` section while the
 other holds the GIL, it sleeps and must be woken, which costs tens of
 microseconds on a virtual machine. A batch built from five separate kernel calls
 crosses that boundary about ten times; here it crosses it once: row checks,
-output allocation (``malloc``, handed to NumPy afterwards), padding and table
-gathers all run in one ``nogil`` call.
+output allocation (handed to NumPy afterwards), padding and table gathers all
+run in one ``nogil`` call. The padded outputs' buffers come from, and go back
+to, the process-wide pool of ``bufpool.pxd``, so a new batch is written into
+the cache-warm buffer of one that just died.
 """
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 from libc.stdint cimport int64_t, uint32_t
@@ -25,10 +27,7 @@ import numpy as np
 from .._fallback.gather import prepare_ragged, prepare_table
 
 from .bufpool cimport BufferPool, pool_give, pool_init, pool_take
-from .padrows cimport BAD_ROW, NO_MEMORY, pad_rows_any, row_bounds_any
-
-cdef extern from "platform.h":
-    void LD_PREFETCH(const void *p) nogil
+from .padrows cimport BAD_ROW, LD_PREFETCH, NO_MEMORY, pad_rows_any, row_bounds_any
 
 cdef enum:
     TABLE_AHEAD = 16  # table rows prefetched this far ahead of the copy
@@ -79,8 +78,8 @@ cdef object _adopt(void *data, int nd, cnp.npy_intp *dims, int typenum, bint poo
     return arr
 
 
-cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged,
-                 const TableSpec *tables, Py_ssize_t n_tables, const Py_ssize_t *rows, Py_ssize_t n_batch,
+cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec *tables,
+                 Py_ssize_t n_tables, const Py_ssize_t *rows, Py_ssize_t n_batch,
                  int64_t *starts, Output *outs, void **table_outs, Py_ssize_t *err_job,
                  Py_ssize_t *err_pos) noexcept nogil:
     """Every output of one batch; 0, or a status with the failing job and batch position."""
@@ -142,16 +141,13 @@ cdef inline void _take_rows(const char *base, Py_ssize_t row_bytes, const Py_ssi
     cdef Py_ssize_t b
     for b in range(min(TABLE_AHEAD, n_batch)):
         LD_PREFETCH(base + rows[b] * row_bytes)
-    if row_bytes == 4:
-        for b in range(n_batch):
-            if b + TABLE_AHEAD < n_batch:
-                LD_PREFETCH(base + rows[b + TABLE_AHEAD] * 4)
-            (<uint32_t *> dst)[b] = (<const uint32_t *> base)[rows[b]]
-        return
     for b in range(n_batch):
         if b + TABLE_AHEAD < n_batch:
             LD_PREFETCH(base + rows[b + TABLE_AHEAD] * row_bytes)
-        memcpy(dst + b * row_bytes, base + rows[b] * row_bytes, row_bytes)
+        if row_bytes == 4:  # the same for every row: a perfectly predicted branch
+            (<uint32_t *> dst)[b] = (<const uint32_t *> base)[rows[b]]
+        else:
+            memcpy(dst + b * row_bytes, base + rows[b] * row_bytes, row_bytes)
 
 
 cdef class BatchGather:

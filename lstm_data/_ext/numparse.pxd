@@ -293,7 +293,7 @@ cdef inline Py_ssize_t fast_number(const char *buf, Py_ssize_t pos, Py_ssize_t n
     if p < end and p[0] == c'.':
         before = digits
         p = _digits(p + 1, end, &mant, &digits)
-        exp10 = before - digits  # each fraction digit scales by 1/10
+        exp10 -= digits - before  # each fraction digit scales by 1/10
     if digits == 0 or digits > 19:
         return -1
     if p < end and (p[0] == c'e' or p[0] == c'E'):
