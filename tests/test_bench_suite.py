@@ -116,3 +116,21 @@ def test_report_marks_ceiling_and_floor():
     assert not low.ok and not high.ok and report.failures() == [low, high]
     assert "NO" in report.render()
     assert np.isfinite(low.value)
+
+
+def test_interleaved_medians_times_blocks_of_calls_per_call():
+    counts = {"a": 0, "b": 0}
+
+    def case(name, seconds):
+        def run():
+            counts[name] += 1
+            time.sleep(seconds)
+        return run
+
+    med = interleaved_medians({"a": case("a", 0.002), "b": case("b", 0.004)},
+                              repeats=3, warmup=1, calls=4)
+    # per call, not per block of 4; each block follows one untimed call
+    assert 0.0019 < med["a"] < 0.006 and 0.0039 < med["b"] < 0.012  # a block of 4: 0.008, 0.016
+    assert counts == {"a": 1 + 3 * (1 + 4), "b": 1 + 3 * (1 + 4)}
+    with pytest.raises(ValueError, match="calls must be >= 1"):
+        interleaved_medians({"a": case("a", 0)}, calls=0)

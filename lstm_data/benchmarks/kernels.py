@@ -30,6 +30,10 @@ BATCH = 1024
 PAD_ROWS = 100_000
 PARSE_ROWS = {True: 5_000, False: 20_000}  # by quick
 THREAD_BATCHES = 80
+#: pad cases are timed in blocks of this many back-to-back calls (warm steady state, as in
+#: a batch loop): one call at a time, each case ran right after another had evicted its
+#: output and rows, and the memory-bound kernel paid for the interleaving most
+PAD_CALLS = 10
 
 def numpy_gather_pad(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray,
                      pad_value: float = np.nan) -> np.ndarray:
@@ -85,7 +89,7 @@ def _pad_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
         "numpy_fancy": lambda: numpy_gather_pad(values, offsets, rows),
         "numpy_masked": lambda: numpy_masked_pad(values, offsets, rows),
         "copyto": lambda: np.copyto(ref, src),
-    }, repeats=repeats * 10, warmup=5, min_seconds=0.5)
+    }, repeats=repeats * 2, warmup=2, min_seconds=0.5, calls=PAD_CALLS)
     slow_cases = {
         "twin": lambda: twin(values, offsets, rows),
         "legacy": lambda: legacy_join_varr_arrays([c[rows] for c in legacy_cols]),

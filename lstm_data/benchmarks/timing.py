@@ -15,7 +15,8 @@ __all__ = ["interleaved_medians", "Ratio", "Report"]
 
 
 def interleaved_medians(cases: Mapping[str, Callable[[], object]], *, repeats: int = 15,
-                        warmup: int = 2, min_seconds: float = 0.0) -> dict[str, float]:
+                        warmup: int = 2, min_seconds: float = 0.0,
+                        calls: int = 1) -> dict[str, float]:
     """Median seconds per call of each case, measured round-robin.
 
     Parameters
@@ -28,7 +29,15 @@ def interleaved_medians(cases: Mapping[str, Callable[[], object]], *, repeats: i
         Untimed rounds first.
     min_seconds
         Keep adding rounds (up to 10× ``repeats``) until this much time was spent.
+    calls
+        Consecutive calls per sample. With ``calls > 1`` each sample follows
+        one untimed call of the same case, so a case is timed in its own warm
+        steady state (as in a loop over batches) rather than right after
+        another case evicted its working set; the round-robin order still
+        spreads bursts of load over every case.
     """
+    if calls < 1:
+        raise ValueError(f"calls must be >= 1, got {calls}")
     for _ in range(warmup):
         for fn in cases.values():
             fn()
@@ -37,9 +46,12 @@ def interleaved_medians(cases: Mapping[str, Callable[[], object]], *, repeats: i
     rounds = 0
     while rounds < repeats or (time.perf_counter() - start < min_seconds and rounds < 10 * repeats):
         for name, fn in cases.items():
+            if calls > 1:
+                fn()
             t0 = time.perf_counter()
-            fn()
-            samples[name].append(time.perf_counter() - t0)
+            for _ in range(calls):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / calls)
         rounds += 1
     return {name: statistics.median(s) for name, s in samples.items()}
 
