@@ -17,6 +17,7 @@ import numpy as np
 from .blocks import BlockSource
 from .builder import BatchBuilder
 from .dataset import Dataset, InMemoryDataset
+from .once import OnceCache
 from .order import BlockPlan, fresh_seed, shuffled_order, split_rows
 from .prefetch import EpochIteration
 from .spec import BatchSpec
@@ -122,7 +123,7 @@ class Batches(EpochIteration):
         self._lock = threading.Lock()
         self._target_names = self.spec.target_names
         self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to)
-        self._plan_cache: tuple[int, Any] | None = None
+        self._plans: OnceCache[int, Any] = OnceCache(keep=2)  # this epoch's order and the next
         self._ram: dict[int, tuple] = {}
         self._blocks = None
         if self.shuffle == "block":
@@ -132,6 +133,7 @@ class Batches(EpochIteration):
                                        nan_to=self.nan_to)
             # cached batches never come back to the blocks after epoch 0
             self._blocks.next_epoch_ahead = self.cache != "ram"
+            self._blocks.plan_of = self._plan_of
 
     # -- size and order -----------------------------------------------------------------------
     @property
@@ -148,19 +150,24 @@ class Batches(EpochIteration):
         return 0 if self.cache == "ram" else self.epoch
 
     def _plan(self):
-        """The row order of the current epoch: positions into the view (cached per epoch)."""
-        epoch = self._order_epoch()
-        cached = self._plan_cache
-        if cached is not None and cached[0] == epoch:
-            return cached[1]
+        """The row order of the current epoch: positions into the view (made once per epoch)."""
+        return self._plan_of(self._order_epoch())
+
+    def _plan_of(self, epoch: int):
+        return self._plans.get(epoch, lambda: self._make_plan(epoch))
+
+    def _make_plan(self, epoch: int):
         if self._blocks is not None:
-            plan: Any = self._blocks.plan(self.seed, epoch)
-        elif self.shuffle:
-            plan = shuffled_order(self.n_rows, self.seed, epoch)
-        else:
-            plan = np.arange(self.n_rows, dtype=np.intp)
-        self._plan_cache = (epoch, plan)
-        return plan
+            return self._blocks.plan(self.seed, epoch)
+        if self.shuffle:
+            return shuffled_order(self.n_rows, self.seed, epoch)
+        return np.arange(self.n_rows, dtype=np.intp)
+
+    def _prepare_next_epoch(self) -> None:
+        """Make the next epoch's order now (run by a spare worker while this epoch is built)."""
+        if self.shuffle is not False and self.cache != "ram":
+            epoch = self._order_epoch() + 1
+            self._plans.prepare(epoch, lambda: self._make_plan(epoch))
 
     def _batch_slot(self, index: int) -> int:
         """Which batch of the fixed partition serves ``index`` (differs only with ``cache="ram"``)."""
@@ -260,7 +267,7 @@ class Batches(EpochIteration):
     # -- pickling: never the arrays of an in-RAM dataset -------------------------------------------
     def __getstate__(self) -> dict:
         state = {k: v for k, v in self.__dict__.items()
-                 if k not in ("_lock", "_builder", "_plan_cache", "_ram", "_blocks", "fields", "_target_names")}
+                 if k not in ("_lock", "_builder", "_plans", "_ram", "_blocks", "fields", "_target_names")}
         if isinstance(self.dataset, InMemoryDataset):
             from .sharing import share
             state["dataset"] = share(self.dataset)

@@ -15,15 +15,14 @@ when a core is free. Every window is still read once.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from concurrent.futures import Future
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from .builder import BatchBuilder
 from .columns import RaggedGroup
 from .dataset import Dataset, InMemoryDataset
+from .once import OnceCache
 from .order import BlockPlan, block_bounds
 from .spec import ResolvedField
 
@@ -83,12 +82,16 @@ class BlockSource:
         (only for on-disk datasets; in RAM a window is a cheap copy). While the
         last window of an epoch is used, the first window of the next epoch is
         read ahead too, so in a run of epochs no read is waited for after the
-        first one (set :attr:`next_epoch_ahead` to ``False`` to stop that).
+        first one (set :attr:`next_epoch_ahead` to ``False`` to stop that), with
+        the next epoch's plan from :attr:`plan_of`.
 
     Attributes
     ----------
     block_loads : int
         Blocks loaded so far (each window loads its blocks once).
+    plan_of : callable or None
+        ``epoch -> BlockPlan``, set by the owner that caches the plans; the next
+        epoch's first window is read ahead only when it is set.
     """
 
     #: windows kept: a batch spans at most two, plus one read ahead
@@ -115,17 +118,16 @@ class BlockSource:
         self.read_ahead = (not isinstance(dataset, InMemoryDataset)) if read_ahead is None \
             else bool(read_ahead)
         self.next_epoch_ahead = True
-        self._seed: int | None = None
-        self._lock = threading.Lock()
-        self._windows: OrderedDict[tuple, Future] = OrderedDict()
+        self.plan_of: Callable[[int], BlockPlan] | None = None
+        self._lock = threading.Lock()  # guards block_loads
+        self._windows: OnceCache[tuple[int, int], tuple[BatchBuilder, np.ndarray]] = OnceCache(self.KEEP)
         self.block_loads = 0
 
     def __len__(self) -> int:
         return int(self.bounds[-1])
 
     def plan(self, seed: int, epoch: int) -> BlockPlan:
-        """The epoch's :class:`BlockPlan` (positions index the view's rows)."""
-        self._seed = seed
+        """Make the epoch's :class:`BlockPlan` (positions index the view's rows)."""
         return BlockPlan.make(self.bounds, seed, epoch, self.window_rows)
 
     def _dataset_rows(self, positions: np.ndarray) -> np.ndarray:
@@ -133,57 +135,38 @@ class BlockSource:
 
     def window(self, plan: BlockPlan, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
         """A builder over the RAM copy of ``window`` and the sorted view positions it holds."""
-        future, owner = self._claim(plan, epoch, window)
+        future, owner = self._windows.claim((epoch, window))
         if owner:
-            self._load(plan, epoch, window, future)
+            self._windows.fill((epoch, window), future, lambda: self._load(plan, epoch, window))
         if self.read_ahead and window + 1 < len(plan.window_block_ids):
             self._load_ahead(plan, epoch, window + 1)
-        elif self.read_ahead and self.next_epoch_ahead and self._seed is not None:
-            self._load_ahead(None, epoch + 1, 0)  # the next epoch's plan, made on that thread
+        elif self.read_ahead and self.next_epoch_ahead and self.plan_of is not None:
+            self._load_ahead(None, epoch + 1, 0)  # the next epoch's plan, got on that thread
         return future.result()
 
     def _load_ahead(self, plan: BlockPlan | None, epoch: int, window: int) -> None:
         """Start loading ``window`` of ``epoch`` on a background thread, unless under way."""
-        ahead, owner = self._claim(plan, epoch, window)
+        ahead, owner = self._windows.claim((epoch, window))
         if owner:
-            threading.Thread(target=self._load, args=(plan, epoch, window, ahead),
+            threading.Thread(target=self._windows.fill,
+                             args=((epoch, window), ahead, lambda: self._load(plan, epoch, window)),
                              daemon=True, name="lstm_data-read-ahead").start()
 
-    def _claim(self, plan: BlockPlan | None, epoch: int, window: int) -> tuple[Future, bool]:
-        """The future of ``(epoch, window)``; ``True`` when the caller must load it."""
-        key = (epoch, window)
-        with self._lock:
-            future = self._windows.get(key)
-            if future is not None:
-                self._windows.move_to_end(key)
-                return future, False
-            future = Future()
-            self._windows[key] = future
-            while len(self._windows) > self.KEEP:
-                self._windows.popitem(last=False)
-            return future, True
+    def _load(self, plan: BlockPlan | None, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
+        """Read the blocks of ``window`` (one coalesced read per group) into RAM.
 
-    def _load(self, plan: BlockPlan | None, epoch: int, window: int, future: Future) -> None:
-        """Read the blocks of ``window`` (one coalesced read per group) into ``future``.
-
-        ``plan=None``: make the plan of ``epoch`` first. A failed load is handed to
-        every waiter and forgotten, so a later call retries.
+        ``plan=None``: get the plan of ``epoch`` from :attr:`plan_of` first. A
+        failed load reaches every waiter and is forgotten, so a later call retries.
         """
-        try:
-            if plan is None:
-                plan = self.plan(self._seed, epoch)  # type: ignore[arg-type]
-            ids = plan.window_block_ids[window]
-            held = np.concatenate([np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.intp)
-                                   for b in ids])
-            piece = self.dataset.take(self._dataset_rows(held))
-            with self._lock:
-                self.block_loads += len(ids)
-            future.set_result((BatchBuilder(piece, self.fields, nan_to=self.nan_to), held))
-        except BaseException as exc:
-            with self._lock:
-                if self._windows.get((epoch, window)) is future:
-                    del self._windows[(epoch, window)]
-            future.set_exception(exc)
+        if plan is None:
+            plan = self.plan_of(epoch)  # type: ignore[misc]
+        ids = plan.window_block_ids[window]
+        held = np.concatenate([np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.intp)
+                               for b in ids])
+        piece = self.dataset.take(self._dataset_rows(held))
+        with self._lock:
+            self.block_loads += len(ids)
+        return BatchBuilder(piece, self.fields, nan_to=self.nan_to), held
 
     def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int):
         """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows)."""

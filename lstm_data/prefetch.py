@@ -60,30 +60,46 @@ class _Pipeline:
             if self.wanted == index:
                 self.ready.notify()
 
-    def work(self) -> None:
-        """Background worker: build items until none is left, then sign off."""
+    def work(self, side_job: Callable[[], None] | None = None) -> None:
+        """Background worker: ``side_job`` first, then build items until none is left.
+
+        While it runs the side job the worker does not count as running, so
+        :meth:`stop` never waits for that work; it joins the building only if
+        the run was not stopped meanwhile.
+        """
+        if side_job is not None:
+            self._sign_off()
+            side_job()
+            with self.finished:
+                if self.stopped:
+                    return
+                self.running += 1
         try:
             self._work()
         finally:
-            with self.finished:
-                self.running -= 1
-                if not self.running:
-                    self.finished.notify_all()
+            self._sign_off()
 
-    def start_workers(self, count: int) -> None:
+    def _sign_off(self) -> None:
+        with self.finished:
+            self.running -= 1
+            if not self.running:
+                self.finished.notify_all()
+
+    def start_workers(self, count: int, side_job: Callable[[], None] | None = None) -> None:
         """Start ``count`` background workers without waiting for them to run.
 
         ``threading.Thread.start`` blocks until the new thread has been scheduled
         and taken the GIL, a few hundred microseconds on a busy virtual machine,
         at the start of every epoch. Low-level threads start without that wait,
         while the caller already builds the first item. Fewer workers if the
-        system refuses more threads: the caller builds whatever is left.
+        system refuses more threads: the caller builds whatever is left. The
+        first worker runs ``side_job`` before it builds.
         """
-        for _ in range(count):
+        for k in range(count):
             with self.finished:
                 self.running += 1
             try:
-                _thread.start_new_thread(self.work, ())
+                _thread.start_new_thread(self.work, (side_job if k == 0 else None,))
             except RuntimeError:
                 with self.finished:
                     self.running -= 1
@@ -134,7 +150,7 @@ class _Pipeline:
 
 
 def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
-             ahead: int | None = None) -> Iterator[T]:
+             ahead: int | None = None, side_job: Callable[[], None] | None = None) -> Iterator[T]:
     """Yield ``build(0) .. build(n - 1)`` in order, computing up to ``ahead`` items early.
 
     Parameters
@@ -151,6 +167,11 @@ def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
         item by item, no threads.
     ahead
         Items in flight at most, built or being built (default ``2 * workers``).
+    side_job
+        Work for a spare thread, run once by the first background worker before
+        it builds items (while the caller builds the first ones): e.g. the next
+        epoch's row order. Not run with ``workers=1``. It must not raise, and
+        closing the iterator does not wait for it.
 
     Notes
     -----
@@ -164,7 +185,7 @@ def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
             yield build(i)
         return
     pipe = _Pipeline(build, n, max(1, ahead or 2 * workers))
-    pipe.start_workers(min(workers - 1, max(n - 1, 0)))
+    pipe.start_workers(min(workers - 1, max(n - 1, 0)), side_job)
     try:
         for i in range(n):
             yield pipe.take(i)  # type: ignore[misc]
@@ -197,10 +218,16 @@ class EpochIteration:
             the batch it needs is not ready yet. The kernels release the GIL, so
             they scale; ``workers`` = the number of cores keeps every core busy
             without oversubscribing them.
+            With two or more, a background worker first makes the next epoch's
+            row order, so the next epoch does not start by waiting for it.
         prefetch_batches
             Batches built ahead of the consumer (default ``2 * workers``); bounds memory.
         """
-        return prefetch(self.__getitem__, len(self), workers, prefetch_batches)
+        return prefetch(self.__getitem__, len(self), workers, prefetch_batches,
+                        side_job=self._prepare_next_epoch)
+
+    def _prepare_next_epoch(self) -> None:
+        """Work a spare worker does first in :meth:`iter` (nothing by default)."""
 
     def on_epoch_end(self) -> None:
         """Move to the next epoch: a new reproducible order (``seed`` plus epoch)."""

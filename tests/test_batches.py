@@ -170,14 +170,43 @@ def test_block_shuffle_reads_the_next_epochs_first_window_ahead(tmp_path):
     assert len(b._plan().window_block_ids) > 1
     for _ in b:
         pass
-    ahead = source._windows.get((1, 0))
+    ahead = source._windows.peek((1, 0))
     assert ahead is not None  # claimed while epoch 0 ended, before anyone asked for it
     ahead.result(timeout=30)
     b.on_epoch_end()
     _equal(b[0][0], _reference(data, b.rows_of(0)))
-    assert source._windows[(1, 0)] is ahead  # epoch 1 started on the window read ahead
+    assert source._windows.peek((1, 0)) is ahead  # epoch 1 started on the window read ahead
     for i in range(len(b)):
         _equal(b[i][0], _reference(data, b.rows_of(i)))
+
+
+def test_a_spare_worker_makes_the_next_epochs_order_during_the_epoch(ds):
+    import time
+
+    from lstm_data.order import shuffled_order
+
+    b = Batches(ds, SPEC, batch_size=256, seed=3)
+    list(b.iter(workers=1))
+    assert b._plans.peek(1) is None  # one worker: nothing spare, made when needed
+    list(b.iter(workers=2))
+    for _ in range(3000):  # the spare worker may still be starting when the epoch ends
+        if b._plans.peek(1) is not None:
+            break
+        time.sleep(0.01)
+    ahead = b._plans.peek(1)
+    assert ahead is not None
+    ahead.result(timeout=30)
+    np.testing.assert_array_equal(ahead.result(), shuffled_order(b.n_rows, 3, 1))
+    b.on_epoch_end()
+    assert b._plans.peek(1) is ahead  # epoch 1 starts on the order made ahead
+    fresh = Batches(ds, SPEC, batch_size=256, seed=3)
+    fresh.set_epoch(1)
+    for mine, theirs in zip(b.iter(workers=2), fresh):
+        _equal(mine[0], theirs[0])
+    for no_order in (Batches(ds, SPEC, batch_size=256, shuffle=False),
+                     Batches(ds, SPEC, batch_size=256, seed=3, cache="ram")):
+        list(no_order.iter(workers=2))
+        assert no_order._plans.peek(1) is None  # the order never changes: nothing to make
 
 
 def test_pickled_batches_rebuild_the_same_batches(ds):
@@ -273,4 +302,20 @@ def test_prefetch_order_bound_errors_and_early_close():
     time.sleep(0.02)
     assert len(state["started"]) == started
     assert [x for x in prefetch(lambda i: i, 0, workers=2)] == []
+    side = []
+    release, done = threading.Event(), threading.Event()
+
+    def side_job():
+        release.wait(timeout=20)  # held until the run is over: closing must not wait for it
+        side.append(1)
+        done.set()
+
+    t0 = time.perf_counter()
+    assert list(prefetch(lambda i: i, 6, workers=3, side_job=side_job)) == list(range(6))
+    assert time.perf_counter() - t0 < 10 and side == []
+    release.set()
+    assert done.wait(timeout=30) and side == [1]  # once, by one background worker
+    assert list(prefetch(lambda i: i, 3, workers=1, side_job=side_job)) == [0, 1, 2]
+    time.sleep(0.1)
+    assert side == [1]  # one worker: no spare thread
     assert list(prefetch(lambda i: -i, 5, workers=4, ahead=1)) == [0, -1, -2, -3, -4]
