@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -163,11 +163,12 @@ class Batches(EpochIteration):
             return shuffled_order(self.n_rows, self.seed, epoch)
         return np.arange(self.n_rows, dtype=np.intp)
 
-    def _prepare_next_epoch(self) -> None:
-        """Make the next epoch's order now (run by a spare worker while this epoch is built)."""
-        if self.shuffle is not False and self.cache != "ram":
-            epoch = self._order_epoch() + 1
-            self._plans.prepare(epoch, lambda: self._make_plan(epoch))
+    def _next_epoch_job(self) -> Callable[[], None] | None:
+        """Make the next epoch's order (for a spare worker while this epoch is built)."""
+        if self.shuffle is False or self.cache == "ram":
+            return None  # the order never changes
+        epoch = self._order_epoch() + 1
+        return lambda: self._plans.prepare(epoch, lambda: self._make_plan(epoch))
 
     def _batch_slot(self, index: int) -> int:
         """Which batch of the fixed partition serves ``index`` (differs only with ``cache="ram"``)."""

@@ -224,10 +224,11 @@ class EpochIteration:
             Batches built ahead of the consumer (default ``2 * workers``); bounds memory.
         """
         return prefetch(self.__getitem__, len(self), workers, prefetch_batches,
-                        side_job=self._prepare_next_epoch)
+                        side_job=self._next_epoch_job())
 
-    def _prepare_next_epoch(self) -> None:
-        """Work a spare worker does first in :meth:`iter` (nothing by default)."""
+    def _next_epoch_job(self) -> Callable[[], None] | None:
+        """Work for a spare worker in :meth:`iter`, bound to the current epoch (None: nothing)."""
+        return None
 
     def on_epoch_end(self) -> None:
         """Move to the next epoch: a new reproducible order (``seed`` plus epoch)."""
