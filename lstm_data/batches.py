@@ -163,7 +163,7 @@ class Batches(EpochIteration):
             return shuffled_order(self.n_rows, self.seed, epoch)
         return np.arange(self.n_rows, dtype=np.intp)
 
-    def _next_epoch_job(self) -> Callable[[], None] | None:
+    def _next_epoch_job(self) -> Callable[[], object] | None:
         """Make the next epoch's order (for a spare worker while this epoch is built)."""
         if self.shuffle is False or self.cache == "ram":
             return None  # the order never changes

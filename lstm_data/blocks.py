@@ -135,9 +135,7 @@ class BlockSource:
 
     def window(self, plan: BlockPlan, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
         """A builder over the RAM copy of ``window`` and the sorted view positions it holds."""
-        future, owner = self._windows.claim((epoch, window))
-        if owner:
-            self._windows.fill((epoch, window), future, lambda: self._load(plan, epoch, window))
+        future = self._windows.prepare((epoch, window), lambda: self._load(plan, epoch, window))
         if self.read_ahead and window + 1 < len(plan.window_block_ids):
             self._load_ahead(plan, epoch, window + 1)
         elif self.read_ahead and self.next_epoch_ahead and self.plan_of is not None:

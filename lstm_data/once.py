@@ -57,20 +57,19 @@ class OnceCache(Generic[K, V]):
 
     def get(self, key: K, make: Callable[[], V]) -> V:
         """The value of ``key``: cached, waited for, or made now by ``make``; raises its error."""
-        future, owner = self.claim(key)
-        if owner:
-            self.fill(key, future, make)
-        return future.result()
+        return self.prepare(key, make).result()
 
-    def prepare(self, key: K, make: Callable[[], V]) -> None:
-        """Make ``key``'s value now unless it is cached or under way.
+    def prepare(self, key: K, make: Callable[[], V]) -> Future:
+        """Make ``key``'s value now unless it is cached or under way; its future.
 
-        For a thread with nothing better to do: an error is not raised here but
-        where the value is needed, by the :meth:`get` that makes it again.
+        Never raises: an error stays in the future (for a thread with nothing
+        better to do, it surfaces where the value is needed, in the :meth:`get`
+        that makes it again).
         """
         future, owner = self.claim(key)
         if owner:
             self.fill(key, future, make)
+        return future
 
     def peek(self, key: K) -> Future | None:
         """The future of ``key`` if it is cached or under way, without making or touching it."""

@@ -60,7 +60,7 @@ class _Pipeline:
             if self.wanted == index:
                 self.ready.notify()
 
-    def work(self, side_job: Callable[[], None] | None = None) -> None:
+    def work(self, side_job: Callable[[], object] | None = None) -> None:
         """Background worker: ``side_job`` first, then build items until none is left.
 
         While it runs the side job the worker does not count as running, so
@@ -85,7 +85,7 @@ class _Pipeline:
             if not self.running:
                 self.finished.notify_all()
 
-    def start_workers(self, count: int, side_job: Callable[[], None] | None = None) -> None:
+    def start_workers(self, count: int, side_job: Callable[[], object] | None = None) -> None:
         """Start ``count`` background workers without waiting for them to run.
 
         ``threading.Thread.start`` blocks until the new thread has been scheduled
@@ -150,7 +150,7 @@ class _Pipeline:
 
 
 def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
-             ahead: int | None = None, side_job: Callable[[], None] | None = None) -> Iterator[T]:
+             ahead: int | None = None, side_job: Callable[[], object] | None = None) -> Iterator[T]:
     """Yield ``build(0) .. build(n - 1)`` in order, computing up to ``ahead`` items early.
 
     Parameters
@@ -226,7 +226,7 @@ class EpochIteration:
         return prefetch(self.__getitem__, len(self), workers, prefetch_batches,
                         side_job=self._next_epoch_job())
 
-    def _next_epoch_job(self) -> Callable[[], None] | None:
+    def _next_epoch_job(self) -> Callable[[], object] | None:
         """Work for a spare worker in :meth:`iter`, bound to the current epoch (None: nothing)."""
         return None
 
