@@ -134,3 +134,21 @@ def test_interleaved_medians_times_blocks_of_calls_per_call():
     assert counts == {"a": 1 + 3 * (1 + 4), "b": 1 + 3 * (1 + 4)}
     with pytest.raises(ValueError, match="calls must be >= 1"):
         interleaved_medians({"a": case("a", 0)}, calls=0)
+
+
+def test_legacy_csv_time_is_bracketed_by_our_reads():
+    from lstm_data.benchmarks.readers import _bracketed
+
+    calls = []
+
+    def ours():
+        calls.append("ours")
+        time.sleep(0.001)
+
+    def slow():
+        calls.append("slow")
+        time.sleep(0.02)
+
+    legacy, around = _bracketed(slow, ours)
+    assert calls == ["ours", "slow", "ours"]  # ours right before and right after
+    assert legacy >= 0.019 and len(around) == 2 and all(0.0009 < s < legacy for s in around)
