@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .dataset import Dataset
+from .dataset import Dataset, InMemoryDataset
 
 __all__ = ["STORE_FORMAT", "STORE_VERSION", "ATTR", "fingerprint", "StoreMismatchError",
            "compare_metadata"]
@@ -26,8 +26,10 @@ STORE_FORMAT = "lstm_data.batches"
 STORE_VERSION = 1
 #: root attribute holding the metadata mapping
 ATTR = "lstm_data_batches"
-#: rows whose ragged values are hashed (evenly spaced), besides all scalars and offsets
-_SAMPLE_ROWS = 4096
+#: rows whose ragged values are hashed per read (bounds the memory of hashing on-disk data)
+_HASH_ROWS = 1 << 16
+#: changes when the hashed content changes, so a store fingerprinted another way never matches
+_SCHEME = "sha256-all-v2"
 
 
 class StoreMismatchError(ValueError):
@@ -35,26 +37,45 @@ class StoreMismatchError(ValueError):
 
 
 def fingerprint(dataset: Dataset) -> str:
-    """A content hash of ``dataset``: schema, every scalar, every offsets array, and sampled values.
+    """A content hash of ``dataset``: its schema and every scalar, offset and prong value.
 
-    Scalars and offsets are in RAM for every reader, so they are hashed whole; the
-    ragged values of ``_SAMPLE_ROWS`` evenly spaced rows are hashed too (reading only
-    their chunks on disk). Any change of row count, schema, scalar value or prong
-    count changes the fingerprint, and so does almost any change of prong values.
+    Any change of a single value changes it, so a precomputed store is never
+    reused for edited data. In-RAM columns are hashed in place; on-disk groups are
+    read ``_HASH_ROWS`` rows at a time, one pass over the data (SHA-256, about
+    1.5 GB/s with the CPU's SHA instructions).
     """
-    h = hashlib.blake2b(digest_size=16)
+    h = hashlib.sha256()
     n = len(dataset)
-    h.update(json.dumps({"n_rows": n, "scalars": dataset.scalar_names, "groups": dataset.groups}).encode())
+    h.update(json.dumps({"scheme": _SCHEME, "n_rows": n, "scalars": dataset.scalar_names,
+                         "groups": dataset.groups}).encode())
     for name in dataset.scalar_names:
-        h.update(np.ascontiguousarray(dataset.scalar(name)).tobytes())
-    sample = np.unique(np.linspace(0, n - 1, min(n, _SAMPLE_ROWS)).astype(np.intp)) if n else \
-        np.zeros(0, dtype=np.intp)
+        _update(h, dataset.scalar(name))
     for group in dataset.groups:
-        offsets = dataset.offsets(group) if hasattr(dataset, "offsets") else dataset.ragged(group)[1]
-        h.update(np.ascontiguousarray(offsets, dtype=np.int64).tobytes())
-        values, _ = dataset.ragged(group, sample)
-        h.update(np.ascontiguousarray(values).tobytes())
+        _update(h, dataset.offsets(group).astype(np.int64, copy=False))
+        for k, values in enumerate(_value_blocks(dataset, group)):
+            values = np.ascontiguousarray(values)
+            if k == 0:  # the same bytes whether read whole or in blocks
+                h.update(f"{values.dtype.str}{values.shape[1:]}".encode())
+            h.update(memoryview(values).cast("B"))
     return h.hexdigest()
+
+
+def _value_blocks(dataset: Dataset, group: str):
+    """``group``'s values in row order: whole when in RAM, else ``_HASH_ROWS`` rows per read."""
+    n = len(dataset)
+    if isinstance(dataset, InMemoryDataset) or n == 0:
+        values, offsets = dataset.ragged(group)
+        yield values[offsets[0]:offsets[-1]] if len(offsets) else values
+        return
+    for lo in range(0, n, _HASH_ROWS):
+        yield dataset.ragged(group, np.arange(lo, min(n, lo + _HASH_ROWS)))[0]
+
+
+def _update(h: Any, array: np.ndarray) -> None:
+    """Feed ``array``'s dtype, shape and bytes to ``h`` (no copy when it is contiguous)."""
+    array = np.ascontiguousarray(array)
+    h.update(f"{array.dtype.str}{array.shape}".encode())
+    h.update(memoryview(array).cast("B"))
 
 
 def compare_metadata(recorded: Mapping[str, Any], expected: Mapping[str, Any], *, where: str) -> None:

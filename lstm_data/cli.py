@@ -35,7 +35,8 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object]:
                 raise
             continue
         p = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0],
-                           description=mod.__doc__)
+                           description=mod.__doc__,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
         if name == chosen:
             module = mod

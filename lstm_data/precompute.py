@@ -145,7 +145,8 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     workers
         Threads building batches.
     force
-        Overwrite an existing store made with other settings or data.
+        Replace an existing batch store made with other settings or data. Anything
+        else at ``out`` (a dataset, an unrelated directory) is never replaced.
     progress
         Show a tqdm progress bar (batches/s) when tqdm is installed.
     compress
@@ -155,19 +156,24 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     ------
     StoreMismatchError
         ``out`` exists with other settings or data and ``force`` is off.
+    FileExistsError
+        ``out`` exists and is not a precomputed batch store.
+    ValueError
+        ``out`` is, holds or lies inside one of the dataset's source files.
     """
     import zarr
 
     out = Path(out)
     started = time.perf_counter()
+    _check_not_input(out, getattr(dataset, "source", ()))
     meta = _metadata(dataset, spec, batch_size, seed, shuffle)
     if out.exists():
         try:
             recorded = read_metadata(out)
-        except Exception:  # noqa: BLE001 - not a batch store: never overwrite silently
-            if not force:
-                raise FileExistsError(f"{out} exists and is not a precomputed batch store; "
-                                      "remove it or use --force") from None
+        except Exception as exc:  # noqa: BLE001 - not a batch store: never replaced, even with force
+            if not (force and _is_batch_store(out)):  # force may replace an old-version store
+                raise FileExistsError(f"{out} exists and is not a precomputed batch store ({exc}); "
+                                      "remove it yourself or choose another output") from None
             recorded = None
         if recorded is not None and not force:
             compare_metadata(recorded, {k: meta[k] for k in ("spec", "batch_size", "seed", "shuffle",
@@ -216,6 +222,27 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return _summary_of(out, time.perf_counter() - started)
+
+
+def _is_batch_store(path: Path) -> bool:
+    """Whether ``path`` is a batch store of any version (which ``force`` may replace)."""
+    import zarr
+
+    try:
+        meta = zarr.open_group(str(path), mode="r").attrs.get(ATTR)
+    except Exception:  # noqa: BLE001 - unreadable: not ours to replace
+        return False
+    return isinstance(meta, dict) and meta.get("format") == STORE_FORMAT
+
+
+def _check_not_input(out: Path, sources) -> None:
+    """Refuse an output that is, holds or lies inside one of the dataset's source files."""
+    target = out.resolve()
+    for src in sources:
+        path = Path(src).resolve()
+        if target == path or path.is_relative_to(target) or target.is_relative_to(path):
+            raise ValueError(f"output {out} would overwrite the input data {src}; "
+                             "choose another output")
 
 
 def _replace(tmp: Path, out: Path) -> None:

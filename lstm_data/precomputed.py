@@ -31,6 +31,9 @@ def read_metadata(path: str | os.PathLike) -> dict:
 
     p = Path(path)
     if not (p / "zarr.json").is_file():
+        if p.exists():
+            raise FormatError(f"{p} is not a precomputed batch store (no zarr.json); make one with "
+                              "lstm-data precompute", file=str(p))
         raise FileNotFoundError(f"no precomputed batch store at {p}")
     meta = zarr.open_group(str(p), mode="r").attrs.get(ATTR)
     if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT:

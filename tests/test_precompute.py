@@ -122,3 +122,46 @@ def test_cli_on_the_shipped_example(tmp_path, capsys):
     n_rows = len(lstm_data.open(EXAMPLES / "numu_v3.csv.xz"))
     assert n_rows == 5000
     assert len(open_batches(out)) == -(-n_rows // 256)
+
+
+def test_fingerprint_sees_any_single_value_and_not_the_format(tmp_path, monkeypatch):
+    from lstm_data import batch_store
+    from lstm_data.batch_store import fingerprint
+
+    monkeypatch.setattr(batch_store, "_HASH_ROWS", 1000)  # on-disk values hashed in 9 reads
+    ds = make_dataset(9000, seed=7)  # more rows than any sample of a few thousand
+    base = fingerprint(ds)
+    ds.to_zarr(tmp_path / "same.zarr")
+    assert fingerprint(lstm_data.open(tmp_path / "same.zarr")) == base  # same content, other reader
+    for group in ds.groups:
+        edited = ds.take(np.arange(len(ds)))
+        values, offsets = edited.ragged(group)
+        last = int(offsets[4501]) - 1  # the last value of row 4500
+        assert last >= int(offsets[4500])
+        values[last, -1] += 1.0
+        assert fingerprint(edited) != base, group
+        edited.to_zarr(tmp_path / f"{group}.zarr")
+        assert fingerprint(lstm_data.open(tmp_path / f"{group}.zarr")) == fingerprint(edited)
+
+
+def test_precompute_never_replaces_its_input_or_an_unrelated_directory(tmp_path, ds, spec):
+    from lstm_data.errors import FormatError
+
+    data = tmp_path / "events.zarr"
+    ds.to_zarr(data)
+    for out in (data, data / "inner.zarr", tmp_path):  # the input, inside it, holding it
+        with pytest.raises(ValueError, match="would overwrite the input data"):
+            precompute(lstm_data.open(data), spec, out, batch_size=500, progress=False, force=True)
+    assert len(lstm_data.open(data)) == len(ds)  # still the dataset
+    assert main(["precompute", "--data", str(data), "--spec", str(EXAMPLES / "numu_v3.toml"),
+                 "--out", str(data), "--force", "--no-progress"]) != 0
+    assert len(lstm_data.open(data)) == len(ds)
+
+    unrelated = tmp_path / "results"
+    unrelated.mkdir()
+    (unrelated / "keep.txt").write_text("precious")
+    with pytest.raises(FileExistsError, match="not a precomputed batch store"):
+        precompute(ds, spec, unrelated, batch_size=500, progress=False, force=True)
+    assert (unrelated / "keep.txt").read_text() == "precious"
+    with pytest.raises(FormatError, match="not a precomputed batch store"):
+        open_batches(unrelated / "keep.txt")

@@ -5,9 +5,11 @@ Example::
     lstm-data precompute --data examples/numu_v3.csv.xz --spec examples/numu_v3.toml \\
         --batch-size 1024 --seed 1 --out numu_v3_batches.zarr --workers 2
 
-The store records the spec, batch size, seed and a fingerprint of the data; running
-again with the same settings reuses it, with other settings it is an error unless
-``--force``. Read it with ``lstm_data.open_batches(OUT)``.
+The store records the spec, batch size, seed and a fingerprint of every value of the
+data; running again with the same settings and data reuses it, with other settings or
+edited data it is an error unless ``--force``. ``--force`` replaces only a batch store:
+an output that is the input data, or anything else, is refused. Read the store with
+``lstm_data.open_batches(OUT)``.
 """
 from __future__ import annotations
 
@@ -25,14 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, nargs="+", metavar="PATH",
                         help="input data: CSV (.csv/.gz/.xz/.bz2), HDF5 or zarr; several paths concatenate")
     parser.add_argument("--spec", required=True, metavar="SPEC.toml", help="BatchSpec TOML file")
-    parser.add_argument("--batch-size", type=int, default=1024, metavar="N")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the row order")
+    parser.add_argument("--batch-size", type=int, default=1024, metavar="N",
+                        help="rows per batch (default: 1024)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S",
+                        help="seed of the row order, >= 0 (default: 0)")
     parser.add_argument("--shuffle", type=_shuffle, default="auto", metavar="{auto,true,false,block}",
                         help="row order; auto (default): true for data loaded into RAM (CSV), "
                              "block for on-disk zarr/HDF5, whose random row reads are slow")
     parser.add_argument("--out", required=True, metavar="OUT.zarr", help="store to write")
-    parser.add_argument("--workers", type=int, default=1, metavar="N", help="batch-building threads")
-    parser.add_argument("--force", action="store_true", help="overwrite a store made with other settings")
+    parser.add_argument("--workers", type=int, default=1, metavar="N", help="batch-building threads (default: 1)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace a batch store made with other settings or data "
+                             "(never anything that is not a batch store)")
     parser.add_argument("--no-compress", action="store_true", help="store raw chunks (no zstd)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
