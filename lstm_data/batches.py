@@ -54,6 +54,8 @@ class Batches(EpochIteration):
     cache
         ``"ram"``: keep built batches. The rows of each batch are then fixed by
         the first epoch, and later epochs permute the order of the batches.
+        Cached arrays are read-only, so an in-place edit (``x -= mean``) raises
+        instead of changing every later epoch; copy a batch to edit it.
     rows
         Restrict to these dataset rows (a view; :meth:`split` makes them).
     block_rows, window_rows
@@ -204,12 +206,10 @@ class Batches(EpochIteration):
         slot = self._batch_slot(self._check_index(index))
         if self.cache == "ram":
             hit = self._ram.get(slot)
-            if hit is not None:
-                return hit
-        batch = self._build(slot)
-        if self.cache == "ram":
-            self._ram[slot] = batch
-        return batch
+            if hit is None:  # kept read-only: an in-place edit must not reach later epochs
+                hit = self._ram.setdefault(slot, _frozen(self._build(slot)))
+            return tuple(dict(part) for part in hit)  # type: ignore[return-value]
+        return self._build(slot)
 
     def _build(self, slot: int) -> tuple[dict, dict, dict]:
         positions = self._positions(slot)
@@ -282,3 +282,11 @@ class Batches(EpochIteration):
             self._weights = self._resolve_weights(self._weights_spec)
         self.fields = self.spec.validate(self.dataset)
         self._setup_runtime()
+
+
+def _frozen(batch: tuple[dict, dict, dict]) -> tuple[dict, dict, dict]:
+    """``batch`` with every array made read-only (for the RAM cache)."""
+    for part in batch:
+        for array in part.values():
+            array.flags.writeable = False
+    return batch

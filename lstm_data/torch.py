@@ -27,7 +27,9 @@ __all__ = ["TorchBatches"]
 
 
 def _tensors(part: dict) -> dict:
-    return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in part.items()}
+    """Tensors sharing each array's memory, or copies of read-only arrays (a RAM cache's)."""
+    return {k: torch.from_numpy(np.ascontiguousarray(v)) if v.flags.writeable else torch.tensor(v)
+            for k, v in part.items()}
 
 
 class TorchBatches(_TorchDataset):

@@ -119,10 +119,26 @@ def test_split_is_lstm_ee_like_and_disjoint(ds):
 def test_ram_cache_keeps_batches_and_permutes_their_order(ds):
     b = Batches(ds, SPEC, batch_size=1000, seed=5, cache="ram")
     first = [b[i] for i in range(3)]
-    assert b[1] is first[1]
+    key = lambda batch: id(batch[0]["input_png3d"])  # noqa: E731 - the cached array itself
+    assert key(b[1]) == key(first[1])
     b.on_epoch_end()
     again = [b[i] for i in range(3)]
-    assert {id(x) for x in again} == {id(x) for x in first}
+    assert {key(x) for x in again} == {key(x) for x in first}
+
+
+def test_ram_cache_cannot_be_edited_through_a_batch(ds):
+    b = Batches(ds, SPEC, batch_size=1000, seed=5, cache="ram")
+    inputs, targets, weights = b[0]
+    kept = inputs["input_png3d"].copy()
+    with pytest.raises(ValueError, match="read-only"):
+        inputs["input_png3d"] -= 1.0  # an in-place normalisation
+    inputs["input_png3d"] = np.zeros(1)  # rebinding a key changes this dict only
+    del targets[next(iter(targets))]
+    again = b[0]
+    np.testing.assert_array_equal(again[0]["input_png3d"], kept)
+    assert list(again[1]) == list(SPEC.targets) and again[2]
+    assert not again[0]["input_png3d"].flags.writeable
+    assert Batches(ds, SPEC, batch_size=1000, seed=5)[0][0]["input_png3d"].flags.writeable
 
 
 def test_threads_give_the_same_batches(ds):
