@@ -18,7 +18,7 @@ from .blocks import BlockSource
 from .builder import BatchBuilder
 from .dataset import Dataset, InMemoryDataset
 from .once import OnceCache
-from .order import BlockPlan, fresh_seed, shuffled_order, split_rows
+from .order import BlockPlan, check_count, fresh_seed, shuffled_order, split_rows
 from .prefetch import EpochIteration
 from .spec import BatchSpec
 
@@ -42,12 +42,13 @@ class Batches(EpochIteration):
         permute blocks of consecutive rows and mix rows inside windows of several
         blocks: the order for on-disk data (see :mod:`lstm_data.blocks`).
     seed
-        Seed of every random order; ``None`` draws one (kept in :attr:`seed`).
+        Seed of every random order, an int >= 0; ``None`` draws one (kept in :attr:`seed`).
     drop_last
         Drop a short last batch.
     weights
         ``None`` (ones), a scalar column name, or an array of one weight per row
-        of ``dataset``. Every target gets the same ``(B,)`` float32 weights.
+        of ``dataset``. Every target gets the same ``(B,)`` float32 weights. They
+        must be finite (negative weights, as NLO generators make, are fine).
     nan_to
         Replace NaN in the inputs (values and NaN padding) by this value, as
         lstm_ee's NaN mask did for Keras ``Masking``.
@@ -88,9 +89,9 @@ class Batches(EpochIteration):
         self.fields = spec.validate(dataset)
         self.batch_size = int(batch_size)
         self.shuffle = shuffle
-        self.seed = fresh_seed() if seed is None else int(seed)
+        self.seed = fresh_seed() if seed is None else check_count(seed, "seed")
         self.drop_last = bool(drop_last)
-        self.nan_to = nan_to
+        self.nan_to = _nan_to(nan_to)
         self.cache = cache
         self.epoch = 0
         self._view = None if rows is None else self._as_view(rows)
@@ -113,11 +114,18 @@ class Batches(EpochIteration):
         if weights is None:
             return None
         if isinstance(weights, str):
-            return np.asarray(self.dataset.scalar(weights), dtype=np.float32)
-        arr = np.asarray(weights, dtype=np.float32)
-        if arr.shape != (len(self.dataset),):
-            raise ValueError(f"weights must have one value per dataset row ({len(self.dataset)}), "
-                             f"got shape {arr.shape}")
+            arr = np.asarray(self.dataset.scalar(weights), dtype=np.float32)
+            what = f"weights column {weights!r}"
+        else:
+            arr = np.asarray(weights, dtype=np.float32)
+            what = "weights"
+            if arr.shape != (len(self.dataset),):
+                raise ValueError(f"weights must have one value per dataset row ({len(self.dataset)}), "
+                                 f"got shape {arr.shape}")
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if len(bad):  # a NaN weight would silently turn the loss into NaN
+            raise ValueError(f"{what}: {len(bad)} non-finite value(s), first at row {bad[0]} "
+                             f"({arr[bad[0]]})")
         return arr
 
     def _setup_runtime(self) -> None:
@@ -246,7 +254,7 @@ class Batches(EpochIteration):
             Same spec and options; validation batches are not shuffled per epoch
             unless this object uses ``shuffle="block"``.
         """
-        seed = self.seed if seed is None else int(seed)
+        seed = self.seed if seed is None else check_count(seed, "seed")
         train_pos, test_pos = split_rows(self.n_rows, test_size, seed)
         base = np.arange(len(self.dataset), dtype=np.intp) if self._view is None else self._view
         common = dict(batch_size=self.batch_size, seed=self.seed, drop_last=self.drop_last,
@@ -290,3 +298,13 @@ def _frozen(batch: tuple[dict, dict, dict]) -> tuple[dict, dict, dict]:
         for array in part.values():
             array.flags.writeable = False
     return batch
+
+
+def _nan_to(value: Any) -> float | None:
+    """The ``nan_to`` argument as a float (or None), with an error that names it."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"nan_to must be a number or None, got {value!r}") from None

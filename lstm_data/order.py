@@ -9,7 +9,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["epoch_rng", "shuffled_order", "BlockPlan", "block_bounds", "split_rows", "fresh_seed"]
+__all__ = ["epoch_rng", "shuffled_order", "BlockPlan", "block_bounds", "split_rows", "fresh_seed",
+           "check_count"]
+
+
+def check_count(value: object, name: str) -> int:
+    """``value`` as an int >= 0 (a seed or an epoch), or a ``ValueError`` naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return int(value)
 
 
 def fresh_seed() -> int:

@@ -20,6 +20,7 @@ import numpy as np
 from .batch_store import ATTR, STORE_FORMAT, STORE_VERSION, compare_metadata, fingerprint
 from .batches import Batches
 from .dataset import Dataset
+from .order import check_count
 from .precomputed import PrecomputedBatches, open_batches, read_metadata
 from .prefetch import prefetch
 from .spec import LENGTHS_SUFFIX, BatchSpec
@@ -165,6 +166,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
 
     out = Path(out)
     started = time.perf_counter()
+    seed = check_count(seed, "seed")
     _check_not_input(out, getattr(dataset, "source", ()))
     meta = _metadata(dataset, spec, batch_size, seed, shuffle)
     if out.exists():

@@ -14,6 +14,8 @@ import _thread
 import threading
 from typing import Callable, Iterator, TypeVar
 
+from .order import check_count
+
 __all__ = ["prefetch", "EpochIteration"]
 
 T = TypeVar("T")
@@ -236,5 +238,6 @@ class EpochIteration:
 
     def set_epoch(self, epoch: int) -> None:
         """Jump to ``epoch`` (e.g. in a torch loop or to resume a run)."""
+        epoch = check_count(epoch, "epoch")
         with self._lock:
-            self.epoch = int(epoch)
+            self.epoch = epoch

@@ -245,6 +245,23 @@ def test_argument_errors(ds):
         Batches(ds, {"x": 1})
     with pytest.raises(lstm_data.SchemaError, match="did you mean"):
         Batches(ds, BatchSpec(inputs={"x": Scalars(["nhit"])}))
+    for bad_seed in (-5, 1.5, "1", True):
+        with pytest.raises(ValueError, match=r"seed must be an int >= 0, got"):
+            Batches(ds, SPEC, seed=bad_seed)
+    b = Batches(ds, SPEC, seed=np.int64(3))
+    with pytest.raises(ValueError, match=r"seed must be an int >= 0, got -1"):
+        b.split(0.1, seed=-1)
+    with pytest.raises(ValueError, match=r"epoch must be an int >= 0, got -1"):
+        b.set_epoch(-1)
+    assert b.epoch == 0
+    with pytest.raises(ValueError, match="nan_to must be a number or None, got 'zero'"):
+        Batches(ds, SPEC, nan_to="zero")
+    weights = np.ones(len(ds))
+    weights[17] = np.nan
+    with pytest.raises(ValueError, match=r"weights: 1 non-finite value\(s\), first at row 17"):
+        Batches(ds, SPEC, weights=weights)
+    weights[17] = -0.5  # negative weights (NLO generators) are fine
+    Batches(ds, SPEC, weights=weights)
 
 
 def test_block_shuffle_reads_ahead_each_window_once(tmp_path):
