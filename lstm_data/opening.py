@@ -30,6 +30,8 @@ _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _COMPRESSED_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh")
 _EXTENSIONS = {".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".zarr": "zarr",
                ".csv": "csv", ".gz": "csv", ".xz": "csv", ".bz2": "csv", ".txt": "csv"}
+#: text files that are never event tables (a spec or config passed by mistake); other text is CSV
+_NOT_DATA = {".toml", ".json", ".yaml", ".yml", ".ini", ".cfg", ".py", ".md", ".rst", ".ipynb"}
 
 
 def _has_hdf5_signature(path: Path) -> bool:
@@ -72,6 +74,10 @@ def detect_format(path: str | os.PathLike) -> str:
     if head.startswith(_COMPRESSED_MAGIC):
         return "csv"
     by_ext = _EXTENSIONS.get(p.suffix.lower())
+    if p.suffix.lower() in _NOT_DATA:
+        raise FormatError(f"a {p.suffix} file is not a data file; lstm_data reads CSV text "
+                          "(.csv, .txt, compressed .gz/.xz/.bz2), HDF5 (.h5/.hdf5) and zarr "
+                          "stores (directories)", file=str(p))
     if by_ext == "hdf5":
         raise FormatError("file has an HDF5 extension but no HDF5 signature (damaged or "
                           "truncated?)", file=str(p))

@@ -97,6 +97,21 @@ def test_unknown_and_damaged_inputs(tmp_path):
         lstm_data.open(tmp_path / "empty_dir.zarr")
     with pytest.raises(FileNotFoundError):
         lstm_data.open(tmp_path / "missing.csv")
+    (tmp_path / "spec.toml").write_text('[inputs.x]\ntype = "scalars"\nvars = ["calE"]\n')
+    with pytest.raises(FormatError, match=r"a \.toml file is not a data file; lstm_data reads CSV"):
+        lstm_data.open(tmp_path / "spec.toml")  # a spec passed as data, by mistake
+
+
+def test_a_batch_store_is_not_opened_as_a_dataset(tmp_path):
+    from lstm_data.precompute import precompute
+
+    ds = synthetic.make_dataset(300, seed=2)
+    spec = lstm_data.BatchSpec.from_lstm_ee({"var_target_total": "trueE"})
+    precompute(ds, spec, tmp_path / "b.zarr", batch_size=100, progress=False)
+    with pytest.raises(FormatError, match=r"precomputed batches, not a dataset; open it with "
+                                          r"lstm_data\.open_batches"):
+        lstm_data.open(tmp_path / "b.zarr")
+    assert len(lstm_data.open_batches(tmp_path / "b.zarr")) == 3
 
 
 def test_options_reach_the_reader(tmp_path):

@@ -81,6 +81,9 @@ def parse_layout(attrs: Mapping[str, Any], *, file: str) -> dict[str, Any]:
         Not our layout, a newer version, or a damaged layout attribute.
     """
     if not is_ours(attrs):
+        if "lstm_data_batches" in attrs:  # batch_store.ATTR: made by precompute
+            raise FormatError("this is a store of precomputed batches, not a dataset; open it "
+                              "with lstm_data.open_batches()", file=file)
         raise FormatError("not an lstm_data store (root attribute 'lstm_data_format' missing; "
                           "an interrupted write leaves it out)", file=file)
     version = int(attrs.get("lstm_data_version", -1))
