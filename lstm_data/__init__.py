@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .errors import FormatError, ParseError, SchemaError
+from .errors import BrokenRowsWarning, FormatError, ParseError, SchemaError
 
 __version__ = "0.1.0"
 
@@ -29,7 +29,7 @@ _LAZY = {
     "open_batches": ("lstm_data.precompute", "open_batches"),
 }
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "__version__", *_LAZY]
+__all__ = ["ParseError", "SchemaError", "FormatError", "BrokenRowsWarning", "__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

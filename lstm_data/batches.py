@@ -18,7 +18,7 @@ from .blocks import BlockSource
 from .builder import BatchBuilder
 from .dataset import Dataset, InMemoryDataset
 from .once import OnceCache
-from .order import BlockPlan, check_count, fresh_seed, shuffled_order, split_rows
+from .order import BlockPlan, check_count, check_index, fresh_seed, shuffled_order, split_rows
 from .prefetch import EpochIteration
 from .spec import BatchSpec
 
@@ -192,14 +192,7 @@ class Batches(EpochIteration):
         return order[slot * self.batch_size:(slot + 1) * self.batch_size]
 
     def _check_index(self, index: int) -> int:
-        n = len(self)
-        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
-            raise TypeError(f"batch index must be an int, got {type(index).__name__}")
-        if index < 0:
-            index += n
-        if not 0 <= index < n:
-            raise IndexError(f"batch {index} out of range for {n} batches")
-        return int(index)
+        return check_index(index, len(self))
 
     def rows_of(self, index: int) -> np.ndarray:
         """The dataset rows of batch ``index`` in the current epoch, in batch order."""

@@ -101,6 +101,10 @@ class Dataset:
     def scalar(self, name: str, rows=None) -> np.ndarray:
         """One scalar column, whole or at ``rows`` (any order, repeats allowed)."""
         if name not in self._scalar_names:
+            owner = next((g for g, names in self._groups.items() if name in names), None)
+            if owner is not None:
+                raise SchemaError(f"{name!r} is a prong variable of group {owner!r}, not a scalar; "
+                                  f"read it with ragged({owner!r})", variable=name)
             raise unknown_name_error("scalar", name, self._scalar_names)
         return self._scalar(name, as_rows(rows, self._n_rows))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ParseError", "SchemaError", "FormatError"]
+__all__ = ["ParseError", "SchemaError", "FormatError", "BrokenRowsWarning"]
 
 _WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
 
@@ -64,3 +64,7 @@ class SchemaError(_Located):
 
 class FormatError(_Located):
     """A file is not in a format lstm_data can read, or it is damaged."""
+
+
+class BrokenRowsWarning(UserWarning):
+    """Data that reads, but whose shape suggests a few broken rows (e.g. one extra value)."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["epoch_rng", "shuffled_order", "BlockPlan", "block_bounds", "split_rows", "fresh_seed",
-           "check_count"]
+           "check_count", "check_index"]
 
 
 def check_count(value: object, name: str) -> int:
@@ -18,6 +18,15 @@ def check_count(value: object, name: str) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{name} must be an int >= 0, got {value!r}")
     return int(value)
+
+
+def check_index(index: object, n: int) -> int:
+    """Batch ``index`` (negative counts from the end) as 0..n-1, or the error naming it."""
+    if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+        raise TypeError(f"batch index must be an int, got {type(index).__name__}")
+    if not -n <= index < n:
+        raise IndexError(f"batch index {index} out of range for {n} batches")
+    return int(index) % n
 
 
 def fresh_seed() -> int:

@@ -10,7 +10,7 @@ import numpy as np
 
 from .batch_store import ATTR, STORE_FORMAT, STORE_VERSION, compare_metadata, fingerprint
 from .errors import FormatError
-from .order import shuffled_order
+from .order import check_index, shuffled_order
 from .prefetch import EpochIteration
 from .spec import BatchSpec
 
@@ -79,13 +79,8 @@ class PrecomputedBatches(EpochIteration):
         return self._n_batches
 
     def _slot(self, index: int) -> int:
-        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
-            raise TypeError(f"batch index must be an int, got {type(index).__name__}")
         n = self._n_batches
-        if index < 0:
-            index += n
-        if not 0 <= index < n:
-            raise IndexError(f"batch {index} out of range for {n} batches")
+        index = check_index(index, n)
         if self.shuffle and self.epoch > 0:
             return int(shuffled_order(n, self.seed, self.epoch)[index])
         return int(index)

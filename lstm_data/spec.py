@@ -246,10 +246,16 @@ class BatchSpec:
                                           variable=v)
                     raise _in(where, unknown_name_error("prong variable", v, sorted(prong_vars)))
                 owners.append(prong_vars[v])
-            if len(set(owners)) > 1:
-                split = {g: [v for v, o in zip(fld.vars, owners) if o == g] for g in dict.fromkeys(owners)}
-                raise SchemaError(f"{where}: all variables of one Ragged field must be in one group, "
-                                  f"got {split}", variable=name)
+            var_owners = owners[:len(fld.vars)]
+            if len(set(var_owners)) > 1:
+                split = {g: [v for v, o in zip(fld.vars, var_owners) if o == g]
+                         for g in dict.fromkeys(var_owners)}
+                shown = "; ".join(f"group {g!r}: {_short(vs)}" for g, vs in split.items())
+                raise SchemaError(f"{where}: all variables of one Ragged field must be in one group "
+                                  f"(one prong count per row), got {shown}", variable=name)
+            if len(owners) > len(var_owners) and owners[-1] != var_owners[0]:
+                raise SchemaError(f"{where}: sort_by {fld.sort_by!r} is in group {owners[-1]!r}, not in "
+                                  f"the field's group {var_owners[0]!r}", variable=fld.sort_by)
             group = owners[0]
             index = {v: i for i, v in enumerate(groups[group])}
             cols = np.array([index[v] for v in fld.vars], dtype=np.intp)
@@ -345,3 +351,9 @@ class BatchSpec:
 def _in(where: str, err: SchemaError) -> SchemaError:
     """Prefix an error's message with the field it was found in."""
     return SchemaError(f"{where}: {err.message}", variable=err.variable)
+
+
+def _short(names: list[str], keep: int = 4) -> str:
+    """``names`` for a message: the first few and how many more."""
+    shown = ", ".join(repr(n) for n in names[:keep])
+    return shown + (f" and {len(names) - keep} more" if len(names) > keep else "")

@@ -262,6 +262,13 @@ def test_argument_errors(ds):
         Batches(ds, SPEC, weights=weights)
     weights[17] = -0.5  # negative weights (NLO generators) are fine
     Batches(ds, SPEC, weights=weights)
+    n = len(b)
+    _equal(b[-n][0], b[0][0])
+    for bad_index in (-n - 1, n):  # the index as given, not after wrapping
+        with pytest.raises(IndexError, match=rf"batch index {bad_index} out of range for {n} batches"):
+            b[bad_index]
+    with pytest.raises(lstm_data.SchemaError, match=r"'png.calE' is a prong variable of group 'png'"):
+        ds.scalar("png.calE")
 
 
 def test_block_shuffle_reads_ahead_each_window_once(tmp_path):

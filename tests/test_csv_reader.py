@@ -4,12 +4,13 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from lstm_data.errors import FormatError, ParseError, SchemaError
+from lstm_data.errors import BrokenRowsWarning, FormatError, ParseError, SchemaError
 from lstm_data.readers import csv as csv_reader
 from lstm_data.readers.csv import read_csv
 from lstm_data.schema import Schema
@@ -123,7 +124,8 @@ def test_inference_rule(tmp_path):
     path.write_text('s,one.a,one.b,multi,n.a,n.b\n'
                     '1,"","","1,2","1","1"\n'
                     ',"5","6",3,"1,2",""\n')
-    ds = read_csv(path)
+    with pytest.warns(BrokenRowsWarning, match="prefix 'n'"):  # n.* differ in 1 row of 2
+        ds = read_csv(path)
     assert ds.scalar_names == ["s"]
     # one.* are quoted, so ragged although no cell holds two numbers; n.* split by length
     assert ds.groups == {"one": ["one.a", "one.b"], "multi": ["multi"], "n": ["n.a"],
@@ -137,7 +139,8 @@ def test_surprise_after_sample_reparses(tmp_path, monkeypatch):
     rows = ["t,p.a,p.b"] + [f"{i},{i},{i}" for i in range(200)] + ['7,"1,2","3"', '8,"4",5']
     path = tmp_path / "t.csv"
     path.write_text("\n".join(rows) + "\n")
-    ds = read_csv(path, block_size=256)
+    with pytest.warns(BrokenRowsWarning, match="only 1 of 202 rows, first at row 200"):
+        ds = read_csv(path, block_size=256)
     # p.a and p.b became ragged only at the end, with different lengths: two groups
     assert ds.scalar_names == ["t"] and ds.groups == {"p": ["p.a"], "p_2": ["p.b"]}
     assert ds.ragged("p")[1][-3:].tolist() == [200, 202, 203]
@@ -156,8 +159,37 @@ def test_declared_group_mismatch_names_file_row_variables(tmp_path):
     err = info.value
     assert (err.file, err.line, err.row, err.variable) == (str(path), 3, 1, "p.b")
     assert "p.a" in str(err)
-    # undeclared, the same file splits the prefix into two groups instead
-    assert read_csv(path).groups == {"p": ["p.a"], "p_2": ["p.b"]}
+    # undeclared, the same file splits the prefix into two groups instead, with a warning
+    with pytest.warns(BrokenRowsWarning, match="differ in prong count in only 1 of 2 rows"):
+        assert read_csv(path).groups == {"p": ["p.a"], "p_2": ["p.b"]}
+
+
+def _prefix_csv(path: Path, lengths_b) -> Path:
+    rows = ["e,p.a,p.b"]
+    for r, nb in enumerate(lengths_b):
+        cell = lambda n: '"' + ",".join(str(r + k) for k in range(n)) + '"'  # noqa: E731
+        rows.append(f"{r},{cell(2)},{cell(nb)}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_a_prefix_split_by_a_few_rows_warns_naming_the_first(tmp_path):
+    lengths = [2] * 400
+    lengths[123] = lengths[321] = 3  # two broken rows: 0.5% of the file
+    path = _prefix_csv(tmp_path / "t.csv", lengths)
+    with pytest.warns(BrokenRowsWarning) as record:
+        ds = read_csv(path)
+    assert ds.groups == {"p": ["p.a"], "p_2": ["p.b"]}
+    message = str(record[0].message)
+    assert str(path) in message and "only 2 of 400 rows, first at row 123" in message
+    assert "'p.a' has 2 values, 'p.b' has 3" in message and "groups 'p' and 'p_2'" in message
+
+
+def test_a_prefix_of_two_multiplicities_splits_without_a_warning(tmp_path):
+    path = _prefix_csv(tmp_path / "t.csv", [r % 5 for r in range(400)])  # per-hit, not per-prong
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_csv(path).groups == {"p": ["p.a"], "p_2": ["p.b"]}
 
 
 def test_schema_toml_patterns_and_skipped_columns(tmp_path):

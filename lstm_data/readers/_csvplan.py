@@ -10,7 +10,10 @@ Inference rule (columns a schema does not declare)
 * Ragged columns group by their name's prefix before the first ``.``
   (``png.calE`` -> ``png``; a name without a dot is its own prefix). When the
   columns of one prefix do not share their per-row lengths, the prefix splits
-  into groups of identical lengths named ``prefix``, ``prefix_2``, ...
+  into groups of identical lengths named ``prefix``, ``prefix_2``, ... When the
+  lengths of such a split differ in only a few rows (at most 1%), those rows are
+  more likely broken than the columns unrelated: :func:`near_splits` says so,
+  and the reader warns, naming the first such row.
 * A quoted-everything file (every scalar quoted too) makes every column ragged:
   declare the groups and scalars in a :class:`~lstm_data.schema.Schema` instead.
 
@@ -31,7 +34,7 @@ from ..errors import FormatError, SchemaError
 from ..schema import Schema
 
 __all__ = ["Plan", "split_header", "declared_plan", "plan_from_sample", "assemble",
-           "QUOTED", "MULTI"]
+           "near_splits", "QUOTED", "MULTI"]
 
 QUOTED, MULTI = 1, 2
 _BOM = b"\xef\xbb\xbf"
@@ -209,3 +212,28 @@ def assemble(plan: Plan, scalars: dict, groups: dict, flags: np.ndarray, dtype: 
     if any(g.startswith("\0") for g in group_out):
         raise SchemaError("internal error: unassigned inferred column")
     return scalar_out, group_out
+
+
+def near_splits(groups: dict[str, RaggedGroup], inferred: set[str]) -> list[str]:
+    """Messages for inferred groups split off their prefix's group by a few rows only.
+
+    A prefix whose columns differ in prong count in at most 1% of the rows (and at
+    least one) most likely has broken rows rather than two multiplicities.
+    """
+    messages = []
+    for name, group in groups.items():
+        prefix = _prefix(group.names[0])
+        main = groups.get(prefix)
+        if name == prefix or main is None or not set(group.names) <= inferred:
+            continue
+        bad = np.flatnonzero(np.diff(main.offsets) != np.diff(group.offsets))
+        if 0 < len(bad) <= max(1, len(main) // 100):
+            r = int(bad[0])
+            messages.append(
+                f"the columns of prefix {prefix!r} differ in prong count in only {len(bad)} of "
+                f"{len(main)} rows, first at row {r} ({main.names[0]!r} has "
+                f"{int(np.diff(main.offsets)[r])} values, {group.names[0]!r} has "
+                f"{int(np.diff(group.offsets)[r])}), so they were split into groups {prefix!r} "
+                f"and {name!r}. If they belong together, fix those rows, or declare the group in "
+                "a Schema to get an error naming every bad row.")
+    return messages
