@@ -89,10 +89,30 @@ def compare_metadata(recorded: Mapping[str, Any], expected: Mapping[str, Any], *
             continue
         have = recorded.get(key)
         if have != want:
-            shown_have = "<different spec>" if key == "spec" else repr(have)
-            shown_want = "<this spec>" if key == "spec" else repr(want)
-            diffs.append(f"{key}: store has {shown_have}, asked for {shown_want}")
+            if key == "spec":
+                diffs.append(f"spec: {_spec_difference(have, want)}")
+                continue
+            diffs.append(f"{key}: store has {have!r}, asked for {want!r}")
     if diffs:
         raise StoreMismatchError(f"{where} was precomputed with other settings or data; refusing to "
                                  f"reuse it ({'; '.join(diffs)}). Recompute it (precompute --force) "
                                  "or point to another output.")
+
+
+def _spec_difference(have: Any, want: Any) -> str:
+    """Which outputs of two spec dicts (``BatchSpec.to_dict``) differ, by role and name."""
+    if not isinstance(have, Mapping) or not isinstance(want, Mapping):
+        return "store has another spec"
+    parts = []
+    for role in ("inputs", "targets"):
+        old, new = dict(have.get(role) or {}), dict(want.get(role) or {})
+        for name in sorted(set(old) | set(new)):
+            if name not in new:
+                parts.append(f"{role[:-1]} {name!r} only in the store")
+            elif name not in old:
+                parts.append(f"{role[:-1]} {name!r} not in the store")
+            elif old[name] != new[name]:
+                keys = sorted(k for k in set(old[name]) | set(new[name])
+                              if old[name].get(k) != new[name].get(k))
+                parts.append(f"{role[:-1]} {name!r} differs in {', '.join(keys)}")
+    return "; ".join(parts) or "store has another spec"

@@ -65,8 +65,12 @@ def test_reuse_when_equal_and_clear_error_when_not(tmp_path, ds, spec):
     other = make_dataset(2500, seed=6)
     with pytest.raises(StoreMismatchError, match="fingerprint"):
         open_batches(out, dataset=other)
-    with pytest.raises(StoreMismatchError, match="spec"):
+    with pytest.raises(StoreMismatchError, match="spec: input 'input_png2d' only in the store"):
         open_batches(out, spec=BatchSpec.from_lstm_ee({"var_target_total": "trueE"}))
+    shorter = BatchSpec.from_dict(spec.to_dict())
+    shorter.inputs["input_png3d"] = lstm_data.Ragged(spec.inputs["input_png3d"].vars, max_len=3)
+    with pytest.raises(StoreMismatchError, match="spec: input 'input_png3d' differs in max_len"):
+        open_batches(out, spec=shorter)
     precompute(other, spec, out, batch_size=500, seed=1, progress=False, force=True)
     open_batches(out, dataset=other)
 
