@@ -53,10 +53,9 @@ def fingerprint(dataset: Dataset) -> str:
     for group in dataset.groups:
         _update(h, dataset.offsets(group).astype(np.int64, copy=False))
         for k, values in enumerate(_value_blocks(dataset, group)):
-            values = np.ascontiguousarray(values)
             if k == 0:  # the same bytes whether read whole or in blocks
                 h.update(f"{values.dtype.str}{values.shape[1:]}".encode())
-            h.update(memoryview(values).cast("B"))
+            h.update(_raw(values))
     return h.hexdigest()
 
 
@@ -72,10 +71,14 @@ def _value_blocks(dataset: Dataset, group: str):
 
 
 def _update(h: Any, array: np.ndarray) -> None:
-    """Feed ``array``'s dtype, shape and bytes to ``h`` (no copy when it is contiguous)."""
-    array = np.ascontiguousarray(array)
+    """Feed ``array``'s dtype, shape and bytes to ``h``."""
     h.update(f"{array.dtype.str}{array.shape}".encode())
-    h.update(memoryview(array).cast("B"))
+    h.update(_raw(array))
+
+
+def _raw(array: np.ndarray) -> memoryview:
+    """``array``'s bytes in C order (no copy when it is contiguous)."""
+    return memoryview(np.ascontiguousarray(array)).cast("B")
 
 
 def compare_metadata(recorded: Mapping[str, Any], expected: Mapping[str, Any], *, where: str) -> None:

@@ -13,7 +13,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from .batch_store import ATTR, STORE_FORMAT, STORE_VERSION, compare_metadata, fi
 from .batches import Batches
 from .dataset import Dataset
 from .order import check_count
-from .precomputed import PrecomputedBatches, open_batches, read_metadata
+from .precomputed import PrecomputedBatches, open_batches, read_metadata, stored_metadata
 from .prefetch import prefetch
 from .spec import LENGTHS_SUFFIX, BatchSpec
 
@@ -228,16 +228,13 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
 
 def _is_batch_store(path: Path) -> bool:
     """Whether ``path`` is a batch store of any version (which ``force`` may replace)."""
-    import zarr
-
     try:
-        meta = zarr.open_group(str(path), mode="r").attrs.get(ATTR)
+        return stored_metadata(path) is not None
     except Exception:  # noqa: BLE001 - unreadable: not ours to replace
         return False
-    return isinstance(meta, dict) and meta.get("format") == STORE_FORMAT
 
 
-def _check_not_input(out: Path, sources) -> None:
+def _check_not_input(out: Path, sources: Sequence[str]) -> None:
     """Refuse an output that is, holds or lies inside one of the dataset's source files."""
     target = out.resolve()
     for src in sources:

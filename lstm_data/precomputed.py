@@ -17,6 +17,14 @@ from .spec import BatchSpec
 __all__ = ["open_batches", "PrecomputedBatches", "read_metadata"]
 
 
+def stored_metadata(path: str | os.PathLike) -> dict | None:
+    """The batch-store attribute of the zarr group at ``path`` (any version), or None if it has none."""
+    import zarr
+
+    meta = zarr.open_group(str(path), mode="r").attrs.get(ATTR)
+    return meta if isinstance(meta, dict) and meta.get("format") == STORE_FORMAT else None
+
+
 def read_metadata(path: str | os.PathLike) -> dict:
     """The recorded metadata of the store at ``path``.
 
@@ -27,16 +35,14 @@ def read_metadata(path: str | os.PathLike) -> dict:
     FormatError
         Not a precomputed-batch store (or an unknown version of one).
     """
-    import zarr
-
     p = Path(path)
     if not (p / "zarr.json").is_file():
         if p.exists():
             raise FormatError(f"{p} is not a precomputed batch store (no zarr.json); make one with "
                               "lstm-data precompute", file=str(p))
         raise FileNotFoundError(f"no precomputed batch store at {p}")
-    meta = zarr.open_group(str(p), mode="r").attrs.get(ATTR)
-    if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT:
+    meta = stored_metadata(p)
+    if meta is None:
         raise FormatError(f"{p} is a zarr store but not a precomputed batch store", file=str(p))
     if meta.get("version") != STORE_VERSION:
         raise FormatError(f"{p}: unsupported batch store version {meta.get('version')!r}", file=str(p))

@@ -247,14 +247,15 @@ class BatchSpec:
                     raise _in(where, unknown_name_error("prong variable", v, sorted(prong_vars)))
                 owners.append(prong_vars[v])
             var_owners = owners[:len(fld.vars)]
+            sort_owner = owners[len(fld.vars)] if fld.sort_by is not None else None
             if len(set(var_owners)) > 1:
                 split = {g: [v for v, o in zip(fld.vars, var_owners) if o == g]
                          for g in dict.fromkeys(var_owners)}
                 shown = "; ".join(f"group {g!r}: {_short(vs)}" for g, vs in split.items())
                 raise SchemaError(f"{where}: all variables of one Ragged field must be in one group "
                                   f"(one prong count per row), got {shown}", variable=name)
-            if len(owners) > len(var_owners) and owners[-1] != var_owners[0]:
-                raise SchemaError(f"{where}: sort_by {fld.sort_by!r} is in group {owners[-1]!r}, not in "
+            if sort_owner not in (None, var_owners[0]):
+                raise SchemaError(f"{where}: sort_by {fld.sort_by!r} is in group {sort_owner!r}, not in "
                                   f"the field's group {var_owners[0]!r}", variable=fld.sort_by)
             group = owners[0]
             index = {v: i for i, v in enumerate(groups[group])}

@@ -226,14 +226,14 @@ def near_splits(groups: dict[str, RaggedGroup], inferred: set[str]) -> list[str]
         main = groups.get(prefix)
         if name == prefix or main is None or not set(group.names) <= inferred:
             continue
-        bad = np.flatnonzero(np.diff(main.offsets) != np.diff(group.offsets))
+        lens, other = np.diff(main.offsets), np.diff(group.offsets)
+        bad = np.flatnonzero(lens != other)
         if 0 < len(bad) <= max(1, len(main) // 100):
             r = int(bad[0])
             messages.append(
                 f"the columns of prefix {prefix!r} differ in prong count in only {len(bad)} of "
-                f"{len(main)} rows, first at row {r} ({main.names[0]!r} has "
-                f"{int(np.diff(main.offsets)[r])} values, {group.names[0]!r} has "
-                f"{int(np.diff(group.offsets)[r])}), so they were split into groups {prefix!r} "
+                f"{len(main)} rows, first at row {r} ({main.names[0]!r} has {int(lens[r])} "
+                f"values, {group.names[0]!r} has {int(other[r])}), so they were split into groups {prefix!r} "
                 f"and {name!r}. If they belong together, fix those rows, or declare the group in "
                 "a Schema to get an error naming every bad row.")
     return messages

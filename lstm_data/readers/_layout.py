@@ -18,6 +18,7 @@ import json
 import re
 from typing import Any, Mapping
 
+from ..batch_store import ATTR as BATCH_STORE_ATTR
 from ..errors import FormatError
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "node_keys", "make_layout", "parse_layout",
@@ -81,7 +82,7 @@ def parse_layout(attrs: Mapping[str, Any], *, file: str) -> dict[str, Any]:
         Not our layout, a newer version, or a damaged layout attribute.
     """
     if not is_ours(attrs):
-        if "lstm_data_batches" in attrs:  # batch_store.ATTR: made by precompute
+        if BATCH_STORE_ATTR in attrs:  # made by precompute
             raise FormatError("this is a store of precomputed batches, not a dataset; open it "
                               "with lstm_data.open_batches()", file=file)
         raise FormatError("not an lstm_data store (root attribute 'lstm_data_format' missing; "
