@@ -5,6 +5,9 @@ or character offset, whichever apply.
 """
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from typing import Any
 
 __all__ = ["ParseError", "SchemaError", "FormatError", "BrokenRowsWarning"]
@@ -68,3 +71,21 @@ class FormatError(_Located):
 
 class BrokenRowsWarning(UserWarning):
     """Data that reads, but whose shape suggests a few broken rows (e.g. one extra value)."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """Warn at the first caller outside lstm_data: the user's line, whatever the call depth.
+
+    ``warnings.warn`` needs a fixed ``stacklevel``, which is wrong as soon as a
+    reader is reached through ``open``, ``Batches`` or the CLI; Python 3.11 has
+    no ``skip_file_prefixes``. So the frames inside the package are counted.
+    """
+    level = 2  # warnings.warn counts warn_user as 1, its caller as 2
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)

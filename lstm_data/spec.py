@@ -241,6 +241,10 @@ class BatchSpec:
             owners = []
             for v in list(fld.vars) + ([fld.sort_by] if fld.sort_by is not None else []):
                 if v not in prong_vars:
+                    if v in scalars and len(dataset) == 0:
+                        raise SchemaError(f"{where}: {v!r} was read as a scalar column because "
+                                          "the data has no rows to show its arrays; declare "
+                                          "its group with a Schema", variable=v)
                     if v in scalars:
                         raise SchemaError(f"{where}: {v!r} is a scalar column; use Scalars for it",
                                           variable=v)

@@ -183,6 +183,18 @@ def test_a_prefix_split_by_a_few_rows_warns_naming_the_first(tmp_path):
     message = str(record[0].message)
     assert str(path) in message and "only 2 of 400 rows, first at row 123" in message
     assert "'p.a' has 2 values, 'p.b' has 3" in message and "groups 'p' and 'p_2'" in message
+    assert record[0].filename == __file__  # points at the user's call, not into the library
+
+
+def test_the_warning_points_at_the_users_line_through_open(tmp_path):
+    import lstm_data
+
+    lengths = [2] * 400
+    lengths[7] = 3
+    path = _prefix_csv(tmp_path / "t.csv", lengths)
+    with pytest.warns(BrokenRowsWarning) as record:
+        lstm_data.open(path)  # deeper in the library than read_csv
+    assert record[0].filename == __file__
 
 
 def test_a_prefix_of_two_multiplicities_splits_without_a_warning(tmp_path):

@@ -60,6 +60,19 @@ def test_validate_names_the_problem(ds, spec, message):
     assert "input 'x'" in str(info.value)
 
 
+def test_a_header_only_csv_says_why_a_prong_variable_reads_as_scalar(tmp_path):
+    import lstm_data
+    from lstm_data.schema import Schema
+
+    path = tmp_path / "empty.csv"
+    path.write_text("calE,png.calE,png.len\n")  # no rows: nothing shows which cells are arrays
+    spec = BatchSpec(inputs={"x": Ragged(["png.calE"])})
+    with pytest.raises(SchemaError, match="no rows to show its arrays; declare its group"):
+        spec.validate(lstm_data.open(path))
+    declared = lstm_data.open(path, schema=Schema(groups={"png": "png.*"}))
+    assert len(lstm_data.Batches(declared, spec)) == 0
+
+
 def test_construction_errors():
     with pytest.raises(SchemaError, match="used twice"):
         BatchSpec(inputs={"a": Ragged(["png.calE"], lengths=True), "a_lengths": Scalars(["calE"])})

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import mmap
 import os
-import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import kernels
 from ..dataset import InMemoryDataset
-from ..errors import BrokenRowsWarning, SchemaError, _Located
+from ..errors import BrokenRowsWarning, SchemaError, _Located, warn_user
 from ..schema import Schema
 from ._blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
 from ._csvplan import (Plan, assemble, declared_plan, near_splits, plan_from_sample,
@@ -121,7 +120,7 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_
         scalars, groups, flags = run.parse(plan)
     scalar_cols, group_cols = assemble(plan, scalars, groups, flags, dt)
     for message in near_splits(group_cols, general.inferred):
-        warnings.warn(f"{', '.join(paths)}: {message}", BrokenRowsWarning, stacklevel=3)
+        warn_user(f"{', '.join(paths)}: {message}", BrokenRowsWarning)
     return InMemoryDataset(scalar_cols, group_cols, source=paths)
 
 
