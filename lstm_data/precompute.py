@@ -13,7 +13,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from .dataset import Dataset
 from .order import check_count
 from .precomputed import PrecomputedBatches, open_batches, read_metadata, stored_metadata
 from .prefetch import prefetch
+from .safe_output import check_not_input
 from .spec import LENGTHS_SUFFIX, BatchSpec
 
 __all__ = ["precompute", "open_batches", "PrecomputedBatches", "PrecomputeSummary"]
@@ -167,7 +168,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     out = Path(out)
     started = time.perf_counter()
     seed = check_count(seed, "seed")
-    _check_not_input(out, getattr(dataset, "source", ()))
+    check_not_input(out, getattr(dataset, "source", ()))
     meta = _metadata(dataset, spec, batch_size, seed, shuffle)
     if out.exists():
         try:
@@ -232,16 +233,6 @@ def _is_batch_store(path: Path) -> bool:
         return stored_metadata(path) is not None
     except Exception:  # noqa: BLE001 - unreadable: not ours to replace
         return False
-
-
-def _check_not_input(out: Path, sources: Sequence[str]) -> None:
-    """Refuse an output that is, holds or lies inside one of the dataset's source files."""
-    target = out.resolve()
-    for src in sources:
-        path = Path(src).resolve()
-        if target == path or path.is_relative_to(target) or target.is_relative_to(path):
-            raise ValueError(f"output {out} would overwrite the input data {src}; "
-                             "choose another output")
 
 
 def _replace(tmp: Path, out: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from .readers._layout import CHUNK_BYTES, layout_attrs, make_layout, node_keys
+from .safe_output import check_not_input
 
 __all__ = ["write_zarr", "write_hdf5", "Progress"]
 
@@ -177,6 +178,7 @@ class _HDF5Sink:
 
 def _atomic(path, make_sink, dataset, overwrite: bool, **stream_options) -> None:
     target = Path(path)
+    check_not_input(target, getattr(dataset, "source", ()))
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True (or --force) to replace it")
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")

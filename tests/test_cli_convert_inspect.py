@@ -72,6 +72,39 @@ def test_convert_refuses_existing_and_bad_output(csv_path, tmp_path, capsys):
     assert len(lstm_data.open(tmp_path / "x.zarr")) == 1500
 
 
+def test_convert_never_reads_its_own_output_back(csv_path, tmp_path, capsys):
+    src, _ = csv_path
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for k in range(2):
+        assert main(["convert", str(src), str(parts / f"p{k}.h5"), "--quiet"]) == 0
+    pattern, out = str(parts / "*.h5"), str(parts / "all.h5")
+    assert main(["convert", pattern, out, "--quiet"]) == 0
+    assert len(lstm_data.open(out)) == 3000
+    # run again: the glob now matches all.h5 itself, which would be read into itself
+    assert main(["convert", pattern, out, "--force", "--quiet"]) == 1
+    assert "would overwrite the input data" in capsys.readouterr().err
+    assert len(lstm_data.open(out)) == 3000
+    with pytest.raises(ValueError, match="would overwrite the input data"):  # the API as well
+        lstm_data.open(parts / "p0.h5").to_zarr(parts)
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--shuffle", "-1", "must be at least 0, got -1"),
+    ("--chunk-kib", "0", "must be at least 1, got 0"),
+    ("--chunk-kib", "x", "expected an integer, got 'x'"),
+])
+def test_convert_checks_its_options_before_reading(csv_path, tmp_path, capsys, option, value,
+                                                   message):
+    src, _ = csv_path
+    with pytest.raises(SystemExit) as info:
+        main(["convert", str(src), str(tmp_path / "o.zarr"), option, value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert option in err and message in err
+    assert not (tmp_path / "o.zarr").exists()
+
+
 def test_failed_convert_leaves_no_output(tmp_path, capsys):
     (tmp_path / "bad.csv").write_text("a,png.x\n1,\"1,2\"\n2,\"3,oops\"\n")
     assert main(["convert", str(tmp_path / "bad.csv"), str(tmp_path / "bad.zarr"), "--quiet"]) == 1

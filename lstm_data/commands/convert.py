@@ -22,16 +22,29 @@ _ZARR_SUFFIXES = (".zarr",)
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
 
+def _at_least(low: int):
+    """An argparse type: an int of at least ``low`` (rejected before any input is read)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+    return parse
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="SRC... DST",
                         help="input files or glob patterns, then the output (.zarr, .h5 or .hdf5)")
-    parser.add_argument("--shuffle", type=int, metavar="SEED", default=None,
+    parser.add_argument("--shuffle", type=_at_least(0), metavar="SEED", default=None,
                         help="write rows in a seeded random order (pre-shuffled file: contiguous "
                              "batches are then random batches)")
     parser.add_argument("--schema", metavar="FILE.toml", default=None,
                         help="declared groups/scalars/dtype for inputs that do not store them")
     parser.add_argument("--force", action="store_true", help="replace an existing output")
-    parser.add_argument("--chunk-kib", type=int, default=1024, metavar="KIB",
+    parser.add_argument("--chunk-kib", type=_at_least(1), default=1024, metavar="KIB",
                         help="uncompressed chunk size of the output (default 1024)")
     parser.add_argument("--compression", choices=("gzip", "lzf"), default="gzip",
                         help="HDF5 output filter (default gzip)")
@@ -75,6 +88,8 @@ def _size_of(path: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..opening import expand_paths
+    from ..safe_output import check_not_input
     from ..writers import write_hdf5, write_zarr
     from ._progress import ByteProgress
 
@@ -83,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     *sources, dst = args.paths
     kind = _output_kind(dst)
+    check_not_input(dst, expand_paths(sources))  # before reading anything
     if os.path.exists(dst) and not args.force:
         print(f"lstm-data convert: error: {dst} exists (use --force to replace it)",
               file=sys.stderr)
@@ -93,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if args.shuffle is not None:
         permutation = np.random.default_rng(args.shuffle).permutation(len(dataset))
     options = {"permutation": permutation, "overwrite": args.force,
-               "chunk_bytes": max(1, args.chunk_kib) << 10}
+               "chunk_bytes": args.chunk_kib << 10}
     with ByteProgress(f"write {Path(dst).name}", enabled=not args.quiet) as bar:
         if kind == "zarr":
             write_zarr(dataset, dst, progress=bar, **options)
