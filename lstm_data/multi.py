@@ -26,6 +26,28 @@ def _describe_difference(kind: str, expected: list[str], got: list[str]) -> str:
     return f"{kind} in a different order: {got[:8]} vs {expected[:8]}"
 
 
+def _column_names(ds: Dataset) -> set[str]:
+    return set(ds.scalar_names).union(*ds.groups.values())
+
+
+def _without_untyped_empties(datasets: list[Dataset], labels: list[str]
+                             ) -> tuple[list[Dataset], list[str]]:
+    """Drop the row-less parts whose column names are those of the others.
+
+    A header-only CSV has no cells to show which columns hold arrays, so it reads
+    every column as a scalar. It adds no rows; when its column names are those of
+    the first part with rows, it is left out rather than called a mismatch. A
+    row-less part with other names is kept, and the column check names it.
+    """
+    reference = next((d for d in datasets if len(d)), None)
+    if reference is None:
+        return datasets, labels
+    names = _column_names(reference)
+    kept = [(d, label) for d, label in zip(datasets, labels)
+            if len(d) or _column_names(d) != names]
+    return [d for d, _ in kept], [label for _, label in kept]
+
+
 class ConcatDataset(Dataset):
     """The rows of several datasets, one after another.
 
@@ -46,9 +68,10 @@ class ConcatDataset(Dataset):
     def __init__(self, datasets: Sequence[Dataset], names: Sequence[str] | None = None) -> None:
         if not datasets:
             raise ValueError("ConcatDataset needs at least one dataset")
-        self.datasets = list(datasets)
         labels = list(names) if names is not None else [
-            ", ".join(d.source) or f"dataset {i}" for i, d in enumerate(self.datasets)]
+            ", ".join(d.source) or f"dataset {i}" for i, d in enumerate(datasets)]
+        sources = tuple(s for d in datasets for s in d.source) or tuple(labels)
+        self.datasets, labels = _without_untyped_empties(list(datasets), labels)
         self._labels = labels
         first = self.datasets[0]
         for ds, label in zip(self.datasets[1:], labels[1:]):
@@ -59,7 +82,7 @@ class ConcatDataset(Dataset):
         self._n_rows = int(self.cumulative[-1])
         self._scalar_names = first.scalar_names
         self._groups = first.groups
-        self.source = tuple(s for d in self.datasets for s in d.source) or tuple(labels)
+        self.source = sources
 
     @staticmethod
     def _check_same_columns(first: Dataset, other: Dataset, first_label: str, label: str) -> None:

@@ -100,3 +100,18 @@ def test_mismatched_columns_name_file_and_difference(tmp_path):
     with pytest.raises(SchemaError, match="variables of group 'png2d' in a different order") as err:
         lstm_data.open([tmp_path / "a.zarr", tmp_path / "c.zarr"])
     assert err.value.variable == "png2d"
+
+
+def test_a_header_only_csv_among_parts_adds_no_rows_and_no_mismatch(tmp_path):
+    synthetic.write_csv(tmp_path / "a.csv", n_rows=30, seed=1)
+    synthetic.write_csv(tmp_path / "b.csv", n_rows=20, seed=2)
+    header = (tmp_path / "a.csv").read_text().splitlines()[0]
+    (tmp_path / "empty.csv").write_text(header + "\n")  # every column reads as a scalar
+    paths = [tmp_path / "a.csv", tmp_path / "empty.csv", tmp_path / "b.csv"]
+    ds = lstm_data.open(paths)
+    assert len(ds) == 50 and str(paths[1]) in ds.source
+    assert_same(ds, lstm_data.open([paths[0], paths[2]]))
+    (tmp_path / "other.csv").write_text(header + ",extra\n")  # other names: still a mismatch
+    with pytest.raises(SchemaError, match=r"extra") as err:
+        lstm_data.open([paths[0], tmp_path / "other.csv"])
+    assert err.value.file == str(tmp_path / "other.csv")
