@@ -183,6 +183,7 @@ def test_a_prefix_split_by_a_few_rows_warns_naming_the_first(tmp_path):
     message = str(record[0].message)
     assert str(path) in message and "only 2 of 400 rows, first at row 123" in message
     assert "'p.a' has 2 values, 'p.b' has 3" in message and "groups 'p' and 'p_2'" in message
+    assert "Rows (0-based): 123, 321." in message
     assert record[0].filename == __file__  # points at the user's call, not into the library
 
 
@@ -232,6 +233,18 @@ def test_errors_name_file_line_column_token(tmp_path, text, error, where):
     assert info.value.file == str(path)
     for key, value in where.items():
         assert getattr(info.value, key) == value
+
+
+@pytest.mark.parametrize("text, message", [
+    (b"a,b\r1,2\r3,4\r", r"bare carriage return \(old Mac style\).*tr '\\r' '\\n'"),
+    (b'a,"b\n', r"header line is not valid CSV \(unexpected end of data\)"),
+])
+def test_an_unreadable_header_is_a_located_format_error(tmp_path, text, message):
+    path = tmp_path / "h.csv"
+    path.write_bytes(text)
+    with pytest.raises(FormatError, match=message) as info:
+        read_csv(path)
+    assert info.value.file == str(path) and info.value.line == 1
 
 
 def test_empty_and_header_only(tmp_path):

@@ -38,6 +38,7 @@ __all__ = ["Plan", "split_header", "declared_plan", "plan_from_sample", "assembl
 
 QUOTED, MULTI = 1, 2
 _BOM = b"\xef\xbb\xbf"
+_SHOWN_ROWS = 5  # bad rows listed by near_splits' warning
 
 
 @dataclass
@@ -76,7 +77,8 @@ def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[st
     Raises
     ------
     FormatError
-        Empty file, a header that is not UTF-8, or repeated column names.
+        Empty file, a header that is not UTF-8 or not CSV (e.g. bare carriage
+        returns for line ends), or repeated column names.
     """
     start = len(_BOM) if data.startswith(_BOM) else 0
     end = start
@@ -97,7 +99,14 @@ def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[st
         line = text.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         raise FormatError(f"header is not UTF-8 text: {exc}", file=path, line=1) from None
-    names = [n.strip() for n in next(csv.reader([line], delimiter=sep, strict=True))]
+    try:
+        fields = next(csv.reader([line], delimiter=sep, strict=True))
+    except csv.Error as exc:
+        why = ("the lines end in a bare carriage return (old Mac style), which is not read; "
+               "convert them to newlines, e.g. tr '\\r' '\\n' < in.csv > out.csv"
+               if "\r" in line else f"the header line is not valid CSV ({exc})")
+        raise FormatError(why, file=path, line=1) from None
+    names = [n.strip() for n in fields]
     seen = set()
     for n in names:
         if n in seen:
@@ -230,10 +239,13 @@ def near_splits(groups: dict[str, RaggedGroup], inferred: set[str]) -> list[str]
         bad = np.flatnonzero(lens != other)
         if 0 < len(bad) <= max(1, len(main) // 100):
             r = int(bad[0])
+            shown = ", ".join(str(int(b)) for b in bad[:_SHOWN_ROWS])
+            more = f" and {len(bad) - _SHOWN_ROWS} more" if len(bad) > _SHOWN_ROWS else ""
             messages.append(
                 f"the columns of prefix {prefix!r} differ in prong count in only {len(bad)} of "
                 f"{len(main)} rows, first at row {r} ({main.names[0]!r} has {int(lens[r])} "
                 f"values, {group.names[0]!r} has {int(other[r])}), so they were split into groups {prefix!r} "
-                f"and {name!r}. If they belong together, fix those rows, or declare the group in "
-                "a Schema to get an error naming every bad row.")
+                f"and {name!r}. Rows (0-based): {shown}{more}. If they belong together, fix those "
+                "rows, or declare the group in a Schema to get an error at the first bad row, "
+                "with its line and column.")
     return messages
