@@ -17,6 +17,7 @@ A list of paths, or a glob pattern, gives one :class:`~lstm_data.multi.ConcatDat
 from __future__ import annotations
 
 import glob
+import json
 import os
 from pathlib import Path
 from typing import Any, Sequence
@@ -113,8 +114,23 @@ def expand_paths(path_or_paths) -> list[str]:
     return out
 
 
+#: what a damaged file raises from inside h5py, zarr or numcodecs, naming no file
+_DAMAGE = (KeyError, OSError, RuntimeError, json.JSONDecodeError)
+
+
 def _open_one(path: str, schema: Any, options: dict[str, Any]) -> Dataset:
     fmt = detect_format(path)
+    try:
+        return _read(path, fmt, schema, options)
+    except PermissionError:
+        raise
+    except _DAMAGE as exc:  # e.g. a missing array, a truncated HDF5 file, a bad zarr.json
+        raise FormatError(f"cannot read this {fmt} data, damaged or incomplete? "
+                          f"({type(exc).__name__}: {exc})", file=path) from exc
+
+
+def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
+    """Open ``path`` with the reader of ``fmt``."""
     if fmt == "hdf5":
         from .readers.hdf5 import read_hdf5
         return read_hdf5(path, schema=schema, **options)

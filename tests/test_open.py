@@ -102,6 +102,26 @@ def test_unknown_and_damaged_inputs(tmp_path):
         lstm_data.open(tmp_path / "spec.toml")  # a spec passed as data, by mistake
 
 
+def test_a_damaged_store_or_file_is_a_format_error_naming_it(tmp_path):
+    ds = synthetic.make_dataset(50, seed=1)
+    ds.to_zarr(tmp_path / "m.zarr")
+    shutil.rmtree(tmp_path / "m.zarr" / "calE")  # an array gone
+    ds.to_hdf5(tmp_path / "ok.h5")
+    ds.to_hdf5(tmp_path / "cut.h5")
+    data = (tmp_path / "cut.h5").read_bytes()
+    (tmp_path / "cut.h5").write_bytes(data[: len(data) // 2])  # a truncated copy
+    ds.to_zarr(tmp_path / "j.zarr")
+    (tmp_path / "j.zarr" / "calE" / "zarr.json").write_text('{"zarr_format": 3, "node_')  # cut
+    for path, what in ((tmp_path / "m.zarr", "calE"), (tmp_path / "cut.h5", "truncated"),
+                       (tmp_path / "j.zarr", "JSONDecodeError")):
+        with pytest.raises(FormatError, match=f"damaged or incomplete.*{what}") as err:
+            lstm_data.open(path)
+        assert err.value.file == str(path)
+    with pytest.raises(FormatError) as err:  # among several files: the damaged one is named
+        lstm_data.open([tmp_path / "ok.h5", tmp_path / "cut.h5"])
+    assert err.value.file == str(tmp_path / "cut.h5")
+
+
 def test_a_batch_store_is_not_opened_as_a_dataset(tmp_path):
     from lstm_data.precompute import precompute
 
