@@ -192,3 +192,97 @@ def test_bad_interval_names_the_row(tmp_path):
 def test_flat_fields_skips_strings():
     assert flat_fields(np.dtype(TL_FACE_DTYPE)) == [
         ("traffic_light_face_status", f"traffic_light_face_status_{i}") for i in range(3)]
+
+
+# -- damaged stores: FormatError naming the .zarray or chunk file and what is wrong ----------
+
+
+def _edit_zarray(root: Path, array: str, change) -> Path:
+    file = root / array / ".zarray"
+    meta = json.loads(file.read_text())
+    change(meta)
+    file.write_text(json.dumps(meta))
+    return file
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.pop("chunks"), "no 'chunks' key"),
+    (lambda m: m.pop("shape"), "no 'shape' key"),
+    (lambda m: m.pop("dtype"), "no 'dtype' key"),
+    (lambda m: m.update(chunks=[0]), r"chunks is \[0\]: expected an integer >= 1"),
+    (lambda m: m.update(chunks=["50"]), r"chunks is \['50'\]"),
+    (lambda m: m.update(shape=[10, 2]), "only 1-D arrays"),
+    (lambda m: m.update(shape=[-1]), r"shape is \[-1\]"),
+    (lambda m: m["compressor"].update(id="no-such-codec"), "compressor .*no-such-codec.* unknown"),
+    (lambda m: m.update(compressor="blosc"), "compressor 'blosc' is unknown or invalid"),
+    (lambda m: m.update(filters=[{"id": "no-such-filter"}]), "filter 0 .*no-such-filter"),
+    (lambda m: m.update(filters={"id": "delta"}), "filters is .*expected a list"),
+    (lambda m: m.update(dtype="not-a-dtype"), "dtype 'not-a-dtype' is not a valid numpy dtype"),
+    (lambda m: m.update(dtype="|O"), "not supported"),
+    (lambda m: m.update(fill_value="AAAA"), "fill_value 'AAAA'"),
+    (lambda m: m.update(order="F"), "only C-order"),
+    (lambda m: m.update(zarr_format=3), "zarr_format is 3, expected 2"),
+])
+def test_bad_zarray_is_a_format_error_naming_it(tmp_path, change, message):
+    make_store(tmp_path / "s.zarr")
+    file = _edit_zarray(tmp_path / "s.zarr", "agents", change)
+    with pytest.raises(FormatError, match=message) as err:
+        lstm_data.open(tmp_path / "s.zarr")
+    assert err.value.file == str(file)
+
+
+def test_unreadable_zarray_is_a_format_error_naming_it(tmp_path):
+    make_store(tmp_path / "s.zarr")
+    for text, message in (('{"zarr_format": 2, "sha', "cannot read zarr v2 metadata"),
+                          ("[2]", "is a JSON list, expected an object")):
+        (tmp_path / "s.zarr" / "frames" / ".zarray").write_text(text)
+        with pytest.raises(FormatError, match=message) as err:
+            lstm_data.open(tmp_path / "s.zarr")
+        assert err.value.file == str(tmp_path / "s.zarr" / "frames" / ".zarray")
+
+
+def test_missing_chunk_with_null_fill_value_is_a_format_error(store):
+    path, _ = store
+    (path / "frames" / "1").unlink()  # zarr writes every chunk when fill_value is null
+    with pytest.raises(FormatError, match=r"chunk 1 of array 'frames' is missing; with "
+                                          r"fill_value null") as err:
+        lstm_data.open(path)
+    assert err.value.file == str(path / "frames" / "1")
+    (path / "agents" / "2").unlink()
+    with pytest.raises(FormatError, match="chunk 2 of array 'agents' is missing"):
+        L5KitDataset(path, parent="scenes", relations={"agents": "frame_index_interval"}
+                     ).ragged("agents")
+
+
+def test_missing_chunk_with_a_fill_value_reads_as_it(store):
+    path, (_, _, agents, _) = store
+    _edit_zarray(path, "agents", lambda m: m.update(fill_value=0))
+    (path / "agents" / "1").unlink()  # legitimate in zarr: a chunk equal to the fill value
+    values, _ = lstm_data.open(path).ragged("agents")
+    expected = agent_matrix(agents)
+    expected[50:100] = 0
+    assert np.array_equal(values, expected)
+
+
+@pytest.mark.parametrize("other_chunk", [25, 100])
+def test_chunk_of_another_chunking_is_a_format_error(tmp_path, other_chunk):
+    make_store(tmp_path / "a.zarr", agent_chunk=50)
+    make_store(tmp_path / "b.zarr", agent_chunk=other_chunk)
+    chunk = tmp_path / "a.zarr" / "agents" / "1"
+    chunk.write_bytes((tmp_path / "b.zarr" / "agents" / "0").read_bytes())
+    ds = lstm_data.open(tmp_path / "a.zarr")
+    record = np.dtype(AGENT_DTYPE).itemsize
+    with pytest.raises(FormatError, match=rf"chunk 1 of array 'agents' decodes to "
+                                          rf"{other_chunk * record} bytes, expected "
+                                          rf"{50 * record} \(50 records") as err:
+        ds.ragged("agents")
+    assert err.value.file == str(chunk)
+
+
+def test_truncated_chunk_is_a_format_error_naming_it(store):
+    path, _ = store
+    chunk = path / "agents" / "2"
+    chunk.write_bytes(chunk.read_bytes()[:40])
+    with pytest.raises(FormatError, match="cannot decode chunk 2 of array 'agents'") as err:
+        lstm_data.open(path).ragged("agents")
+    assert err.value.file == str(chunk)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 from collections import Counter
 
 import numpy as np
@@ -258,3 +259,108 @@ def test_zstd_and_uncompressed_stores_read_directly(ds, tmp_path):
         out = np.empty((900, 3))
         dec.read_into(30, 930, out)
         assert np.array_equal(out, data[30:930])
+
+
+# -- damaged stores: every bad chunk is a FormatError naming the chunk file and the array -----
+
+
+def _two_chunkings(tmp_path, ds):
+    """The same data written with small (``s.zarr``) and large (``b.zarr``) value chunks."""
+    ds.to_zarr(tmp_path / "s.zarr", chunk_bytes=16 << 10)
+    ds.to_zarr(tmp_path / "b.zarr", chunk_bytes=64 << 10)
+    return tmp_path / "s.zarr", tmp_path / "b.zarr"
+
+
+@pytest.mark.parametrize("direction", ["short", "long"])
+def test_chunk_of_another_chunking_is_a_format_error(ds, tmp_path, direction):
+    small, big = _two_chunkings(tmp_path, ds)
+    src, dst = (small, big) if direction == "short" else (big, small)
+    chunk = dst / "png" / "values" / "c" / "1" / "0"
+    chunk.write_bytes((src / "png" / "values" / "c" / "0" / "0").read_bytes())
+    z = ZarrDataset(dst)
+    with pytest.raises(FormatError, match=r"chunk 1 of array 'png/values'") as err:
+        z.ragged("png")
+    assert err.value.file == str(chunk)
+    if direction == "short":  # numcodecs' decode(out=) alone would accept this frame
+        assert re.search(r"decodes to \d+ bytes, expected \d+", str(err.value))
+    assert_same(z.take(np.arange(0, 5)), ds.take(np.arange(0, 5)))  # other chunks still read
+
+
+def test_truncated_chunk_is_a_format_error_naming_it(ds, tmp_path):
+    ds.to_zarr(tmp_path / "t.zarr", chunk_bytes=16 << 10)
+    chunk = tmp_path / "t.zarr" / "png2d" / "values" / "c" / "2" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:100])
+    with pytest.raises(FormatError, match=r"chunk 2 of array 'png2d/values' is 100 bytes long, "
+                                          r"but its Blosc header says \d+") as err:
+        ZarrDataset(tmp_path / "t.zarr").take(np.arange(len(ds)))
+    assert err.value.file == str(chunk)
+    chunk.write_bytes(b"\x02\x01")  # not even a header
+    with pytest.raises(FormatError, match="shorter than a Blosc header"):
+        ZarrDataset(tmp_path / "t.zarr").ragged("png2d")
+
+
+def test_garbage_in_a_valid_blosc_frame_is_a_format_error(ds, tmp_path):
+    ds.to_zarr(tmp_path / "g.zarr", chunk_bytes=16 << 10, clevel=9)
+    chunk = tmp_path / "g.zarr" / "png" / "values" / "c" / "0" / "0"
+    raw = bytearray(chunk.read_bytes())
+    raw[16:] = b"\xff" * (len(raw) - 16)  # header intact, compressed stream destroyed
+    chunk.write_bytes(bytes(raw))
+    with pytest.raises(FormatError, match=r"cannot decode chunk 0 of array 'png/values'") as err:
+        ZarrDataset(tmp_path / "g.zarr").ragged("png")
+    assert err.value.file == str(chunk)
+
+
+@pytest.mark.parametrize("codec", ["zstd", "raw"])
+def test_zstd_and_raw_chunks_of_wrong_size_are_format_errors(tmp_path, codec):
+    from zarr.codecs import ZstdCodec
+
+    from lstm_data.readers._zarrchunks import ChunkDecoder
+
+    root = zarr.open_group(tmp_path / "a.zarr", mode="w", zarr_format=3)
+    data = np.random.default_rng(0).random((1000, 3))
+    arrays = {}
+    compressor = ZstdCodec(level=1) if codec == "zstd" else None
+    for name, chunk_len in (("small", 32), ("big", 64)):
+        arrays[name] = root.create_array(name, shape=data.shape, chunks=(chunk_len, 3), dtype="f8",
+                                         compressors=compressor, fill_value=0)
+        arrays[name][:] = data
+    dec = ChunkDecoder.for_array(arrays["big"])
+    assert dec is not None and np.array_equal(dec.read(0, 1000), data)
+    chunk = tmp_path / "a.zarr" / "big" / "c" / "3" / "0"
+    chunk.write_bytes((tmp_path / "a.zarr" / "small" / "c" / "0" / "0").read_bytes())
+    with pytest.raises(FormatError, match=r"chunk 3 of array 'big' decodes to 768 bytes, "
+                                          r"expected 1536 \(64 records of 24 bytes\)") as err:
+        dec.read(100, 300)
+    assert err.value.file == str(chunk)
+    chunk.write_bytes(b"\x28\xb5\x2f")  # cut inside the Zstd magic / 3 raw bytes
+    with pytest.raises(FormatError, match=r"chunk 3 of array 'big'") as err:
+        dec.read(100, 300)
+    assert err.value.file == str(chunk)
+
+
+def test_missing_values_chunk_reads_as_fill_unless_every_chunk_must_exist(ds, tmp_path):
+    # our writer leaves all-zero chunks out (zarr's write_empty_chunks=False), so a missing
+    # values chunk is legitimate zeros; only a caller that knows better can make it an error
+    from lstm_data.readers._zarrchunks import ChunkDecoder
+
+    ds.to_zarr(tmp_path / "m.zarr", chunk_bytes=16 << 10)
+    chunk = tmp_path / "m.zarr" / "png" / "values" / "c" / "1" / "0"
+    chunk.unlink()
+    values = zarr.open_group(tmp_path / "m.zarr", mode="r")["png/values"]
+    c = values.chunks[0]
+    assert not ZarrDataset(tmp_path / "m.zarr").ragged("png")[0][c:2 * c].any()
+    strict = ChunkDecoder.for_array(values, fill_missing=False)
+    with pytest.raises(FormatError, match=r"chunk 1 of array 'png/values' is missing") as err:
+        strict.read(0, 3 * c)
+    assert err.value.file == str(chunk)
+    assert strict.read(0, c).tobytes() == ds.ragged("png")[0][:c].tobytes()
+
+
+def test_missing_offsets_chunk_is_a_format_error_naming_the_row(ds, tmp_path):
+    ds.to_zarr(tmp_path / "o.zarr", chunk_bytes=16 << 10)
+    c = zarr.open_group(tmp_path / "o.zarr", mode="r")["png/offsets"].chunks[0]
+    (tmp_path / "o.zarr" / "png" / "offsets" / "c" / "1").unlink()  # reads back as zeros
+    with pytest.raises(FormatError, match=r"decrease") as err:
+        ZarrDataset(tmp_path / "o.zarr")
+    assert err.value.file == str(tmp_path / "o.zarr") and err.value.variable == "png"
+    assert err.value.row == c - 1  # its end is offsets[c], the first lost one
