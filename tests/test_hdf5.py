@@ -201,3 +201,47 @@ def test_our_layout_with_lzf_and_permutation(tmp_path):
         for g in ds.groups:
             assert h.ragged(g)[0].tobytes() == ref.ragged(g)[0].tobytes()
             assert np.array_equal(h.ragged(g)[1], ref.ragged(g)[1])
+
+
+@pytest.mark.parametrize("atom, row, kind", [
+    (tables.ObjectAtom(), [1, 2], "pickled Python objects"),
+    (tables.VLStringAtom(), b"1,2", "byte strings"),
+    (tables.VLUnicodeAtom(), "1,2", "unicode strings"),
+])
+def test_pytables_pseudo_atoms_are_unsupported(tmp_path, atom, row, kind):
+    path = tmp_path / "pseudo.h5"
+    with tables.open_file(str(path), "w") as f:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tables.NaturalNameWarning)
+            f.create_earray("/", "calE", atom=tables.Float32Atom(), shape=(0,)).append(
+                np.array([1.0, 2.0], dtype=np.float32))
+            good = f.create_vlarray("/", "png.calE", atom=tables.Float32Atom(shape=()))
+            odd = f.create_vlarray("/", "png.obj", atom=atom)
+            for _ in range(2):
+                good.append(np.array([0.5, 1.5], dtype=np.float32))
+                odd.append(row)
+    with h5py.File(path, "r") as f:  # stored as vlen numbers: only the attribute tells
+        assert h5py.check_vlen_dtype(f["png.obj"].dtype).kind == "u"
+    with pytest.raises(FormatError, match="unsupported dataset") as err:
+        lstm_data.open(path)
+    assert err.value.variable == "png.obj" and err.value.file == str(path)
+    assert kind in str(err.value)
+    with pytest.raises(FormatError, match="unsupported dataset"):
+        read_hdf5(path, schema={"png": ["png.calE"]})
+
+
+def test_our_layout_honours_max_run_chunks(tmp_path, monkeypatch):
+    ds = synthetic.make_dataset(3000, seed=8)
+    ds.to_hdf5(tmp_path / "runs.h5", chunk_bytes=4 << 10)
+    calls = []
+    original = h5py.Dataset.__getitem__
+    monkeypatch.setattr(h5py.Dataset, "__getitem__",
+                        lambda self, key: calls.append((self.name, key)) or original(self, key))
+    with read_hdf5(tmp_path / "runs.h5", max_run_chunks=1) as h:
+        chunk = h._disk_groups["png"].chunk_len
+        calls.clear()
+        v, o = h.ragged("png", np.arange(0, 3000, 3))
+        rv, ro = ds.ragged("png", np.arange(0, 3000, 3))
+        assert v.tobytes() == rv.tobytes() and np.array_equal(o, ro)
+    reads = [key for name, key in calls if name == "/png/values"]
+    assert len(reads) > 1 and all(key.stop - key.start <= chunk for key in reads)

@@ -11,6 +11,13 @@ Root attributes::
 Scalars are 1-D arrays at the root; each ragged group is a subgroup holding
 ``offsets`` (N + 1, int64) and ``values`` (total, V). The layout attribute is
 written last, so a half-written store is never mistaken for a complete one.
+
+Readers check what they load at open (:func:`check_scalar`,
+:func:`check_group_arrays`): scalars and values must be numeric (float, integer,
+bool), offsets integers that start at 0, never decrease and end at
+``len(values)``. A bad array is a ``FormatError`` naming the file, the
+variable or group, the array and (for offsets) the first bad row. Values are
+never read for this; only their dtype and shape.
 """
 from __future__ import annotations
 
@@ -18,16 +25,24 @@ import json
 import re
 from typing import Any, Mapping
 
+import numpy as np
+
 from ..batch_store import ATTR as BATCH_STORE_ATTR
 from ..errors import FormatError
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "node_keys", "make_layout", "parse_layout",
-           "layout_attrs", "is_ours", "CHUNK_BYTES"]
+           "layout_attrs", "is_ours", "CHUNK_BYTES", "value_dtype", "check_scalar",
+           "check_group_arrays"]
 
 FORMAT_NAME = "lstm_data"
 FORMAT_VERSION = 1
 #: target size of one uncompressed chunk
 CHUNK_BYTES = 1 << 20
+
+#: dtype kinds of stored numbers: float, signed and unsigned integer, bool
+_NUMERIC_KINDS = "fiub"
+#: what the ``dtype`` option may ask for
+_VALUE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -103,12 +118,119 @@ def parse_layout(attrs: Mapping[str, Any], *, file: str) -> dict[str, Any]:
     return layout
 
 
-def check_group_arrays(group: str, offsets, values, width: int, n_rows: int, *, file: str) -> None:
-    """Raise ``FormatError`` unless a stored group's ``offsets``/``values`` fit ``n_rows`` rows
-    of ``width`` variables."""
-    if offsets.shape != (n_rows + 1,) or offsets[0] != 0 or offsets[-1] != values.shape[0]:
-        raise FormatError(f"offsets of group {group!r} do not match its {values.shape[0]} "
-                          f"values and {n_rows} rows", file=file, variable=group)
+def value_dtype(dtype: Any, *, file: str) -> np.dtype | None:
+    """The ``dtype`` reader option as a float dtype (``None`` keeps the stored dtypes).
+
+    Raises
+    ------
+    ValueError
+        ``dtype`` is not float32 or float64 (a cast to integers would silently
+        truncate numbers).
+    """
+    if dtype is None:
+        return None
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt not in _VALUE_DTYPES:
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r} (file {file})")
+    return dt
+
+
+def _check_numeric(what: str, dtype: Any, *, file: str, variable: str) -> None:
+    """Raise ``FormatError`` unless ``dtype`` is float, integer or bool."""
+    if np.dtype(dtype).kind not in _NUMERIC_KINDS:
+        raise FormatError(f"{what} has dtype {dtype}; it must be numeric (float, integer or "
+                          "bool)", file=file, variable=variable)
+
+
+def check_scalar(var: str, key: str, column: np.ndarray, n_rows: int, *, file: str) -> None:
+    """Raise ``FormatError`` unless a stored scalar is ``n_rows`` numbers.
+
+    Parameters
+    ----------
+    var
+        The variable.
+    key
+        Its node in the store, named in the message.
+    column
+        The loaded array.
+    n_rows, file
+        Rows of the dataset, and the store (for the message).
+    """
+    _check_numeric(f"scalar array {key!r}", column.dtype, file=file, variable=var)
+    if column.shape != (n_rows,):
+        raise FormatError(f"scalar array {key!r} has shape {column.shape}, expected ({n_rows},)",
+                          file=file, variable=var)
+
+
+def check_group_arrays(group: str, offsets: np.ndarray, values: Any, width: int, n_rows: int,
+                       *, file: str, key: str | None = None) -> np.ndarray:
+    """Check a stored group's ``offsets`` (loaded) and ``values`` (on disk, metadata only).
+
+    Offsets must be integers, ``n_rows + 1`` long, start at 0, never decrease and end
+    at ``len(values)``; values must be numeric of shape ``(total, width)``. The
+    values themselves are not read. The cost is one vectorised pass over the
+    offsets, which every reader loads at open anyway.
+
+    Parameters
+    ----------
+    group
+        The group's name.
+    offsets
+        The ``offsets`` array as stored (any dtype).
+    values
+        The on-disk ``values`` array (h5py or zarr; ``shape``/``ndim``/``dtype`` used).
+    width, n_rows
+        Variables of the group and rows of the dataset.
+    file
+        The store, for messages.
+    key
+        The group's node in the store (default: ``group``), for messages.
+
+    Returns
+    -------
+    ndarray of int64
+        The offsets.
+
+    Raises
+    ------
+    FormatError
+        Naming the file, the group, the array and, for offsets that decrease, the
+        first row whose range runs backwards.
+    """
+    where = key if key is not None else group
+    off_name, val_name = f"{where}/offsets", f"{where}/values"
+    if np.dtype(offsets.dtype).kind not in "iu":
+        raise FormatError(f"array {off_name!r} of group {group!r} has dtype {offsets.dtype}; "
+                          "offsets must be integers", file=file, variable=group)
+    if offsets.shape != (n_rows + 1,):
+        raise FormatError(f"array {off_name!r} of group {group!r} has shape {offsets.shape}, "
+                          f"expected ({n_rows + 1},) for {n_rows} rows", file=file, variable=group)
+    _check_numeric(f"array {val_name!r} of group {group!r}", values.dtype, file=file,
+                   variable=group)
     if values.ndim != 2 or values.shape[1] != width:
-        raise FormatError(f"values of group {group!r} have shape {values.shape}, expected "
-                          f"(total, {width})", file=file, variable=group)
+        raise FormatError(f"array {val_name!r} of group {group!r} has shape {values.shape}, "
+                          f"expected (total, {width})", file=file, variable=group)
+    offsets = offsets.astype(np.int64, copy=False)
+    _check_offset_values(group, off_name, offsets, int(values.shape[0]), file=file)
+    return offsets
+
+
+def _check_offset_values(group: str, name: str, offsets: np.ndarray, total: int, *,
+                         file: str) -> None:
+    """Raise ``FormatError`` unless ``offsets`` start at 0, never decrease and end at ``total``."""
+    if offsets[0] != 0:
+        raise FormatError(f"array {name!r} of group {group!r} starts at {offsets[0]}; offsets "
+                          "must start at 0", file=file, variable=group, row=0)
+    back = np.flatnonzero(offsets[1:] < offsets[:-1])
+    if len(back):
+        row = int(back[0])
+        raise FormatError(f"array {name!r} of group {group!r} decreases at row {row} (value "
+                          f"range [{offsets[row]}, {offsets[row + 1]})); offsets must never "
+                          "decrease", file=file, variable=group, row=row)
+    if offsets[-1] != total:
+        raise FormatError(f"array {name!r} of group {group!r} ends at {offsets[-1]} but the "
+                          f"group has {total} values; offsets must end at len(values)",
+                          file=file, variable=group, row=len(offsets) - 2)

@@ -1,11 +1,14 @@
 """HDF5 files: lstm_ee's layout (PyTables earrays + VLArrays) and ours (design §5).
 
-* **Ours** (root attribute ``lstm_data_format``): scalars and offsets load on open,
-  values stay on disk and are read per request, each touched chunk once.
+* **Ours** (root attribute ``lstm_data_format``): scalars and offsets load on open
+  and are checked (see :mod:`._layout`), values stay on disk and are read per
+  request, each touched chunk once (cast when a ``dtype`` is asked for).
 * **lstm_ee / plain h5py vlen**: every 1-D numeric dataset in the root is a scalar
   and every variable-length float dataset a prong variable. Vlen data is read
   once, at open, in whole-chunk slices and turned into interleaved ragged groups;
-  batches never see one Python object per row.
+  batches never see one Python object per row. PyTables VLArrays of pseudo-atoms
+  (``ObjectAtom``, ``VLStringAtom``, ``VLUnicodeAtom``: attribute ``PSEUDOATOM``)
+  store bytes that are not numbers and are a ``FormatError``.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import numpy as np
 from ..dataset import InMemoryDataset
 from ..errors import FormatError
 from ._groups import build_group, resolve_schema
-from ._layout import check_group_arrays, is_ours, parse_layout
+from ._layout import check_group_arrays, check_scalar, is_ours, parse_layout, value_dtype
 from ._ondisk import DiskGroup, OnDiskDataset
 
 __all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE"]
@@ -40,8 +43,8 @@ def read_hdf5(path, *, schema: Any = None, **options):
         whose groups are stored.
     **options
         ``root`` (lstm_ee files: the HDF5 group holding the arrays, default ``/``),
-        ``dtype`` (lstm_ee files: cast values, default keeps the file's),
-        ``max_run_chunks`` (our layout).
+        ``dtype`` (both layouts: float32 or float64 for our layout, cast scalars
+        and values; default keeps the file's), ``max_run_chunks`` (our layout).
 
     Returns
     -------
@@ -63,49 +66,103 @@ class HDF5Dataset(OnDiskDataset):
         The ``.h5`` file; it stays open until :meth:`close`.
     max_run_chunks
         Longest single read, in chunks.
+    dtype
+        ``float32`` or ``float64``: scalars are cast at open and values as they are
+        read. Default: the stored dtypes.
+
+    Raises
+    ------
+    FormatError
+        Not our layout, or a stored array of the wrong dtype or shape, or offsets
+        that do not start at 0, decrease or do not end at ``len(values)`` (named
+        with file, variable or group, array and row).
+    ValueError
+        ``dtype`` is not float32 or float64.
     """
 
-    def __init__(self, path, *, max_run_chunks: int = 32) -> None:
-        self._reopen = ((path,), {"max_run_chunks": max_run_chunks})
+    def __init__(self, path, *, max_run_chunks: int = 32, dtype: Any = None) -> None:
+        self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype})
         name = str(path)
+        dt = value_dtype(dtype, file=name)
+        self._max_run_chunks = max_run_chunks
         self._file = h5py.File(path, "r")
         try:
             layout = parse_layout(dict(self._file.attrs), file=name)
             n = layout["n_rows"]
-            scalars = {var: self._file[key][:] for var, key in layout["scalars"].items()}
-            for var, col in scalars.items():
-                if col.shape != (n,):
-                    raise FormatError(f"scalar has shape {col.shape}, expected ({n},)",
-                                      file=name, variable=var)
-            groups = {g: self._disk_group(g, spec, n, name) for g, spec in layout["groups"].items()}
+            scalars = {var: self._scalar_column(var, key, n, name, dt)
+                       for var, key in layout["scalars"].items()}
+            groups = {g: self._disk_group(g, spec, n, name, dt)
+                      for g, spec in layout["groups"].items()}
         except BaseException:
             self._file.close()
             raise
         self._setup(n, scalars, groups, (name,))
 
-    def _disk_group(self, group: str, spec: dict, n: int, name: str) -> DiskGroup:
-        sub = self._file[spec["key"]]
-        offsets = sub["offsets"][:].astype(np.int64, copy=False)
-        values = sub["values"]
+    def _scalar_column(self, var: str, key: str, n: int, name: str,
+                       dt: np.dtype | None) -> np.ndarray:
+        """Scalar ``var`` (node ``key``), checked, cast to ``dt`` when given."""
+        col = np.asarray(self._node(key, name, var)[()])
+        check_scalar(var, key, col, n, file=name)
+        return col if dt is None else col.astype(dt, copy=False)
+
+    def _disk_group(self, group: str, spec: dict, n: int, name: str,
+                    dt: np.dtype | None) -> DiskGroup:
+        key = spec["key"]
+        values = self._node(f"{key}/values", name, group)
+        stored = self._node(f"{key}/offsets", name, group)[()]
         width = len(spec["names"])
-        check_group_arrays(group, offsets, values, width, n, file=name)
+        offsets = check_group_arrays(group, stored, values, width, n, file=name, key=key)
         if values.chunks:
             chunk_len = values.chunks[0]
         else:  # contiguous: read in ~256 KiB pieces
             chunk_len = max(1, (256 << 10) // max(1, width * values.dtype.itemsize))
+        out = values.dtype if dt is None else dt
         return DiskGroup(names=spec["names"], starts=offsets[:-1], ends=offsets[1:],
                          n_values=int(values.shape[0]), chunk_len=int(chunk_len),
-                         read=lambda lo, hi: values[lo:hi], dtype=values.dtype,
+                         read=lambda lo, hi: values[lo:hi].astype(out, copy=False), dtype=out,
                          key=f"{group}/values")
+
+    def _node(self, key: str, name: str, variable: str) -> h5py.Dataset:
+        """Dataset ``key`` of the file; ``FormatError`` when the layout names a missing one."""
+        node = self._file.get(key)
+        if not isinstance(node, h5py.Dataset):
+            raise FormatError(f"damaged or incomplete file: the layout names dataset {key!r}, "
+                              f"which the file {'lacks' if node is None else 'holds as a group'}",
+                              file=name, variable=variable)
+        return node
 
     def close(self) -> None:
         """Close the file."""
         self._file.close()
 
 
+#: PyTables pseudo-atoms, stored as vlen bytes or code points but not numbers
+_PSEUDO_ATOMS = {"object": "pickled Python objects (ObjectAtom)",
+                 "vlstring": "variable-length byte strings (VLStringAtom)",
+                 "vlunicode": "variable-length unicode strings (VLUnicodeAtom)"}
+
+
+def _pseudo_atom(ds: h5py.Dataset) -> str | None:
+    """The PyTables ``PSEUDOATOM`` attribute of ``ds`` (``"object"``, ...), else ``None``."""
+    value = ds.attrs.get("PSEUDOATOM")
+    if value is None:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
 def _is_vlen(ds: h5py.Dataset) -> bool:
+    """Whether ``ds`` holds variable-length numbers (not a PyTables pseudo-atom)."""
     base = h5py.check_vlen_dtype(ds.dtype)
-    return base is not None and np.dtype(base).kind in "fiub"
+    return base is not None and np.dtype(base).kind in "fiub" and _pseudo_atom(ds) is None
+
+
+def _unsupported(ds: h5py.Dataset, key: str, file: str) -> FormatError:
+    """The error for a dataset that is neither 1-D numbers nor variable-length numbers."""
+    atom = _pseudo_atom(ds)
+    what = (f"a PyTables VLArray of {_PSEUDO_ATOMS.get(atom, repr(atom) + ' pseudo-atoms')}"
+            if atom is not None else f"dtype {ds.dtype} and shape {ds.shape}")
+    return FormatError(f"unsupported dataset {key!r}: {what}; expected 1-D numbers or "
+                       "variable-length numbers", file=file, variable=key)
 
 
 def _read_vlen(ds: h5py.Dataset, dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -157,9 +214,7 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None) -> 
             elif ds.ndim == 1 and ds.dtype.kind in "fiub":
                 scalar_names.append(k)
             else:
-                raise FormatError(f"unsupported dataset of dtype {ds.dtype} and shape {ds.shape}; "
-                                  "expected 1-D numbers or variable-length numbers",
-                                  file=name, variable=k)
+                raise _unsupported(ds, k, name)
         if len(set(n_rows.values())) > 1:
             first = next(iter(n_rows))
             odd = next(k for k, n in n_rows.items() if n != n_rows[first])

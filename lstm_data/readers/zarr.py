@@ -1,20 +1,23 @@
 """Our layout in zarr v3 (design §5): read on demand, chunk-aware.
 
-Scalars and offsets load into RAM when the store opens; ``values`` stay on disk
-and a request reads each chunk it touches once (see :mod:`._gather`). In a local
-directory store, chunks are decoded straight into the result (see
-:mod:`._zarrchunks`); other stores go through zarr-python.
+Scalars and offsets load into RAM when the store opens and are checked (see
+:mod:`._layout`); ``values`` stay on disk and a request reads each chunk it
+touches once (see :mod:`._gather`). In a local directory store, chunks are
+decoded straight into the result (see :mod:`._zarrchunks`); other stores go
+through zarr-python. A ``dtype`` option casts scalars at open and values as they
+are read (then chunks are decoded to a scratch array and cast, not decoded in place).
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import zarr
 
 from ..errors import FormatError
-from ._layout import check_group_arrays, parse_layout
+from ._layout import check_group_arrays, check_scalar, parse_layout, value_dtype
 from ._ondisk import DiskGroup, OnDiskDataset
 from ._zarrchunks import ChunkDecoder
 
@@ -36,6 +39,18 @@ class ZarrDataset(OnDiskDataset):
         that counts reads).
     max_run_chunks
         Longest single read, in chunks.
+    dtype
+        ``float32`` or ``float64``: scalars are cast at open and values as they are
+        read. Default: the stored dtypes.
+
+    Raises
+    ------
+    FormatError
+        Not our layout, or a stored array of the wrong dtype or shape, or offsets
+        that do not start at 0, decrease or do not end at ``len(values)`` (named
+        with file, variable or group, array and row; see :mod:`._layout`).
+    ValueError
+        ``dtype`` is not float32 or float64.
 
     Attributes
     ----------
@@ -44,40 +59,63 @@ class ZarrDataset(OnDiskDataset):
         reads per chunk (``io_stats.track_chunks()``); ``hook`` is called per read.
     """
 
-    def __init__(self, path, *, max_run_chunks: int = 32) -> None:
-        self._reopen = ((path,), {"max_run_chunks": max_run_chunks})
+    def __init__(self, path, *, max_run_chunks: int = 32, dtype: Any = None) -> None:
+        self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype})
         name = str(path)
+        dt = value_dtype(dtype, file=name)
         try:
             root = zarr.open_group(path, mode="r", zarr_format=3)
         except (FileNotFoundError, ValueError, TypeError) as exc:
             raise FormatError(f"cannot open as a zarr v3 group ({exc})", file=name) from None
         layout = parse_layout(root.attrs.asdict(), file=name)
         n = layout["n_rows"]
-        scalars = {}
-        for var, key in layout["scalars"].items():
-            col = np.asarray(root[key][:])
-            if col.shape != (n,):
-                raise FormatError(f"scalar has shape {col.shape}, expected ({n},)",
-                                  file=name, variable=var)
-            scalars[var] = col
-        groups = {g: self._disk_group(root, g, spec, n, name, max_run_chunks)
+        scalars = {var: _scalar_column(root, var, key, n, name, dt)
+                   for var, key in layout["scalars"].items()}
+        groups = {g: self._disk_group(root, g, spec, n, name, dt)
                   for g, spec in layout["groups"].items()}
         self._max_run_chunks = max_run_chunks
         self._setup(n, scalars, groups, (name,))
 
     def _disk_group(self, root, group: str, spec: dict, n: int, name: str,
-                    max_run_chunks: int) -> DiskGroup:
-        sub = root[spec["key"]]
-        offsets = np.asarray(sub["offsets"][:]).astype(np.int64, copy=False)
-        values = sub["values"]
+                    dt: np.dtype | None) -> DiskGroup:
+        key = spec["key"]
+        values = _node(root, f"{key}/values", name, group)
+        stored = np.asarray(_node(root, f"{key}/offsets", name, group)[...])
         width = len(spec["names"])
-        check_group_arrays(group, offsets, values, width, n, file=name)
+        offsets = check_group_arrays(group, stored, values, width, n, file=name, key=key)
+        stored_dtype = np.dtype(values.dtype)
         direct = ChunkDecoder.for_array(values)
+        if dt is not None and dt != stored_dtype:  # decode, then cast: no decoding into `out`
+            raw = (lambda lo, hi: values[lo:hi]) if direct is None else direct.read
+            read, read_into = (lambda lo, hi: raw(lo, hi).astype(dt)), None
+        else:
+            read = (lambda lo, hi: values[lo:hi]) if direct is None else direct.read
+            read_into = None if direct is None else direct.read_into
         return DiskGroup(names=spec["names"], starts=offsets[:-1], ends=offsets[1:],
                          n_values=int(values.shape[0]), chunk_len=int(values.chunks[0]),
-                         read=(lambda lo, hi: values[lo:hi]) if direct is None else direct.read,
-                         dtype=values.dtype, key=f"{group}/values",
-                         read_into=None if direct is None else direct.read_into)
+                         read=read, dtype=stored_dtype if dt is None else dt,
+                         key=f"{group}/values", read_into=read_into)
+
+
+def _node(root, key: str, name: str, variable: str):
+    """Array ``key`` of the store; ``FormatError`` when the layout names a missing one."""
+    try:
+        node = root[key]
+    except KeyError:
+        node = None
+    if not isinstance(node, zarr.Array):
+        raise FormatError(f"damaged or incomplete store: the layout names array {key!r}, "
+                          f"which the store {'lacks' if node is None else 'holds as a group'}",
+                          file=name, variable=variable)
+    return node
+
+
+def _scalar_column(root, var: str, key: str, n: int, name: str,
+                   dt: np.dtype | None) -> np.ndarray:
+    """Scalar ``var`` (array ``key``), checked, cast to ``dt`` when given."""
+    col = np.asarray(_node(root, key, name, var)[...])
+    check_scalar(var, key, col, n, file=name)
+    return col if dt is None else col.astype(dt, copy=False)
 
 
 def read_zarr(path, **options) -> ZarrDataset:
