@@ -161,7 +161,8 @@ def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
         Declared groups (and optionally scalars, dtype) for formats that do not
         store them: a ``lstm_data.schema.Schema``, a TOML path, or ``{group: [vars]}``.
     **options
-        Passed to the reader of each file (see :func:`lstm_data.readers.csv.read_csv`,
+        Passed to the reader of each file, e.g. ``dtype=numpy.float64`` (float32 or
+        float64, for every format) (see :func:`lstm_data.readers.csv.read_csv`,
         :func:`lstm_data.readers.hdf5.read_hdf5`, :class:`lstm_data.readers.zarr.ZarrDataset`,
         :func:`lstm_data.readers.l5kit.read_l5kit`).
 
