@@ -93,10 +93,10 @@ class HDF5Dataset(OnDiskDataset):
                        for var, key in layout["scalars"].items()}
             groups = {g: self._disk_group(g, spec, n, name, dt)
                       for g, spec in layout["groups"].items()}
-        except BaseException:
+            self._setup(n, scalars, groups, (name,))
+        except BaseException:  # no file handle left open behind an error
             self._file.close()
             raise
-        self._setup(n, scalars, groups, (name,))
 
     def _scalar_column(self, var: str, key: str, n: int, name: str,
                        dt: np.dtype | None) -> np.ndarray:
