@@ -78,7 +78,8 @@ def _update(h: Any, array: np.ndarray) -> None:
 
 def _raw(array: np.ndarray) -> memoryview:
     """``array``'s bytes in C order (no copy when it is contiguous)."""
-    return memoryview(np.ascontiguousarray(array)).cast("B")
+    flat = np.ascontiguousarray(array).reshape(-1)  # also for (0, V): cast() refuses zero shapes
+    return memoryview(flat.view(np.uint8))
 
 
 def compare_metadata(recorded: Mapping[str, Any], expected: Mapping[str, Any], *, where: str) -> None:

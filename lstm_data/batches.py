@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import forksafe
 from .blocks import BlockSource
 from .builder import BatchBuilder
 from .dataset import Dataset, InMemoryDataset
@@ -128,9 +129,13 @@ class Batches(EpochIteration):
                              f"({arr[bad[0]]})")
         return arr
 
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a worker thread of the parent may have held it
+
     def _setup_runtime(self) -> None:
         """Objects that are rebuilt, not pickled: builder, locks, plans, caches."""
         self._lock = threading.Lock()
+        forksafe.register(self)
         self._target_names = self.spec.target_names
         self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to)
         self._plans: OnceCache[int, Any] = OnceCache(keep=2)  # this epoch's order and the next

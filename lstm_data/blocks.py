@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from . import forksafe
 from .builder import BatchBuilder
 from .columns import RaggedGroup
 from .dataset import Dataset, InMemoryDataset
@@ -122,6 +123,10 @@ class BlockSource:
         self._lock = threading.Lock()  # guards block_loads
         self._windows: OnceCache[tuple[int, int], tuple[BatchBuilder, np.ndarray]] = OnceCache(self.KEEP)
         self.block_loads = 0
+        forksafe.register(self)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a read-ahead thread may have held it (the cache resets itself)
 
     def __len__(self) -> int:
         return int(self.bounds[-1])

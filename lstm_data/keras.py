@@ -4,11 +4,14 @@ Example
 -------
 >>> from lstm_data.keras import KerasBatches
 >>> train = KerasBatches(Batches(ds, spec, seed=1), workers=2)   # doctest: +SKIP
->>> model.fit(train, epochs=10)                                    # doctest: +SKIP
+>>> model.fit(train, epochs=10, shuffle=False)                     # doctest: +SKIP
 
 Each item is ``(inputs, targets, weights)``: dicts keyed by the spec's output
-names, so a functional model whose ``Input`` and output layers carry those
-names (see :func:`keras_inputs`) trains on it directly. With
+names, so a functional model whose ``Input`` layers carry those names (see
+:func:`keras_inputs`) and whose outputs are a dict keyed by the target names
+(``keras.Model(inputs, {"target_total": out})``) trains on it directly. Pass
+``shuffle=False`` to ``fit``: the rows are already shuffled per epoch, from the
+seed, and Keras would reorder the batches with an unseeded generator. With
 ``use_multiprocessing=True`` the object is pickled to the worker processes; an
 in-RAM dataset then travels as memory-mapped files (:mod:`lstm_data.sharing`)
 and an on-disk dataset as its path, never as pickled arrays.

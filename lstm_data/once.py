@@ -12,6 +12,8 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Callable, Generic, Hashable, TypeVar
 
+from . import forksafe
+
 __all__ = ["OnceCache"]
 
 K = TypeVar("K", bound=Hashable)
@@ -22,7 +24,8 @@ class OnceCache(Generic[K, V]):
     """Make each key's value once; keep the ``keep`` most recently used.
 
     A value that failed is forgotten: every thread waiting for it gets the
-    error, and the next request makes it again.
+    error, and the next request makes it again. A forked child starts with an
+    empty cache (a value under way in the parent would never come).
     """
 
     def __init__(self, keep: int) -> None:
@@ -31,6 +34,13 @@ class OnceCache(Generic[K, V]):
         self.keep = keep
         self._lock = threading.Lock()
         self._entries: OrderedDict[K, Future] = OrderedDict()
+        forksafe.register(self)
+
+    def _after_fork(self) -> None:
+        # futures under way belong to threads the child does not have, and even a
+        # finished future's lock may have been held at the fork: start empty
+        self._lock = threading.Lock()
+        self._entries = OrderedDict()
 
     def claim(self, key: K) -> tuple[Future, bool]:
         """The future of ``key``; ``True`` when the caller must :meth:`fill` it."""

@@ -119,6 +119,8 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
 
 
 def _describe(shapes: np.ndarray) -> str:
+    if not len(shapes):
+        return "(no batches)"
     cols = ["B"]
     for j in range(1, shapes.shape[1]):
         lo, hi = int(shapes[:, j].min()), int(shapes[:, j].max())

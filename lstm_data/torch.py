@@ -10,6 +10,9 @@ Example
 Item ``i`` is batch ``i`` as ``(inputs, targets, weights)`` dicts of tensors:
 float data as float32 (or the spec's float64), lengths as int64. Use
 ``batch_size=None`` in the ``DataLoader``: the batches are already batched.
+Leave ``persistent_workers`` off: persistent workers keep the copy of this
+object they started with, so :meth:`TorchBatches.set_epoch` would not reach
+them and every epoch would repeat the first one's order.
 """
 from __future__ import annotations
 

@@ -148,6 +148,27 @@ def test_fingerprint_sees_any_single_value_and_not_the_format(tmp_path, monkeypa
         assert fingerprint(lstm_data.open(tmp_path / f"{group}.zarr")) == fingerprint(edited)
 
 
+@pytest.mark.parametrize("rows", [0, 5])
+def test_precompute_of_a_group_without_values(tmp_path, ds, spec, rows):
+    # no rows at all, or rows none of which has a prong of some group
+    part = ds.take(np.arange(rows))
+    if rows:
+        values, offsets = part.ragged("png2d")
+        from lstm_data.columns import RaggedGroup
+        from lstm_data.dataset import InMemoryDataset
+
+        groups = {g: RaggedGroup(part.groups[g], *part.ragged(g)) for g in part.groups}
+        groups["png2d"] = RaggedGroup(part.groups["png2d"], values[:0], np.zeros_like(offsets))
+        part = InMemoryDataset({s: part.scalar(s) for s in part.scalar_names}, groups)
+    summary = precompute(part, spec, tmp_path / "o.zarr", batch_size=4, seed=1, progress=False)
+    assert summary.n_rows == rows
+    stored = open_batches(tmp_path / "o.zarr", spec=spec, batch_size=4, seed=1, dataset=part)
+    live = Batches(part, spec, batch_size=4, seed=1)
+    assert len(stored) == len(live)
+    for i in range(len(live)):
+        _same(live[i], stored[i])
+
+
 def test_precompute_never_replaces_its_input_or_an_unrelated_directory(tmp_path, ds, spec):
     from lstm_data.errors import FormatError
 

@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import forksafe
 from ..errors import FormatError
 
 __all__ = ["ChunkDecoder"]
@@ -46,6 +47,15 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 class _Damaged(ValueError):
     """A chunk frame that cannot hold one chunk; the message completes "chunk i of array a"."""
+
+
+def _forget_pool() -> None:
+    """In a forked child: the pool's thread is gone, so a new pool is made at first use."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+forksafe.on_fork_in_child(_forget_pool)
 
 
 def _decode_pool() -> ThreadPoolExecutor:
