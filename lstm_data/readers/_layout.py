@@ -32,7 +32,7 @@ from ..errors import FormatError
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "node_keys", "make_layout", "parse_layout",
            "layout_attrs", "is_ours", "CHUNK_BYTES", "value_dtype", "check_scalar",
-           "check_group_arrays"]
+           "check_group_arrays", "stored_array", "scalar_column"]
 
 FORMAT_NAME = "lstm_data"
 FORMAT_VERSION = 1
@@ -143,6 +143,27 @@ def _check_numeric(what: str, dtype: Any, *, file: str, variable: str) -> None:
     if np.dtype(dtype).kind not in _NUMERIC_KINDS:
         raise FormatError(f"{what} has dtype {dtype}; it must be numeric (float, integer or "
                           "bool)", file=file, variable=variable)
+
+
+def stored_array(node: Any, is_array: bool, key: str, *, file: str, variable: str) -> Any:
+    """``node`` (found at ``key``, ``None`` when absent) if it is an array, else ``FormatError``.
+
+    ``is_array`` says whether ``node`` is an array of the reader's library (an
+    h5py dataset, a zarr array) rather than a group.
+    """
+    if node is None or not is_array:
+        raise FormatError(f"damaged or incomplete: the layout names array {key!r}, which is "
+                          f"{'missing' if node is None else 'a group'}", file=file,
+                          variable=variable)
+    return node
+
+
+def scalar_column(var: str, key: str, array: Any, n_rows: int, dtype: np.dtype | None, *,
+                  file: str) -> np.ndarray:
+    """Stored scalar ``var`` (``array`` at ``key``) loaded, checked, cast to ``dtype`` if given."""
+    col = np.asarray(array[...])
+    check_scalar(var, key, col, n_rows, file=file)
+    return col if dtype is None else col.astype(dtype, copy=False)
 
 
 def check_scalar(var: str, key: str, column: np.ndarray, n_rows: int, *, file: str) -> None:

@@ -20,7 +20,8 @@ import numpy as np
 from ..dataset import InMemoryDataset
 from ..errors import FormatError
 from ._groups import build_group, resolve_schema
-from ._layout import check_group_arrays, check_scalar, is_ours, parse_layout, value_dtype
+from ._layout import (check_group_arrays, is_ours, parse_layout, scalar_column,
+                      stored_array, value_dtype)
 from ._ondisk import DiskGroup, OnDiskDataset
 
 __all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE"]
@@ -89,7 +90,7 @@ class HDF5Dataset(OnDiskDataset):
         try:
             layout = parse_layout(dict(self._file.attrs), file=name)
             n = layout["n_rows"]
-            scalars = {var: self._scalar_column(var, key, n, name, dt)
+            scalars = {var: scalar_column(var, key, self._node(key, name, var), n, dt, file=name)
                        for var, key in layout["scalars"].items()}
             groups = {g: self._disk_group(g, spec, n, name, dt)
                       for g, spec in layout["groups"].items()}
@@ -97,13 +98,6 @@ class HDF5Dataset(OnDiskDataset):
         except BaseException:  # no file handle left open behind an error
             self._file.close()
             raise
-
-    def _scalar_column(self, var: str, key: str, n: int, name: str,
-                       dt: np.dtype | None) -> np.ndarray:
-        """Scalar ``var`` (node ``key``), checked, cast to ``dt`` when given."""
-        col = np.asarray(self._node(key, name, var)[()])
-        check_scalar(var, key, col, n, file=name)
-        return col if dt is None else col.astype(dt, copy=False)
 
     def _disk_group(self, group: str, spec: dict, n: int, name: str,
                     dt: np.dtype | None) -> DiskGroup:
@@ -123,13 +117,10 @@ class HDF5Dataset(OnDiskDataset):
                          key=f"{group}/values")
 
     def _node(self, key: str, name: str, variable: str) -> h5py.Dataset:
-        """Dataset ``key`` of the file; ``FormatError`` when the layout names a missing one."""
+        """Dataset ``key`` of the file (see :func:`._layout.stored_array`)."""
         node = self._file.get(key)
-        if not isinstance(node, h5py.Dataset):
-            raise FormatError(f"damaged or incomplete file: the layout names dataset {key!r}, "
-                              f"which the file {'lacks' if node is None else 'holds as a group'}",
-                              file=name, variable=variable)
-        return node
+        return stored_array(node, isinstance(node, h5py.Dataset), key, file=name,
+                            variable=variable)
 
     def close(self) -> None:
         """Close the file."""

@@ -17,7 +17,8 @@ import numpy as np
 import zarr
 
 from ..errors import FormatError
-from ._layout import check_group_arrays, check_scalar, parse_layout, value_dtype
+from ._layout import (check_group_arrays, parse_layout, scalar_column, stored_array,
+                      value_dtype)
 from ._ondisk import DiskGroup, OnDiskDataset
 from ._zarrchunks import ChunkDecoder
 
@@ -69,7 +70,7 @@ class ZarrDataset(OnDiskDataset):
             raise FormatError(f"cannot open as a zarr v3 group ({exc})", file=name) from None
         layout = parse_layout(root.attrs.asdict(), file=name)
         n = layout["n_rows"]
-        scalars = {var: _scalar_column(root, var, key, n, name, dt)
+        scalars = {var: scalar_column(var, key, _node(root, key, name, var), n, dt, file=name)
                    for var, key in layout["scalars"].items()}
         groups = {g: self._disk_group(root, g, spec, n, name, dt)
                   for g, spec in layout["groups"].items()}
@@ -97,25 +98,13 @@ class ZarrDataset(OnDiskDataset):
                          key=f"{group}/values", read_into=read_into)
 
 
-def _node(root, key: str, name: str, variable: str):
-    """Array ``key`` of the store; ``FormatError`` when the layout names a missing one."""
+def _node(root, key: str, name: str, variable: str) -> zarr.Array:
+    """Array ``key`` of the store (see :func:`._layout.stored_array`)."""
     try:
         node = root[key]
     except KeyError:
         node = None
-    if not isinstance(node, zarr.Array):
-        raise FormatError(f"damaged or incomplete store: the layout names array {key!r}, "
-                          f"which the store {'lacks' if node is None else 'holds as a group'}",
-                          file=name, variable=variable)
-    return node
-
-
-def _scalar_column(root, var: str, key: str, n: int, name: str,
-                   dt: np.dtype | None) -> np.ndarray:
-    """Scalar ``var`` (array ``key``), checked, cast to ``dt`` when given."""
-    col = np.asarray(_node(root, key, name, var)[...])
-    check_scalar(var, key, col, n, file=name)
-    return col if dt is None else col.astype(dt, copy=False)
+    return stored_array(node, isinstance(node, zarr.Array), key, file=name, variable=variable)
 
 
 def read_zarr(path, **options) -> ZarrDataset:
