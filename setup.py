@@ -1,4 +1,4 @@
-"""Build script: compiles the Cython core in ``lstm_data/_ext``.
+"""Build script: compiles the Cython core in ``lstm_data/kernels/_ext``.
 
 Environment switches
 --------------------
@@ -48,13 +48,13 @@ def _extensions():
         macros.append(("CYTHON_WITHOUT_ASSERTIONS", None))
     exts = [
         Extension(
-            f"lstm_data._ext.{pyx.stem}",
+            f"lstm_data.kernels._ext.{pyx.stem}",
             [str(pyx.relative_to(HERE))],
-            include_dirs=[numpy.get_include(), "lstm_data/_ext"],
+            include_dirs=[numpy.get_include(), "lstm_data/kernels/_ext"],
             define_macros=macros,
             extra_compile_args=cflags,
         )
-        for pyx in sorted((HERE / "lstm_data" / "_ext").glob("*.pyx"))
+        for pyx in sorted((HERE / "lstm_data" / "kernels" / "_ext").glob("*.pyx"))
     ]
     try:
         return cythonize(exts, compiler_directives=directives, quiet=True, force=_mode_changed())

@@ -3,33 +3,57 @@
 Public API (design §3)::
 
     lstm_data.open(path_or_paths, schema=None, **options) -> Dataset
-    lstm_data.BatchSpec, Scalars, Ragged, Batches, open_batches
-    lstm_data.kernels.parse_float_lists / pad_ragged
+    lstm_data.BatchSpec, Scalars, Ragged, Batches, open_batches, precompute, Schema
+    lstm_data.kernels.parse_float_lists / pad_ragged / BatchGather / CsvBlockParser
+    lstm_data.keras.KerasBatches, lstm_data.torch.TorchBatches
     lstm_data.compat.join_varr_arrays
 
-Heavy submodules load lazily on first attribute access.
+The package is layered along the data flow, each layer importing only from the
+layers before it: ``kernels`` -> ``data`` -> ``io`` -> ``batching`` -> ``store``
+-> ``adapters`` -> ``cli`` (``errors`` and ``_util`` serve all of them). The
+modules ``keras``, ``torch``, ``compat`` and ``synthetic`` at the top are the
+public paths of adapters and sample data. Heavy submodules load lazily on first
+attribute access.
 """
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Callable
 
-from .errors import BrokenRowsWarning, FormatError, ParseError, SchemaError
+from lstm_data.data import dataset as _dataset
+from lstm_data.errors import BrokenRowsWarning, FormatError, ParseError, SchemaError
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "open": ("lstm_data.opening", "open"),
-    "Dataset": ("lstm_data.dataset", "Dataset"),
-    "InMemoryDataset": ("lstm_data.dataset", "InMemoryDataset"),
-    "BatchSpec": ("lstm_data.spec", "BatchSpec"),
-    "Scalars": ("lstm_data.spec", "Scalars"),
-    "Ragged": ("lstm_data.spec", "Ragged"),
-    "Batches": ("lstm_data.batches", "Batches"),
-    "open_batches": ("lstm_data.precompute", "open_batches"),
+    "open": ("lstm_data.io.dispatch", "open"),
+    "Dataset": ("lstm_data.data.dataset", "Dataset"),
+    "InMemoryDataset": ("lstm_data.data.dataset", "InMemoryDataset"),
+    "BatchSpec": ("lstm_data.batching.spec", "BatchSpec"),
+    "Scalars": ("lstm_data.batching.spec", "Scalars"),
+    "Ragged": ("lstm_data.batching.spec", "Ragged"),
+    "Batches": ("lstm_data.batching.batches", "Batches"),
+    "open_batches": ("lstm_data.store.read", "open_batches"),
+    "precompute": ("lstm_data.store.write", "precompute"),
+    "Schema": ("lstm_data.io.schema", "Schema"),
 }
+#: submodules reachable as attributes (``lstm_data.kernels`` etc.), imported on first use
+_SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
+               "data", "io", "batching", "store", "adapters", "cli")
 
 __all__ = ["ParseError", "SchemaError", "FormatError", "BrokenRowsWarning", "__version__", *_LAZY]
+
+
+def _layout_writer(fmt: str) -> Callable[..., None]:
+    """The writer of our on-disk layout for ``fmt`` (the io layer is imported on first use)."""
+    from lstm_data.io import write
+
+    return {"zarr": write.write_zarr, "hdf5": write.write_hdf5}[fmt]
+
+
+# The package root wires the layers together: Dataset.to_zarr/to_hdf5 (data layer) use the
+# writers of the io layer above it without importing it.
+_dataset.set_writer_source(_layout_writer)
 
 
 def __getattr__(name: str) -> Any:
@@ -38,7 +62,7 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(module), attr)
         globals()[name] = value
         return value
-    if name in ("kernels", "compat", "synthetic", "keras", "torch", "readers"):
+    if name in _SUBMODULES:
         return importlib.import_module(f"lstm_data.{name}")
     raise AttributeError(f"module 'lstm_data' has no attribute {name!r}")
 

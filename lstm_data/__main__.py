@@ -1,4 +1,4 @@
 """``python -m lstm_data ...`` is the same as the ``lstm-data`` command."""
-from .cli import main
+from lstm_data.cli import main
 
 raise SystemExit(main())

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import BatchSpec, Batches, Ragged, Scalars, kernels
-from lstm_data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
+from lstm_data import Batches, BatchSpec, Ragged, Scalars, kernels
+from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 
 SPEC = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
                          "input_png3d": Ragged(PNG3D_VARS[:5], max_len=6, sort_by="png.calE",
@@ -199,7 +199,7 @@ def test_block_shuffle_reads_the_next_epochs_first_window_ahead(tmp_path):
 def test_a_spare_worker_makes_the_next_epochs_order_during_the_epoch(ds):
     import time
 
-    from lstm_data.order import shuffled_order
+    from lstm_data.batching.order import shuffled_order
 
     b = Batches(ds, SPEC, batch_size=256, seed=3)
     list(b.iter(workers=1))
@@ -312,7 +312,7 @@ def test_prefetch_order_bound_errors_and_early_close():
     import threading
     import time
 
-    from lstm_data.prefetch import prefetch
+    from lstm_data.batching.prefetch import prefetch
 
     state = {"running": 0, "peak": 0, "started": []}
     lock = threading.Lock()

@@ -8,11 +8,11 @@ import sys
 
 import numpy as np
 import pytest
+from lstm_data._util import progress as _progress
 
 import lstm_data
-from lstm_data import synthetic
 from lstm_data.cli import main
-from lstm_data.commands import _progress
+from lstm_data.data import synthetic
 
 
 @pytest.fixture(scope="module")

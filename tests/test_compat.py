@@ -1,12 +1,12 @@
-"""lstm_data.compat.join_varr_arrays reproduces lstm_ee's join exactly."""
+"""lstm_data.adapters.lstm_ee.join_varr_arrays reproduces lstm_ee's join exactly."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lstm_data.benchmarks.legacy import legacy_join_varr_arrays, to_object_columns
-from lstm_data.compat import join_varr_arrays
-from lstm_data.synthetic import make_dataset
+from lstm_data.adapters.lstm_ee import join_varr_arrays
+from lstm_data.bench.legacy import legacy_join_varr_arrays, to_object_columns
+from lstm_data.data.synthetic import make_dataset
 
 
 def object_column(rows):

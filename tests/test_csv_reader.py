@@ -9,13 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lstm_data.io.csv import reader as csv_reader
 
+from lstm_data.data.synthetic import write_csv
 from lstm_data.errors import BrokenRowsWarning, FormatError, ParseError, SchemaError
-from lstm_data.readers import csv as csv_reader
-from lstm_data.readers.csv import read_csv
-from lstm_data.schema import Schema
-from lstm_data.synthetic import write_csv
-
+from lstm_data.io.csv.reader import read_csv
+from lstm_data.io.schema import Schema
 
 _COMPRESS = {".gz": gzip.compress, ".xz": lzma.compress, ".bz2": bz2.compress}
 

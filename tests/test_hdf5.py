@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import FormatError, SchemaError, synthetic
-from lstm_data.readers.hdf5 import HDF5Dataset, read_hdf5
+from lstm_data import FormatError, SchemaError
+from lstm_data.data import synthetic
+from lstm_data.io.hdf5 import HDF5Dataset, read_hdf5
 
 tables = pytest.importorskip("tables")
 
@@ -43,7 +44,7 @@ def csv_to_hdf_like_lstm_ee(csv_path, h5_path):
 def csv_reference(csv_path, generated):
     """The CSV read by lstm_data when the CSV reader exists, else the generator's dataset."""
     try:
-        from lstm_data.readers.csv import read_csv
+        from lstm_data.io.csv.reader import read_csv
     except ImportError:
         return generated
     return read_csv(csv_path)
@@ -187,8 +188,8 @@ def test_our_layout_round_trip_and_chunked_reads(tmp_path, monkeypatch):
         assert np.array_equal(o, ro) and v.tobytes() == rv.tobytes()
     assert len(calls) == h.io_stats.reads < 2 * 200  # coalesced, not one read per row
     for key in calls:  # every read is chunk-aligned
-        assert key.start % h._disk_groups["png"].chunk_len == 0 or \
-            key.start % h._disk_groups["png2d"].chunk_len == 0
+        assert key.start % h.value_chunk_len("png") == 0 or \
+            key.start % h.value_chunk_len("png2d") == 0
     h.close()
 
 
@@ -238,7 +239,7 @@ def test_our_layout_honours_max_run_chunks(tmp_path, monkeypatch):
     monkeypatch.setattr(h5py.Dataset, "__getitem__",
                         lambda self, key: calls.append((self.name, key)) or original(self, key))
     with read_hdf5(tmp_path / "runs.h5", max_run_chunks=1) as h:
-        chunk = h._disk_groups["png"].chunk_len
+        chunk = h.value_chunk_len("png")
         calls.clear()
         v, o = h.ragged("png", np.arange(0, 3000, 3))
         rv, ro = ds.ragged("png", np.arange(0, 3000, 3))

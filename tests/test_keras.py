@@ -11,9 +11,9 @@ import pytest
 
 keras = pytest.importorskip("keras")
 
-from lstm_data import BatchSpec, Batches, Ragged, Scalars  # noqa: E402
-from lstm_data.keras import KerasBatches, keras_inputs  # noqa: E402
-from lstm_data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset  # noqa: E402
+from lstm_data import Batches, BatchSpec, Ragged, Scalars  # noqa: E402
+from lstm_data.adapters.keras import KerasBatches, keras_inputs  # noqa: E402
+from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset  # noqa: E402
 
 
 def _spec() -> BatchSpec:

@@ -14,7 +14,8 @@ import pytest
 import zarr
 
 import lstm_data
-from lstm_data import FormatError, synthetic
+from lstm_data import FormatError
+from lstm_data.data import synthetic
 
 FORMATS = ["h5", "zarr"]
 

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import SchemaError, synthetic
-from lstm_data.columns import RaggedGroup
-from lstm_data.dataset import InMemoryDataset
-from lstm_data.multi import ConcatDataset
+from lstm_data import SchemaError
+from lstm_data.data import synthetic
+from lstm_data.data.concat import ConcatDataset
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup
 
 
 def concat_in_ram(parts):

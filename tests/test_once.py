@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from lstm_data.once import OnceCache
+from lstm_data._util.once_cache import OnceCache
 
 
 def test_threads_asking_at_once_share_one_make():

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import FormatError, synthetic
-from lstm_data.opening import detect_format
-from lstm_data.readers.hdf5 import HDF5Dataset
-from lstm_data.readers.zarr import ZarrDataset
+from lstm_data import FormatError
+from lstm_data.data import synthetic
+from lstm_data.io.dispatch import detect_format
+from lstm_data.io.hdf5 import HDF5Dataset
+from lstm_data.io.zarr import ZarrDataset
 
 
 def assert_bitwise(a, b):
@@ -123,7 +124,7 @@ def test_a_damaged_store_or_file_is_a_format_error_naming_it(tmp_path):
 
 
 def test_a_batch_store_is_not_opened_as_a_dataset(tmp_path):
-    from lstm_data.precompute import precompute
+    from lstm_data.store.write import precompute
 
     ds = synthetic.make_dataset(300, seed=2)
     spec = lstm_data.BatchSpec.from_lstm_ee({"var_target_total": "trueE"})

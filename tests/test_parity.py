@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import BatchSpec, Batches
-from lstm_data.benchmarks.legacy_batches import LegacyCSVLoader, LegacyGenerator
-from lstm_data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, write_csv
+from lstm_data import Batches, BatchSpec
+from lstm_data.bench.legacy_batches import LegacyCSVLoader, LegacyGenerator
+from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, write_csv
 
 pytest.importorskip("pandas")
 

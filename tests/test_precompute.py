@@ -5,15 +5,14 @@ import pickle
 from pathlib import Path
 
 import numpy as np
-
-import lstm_data
 import pytest
 
-from lstm_data import BatchSpec, Batches, open_batches
-from lstm_data.batch_store import StoreMismatchError
+import lstm_data
+from lstm_data import Batches, BatchSpec, open_batches
 from lstm_data.cli import main
-from lstm_data.precompute import precompute
-from lstm_data.synthetic import make_dataset
+from lstm_data.data.synthetic import make_dataset
+from lstm_data.store.format import StoreMismatchError
+from lstm_data.store.write import precompute
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -92,7 +91,7 @@ def test_precomputed_batches_epochs_and_pickle(tmp_path, ds, spec):
 
 def test_adapters_accept_a_store(tmp_path, ds, spec):
     torch = pytest.importorskip("torch")
-    from lstm_data.torch import TorchBatches
+    from lstm_data.adapters.torch import TorchBatches
     out = tmp_path / "b.zarr"
     precompute(ds, spec, out, batch_size=500, seed=3, progress=False)
     x, y, w = TorchBatches(open_batches(out))[2]
@@ -129,8 +128,8 @@ def test_cli_on_the_shipped_example(tmp_path, capsys):
 
 
 def test_fingerprint_sees_any_single_value_and_not_the_format(tmp_path, monkeypatch):
-    from lstm_data import batch_store
-    from lstm_data.batch_store import fingerprint
+    from lstm_data.store import format as batch_store
+    from lstm_data.store.format import fingerprint
 
     monkeypatch.setattr(batch_store, "_HASH_ROWS", 1000)  # on-disk values hashed in 9 reads
     ds = make_dataset(9000, seed=7)  # more rows than any sample of a few thousand
@@ -154,8 +153,8 @@ def test_precompute_of_a_group_without_values(tmp_path, ds, spec, rows):
     part = ds.take(np.arange(rows))
     if rows:
         values, offsets = part.ragged("png2d")
-        from lstm_data.columns import RaggedGroup
-        from lstm_data.dataset import InMemoryDataset
+        from lstm_data.data.dataset import InMemoryDataset
+        from lstm_data.data.ragged import RaggedGroup
 
         groups = {g: RaggedGroup(part.groups[g], *part.ragged(g)) for g in part.groups}
         groups["png2d"] = RaggedGroup(part.groups["png2d"], values[:0], np.zeros_like(offsets))

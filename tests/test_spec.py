@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lstm_data import BatchSpec, Ragged, Scalars, SchemaError
-from lstm_data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
+from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 
 EXAMPLE_TOML = Path(__file__).resolve().parents[1] / "examples" / "numu_v3.toml"
 
@@ -62,7 +62,7 @@ def test_validate_names_the_problem(ds, spec, message):
 
 def test_a_header_only_csv_says_why_a_prong_variable_reads_as_scalar(tmp_path):
     import lstm_data
-    from lstm_data.schema import Schema
+    from lstm_data.io.schema import Schema
 
     path = tmp_path / "empty.csv"
     path.write_text("calE,png.calE,png.len\n")  # no rows: nothing shows which cells are arrays

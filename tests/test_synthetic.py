@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lstm_data.synthetic import PNG2D_VARS, PNG3D_VARS, make_dataset, write_csv
+from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, make_dataset, write_csv
 
 MAGIC = {".gz": b"\x1f\x8b", ".xz": b"\xfd7zXZ\x00", ".bz2": b"BZh", "": b"calE,"}
 

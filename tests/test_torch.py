@@ -9,9 +9,9 @@ torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
 import lstm_data  # noqa: E402
-from lstm_data import BatchSpec, Batches, Ragged, Scalars  # noqa: E402
-from lstm_data.synthetic import PNG2D_VARS, SLICE_VARS, make_dataset  # noqa: E402
-from lstm_data.torch import TorchBatches  # noqa: E402
+from lstm_data import Batches, BatchSpec, Ragged, Scalars  # noqa: E402
+from lstm_data.adapters.torch import TorchBatches  # noqa: E402
+from lstm_data.data.synthetic import PNG2D_VARS, SLICE_VARS, make_dataset  # noqa: E402
 
 
 def _batches(**kw) -> Batches:

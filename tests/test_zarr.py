@@ -10,10 +10,11 @@ import pytest
 import zarr
 from zarr.storage import LocalStore, WrapperStore
 
-from lstm_data import FormatError, synthetic
-from lstm_data.columns import RaggedGroup
-from lstm_data.dataset import InMemoryDataset
-from lstm_data.readers.zarr import ZarrDataset
+from lstm_data import FormatError
+from lstm_data.data import synthetic
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup
+from lstm_data.io.zarr import ZarrDataset
 
 
 class CountingStore(WrapperStore):
@@ -252,7 +253,7 @@ def test_zstd_and_uncompressed_stores_read_directly(ds, tmp_path):
                                 compressors=codec, fill_value=0)
         data = np.random.default_rng(0).random((1000, 3))
         arr[:] = data
-        from lstm_data.readers._zarrchunks import ChunkDecoder
+        from lstm_data.io.zarr_chunks import ChunkDecoder
 
         dec = ChunkDecoder.for_array(arr)
         assert dec is not None
@@ -314,7 +315,7 @@ def test_garbage_in_a_valid_blosc_frame_is_a_format_error(ds, tmp_path):
 def test_zstd_and_raw_chunks_of_wrong_size_are_format_errors(tmp_path, codec):
     from zarr.codecs import ZstdCodec
 
-    from lstm_data.readers._zarrchunks import ChunkDecoder
+    from lstm_data.io.zarr_chunks import ChunkDecoder
 
     root = zarr.open_group(tmp_path / "a.zarr", mode="w", zarr_format=3)
     data = np.random.default_rng(0).random((1000, 3))
@@ -341,7 +342,7 @@ def test_zstd_and_raw_chunks_of_wrong_size_are_format_errors(tmp_path, codec):
 def test_missing_values_chunk_reads_as_fill_unless_every_chunk_must_exist(ds, tmp_path):
     # our writer leaves all-zero chunks out (zarr's write_empty_chunks=False), so a missing
     # values chunk is legitimate zeros; only a caller that knows better can make it an error
-    from lstm_data.readers._zarrchunks import ChunkDecoder
+    from lstm_data.io.zarr_chunks import ChunkDecoder
 
     ds.to_zarr(tmp_path / "m.zarr", chunk_bytes=16 << 10)
     chunk = tmp_path / "m.zarr" / "png" / "values" / "c" / "1" / "0"

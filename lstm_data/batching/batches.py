@@ -1,0 +1,319 @@
+"""``Batches``: the padded batches of an epoch, by index (design §7).
+
+``Batches(dataset, spec)[i]`` returns ``(inputs, targets, weights)``: dicts of
+numpy arrays named by the spec, and per-target weights ``(B,)``. The row order is
+a pure function of ``(seed, epoch)``; :meth:`Batches.on_epoch_end` moves to the
+next epoch. Building a batch calls the GIL-free kernels, so
+:meth:`Batches.iter` with ``workers > 1`` scales on threads.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from lstm_data._util import forksafe
+from lstm_data._util.checks import check_count, check_index
+from lstm_data._util.once_cache import OnceCache
+from lstm_data.batching.block_shuffle import BlockSource
+from lstm_data.batching.builder import BatchBuilder
+from lstm_data.batching.epoch import EpochIteration
+from lstm_data.batching.order import BlockPlan, fresh_seed, shuffled_order, split_rows
+from lstm_data.batching.spec import BatchSpec
+from lstm_data.data.dataset import Dataset, InMemoryDataset
+
+__all__ = ["Batches"]
+
+
+class Batches(EpochIteration):
+    """Padded batches of ``dataset`` laid out by ``spec``.
+
+    Parameters
+    ----------
+    dataset
+        Any :class:`~lstm_data.data.dataset.Dataset` (in RAM or on disk).
+    spec
+        The outputs (validated against ``dataset`` here).
+    batch_size
+        Rows per batch; the last batch may be shorter unless ``drop_last``.
+    shuffle
+        ``True``: a fresh permutation of rows each epoch. ``False``: the view's
+        order (lstm_ee warns that unshuffled data breaks BatchNorm). ``"block"``:
+        permute blocks of consecutive rows and mix rows inside windows of several
+        blocks: the order for on-disk data (see :mod:`lstm_data.batching.block_shuffle`).
+    seed
+        Seed of every random order, an int >= 0; ``None`` draws one (kept in :attr:`seed`).
+    drop_last
+        Drop a short last batch.
+    weights
+        ``None`` (ones), a scalar column name, or an array of one weight per row
+        of ``dataset``. Every target gets the same ``(B,)`` float32 weights. They
+        must be finite (negative weights, as NLO generators make, are fine).
+    nan_to
+        Replace NaN in the inputs (values and NaN padding) by this value, as
+        lstm_ee's NaN mask did for Keras ``Masking``.
+    cache
+        ``"ram"``: keep built batches. The rows of each batch are then fixed by
+        the first epoch, and later epochs permute the order of the batches.
+        Cached arrays are read-only, so an in-place edit (``x -= mean``) raises
+        instead of changing every later epoch; copy a batch to edit it.
+    rows
+        Restrict to these dataset rows (a view; :meth:`split` makes them).
+    block_rows, window_rows
+        Sizes for ``shuffle="block"`` (see :class:`~lstm_data.batching.block_shuffle.BlockSource`).
+    read_ahead
+        For ``shuffle="block"``: read the next window on a background thread while
+        this one's batches are built (default: on for on-disk data, off in RAM).
+
+    Attributes
+    ----------
+    epoch : int
+        The current epoch (0 first).
+    """
+
+    def __init__(self, dataset: Dataset, spec: BatchSpec, batch_size: int = 1024, shuffle: Any = True,
+                 seed: int | None = None, drop_last: bool = False, weights: Any = None,
+                 nan_to: float | None = None, cache: str | None = None, *, rows: Any = None,
+                 block_rows: int | None = None, window_rows: int | None = None,
+                 read_ahead: bool | None = None) -> None:
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"dataset must be an lstm_data Dataset, got {type(dataset).__name__}")
+        if not isinstance(spec, BatchSpec):
+            raise TypeError(f"spec must be a BatchSpec, got {type(spec).__name__}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if isinstance(shuffle, np.bool_):
+            shuffle = bool(shuffle)
+        if not (shuffle is True or shuffle is False or shuffle == "block"):
+            raise ValueError(f"shuffle must be True, False or 'block', got {shuffle!r}")
+        if cache not in (None, "ram"):
+            raise ValueError(f"cache must be None or 'ram', got {cache!r}")
+        self.dataset = dataset
+        self.spec = spec
+        self.fields = spec.validate(dataset)
+        self.batch_size = int(batch_size)
+        self.shuffle = shuffle
+        self.seed = fresh_seed() if seed is None else check_count(seed, "seed")
+        self.drop_last = bool(drop_last)
+        self.nan_to = _nan_to(nan_to)
+        self.cache = cache
+        self.epoch = 0
+        self._view = None if rows is None else self._as_view(rows)
+        self._weights_spec = weights
+        self._weights = self._resolve_weights(weights)
+        self._block_sizes = (block_rows, window_rows)
+        self._read_ahead = None if read_ahead is None else bool(read_ahead)
+        self._setup_runtime()
+
+    # -- construction helpers ----------------------------------------------------------------
+    def _as_view(self, rows: Any) -> np.ndarray:
+        arr = np.asarray(rows)
+        if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+            raise ValueError(f"rows must be 1-D integers, got {arr.dtype} {arr.shape}")
+        arr = arr.astype(np.intp)
+        if arr.size and (arr.min() < 0 or arr.max() >= len(self.dataset)):
+            raise IndexError(f"rows outside [0, {len(self.dataset)})")
+        return arr
+
+    def _resolve_weights(self, weights: Any) -> np.ndarray | None:
+        if weights is None:
+            return None
+        if isinstance(weights, str):
+            arr = np.asarray(self.dataset.scalar(weights), dtype=np.float32)
+            what = f"weights column {weights!r}"
+        else:
+            arr = np.asarray(weights, dtype=np.float32)
+            what = "weights"
+            if arr.shape != (len(self.dataset),):
+                raise ValueError(f"weights must have one value per dataset row ({len(self.dataset)}), "
+                                 f"got shape {arr.shape}")
+        bad = np.flatnonzero(~np.isfinite(arr))
+        if len(bad):  # a NaN weight would silently turn the loss into NaN
+            raise ValueError(f"{what}: {len(bad)} non-finite value(s), first at row {bad[0]} "
+                             f"({arr[bad[0]]})")
+        return arr
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a worker thread of the parent may have held it
+
+    def _setup_runtime(self) -> None:
+        """Objects that are rebuilt, not pickled: builder, locks, plans, caches."""
+        self._lock = threading.Lock()
+        forksafe.register(self)
+        self._target_names = self.spec.target_names
+        self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to)
+        self._plans: OnceCache[int, Any] = OnceCache(keep=2)  # this epoch's order and the next
+        self._ram: dict[int, tuple] = {}
+        self._blocks = None
+        if self.shuffle == "block":
+            view = None if self._view is None else np.sort(self._view)
+            self._blocks = BlockSource(self.dataset, view, self.fields, self.batch_size,
+                                       block_rows=self._block_sizes[0], window_rows=self._block_sizes[1],
+                                       nan_to=self.nan_to, read_ahead=self._read_ahead)
+            # cached batches never come back to the blocks after epoch 0
+            self._blocks.next_epoch_ahead = self.cache != "ram"
+            self._blocks.plan_of = self._plan_of
+
+    @property
+    def builder(self) -> BatchBuilder:
+        """The :class:`~lstm_data.batching.builder.BatchBuilder` that turns rows into batches."""
+        return self._builder
+
+    # -- size and order -----------------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        """Rows in this view."""
+        return len(self.dataset) if self._view is None else len(self._view)
+
+    def __len__(self) -> int:
+        if self.drop_last:
+            return self.n_rows // self.batch_size
+        return math.ceil(self.n_rows / self.batch_size)
+
+    def _order_epoch(self) -> int:
+        return 0 if self.cache == "ram" else self.epoch
+
+    def _plan(self):
+        """The row order of the current epoch: positions into the view (made once per epoch)."""
+        return self._plan_of(self._order_epoch())
+
+    def _plan_of(self, epoch: int):
+        return self._plans.get(epoch, lambda: self._make_plan(epoch))
+
+    def _make_plan(self, epoch: int):
+        if self._blocks is not None:
+            return self._blocks.plan(self.seed, epoch)
+        if self.shuffle:
+            return shuffled_order(self.n_rows, self.seed, epoch)
+        return np.arange(self.n_rows, dtype=np.intp)
+
+    def _next_epoch_job(self) -> Callable[[], object] | None:
+        """Make the next epoch's order (for a spare worker while this epoch is built)."""
+        if self.shuffle is False or self.cache == "ram":
+            return None  # the order never changes
+        epoch = self._order_epoch() + 1
+        return lambda: self._plans.prepare(epoch, lambda: self._make_plan(epoch))
+
+    def _batch_slot(self, index: int) -> int:
+        """Which batch of the fixed partition serves ``index`` (differs only with ``cache="ram"``)."""
+        if self.cache == "ram" and self.epoch > 0 and self.shuffle is not False:
+            return int(shuffled_order(len(self), self.seed, self.epoch)[index])
+        return index
+
+    def _positions(self, slot: int) -> np.ndarray:
+        plan = self._plan()
+        order = plan.order if isinstance(plan, BlockPlan) else plan
+        return order[slot * self.batch_size:(slot + 1) * self.batch_size]
+
+    def _check_index(self, index: int) -> int:
+        return check_index(index, len(self))
+
+    def rows_of(self, index: int) -> np.ndarray:
+        """The dataset rows of batch ``index`` in the current epoch, in batch order."""
+        pos = self._positions(self._batch_slot(self._check_index(index)))
+        if self._view is None:
+            return pos
+        view = np.sort(self._view) if self._blocks is not None else self._view
+        return view[pos]
+
+    # -- batches ----------------------------------------------------------------------------------
+    def __getitem__(self, index: int) -> tuple[dict, dict, dict]:
+        slot = self._batch_slot(self._check_index(index))
+        if self.cache == "ram":
+            hit = self._ram.get(slot)
+            if hit is None:  # kept read-only: an in-place edit must not reach later epochs
+                hit = self._ram.setdefault(slot, _frozen(self._build(slot)))
+            return tuple(dict(part) for part in hit)  # type: ignore[return-value]
+        return self._build(slot)
+
+    def _build(self, slot: int) -> tuple[dict, dict, dict]:
+        positions = self._positions(slot)
+        if self._blocks is not None:
+            lo = slot * self.batch_size
+            inputs, targets = self._blocks.build(self._plan(), self._order_epoch(), lo, lo + len(positions))
+            rows = positions if self._view is None else self._blocks.rows[positions]
+        else:
+            rows = positions if self._view is None else self._view[positions]
+            inputs, targets = self._builder.build(rows)
+        return inputs, targets, self._weights_for(rows, targets)
+
+    def _weights_for(self, rows: np.ndarray, targets: dict) -> dict:
+        if self._weights is None:
+            w = np.ones(len(rows), dtype=np.float32)
+        else:
+            w = self._weights[rows]
+        return {name: w for name in self._target_names}
+
+    # -- views ------------------------------------------------------------------------------------------
+    def split(self, test_size: int | float, seed: int | None = None) -> tuple["Batches", "Batches"]:
+        """Train and validation views, as lstm_ee: shuffle rows with ``seed``, then cut.
+
+        Parameters
+        ----------
+        test_size
+            Rows (int) or fraction (float) of this view that go to validation.
+        seed
+            Seed of the split shuffle (default: this object's seed).
+
+        Returns
+        -------
+        train, validation : Batches
+            Same spec and options; validation batches are not shuffled per epoch
+            unless this object uses ``shuffle="block"``.
+        """
+        seed = self.seed if seed is None else check_count(seed, "seed")
+        train_pos, test_pos = split_rows(self.n_rows, test_size, seed)
+        base = np.arange(len(self.dataset), dtype=np.intp) if self._view is None else self._view
+        common = dict(batch_size=self.batch_size, seed=self.seed, drop_last=self.drop_last,
+                      weights=self._weights, nan_to=self.nan_to, cache=self.cache,
+                      block_rows=self._block_sizes[0], window_rows=self._block_sizes[1])
+        train = Batches(self.dataset, self.spec, shuffle=self.shuffle, rows=base[train_pos], **common)
+        val_shuffle = "block" if self.shuffle == "block" else False
+        val = Batches(self.dataset, self.spec, shuffle=val_shuffle, rows=base[test_pos], **common)
+        return train, val
+
+    def signature(self) -> dict:
+        """The spec's output signature (see :meth:`BatchSpec.signature`)."""
+        return self.spec.signature()
+
+    def __repr__(self) -> str:
+        return (f"Batches({len(self)} batches of {self.batch_size}, {self.n_rows} rows, "
+                f"shuffle={self.shuffle!r}, seed={self.seed}, epoch={self.epoch})")
+
+    # -- pickling: never the arrays of an in-RAM dataset -------------------------------------------
+    def __getstate__(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("_lock", "_builder", "_plans", "_ram", "_blocks", "fields", "_target_names")}
+        if isinstance(self.dataset, InMemoryDataset):
+            from lstm_data.data.shared import share
+            state["dataset"] = share(self.dataset)
+        if self._weights is not None and self._weights_spec is not None and isinstance(self._weights_spec, str):
+            state["_weights"] = None  # re-read from the column after unpickling
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self._weights is None and isinstance(self._weights_spec, str):
+            self._weights = self._resolve_weights(self._weights_spec)
+        self.fields = self.spec.validate(self.dataset)
+        self._setup_runtime()
+
+
+def _frozen(batch: tuple[dict, dict, dict]) -> tuple[dict, dict, dict]:
+    """``batch`` with every array made read-only (for the RAM cache)."""
+    for part in batch:
+        for array in part.values():
+            array.flags.writeable = False
+    return batch
+
+
+def _nan_to(value: Any) -> float | None:
+    """The ``nan_to`` argument as a float (or None), with an error that names it."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"nan_to must be a number or None, got {value!r}") from None

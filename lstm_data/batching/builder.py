@@ -1,0 +1,181 @@
+"""Assemble one batch of a :class:`~lstm_data.batching.spec.BatchSpec` from dataset rows (design §6, §7).
+
+In RAM, a batch is one :class:`kernels.BatchGather` call: it pads every ragged
+field straight from the full ``(values, offsets)`` and gathers every scalar field
+from a pre-stacked ``(N, S)`` table, all in one section without the GIL, so
+threads building batches scale. On disk, each needed group is read once per
+batch with ``dataset.ragged(group, rows)`` (the reader coalesces chunk reads) and
+then padded. There is no per-row Python work.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from lstm_data import kernels
+from lstm_data.batching.fields import Ragged
+from lstm_data.batching.spec import LENGTHS_SUFFIX, ResolvedField
+from lstm_data.data.dataset import Dataset, InMemoryDataset
+
+__all__ = ["BatchBuilder"]
+
+
+class BatchBuilder:
+    """Builds ``(inputs, targets)`` dicts for any rows of one dataset.
+
+    Parameters
+    ----------
+    dataset
+        The rows to draw from.
+    fields
+        The spec mapped onto ``dataset`` by :meth:`BatchSpec.validate`.
+    nan_to
+        Replace NaN in inputs (data and NaN padding) by this value, as lstm_ee's
+        NaN mask did for Keras ``Masking``. ``None`` keeps NaN.
+    """
+
+    def __init__(self, dataset: Dataset, fields: Sequence[ResolvedField], *,
+                 nan_to: float | None = None) -> None:
+        self.dataset = dataset
+        self.fields = list(fields)
+        self.nan_to = None if nan_to is None else float(nan_to)
+        self.in_ram = isinstance(dataset, InMemoryDataset)
+        self._scalar_tables: dict[str, np.ndarray] = {}
+        self._row_lengths: dict[str, np.ndarray] = {}
+        self._group_has_nan: dict[str, bool] = {}
+        self._gather = None  # the in-RAM BatchGather, made at first use
+        self._groups_needed = list(dict.fromkeys(f.group for f in self.fields if f.group is not None))
+        # all of a group's columns in order: let the kernel copy whole prong records
+        self._columns = {f.name: None if f.group is not None and np.array_equal(
+            f.columns, np.arange(len(dataset.groups[f.group]))) else f.columns for f in self.fields}
+
+    # -- cached per-dataset tables (built once, lazily; safe to race) ----------------------
+    def _scalar_table(self, f: ResolvedField) -> np.ndarray:
+        table = self._scalar_tables.get(f.name)
+        if table is None:
+            dt = f.field.np_dtype
+            cols = [self.dataset.scalar(v) for v in f.field.vars]
+            if len(cols) == 1 and cols[0].dtype == dt:
+                table = cols[0].reshape(-1, 1)
+            else:
+                table = np.empty((len(self.dataset), len(cols)), dtype=dt)
+                for j, col in enumerate(cols):  # once per column, at first use
+                    table[:, j] = col
+            if self._masks(f) and np.isnan(table).any():
+                table = np.where(np.isnan(table), dt.type(self.nan_to), table)
+            self._scalar_tables[f.name] = table
+        return table
+
+    def row_lengths(self, group: str) -> np.ndarray:
+        """Per-row prong counts of ``group`` over the whole dataset (int64, cached)."""
+        lens = self._row_lengths.get(group)
+        if lens is None:
+            off = self.dataset.offsets(group) if hasattr(self.dataset, "offsets") \
+                else self.dataset.ragged(group)[1]
+            lens = np.diff(off)
+            self._row_lengths[group] = lens
+        return lens
+
+    def _has_nan(self, group: str, values: np.ndarray) -> bool:
+        if not self.in_ram:
+            return bool(np.isnan(values).any())
+        known = self._group_has_nan.get(group)
+        if known is None:
+            known = bool(np.isnan(values).any())
+            self._group_has_nan[group] = known
+        return known
+
+    def _masks(self, f: ResolvedField) -> bool:
+        return self.nan_to is not None and f.role == "input"
+
+    # -- building ------------------------------------------------------------------------------
+    def gather_jobs(self) -> tuple[list[dict], list[np.ndarray]]:
+        """The in-RAM ``BatchGather`` arguments: one ragged job per padded field, one table
+        per scalar field, each in field order."""
+        ragged, tables = [], []
+        for f in self.fields:
+            if f.group is None:
+                tables.append(self._scalar_table(f))
+                continue
+            spec: Ragged = f.field
+            values, offsets = self.dataset.ragged(f.group)
+            ragged.append(dict(
+                values=values, offsets=offsets, max_len=spec.max_len, fixed=spec.fixed,
+                pad_value=self._pad_value(f), columns=self._columns[f.name],
+                sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
+                truncating=spec.truncating, dtype=spec.np_dtype))
+        return ragged, tables
+
+    def gather_kernel(self):
+        """The in-RAM :class:`kernels.BatchGather` of every field (made once, at first use)."""
+        if self._gather is None:
+            self._gather = kernels.BatchGather(*self.gather_jobs())
+        return self._gather
+
+    def build(self, rows: np.ndarray) -> tuple[dict, dict]:
+        """The ``(inputs, targets)`` of ``rows`` (dataset rows, in batch order)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        if self.in_ram:
+            return self._build_in_ram(rows)
+        inputs: dict[str, np.ndarray] = {}
+        targets: dict[str, np.ndarray] = {}
+        gathered = {g: self.dataset.ragged(g, rows) for g in self._groups_needed}
+        for f in self.fields:
+            dest = inputs if f.role == "input" else targets
+            if f.group is None:
+                dest[f.name] = self._scalars(f, rows)
+            else:
+                batch, lengths = self._ragged(f, *gathered[f.group])
+                dest[f.name] = batch
+                if f.field.lengths:
+                    dest[f.name + LENGTHS_SUFFIX] = lengths
+        return inputs, targets
+
+    def _build_in_ram(self, rows: np.ndarray) -> tuple[dict, dict]:
+        padded, tables = self.gather_kernel()(rows)
+        padded_it, tables_it = iter(padded), iter(tables)
+        inputs: dict[str, np.ndarray] = {}
+        targets: dict[str, np.ndarray] = {}
+        for f in self.fields:
+            dest = inputs if f.role == "input" else targets
+            if f.group is None:
+                dest[f.name] = next(tables_it)
+                continue
+            batch, lengths = next(padded_it)
+            if self._masks(f) and self._has_nan(f.group, self.dataset.ragged(f.group)[0]):
+                np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
+            dest[f.name] = batch
+            if f.field.lengths:
+                dest[f.name + LENGTHS_SUFFIX] = lengths
+        return inputs, targets
+
+    def _scalars(self, f: ResolvedField, rows: np.ndarray) -> np.ndarray:
+        dt = f.field.np_dtype
+        out = np.empty((len(rows), len(f.field.vars)), dtype=dt)
+        for j, v in enumerate(f.field.vars):  # one fancy index per column, not per row
+            out[:, j] = self.dataset.scalar(v, rows)
+        if self._masks(f):
+            np.copyto(out, dt.type(self.nan_to), where=np.isnan(out))
+        return out
+
+    def _pad_value(self, f: ResolvedField) -> float:
+        pad = f.field.pad_value
+        return self.nan_to if self._masks(f) and math.isnan(pad) else pad
+
+    def _ragged(self, f: ResolvedField, values: np.ndarray,
+                offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pad one field of a group read for this batch only (on-disk path)."""
+        spec: Ragged = f.field
+        width = spec.max_len
+        if width is not None and not spec.fixed:
+            lens = np.diff(offsets)
+            width = min(width, int(lens.max())) if len(lens) else 0
+        batch, lengths = kernels.pad_ragged(
+            values, offsets, max_len=width, pad_value=self._pad_value(f),
+            columns=self._columns[f.name], sort_by=f.sort_column, descending=spec.descending,
+            padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype)
+        if self._masks(f) and self._has_nan(f.group, values):
+            np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
+        return batch, lengths

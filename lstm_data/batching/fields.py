@@ -1,0 +1,194 @@
+"""The field types of a :class:`~lstm_data.batching.spec.BatchSpec`: ``Scalars`` and ``Ragged``."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any, Mapping, Sequence, Union
+
+import numpy as np
+
+from lstm_data.errors import SchemaError
+
+__all__ = ["Scalars", "Ragged", "Field", "field_from_dict"]
+
+_DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+def _dtype_name(dtype: Any, where: str) -> str:
+    dt = np.dtype(dtype)
+    if dt.name not in _DTYPES:
+        raise SchemaError(f"{where}: dtype must be float32 or float64, got {dt.name}")
+    return dt.name
+
+
+def _var_list(vars: Any, where: str) -> tuple[str, ...]:
+    if isinstance(vars, str) or not isinstance(vars, Sequence):
+        raise SchemaError(f"{where}: vars must be a list of variable names, got {vars!r}")
+    out = tuple(vars)
+    if not out:
+        raise SchemaError(f"{where}: vars is empty")
+    bad = [v for v in out if not isinstance(v, str)]
+    if bad:
+        raise SchemaError(f"{where}: variable names must be strings, got {bad[0]!r}")
+    dup = sorted({v for v in out if out.count(v) > 1})
+    if dup:
+        raise SchemaError(f"{where}: variables listed twice: {dup}", variable=dup[0])
+    return out
+
+
+def _json_float(x: float) -> float | str:
+    return str(x) if math.isnan(x) or math.isinf(x) else x
+
+
+@dataclass(frozen=True, init=False)
+class Scalars:
+    """Scalar columns side by side: output shape ``(B, S)``.
+
+    Parameters
+    ----------
+    vars
+        Scalar column names, in output column order.
+    dtype
+        ``float32`` (default) or ``float64``.
+    """
+
+    vars: tuple[str, ...]
+    dtype: str = "float32"
+
+    def __init__(self, vars: Sequence[str], dtype: Any = np.float32) -> None:
+        object.__setattr__(self, "vars", _var_list(vars, "Scalars"))
+        object.__setattr__(self, "dtype", _dtype_name(dtype, "Scalars"))
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(self.dtype)
+
+    def to_dict(self) -> dict:
+        return {"type": "scalars", "vars": list(self.vars), "dtype": self.dtype}
+
+    def __repr__(self) -> str:
+        return f"Scalars({list(self.vars)!r}, dtype={self.dtype})"
+
+
+@dataclass(frozen=True, init=False)
+class Ragged:
+    """Prong variables of one ragged group, padded: output shape ``(B, P, V)``.
+
+    Parameters
+    ----------
+    vars
+        Prong variable names (all in one group), in output order.
+    max_len
+        Prong slots ``P``. ``None``: the batch's longest row.
+    pad_value
+        Fill of the empty slots (NaN, as lstm_ee). Keras ``Masking`` cannot match
+        NaN: use a finite value (or ``Batches(nan_to=...)``) and/or ``lengths``.
+    sort_by
+        A variable of the same group that orders each row's prongs before
+        truncation (NaN last).
+    descending
+        Sort order for ``sort_by``.
+    padding, truncating
+        ``"post"`` or ``"pre"``, as in Keras ``pad_sequences``.
+    lengths
+        Also output ``<name>_lengths`` (B,) int64: the prongs kept per row.
+    dtype
+        ``float32`` (default) or ``float64``.
+    fixed
+        With ``max_len`` given: ``True`` (default) makes ``P == max_len`` always;
+        ``False`` makes ``P`` the batch's longest row capped at ``max_len``
+        (lstm_ee's ``max_prongs`` behaviour).
+    """
+
+    vars: tuple[str, ...]
+    max_len: int | None = None
+    pad_value: float = math.nan
+    sort_by: str | None = None
+    descending: bool = True
+    padding: str = "post"
+    truncating: str = "post"
+    lengths: bool = False
+    dtype: str = "float32"
+    fixed: bool = True
+
+    def __init__(self, vars: Sequence[str], max_len: int | None = None, pad_value: float = math.nan,
+                 sort_by: str | None = None, descending: bool = True, padding: str = "post",
+                 truncating: str = "post", lengths: bool = False, dtype: Any = np.float32,
+                 fixed: bool = True) -> None:
+        where = "Ragged"
+        if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, (int, np.integer))
+                                    or max_len < 0):
+            raise SchemaError(f"{where}: max_len must be a non-negative int or None, got {max_len!r}")
+        for opt, val in (("padding", padding), ("truncating", truncating)):
+            if val not in ("post", "pre"):
+                raise SchemaError(f"{where}: {opt} must be 'post' or 'pre', got {val!r}")
+        if sort_by is not None and not isinstance(sort_by, str):
+            raise SchemaError(f"{where}: sort_by must be a variable name, got {sort_by!r}")
+        try:
+            pad = float(pad_value)
+        except (TypeError, ValueError):
+            raise SchemaError(f"{where}: pad_value must be a number, got {pad_value!r}") from None
+        values = dict(vars=_var_list(vars, where), max_len=None if max_len is None else int(max_len),
+                      pad_value=pad, sort_by=sort_by, descending=bool(descending), padding=padding,
+                      truncating=truncating, lengths=bool(lengths), dtype=_dtype_name(dtype, where),
+                      fixed=bool(fixed))
+        for key, val in values.items():
+            object.__setattr__(self, key, val)
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(self.dtype)
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["vars"] = list(self.vars)
+        out["pad_value"] = _json_float(self.pad_value)
+        return {"type": "ragged", **out}
+
+    def __eq__(self, other: object) -> bool:  # NaN pad values compare equal
+        return isinstance(other, Ragged) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(repr(self.to_dict()))
+
+    def __repr__(self) -> str:
+        opts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)[1:]
+                if getattr(self, f.name) != f.default
+                and not (f.name == "pad_value" and math.isnan(self.pad_value))]
+        return f"Ragged({list(self.vars)!r}{''.join(', ' + o for o in opts)})"
+
+
+Field = Union[Scalars, Ragged]
+
+
+def field_from_dict(table: Mapping[str, Any], *, where: str = "field") -> Field:
+    """Build a field from its TOML/JSON table (``type`` plus constructor options).
+
+    Raises
+    ------
+    SchemaError
+        Unknown ``type`` or unknown/invalid options, naming ``where``.
+    """
+    if not isinstance(table, Mapping):
+        raise SchemaError(f"{where}: expected a table, got {table!r}")
+    opts = dict(table)
+    kind = opts.pop("type", None)
+    classes = {"scalars": Scalars, "ragged": Ragged}
+    if kind not in classes:
+        raise SchemaError(f"{where}: type must be 'scalars' or 'ragged', got {kind!r}")
+    cls = classes[kind]
+    allowed = {f.name for f in fields(cls)}
+    unknown = sorted(set(opts) - allowed)
+    if unknown:
+        raise SchemaError(f"{where}: unknown option(s) {unknown} for {kind}; allowed: {sorted(allowed)}")
+    if "vars" not in opts:
+        raise SchemaError(f"{where}: missing 'vars'")
+    if isinstance(opts.get("pad_value"), str):
+        try:
+            opts["pad_value"] = float(opts["pad_value"])
+        except ValueError:
+            raise SchemaError(f"{where}: pad_value must be a number, got {opts['pad_value']!r}") from None
+    try:
+        return cls(**opts)
+    except SchemaError as exc:
+        raise SchemaError(f"{where}: {exc.message}", variable=exc.variable) from None

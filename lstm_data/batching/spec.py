@@ -1,0 +1,364 @@
+"""``BatchSpec``: the declared format of a batch (design §7).
+
+A spec names every output of a batch, its variables, dtype and shape before any
+data is read, like a blueprint: a Keras model's ``Input``s or a torch collate can
+be built from :meth:`BatchSpec.signature`. :meth:`BatchSpec.validate` checks it
+against a dataset and maps variable names to column indices.
+
+Example
+-------
+>>> spec = BatchSpec(
+...     inputs={"input_slice": Scalars(["calE", "nHit"]),
+...             "input_png3d": Ragged(["png.calE", "png.len"], max_len=8, lengths=True)},
+...     targets={"target_total": Scalars(["trueE"])})
+>>> spec.signature()["input_png3d"].shape
+(None, 8, 2)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from lstm_data.batching.fields import Field, Ragged, Scalars, field_from_dict
+from lstm_data.errors import SchemaError
+
+__all__ = ["BatchSpec", "Scalars", "Ragged", "OutputSignature", "ResolvedField", "LENGTHS_SUFFIX",
+           "WEIGHTS_SUFFIX"]
+
+#: suffix of the per-row prong count output of a ``Ragged(..., lengths=True)`` field
+LENGTHS_SUFFIX = "_lengths"
+#: suffix of a target's weights in flat names
+WEIGHTS_SUFFIX = "_weights"
+
+
+@dataclass(frozen=True)
+class OutputSignature:
+    """Name, role, dtype and shape of one batch output; ``None`` dims vary per batch.
+
+    The first dimension is the batch size ``B`` (``None``: the last batch may be short).
+    """
+
+    name: str
+    role: str  # "input" | "target"
+    dtype: np.dtype
+    shape: tuple
+
+    @property
+    def sample_shape(self) -> tuple:
+        """The shape without the batch dimension (what ``keras.Input(shape=...)`` takes)."""
+        return self.shape[1:]
+
+
+@dataclass(frozen=True)
+class ResolvedField:
+    """One spec field mapped onto a dataset's columns (the result of :meth:`BatchSpec.validate`).
+
+    Attributes
+    ----------
+    name, role, field
+        The output name, ``"input"``/``"target"`` and the declared field.
+    group
+        The ragged group holding a ``Ragged`` field's variables (``None`` for scalars).
+    columns
+        Column indices of the variables inside ``group`` (``None`` for scalars).
+    sort_column
+        Column index of ``field.sort_by`` inside ``group``, or ``None``.
+    """
+
+    name: str
+    role: str
+    field: Field
+    group: str | None = None
+    columns: np.ndarray | None = None
+    sort_column: int | None = None
+
+
+class BatchSpec:
+    """The outputs of a batch: named input and target fields.
+
+    Parameters
+    ----------
+    inputs, targets
+        Output name -> :class:`Scalars` or :class:`Ragged`. Names must be unique
+        across both, including the ``<name>_lengths`` outputs of ragged fields.
+
+    Raises
+    ------
+    SchemaError
+        A field is not a ``Scalars``/``Ragged``, or two outputs share a name.
+    """
+
+    def __init__(self, inputs: Mapping[str, Field] | None = None,
+                 targets: Mapping[str, Field] | None = None) -> None:
+        self.inputs: dict[str, Field] = dict(inputs or {})
+        self.targets: dict[str, Field] = dict(targets or {})
+        seen: set[str] = set()
+        for role, fields in (("input", self.inputs), ("target", self.targets)):
+            for name, fld in fields.items():
+                if not isinstance(fld, (Scalars, Ragged)):
+                    raise SchemaError(f"{role} {name!r} must be Scalars or Ragged, "
+                                      f"got {type(fld).__name__}", variable=name)
+                for out in self._names_of(name, fld):
+                    if out in seen:
+                        raise SchemaError(f"output name {out!r} is used twice", variable=out)
+                    seen.add(out)
+        if not seen:
+            raise SchemaError("a BatchSpec needs at least one input or target")
+
+    # -- description -----------------------------------------------------------
+    @staticmethod
+    def _names_of(name: str, fld: Field) -> list[str]:
+        if isinstance(fld, Ragged) and fld.lengths:
+            return [name, name + LENGTHS_SUFFIX]
+        return [name]
+
+    def fields(self) -> Iterable[tuple[str, str, Field]]:
+        """``(role, name, field)`` for every field, inputs first, in declared order."""
+        for name, fld in self.inputs.items():
+            yield "input", name, fld
+        for name, fld in self.targets.items():
+            yield "target", name, fld
+
+    def signature(self) -> dict[str, OutputSignature]:
+        """Every output's name, role, dtype and shape, in flat order, before any data.
+
+        Shapes start with the batch dimension ``None``. A ``Ragged`` field's prong
+        dimension is ``max_len`` when it is fixed, else ``None`` (per batch).
+        """
+        out: dict[str, OutputSignature] = {}
+        for role, name, fld in self.fields():
+            if isinstance(fld, Scalars):
+                out[name] = OutputSignature(name, role, fld.np_dtype, (None, len(fld.vars)))
+            else:
+                width = fld.max_len if fld.fixed else None
+                out[name] = OutputSignature(name, role, fld.np_dtype, (None, width, len(fld.vars)))
+                if fld.lengths:
+                    lname = name + LENGTHS_SUFFIX
+                    out[lname] = OutputSignature(lname, role, np.dtype(np.int64), (None,))
+        return out
+
+    @property
+    def input_names(self) -> list[str]:
+        """Names of the input outputs (including ``*_lengths``), in order."""
+        return [n for n, s in self.signature().items() if s.role == "input"]
+
+    @property
+    def target_names(self) -> list[str]:
+        """Names of the target outputs, in order."""
+        return [n for n, s in self.signature().items() if s.role == "target"]
+
+    def flat_names(self, weights: bool = False) -> list[str]:
+        """Output names in flat order: inputs, targets, then ``<target>_weights`` if asked."""
+        names = self.input_names + self.target_names
+        if weights:
+            names += [t + WEIGHTS_SUFFIX for t in self.target_names]
+        return names
+
+    # -- flattening at framework borders ---------------------------------------------
+    def flatten(self, batch: Sequence[Mapping[str, Any]], *, as_dict: bool = False):
+        """``(inputs, targets[, weights])`` dicts -> a flat tuple (or dict) in :meth:`flat_names` order.
+
+        Raises
+        ------
+        SchemaError
+            An output is missing from the batch.
+        """
+        with_weights = len(batch) == 3
+        parts = {"input": batch[0], "target": batch[1]}
+        flat: dict[str, Any] = {}
+        for name, sig in self.signature().items():
+            if name not in parts[sig.role]:
+                raise SchemaError(f"batch has no {sig.role} {name!r}", variable=name)
+            flat[name] = parts[sig.role][name]
+        if with_weights:
+            for t in self.target_names:
+                if t not in batch[2]:
+                    raise SchemaError(f"batch has no weights for target {t!r}", variable=t)
+                flat[t + WEIGHTS_SUFFIX] = batch[2][t]
+        return flat if as_dict else tuple(flat.values())
+
+    def unflatten(self, flat: Sequence[Any] | Mapping[str, Any]) -> tuple[dict, ...]:
+        """A flat tuple or dict (from :meth:`flatten`) -> ``(inputs, targets[, weights])``.
+
+        Raises
+        ------
+        SchemaError
+            Wrong number of items, or a missing name.
+        """
+        plain = self.flat_names()
+        full = self.flat_names(weights=True)
+        if not isinstance(flat, Mapping):
+            items = list(flat)
+            if len(items) not in (len(plain), len(full)):
+                raise SchemaError(f"expected {len(plain)} or {len(full)} flat items, got {len(items)}")
+            flat = dict(zip(full if len(items) == len(full) else plain, items))
+        missing = [n for n in plain if n not in flat]
+        if missing:
+            raise SchemaError(f"flat batch is missing {missing}", variable=missing[0])
+        sig = self.signature()
+        inputs = {n: flat[n] for n in plain if sig[n].role == "input"}
+        targets = {n: flat[n] for n in plain if sig[n].role == "target"}
+        wnames = [t + WEIGHTS_SUFFIX for t in self.target_names]
+        if wnames and all(w in flat for w in wnames):
+            return inputs, targets, {t: flat[t + WEIGHTS_SUFFIX] for t in self.target_names}
+        return inputs, targets
+
+    # -- validation ---------------------------------------------------------------------
+    def validate(self, dataset) -> list[ResolvedField]:
+        """Check every variable against ``dataset`` and map names to columns.
+
+        Returns
+        -------
+        list of ResolvedField
+            One per field, in :meth:`fields` order.
+
+        Raises
+        ------
+        SchemaError
+            An unknown variable (with close-match suggestions), a scalar asked of a
+            ragged field or the reverse, or one ragged field spanning two groups.
+        """
+        from lstm_data.data.dataset import unknown_name_error
+
+        scalars = set(dataset.scalar_names)
+        groups = dataset.groups
+        prong_vars = {v: g for g, names in groups.items() for v in names}
+        resolved = []
+        for role, name, fld in self.fields():
+            where = f"{role} {name!r}"
+            if isinstance(fld, Scalars):
+                for v in fld.vars:
+                    if v in scalars:
+                        continue
+                    if v in prong_vars:
+                        raise SchemaError(f"{where}: {v!r} is a prong variable of group "
+                                          f"{prong_vars[v]!r}; use Ragged for it", variable=v)
+                    raise _in(where, unknown_name_error("scalar", v, sorted(scalars)))
+                resolved.append(ResolvedField(name, role, fld))
+                continue
+            owners = []
+            for v in list(fld.vars) + ([fld.sort_by] if fld.sort_by is not None else []):
+                if v not in prong_vars:
+                    if v in scalars and len(dataset) == 0:
+                        raise SchemaError(f"{where}: {v!r} was read as a scalar column because "
+                                          "the data has no rows to show its arrays; declare "
+                                          "its group with a Schema", variable=v)
+                    if v in scalars:
+                        raise SchemaError(f"{where}: {v!r} is a scalar column; use Scalars for it",
+                                          variable=v)
+                    raise _in(where, unknown_name_error("prong variable", v, sorted(prong_vars)))
+                owners.append(prong_vars[v])
+            var_owners = owners[:len(fld.vars)]
+            sort_owner = owners[len(fld.vars)] if fld.sort_by is not None else None
+            if len(set(var_owners)) > 1:
+                split = {g: [v for v, o in zip(fld.vars, var_owners) if o == g]
+                         for g in dict.fromkeys(var_owners)}
+                shown = "; ".join(f"group {g!r}: {_short(vs)}" for g, vs in split.items())
+                raise SchemaError(f"{where}: all variables of one Ragged field must be in one group "
+                                  f"(one prong count per row), got {shown}", variable=name)
+            if sort_owner not in (None, var_owners[0]):
+                raise SchemaError(f"{where}: sort_by {fld.sort_by!r} is in group {sort_owner!r}, not in "
+                                  f"the field's group {var_owners[0]!r}", variable=fld.sort_by)
+            group = owners[0]
+            index = {v: i for i, v in enumerate(groups[group])}
+            cols = np.array([index[v] for v in fld.vars], dtype=np.intp)
+            sort_col = index[fld.sort_by] if fld.sort_by is not None else None
+            resolved.append(ResolvedField(name, role, fld, group, cols, sort_col))
+        return resolved
+
+    # -- serialisation ------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """A JSON-safe dict (NaN and infinities as strings) that :meth:`from_dict` reads back."""
+        return {"inputs": {n: f.to_dict() for n, f in self.inputs.items()},
+                "targets": {n: f.to_dict() for n, f in self.targets.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "spec") -> "BatchSpec":
+        """Build a spec from ``{"inputs": {name: field}, "targets": {...}}`` (TOML/JSON form).
+
+        Each field is a table with ``type = "scalars"`` or ``"ragged"``, ``vars`` and
+        the options of that field type.
+        """
+        unknown = set(data) - {"inputs", "targets"}
+        if unknown:
+            raise SchemaError(f"{source}: unknown top-level keys {sorted(unknown)}; "
+                              "expected 'inputs' and 'targets'")
+        parts = {}
+        for part in ("inputs", "targets"):
+            tables = data.get(part, {})
+            if not isinstance(tables, Mapping):
+                raise SchemaError(f"{source}: [{part}] must be a table of fields")
+            parts[part] = {name: field_from_dict(tbl, where=f"{source}: [{part}.{name}]")
+                           for name, tbl in tables.items()}
+        return cls(**parts)
+
+    @classmethod
+    def from_toml(cls, path) -> "BatchSpec":
+        """Load a spec from a TOML file with ``[inputs.NAME]`` / ``[targets.NAME]`` tables.
+
+        Example file::
+
+            [inputs.input_png3d]
+            type = "ragged"
+            vars = ["png.calE", "png.len"]
+            max_len = 20
+            pad_value = nan
+        """
+        import tomllib
+
+        with open(path, "rb") as fh:
+            try:
+                data = tomllib.load(fh)
+            except tomllib.TOMLDecodeError as exc:
+                raise SchemaError(f"{path}: not valid TOML: {exc}", file=str(path)) from None
+        return cls.from_dict(data, source=str(path))
+
+    @classmethod
+    def from_lstm_ee(cls, config: Any) -> "BatchSpec":
+        """The spec that reproduces lstm_ee's ``DataGenerator`` batches.
+
+        Reads ``vars_input_slice``, ``vars_input_png3d``, ``vars_input_png2d``,
+        ``var_target_total``, ``var_target_primary`` and ``max_prongs`` from a dict
+        (or an object with those attributes); missing or ``None`` keys give no output.
+        lstm_ee's layout: ``input_slice`` (B, S) float32, ``input_png3d`` /
+        ``input_png2d`` (B, P, V) float32 padded with NaN, where P is the batch's
+        longest row capped at ``max_prongs`` (per batch, not fixed), and
+        ``target_total`` / ``target_primary`` (B, 1) float32.
+        """
+        def get(key):
+            if isinstance(config, Mapping):
+                return config.get(key)
+            return getattr(config, key, None)
+
+        max_prongs = get("max_prongs")
+        inputs: dict[str, Field] = {}
+        if get("vars_input_slice") is not None:
+            inputs["input_slice"] = Scalars(get("vars_input_slice"))
+        for key, name in (("vars_input_png3d", "input_png3d"), ("vars_input_png2d", "input_png2d")):
+            if get(key) is not None:
+                inputs[name] = Ragged(get(key), max_len=max_prongs, fixed=False)
+        targets: dict[str, Field] = {}
+        for key, name in (("var_target_total", "target_total"), ("var_target_primary", "target_primary")):
+            if get(key) is not None:
+                targets[name] = Scalars([get(key)])
+        return cls(inputs=inputs, targets=targets)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BatchSpec) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={f!r}" for _, n, f in self.fields())
+        return f"BatchSpec({inner})"
+
+
+def _in(where: str, err: SchemaError) -> SchemaError:
+    """Prefix an error's message with the field it was found in."""
+    return SchemaError(f"{where}: {err.message}", variable=err.variable)
+
+
+def _short(names: list[str], keep: int = 4) -> str:
+    """``names`` for a message: the first few and how many more."""
+    shown = ", ".join(repr(n) for n in names[:keep])
+    return shown + (f" and {len(names) - keep} more" if len(names) > keep else "")

@@ -1,0 +1,137 @@
+"""Show a dataset's rows, columns, groups, per-variable statistics and prong multiplicities.
+
+Examples::
+
+    lstm-data inspect events.csv.xz
+    lstm-data inspect events.zarr --plot multiplicity.png
+    lstm-data inspect 'parts/*.h5' --json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+import numpy as np
+
+from lstm_data.cli.stats import (
+    Multiplicity,
+    VariableStats,
+    group_stats,
+    multiplicity,
+    variable_stats,
+)
+
+__all__ = ["add_arguments", "run", "plot_multiplicities"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="file(s), store(s) or glob pattern")
+    parser.add_argument("--schema", metavar="FILE.toml", default=None,
+                        help="declared groups/scalars/dtype for inputs that do not store them")
+    parser.add_argument("--plot", metavar="FILE.png", default=None,
+                        help="draw per-group multiplicity histograms (needs matplotlib)")
+    parser.add_argument("--no-stats", action="store_true",
+                        help="skip per-variable statistics (faster on big on-disk data)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}" if np.isfinite(x) else str(x)
+
+
+def _stats_table(stats: list[VariableStats], indent: str = "  ") -> list[str]:
+    if not stats:
+        return []
+    width = max(len(s.name) for s in stats)
+    lines = [f"{indent}{'variable':<{width}}  {'min':>12} {'max':>12} {'mean':>12} {'NaN':>8}"]
+    for s in stats:
+        lines.append(f"{indent}{s.name:<{width}}  {_fmt(s.min):>12} {_fmt(s.max):>12} "
+                     f"{_fmt(s.mean):>12} {s.nan:>8}")
+    return lines
+
+
+def _multiplicity_lines(m: Multiplicity) -> list[str]:
+    qs = ", ".join(f"p{q * 100:g} {v}" for q, v in m.quantiles.items())
+    lines = [f"  multiplicity: mean {m.mean:.2f}, {qs}, max {m.max}; "
+             f"{m.zero_rows} rows ({100 * m.zero_rows / max(m.rows, 1):.1f}%) empty"]
+    for frac, k in m.keeps.items():
+        lines.append(f"  max_len {k} keeps {frac * 100:g}% of rows whole")
+    return lines
+
+
+def plot_multiplicities(multis: list[Multiplicity], lengths: dict[str, np.ndarray], path: str,
+                        title: str) -> None:
+    """Histogram of per-row lengths, one panel per group, with the 99% ``max_len`` marked.
+
+    Raises
+    ------
+    ImportError
+        matplotlib is not installed.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = max(1, len(multis))
+    fig, axes = plt.subplots(1, n, figsize=(5 * n, 3.8), squeeze=False)
+    for ax, m in zip(axes[0], multis):
+        lens = lengths[m.group]
+        counts = np.bincount(lens, minlength=1) if len(lens) else np.zeros(1, np.int64)
+        ax.bar(np.arange(len(counts)), counts, width=0.9, color="#4c72b0")
+        k99 = m.keeps.get(0.99)
+        if k99 is not None:
+            ax.axvline(k99 + 0.5, color="#c44e52", linestyle="--",
+                       label=f"max_len {k99} keeps 99% whole")
+            ax.legend(loc="upper right", fontsize=8)
+        ax.set_yscale("log" if counts.max() > 50 * max(1, np.median(counts[counts > 0])) else "linear")
+        ax.set_title(f"{m.group}: {len(lengths[m.group])} rows, mean {m.mean:.2f}")
+        ax.set_xlabel("prongs per row")
+        ax.set_ylabel("rows")
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run(args: argparse.Namespace) -> int:
+    from lstm_data.io.dispatch import open as open_dataset
+
+    ds = open_dataset(args.paths if len(args.paths) > 1 else args.paths[0], schema=args.schema)
+    scalar_stats = [] if args.no_stats else variable_stats(ds)
+    groups = {g: ([] if args.no_stats else group_stats(ds, g)) for g in ds.groups}
+    multis = [multiplicity(ds, g) for g in ds.groups]
+    if args.json:
+        doc = {"paths": list(args.paths), "rows": len(ds), "format": type(ds).__name__,
+               "scalars": [asdict(s) for s in scalar_stats] or ds.scalar_names,
+               "groups": {g: {"variables": [asdict(s) for s in groups[g]] or ds.groups[g],
+                              "multiplicity": {**asdict(m),
+                                               "quantiles": {str(q): v for q, v in m.quantiles.items()},
+                                               "keeps": {str(f): k for f, k in m.keeps.items()}}}
+                          for g, m in zip(ds.groups, multis)}}
+        print(json.dumps(doc, indent=1, allow_nan=True))
+    else:
+        lines = [f"{' '.join(args.paths)}: {type(ds).__name__}",
+                 f"rows: {len(ds)}",
+                 f"columns: {len(ds.scalar_names)} scalars, "
+                 f"{sum(len(v) for v in ds.groups.values())} prong variables in "
+                 f"{len(ds.groups)} groups",
+                 "", f"scalars ({len(ds.scalar_names)}):"]
+        lines += _stats_table(scalar_stats) if scalar_stats else [f"  {', '.join(ds.scalar_names)}"]
+        for g, m in zip(ds.groups, multis):
+            lines += ["", f"group {g} ({len(ds.groups[g])} variables, {m.total} prongs):"]
+            lines += _multiplicity_lines(m)
+            lines += _stats_table(groups[g]) if groups[g] else [f"  {', '.join(ds.groups[g])}"]
+        print("\n".join(lines))
+    if args.plot:
+        try:
+            plot_multiplicities(multis, {g: np.diff(ds.offsets(g)) for g in ds.groups}, args.plot,
+                                " ".join(args.paths))
+        except ImportError:
+            print("lstm-data inspect: --plot needs matplotlib; install it with "
+                  "pip install 'lstm_data[plot]'", file=sys.stderr)
+            return 1
+        print(f"plot written to {args.plot}", file=sys.stderr)
+    return 0

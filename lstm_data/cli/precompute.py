@@ -1,0 +1,62 @@
+"""Build every batch of an epoch once and store it in a zarr store for many trainings to reuse.
+
+Example::
+
+    lstm-data precompute --data examples/numu_v3.csv.xz --spec examples/numu_v3.toml \\
+        --batch-size 1024 --seed 1 --out numu_v3_batches.zarr --workers 2
+
+The store records the spec, batch size, seed and a fingerprint of every value of the
+data; running again with the same settings and data reuses it, with other settings or
+edited data it is an error unless ``--force``. ``--force`` replaces only a batch store:
+an output that is the input data, or anything else, is refused. Read the store with
+``lstm_data.open_batches(OUT)``.
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def _shuffle(text: str):
+    choices = {"auto": "auto", "true": True, "false": False, "block": "block"}
+    if text.lower() not in choices:
+        raise argparse.ArgumentTypeError(f"expected auto, true, false or block, got {text!r}")
+    return choices[text.lower()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", required=True, nargs="+", metavar="PATH",
+                        help="input data: CSV (.csv/.gz/.xz/.bz2), HDF5 or zarr; several paths concatenate")
+    parser.add_argument("--spec", required=True, metavar="SPEC.toml", help="BatchSpec TOML file")
+    parser.add_argument("--batch-size", type=int, default=1024, metavar="N",
+                        help="rows per batch (default: 1024)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S",
+                        help="seed of the row order, >= 0 (default: 0)")
+    parser.add_argument("--shuffle", type=_shuffle, default="auto", metavar="{auto,true,false,block}",
+                        help="row order; auto (default): true for data loaded into RAM (CSV), "
+                             "block for on-disk zarr/HDF5, whose random row reads are slow")
+    parser.add_argument("--out", required=True, metavar="OUT.zarr", help="store to write")
+    parser.add_argument("--workers", type=int, default=1, metavar="N", help="batch-building threads (default: 1)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace a batch store made with other settings or data "
+                             "(never anything that is not a batch store)")
+    parser.add_argument("--no-compress", action="store_true", help="store raw chunks (no zstd)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    import lstm_data
+    from lstm_data.batching.spec import BatchSpec
+    from lstm_data.store.write import precompute
+
+    spec = BatchSpec.from_toml(args.spec)
+    data = args.data[0] if len(args.data) == 1 else args.data
+    dataset = lstm_data.open(data)
+    shuffle = args.shuffle
+    if shuffle == "auto":
+        from lstm_data.data.dataset import InMemoryDataset
+        shuffle = True if isinstance(dataset, InMemoryDataset) else "block"
+    summary = precompute(dataset, spec, args.out, batch_size=args.batch_size, seed=args.seed,
+                         shuffle=shuffle, workers=args.workers, force=args.force,
+                         progress=not args.no_progress, compress=not args.no_compress)
+    print(summary.table())
+    return 0

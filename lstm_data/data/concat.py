@@ -1,0 +1,175 @@
+"""Several datasets seen as one (design §6, seed 002).
+
+A global row maps to ``(file, local row)`` through cumulative row counts and
+``numpy.searchsorted``. A request is split per file, each file gathers its rows
+with its own chunk-aware reads, and the pieces are put back in request order.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from lstm_data.data.dataset import Dataset, InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup, take_ragged
+from lstm_data.errors import SchemaError
+
+__all__ = ["ConcatDataset", "concat_datasets"]
+
+
+def _describe_difference(kind: str, expected: list[str], got: list[str]) -> str:
+    missing = [x for x in expected if x not in got]
+    extra = [x for x in got if x not in expected]
+    if missing or extra:
+        parts = ([f"missing {missing[:5]}"] if missing else []) + ([f"extra {extra[:5]}"] if extra else [])
+        return f"{kind}: " + ", ".join(parts)
+    return f"{kind} in a different order: {got[:8]} vs {expected[:8]}"
+
+
+def _column_names(ds: Dataset) -> set[str]:
+    return set(ds.scalar_names).union(*ds.groups.values())
+
+
+def _without_untyped_empties(datasets: list[Dataset], labels: list[str]
+                             ) -> tuple[list[Dataset], list[str]]:
+    """Drop the row-less parts whose column names are those of the others.
+
+    A header-only CSV has no cells to show which columns hold arrays, so it reads
+    every column as a scalar. It adds no rows; when its column names are those of
+    the first part with rows, it is left out rather than called a mismatch. A
+    row-less part with other names is kept, and the column check names it.
+    """
+    reference = next((d for d in datasets if len(d)), None)
+    if reference is None:
+        return datasets, labels
+    names = _column_names(reference)
+    kept = [(d, label) for d, label in zip(datasets, labels)
+            if len(d) or _column_names(d) != names]
+    return [d for d, _ in kept], [label for _, label in kept]
+
+
+class ConcatDataset(Dataset):
+    """The rows of several datasets, one after another.
+
+    Parameters
+    ----------
+    datasets
+        Datasets with the same scalar names and the same groups (same variables,
+        same order).
+    names
+        A label per dataset for error messages (file paths); default ``source``.
+
+    Raises
+    ------
+    SchemaError
+        The datasets' columns differ (names the file and the difference).
+    """
+
+    def __init__(self, datasets: Sequence[Dataset], names: Sequence[str] | None = None) -> None:
+        if not datasets:
+            raise ValueError("ConcatDataset needs at least one dataset")
+        labels = list(names) if names is not None else [
+            ", ".join(d.source) or f"dataset {i}" for i, d in enumerate(datasets)]
+        sources = tuple(s for d in datasets for s in d.source) or tuple(labels)
+        self.datasets, labels = _without_untyped_empties(list(datasets), labels)
+        self._labels = labels
+        first = self.datasets[0]
+        for ds, label in zip(self.datasets[1:], labels[1:]):
+            self._check_same_columns(first, ds, labels[0], label)
+        counts = np.array([len(d) for d in self.datasets], dtype=np.int64)
+        self.cumulative = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self.cumulative[1:])
+        self._n_rows = int(self.cumulative[-1])
+        self._scalar_names = first.scalar_names
+        self._groups = first.groups
+        self.source = sources
+
+    @staticmethod
+    def _check_same_columns(first: Dataset, other: Dataset, first_label: str, label: str) -> None:
+        if other.scalar_names != first.scalar_names:
+            raise SchemaError(f"columns differ from {first_label}: " + _describe_difference(
+                "scalars", first.scalar_names, other.scalar_names), file=label)
+        if list(other.groups) != list(first.groups):
+            raise SchemaError(f"columns differ from {first_label}: " + _describe_difference(
+                "groups", list(first.groups), list(other.groups)), file=label)
+        for g, names in first.groups.items():
+            if other.groups[g] != names:
+                raise SchemaError(f"columns differ from {first_label}: " + _describe_difference(
+                    f"variables of group {g!r}", names, other.groups[g]), file=label, variable=g)
+
+    def locate(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(file index, local row)`` of global ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        file_of = np.searchsorted(self.cumulative, rows, side="right") - 1
+        return file_of, rows - self.cumulative[file_of]
+
+    def _split(self, rows: np.ndarray):
+        """Per file with rows: ``(file index, positions in request, local rows)``."""
+        file_of, local = self.locate(rows)
+        order = np.argsort(file_of, kind="stable")
+        bounds = np.searchsorted(file_of[order], np.arange(len(self.datasets) + 1))
+        for f in range(len(self.datasets)):
+            pos = order[bounds[f]:bounds[f + 1]]
+            if len(pos):
+                yield f, pos, local[pos].astype(np.intp)
+
+    def _scalar(self, name, rows):
+        if rows is None:
+            return np.concatenate([d.scalar(name) for d in self.datasets])
+        parts = [(pos, self.datasets[f].scalar(name, loc)) for f, pos, loc in self._split(rows)]
+        dtype = np.result_type(*[p[1].dtype for p in parts]) if parts else \
+            self.datasets[0].scalar(name, np.zeros(0, np.intp)).dtype
+        out = np.empty(len(rows), dtype=dtype)
+        for pos, col in parts:
+            out[pos] = col
+        return out
+
+    def _offsets(self, group):
+        return self._join_offsets([np.diff(d.offsets(group)) for d in self.datasets])
+
+    @staticmethod
+    def _join_offsets(lengths: list[np.ndarray]) -> np.ndarray:
+        lens = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+        out = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=out[1:])
+        return out
+
+    def _ragged(self, group, rows):
+        if rows is None:
+            parts = [d.ragged(group) for d in self.datasets]
+            return (np.concatenate([p[0] for p in parts]),
+                    self._join_offsets([np.diff(p[1]) for p in parts]))
+        pieces = [(pos, *self.datasets[f].ragged(group, loc)) for f, pos, loc in self._split(rows)]
+        if not pieces:
+            values = self.datasets[0].ragged(group, np.zeros(0, np.intp))[0]
+            return values, np.zeros(1, dtype=np.int64)
+        values = np.concatenate([p[1] for p in pieces])
+        offsets = self._join_offsets([np.diff(p[2]) for p in pieces])
+        if len(pieces) == 1 and np.array_equal(pieces[0][0], np.arange(len(rows))):
+            return values, offsets
+        # rows of ``values`` are in per-file order; put them back in request order
+        position = np.concatenate([p[0] for p in pieces])
+        back = np.empty(len(rows), dtype=np.intp)
+        back[position] = np.arange(len(rows))
+        return take_ragged(values, offsets, back)
+
+    def close(self) -> None:
+        """Close every file that holds a handle."""
+        for d in self.datasets:
+            close = getattr(d, "close", None)
+            if close is not None:
+                close()
+
+
+def concat_datasets(parts: Sequence[InMemoryDataset]) -> InMemoryDataset:
+    """Rows of ``parts`` one after another, as one in-RAM dataset (vectorised copies)."""
+    first = parts[0]
+    scalars = {s: np.concatenate([p.scalar(s) for p in parts]) for s in first.scalar_names}
+    groups = {}
+    for g, names in first.groups.items():
+        pieces = [p.ragged(g) for p in parts]
+        values = np.concatenate([v for v, _ in pieces])
+        base = np.cumsum([0] + [int(o[-1]) for _, o in pieces[:-1]])
+        offsets = np.concatenate([[0]] + [o[1:] + b for (_, o), b in zip(pieces, base)])
+        groups[g] = RaggedGroup(names, values, offsets.astype(np.int64))
+    return InMemoryDataset(scalars, groups)

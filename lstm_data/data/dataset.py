@@ -1,0 +1,239 @@
+"""``Dataset``: N rows of scalar columns plus ragged groups (design §2, §3).
+
+:class:`Dataset` is the interface every reader returns. :class:`InMemoryDataset`
+holds its columns in RAM; on-disk readers subclass :class:`Dataset` and implement
+``_scalar`` and ``_ragged`` with chunk-aware reads.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from lstm_data.data.ragged import RaggedGroup, take_ragged
+from lstm_data.errors import SchemaError
+
+__all__ = ["Dataset", "InMemoryDataset", "unknown_name_error", "as_rows", "set_writer_source"]
+
+#: Writer = ``write(dataset, path, **options)``; found by format name ("zarr", "hdf5").
+Writer = Callable[..., None]
+_writer_source: Callable[[str], Writer] | None = None
+
+
+def set_writer_source(source: Callable[[str], Writer]) -> None:
+    """Tell :meth:`Dataset.to_zarr` and :meth:`Dataset.to_hdf5` where the writers are.
+
+    The writers of our on-disk layout live in the ``io`` layer, above this one, so
+    this layer cannot import them: the package root (``lstm_data/__init__.py``)
+    passes ``source(format) -> writer`` here when the package is imported.
+    """
+    global _writer_source
+    _writer_source = source
+
+
+def _writer(fmt: str) -> Writer:
+    if _writer_source is None:  # pragma: no cover - the package root always sets it
+        raise RuntimeError("no writer source: import lstm_data first")
+    return _writer_source(fmt)
+
+
+def unknown_name_error(kind: str, name: str, known: Sequence[str]) -> SchemaError:
+    """A ``SchemaError`` for an unknown name that suggests close matches."""
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+    return SchemaError(f"unknown {kind} {name!r}{hint} (known: {len(known)} {kind}s)", variable=name)
+
+
+def as_rows(rows, n: int) -> np.ndarray | None:
+    """Normalise a row selection to an intp array (``None`` stays ``None``).
+
+    Raises
+    ------
+    IndexError
+        A row is outside ``[0, n)``.
+    """
+    if rows is None:
+        return None
+    if isinstance(rows, slice):
+        return np.arange(n, dtype=np.intp)[rows]
+    arr = np.asarray(rows)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise IndexError(f"boolean row mask of shape {arr.shape} for {n} rows")
+        return np.flatnonzero(arr).astype(np.intp)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise IndexError(f"rows must be 1-D integers, got {arr.dtype} {arr.shape}")
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo < 0 or hi >= n:
+        raise IndexError(f"row {lo if lo < 0 else hi} out of range for {n} rows")
+    return arr.astype(np.intp, copy=False)
+
+
+class Dataset:
+    """N rows of scalar columns and ragged groups.
+
+    Subclasses set ``_n_rows``, ``_scalar_names`` and ``_groups`` and implement
+    :meth:`_scalar` and :meth:`_ragged`; they may override :meth:`ragged_raw`
+    when the full arrays are cheap (in RAM).
+    """
+
+    _n_rows: int
+    _scalar_names: list[str]
+    _groups: dict[str, list[str]]
+    #: where the data came from (paths), for fingerprints and reopening
+    source: tuple[str, ...] = ()
+
+    # -- description ---------------------------------------------------
+    def __len__(self) -> int:
+        return self._n_rows
+
+    @property
+    def scalar_names(self) -> list[str]:
+        """Names of the scalar columns, in file order."""
+        return list(self._scalar_names)
+
+    @property
+    def groups(self) -> dict[str, list[str]]:
+        """Ragged group name -> its variable names, in column order."""
+        return {g: list(v) for g, v in self._groups.items()}
+
+    @property
+    def variables(self) -> list[str]:
+        """Every scalar and prong variable name."""
+        return self.scalar_names + [v for vs in self._groups.values() for v in vs]
+
+    def group_of(self, variable: str) -> str:
+        """The ragged group that holds ``variable``."""
+        for g, names in self._groups.items():
+            if variable in names:
+                return g
+        raise unknown_name_error("ragged variable", variable,
+                                 [v for vs in self._groups.values() for v in vs])
+
+    def __repr__(self) -> str:
+        groups = ", ".join(f"{g}[{len(v)}]" for g, v in self._groups.items())
+        return (f"{type(self).__name__}({self._n_rows} rows, {len(self._scalar_names)} scalars, "
+                f"groups: {groups or 'none'})")
+
+    # -- access ----------------------------------------------------------
+    def scalar(self, name: str, rows=None) -> np.ndarray:
+        """One scalar column, whole or at ``rows`` (any order, repeats allowed)."""
+        if name not in self._scalar_names:
+            owner = next((g for g, names in self._groups.items() if name in names), None)
+            if owner is not None:
+                raise SchemaError(f"{name!r} is a prong variable of group {owner!r}, not a scalar; "
+                                  f"read it with ragged({owner!r})", variable=name)
+            raise unknown_name_error("scalar", name, self._scalar_names)
+        return self._scalar(name, as_rows(rows, self._n_rows))
+
+    def ragged(self, group: str, rows=None) -> tuple[np.ndarray, np.ndarray]:
+        """A ragged group's ``(values (total, V), offsets (n + 1,))``, whole or at ``rows``."""
+        if group not in self._groups:
+            raise unknown_name_error("group", group, list(self._groups))
+        return self._ragged(group, as_rows(rows, self._n_rows))
+
+    def offsets(self, group: str) -> np.ndarray:
+        """The full offsets (N + 1, int64) of ``group``, without reading its values."""
+        if group not in self._groups:
+            raise unknown_name_error("group", group, list(self._groups))
+        return self._offsets(group)
+
+    def take(self, rows) -> "InMemoryDataset":
+        """An in-RAM dataset of ``rows``, in the order given."""
+        sel = as_rows(rows, self._n_rows)
+        if sel is None:
+            sel = np.arange(self._n_rows, dtype=np.intp)
+        scalars = {s: self._scalar(s, sel) for s in self._scalar_names}
+        groups = {g: RaggedGroup(names, *self._ragged(g, sel)) for g, names in self._groups.items()}
+        return InMemoryDataset(scalars, groups)
+
+    def load(self) -> "InMemoryDataset":
+        """All rows in RAM (a no-op for an in-RAM dataset)."""
+        return self.take(None)
+
+    def value_chunk_len(self, group: str) -> int:
+        """Records per on-disk chunk of ``group``'s values; 0 when they are not chunked on disk.
+
+        Block shuffling aligns its blocks to these chunks, so that each chunk is
+        decompressed at most twice per epoch.
+        """
+        if group not in self._groups:
+            raise unknown_name_error("group", group, list(self._groups))
+        return 0
+
+    # -- writing -----------------------------------------------------------
+    def to_zarr(self, path: str | os.PathLike[str], **options: Any) -> None:
+        """Write our zarr v3 layout (design §5) atomically: :func:`lstm_data.io.write_zarr`."""
+        _writer("zarr")(self, path, **options)
+
+    def to_hdf5(self, path: str | os.PathLike[str], **options: Any) -> None:
+        """Write our HDF5 layout (design §5) atomically: :func:`lstm_data.io.write_hdf5`."""
+        _writer("hdf5")(self, path, **options)
+
+    # -- to implement --------------------------------------------------------
+    def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def _offsets(self, group: str) -> np.ndarray:
+        """Override when offsets are cheaper than the whole group (on-disk readers)."""
+        return self._ragged(group, None)[1]
+
+
+class InMemoryDataset(Dataset):
+    """A dataset whose columns are numpy arrays in RAM.
+
+    Parameters
+    ----------
+    scalars
+        Column name -> 1-D array of length N.
+    groups
+        Group name -> :class:`~lstm_data.data.ragged.RaggedGroup` with N rows.
+    """
+
+    def __init__(self, scalars: Mapping[str, np.ndarray], groups: Mapping[str, RaggedGroup],
+                 *, source: Sequence[str] = ()) -> None:
+        self._scalars = {k: np.asarray(v) for k, v in scalars.items()}
+        self._ragged_groups = dict(groups)
+        lengths = {k: len(v) for k, v in self._scalars.items()}
+        lengths.update({g: len(rg) for g, rg in self._ragged_groups.items()})
+        if len(set(lengths.values())) > 1:
+            raise SchemaError(f"columns have different row counts: {lengths}")
+        for k, v in self._scalars.items():
+            if v.ndim != 1:
+                raise SchemaError(f"scalar column {k!r} must be 1-D, got shape {v.shape}", variable=k)
+        self._n_rows = next(iter(lengths.values()), 0)
+        self._scalar_names = list(self._scalars)
+        self._groups = {g: rg.names for g, rg in self._ragged_groups.items()}
+        self.source = tuple(str(s) for s in source)
+
+    def group(self, name: str) -> RaggedGroup:
+        """The :class:`RaggedGroup` object of group ``name``."""
+        if name not in self._ragged_groups:
+            raise unknown_name_error("group", name, list(self._ragged_groups))
+        return self._ragged_groups[name]
+
+    def load(self) -> "InMemoryDataset":
+        return self
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by all columns."""
+        return (sum(v.nbytes for v in self._scalars.values())
+                + sum(g.values.nbytes + g.offsets.nbytes for g in self._ragged_groups.values()))
+
+    def _scalar(self, name, rows):
+        col = self._scalars[name]
+        return col if rows is None else col[rows]
+
+    def _ragged(self, group, rows):
+        rg = self._ragged_groups[group]
+        if rows is None:
+            return rg.values, rg.offsets
+        return take_ragged(rg.values, rg.offsets, rows)

@@ -1,0 +1,96 @@
+"""Columnar containers: the in-RAM form every reader produces (design §2)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from lstm_data.errors import SchemaError
+
+__all__ = ["RaggedGroup", "check_offsets", "take_ragged", "lengths_of"]
+
+
+def check_offsets(offsets: np.ndarray, total: int, *, name: str = "offsets") -> np.ndarray:
+    """Validate a full offsets array and return it as int64.
+
+    Raises
+    ------
+    SchemaError
+        Not 1-D, ``offsets[0] != 0``, decreasing, or ``offsets[-1] != total``.
+    """
+    off = np.asarray(offsets)
+    if off.ndim != 1 or len(off) < 1 or off.dtype.kind not in "iu":
+        raise SchemaError(f"{name} must be a 1-D integer array, got {off.dtype} {off.shape}")
+    off = off.astype(np.int64, copy=False)
+    if off[0] != 0:
+        raise SchemaError(f"{name}[0] must be 0, got {off[0]}")
+    if len(off) > 1:
+        bad = np.flatnonzero(np.diff(off) < 0)
+        if len(bad):
+            raise SchemaError(f"{name} decrease at row {bad[0]}", row=int(bad[0]))
+    if off[-1] != total:
+        raise SchemaError(f"{name}[-1] is {off[-1]} but there are {total} values")
+    return off
+
+
+def lengths_of(offsets: np.ndarray) -> np.ndarray:
+    """Per-row lengths (int64) of an offsets array."""
+    return np.diff(offsets).astype(np.int64, copy=False)
+
+
+def take_ragged(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
+    """Gather ragged ``rows`` (any order, repeats allowed) into new compact arrays.
+
+    Returns
+    -------
+    values : ndarray, shape ``(sum of lengths, V)``
+    offsets : ndarray of int64, shape ``(len(rows) + 1,)``
+    """
+    rows = np.asarray(rows, dtype=np.intp)
+    starts = offsets[rows]
+    lens = offsets[rows + 1] - starts
+    new_off = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lens, out=new_off[1:])
+    total = int(new_off[-1])
+    if total == 0:
+        return values[:0].copy(), new_off
+    idx = np.arange(total, dtype=np.int64) + np.repeat(starts - new_off[:-1], lens)
+    return values[idx], new_off
+
+
+@dataclass
+class RaggedGroup:
+    """Prong variables that share one length per row.
+
+    Attributes
+    ----------
+    names : list of str
+        Variable names, in column order of ``values``.
+    values : ndarray, shape ``(total, V)``
+        One record per prong, all V variables side by side (interleaved).
+    offsets : ndarray of int64, shape ``(N + 1,)``
+    """
+
+    names: list[str]
+    values: np.ndarray
+    offsets: np.ndarray
+    attrs: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.names = list(self.names)
+        if self.values.ndim != 2 or self.values.shape[1] != len(self.names):
+            raise SchemaError(
+                f"values of shape {self.values.shape} do not match {len(self.names)} variables")
+        self.offsets = check_offsets(self.offsets, len(self.values))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return lengths_of(self.offsets)
+
+    def take(self, rows: Sequence[int]) -> "RaggedGroup":
+        values, offsets = take_ragged(self.values, self.offsets, np.asarray(rows))
+        return RaggedGroup(self.names, values, offsets)

@@ -1,0 +1,164 @@
+"""Seeded NOvA-like event tables (design §1) for tests, benchmarks and examples.
+
+The numu "v3" workload: six slice scalars, two targets, a ``png`` group of 33 3D
+prong variables (mostly 1 to 5 prongs, a tail past 20) and a ``png2d`` group of
+13 2D prong variables (0 to about 12 prongs).
+
+Every number is a short decimal ``m / 10**d`` held exactly as the nearest
+float64; the in-RAM float32 values are ``np.float32`` of it, which is what
+``np.float32(float(repr(x)))`` gives, so a CSV written by :func:`write_csv` and
+read back yields bitwise-equal arrays.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+from pathlib import Path
+
+import numpy as np
+
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup
+
+__all__ = ["SLICE_VARS", "TARGET_VARS", "PNG3D_VARS", "PNG2D_VARS", "make_dataset", "write_csv",
+           "open_text_for_write"]
+
+SLICE_VARS = ["calE", "remPngCalE", "nHit", "orphCalE", "coarseTiming", "lowGain"]
+TARGET_VARS = ["trueE", "trueLepE"]
+_PNG3D = ["calE", "energy", "nhit", "nhitx", "nhity", "nplane", "maxplanecont", "maxplanegap",
+          "len", "dir.x", "dir.y", "dir.z", "start.x", "start.y", "start.z", "end.x", "end.y",
+          "end.z", "cvnpart.muonid", "cvnpart.electronid", "cvnpart.pionid", "cvnpart.protonid",
+          "cvnpart.photonid", "cvnpart.emid", "cvnpart.hadronid", "dedx0", "dedx1", "dedx2",
+          "dedx3", "dedx4", "dedx5", "gap", "weightedCalE"]
+_PNG2D = ["calE", "energy", "nhit", "nplane", "len", "view", "start.z", "end.z", "dir",
+          "cvnpart.muonid", "cvnpart.electronid", "cvnpart.pionid", "cvnpart.protonid"]
+PNG3D_VARS = [f"png.{v}" for v in _PNG3D]
+PNG2D_VARS = [f"png2d.{v}" for v in _PNG2D]
+
+
+def _quantised(rng: np.random.Generator, n: int, n_vars: int) -> np.ndarray:
+    """``n`` records of ``n_vars`` variables with varied scales and signs.
+
+    Each value is ``m / 10**d`` for an integer ``m`` of at most 6 digits, computed
+    by one correctly rounded division, so ``float(repr(x)) == x`` and the CSV text
+    is short.
+    """
+    scale_exp = rng.integers(-2, 4, size=n_vars)
+    kind = rng.integers(0, 3, size=n_vars)
+    out = np.empty((n, n_vars))
+    for j in range(n_vars):
+        scale = 10.0 ** scale_exp[j]
+        if kind[j] == 0:
+            x = rng.exponential(scale, n)
+        elif kind[j] == 1:
+            x = rng.normal(0.0, scale, n)
+        else:
+            out[:, j] = rng.integers(0, 100, n)
+            continue
+        d = int(np.clip(3 - scale_exp[j], 0, 6))
+        out[:, j] = np.round(x * 10.0 ** d) / 10.0 ** d
+    return out
+
+
+def _multiplicity(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
+    if kind == "png":
+        lens = 1 + rng.poisson(3.0, n)
+        tail = rng.random(n) < 0.02
+        lens[tail] += rng.poisson(10, int(tail.sum()))
+        lens[rng.random(n) < 0.01] = 0
+        return np.minimum(lens, 30).astype(np.int64)
+    return np.minimum(rng.poisson(1.5, n), 12).astype(np.int64)
+
+
+def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype=np.float32,
+                 exact: bool = False):
+    """Generate a NOvA-like :class:`~lstm_data.data.dataset.InMemoryDataset`.
+
+    Parameters
+    ----------
+    n_rows
+        Number of events.
+    seed
+        Seed of the generator; the same seed gives the same data.
+    dtype
+        Value dtype of the in-RAM columns (float32 by default).
+    exact
+        Keep float64 columns regardless of ``dtype`` (what :func:`write_csv` writes).
+    """
+    rng = np.random.default_rng(seed)
+    out_dtype = np.float64 if exact else dtype
+    raw = _quantised(rng, n_rows, len(SLICE_VARS) + len(TARGET_VARS))
+    raw[:, -2:] = np.abs(raw[:, -2:]) + 0.5
+    scalars = {name: raw[:, j].astype(out_dtype) for j, name in enumerate(SLICE_VARS + TARGET_VARS)}
+    groups = {}
+    for gname, names in (("png", PNG3D_VARS), ("png2d", PNG2D_VARS)):
+        lens = _multiplicity(rng, n_rows, gname)
+        offsets = np.zeros(n_rows + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        values = _quantised(rng, int(offsets[-1]), len(names)).astype(out_dtype)
+        groups[gname] = RaggedGroup(names, values, offsets)
+    return InMemoryDataset(scalars, groups)
+
+
+def open_text_for_write(path: str | os.PathLike, level: int | None = None, *,
+                        like: str | os.PathLike | None = None) -> io.TextIOBase:
+    """Open ``path`` for writing text, compressed by the extension (.gz, .xz, .bz2) of
+    ``like`` (default: ``path`` itself)."""
+    p = str(path)
+    kind = str(like if like is not None else path)
+    if kind.endswith(".gz"):
+        return gzip.open(p, "wt", encoding="utf-8", newline="", compresslevel=level or 6)
+    if kind.endswith(".xz"):
+        return lzma.open(p, "wt", encoding="utf-8", newline="", preset=level if level is not None else 6)
+    if kind.endswith(".bz2"):
+        return bz2.open(p, "wt", encoding="utf-8", newline="", compresslevel=level or 9)
+    return open(p, "w", encoding="utf-8", newline="")
+
+
+def _texts(column: np.ndarray) -> list[str]:
+    """Shortest round-trip text of every float64 in ``column`` (C-speed ``repr``)."""
+    if len(column) == 0:
+        return []
+    return repr(column.tolist())[1:-1].split(", ")
+
+
+def write_csv(path: str | os.PathLike, n_rows: int = 100_000, seed: int = 0, *,
+              level: int | None = None, dtype=np.float32) -> InMemoryDataset:
+    """Write a lstm_ee-style CSV of a generated dataset and return the dataset.
+
+    Scalars are plain cells; each prong variable is one quoted cell holding a
+    comma-separated list (``"0.2,0.334,0.564"``), empty for zero prongs. The
+    file is written to a temporary name and renamed when complete. The returned
+    dataset holds ``dtype`` columns equal to what a reader must parse.
+    """
+    ds = make_dataset(n_rows, seed, exact=True)
+    names = SLICE_VARS + [v for g in ("png", "png2d") for v in ds.groups[g]] + TARGET_VARS
+    cells: list[list[str]] = [_texts(ds.scalar(s)) for s in SLICE_VARS]
+    for g in ("png", "png2d"):
+        values, off = ds.ragged(g)
+        bounds = list(zip(off[:-1].tolist(), off[1:].tolist()))
+        for j in range(values.shape[1]):
+            col = _texts(values[:, j])
+            cells.append(['"' + ",".join(col[a:b]) + '"' for a, b in bounds])
+    cells += [_texts(ds.scalar(s)) for s in TARGET_VARS]
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        with open_text_for_write(tmp, level, like=target) as fh:
+            fh.write(",".join(names) + "\n")
+            fh.writelines(",".join(row) + "\n" for row in zip(*cells))
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return _cast(ds, dtype)
+
+
+def _cast(ds: InMemoryDataset, dtype) -> InMemoryDataset:
+    scalars = {s: ds.scalar(s).astype(dtype) for s in ds.scalar_names}
+    groups = {g: RaggedGroup(ds.groups[g], ds.ragged(g)[0].astype(dtype), ds.ragged(g)[1])
+              for g in ds.groups}
+    return InMemoryDataset(scalars, groups)

@@ -1,0 +1,195 @@
+"""Blocks of (decompressed) bytes from a file, read ahead in a background thread.
+
+The compression is found from the first bytes (gzip ``1f 8b``, xz ``fd 37 7a 58
+5a 00``, bzip2 ``BZh``), not from the extension. zlib, liblzma and libbz2
+release the GIL while they work, so decompressing the next block overlaps the
+parsing of this one. A truncated or damaged stream raises
+:class:`~lstm_data.FormatError` naming the file.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import queue
+import threading
+import zlib
+from typing import BinaryIO, Iterator
+
+from lstm_data.errors import FormatError
+
+__all__ = ["compression_of", "BlockReader", "DEFAULT_BLOCK_SIZE"]
+
+#: bytes of decompressed text per block
+DEFAULT_BLOCK_SIZE = 4 << 20
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
+_DAMAGE = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError, ValueError)
+
+
+def compression_of(path: str | os.PathLike) -> str | None:
+    """``"gzip"``, ``"xz"``, ``"bzip2"`` or ``None`` (plain), from the magic bytes."""
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return None
+
+
+_DECOMPRESSORS = {
+    "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
+    "xz": lzma.LZMADecompressor,
+    "bzip2": bz2.BZ2Decompressor,
+}
+#: compressed bytes read from disk at a time
+RAW_CHUNK = 1 << 20
+
+
+def decompressed_chunks(raw: BinaryIO, kind: str, raw_chunk: int = RAW_CHUNK) -> Iterator[bytes]:
+    """Decompress ``raw`` chunk by chunk, across concatenated streams (gzip members).
+
+    Raises
+    ------
+    EOFError
+        The data ends inside a stream (a truncated file).
+    """
+    decompressor = _DECOMPRESSORS[kind]()
+    while True:
+        chunk = raw.read(raw_chunk)
+        if not chunk:
+            break
+        while chunk:
+            out = decompressor.decompress(chunk)
+            if out:
+                yield out
+            chunk = b""
+            if decompressor.eof:
+                chunk = decompressor.unused_data
+                if chunk.strip(b"\0"):
+                    decompressor = _DECOMPRESSORS[kind]()
+                else:
+                    chunk = b""
+    if not decompressor.eof:
+        raise EOFError("compressed file ended before the end-of-stream marker was reached")
+
+
+class BlockReader:
+    """Iterate over blocks of a file's decompressed bytes, read by a helper thread.
+
+    Parameters
+    ----------
+    path
+        The file to read.
+    block_size
+        Bytes per block of a plain file. A compressed file's blocks are what each
+        ``min(block_size, RAW_CHUNK)`` compressed bytes expand to (a small
+        ``block_size`` keeps a peek at the start of a compressed file cheap).
+    depth
+        Blocks read ahead; memory in flight is about ``(depth + 1) * block_size``.
+
+    Attributes
+    ----------
+    compression : str or None
+    size : int
+        Bytes of the file on disk.
+    position : int
+        Bytes of the file on disk consumed so far (for progress).
+
+    Use as a context manager so the thread stops when parsing fails.
+    """
+
+    def __init__(self, path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE,
+                 depth: int = 2) -> None:
+        if block_size < 1:
+            raise ValueError(f"block_size must be positive, got {block_size}")
+        self.path = os.fspath(path)
+        self.block_size = int(block_size)
+        self.compression = compression_of(self.path)
+        self.size = os.path.getsize(self.path)
+        self.position = 0
+        self._replay: list[bytes] = []  # peeked blocks, yielded again by iteration
+        self._ended = False
+        self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lstm_data-csv-read", daemon=True)
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            with open(self.path, "rb", buffering=0) as raw:
+                if self.compression is None:
+                    while not self._stop.is_set():
+                        block = raw.read(self.block_size)
+                        self.position = raw.tell()
+                        if not block or not self._put(block):
+                            break
+                else:
+                    for block in decompressed_chunks(raw, self.compression,
+                                                     min(self.block_size, RAW_CHUNK)):
+                        self.position = raw.tell()
+                        if not self._put(block):
+                            return
+            self._put(None)
+        except _DAMAGE as exc:
+            if self.compression is None:
+                self._put(exc)
+            else:
+                self._put(FormatError(f"damaged or truncated {self.compression} stream: {exc}",
+                                      file=self.path))
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            self._put(exc)
+
+    def _next(self) -> bytes | None:
+        if self._ended:
+            return None
+        item = self._queue.get()
+        if item is None:
+            self._ended = True
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def peek(self) -> bytes | None:
+        """The next block (``None`` at the end), kept so that iteration yields it again."""
+        block = self._next()
+        if block is not None:
+            self._replay.append(block)
+        return block
+
+    def __iter__(self) -> Iterator[bytes]:
+        while self._replay:
+            yield self._replay.pop(0)
+        while True:
+            block = self._next()
+            if block is None:
+                return
+            yield block
+
+    def close(self) -> None:
+        """Stop the helper thread and drop blocks read ahead."""
+        self._stop.set()
+        # Free the queue so a blocked put returns; the thread then sees the stop flag
+        # and exits after its current read. Not joined: waiting for an in-flight
+        # decompression would add its whole latency to every early close.
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+
+    def __enter__(self) -> "BlockReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,252 @@
+"""Which CSV column is scalar, ragged or skipped, and how ragged columns group.
+
+Inference rule (columns a schema does not declare)
+--------------------------------------------------
+* A column is **ragged** when at least one of its cells, anywhere in the file, is
+  quoted or holds more than one number. lstm_ee writes every list cell quoted
+  (``"0.2,0.334"``, and ``""`` for an empty list), so a prong column is ragged
+  even when every row holds at most one prong. Otherwise the column is
+  **scalar** (an empty cell is NaN).
+* Ragged columns group by their name's prefix before the first ``.``
+  (``png.calE`` -> ``png``; a name without a dot is its own prefix). When the
+  columns of one prefix do not share their per-row lengths, the prefix splits
+  into groups of identical lengths named ``prefix``, ``prefix_2``, ... When the
+  lengths of such a split differ in only a few rows (at most 1%), those rows are
+  more likely broken than the columns unrelated: :func:`near_splits` says so,
+  and the reader warns, naming the first such row.
+* A quoted-everything file (every scalar quoted too) makes every column ragged:
+  declare the groups and scalars in a :class:`~lstm_data.io.schema.Schema` instead.
+
+The reader first infers the plan from a sample at the start of the file, then
+parses the whole file with it. Should a later row contradict the sample, the
+file is parsed again in the *general* plan (every undeclared column its own
+ragged group), and the rule above is applied to the whole file's columns.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lstm_data.data.ragged import RaggedGroup
+from lstm_data.errors import FormatError, SchemaError
+from lstm_data.io.schema import Schema
+from lstm_data.kernels import MULTI, QUOTED
+
+__all__ = ["Plan", "split_header", "declared_plan", "plan_from_sample", "assemble",
+           "near_splits"]
+
+
+_BOM = b"\xef\xbb\xbf"
+_SHOWN_ROWS = 5  # bad rows listed by near_splits' warning
+
+
+@dataclass
+class Plan:
+    """Column kinds and groups handed to the block parser.
+
+    Attributes
+    ----------
+    names : list of str
+    kinds : list of str
+        ``"scalar"``, ``"ragged"`` or ``"skip"`` per column.
+    groups : dict
+        Group name -> column indices, in values order.
+    inferred : set of str
+        Columns whose kind and group come from the data, not the schema.
+    general : bool
+        Every inferred column is its own ragged group (the fallback plan).
+    """
+
+    names: list[str]
+    kinds: list[str]
+    groups: dict[str, list[int]]
+    inferred: set[str] = field(default_factory=set)
+    general: bool = False
+
+
+def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[str], int] | None:
+    """Parse the header at the start of ``data``.
+
+    Returns
+    -------
+    (names, end) or None
+        ``end`` is the offset just past the header's newline (and a leading
+        UTF-8 BOM). ``None`` when ``data`` does not yet hold the whole header.
+
+    Raises
+    ------
+    FormatError
+        Empty file, a header that is not UTF-8 or not CSV (e.g. bare carriage
+        returns for line ends), or repeated column names.
+    """
+    start = len(_BOM) if data.startswith(_BOM) else 0
+    end = start
+    while True:
+        nl = data.find(b"\n", end)
+        if nl < 0:
+            if not final:
+                return None
+            end = len(data)
+            break
+        end = nl + 1
+        if data.count(b'"', start, nl) % 2 == 0:
+            break
+    text = data[start:end]
+    if not text.strip():
+        raise FormatError("empty file: no header line", file=path)
+    try:
+        line = text.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"header is not UTF-8 text: {exc}", file=path, line=1) from None
+    try:
+        fields = next(csv.reader([line], delimiter=sep, strict=True))
+    except csv.Error as exc:
+        why = ("the lines end in a bare carriage return (old Mac style), which is not read; "
+               "convert them to newlines, e.g. tr '\\r' '\\n' < in.csv > out.csv"
+               if "\r" in line else f"the header line is not valid CSV ({exc})")
+        raise FormatError(why, file=path, line=1) from None
+    names = [n.strip() for n in fields]
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise FormatError(f"column {n!r} appears twice in the header", file=path, line=1,
+                              variable=n)
+        seen.add(n)
+    return names, end
+
+
+def declared_plan(names: list[str], schema: Schema | None) -> Plan:
+    """The general plan: declared columns as declared, every other its own ragged group."""
+    groups_by_name, scalars = schema.resolve(names) if schema is not None else ({}, None)
+    index = {n: i for i, n in enumerate(names)}
+    kinds = ["ragged"] * len(names)
+    groups: dict[str, list[int]] = {g: [index[v] for v in vs] for g, vs in groups_by_name.items()}
+    in_group = {c for cols in groups.values() for c in cols}
+    inferred = set()
+    for c, name in enumerate(names):
+        if c in in_group:
+            continue
+        if scalars is not None:
+            kinds[c] = "scalar" if name in scalars else "skip"
+        else:
+            groups[f"\0{c}"] = [c]  # a private name: one inferred column
+            inferred.add(name)
+    return Plan(list(names), kinds, groups, inferred, general=bool(inferred))
+
+
+def _prefix(name: str) -> str:
+    return name.split(".", 1)[0]
+
+
+def _group_inferred(plan: Plan, ragged: list[int], offsets: dict[int, np.ndarray]) -> dict:
+    """Group inferred ragged columns by prefix, then by identical ``offsets``."""
+    used = {g for g in plan.groups if not g.startswith("\0")}
+    classes: dict[str, list[list[int]]] = {}
+    for c in ragged:
+        bucket = classes.setdefault(_prefix(plan.names[c]), [])
+        for members in bucket:
+            if np.array_equal(offsets[members[0]], offsets[c]):
+                members.append(c)
+                break
+        else:
+            bucket.append([c])
+    out = {}
+    for prefix, bucket in classes.items():
+        for k, members in enumerate(bucket):
+            name = prefix if k == 0 else f"{prefix}_{k + 1}"
+            while name in used or name in out:
+                name += "_"
+            out[name] = members
+    return out
+
+
+def _kinds_from_flags(plan: Plan, flags: np.ndarray) -> list[int]:
+    return [c for c, n in enumerate(plan.names)
+            if n in plan.inferred and flags[c] & (QUOTED | MULTI)]
+
+
+def plan_from_sample(general: Plan, flags: np.ndarray, groups: dict) -> Plan:
+    """The fast plan that a sample parsed with the ``general`` plan suggests."""
+    ragged = _kinds_from_flags(general, flags)
+    kinds = list(general.kinds)
+    for c, n in enumerate(general.names):
+        if n in general.inferred:
+            kinds[c] = "ragged" if c in ragged else "scalar"
+    offsets = {c: groups[f"\0{c}"][1] for c in ragged}
+    declared = {g: cols for g, cols in general.groups.items() if not g.startswith("\0")}
+    declared.update(_group_inferred(general, ragged, offsets))
+    ordered = dict(sorted(declared.items(), key=lambda item: min(item[1])))
+    return Plan(general.names, kinds, ordered, set(general.inferred), general=False)
+
+
+def surprised(plan: Plan, flags: np.ndarray) -> bool:
+    """Whether a fast plan's inferred scalar column turned out quoted somewhere."""
+    return any(kind == "scalar" and plan.names[c] in plan.inferred and flags[c]
+               for c, kind in enumerate(plan.kinds))
+
+
+def assemble(plan: Plan, scalars: dict, groups: dict, flags: np.ndarray, dtype: np.dtype):
+    """Turn the parser's output into ``(scalars, {group: RaggedGroup})`` in file order.
+
+    In the general plan this applies the inference rule to the whole file.
+    """
+    names = plan.names
+    if plan.general:
+        ragged = _kinds_from_flags(plan, flags)
+        for c, n in enumerate(names):
+            if n in plan.inferred and c not in ragged:
+                values, offsets = groups.pop(f"\0{c}")
+                column = np.full(len(offsets) - 1, np.nan, dtype=dtype)
+                column[np.diff(offsets) == 1] = values[:, 0]
+                scalars[n] = column
+        offsets = {c: groups[f"\0{c}"][1] for c in ragged}
+        regroup = _group_inferred(plan, ragged, offsets)
+        for g, cols in regroup.items():
+            total = len(groups[f"\0{cols[0]}"][0])
+            values = np.empty((total, len(cols)), dtype=dtype)
+            for j, c in enumerate(cols):
+                column, offs = groups.pop(f"\0{c}")
+                values[:, j] = column[:, 0]
+                del column
+            groups[g] = (values, offs)
+        plan = Plan(names, plan.kinds, {**{g: c for g, c in plan.groups.items()
+                                           if not g.startswith("\0")}, **regroup})
+    order = {n: i for i, n in enumerate(names)}
+    scalar_out = {n: scalars[n] for n in sorted(scalars, key=order.__getitem__)}
+    group_out = {}
+    for g, cols in sorted(plan.groups.items(), key=lambda item: min(item[1])):
+        values, offsets = groups[g]
+        group_out[g] = RaggedGroup([names[c] for c in cols], values, offsets)
+    if any(g.startswith("\0") for g in group_out):
+        raise SchemaError("internal error: unassigned inferred column")
+    return scalar_out, group_out
+
+
+def near_splits(groups: dict[str, RaggedGroup], inferred: set[str]) -> list[str]:
+    """Messages for inferred groups split off their prefix's group by a few rows only.
+
+    A prefix whose columns differ in prong count in at most 1% of the rows (and at
+    least one) most likely has broken rows rather than two multiplicities.
+    """
+    messages = []
+    for name, group in groups.items():
+        prefix = _prefix(group.names[0])
+        main = groups.get(prefix)
+        if name == prefix or main is None or not set(group.names) <= inferred:
+            continue
+        lens, other = np.diff(main.offsets), np.diff(group.offsets)
+        bad = np.flatnonzero(lens != other)
+        if 0 < len(bad) <= max(1, len(main) // 100):
+            r = int(bad[0])
+            shown = ", ".join(str(int(b)) for b in bad[:_SHOWN_ROWS])
+            more = f" and {len(bad) - _SHOWN_ROWS} more" if len(bad) > _SHOWN_ROWS else ""
+            messages.append(
+                f"the columns of prefix {prefix!r} differ in prong count in only {len(bad)} of "
+                f"{len(main)} rows, first at row {r} ({main.names[0]!r} has {int(lens[r])} "
+                f"values, {group.names[0]!r} has {int(other[r])}), so they were split into groups {prefix!r} "
+                f"and {name!r}. Rows (0-based): {shown}{more}. If they belong together, fix those "
+                "rows, or declare the group in a Schema to get an error at the first bad row, "
+                "with its line and column.")
+    return messages

@@ -1,0 +1,291 @@
+"""Read lstm_ee-style CSV files (plain, gzip, xz, bzip2) into an in-RAM dataset.
+
+Scalar columns hold one number per cell; prong variables hold a quoted list
+per cell (``"0.2,0.334,0.564"``). This module is pure Python: it opens and
+decompresses the files (in a helper thread), reads the header, decides the
+column plan (:mod:`lstm_data.io.csv.plan`), reports progress and feeds
+blocks of text to the compiled :class:`~lstm_data.kernels.CsvBlockParser`,
+which does the tokenizing and number parsing in one pass without the GIL.
+
+Numbers follow design §4: float64 values are bitwise equal to ``float(token)``,
+float32 values to ``numpy.float32(float(token))`` (lstm_ee's double rounding).
+Missing scalars are NaN, empty ragged cells empty lists, a single unquoted
+number in a ragged column a one-element list. Errors name the file, line,
+column, variable, row and token; no error returns a partial dataset.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from lstm_data import kernels
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.errors import BrokenRowsWarning, SchemaError, _Located, warn_user
+from lstm_data.io.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
+from lstm_data.io.csv.plan import (
+    Plan,
+    assemble,
+    declared_plan,
+    near_splits,
+    plan_from_sample,
+    split_header,
+    surprised,
+)
+from lstm_data.io.schema import Schema
+
+__all__ = ["read_csv", "DEFAULT_BLOCK_SIZE"]
+
+#: decompressed bytes at the start of the first file used to infer the plan
+SAMPLE_SIZE = 1 << 20
+
+Progress = Callable[[int, int], Any]
+
+
+class _Replan(Exception):
+    """The sample's plan does not fit the whole file: parse again with the general plan."""
+
+
+def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
+             schema: Any = None, dtype: Any = None, sep: str = ",", list_sep: str | None = None,
+             progress: Progress | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
+             ) -> InMemoryDataset:
+    """Read one CSV file, or several with the same header, into columns.
+
+    Parameters
+    ----------
+    path_or_paths
+        A path or a list of paths; compression is detected from the magic bytes.
+        Several files are read as one table, rows in file order.
+    schema
+        A :class:`~lstm_data.io.schema.Schema`, a TOML path or a mapping: declared
+        groups (and optionally the scalars to keep, and the dtype). Undeclared
+        columns are inferred (see :mod:`lstm_data.io.csv.plan`).
+    dtype
+        ``numpy.float32`` or ``numpy.float64``; default: the schema's, else float32.
+    sep
+        Field separator.
+    list_sep
+        Separator of the numbers inside one cell (default: ``sep``).
+    progress
+        Called as ``progress(bytes_done, bytes_total)`` after each block, in
+        bytes of the files on disk (compressed bytes for compressed files).
+    block_size
+        Decompressed bytes handed to the parser at a time.
+
+    Returns
+    -------
+    InMemoryDataset
+
+    Raises
+    ------
+    ParseError
+        A malformed number, a wrong field count, an unterminated quote.
+    SchemaError
+        A length mismatch inside a declared group, several values in a declared
+        scalar, an unknown declared column, or files with different headers.
+    FormatError
+        An empty file, a truncated or damaged compressed stream.
+    """
+    single = isinstance(path_or_paths, (str, os.PathLike))
+    paths = [os.fspath(p) for p in ([path_or_paths] if single else path_or_paths)]
+    if not paths:
+        raise ValueError("no CSV path given")
+    schema = Schema.coerce(schema)
+    dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
+    list_sep = sep if list_sep is None else list_sep
+    # a compressed first file starts decompressing for the full parse at once; the
+    # peek reads its first blocks, which the parse then gets again without a second
+    # decompression
+    ahead = BlockReader(paths[0], block_size) if compression_of(paths[0]) else None
+    try:
+        return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_sep: str,
+          progress: Progress | None, block_size: int,
+          ahead: BlockReader | None) -> InMemoryDataset:
+    """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`)."""
+    names, sample, sample_final = _peek(paths[0], sep, block_size, ahead)
+    general = declared_plan(names, schema)
+    options = dict(dtype=dt, sep=sep, list_sep=list_sep)
+    plan = general
+    if general.general:
+        plan = _plan_from_sample(general, sample, sample_final, options)
+    run = _Run(paths, names, options, progress, block_size, ahead)
+    try:
+        scalars, groups, flags = run.parse(plan)
+        if not plan.general and surprised(plan, flags):
+            raise _Replan
+    except _Replan:
+        plan = general
+        scalars, groups, flags = run.parse(plan)
+    scalar_cols, group_cols = assemble(plan, scalars, groups, flags, dt)
+    for message in near_splits(group_cols, general.inferred):
+        warn_user(f"{', '.join(paths)}: {message}", BrokenRowsWarning)
+    return InMemoryDataset(scalar_cols, group_cols, source=paths)
+
+
+def _peek(path: str, sep: str, block_size: int,
+          ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool]:
+    """The header names, plus a sample of the text after it (and whether it is all).
+
+    With ``ahead`` (a started reader of ``path``) the sample comes from its first
+    blocks, which it keeps for the parse; otherwise a small reader of its own.
+    """
+    own = None if ahead is not None else BlockReader(path, min(block_size, SAMPLE_SIZE // 4),
+                                                     depth=1)
+    data, final = b"", False
+    try:
+        chunks = iter(own) if own is not None else None
+        while True:
+            block = ahead.peek() if ahead is not None else next(chunks, None)
+            final = block is None
+            data += block or b""
+            header = split_header(data, final, sep, path)
+            if header is not None and (final or len(data) - header[1] >= SAMPLE_SIZE):
+                break
+    finally:
+        if own is not None:
+            own.close()
+    names, end = header
+    return names, data[end:], final
+
+
+def _plan_from_sample(general: Plan, sample: bytes, final: bool, options: dict) -> Plan:
+    parser = kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
+    try:
+        parser.feed(sample, final=final)
+    except (SchemaError, ValueError):
+        return general  # let the full parse report errors in the right file and line
+    flags = parser.column_flags()
+    _, groups = parser.finish()
+    return plan_from_sample(general, flags, groups)
+
+
+class _Run:
+    """Feed every file's blocks through one parser with a given plan."""
+
+    def __init__(self, paths: list[str], names: list[str], options: dict,
+                 progress: Progress | None, block_size: int,
+                 ahead: BlockReader | None = None) -> None:
+        self.paths, self.names, self.options = paths, names, options
+        self.ahead = ahead  # an already started reader of the first file (used once)
+        self.progress, self.block_size = progress, block_size
+        self.total = sum(os.path.getsize(p) for p in paths)
+
+    def parse(self, plan: Plan):
+        """Return ``(scalars, groups, column flags)``; raise :class:`_Replan` on a surprise."""
+        parser = kernels.CsvBlockParser(plan.names, plan.kinds, plan.groups, **self.options)
+        done = 0
+        for path in self.paths:
+            try:
+                self._parse_file(parser, path, done)
+            except SchemaError as exc:
+                if not plan.general and exc.variable in plan.inferred:
+                    raise _Replan from None
+                raise exc.located(file=path) from None
+            except _Located as exc:
+                raise exc.located(file=path) from None
+            done += os.path.getsize(path)
+        flags = parser.column_flags()
+        scalars, groups = parser.finish()
+        return scalars, groups, flags
+
+    def _parse_file(self, parser, path: str, done: int) -> None:
+        if compression_of(path) is None and os.path.getsize(path) > 0 and self._parse_mapped(
+                parser, path, done):
+            return
+        carry: bytes | memoryview = b""
+        header = None
+        reader, self.ahead = self.ahead, None
+        if reader is None or reader.path != os.fspath(path):
+            reader = BlockReader(path, self.block_size)
+        with reader as blocks:
+            for block in blocks:
+                if header is None:
+                    carry = bytes(carry) + block
+                    header = split_header(carry, False, self.options["sep"], path)
+                    if header is None:
+                        continue
+                    carry = self._start(parser, path, header, carry)
+                    continue
+                carry = self._feed(parser, carry, block)
+                if self.progress is not None:
+                    self.progress(done + blocks.position, self.total)
+        if header is None:
+            carry = self._start(parser, path, split_header(bytes(carry), True,
+                                                           self.options["sep"], path), carry)
+        parser.feed(carry, final=True)
+        if self.progress is not None:
+            self.progress(done + os.path.getsize(path), self.total)
+
+    def _parse_mapped(self, parser, path: str, done: int) -> bool:
+        """Parse a plain file straight from a read-only memory map: no copy, no thread.
+
+        Returns False (nothing parsed) when the header is longer than the sample.
+        """
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            drop = hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED")
+            dropped = 0
+            if drop and hasattr(mmap, "MADV_SEQUENTIAL"):
+                mm.madvise(mmap.MADV_SEQUENTIAL)
+            size = len(mm)
+            header = split_header(mm[:SAMPLE_SIZE], size <= SAMPLE_SIZE, self.options["sep"], path)
+            if header is None:
+                return False
+            names, pos = header
+            if names != self.names:
+                raise SchemaError(f"header differs from the first file's ({self.paths[0]}): "
+                                  f"{len(names)} columns vs {len(self.names)}", file=path, line=1)
+            parser.line = 1 + mm[:pos].count(b"\n")
+            step = self.block_size
+            with memoryview(mm) as whole:
+                while pos < size:
+                    final = pos + step >= size
+                    with whole[pos:pos + step] as chunk:
+                        used = parser.feed(chunk, final=final)
+                    pos += used
+                    step = self.block_size if used else step * 2  # a record longer than a block
+                    if drop and pos - dropped >= self.block_size:
+                        # parsed pages leave this process's RSS (they stay in the page cache)
+                        cut = pos - pos % mmap.PAGESIZE
+                        mm.madvise(mmap.MADV_DONTNEED, dropped, cut - dropped)
+                        dropped = cut
+                    if self.progress is not None:
+                        self.progress(done + pos, self.total)
+        return True
+
+    def _start(self, parser, path: str, header: tuple[list[str], int], data) -> memoryview:
+        names, end = header
+        if names != self.names:
+            raise SchemaError(f"header differs from the first file's ({self.paths[0]}): "
+                              f"{len(names)} columns vs {len(self.names)}", file=path, line=1)
+        parser.line = 1 + bytes(data[:end]).count(b"\n")
+        rest = memoryview(data)[end:]
+        used = parser.feed(rest)
+        return rest[used:]
+
+    @staticmethod
+    def _feed(parser, carry, block: bytes):
+        """Feed ``carry + block`` without copying the block when the carry ends at its first line."""
+        if len(carry):
+            cut = block.find(b"\n") + 1
+            if cut:
+                head = bytes(carry) + block[:cut]
+                used = parser.feed(head)
+                if used == len(head):
+                    rest = memoryview(block)[cut:]
+                    return rest[parser.feed(rest):]
+                carry = head[used:]
+                block = block[cut:]
+            data = bytes(carry) + block
+        else:
+            data = memoryview(block)
+        return data[parser.feed(data):]
+

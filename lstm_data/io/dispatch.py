@@ -1,0 +1,182 @@
+"""``lstm_data.open``: one entry point for every format (design §3).
+
+The format is decided by content first (magic bytes, store metadata files) and
+by extension second:
+
+==========================================  =====================================
+content                                     reader
+==========================================  =====================================
+HDF5 signature (offset 0, 512, 1024, ...)   :mod:`lstm_data.io.hdf5`
+gzip / xz / bz2 magic, or plain text        :mod:`lstm_data.io.csv.reader`
+directory with ``zarr.json``                :mod:`lstm_data.io.zarr` (v3, ours)
+directory with ``.zgroup`` / ``.zarray``    :mod:`lstm_data.io.l5kit` (v2)
+==========================================  =====================================
+
+A list of paths, or a glob pattern, gives one :class:`~lstm_data.data.concat.ConcatDataset`.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from lstm_data.data.dataset import Dataset
+from lstm_data.errors import FormatError
+
+__all__ = ["open", "detect_format", "expand_paths"]
+
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_COMPRESSED_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh")
+_EXTENSIONS = {".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".zarr": "zarr",
+               ".csv": "csv", ".gz": "csv", ".xz": "csv", ".bz2": "csv", ".txt": "csv"}
+#: text files that are never event tables (a spec or config passed by mistake); other text is CSV
+_NOT_DATA = {".toml", ".json", ".yaml", ".yml", ".ini", ".cfg", ".py", ".md", ".rst", ".ipynb"}
+
+
+def _has_hdf5_signature(path: Path) -> bool:
+    """HDF5 files start with the signature at 0 or after a user block of 512 * 2**k bytes."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        offset = 0
+        while offset + 8 <= size:
+            fh.seek(offset)
+            if fh.read(8) == _HDF5_SIGNATURE:
+                return True
+            offset = 512 if offset == 0 else offset * 2
+    return False
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """``"csv"``, ``"hdf5"``, ``"zarr"`` (our v3 layout) or ``"l5kit"`` (zarr v2) for ``path``.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    FormatError
+        Neither content nor extension tells the format.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no such file or directory: {p}")
+    if p.is_dir():
+        if (p / "zarr.json").is_file():
+            return "zarr"
+        if (p / ".zgroup").is_file() or (p / ".zarray").is_file():
+            return "l5kit"
+        raise FormatError("directory is not a zarr store (no zarr.json, .zgroup or .zarray)",
+                          file=str(p))
+    if _has_hdf5_signature(p):
+        return "hdf5"
+    with p.open("rb") as fh:
+        head = fh.read(4096)
+    if head.startswith(_COMPRESSED_MAGIC):
+        return "csv"
+    by_ext = _EXTENSIONS.get(p.suffix.lower())
+    if p.suffix.lower() in _NOT_DATA:
+        raise FormatError(f"a {p.suffix} file is not a data file; lstm_data reads CSV text "
+                          "(.csv, .txt, compressed .gz/.xz/.bz2), HDF5 (.h5/.hdf5) and zarr "
+                          "stores (directories)", file=str(p))
+    if by_ext == "hdf5":
+        raise FormatError("file has an HDF5 extension but no HDF5 signature (damaged or "
+                          "truncated?)", file=str(p))
+    if by_ext == "csv" or (head and b"\x00" not in head):
+        return "csv"
+    raise FormatError("cannot tell the format: not HDF5, zarr, or (compressed) CSV text",
+                      file=str(p))
+
+
+def expand_paths(path_or_paths) -> list[str]:
+    """Expand a path, a glob pattern or a list of either into existing paths (globs sorted).
+
+    Raises
+    ------
+    FileNotFoundError
+        A path does not exist, or a pattern matches nothing.
+    """
+    items = [path_or_paths] if isinstance(path_or_paths, (str, os.PathLike)) else list(path_or_paths)
+    out: list[str] = []
+    for item in items:
+        text = os.fspath(item)
+        if os.path.exists(text) or not glob.has_magic(text):
+            if not os.path.exists(text):
+                raise FileNotFoundError(f"no such file or directory: {text}")
+            out.append(text)
+            continue
+        matches = sorted(glob.glob(text))
+        if not matches:
+            raise FileNotFoundError(f"pattern {text!r} matches no file")
+        out.extend(matches)
+    if not out:
+        raise FileNotFoundError("no paths given")
+    return out
+
+
+#: what a damaged file raises from inside h5py, zarr or numcodecs, naming no file
+_DAMAGE = (KeyError, OSError, RuntimeError, json.JSONDecodeError)
+
+
+def _open_one(path: str, schema: Any, options: dict[str, Any]) -> Dataset:
+    fmt = detect_format(path)
+    try:
+        return _read(path, fmt, schema, options)
+    except PermissionError:
+        raise
+    except _DAMAGE as exc:  # e.g. a missing array, a truncated HDF5 file, a bad zarr.json
+        raise FormatError(f"cannot read this {fmt} data, damaged or incomplete? "
+                          f"({type(exc).__name__}: {exc})", file=path) from exc
+
+
+def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
+    """Open ``path`` with the reader of ``fmt``."""
+    if fmt == "hdf5":
+        from lstm_data.io.hdf5 import read_hdf5
+        return read_hdf5(path, schema=schema, **options)
+    if fmt == "zarr":
+        from lstm_data.io.zarr import read_zarr
+        return read_zarr(path, **options)
+    if fmt == "l5kit":
+        from lstm_data.io.l5kit import read_l5kit
+        return read_l5kit(path, **options)
+    try:
+        from lstm_data.io.csv.reader import read_csv
+    except ImportError as exc:
+        raise FormatError(f"the CSV reader is not available ({exc})", file=path) from None
+    return read_csv(path, schema=schema, **options)
+
+
+def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
+         schema: Any = None, **options: Any) -> Dataset:
+    """Open a CSV (plain, .gz, .xz, .bz2), HDF5 or zarr dataset, or several as one.
+
+    Parameters
+    ----------
+    path_or_paths
+        A path, a glob pattern (``"data/*.h5"``), or a list of them. Several files
+        give one :class:`~lstm_data.data.concat.ConcatDataset` whose rows are the files'
+        rows in order; their columns and groups must match.
+    schema
+        Declared groups (and optionally scalars, dtype) for formats that do not
+        store them: a ``lstm_data.io.schema.Schema``, a TOML path, or ``{group: [vars]}``.
+    **options
+        Passed to the reader of each file, e.g. ``dtype=numpy.float64`` (float32 or
+        float64, for every format) (see :func:`lstm_data.io.csv.reader.read_csv`,
+        :func:`lstm_data.io.hdf5.read_hdf5`, :class:`lstm_data.io.zarr.ZarrDataset`,
+        :func:`lstm_data.io.l5kit.read_l5kit`).
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    FileNotFoundError, FormatError, ParseError, SchemaError
+    """
+    paths = expand_paths(path_or_paths)
+    datasets = [_open_one(p, schema, dict(options)) for p in paths]
+    if len(datasets) == 1:
+        return datasets[0]
+    from lstm_data.data.concat import ConcatDataset
+    return ConcatDataset(datasets, names=paths)

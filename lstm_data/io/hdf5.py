@@ -1,0 +1,229 @@
+"""HDF5 files: lstm_ee's layout (PyTables earrays + VLArrays) and ours (design §5).
+
+* **Ours** (root attribute ``lstm_data_format``): scalars and offsets load on open
+  and are checked (see :mod:`._layout`), values stay on disk and are read per
+  request, each touched chunk once (cast when a ``dtype`` is asked for).
+* **lstm_ee / plain h5py vlen**: every 1-D numeric dataset in the root is a scalar
+  and every variable-length float dataset a prong variable. Vlen data is read
+  once, at open, in whole-chunk slices and turned into interleaved ragged groups;
+  batches never see one Python object per row. PyTables VLArrays of pseudo-atoms
+  (``ObjectAtom``, ``VLStringAtom``, ``VLUnicodeAtom``: attribute ``PSEUDOATOM``)
+  store bytes that are not numbers and are a ``FormatError``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import h5py
+import numpy as np
+
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.errors import FormatError
+from lstm_data.io.column_groups import build_group, resolve_schema
+from lstm_data.io.layout import (
+    check_group_arrays,
+    is_ours,
+    parse_layout,
+    scalar_column,
+    stored_array,
+    value_dtype,
+)
+from lstm_data.io.ondisk import DiskGroup, OnDiskDataset
+
+__all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE"]
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+#: rows per vlen read (a multiple of PyTables' usual chunk lengths)
+_VLEN_BLOCK_ROWS = 1 << 16
+
+
+def read_hdf5(path, *, schema: Any = None, **options):
+    """Open an HDF5 file in our layout or lstm_ee's.
+
+    Parameters
+    ----------
+    path
+        The file.
+    schema
+        For lstm_ee files: a Schema, ``{group: [variables]}`` or a TOML path that
+        declares groups (and optionally the scalars to keep). Ignored for our layout,
+        whose groups are stored.
+    **options
+        ``root`` (lstm_ee files: the HDF5 group holding the arrays, default ``/``),
+        ``dtype`` (both layouts: float32 or float64 for our layout, cast scalars
+        and values; default keeps the file's), ``max_run_chunks`` (our layout).
+
+    Returns
+    -------
+    HDF5Dataset for our layout, else an InMemoryDataset.
+    """
+    with h5py.File(path, "r") as fh:
+        ours = is_ours(fh.attrs)
+    if ours:
+        return HDF5Dataset(path, **options)
+    return read_vlen_hdf5(path, schema=schema, **options)
+
+
+class HDF5Dataset(OnDiskDataset):
+    """Our layout in HDF5: values read per request with chunk-aligned, coalesced reads.
+
+    Parameters
+    ----------
+    path
+        The ``.h5`` file; it stays open until :meth:`close`.
+    max_run_chunks
+        Longest single read, in chunks.
+    dtype
+        ``float32`` or ``float64``: scalars are cast at open and values as they are
+        read. Default: the stored dtypes.
+
+    Raises
+    ------
+    FormatError
+        Not our layout, or a stored array of the wrong dtype or shape, or offsets
+        that do not start at 0, decrease or do not end at ``len(values)`` (named
+        with file, variable or group, array and row).
+    ValueError
+        ``dtype`` is not float32 or float64.
+    """
+
+    def __init__(self, path, *, max_run_chunks: int = 32, dtype: Any = None) -> None:
+        self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype})
+        name = str(path)
+        dt = value_dtype(dtype, file=name)
+        self._max_run_chunks = max_run_chunks
+        self._file = h5py.File(path, "r")
+        try:
+            layout = parse_layout(dict(self._file.attrs), file=name)
+            n = layout["n_rows"]
+            scalars = {var: scalar_column(var, key, self._node(key, name, var), n, dt, file=name)
+                       for var, key in layout["scalars"].items()}
+            groups = {g: self._disk_group(g, spec, n, name, dt)
+                      for g, spec in layout["groups"].items()}
+            self._setup(n, scalars, groups, (name,))
+        except BaseException:  # no file handle left open behind an error
+            self._file.close()
+            raise
+
+    def _disk_group(self, group: str, spec: dict, n: int, name: str,
+                    dt: np.dtype | None) -> DiskGroup:
+        key = spec["key"]
+        values = self._node(f"{key}/values", name, group)
+        stored = self._node(f"{key}/offsets", name, group)[()]
+        width = len(spec["names"])
+        offsets = check_group_arrays(group, stored, values, width, n, file=name, key=key)
+        if values.chunks:
+            chunk_len = values.chunks[0]
+        else:  # contiguous: read in ~256 KiB pieces
+            chunk_len = max(1, (256 << 10) // max(1, width * values.dtype.itemsize))
+        out = values.dtype if dt is None else dt
+        return DiskGroup(names=spec["names"], starts=offsets[:-1], ends=offsets[1:],
+                         n_values=int(values.shape[0]), chunk_len=int(chunk_len),
+                         read=lambda lo, hi: values[lo:hi].astype(out, copy=False), dtype=out,
+                         key=f"{group}/values")
+
+    def _node(self, key: str, name: str, variable: str) -> h5py.Dataset:
+        """Dataset ``key`` of the file (see :func:`._layout.stored_array`)."""
+        node = self._file.get(key)
+        return stored_array(node, isinstance(node, h5py.Dataset), key, file=name,
+                            variable=variable)
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+
+#: PyTables pseudo-atoms, stored as vlen bytes or code points but not numbers
+_PSEUDO_ATOMS = {"object": "pickled Python objects (ObjectAtom)",
+                 "vlstring": "variable-length byte strings (VLStringAtom)",
+                 "vlunicode": "variable-length unicode strings (VLUnicodeAtom)"}
+
+
+def _pseudo_atom(ds: h5py.Dataset) -> str | None:
+    """The PyTables ``PSEUDOATOM`` attribute of ``ds`` (``"object"``, ...), else ``None``."""
+    value = ds.attrs.get("PSEUDOATOM")
+    if value is None:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _is_vlen(ds: h5py.Dataset) -> bool:
+    """Whether ``ds`` holds variable-length numbers (not a PyTables pseudo-atom)."""
+    base = h5py.check_vlen_dtype(ds.dtype)
+    return base is not None and np.dtype(base).kind in "fiub" and _pseudo_atom(ds) is None
+
+
+def _unsupported(ds: h5py.Dataset, key: str, file: str) -> FormatError:
+    """The error for a dataset that is neither 1-D numbers nor variable-length numbers."""
+    atom = _pseudo_atom(ds)
+    what = (f"a PyTables VLArray of {_PSEUDO_ATOMS.get(atom, repr(atom) + ' pseudo-atoms')}"
+            if atom is not None else f"dtype {ds.dtype} and shape {ds.shape}")
+    return FormatError(f"unsupported dataset {key!r}: {what}; expected 1-D numbers or "
+                       "variable-length numbers", file=file, variable=key)
+
+
+def _read_vlen(ds: h5py.Dataset, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """One vlen dataset as ``(flat values, lengths)``, read in large slices."""
+    n = ds.shape[0]
+    base = np.dtype(dtype if dtype is not None else h5py.check_vlen_dtype(ds.dtype))
+    chunk = ds.chunks[0] if ds.chunks else _VLEN_BLOCK_ROWS
+    block = max(chunk, (_VLEN_BLOCK_ROWS // chunk) * chunk)
+    lengths = np.empty(n, dtype=np.int64)
+    pieces = []
+    for a in range(0, n, block):
+        objs = ds[a:a + block]
+        lengths[a:a + len(objs)] = np.fromiter(map(len, objs), dtype=np.int64, count=len(objs))
+        if len(objs):
+            pieces.append(np.concatenate(objs).astype(base, copy=False))
+    values = np.concatenate(pieces) if pieces else np.zeros(0, dtype=base)
+    return values, lengths
+
+
+def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None) -> InMemoryDataset:
+    """Read lstm_ee's HDF5 layout (or plain h5py vlen datasets) into RAM.
+
+    Every 1-D numeric dataset under ``root`` is a scalar; every variable-length
+    numeric dataset is a prong variable. Prong variables form groups by prefix
+    (``png.calE`` -> ``png``) or as the schema declares.
+
+    Raises
+    ------
+    FormatError
+        No datasets, an unsupported dataset, or datasets of different lengths.
+    SchemaError
+        Variables of one group differ in length in some row (names row and variables).
+    """
+    name = str(path)
+    with h5py.File(path, "r") as fh:
+        try:
+            node = fh[root]
+        except KeyError:
+            raise FormatError(f"no HDF5 group {root!r}", file=name) from None
+        datasets = {k: v for k, v in node.items() if isinstance(v, h5py.Dataset)}
+        if not datasets:
+            raise FormatError(f"no datasets in HDF5 group {root!r}; expected lstm_ee's layout "
+                              "(one array per variable) or lstm_data's", file=name)
+        n_rows = {k: ds.shape[0] if ds.ndim else None for k, ds in datasets.items()}
+        ragged_names, scalar_names = [], []
+        for k, ds in datasets.items():
+            if _is_vlen(ds) and ds.ndim == 1:
+                ragged_names.append(k)
+            elif ds.ndim == 1 and ds.dtype.kind in "fiub":
+                scalar_names.append(k)
+            else:
+                raise _unsupported(ds, k, name)
+        if len(set(n_rows.values())) > 1:
+            first = next(iter(n_rows))
+            odd = next(k for k, n in n_rows.items() if n != n_rows[first])
+            raise FormatError(f"{odd!r} has {n_rows[odd]} rows but {first!r} has {n_rows[first]}",
+                              file=name, variable=odd)
+        group_vars, scalar_names, schema_dtype = resolve_schema(
+            schema, scalar_names, ragged_names, file=name)
+        dtype = dtype if dtype is not None else schema_dtype
+        scalars = {k: datasets[k][:] if dtype is None else datasets[k][:].astype(dtype)
+                   for k in scalar_names}
+        groups = {}
+        for g, names in group_vars.items():
+            columns = {v: _read_vlen(datasets[v], dtype) for v in names}
+            groups[g] = build_group(g, columns, file=name)
+    return InMemoryDataset(scalars, groups, source=(name,))

@@ -1,0 +1,162 @@
+"""``Schema``: the columns a text file holds, declared instead of inferred.
+
+A schema names ragged groups (``{group: [variables]}``), optionally the scalar
+columns to keep, and the value dtype. In TOML::
+
+    dtype = "float32"                       # or "float64"
+    scalars = ["calE", "nHit", "trueE"]     # optional: omit to keep every other column
+    [groups]
+    png = ["png.calE", "png.energy"]        # a list of column names, in values order
+    png2d = "png2d.*"                       # or one glob pattern, matched in file order
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from lstm_data.errors import SchemaError
+
+__all__ = ["Schema"]
+
+_DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Declared ragged groups, optional scalar selection and dtype.
+
+    Attributes
+    ----------
+    groups : dict
+        Group name -> list of column names or one glob pattern (``"png.*"``).
+    scalars : list of str or None
+        Scalar columns to read. ``None``: every column not in a group is read
+        and its kind inferred. A list: only these scalars are read, every other
+        non-group column is skipped.
+    dtype : numpy.dtype
+        ``float32`` (default) or ``float64``.
+    """
+
+    groups: Mapping[str, Sequence[str] | str] = field(default_factory=dict)
+    scalars: Sequence[str] | None = None
+    dtype: Any = np.float32
+
+    def __post_init__(self) -> None:
+        dt = np.dtype(self.dtype)
+        if dt not in _DTYPES.values():
+            raise SchemaError(f"schema dtype must be float32 or float64, got {dt}")
+        object.__setattr__(self, "dtype", dt)
+        groups = {}
+        for name, members in dict(self.groups).items():
+            if isinstance(members, str):
+                groups[str(name)] = members
+            else:
+                members = [str(m) for m in members]
+                if not members:
+                    raise SchemaError(f"group {name!r} declares no variables", variable=name)
+                groups[str(name)] = members
+        object.__setattr__(self, "groups", groups)
+        if self.scalars is not None:
+            object.__setattr__(self, "scalars", [str(s) for s in self.scalars])
+
+    # -- construction ------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Schema":
+        """Build from ``{"groups": {...}, "scalars": [...], "dtype": "float32"}``.
+
+        A mapping without any of those keys is read as ``{group: [variables]}``.
+        """
+        keys = {"groups", "scalars", "dtype"}
+        if not set(data) & keys:
+            return cls(groups=dict(data))
+        unknown = set(data) - keys
+        if unknown:
+            raise SchemaError(f"unknown schema keys {sorted(unknown)}; expected {sorted(keys)}")
+        return cls(groups=dict(data.get("groups") or {}), scalars=data.get("scalars"),
+                   dtype=data.get("dtype", "float32"))
+
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike) -> "Schema":
+        """Read a TOML schema file (see the module documentation)."""
+        try:
+            import tomllib
+        except ImportError:  # Python < 3.11
+            import tomli as tomllib  # type: ignore[no-redef]
+        with open(path, "rb") as fh:
+            try:
+                data = tomllib.load(fh)
+            except tomllib.TOMLDecodeError as exc:
+                raise SchemaError(f"invalid schema TOML: {exc}", file=str(path)) from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def coerce(cls, schema: Any) -> "Schema | None":
+        """Accept ``None``, a :class:`Schema`, a TOML path or a mapping (see :meth:`from_dict`)."""
+        if schema is None or isinstance(schema, Schema):
+            return schema
+        if isinstance(schema, (str, os.PathLike)):
+            return cls.from_toml(schema)
+        if isinstance(schema, Mapping):
+            return cls.from_dict(schema)
+        raise TypeError(f"schema must be a Schema, a mapping or a TOML path, "
+                        f"got {type(schema).__name__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plain-data form that :meth:`from_dict` reads back."""
+        out: dict[str, Any] = {"dtype": self.dtype.name, "groups": dict(self.groups)}
+        if self.scalars is not None:
+            out["scalars"] = list(self.scalars)
+        return out
+
+    # -- resolution against a header -------------------------------------------
+    def resolve(self, columns: Sequence[str]) -> tuple[dict[str, list[str]], list[str] | None]:
+        """Expand patterns and check every name against the file's ``columns``.
+
+        Returns
+        -------
+        groups : dict
+            Group name -> column names, in values order.
+        scalars : list of str or None
+
+        Raises
+        ------
+        SchemaError
+            A declared variable is not a column, a pattern matches nothing, or a
+            column is declared twice.
+        """
+        from lstm_data.data.dataset import unknown_name_error
+
+        known = list(columns)
+        known_set = set(known)
+        groups: dict[str, list[str]] = {}
+        seen: dict[str, str] = {}
+        for name, members in self.groups.items():
+            if isinstance(members, str):
+                names = [c for c in known if fnmatch.fnmatchcase(c, members)]
+                if not names:
+                    raise SchemaError(f"group {name!r}: pattern {members!r} matches no column")
+            else:
+                names = list(members)
+            for var in names:
+                if var not in known_set:
+                    raise unknown_name_error("column", var, known)
+                if var in seen:
+                    raise SchemaError(f"column {var!r} declared in {seen[var]!r} and {name!r}",
+                                      variable=var)
+                seen[var] = name
+            groups[name] = names
+        scalars = None
+        if self.scalars is not None:
+            scalars = list(self.scalars)
+            for var in scalars:
+                if var not in known_set:
+                    raise unknown_name_error("column", var, known)
+                if var in seen:
+                    raise SchemaError(f"column {var!r} declared as scalar and in {seen[var]!r}",
+                                      variable=var)
+                seen[var] = "scalars"
+        return groups, scalars

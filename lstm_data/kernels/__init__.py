@@ -1,0 +1,90 @@
+"""The kernel backend: compiled Cython core or its pure-Python twin.
+
+Everything above this package reaches compiled code only through here: the
+compiled modules live in ``kernels/_ext``, their readable twins (the
+specification) in ``kernels/_py``, and the argument checks both share in
+``kernels/_args``. The compiled code never imports the twins.
+
+Attributes
+----------
+BACKEND : str
+    ``"cython"`` when the compiled core is in use, ``"python"`` otherwise.
+    ``LSTM_DATA_PURE_PYTHON=1`` in the environment forces ``"python"``.
+QUOTED, MULTI : int
+    Column flags of :meth:`CsvBlockParser.flags`: some cell of the column was
+    quoted; some cell held two or more tokens.
+"""
+from __future__ import annotations
+
+import os
+import types
+import warnings
+from typing import TYPE_CHECKING
+
+from lstm_data.kernels._args import MULTI, QUOTED
+
+__all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser",
+           "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI"]
+
+#: Names every backend must provide, with the same signatures.
+KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser")
+
+
+def _pure_requested() -> bool:
+    return os.environ.get("LSTM_DATA_PURE_PYTHON", "") not in ("", "0")
+
+
+def load_backend(name: str) -> types.SimpleNamespace:
+    """Return a namespace with every kernel of backend ``name`` ("cython" or "python").
+
+    Raises
+    ------
+    ImportError
+        When ``name == "cython"`` and the compiled core is not built.
+    """
+    if name == "python":
+        from lstm_data.kernels import _py as mod
+    elif name == "cython":
+        from lstm_data.kernels._ext import _all as mod
+    else:
+        raise ValueError(f"unknown backend {name!r}; expected 'cython' or 'python'")
+    ns = types.SimpleNamespace(BACKEND=name)
+    for kernel in KERNEL_NAMES:
+        setattr(ns, kernel, getattr(mod, kernel))
+    return ns
+
+
+def _choose() -> types.SimpleNamespace:
+    if _pure_requested():
+        return load_backend("python")
+    try:
+        return load_backend("cython")
+    except ImportError as exc:
+        if os.environ.get("LSTM_DATA_REQUIRE_EXTENSION", "") not in ("", "0"):
+            raise
+        warnings.warn(
+            f"lstm_data: compiled core unavailable ({exc}); using the pure-Python twins, "
+            "which are much slower. Reinstall with a C compiler to build it.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return load_backend("python")
+
+
+_backend = _choose()
+BACKEND: str = _backend.BACKEND
+
+if TYPE_CHECKING:
+    # Type checkers and editors see the twins: same names, signatures and docstrings as the
+    # compiled kernels (the stubs in _ext/*.pyi say the same for the compiled modules).
+    from lstm_data.kernels._py import (
+        BatchGather,
+        CsvBlockParser,
+        pad_ragged,
+        parse_float_lists,
+    )
+else:
+    parse_float_lists = _backend.parse_float_lists
+    pad_ragged = _backend.pad_ragged
+    BatchGather = _backend.BatchGather
+    CsvBlockParser = _backend.CsvBlockParser

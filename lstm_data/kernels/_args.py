@@ -1,0 +1,231 @@
+"""Argument checks shared by both kernel backends (the compiled core and its Python twins).
+
+Both :mod:`lstm_data.kernels._ext` and :mod:`lstm_data.kernels._py` validate
+their arguments here, so they raise the same exception types with the same
+messages, and the compiled code never imports its twin.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, NamedTuple, Sequence
+
+import numpy as np
+
+__all__ = ["WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
+           "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
+           "prepare_table", "QUOTED", "MULTI", "KINDS", "check_csv_seps", "csv_layout"]
+
+WHITESPACE = " \t\r\n\v\f"
+
+
+def check_dtype(dtype: Any) -> np.dtype:
+    """Return ``dtype`` as float32 or float64, or raise ``TypeError``."""
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"dtype must be float32 or float64, got {dt}")
+    return dt
+
+
+def check_sep(sep: str) -> None:
+    """Raise ``ValueError`` unless ``sep`` can separate numbers unambiguously."""
+    if (not isinstance(sep, str) or len(sep) != 1 or ord(sep) > 127 or sep.isalnum()
+            or sep in ".+-" or sep in WHITESPACE):
+        raise ValueError(f"sep must be one ASCII punctuation character other than . + -, got {sep!r}")
+
+
+
+def check_ragged(values: Any, offsets: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` (1-D or 2-D float32/float64) and ``offsets`` (int32/int64, starting at 0
+    and ending at ``len(values)``) as arrays, or the error that names what is wrong."""
+    values = np.asarray(values)
+    if values.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"values must be float32 or float64, got {values.dtype}")
+    if values.ndim not in (1, 2):
+        raise ValueError(f"values must be 1-D or 2-D, got shape {values.shape}")
+    offsets = np.asarray(offsets)
+    if offsets.dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise TypeError(f"offsets must be int32 or int64, got {offsets.dtype}")
+    if offsets.ndim != 1 or len(offsets) < 1:
+        raise ValueError(f"offsets must be 1-D with at least one entry, got shape {offsets.shape}")
+    if offsets[0] != 0:
+        raise ValueError(f"offsets[0] must be 0, got {offsets[0]}")
+    if offsets[-1] != len(values):
+        raise ValueError(f"offsets[-1] ({offsets[-1]}) != len(values) ({len(values)})")
+    return values, offsets
+
+
+def as_rows(rows: Any, n_rows: int) -> np.ndarray:
+    if rows is None:
+        return np.arange(n_rows, dtype=np.intp)
+    arr = np.asarray(rows)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"rows must be a 1-D array of integers, got {arr.dtype} shape {arr.shape}")
+    lo, hi = arr.min(), arr.max()
+    if lo < 0 or hi >= n_rows:
+        culprit = int(lo) if lo < 0 else int(hi)
+        raise ValueError(f"row {culprit} out of range for {n_rows} rows")
+    return arr.astype(np.intp)
+
+
+def as_columns(columns: Any, n_vars: int, flat: bool) -> np.ndarray:
+    if columns is None:
+        return np.arange(n_vars, dtype=np.intp)
+    if flat:
+        raise ValueError("columns cannot be given with 1-D values")
+    arr = np.asarray(columns)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise ValueError(f"columns must be a 1-D array of integers, got {arr.dtype} shape {arr.shape}")
+    if arr.min() < 0 or arr.max() >= n_vars:
+        raise ValueError(f"column index out of range for {n_vars} variables: {arr.tolist()}")
+    return arr.astype(np.intp)
+
+
+def as_sort_column(sort_by: Any, n_vars: int) -> int | None:
+    if sort_by is None:
+        return None
+    if isinstance(sort_by, (bool, np.bool_)) or not isinstance(sort_by, (int, np.integer)):
+        raise ValueError(f"sort_by must be a column index, got {sort_by!r}")
+    if not 0 <= sort_by < n_vars:
+        raise ValueError(f"sort_by column {sort_by} out of range for {n_vars} variables")
+    return int(sort_by)
+
+
+def as_max_len(max_len: Any) -> int:
+    if isinstance(max_len, (bool, np.bool_)) or not isinstance(max_len, (int, np.integer)):
+        raise ValueError(f"max_len must be an int or None, got {max_len!r}")
+    if max_len < 0:
+        raise ValueError(f"max_len must be >= 0, got {max_len}")
+    return int(max_len)
+
+
+def as_out(out: Any, shape: tuple, dt: np.dtype) -> np.ndarray:
+    if out is None:
+        return np.empty(shape, dtype=dt)
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.dtype != dt:
+        raise TypeError(f"out has dtype {out.dtype}, expected {dt}")
+    if out.shape != shape:
+        raise ValueError(f"out has shape {out.shape}, expected {shape}")
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be C-contiguous and writeable")
+    return out
+
+
+RAGGED_KEYS = ("values", "offsets", "max_len", "fixed", "pad_value", "columns", "sort_by",
+                "descending", "padding", "truncating", "dtype")
+
+
+class RaggedJob(NamedTuple):
+    """One padded output, with its arguments checked (see :func:`prepare_ragged`)."""
+
+    values: np.ndarray  # (total, V), float32/float64, rows C-contiguous or strided
+    offsets: np.ndarray  # (N + 1,), int32/int64, C-contiguous
+    max_len: int | None
+    fixed: bool
+    pad_value: float
+    columns: np.ndarray | None  # intp, or None for all columns in order
+    sort_by: int | None
+    descending: bool
+    padding: str
+    truncating: str
+    dtype: np.dtype
+    flat: bool
+
+
+def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
+    """Check one ragged field's arguments, with :func:`pad_ragged`'s rules and errors.
+
+    ``job`` holds :func:`~lstm_data.kernels._py.pad.pad_ragged`'s arguments by name
+    (``values`` and ``offsets`` required) plus ``fixed``: when ``True`` (default) an
+    int ``max_len`` is the exact width, as in ``pad_ragged``; when ``False`` it caps
+    the batch's longest row.
+    """
+    unknown = sorted(set(job) - set(RAGGED_KEYS))
+    if unknown:
+        raise TypeError(f"unknown ragged job keys {unknown}; expected some of {list(RAGGED_KEYS)}")
+    if "values" not in job or "offsets" not in job:
+        raise TypeError("a ragged job needs 'values' and 'offsets'")
+    values, offsets = check_ragged(job["values"], job["offsets"])
+    offsets = np.ascontiguousarray(offsets)
+    flat = values.ndim == 1
+    n_vars = 1 if flat else values.shape[1]
+    columns = job.get("columns")
+    cols = None if columns is None else as_columns(columns, n_vars, flat)
+    max_len = job.get("max_len")
+    padding, truncating = job.get("padding", "post"), job.get("truncating", "post")
+    if padding not in ("post", "pre"):
+        raise ValueError(f"padding must be 'post' or 'pre', got {padding!r}")
+    if truncating not in ("post", "pre"):
+        raise ValueError(f"truncating must be 'post' or 'pre', got {truncating!r}")
+    return RaggedJob(values, offsets, None if max_len is None else as_max_len(max_len),
+                     bool(job.get("fixed", True)), float(job.get("pad_value", np.nan)),
+                     cols, as_sort_column(job.get("sort_by"), n_vars),
+                     bool(job.get("descending", True)), padding, truncating,
+                     check_dtype(job.get("dtype", np.float32)), flat)
+
+
+def prepare_table(table: Any) -> np.ndarray:
+    """Check one scalar table: 2-D float32/float64, made C-contiguous; output ``table[rows]``."""
+    arr = np.asarray(table)
+    if arr.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"tables must be float32 or float64, got {arr.dtype}")
+    if arr.ndim != 2:
+        raise ValueError(f"tables must be 2-D (rows, columns), got shape {arr.shape}")
+    return np.ascontiguousarray(arr)
+
+
+#: column flag: some committed cell of the column was quoted
+QUOTED = 1
+#: column flag: some committed cell of the column held two or more tokens
+MULTI = 2
+KINDS = ("skip", "scalar", "ragged")
+
+
+def check_csv_seps(sep: str, list_sep: str) -> tuple[int, int]:
+    """Validate the field and list separators; return them as byte values.
+
+    Raises
+    ------
+    ValueError
+        ``sep`` is not one ASCII character other than a quote, a newline, a
+        digit, a letter or ``. + -``; or ``list_sep`` fails
+        :func:`~lstm_data.kernels._py.parse.check_sep`.
+    """
+    if (not isinstance(sep, str) or len(sep) != 1 or ord(sep) > 127 or sep.isalnum()
+            or sep in '".+-\r\n'):
+        raise ValueError(f"sep must be one ASCII character other than a quote, newline, "
+                         f"letter, digit or . + -, got {sep!r}")
+    check_sep(list_sep)
+    if list_sep == '"':
+        raise ValueError("list_sep cannot be a quote")
+    return ord(sep), ord(list_sep)
+
+
+def csv_layout(names: Sequence[str], kinds: Sequence[str], groups: Mapping[str, Sequence[int]]):
+    """Validate kinds and groups; return ``(kinds, group of column, leaders)``."""
+    if len(kinds) != len(names):
+        raise ValueError(f"{len(kinds)} kinds for {len(names)} columns")
+    if not names:
+        raise ValueError("a CSV needs at least one column")
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise ValueError(f"unknown column kind {bad[0]!r}; expected one of {KINDS}")
+    group_of = [-1] * len(names)
+    for g, cols in enumerate(groups.values()):
+        if not cols:
+            raise ValueError(f"group {list(groups)[g]!r} has no columns")
+        for c in cols:
+            if not 0 <= c < len(names) or kinds[c] != "ragged" or group_of[c] != -1:
+                raise ValueError(f"column {c} must be a ragged column of exactly one group")
+            group_of[c] = g
+    missing = [names[c] for c, k in enumerate(kinds) if k == "ragged" and group_of[c] == -1]
+    if missing:
+        raise ValueError(f"ragged columns without a group: {missing}")
+    leaders = [min(cols) for cols in groups.values()]
+    return list(kinds), group_of, leaders
+
+

@@ -1,0 +1,227 @@
+# cython: language_level=3
+"""Column layout and growing buffers of the compiled CSV parser (base of ``CsvBlockParser``).
+
+:class:`CsvColumns` validates the column kinds and groups (with the twin's
+rules), owns one :c:type:`ColStore` per scalar column and two per ragged group
+(values and offsets), commits records and hands the buffers to numpy arrays
+without a copy in :meth:`CsvColumns.finish`. It also keeps where the last
+error was found (:meth:`_fail`, without the GIL) and turns it into the twin's
+exception (:meth:`_raise`). The tokenizer lives in ``csvblock.pyx``.
+"""
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport calloc, free
+
+cimport numpy as cnp
+import numpy as np
+
+from lstm_data.errors import ParseError, SchemaError
+from .._args import KINDS, check_csv_seps, check_dtype, csv_layout
+from .colstore cimport ColStore, cs_at, cs_free, cs_init, cs_to_array
+
+cnp.import_array()
+
+__all__ = ["CsvColumns"]
+
+
+cdef class CsvColumns:
+    """Columns of a CSV being parsed: kinds, groups, buffers (see ``CsvBlockParser``)."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.kind = NULL
+        self.scalar_store = NULL
+        self.value_store = NULL
+        self.offset_store = NULL
+
+    def __init__(self, names, kinds, groups, *, dtype=np.float32, sep=",", list_sep=",",
+                 first_line=1):
+        self.dtype = check_dtype(dtype)
+        self.f32 = self.dtype == np.dtype(np.float32)
+        self.itemsize = self.dtype.itemsize
+        csep, clsep = check_csv_seps(sep, list_sep)
+        self.sep = <char> csep
+        self.lsep = <char> clsep
+        self.names = [str(n) for n in names]
+        kinds, group_of, leaders = csv_layout(self.names, list(kinds), groups)
+        self.ncols = len(self.names)
+        self.group_names = list(groups)
+        self.group_cols = [list(members) for members in groups.values()]
+        self.ngroups = len(self.group_cols)
+        self._alloc()
+        cdef Py_ssize_t c, g, j
+        for c in range(self.ncols):
+            self.kind[c] = KINDS.index(kinds[c])
+            self.group_of[c] = group_of[c]
+            if self.kind[c] == K_SCALAR:
+                cs_init(&self.scalar_store[c], self.itemsize)
+        for g in range(self.ngroups):
+            for j, c in enumerate(self.group_cols[g]):
+                self.var_of[c] = j
+            self.leader[g] = leaders[g]
+        self._line = first_line
+        self._start()
+
+    cdef _start(self):
+        """Empty buffers: no rows yet, each group's offsets start with a 0."""
+        cdef Py_ssize_t g
+        cdef char *first
+        self._rows = 0
+        for g in range(self.ngroups):
+            cs_init(&self.value_store[g], self.itemsize * len(self.group_cols[g]))
+            cs_init(&self.offset_store[g], sizeof(int64_t))
+            first = cs_at(&self.offset_store[g], 0)
+            if first == NULL:
+                raise MemoryError()
+            (<int64_t *> first)[0] = 0
+            self.total[g] = 0
+
+    cdef _alloc(self):
+        n, g = self.ncols, max(self.ngroups, 1)
+        self.kind = <uint8_t *> calloc(n, 1)
+        self.flags = <uint8_t *> calloc(n, 1)
+        self.rec_flags = <uint8_t *> calloc(n, 1)
+        self.group_of = <int *> calloc(n, sizeof(int))
+        self.var_of = <int *> calloc(n, sizeof(int))
+        self.leader = <int *> calloc(g, sizeof(int))
+        self.scalar_store = <ColStore *> calloc(n, sizeof(ColStore))
+        self.value_store = <ColStore *> calloc(g, sizeof(ColStore))
+        self.offset_store = <ColStore *> calloc(g, sizeof(ColStore))
+        self.total = <int64_t *> calloc(g, sizeof(int64_t))
+        self.current = <int64_t *> calloc(g, sizeof(int64_t))
+        if (self.kind == NULL or self.flags == NULL or self.rec_flags == NULL
+                or self.group_of == NULL or self.var_of == NULL or self.leader == NULL
+                or self.scalar_store == NULL or self.value_store == NULL
+                or self.offset_store == NULL or self.total == NULL or self.current == NULL):
+            raise MemoryError()
+
+    def __dealloc__(self):
+        self._free_stores()
+        free(self.kind)
+        free(self.flags)
+        free(self.rec_flags)
+        free(self.group_of)
+        free(self.var_of)
+        free(self.leader)
+        free(self.scalar_store)
+        free(self.value_store)
+        free(self.offset_store)
+        free(self.total)
+        free(self.current)
+
+    cdef void _free_stores(self) noexcept:
+        cdef Py_ssize_t i
+        if self.scalar_store != NULL:
+            for i in range(self.ncols):
+                cs_free(&self.scalar_store[i])
+        if self.value_store != NULL:
+            for i in range(self.ngroups):
+                cs_free(&self.value_store[i])
+                cs_free(&self.offset_store[i])
+
+    @property
+    def rows(self):
+        """Committed data rows so far."""
+        return self._rows
+
+    @property
+    def line(self):
+        """Line number of the next byte to be fed."""
+        return self._line
+
+    @line.setter
+    def line(self, value):
+        self._line = int(value)
+
+    def column_flags(self):
+        """Per column, OR of ``QUOTED`` and ``MULTI`` over committed records."""
+        return np.array([self.flags[c] for c in range(self.ncols)], dtype=np.uint8)
+
+    cdef int _commit(self) noexcept nogil:
+        cdef Py_ssize_t g, c
+        cdef char *slot
+        for g in range(self.ngroups):
+            self.total[g] += self.current[g]
+            slot = cs_at(&self.offset_store[g], self._rows + 1)
+            if slot == NULL:
+                return -1
+            (<int64_t *> slot)[0] = self.total[g]
+        for c in range(self.ncols):
+            self.flags[c] |= self.rec_flags[c]
+            self.rec_flags[c] = 0
+        self._rows += 1
+        return 0
+
+    def finish(self):
+        """Return ``(scalars, groups)`` of the committed rows and free the buffers (see the twin).
+
+        The arrays take over the parser's buffers: nothing is copied.
+        """
+        scalars = {}
+        groups = {}
+        cdef Py_ssize_t c, g
+        cdef cnp.npy_intp dims[2]
+        cdef int typenum = cnp.NPY_FLOAT32 if self.f32 else cnp.NPY_FLOAT64
+        try:
+            dims[0] = self._rows
+            for c in range(self.ncols):
+                if self.kind[c] == K_SCALAR:
+                    scalars[self.names[c]] = cs_to_array(&self.scalar_store[c], self._rows, 1,
+                                                         dims, typenum)
+            for g in range(self.ngroups):
+                dims[0] = self.total[g]
+                dims[1] = len(self.group_cols[g])
+                values = cs_to_array(&self.value_store[g], self.total[g], 2, dims, typenum)
+                dims[0] = self._rows + 1
+                offsets = cs_to_array(&self.offset_store[g], self._rows + 1, 1, dims,
+                                      cnp.NPY_INT64)
+                groups[self.group_names[g]] = (values, offsets)
+        finally:
+            self._free_stores()
+        self._start()
+        return scalars, groups
+
+    # -- errors ----------------------------------------------------------------------
+    cdef int _fail(self, int status, Py_ssize_t line, Py_ssize_t col, Py_ssize_t tok=0,
+                   Py_ssize_t end=0, Py_ssize_t cell=0, bint quoted=False) noexcept nogil:
+        """Record where error ``status`` was found (``col`` 0-based; token bytes
+        ``tok:end`` of the cell starting at ``cell``) and return it."""
+        self.e_line = line
+        self.e_col = col + 1
+        self.e_tok = tok
+        self.e_end = end
+        self.e_cell = cell
+        self.e_quoted = quoted
+        return status
+
+    cdef _raise(self, int status, object data):
+        """Raise the exception of error ``status``, found in ``data`` as :meth:`_fail` recorded."""
+        where = dict(line=self.e_line, column=self.e_col, row=self._rows)
+        if status == E_NOMEM:
+            raise MemoryError("out of memory while parsing CSV")
+        if status == E_TOO_MANY:
+            raise ParseError(f"too many fields: expected {self.ncols}", line=self.e_line,
+                             column=self.ncols + 1, row=self._rows)
+        if status == E_TOO_FEW:
+            raise ParseError(f"too few fields: expected {self.ncols}, got {self.e_col}",
+                             line=self.e_line, column=self.e_col + 1, row=self._rows)
+        col = self.e_col - 1
+        where["variable"] = self.names[col]
+        if status == E_UNTERMINATED:
+            raise ParseError("unterminated quote", **where)
+        if status == E_MISMATCH:
+            g = self.group_of[col]
+            lead = self.leader[g]
+            raise SchemaError(
+                f"group {self.group_names[g]!r}: {self.names[col]!r} has {self.e_count} values "
+                f"but {self.names[lead]!r} has {self.current[g]}", **where)
+        raw = bytes(data[self.e_tok:self.e_end])
+        if status == E_AFTER_QUOTE:
+            raise ParseError("unexpected character after a closing quote",
+                             token=raw.decode("utf-8", "replace"), **where)
+        if self.e_quoted:
+            raw = raw.replace(b'""', b'"')
+        where.update(offset=self.e_tok - self.e_cell, token=raw.decode("utf-8", "replace"))
+        if status == E_EMPTY:
+            raise ParseError("empty token", **where)
+        if status == E_INVALID:
+            raise ParseError("invalid number", **where)
+        raise SchemaError("several values in a scalar column", **where)

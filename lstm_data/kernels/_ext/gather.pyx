@@ -1,0 +1,292 @@
+# cython: language_level=3
+"""Compiled ``BatchGather``: all of a batch's kernel work in one section without the GIL.
+
+The readable specification is the twin :class:`lstm_data.kernels._py.gather.BatchGather`;
+the outputs are bitwise equal and the exceptions of the same types.
+
+Why one section
+---------------
+Threads that build batches share the GIL for the little Python work between
+kernel calls. Each time a thread comes back from a ``nogil`` section while the
+other holds the GIL, it sleeps and must be woken, which costs tens of
+microseconds on a virtual machine. A batch built from five separate kernel calls
+crosses that boundary about ten times; here it crosses it once: row checks,
+output allocation (handed to NumPy afterwards), padding and table gathers all
+run in one ``nogil`` call. The padded outputs' buffers come from, and go back
+to, the process-wide pool of ``bufpool.pxd``, so a new batch is written into
+the cache-warm buffer of one that just died.
+"""
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
+from libc.stdint cimport int64_t, uint32_t
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy
+
+cimport numpy as cnp
+import numpy as np
+
+from .._args import prepare_ragged, prepare_table
+
+from .bufpool cimport BufferPool, pool_give, pool_init, pool_take
+from .padrows cimport BAD_ROW, LD_PREFETCH, NO_MEMORY, pad_rows_any, row_bounds_any
+
+cdef enum:
+    TABLE_AHEAD = 16  # table rows prefetched this far ahead of the copy
+
+cnp.import_array()
+
+cdef object _F64 = np.dtype(np.float64)
+cdef object _I64 = np.dtype(np.int64)
+
+
+ctypedef struct RaggedSpec:
+    const char *base
+    const void *offsets
+    const Py_ssize_t *cols  # NULL: every column in order
+    Py_ssize_t row_stride, col_stride, n_vars, n_cols, total, n_rows, sort_col, max_len
+    double pad
+    bint off64, in64, out64, flat, fixed, descending, pre_pad, pre_trunc
+
+
+ctypedef struct TableSpec:
+    const char *base
+    Py_ssize_t n_rows, row_bytes
+
+
+ctypedef struct Output:
+    void *data
+    int64_t *lengths
+    Py_ssize_t width
+
+
+cdef void _free_capsule(object capsule) noexcept:
+    free(PyCapsule_GetPointer(capsule, NULL))
+
+
+cdef BufferPool _POOL  # the padded outputs' buffers of every BatchGather, reused while cache-warm
+if pool_init(&_POOL):
+    raise MemoryError("BatchGather: cannot create the buffer pool's lock")
+
+
+cdef void _give_capsule(object capsule) noexcept:
+    pool_give(&_POOL, PyCapsule_GetPointer(capsule, NULL))
+
+
+cdef object _adopt(void *data, int nd, cnp.npy_intp *dims, int typenum, bint pooled=False):
+    """A NumPy array over ``data`` that frees it (or gives it back to its pool) when it dies."""
+    arr = cnp.PyArray_SimpleNewFromData(nd, dims, typenum, data)
+    cnp.set_array_base(arr, PyCapsule_New(data, NULL, _give_capsule if pooled else _free_capsule))
+    return arr
+
+
+cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec *tables,
+                 Py_ssize_t n_tables, const Py_ssize_t *rows, Py_ssize_t n_batch,
+                 int64_t *starts, Output *outs, void **table_outs, Py_ssize_t *err_job,
+                 Py_ssize_t *err_pos) noexcept nogil:
+    """Every output of one batch; 0, or a status with the failing job and batch position."""
+    cdef Py_ssize_t j, b, r, width, size
+    cdef int64_t longest
+    cdef int status
+    cdef const RaggedSpec *job
+    cdef const TableSpec *tab
+    cdef char *dst
+    for j in range(n_ragged):
+        job = &ragged[j]
+        err_job[0] = j
+        outs[j].lengths = <int64_t *> malloc((n_batch if n_batch else 1) * sizeof(int64_t))
+        if outs[j].lengths == NULL:
+            return NO_MEMORY
+        status = row_bounds_any(job.offsets, job.off64, rows, n_batch, job.n_rows, job.total,
+                                starts, outs[j].lengths, err_pos, &longest)
+        if status:
+            return status
+        width = longest
+        if job.max_len >= 0 and (job.fixed or job.max_len < longest):
+            width = job.max_len
+        outs[j].width = width
+        size = n_batch * width * job.n_cols * (8 if job.out64 else 4)
+        outs[j].data = pool_take(&_POOL, size)
+        if outs[j].data == NULL:
+            return NO_MEMORY
+        if size:
+            status = pad_rows_any(job.base, job.in64, outs[j].data, job.out64, job.row_stride,
+                                  job.col_stride, n_batch, width, starts, outs[j].lengths,
+                                  job.cols, job.n_cols, job.n_vars, job.sort_col, job.descending,
+                                  job.pre_pad, job.pre_trunc, job.pad, longest)
+            if status:
+                return status
+        if width < longest:
+            for b in range(n_batch):
+                if outs[j].lengths[b] > width:
+                    outs[j].lengths[b] = width
+    for j in range(n_tables):
+        tab = &tables[j]
+        err_job[0] = n_ragged + j
+        for b in range(n_batch):
+            if rows[b] < 0 or rows[b] >= tab.n_rows:
+                err_pos[0] = b
+                return BAD_ROW
+        size = n_batch * tab.row_bytes
+        dst = <char *> malloc(size if size else 1)
+        if dst == NULL:
+            return NO_MEMORY
+        table_outs[j] = dst
+        _take_rows(tab.base, tab.row_bytes, rows, n_batch, dst)
+    return 0
+
+
+cdef inline void _take_rows(const char *base, Py_ssize_t row_bytes, const Py_ssize_t *rows,
+                            Py_ssize_t n_batch, char *dst) noexcept nogil:
+    """``dst[b] = base[rows[b]]`` for rows already checked. Random rows miss the cache, so
+    each is prefetched ``TABLE_AHEAD`` rows early; one-value rows skip the ``memcpy`` call."""
+    cdef Py_ssize_t b
+    for b in range(min(TABLE_AHEAD, n_batch)):
+        LD_PREFETCH(base + rows[b] * row_bytes)
+    for b in range(n_batch):
+        if b + TABLE_AHEAD < n_batch:
+            LD_PREFETCH(base + rows[b + TABLE_AHEAD] * row_bytes)
+        if row_bytes == 4:  # the same for every row: a perfectly predicted branch
+            (<uint32_t *> dst)[b] = (<const uint32_t *> base)[rows[b]]
+        else:
+            memcpy(dst + b * row_bytes, base + rows[b] * row_bytes, row_bytes)
+
+
+cdef class BatchGather:
+    """Padded ragged fields and scalar-table rows for the same batch rows, in one call (compiled).
+
+    See :class:`lstm_data.kernels._py.gather.BatchGather` for the specification.
+    """
+
+    cdef RaggedSpec *_ragged
+    cdef TableSpec *_tables
+    cdef Py_ssize_t _n_ragged, _n_tables
+    cdef readonly list ragged
+    cdef readonly list tables
+    cdef list _columns  # keeps the column index arrays the specs point into
+
+    def __cinit__(self):
+        self._ragged = NULL
+        self._tables = NULL
+
+    def __dealloc__(self):
+        free(self._ragged)
+        free(self._tables)
+
+    def __init__(self, ragged=(), tables=()):
+        self.ragged = [prepare_ragged(job) for job in ragged]
+        self.tables = [prepare_table(t) for t in tables]
+        self._n_ragged = len(self.ragged)
+        self._n_tables = len(self.tables)
+        self._ragged = <RaggedSpec *> calloc(max(self._n_ragged, 1), sizeof(RaggedSpec))
+        self._tables = <TableSpec *> calloc(max(self._n_tables, 1), sizeof(TableSpec))
+        if self._ragged == NULL or self._tables == NULL:
+            raise MemoryError()
+        self._columns = []
+        for j, job in enumerate(self.ragged):
+            self._describe(&self._ragged[j], job)
+        for j, table in enumerate(self.tables):
+            self._tables[j].base = <const char *> cnp.PyArray_DATA(table)
+            self._tables[j].n_rows = table.shape[0]
+            self._tables[j].row_bytes = table.shape[1] * table.itemsize
+
+    cdef void _describe(self, RaggedSpec *spec, object job):
+        cdef cnp.ndarray values = job.values
+        cdef cnp.ndarray cols
+        spec.base = <const char *> cnp.PyArray_DATA(values)
+        spec.offsets = cnp.PyArray_DATA(job.offsets)
+        spec.off64 = job.offsets.dtype == _I64
+        spec.flat = job.flat
+        spec.total = values.shape[0]
+        spec.n_rows = job.offsets.shape[0] - 1
+        spec.n_vars = 1 if job.flat else values.shape[1]
+        spec.row_stride = values.strides[0]
+        spec.col_stride = values.itemsize if job.flat else values.strides[1]
+        spec.cols = NULL
+        spec.n_cols = spec.n_vars
+        if job.columns is not None:
+            cols = np.ascontiguousarray(job.columns, dtype=np.intp)
+            self._columns.append(cols)
+            spec.cols = <const Py_ssize_t *> cnp.PyArray_DATA(cols)
+            spec.n_cols = cols.shape[0]
+        spec.sort_col = -1 if job.sort_by is None else job.sort_by
+        spec.max_len = -1 if job.max_len is None else job.max_len
+        spec.fixed = job.fixed
+        spec.pad = job.pad_value
+        spec.in64 = values.dtype == _F64
+        spec.out64 = job.dtype == _F64
+        spec.descending = job.descending
+        spec.pre_pad = job.padding == "pre"
+        spec.pre_trunc = job.truncating == "pre"
+
+    def __call__(self, rows):
+        """Build every output for ``rows``; returns ``(ragged, tables)`` as the twin does."""
+        arr = np.asarray(rows)
+        if arr.size and (arr.ndim != 1 or arr.dtype.kind not in "iu"):
+            raise ValueError(f"rows must be a 1-D array of integers, got {arr.dtype} shape {arr.shape}")
+        cdef cnp.ndarray picked = np.ascontiguousarray(arr.reshape(-1), dtype=np.intp)
+        if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.intp).max:
+            raise ValueError(f"row {arr.max()} out of range")
+        cdef const Py_ssize_t *row_ptr = <const Py_ssize_t *> cnp.PyArray_DATA(picked)
+        cdef Py_ssize_t n_batch = picked.shape[0]
+        cdef Output *outs = <Output *> calloc(max(self._n_ragged, 1), sizeof(Output))
+        cdef void **table_outs = <void **> calloc(max(self._n_tables, 1), sizeof(void *))
+        cdef int64_t *starts = <int64_t *> malloc(max(n_batch, 1) * sizeof(int64_t))
+        cdef Py_ssize_t err_job = 0, err_pos = 0, j
+        cdef int status = NO_MEMORY
+        try:
+            if outs != NULL and table_outs != NULL and starts != NULL:
+                with nogil:
+                    status = _gather(self._ragged, self._n_ragged, self._tables, self._n_tables,
+                                     row_ptr, n_batch, starts, outs, table_outs, &err_job,
+                                     &err_pos)
+            if status:
+                self._raise(status, err_job, row_ptr[err_pos] if n_batch else 0)
+            return self._adopt_all(outs, table_outs, n_batch)
+        finally:  # whatever was not handed to NumPy
+            if outs != NULL:
+                for j in range(self._n_ragged):
+                    pool_give(&_POOL, outs[j].data)
+                    free(outs[j].lengths)
+            if table_outs != NULL:
+                for j in range(self._n_tables):
+                    free(table_outs[j])
+            free(outs)
+            free(table_outs)
+            free(starts)
+
+    cdef object _raise(self, int status, Py_ssize_t job, Py_ssize_t r):
+        if status == NO_MEMORY:
+            raise MemoryError("BatchGather: no memory for the batch")
+        if job >= self._n_ragged:
+            raise ValueError(f"row {r} out of range for {self.tables[job - self._n_ragged].shape[0]} rows")
+        spec = self.ragged[job]
+        n_rows = len(spec.offsets) - 1
+        if status == BAD_ROW:
+            raise ValueError(f"row {r} out of range for {n_rows} rows")
+        raise ValueError(f"bad offsets at row {r}: offsets[{r}]={spec.offsets[r]}, "
+                         f"offsets[{r + 1}]={spec.offsets[r + 1]} (must be non-decreasing within "
+                         f"[0, {len(spec.values)}])")
+
+    cdef object _adopt_all(self, Output *outs, void **table_outs, Py_ssize_t n_batch):
+        """Hand every buffer to NumPy; a handed-over pointer is cleared so it is not freed."""
+        cdef cnp.npy_intp dims[3]
+        cdef Py_ssize_t j
+        cdef const RaggedSpec *spec
+        ragged = []
+        tables = []
+        dims[0] = n_batch
+        for j in range(self._n_ragged):
+            spec = &self._ragged[j]
+            dims[1] = outs[j].width
+            dims[2] = spec.n_cols
+            batch = _adopt(outs[j].data, 2 if spec.flat else 3, dims,
+                           cnp.NPY_FLOAT64 if spec.out64 else cnp.NPY_FLOAT32, pooled=True)
+            outs[j].data = NULL
+            lengths = _adopt(outs[j].lengths, 1, dims, cnp.NPY_INT64)
+            outs[j].lengths = NULL
+            ragged.append((batch, lengths))
+        for j in range(self._n_tables):
+            dims[1] = self._tables[j].row_bytes // self.tables[j].itemsize
+            tables.append(_adopt(table_outs[j], 2, dims,
+                                 cnp.NPY_FLOAT64 if self.tables[j].dtype == _F64 else cnp.NPY_FLOAT32))
+            table_outs[j] = NULL
+        return ragged, tables

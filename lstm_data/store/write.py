@@ -1,0 +1,283 @@
+"""Precompute every batch of an epoch into a zarr v3 store (design §7).
+
+:func:`precompute` builds the batches of epoch 0 of ``Batches(dataset, spec,
+batch_size, shuffle, seed)`` on worker threads (the kernels release the GIL, and
+threads share the one dataset: nothing is copied per worker), writes them in
+order into a temporary store next to the output, and renames it into place.
+:func:`open_batches` reads it back with the ``Batches`` interface.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lstm_data._util.checks import check_count
+from lstm_data._util.safe_output import check_not_input
+from lstm_data.batching.batches import Batches
+from lstm_data.batching.spec import LENGTHS_SUFFIX, BatchSpec
+from lstm_data.data.dataset import Dataset
+from lstm_data.store.format import (
+    ATTR,
+    STORE_FORMAT,
+    STORE_VERSION,
+    compare_metadata,
+    fingerprint,
+)
+from lstm_data.store.read import (
+    PrecomputedBatches,
+    open_batches,
+    read_metadata,
+    stored_metadata,
+)
+
+__all__ = ["precompute", "open_batches", "PrecomputedBatches", "PrecomputeSummary"]
+
+#: target uncompressed bytes per chunk of an output array
+_CHUNK_BYTES = 1 << 21
+
+
+@dataclass
+class PrecomputeSummary:
+    """What :func:`precompute` wrote (or found up to date)."""
+
+    path: str
+    n_batches: int
+    n_rows: int
+    seconds: float
+    outputs: dict[str, dict] = field(default_factory=dict)  # name -> {"dtype", "shape"}
+    reused: bool = False
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.n_rows / self.seconds if self.seconds > 0 else float("inf")
+
+    def table(self) -> str:
+        """A plain-text table: outputs, shapes, dtypes, batches, rows/s."""
+        head = f"{'output':<28} {'shape (B, ...)':<24} {'dtype':<8}"
+        lines = [head, "-" * len(head)]
+        for name, info in self.outputs.items():
+            lines.append(f"{name:<28} {info['shape']:<24} {info['dtype']:<8}")
+        lines.append("-" * len(head))
+        state = "reused (up to date)" if self.reused else f"{self.rows_per_second:,.0f} rows/s"
+        lines.append(f"{self.n_batches} batches, {self.n_rows} rows -> {self.path}  [{state}]")
+        return "\n".join(lines)
+
+
+class _ChunkWriter:
+    """Appends batches to a 1-D zarr array, writing whole chunks only (no read-modify-write)."""
+
+    def __init__(self, array, chunk: int) -> None:
+        self.array = array
+        self.chunk = chunk
+        self.pos = 0  # elements written to the array
+        self.pending: list[np.ndarray] = []
+        self.n_pending = 0
+
+    def append(self, values: np.ndarray) -> None:
+        flat = values.reshape(-1)
+        self.pending.append(flat)
+        self.n_pending += len(flat)
+        if self.n_pending >= self.chunk:
+            self._flush(final=False)
+
+    def _flush(self, final: bool) -> None:
+        if not self.n_pending:
+            return
+        buf = np.concatenate(self.pending) if len(self.pending) > 1 else self.pending[0]
+        n = len(buf) if final else (len(buf) // self.chunk) * self.chunk
+        if n:
+            self.array[self.pos:self.pos + n] = buf[:n]
+            self.pos += n
+        rest = buf[n:]
+        self.pending = [rest] if len(rest) else []
+        self.n_pending = len(rest)
+
+    def close(self) -> None:
+        self._flush(final=True)
+
+
+def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
+    """Every output's shape in every batch, from row lengths alone (no values read)."""
+    n = len(batches)
+    sizes = np.array([len(batches.rows_of(i)) for i in range(n)], dtype=np.int64)
+    shapes: dict[str, np.ndarray] = {}
+    builder = batches.builder
+    for f in batches.fields:
+        fld = f.field
+        if f.group is None:
+            shapes[f.name] = np.column_stack([sizes, np.full(n, len(fld.vars))])
+            continue
+        if fld.max_len is not None and fld.fixed:
+            widths = np.full(n, fld.max_len)
+        else:
+            lens = builder.row_lengths(f.group)
+            widths = np.array([int(lens[batches.rows_of(i)].max()) if sizes[i] else 0 for i in range(n)])
+            if fld.max_len is not None:
+                widths = np.minimum(widths, fld.max_len)
+        shapes[f.name] = np.column_stack([sizes, widths, np.full(n, len(fld.vars))])
+        if fld.lengths:
+            shapes[f.name + LENGTHS_SUFFIX] = sizes.reshape(-1, 1)
+    for t in batches.spec.target_names:
+        shapes[t + "_weights"] = sizes.reshape(-1, 1)
+    return shapes
+
+
+def _describe(shapes: np.ndarray) -> str:
+    if not len(shapes):
+        return "(no batches)"
+    cols = ["B"]
+    for j in range(1, shapes.shape[1]):
+        lo, hi = int(shapes[:, j].min()), int(shapes[:, j].max())
+        cols.append(str(hi) if lo == hi else f"{lo}..{hi}")
+    return "(" + ", ".join(cols) + ")"
+
+
+def _metadata(dataset: Dataset, spec: BatchSpec, batch_size: int, seed: int, shuffle: Any) -> dict:
+    return {"format": STORE_FORMAT, "version": STORE_VERSION, "spec": spec.to_dict(),
+            "batch_size": int(batch_size), "seed": int(seed), "shuffle": shuffle,
+            "fingerprint": fingerprint(dataset), "source": list(getattr(dataset, "source", ()))}
+
+
+def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, batch_size: int = 1024,
+               seed: int = 0, shuffle: Any = True, workers: int = 1, force: bool = False,
+               progress: bool = True, compress: bool = True) -> PrecomputeSummary:
+    """Write every batch of epoch 0 to the zarr v3 store ``out``, atomically.
+
+    Parameters
+    ----------
+    dataset, spec, batch_size, seed, shuffle
+        As for :class:`~lstm_data.batching.batches.Batches`.
+    out
+        The store to write. If it exists and records the same spec, batch size,
+        seed, shuffle and data fingerprint, it is reused as is.
+    workers
+        Threads building batches.
+    force
+        Replace an existing batch store made with other settings or data. Anything
+        else at ``out`` (a dataset, an unrelated directory) is never replaced.
+    progress
+        Show a tqdm progress bar (batches/s) when tqdm is installed.
+    compress
+        zstd (level 1) chunks; ``False`` stores raw chunks.
+
+    Raises
+    ------
+    StoreMismatchError
+        ``out`` exists with other settings or data and ``force`` is off.
+    FileExistsError
+        ``out`` exists and is not a precomputed batch store.
+    ValueError
+        ``out`` is, holds or lies inside one of the dataset's source files.
+    """
+    import zarr
+
+    out = Path(out)
+    started = time.perf_counter()
+    seed = check_count(seed, "seed")
+    check_not_input(out, getattr(dataset, "source", ()))
+    meta = _metadata(dataset, spec, batch_size, seed, shuffle)
+    if out.exists():
+        try:
+            recorded = read_metadata(out)
+        except Exception as exc:  # noqa: BLE001 - not a batch store: never replaced, even with force
+            if not (force and _is_batch_store(out)):  # force may replace an old-version store
+                raise FileExistsError(f"{out} exists and is not a precomputed batch store ({exc}); "
+                                      "remove it yourself or choose another output") from None
+            recorded = None
+        if recorded is not None and not force:
+            compare_metadata(recorded, {k: meta[k] for k in ("spec", "batch_size", "seed", "shuffle",
+                                                             "fingerprint")}, where=str(out))
+            return _summary_of(out, time.perf_counter() - started, reused=True)
+
+    batches = Batches(dataset, spec, batch_size=batch_size, shuffle=shuffle, seed=seed)
+    names = spec.flat_names(weights=True)
+    shapes = _batch_shapes(batches)
+    sig = spec.signature()
+    dtypes = {n: (sig[n].dtype if n in sig else np.dtype(np.float32)) for n in names}
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+        data, index = root.create_group("data"), root.create_group("_index")
+        writers = {}
+        for n in names:
+            counts = np.prod(shapes[n], axis=1)
+            offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            chunk = max(1, _CHUNK_BYTES // dtypes[n].itemsize)
+            codecs = {"compressors": zarr.codecs.ZstdCodec(level=1)} if compress else {"compressors": None}
+            arr = data.create_array(n, shape=(int(offsets[-1]),), chunks=(chunk,), dtype=dtypes[n], **codecs)
+            index.create_array(f"{n}.offsets", data=offsets)
+            index.create_array(f"{n}.shapes", data=shapes[n].astype(np.int64))
+            writers[n] = _ChunkWriter(arr, chunk)
+        bar = _progress(len(batches), progress)
+        try:
+            for i, batch in enumerate(batches.iter(workers=workers)):
+                for n, values in spec.flatten(batch, as_dict=True).items():
+                    if values.shape != tuple(shapes[n][i]):
+                        raise RuntimeError(f"batch {i} output {n!r} has shape {values.shape}, "
+                                           f"planned {tuple(shapes[n][i])}")
+                    writers[n].append(values)
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+        for w in writers.values():
+            w.close()
+        meta.update(n_batches=len(batches), n_rows=batches.n_rows, outputs=names)
+        root.attrs[ATTR] = meta  # written last: a half-written store is never taken as complete
+        _replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return _summary_of(out, time.perf_counter() - started)
+
+
+def _is_batch_store(path: Path) -> bool:
+    """Whether ``path`` is a batch store of any version (which ``force`` may replace)."""
+    try:
+        return stored_metadata(path) is not None
+    except Exception:  # noqa: BLE001 - unreadable: not ours to replace
+        return False
+
+
+def _replace(tmp: Path, out: Path) -> None:
+    """Move ``tmp`` to ``out``, replacing any old store only once the new one is complete."""
+    if out.exists():
+        trash = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, trash)
+        os.replace(tmp, out)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.replace(tmp, out)
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="batch", desc="precompute", dynamic_ncols=True)
+
+
+def _summary_of(path: Path, seconds: float, *, reused: bool = False) -> PrecomputeSummary:
+    import zarr
+
+    meta = read_metadata(path)
+    index = zarr.open_group(str(path), mode="r")["_index"]
+    spec = BatchSpec.from_dict(meta["spec"])
+    sig = spec.signature()
+    outputs = {}
+    for n in meta["outputs"]:
+        dtype = str(sig[n].dtype) if n in sig else "float32"
+        outputs[n] = {"dtype": dtype, "shape": _describe(index[f"{n}.shapes"][:])}
+    return PrecomputeSummary(str(path), int(meta["n_batches"]), int(meta["n_rows"]), seconds, outputs,
+                             reused)
