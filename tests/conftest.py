@@ -1,9 +1,16 @@
-"""Shared fixtures. ``backend`` runs a kernel test once per available backend."""
+"""Shared fixtures.
+
+``backend`` runs a kernel test once per available backend (compiled and twin);
+``twins`` gives both at once. ``ds`` is a seeded synthetic NOvA-like dataset,
+one per test module: a module sets ``DS_ROWS`` and ``DS_SEED`` to choose it
+(default 3000 rows, seed 7).
+"""
 from __future__ import annotations
 
 import pytest
 
 from lstm_data import kernels as _kernels
+from lstm_data.data.synthetic import make_dataset
 
 
 def _available_backends() -> list[str]:
@@ -31,3 +38,9 @@ def twins():
     if "cython" not in BACKENDS:
         pytest.skip("compiled core not built")
     return _kernels.load_backend("cython"), _kernels.load_backend("python")
+
+
+@pytest.fixture(scope="module")
+def ds(request):
+    """The module's synthetic dataset: ``DS_ROWS`` rows (default 3000) from ``DS_SEED`` (default 7)."""
+    return make_dataset(getattr(request.module, "DS_ROWS", 3000), seed=getattr(request.module, "DS_SEED", 7))

@@ -27,8 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-import lstm_data
-from lstm_data import Batches, BatchSpec
+from lstm_data.batching import Batches, BatchSpec
 from lstm_data.bench.ceiling import (
     machine_ceilings,
     waive_without_two_cores,
@@ -37,6 +36,7 @@ from lstm_data.bench.ceiling import (
 from lstm_data.bench.data import BenchData
 from lstm_data.bench.timing import Report, interleaved_medians
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS
+from lstm_data.io import open as open_dataset
 
 __all__ = ["run"]
 
@@ -233,10 +233,10 @@ def stage_block(report: Report, data: BenchData, quick: bool) -> None:
     without read-ahead (the same windows, each loaded once).
     """
     spec = BatchSpec.from_lstm_ee(CONFIG)
-    disk = lstm_data.open(data.zarr)  # its own handle: the other's read-ahead is not counted
+    disk = open_dataset(data.zarr)  # its own handle: the other's read-ahead is not counted
     disk.io_stats.track_chunks()
     ram = Batches(data.dataset, spec, batch_size=BATCH, shuffle=True, seed=0)
-    block = Batches(lstm_data.open(data.zarr), spec, batch_size=BATCH, shuffle="block", seed=0)
+    block = Batches(open_dataset(data.zarr), spec, batch_size=BATCH, shuffle="block", seed=0)
     counted = Batches(disk, spec, batch_size=BATCH, shuffle="block", seed=0, read_ahead=False)
     times: dict[str, list[float]] = {"disk": [], "seq": [], "ram": []}
     max_reads = 0

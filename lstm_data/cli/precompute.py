@@ -44,13 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import lstm_data
     from lstm_data.batching.spec import BatchSpec
+    from lstm_data.io import open as open_dataset
     from lstm_data.store.write import precompute
 
     spec = BatchSpec.from_toml(args.spec)
     data = args.data[0] if len(args.data) == 1 else args.data
-    dataset = lstm_data.open(data)
+    dataset = open_dataset(data)
     shuffle = args.shuffle
     if shuffle == "auto":
         from lstm_data.data.dataset import InMemoryDataset

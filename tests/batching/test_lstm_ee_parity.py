@@ -1,4 +1,4 @@
-"""Parity with lstm_ee: BatchSpec.from_lstm_ee batches equal the legacy path's bitwise."""
+"""Parity with lstm_ee: BatchSpec.from_lstm_ee batches equal lstm_ee's path (tests/oracles) bitwise."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,25 +6,12 @@ import pytest
 
 import lstm_data
 from lstm_data import Batches, BatchSpec
-from lstm_data.bench.legacy_batches import LegacyCSVLoader, LegacyGenerator
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, write_csv
-
-pytest.importorskip("pandas")
+from tests.helpers import assert_same_arrays
+from tests.oracles.lstm_ee import LstmEeBatches
 
 CONFIG = dict(vars_input_slice=SLICE_VARS, vars_input_png3d=PNG3D_VARS, vars_input_png2d=PNG2D_VARS,
               var_target_total="trueE", var_target_primary="trueLepE")
-
-
-def _bits(a: np.ndarray) -> np.ndarray:
-    assert a.dtype == np.float32
-    return a.view(np.uint32)
-
-
-def _assert_bitwise(ours: dict, theirs: dict) -> None:
-    assert list(ours) == list(theirs)
-    for name in ours:
-        assert ours[name].shape == theirs[name].shape, name
-        np.testing.assert_array_equal(_bits(ours[name]), _bits(theirs[name]), err_msg=name)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +30,7 @@ def _datasets(csv_file):
 @pytest.mark.parametrize("max_prongs", [None, 3])
 def test_batches_equal_legacy_path_bitwise(csv_file, max_prongs):
     config = dict(CONFIG, max_prongs=max_prongs)
-    legacy = LegacyGenerator(LegacyCSVLoader(str(csv_file[0])), **config)
+    legacy = LstmEeBatches(str(csv_file[0]), **config)
     spec = BatchSpec.from_lstm_ee(config)
     for dataset in _datasets(csv_file):
         batches = Batches(dataset, spec, batch_size=512, seed=3)
@@ -51,8 +38,8 @@ def test_batches_equal_legacy_path_bitwise(csv_file, max_prongs):
             rows = batches.rows_of(i)
             x, y, w = batches[i]
             lx, ly, lw = legacy.get_data(rows)
-            _assert_bitwise(x, lx)
-            _assert_bitwise(y, ly)
+            assert_same_arrays(x, lx)
+            assert_same_arrays(y, ly)
             assert len(lw) == len(w) == 2
             for ours, theirs in zip(w.values(), lw):
                 np.testing.assert_array_equal(ours, theirs)

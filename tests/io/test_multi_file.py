@@ -12,6 +12,7 @@ from lstm_data.data import synthetic
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
+from tests.helpers import assert_same_dataset
 
 
 def concat_in_ram(parts):
@@ -22,15 +23,6 @@ def concat_in_ram(parts):
         lens = np.concatenate([np.diff(p.ragged(g)[1]) for p in parts])
         groups[g] = RaggedGroup(names, vals, np.concatenate([[0], np.cumsum(lens)]))
     return InMemoryDataset(scalars, groups)
-
-
-def assert_same(a, b):
-    assert a.scalar_names == b.scalar_names and a.groups == b.groups
-    for s in a.scalar_names:
-        assert a.scalar(s).tobytes() == b.scalar(s).tobytes(), s
-    for g in a.groups:
-        assert a.ragged(g)[0].tobytes() == b.ragged(g)[0].tobytes(), g
-        assert np.array_equal(a.ragged(g)[1], b.ragged(g)[1]), g
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +44,7 @@ def files(parts, tmp_path_factory):
 def test_open_list_mixes_formats(files, parts):
     ds = lstm_data.open(files)
     assert isinstance(ds, ConcatDataset) and len(ds) == 2001
-    assert_same(ds, concat_in_ram(parts))
+    assert_same_dataset(ds, concat_in_ram(parts))
 
 
 def test_random_rows_across_files(files, parts):
@@ -60,7 +52,7 @@ def test_random_rows_across_files(files, parts):
     ref = concat_in_ram(parts)
     rows = np.random.default_rng(0).integers(0, len(ds), 500)
     rows[:3] = [700, 0, 2000]  # the one-row file, first and last row
-    assert_same(ds.take(rows), ref.take(rows))
+    assert_same_dataset(ds.take(rows), ref.take(rows))
     assert np.array_equal(ds.offsets("png"), ref.ragged("png")[1])
 
 
@@ -72,7 +64,7 @@ def test_locate_uses_cumulative_counts(files):
 
 def test_glob_pattern_sorted(files, parts):
     ds = lstm_data.open(str(files[0].parent / "part*.zarr"))
-    assert_same(ds, concat_in_ram([parts[0], parts[2]]))
+    assert_same_dataset(ds, concat_in_ram([parts[0], parts[2]]))
     with pytest.raises(FileNotFoundError, match="matches no file"):
         lstm_data.open(str(files[0].parent / "nothing*.zarr"))
 
@@ -81,7 +73,7 @@ def test_pickle_keeps_it_cheap(files):
     ds = lstm_data.open(files)
     blob = pickle.dumps(ds)
     assert len(blob) < 10_000
-    assert_same(pickle.loads(blob).take([5, 1500]), ds.take([5, 1500]))
+    assert_same_dataset(pickle.loads(blob).take([5, 1500]), ds.take([5, 1500]))
 
 
 def test_mismatched_columns_name_file_and_difference(tmp_path):
@@ -111,7 +103,7 @@ def test_a_header_only_csv_among_parts_adds_no_rows_and_no_mismatch(tmp_path):
     paths = [tmp_path / "a.csv", tmp_path / "empty.csv", tmp_path / "b.csv"]
     ds = lstm_data.open(paths)
     assert len(ds) == 50 and str(paths[1]) in ds.source
-    assert_same(ds, lstm_data.open([paths[0], paths[2]]))
+    assert_same_dataset(ds, lstm_data.open([paths[0], paths[2]]))
     (tmp_path / "other.csv").write_text(header + ",extra\n")  # other names: still a mismatch
     with pytest.raises(SchemaError, match=r"extra") as err:
         lstm_data.open([paths[0], tmp_path / "other.csv"])

@@ -8,11 +8,12 @@ import sys
 
 import numpy as np
 import pytest
-from lstm_data._util import progress as _progress
 
 import lstm_data
+from lstm_data._util import progress as _progress
 from lstm_data.cli import main
 from lstm_data.data import synthetic
+from tests.helpers import assert_same_dataset
 
 
 @pytest.fixture(scope="module")
@@ -22,22 +23,13 @@ def csv_path(tmp_path_factory):
     return d / "ev.csv", generated
 
 
-def assert_bitwise(a, b):
-    assert a.scalar_names == b.scalar_names and a.groups == b.groups
-    for s in a.scalar_names:
-        assert a.scalar(s).tobytes() == b.scalar(s).tobytes(), s
-    for g in a.groups:
-        assert a.ragged(g)[0].tobytes() == b.ragged(g)[0].tobytes(), g
-        assert np.array_equal(a.ragged(g)[1], b.ragged(g)[1]), g
-
-
 def test_convert_to_zarr_and_hdf5(csv_path, tmp_path, capsys):
     src, _ = csv_path
     ref = lstm_data.open(src)
     assert main(["convert", str(src), str(tmp_path / "a.zarr")]) == 0
     assert main(["convert", str(tmp_path / "a.zarr"), str(tmp_path / "a.h5"), "--quiet"]) == 0
-    assert_bitwise(lstm_data.open(tmp_path / "a.zarr"), ref)
-    assert_bitwise(lstm_data.open(tmp_path / "a.h5"), ref)
+    assert_same_dataset(lstm_data.open(tmp_path / "a.zarr"), ref)
+    assert_same_dataset(lstm_data.open(tmp_path / "a.h5"), ref)
     err = capsys.readouterr()
     assert "wrote" in err.out and "1500 rows" in err.out
 
@@ -47,7 +39,7 @@ def test_convert_shuffle_is_seeded_permutation(csv_path, tmp_path):
     ref = lstm_data.open(src)
     assert main(["convert", str(src), str(tmp_path / "s.zarr"), "--shuffle", "5", "--quiet"]) == 0
     perm = np.random.default_rng(5).permutation(len(ref))
-    assert_bitwise(lstm_data.open(tmp_path / "s.zarr"), ref.take(perm))
+    assert_same_dataset(lstm_data.open(tmp_path / "s.zarr"), ref.take(perm))
 
 
 def test_convert_several_sources_and_schema(csv_path, tmp_path):

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from lstm_data.io.csv import reader as csv_reader
 
 from lstm_data.data.synthetic import write_csv
 from lstm_data.errors import BrokenRowsWarning, FormatError, ParseError, SchemaError
+from lstm_data.io.csv import reader as csv_reader
 from lstm_data.io.csv.reader import read_csv
 from lstm_data.io.schema import Schema
+from tests.helpers import assert_same_dataset
 
 _COMPRESS = {".gz": gzip.compress, ".xz": lzma.compress, ".bz2": bz2.compress}
 
@@ -30,29 +31,12 @@ def write_events(path: Path, n_rows: int, seed: int, dtype=np.float32):
     return want
 
 
-def bits(a):
-    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
-
-
-def assert_same(got, want):
-    assert got.scalar_names == want.scalar_names
-    assert got.groups == want.groups
-    assert len(got) == len(want)
-    for name in want.scalar_names:
-        assert got.scalar(name).dtype == want.scalar(name).dtype
-        np.testing.assert_array_equal(bits(got.scalar(name)), bits(want.scalar(name)))
-    for g in want.groups:
-        (gv, go), (wv, wo) = got.ragged(g), want.ragged(g)
-        np.testing.assert_array_equal(go, wo)
-        np.testing.assert_array_equal(bits(gv), bits(wv))
-
-
 @pytest.mark.parametrize("suffix", [".csv", ".csv.gz", ".csv.xz", ".csv.bz2"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_round_trip_compressed(tmp_path, suffix, dtype):
     path = tmp_path / f"events{suffix}"
     want = write_events(path, 700, seed=3, dtype=dtype)
-    assert_same(read_csv(path, dtype=dtype, block_size=4096), want)
+    assert_same_dataset(read_csv(path, dtype=dtype, block_size=4096), want)
 
 
 def test_compression_found_by_magic_not_extension(tmp_path):
@@ -61,7 +45,7 @@ def test_compression_found_by_magic_not_extension(tmp_path):
     assert path.read_bytes()[:2] == b"\x1f\x8b"
     renamed = tmp_path / "events.dat"
     path.rename(renamed)
-    assert_same(read_csv(renamed), want)
+    assert_same_dataset(read_csv(renamed), want)
 
 
 @pytest.mark.parametrize("suffix", [".csv.gz", ".csv.xz"])
@@ -265,4 +249,4 @@ def test_large_blocks_compressed_equal_plain(tmp_path):
     gz = tmp_path / "e.csv.gz"
     gz.write_bytes(gzip.compress(plain.read_bytes()) + gzip.compress(b""))  # two members
     for path in (plain, xz, gz):
-        assert_same(read_csv(path, block_size=1 << 16), want)
+        assert_same_dataset(read_csv(path, block_size=1 << 16), want)

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from lstm_data.adapters.lstm_ee import join_varr_arrays
-from lstm_data.bench.legacy import legacy_join_varr_arrays, to_object_columns
 from lstm_data.data.synthetic import make_dataset
+from tests.oracles.lstm_ee import join_varr_arrays as lstm_ee_join
+from tests.oracles.lstm_ee import object_columns
 
 
 def object_column(rows):
@@ -23,9 +24,9 @@ def test_empty_list_gives_none():
 def test_matches_lstm_ee_on_generated_rows(limit):
     ds = make_dataset(300, seed=4)
     values, offsets = ds.ragged("png")
-    columns = to_object_columns(values[:, :5], offsets)
+    columns = object_columns(values[:, :5], offsets)
     got = join_varr_arrays(columns, length_limit=limit)
-    want = legacy_join_varr_arrays(columns, length_limit=limit)
+    want = lstm_ee_join(columns, length_limit=limit)
     assert got.dtype == np.float32 and got.shape == want.shape
     assert got.tobytes() == want.tobytes()
 
@@ -37,7 +38,7 @@ def test_width_follows_first_variable_and_each_variable_pads_alone():
     assert got.shape == (2, 2, 2)
     np.testing.assert_array_equal(got[:, :, 0], [[1, 2], [3, np.nan]])
     np.testing.assert_array_equal(got[:, :, 1], [[10, 20], [np.nan, np.nan]])
-    np.testing.assert_array_equal(got, legacy_join_varr_arrays([first, second]))
+    np.testing.assert_array_equal(got, lstm_ee_join([first, second]))
 
 
 def test_float64_rows_are_rounded_like_lstm_ee():
@@ -45,7 +46,7 @@ def test_float64_rows_are_rounded_like_lstm_ee():
     col[:] = [np.array([0.1, 1e300]), np.array([1 / 3])]
     got = join_varr_arrays([col])
     with np.errstate(over="ignore"):
-        want = legacy_join_varr_arrays([col])
+        want = lstm_ee_join([col])
     assert got.tobytes() == want.tobytes()
 
 

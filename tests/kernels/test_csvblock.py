@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lstm_data.errors import ParseError, SchemaError
+from tests.helpers import bits
 
 NAMES = ["a", "p.x", "p.y", "q.z", "s", "b"]
 KINDS = ["scalar", "ragged", "ragged", "ragged", "skip", "scalar"]
@@ -33,10 +34,6 @@ def run(ns, data: bytes, cuts=(), *, dtype=np.float32, names=NAMES, kinds=KINDS,
     rows, line = parser.rows, parser.line
     scalars, grouped = parser.finish()
     return ("ok", rows, line, flags, scalars, grouped)
-
-
-def bits(a: np.ndarray) -> np.ndarray:
-    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
 
 
 def same(x, y) -> None:

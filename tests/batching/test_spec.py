@@ -2,20 +2,18 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from lstm_data import BatchSpec, Ragged, Scalars, SchemaError
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
+from tests.helpers import EXAMPLES
 
-EXAMPLE_TOML = Path(__file__).resolve().parents[1] / "examples" / "numu_v3.toml"
+EXAMPLE_TOML = EXAMPLES / "numu_v3.toml"
 
 
-@pytest.fixture(scope="module")
-def ds():
-    return make_dataset(200, seed=0)
+DS_ROWS, DS_SEED = 200, 0  # the ``ds`` fixture (tests/conftest.py)
 
 
 def _spec(**ragged):

@@ -9,11 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lstm_data import ParseError
-
-
-def bits(a: np.ndarray) -> np.ndarray:
-    return a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
-
+from tests.helpers import bits
 
 TOKENS = ["0", "-0", "+1.5", " 2.5 ", "1e-45", "3.4028236e38", "3.4028234e38", "1e400", "-1e400",
           "nan", "-nan", "NaN", "inf", "-Infinity", "INF", "+infinity", "1.", ".5", "-.5e-3",

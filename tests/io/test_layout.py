@@ -15,14 +15,11 @@ import zarr
 
 import lstm_data
 from lstm_data import FormatError
-from lstm_data.data import synthetic
 
 FORMATS = ["h5", "zarr"]
 
 
-@pytest.fixture(scope="module")
-def ds():
-    return synthetic.make_dataset(40, seed=3)
+DS_ROWS, DS_SEED = 40, 3  # the ``ds`` fixture (tests/conftest.py)
 
 
 def write(ds, tmp_path, fmt: str):

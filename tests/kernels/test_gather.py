@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_kernels_pad import ragged
+
+from tests.helpers import assert_bitwise, ragged
 
 
 def _jobs(seed=0):
@@ -36,21 +37,16 @@ def _separate(backend, jobs, tables, rows):
     return out, [t[rows] for t in tables]
 
 
-def _same(a, b):
-    assert a.shape == b.shape and a.dtype == b.dtype
-    assert a.tobytes() == b.tobytes()
-
-
 def test_matches_separate_kernel_calls(backend):
     jobs, tables = _jobs()
     rows = np.array([4, 0, 2, 2, 5, 1])
     padded, gathered = backend.BatchGather(jobs, tables)(rows)
     want_padded, want_tables = _separate(backend, jobs, tables, rows)
     for (batch, lengths), (w_batch, w_lengths) in zip(padded, want_padded):
-        _same(batch, w_batch)
-        _same(lengths, w_lengths)
+        assert_bitwise(batch, w_batch)
+        assert_bitwise(lengths, w_lengths)
     for got, want in zip(gathered, want_tables):
-        _same(got, want)
+        assert_bitwise(got, want)
     assert padded[1][0].shape == (6, 3, 1)  # capped at 3 (fixed=False); longest is 6
     assert padded[2][0].shape == (6, 4, 4)  # fixed width 4
 
@@ -103,7 +99,7 @@ def test_tables_of_any_row_size_equal_fancy_indexing(backend, dtype, width):
     rows = np.random.default_rng(1).integers(0, 300, 100)  # more rows than are prefetched ahead
     for picked in (rows, rows[:3], rows[:0]):
         (got,) = backend.BatchGather([], [table])(picked)[1]
-        _same(got, table[picked])
+        assert_bitwise(got, table[picked])
 
 
 def test_row_out_of_range_of_a_table_only(backend):
@@ -159,7 +155,7 @@ def test_threads_share_one_gather(backend):
     for t in threads:
         t.join()
     for i in range(16):
-        _same(got[i], want[i])
+        assert_bitwise(got[i], want[i])
 
 
 def test_reused_buffers_never_show_an_earlier_batch(twins):
@@ -181,8 +177,8 @@ def test_reused_buffers_never_show_an_earlier_batch(twins):
         rows = rng.integers(0, len(lengths), size)
         got, want = ours(rows)[0], twin(rows)[0]
         for (x, xl), (y, yl) in zip(got, want):
-            _same(x, y)
-            _same(xl, yl)
+            assert_bitwise(x, y)
+            assert_bitwise(xl, yl)
             x.fill(np.inf)  # garbage for the next batch that takes this buffer
         addresses.add(got[0][0].ctypes.data)
         del got, x, xl
@@ -199,7 +195,7 @@ def test_outputs_outlive_their_gather(backend):
     gc.collect()
     want = values.reshape(64, 40, 200)[::-1]
     for batch in batches:
-        _same(batch, want)
+        assert_bitwise(batch, want)
     del batches
     gc.collect()
 
@@ -230,6 +226,6 @@ def test_twins_bitwise_equal(twins, lengths, picks, max_len, fixed, sort_by, pad
         assert a == b
         return
     for (x, xl), (y, yl) in zip(a[0], b[0]):
-        _same(x, y)
-        _same(xl, yl)
-    _same(a[1][0], b[1][0])
+        assert_bitwise(x, y)
+        assert_bitwise(xl, yl)
+    assert_bitwise(a[1][0], b[1][0])

@@ -9,13 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-
-def ragged(lengths, n_vars=3, dtype=np.float32, seed=0):
-    rng = np.random.default_rng(seed)
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    values = rng.normal(size=(int(offsets[-1]), n_vars)).astype(dtype)
-    return values, offsets
+from tests.helpers import ragged
 
 
 def reference(values, offsets, rows, width, pad=np.nan, dtype=np.float32):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +12,7 @@ from lstm_data.cli import main
 from lstm_data.data.synthetic import make_dataset
 from lstm_data.store.format import StoreMismatchError
 from lstm_data.store.write import precompute
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from tests.helpers import EXAMPLES, assert_same_batch
 
 
 @pytest.fixture(scope="module")
@@ -22,17 +20,7 @@ def spec():
     return BatchSpec.from_toml(EXAMPLES / "numu_v3.toml")
 
 
-@pytest.fixture(scope="module")
-def ds():
-    return make_dataset(2500, seed=5)
-
-
-def _same(a, b):
-    for part_a, part_b in zip(a, b):
-        assert list(part_a) == list(part_b)
-        for k in part_a:
-            assert part_a[k].dtype == part_b[k].dtype
-            np.testing.assert_array_equal(part_a[k].view(np.uint8), part_b[k].view(np.uint8), err_msg=k)
+DS_ROWS, DS_SEED = 2500, 5  # the ``ds`` fixture (tests/conftest.py)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -48,7 +36,7 @@ def test_store_holds_exactly_the_epoch_batches(tmp_path, ds, spec, workers):
         live = Batches(ds, s, batch_size=300, seed=4)
         assert len(stored) == len(live)
         for i in range(len(live)):
-            _same(live[i], stored[i])
+            assert_same_batch(live[i], stored[i])
     assert not list(tmp_path.glob(".*tmp*"))  # the temp store was renamed away
 
 
@@ -85,7 +73,7 @@ def test_precomputed_batches_epochs_and_pickle(tmp_path, ds, spec):
     blob = pickle.dumps(stored)
     assert len(blob) < 2000
     back = pickle.loads(blob)
-    _same(back[3], stored[3])
+    assert_same_batch(back[3], stored[3])
     assert sum(1 for _ in stored.iter(workers=2)) == len(stored)
 
 
@@ -165,7 +153,7 @@ def test_precompute_of_a_group_without_values(tmp_path, ds, spec, rows):
     live = Batches(part, spec, batch_size=4, seed=1)
     assert len(stored) == len(live)
     for i in range(len(live)):
-        _same(live[i], stored[i])
+        assert_same_batch(live[i], stored[i])
 
 
 def test_precompute_never_replaces_its_input_or_an_unrelated_directory(tmp_path, ds, spec):

@@ -11,10 +11,10 @@ import zarr
 from zarr.storage import LocalStore, WrapperStore
 
 from lstm_data import FormatError
-from lstm_data.data import synthetic
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.io.zarr import ZarrDataset
+from tests.helpers import assert_same_dataset
 
 
 class CountingStore(WrapperStore):
@@ -29,21 +29,7 @@ class CountingStore(WrapperStore):
         return await self._store.get(key, prototype, byte_range)
 
 
-def assert_same(a, b):
-    assert a.scalar_names == b.scalar_names
-    assert a.groups == b.groups
-    for s in a.scalar_names:
-        x, y = a.scalar(s), b.scalar(s)
-        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), s
-    for g in a.groups:
-        (va, oa), (vb, ob) = a.ragged(g), b.ragged(g)
-        assert va.dtype == vb.dtype and va.shape == vb.shape and va.tobytes() == vb.tobytes(), g
-        assert np.array_equal(oa, ob), g
-
-
-@pytest.fixture(scope="module")
-def ds():
-    return synthetic.make_dataset(6000, seed=3)
+DS_ROWS, DS_SEED = 6000, 3  # the ``ds`` fixture (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +43,8 @@ def store(ds, tmp_path_factory):
 def test_round_trip_bitwise(ds, store):
     z = ZarrDataset(store)
     assert len(z) == len(ds)
-    assert_same(z, ds)
-    assert_same(z.load(), ds)
+    assert_same_dataset(z, ds)
+    assert_same_dataset(z.load(), ds)
 
 
 def test_layout_attributes_and_compression(ds, store):
@@ -76,7 +62,7 @@ def test_take_any_order_with_repeats(ds, store):
     z = ZarrDataset(store)
     rows = np.random.default_rng(0).integers(0, len(ds), 300)
     rows[:5] = rows[0]
-    assert_same(z.take(rows), ds.take(rows))
+    assert_same_dataset(z.take(rows), ds.take(rows))
     empty = z.take(np.zeros(0, dtype=np.intp))
     assert len(empty) == 0 and empty.ragged("png")[0].shape == (0, 33)
 
@@ -133,7 +119,7 @@ def test_pickle_sends_the_path_not_the_data(store):
     blob = pickle.dumps(z)
     assert len(blob) < 1000
     z2 = pickle.loads(blob)
-    assert_same(z2.take([5, 1, 5]), z.take([5, 1, 5]))
+    assert_same_dataset(z2.take([5, 1, 5]), z.take([5, 1, 5]))
 
 
 def test_permuted_and_streamed_write(ds, tmp_path):
@@ -142,7 +128,7 @@ def test_permuted_and_streamed_write(ds, tmp_path):
     ds.to_zarr(tmp_path / "p.zarr", permutation=perm, block_bytes=50_000,
                progress=lambda done, total: seen.append((done, total)))
     assert len(seen) > 3 and seen[-1][0] == seen[-1][1]
-    assert_same(ZarrDataset(tmp_path / "p.zarr"), ds.take(perm))
+    assert_same_dataset(ZarrDataset(tmp_path / "p.zarr"), ds.take(perm))
     with pytest.raises(ValueError, match="permutation"):
         ds.to_zarr(tmp_path / "bad.zarr", permutation=np.zeros(len(ds), dtype=int))
     assert not (tmp_path / "bad.zarr").exists()
@@ -170,7 +156,7 @@ def test_failed_write_leaves_nothing(ds, tmp_path):
         ds.to_zarr(tmp_path / "x.zarr")
     with pytest.raises(RuntimeError):
         bad.to_zarr(tmp_path / "x.zarr", block_bytes=50_000, overwrite=True)
-    assert_same(ZarrDataset(tmp_path / "x.zarr"), ds)  # the old store survives
+    assert_same_dataset(ZarrDataset(tmp_path / "x.zarr"), ds)  # the old store survives
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.zarr"]
 
 
@@ -189,8 +175,8 @@ def test_empty_rows_and_empty_group(tmp_path):
                                               np.zeros(4, np.int64))})
     ds.to_zarr(tmp_path / "e.zarr")
     z = ZarrDataset(tmp_path / "e.zarr")
-    assert_same(z, ds)
-    assert_same(z.take([2, 1, 0, 1]), ds.take([2, 1, 0, 1]))
+    assert_same_dataset(z, ds)
+    assert_same_dataset(z.take([2, 1, 0, 1]), ds.take([2, 1, 0, 1]))
 
 
 # -- direct chunk decoding and the contiguous-run path ---------------------------------------
@@ -204,8 +190,8 @@ def test_local_store_decodes_chunks_directly(ds, store):
     rng = np.random.default_rng(5)
     for rows in (np.arange(17, 4100), np.concatenate([np.arange(3000, 3400), np.arange(10, 900)]),
                  rng.integers(0, len(ds), 500)):
-        assert_same(z.take(rows), ds.take(rows))
-        assert_same(counting.take(rows), ds.take(rows))
+        assert_same_dataset(z.take(rows), ds.take(rows))
+        assert_same_dataset(counting.take(rows), ds.take(rows))
 
 
 def test_runs_of_rows_decode_each_chunk_once(ds, store):
@@ -236,8 +222,8 @@ def test_chunks_equal_to_the_fill_value_are_not_stored_but_read(tmp_path):
     ds.to_zarr(tmp_path / "f.zarr", chunk_bytes=4096)
     z = ZarrDataset(tmp_path / "f.zarr")
     assert z._disk_groups["png"].read_into is not None
-    assert_same(z, ds)
-    assert_same(z.take(np.arange(100, 3500)), ds.take(np.arange(100, 3500)))
+    assert_same_dataset(z, ds)
+    assert_same_dataset(z.take(np.arange(100, 3500)), ds.take(np.arange(100, 3500)))
 
 
 def test_zstd_and_uncompressed_stores_read_directly(ds, tmp_path):
@@ -245,7 +231,7 @@ def test_zstd_and_uncompressed_stores_read_directly(ds, tmp_path):
 
     for cname in ("zstd", "blosclz"):
         ds.to_zarr(tmp_path / f"{cname}.zarr", cname=cname, clevel=1, chunk_bytes=16 << 10)
-        assert_same(ZarrDataset(tmp_path / f"{cname}.zarr").take(np.arange(50, 3000)),
+        assert_same_dataset(ZarrDataset(tmp_path / f"{cname}.zarr").take(np.arange(50, 3000)),
                     ds.take(np.arange(50, 3000)))
     root = zarr.open_group(tmp_path / "plain.zarr", mode="w", zarr_format=3)
     for name, codec in (("zstd", ZstdCodec(level=1)), ("raw", None)):
@@ -284,7 +270,7 @@ def test_chunk_of_another_chunking_is_a_format_error(ds, tmp_path, direction):
     assert err.value.file == str(chunk)
     if direction == "short":  # numcodecs' decode(out=) alone would accept this frame
         assert re.search(r"decodes to \d+ bytes, expected \d+", str(err.value))
-    assert_same(z.take(np.arange(0, 5)), ds.take(np.arange(0, 5)))  # other chunks still read
+    assert_same_dataset(z.take(np.arange(0, 5)), ds.take(np.arange(0, 5)))  # other chunks still read
 
 
 def test_truncated_chunk_is_a_format_error_naming_it(ds, tmp_path):

@@ -15,18 +15,7 @@ from lstm_data.data import synthetic
 from lstm_data.io.dispatch import detect_format
 from lstm_data.io.hdf5 import HDF5Dataset
 from lstm_data.io.zarr import ZarrDataset
-
-
-def assert_bitwise(a, b):
-    assert len(a) == len(b)
-    assert a.scalar_names == b.scalar_names and a.groups == b.groups
-    for s in a.scalar_names:
-        x, y = a.scalar(s), b.scalar(s)
-        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), s
-    for g in a.groups:
-        (va, oa), (vb, ob) = a.ragged(g), b.ragged(g)
-        assert va.dtype == vb.dtype and va.shape == vb.shape and va.tobytes() == vb.tobytes(), g
-        assert oa.tobytes() == ob.tobytes(), g
+from tests.helpers import assert_same_dataset
 
 
 @pytest.fixture(scope="module")
@@ -41,16 +30,16 @@ def csv_file(tmp_path_factory):
 def test_round_trip_csv_zarr_hdf5_bitwise(csv_file, tmp_path):
     path, generated = csv_file
     from_csv = lstm_data.open(path)
-    assert_bitwise(from_csv, generated)  # the CSV reader reads what was written
+    assert_same_dataset(from_csv, generated)  # the CSV reader reads what was written
     from_csv.to_zarr(tmp_path / "e.zarr")
     from_csv.to_hdf5(tmp_path / "e.h5")
     z, h = lstm_data.open(tmp_path / "e.zarr"), lstm_data.open(tmp_path / "e.h5")
     assert isinstance(z, ZarrDataset) and isinstance(h, HDF5Dataset)
-    assert_bitwise(z, from_csv)
-    assert_bitwise(h, from_csv)
+    assert_same_dataset(z, from_csv)
+    assert_same_dataset(h, from_csv)
     rows = np.random.default_rng(3).permutation(len(from_csv))[:700]
-    assert_bitwise(z.take(rows), from_csv.take(rows))
-    assert_bitwise(h.take(rows), from_csv.take(rows))
+    assert_same_dataset(z.take(rows), from_csv.take(rows))
+    assert_same_dataset(h.take(rows), from_csv.take(rows))
 
 
 def test_csv_with_schema_float64_round_trip(csv_file, tmp_path):
@@ -59,7 +48,7 @@ def test_csv_with_schema_float64_round_trip(csv_file, tmp_path):
     ds = lstm_data.open(path, schema=schema)
     assert ds.ragged("png")[0].dtype == np.float64
     ds.to_zarr(tmp_path / "f64.zarr")
-    assert_bitwise(lstm_data.open(tmp_path / "f64.zarr"), ds)
+    assert_same_dataset(lstm_data.open(tmp_path / "f64.zarr"), ds)
 
 
 def test_detection_by_content_not_extension(csv_file, tmp_path):
@@ -68,7 +57,7 @@ def test_detection_by_content_not_extension(csv_file, tmp_path):
     with lzma.open(path) as src, gzip.open(disguised, "wb") as dst:
         shutil.copyfileobj(src, dst)
     assert detect_format(disguised) == "csv"
-    assert_bitwise(lstm_data.open(disguised), generated)
+    assert_same_dataset(lstm_data.open(disguised), generated)
     h5_named_csv = tmp_path / "really_hdf5.csv"
     generated.take(np.arange(10)).to_hdf5(h5_named_csv)
     assert detect_format(h5_named_csv) == "hdf5"

@@ -9,6 +9,7 @@ import pytest
 import lstm_data
 from lstm_data import Batches, BatchSpec, Ragged, Scalars, kernels
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
+from tests.helpers import assert_same_arrays
 
 SPEC = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
                          "input_png3d": Ragged(PNG3D_VARS[:5], max_len=6, sort_by="png.calE",
@@ -17,9 +18,7 @@ SPEC = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
                  targets={"target_total": Scalars(["trueE"])})
 
 
-@pytest.fixture(scope="module")
-def ds():
-    return make_dataset(3000, seed=7)
+DS_ROWS, DS_SEED = 3000, 7  # the ``ds`` fixture (tests/conftest.py)
 
 
 def _rows(b: Batches) -> np.ndarray:
@@ -37,12 +36,6 @@ def _reference(ds, rows):
     return {"input_slice": sl, "input_png3d": png3d, "input_png3d_lengths": lens, "input_png2d": png2d}
 
 
-def _equal(a: dict, b: dict) -> None:
-    assert list(a) == list(b)
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-
-
 def test_len_and_last_batch(ds):
     assert len(Batches(ds, SPEC, batch_size=1000)) == 3
     b = Batches(ds, SPEC, batch_size=700, seed=0)
@@ -57,7 +50,7 @@ def test_batch_content_matches_an_independent_build(ds):
     b = Batches(ds, SPEC, batch_size=512, seed=4)
     x, y, w = b[3]
     rows = b.rows_of(3)
-    _equal(x, _reference(ds, rows))
+    assert_same_arrays(x, _reference(ds, rows))
     np.testing.assert_array_equal(y["target_total"][:, 0], ds.scalar("trueE")[rows])
     np.testing.assert_array_equal(w["target_total"], np.ones(512, dtype=np.float32))
 
@@ -147,7 +140,7 @@ def test_threads_give_the_same_batches(ds):
     threaded = list(b.iter(workers=3, prefetch_batches=5))
     assert len(threaded) == len(b)
     for s, t in zip(serial, threaded):
-        _equal(s[0], t[0])
+        assert_same_arrays(s[0], t[0])
 
 
 def test_block_shuffle_in_ram_covers_every_row_and_mixes(ds):
@@ -156,7 +149,7 @@ def test_block_shuffle_in_ram_covers_every_row_and_mixes(ds):
     assert sorted(rows) == list(range(3000))
     assert not np.array_equal(rows, np.arange(3000))
     for i in (0, 7, len(b) - 1):  # batches straddling windows included
-        _equal(b[i][0], _reference(ds, b.rows_of(i)))
+        assert_same_arrays(b[i][0], _reference(ds, b.rows_of(i)))
     b.on_epoch_end()
     assert not np.array_equal(rows, _rows(b))
 
@@ -169,7 +162,7 @@ def test_block_shuffle_on_disk_reads_each_chunk_at_most_twice(tmp_path):
     b = Batches(disk, SPEC, batch_size=512, shuffle="block", seed=4)
     b._blocks.next_epoch_ahead = False  # count this epoch's reads only
     for i in range(len(b)):
-        _equal(b[i][0], _reference(data, b.rows_of(i)))
+        assert_same_arrays(b[i][0], _reference(data, b.rows_of(i)))
     counts = disk.io_stats.per_chunk
     assert counts and max(counts.values()) <= 2
     n_chunks = {key for key, _ in counts}
@@ -190,10 +183,10 @@ def test_block_shuffle_reads_the_next_epochs_first_window_ahead(tmp_path):
     assert ahead is not None  # claimed while epoch 0 ended, before anyone asked for it
     ahead.result(timeout=30)
     b.on_epoch_end()
-    _equal(b[0][0], _reference(data, b.rows_of(0)))
+    assert_same_arrays(b[0][0], _reference(data, b.rows_of(0)))
     assert source._windows.peek((1, 0)) is ahead  # epoch 1 started on the window read ahead
     for i in range(len(b)):
-        _equal(b[i][0], _reference(data, b.rows_of(i)))
+        assert_same_arrays(b[i][0], _reference(data, b.rows_of(i)))
 
 
 def test_a_spare_worker_makes_the_next_epochs_order_during_the_epoch(ds):
@@ -218,7 +211,7 @@ def test_a_spare_worker_makes_the_next_epochs_order_during_the_epoch(ds):
     fresh = Batches(ds, SPEC, batch_size=256, seed=3)
     fresh.set_epoch(1)
     for mine, theirs in zip(b.iter(workers=2), fresh):
-        _equal(mine[0], theirs[0])
+        assert_same_arrays(mine[0], theirs[0])
     for no_order in (Batches(ds, SPEC, batch_size=256, shuffle=False),
                      Batches(ds, SPEC, batch_size=256, seed=3, cache="ram")):
         list(no_order.iter(workers=2))
@@ -231,7 +224,7 @@ def test_pickled_batches_rebuild_the_same_batches(ds):
     back = pickle.loads(pickle.dumps(b))
     assert back.epoch == 1
     for part_a, part_b in zip(b[4], back[4]):
-        _equal(part_a, part_b)
+        assert_same_arrays(part_a, part_b)
 
 
 def test_argument_errors(ds):
@@ -263,7 +256,7 @@ def test_argument_errors(ds):
     weights[17] = -0.5  # negative weights (NLO generators) are fine
     Batches(ds, SPEC, weights=weights)
     n = len(b)
-    _equal(b[-n][0], b[0][0])
+    assert_same_arrays(b[-n][0], b[0][0])
     for bad_index in (-n - 1, n):  # the index as given, not after wrapping
         with pytest.raises(IndexError, match=rf"batch index {bad_index} out of range for {n} batches"):
             b[bad_index]
@@ -282,7 +275,7 @@ def test_block_shuffle_reads_ahead_each_window_once(tmp_path):
     assert not Batches(data, SPEC, shuffle="block")._blocks.read_ahead  # in RAM: no thread
     seen = [b[i][0] for i in range(len(b))]
     for i, got in enumerate(seen):
-        _equal(got, _reference(data, b.rows_of(i)))
+        assert_same_arrays(got, _reference(data, b.rows_of(i)))
     assert b._blocks.block_loads == len(b._blocks.bounds) - 1  # every block loaded exactly once
     assert max(disk.io_stats.per_chunk.values()) <= 2
 
@@ -305,7 +298,7 @@ def test_block_shuffle_failed_window_load_is_retried(tmp_path, monkeypatch):
     monkeypatch.setattr(type(disk), "take", flaky)
     with pytest.raises(OSError, match="transient"):
         b[0]
-    _equal(b[0][0], _reference(data, b.rows_of(0)))
+    assert_same_arrays(b[0][0], _reference(data, b.rows_of(0)))
 
 
 def test_prefetch_order_bound_errors_and_early_close():

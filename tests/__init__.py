@@ -1,0 +1,1 @@
+"""lstm_data test suite: one folder per package layer (kernels, data, io, batching, store, adapters, cli, bench)."""
