@@ -28,6 +28,9 @@ class _Located(ValueError):
         and are appended to the message.
     """
 
+    #: set in ``__init__`` like the other location keys; declared for type checkers
+    variable: str | None
+
     def __init__(self, message: str, **where: Any) -> None:
         unknown = set(where) - set(_WHERE_KEYS)
         if unknown:

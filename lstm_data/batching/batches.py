@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
@@ -21,8 +21,11 @@ from lstm_data.batching.block_shuffle import BlockSource
 from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.epoch import EpochIteration
 from lstm_data.batching.order import BlockPlan, fresh_seed, shuffled_order, split_rows
-from lstm_data.batching.spec import BatchSpec
+from lstm_data.batching.spec import Arrays, Batch, BatchSpec, OutputSignature
 from lstm_data.data.dataset import Dataset, InMemoryDataset
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = ["Batches"]
 
@@ -144,9 +147,10 @@ class Batches(EpochIteration):
         forksafe.register(self)
         self._target_names = self.spec.target_names
         self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to)
-        self._plans: OnceCache[int, Any] = OnceCache(keep=2)  # this epoch's order and the next
-        self._ram: dict[int, tuple] = {}
-        self._blocks = None
+        # this epoch's order and the next
+        self._plans: OnceCache[int, BlockPlan | np.ndarray] = OnceCache(keep=2)
+        self._ram: dict[int, Batch] = {}
+        self._blocks: BlockSource | None = None
         if self.shuffle == "block":
             view = None if self._view is None else np.sort(self._view)
             self._blocks = BlockSource(self.dataset, view, self.fields, self.batch_size,
@@ -154,7 +158,8 @@ class Batches(EpochIteration):
                                        nan_to=self.nan_to, read_ahead=self._read_ahead)
             # cached batches never come back to the blocks after epoch 0
             self._blocks.next_epoch_ahead = self.cache != "ram"
-            self._blocks.plan_of = self._plan_of
+            # with blocks every plan is a BlockPlan (_make_plan); the cast only tells the type checker
+            self._blocks.plan_of = cast("Callable[[int], BlockPlan]", self._plan_of)
 
     @property
     def builder(self) -> BatchBuilder:
@@ -175,14 +180,14 @@ class Batches(EpochIteration):
     def _order_epoch(self) -> int:
         return 0 if self.cache == "ram" else self.epoch
 
-    def _plan(self):
+    def _plan(self) -> BlockPlan | np.ndarray:
         """The row order of the current epoch: positions into the view (made once per epoch)."""
         return self._plan_of(self._order_epoch())
 
-    def _plan_of(self, epoch: int):
+    def _plan_of(self, epoch: int) -> BlockPlan | np.ndarray:
         return self._plans.get(epoch, lambda: self._make_plan(epoch))
 
-    def _make_plan(self, epoch: int):
+    def _make_plan(self, epoch: int) -> BlockPlan | np.ndarray:
         if self._blocks is not None:
             return self._blocks.plan(self.seed, epoch)
         if self.shuffle:
@@ -202,7 +207,7 @@ class Batches(EpochIteration):
             return int(shuffled_order(len(self), self.seed, self.epoch)[index])
         return index
 
-    def _positions(self, slot: int) -> np.ndarray:
+    def _positions(self, slot: int) -> npt.NDArray[np.intp]:
         plan = self._plan()
         order = plan.order if isinstance(plan, BlockPlan) else plan
         return order[slot * self.batch_size:(slot + 1) * self.batch_size]
@@ -219,7 +224,7 @@ class Batches(EpochIteration):
         return view[pos]
 
     # -- batches ----------------------------------------------------------------------------------
-    def __getitem__(self, index: int) -> tuple[dict, dict, dict]:
+    def __getitem__(self, index: int) -> Batch:
         slot = self._batch_slot(self._check_index(index))
         if self.cache == "ram":
             hit = self._ram.get(slot)
@@ -228,18 +233,24 @@ class Batches(EpochIteration):
             return tuple(dict(part) for part in hit)  # type: ignore[return-value]
         return self._build(slot)
 
-    def _build(self, slot: int) -> tuple[dict, dict, dict]:
+    def _build(self, slot: int) -> Batch:
         positions = self._positions(slot)
         if self._blocks is not None:
             lo = slot * self.batch_size
-            inputs, targets = self._blocks.build(self._plan(), self._order_epoch(), lo, lo + len(positions))
-            rows = positions if self._view is None else self._blocks.rows[positions]
+            plan = self._plan()
+            assert isinstance(plan, BlockPlan)  # with blocks every plan is a BlockPlan (_make_plan)
+            inputs, targets = self._blocks.build(plan, self._order_epoch(), lo, lo + len(positions))
+            if self._view is None:
+                rows = positions
+            else:
+                assert self._blocks.rows is not None  # the blocks of a view hold its sorted rows
+                rows = self._blocks.rows[positions]
         else:
             rows = positions if self._view is None else self._view[positions]
             inputs, targets = self._builder.build(rows)
         return inputs, targets, self._weights_for(rows, targets)
 
-    def _weights_for(self, rows: np.ndarray, targets: dict) -> dict:
+    def _weights_for(self, rows: np.ndarray, targets: Arrays) -> Arrays:
         if self._weights is None:
             w = np.ones(len(rows), dtype=np.float32)
         else:
@@ -266,15 +277,15 @@ class Batches(EpochIteration):
         seed = self.seed if seed is None else check_count(seed, "seed")
         train_pos, test_pos = split_rows(self.n_rows, test_size, seed)
         base = np.arange(len(self.dataset), dtype=np.intp) if self._view is None else self._view
-        common = dict(batch_size=self.batch_size, seed=self.seed, drop_last=self.drop_last,
-                      weights=self._weights, nan_to=self.nan_to, cache=self.cache,
-                      block_rows=self._block_sizes[0], window_rows=self._block_sizes[1])
+        common: dict[str, Any] = dict(batch_size=self.batch_size, seed=self.seed, drop_last=self.drop_last,
+                                      weights=self._weights, nan_to=self.nan_to, cache=self.cache,
+                                      block_rows=self._block_sizes[0], window_rows=self._block_sizes[1])
         train = Batches(self.dataset, self.spec, shuffle=self.shuffle, rows=base[train_pos], **common)
         val_shuffle = "block" if self.shuffle == "block" else False
         val = Batches(self.dataset, self.spec, shuffle=val_shuffle, rows=base[test_pos], **common)
         return train, val
 
-    def signature(self) -> dict:
+    def signature(self) -> dict[str, OutputSignature]:
         """The spec's output signature (see :meth:`BatchSpec.signature`)."""
         return self.spec.signature()
 
@@ -283,7 +294,7 @@ class Batches(EpochIteration):
                 f"shuffle={self.shuffle!r}, seed={self.seed}, epoch={self.epoch})")
 
     # -- pickling: never the arrays of an in-RAM dataset -------------------------------------------
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items()
                  if k not in ("_lock", "_builder", "_plans", "_ram", "_blocks", "fields", "_target_names")}
         if isinstance(self.dataset, InMemoryDataset):
@@ -293,7 +304,7 @@ class Batches(EpochIteration):
             state["_weights"] = None  # re-read from the column after unpickling
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if self._weights is None and isinstance(self._weights_spec, str):
             self._weights = self._resolve_weights(self._weights_spec)
@@ -301,7 +312,7 @@ class Batches(EpochIteration):
         self._setup_runtime()
 
 
-def _frozen(batch: tuple[dict, dict, dict]) -> tuple[dict, dict, dict]:
+def _frozen(batch: Batch) -> Batch:
     """``batch`` with every array made read-only (for the RAM cache)."""
     for part in batch:
         for array in part.values():

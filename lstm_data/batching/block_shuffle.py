@@ -15,7 +15,7 @@ when a core is free. Every window is still read once.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -23,9 +23,12 @@ from lstm_data._util import forksafe
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.order import BlockPlan, block_bounds
-from lstm_data.batching.spec import ResolvedField
+from lstm_data.batching.spec import Arrays, ResolvedField
 from lstm_data.data.concat import concat_datasets
 from lstm_data.data.dataset import Dataset, InMemoryDataset
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = ["BlockSource", "value_chunk_rows"]
 
@@ -125,7 +128,8 @@ class BlockSource:
 
     def window(self, plan: BlockPlan, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
         """A builder over the RAM copy of ``window`` and the sorted view positions it holds."""
-        future = self._windows.prepare((epoch, window), lambda: self._load(plan, epoch, window))
+        future: Future[tuple[BatchBuilder, np.ndarray]] = self._windows.prepare(
+            (epoch, window), lambda: self._load(plan, epoch, window))
         if self.read_ahead and window + 1 < len(plan.window_block_ids):
             self._load_ahead(plan, epoch, window + 1)
         elif self.read_ahead and self.next_epoch_ahead and self.plan_of is not None:
@@ -156,7 +160,7 @@ class BlockSource:
             self.block_loads += len(ids)
         return BatchBuilder(piece, self.fields, nan_to=self.nan_to), held
 
-    def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int):
+    def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int) -> tuple[Arrays, Arrays]:
         """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows)."""
         positions = plan.order[lo:hi]
         parts = []

@@ -10,13 +10,13 @@ then padded. There is no per-row Python work.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
 from lstm_data import kernels
 from lstm_data.batching.fields import Ragged
-from lstm_data.batching.spec import LENGTHS_SUFFIX, ResolvedField
+from lstm_data.batching.spec import LENGTHS_SUFFIX, Arrays, ResolvedField
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 
 __all__ = ["BatchBuilder"]
@@ -45,11 +45,13 @@ class BatchBuilder:
         self._scalar_tables: dict[str, np.ndarray] = {}
         self._row_lengths: dict[str, np.ndarray] = {}
         self._group_has_nan: dict[str, bool] = {}
-        self._gather = None  # the in-RAM BatchGather, made at first use
+        self._gather: kernels.BatchGather | None = None  # the in-RAM BatchGather, made at first use
         self._groups_needed = list(dict.fromkeys(f.group for f in self.fields if f.group is not None))
         # all of a group's columns in order: let the kernel copy whole prong records
+        # (a field with a group always has its columns: the cast only tells the type checker)
         self._columns = {f.name: None if f.group is not None and np.array_equal(
-            f.columns, np.arange(len(dataset.groups[f.group]))) else f.columns for f in self.fields}
+            cast(np.ndarray, f.columns), np.arange(len(dataset.groups[f.group]))) else f.columns
+            for f in self.fields}
 
     # -- cached per-dataset tables (built once, lazily; safe to race) ----------------------
     def _scalar_table(self, f: ResolvedField) -> np.ndarray:
@@ -91,15 +93,17 @@ class BatchBuilder:
         return self.nan_to is not None and f.role == "input"
 
     # -- building ------------------------------------------------------------------------------
-    def gather_jobs(self) -> tuple[list[dict], list[np.ndarray]]:
+    def gather_jobs(self) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
         """The in-RAM ``BatchGather`` arguments: one ragged job per padded field, one table
         per scalar field, each in field order."""
-        ragged, tables = [], []
+        ragged: list[dict[str, Any]] = []
+        tables: list[np.ndarray] = []
         for f in self.fields:
             if f.group is None:
                 tables.append(self._scalar_table(f))
                 continue
-            spec: Ragged = f.field
+            spec = f.field
+            assert isinstance(spec, Ragged)  # a field with a group is a Ragged one
             values, offsets = self.dataset.ragged(f.group)
             ragged.append(dict(
                 values=values, offsets=offsets, max_len=spec.max_len, fixed=spec.fixed,
@@ -108,13 +112,13 @@ class BatchBuilder:
                 truncating=spec.truncating, dtype=spec.np_dtype))
         return ragged, tables
 
-    def gather_kernel(self):
+    def gather_kernel(self) -> kernels.BatchGather:
         """The in-RAM :class:`kernels.BatchGather` of every field (made once, at first use)."""
         if self._gather is None:
             self._gather = kernels.BatchGather(*self.gather_jobs())
         return self._gather
 
-    def build(self, rows: np.ndarray) -> tuple[dict, dict]:
+    def build(self, rows: np.ndarray) -> tuple[Arrays, Arrays]:
         """The ``(inputs, targets)`` of ``rows`` (dataset rows, in batch order)."""
         rows = np.asarray(rows, dtype=np.intp)
         if self.in_ram:
@@ -129,11 +133,12 @@ class BatchBuilder:
             else:
                 batch, lengths = self._ragged(f, *gathered[f.group])
                 dest[f.name] = batch
+                assert isinstance(f.field, Ragged)  # a field with a group is a Ragged one
                 if f.field.lengths:
                     dest[f.name + LENGTHS_SUFFIX] = lengths
         return inputs, targets
 
-    def _build_in_ram(self, rows: np.ndarray) -> tuple[dict, dict]:
+    def _build_in_ram(self, rows: np.ndarray) -> tuple[Arrays, Arrays]:
         padded, tables = self.gather_kernel()(rows)
         padded_it, tables_it = iter(padded), iter(tables)
         inputs: dict[str, np.ndarray] = {}
@@ -147,6 +152,7 @@ class BatchBuilder:
             if self._masks(f) and self._has_nan(f.group, self.dataset.ragged(f.group)[0]):
                 np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
             dest[f.name] = batch
+            assert isinstance(f.field, Ragged)  # a field with a group is a Ragged one
             if f.field.lengths:
                 dest[f.name + LENGTHS_SUFFIX] = lengths
         return inputs, targets
@@ -161,13 +167,18 @@ class BatchBuilder:
         return out
 
     def _pad_value(self, f: ResolvedField) -> float:
+        assert isinstance(f.field, Ragged)  # only padded fields have a pad value
         pad = f.field.pad_value
-        return self.nan_to if self._masks(f) and math.isnan(pad) else pad
+        if self._masks(f) and math.isnan(pad):
+            assert self.nan_to is not None  # _masks(f) implies it
+            return self.nan_to
+        return pad
 
     def _ragged(self, f: ResolvedField, values: np.ndarray,
                 offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pad one field of a group read for this batch only (on-disk path)."""
-        spec: Ragged = f.field
+        spec = f.field
+        assert isinstance(spec, Ragged) and f.group is not None  # only Ragged fields are padded
         width = spec.max_len
         if width is not None and not spec.fixed:
             lens = np.diff(offsets)

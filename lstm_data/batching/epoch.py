@@ -6,10 +6,13 @@
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from lstm_data._util.checks import check_count
 from lstm_data.batching.prefetch import prefetch
+
+if TYPE_CHECKING:
+    from lstm_data.batching.spec import Batch
 
 __all__ = ["EpochIteration"]
 
@@ -24,11 +27,16 @@ class EpochIteration:
     epoch: int
     _lock: threading.Lock
 
-    def __iter__(self) -> Iterator[tuple[dict, dict, dict]]:
+    if TYPE_CHECKING:  # provided by the subclasses
+        def __len__(self) -> int: ...
+
+        def __getitem__(self, index: int) -> Batch: ...
+
+    def __iter__(self) -> Iterator[Batch]:
         return self.iter()
 
     def iter(self, workers: int = 1,
-             prefetch_batches: int | None = None) -> Iterator[tuple[dict, dict, dict]]:
+             prefetch_batches: int | None = None) -> Iterator[Batch]:
         """Yield the batches of the current epoch in order, built ahead on ``workers`` threads.
 
         Parameters

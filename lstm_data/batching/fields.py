@@ -15,7 +15,7 @@ _DTYPES = {"float32": np.float32, "float64": np.float64}
 
 
 def _dtype_name(dtype: Any, where: str) -> str:
-    dt = np.dtype(dtype)
+    dt: np.dtype[Any] = np.dtype(dtype)
     if dt.name not in _DTYPES:
         raise SchemaError(f"{where}: dtype must be float32 or float64, got {dt.name}")
     return dt.name
@@ -63,7 +63,7 @@ class Scalars:
     def np_dtype(self) -> np.dtype:
         return np.dtype(self.dtype)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"type": "scalars", "vars": list(self.vars), "dtype": self.dtype}
 
     def __repr__(self) -> str:
@@ -128,10 +128,11 @@ class Ragged:
             pad = float(pad_value)
         except (TypeError, ValueError):
             raise SchemaError(f"{where}: pad_value must be a number, got {pad_value!r}") from None
-        values = dict(vars=_var_list(vars, where), max_len=None if max_len is None else int(max_len),
-                      pad_value=pad, sort_by=sort_by, descending=bool(descending), padding=padding,
-                      truncating=truncating, lengths=bool(lengths), dtype=_dtype_name(dtype, where),
-                      fixed=bool(fixed))
+        values: dict[str, Any] = dict(
+            vars=_var_list(vars, where), max_len=None if max_len is None else int(max_len),
+            pad_value=pad, sort_by=sort_by, descending=bool(descending), padding=padding,
+            truncating=truncating, lengths=bool(lengths), dtype=_dtype_name(dtype, where),
+            fixed=bool(fixed))
         for key, val in values.items():
             object.__setattr__(self, key, val)
 
@@ -139,7 +140,7 @@ class Ragged:
     def np_dtype(self) -> np.dtype:
         return np.dtype(self.dtype)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["vars"] = list(self.vars)
         out["pad_value"] = _json_float(self.pad_value)
@@ -173,7 +174,7 @@ def field_from_dict(table: Mapping[str, Any], *, where: str = "field") -> Field:
         raise SchemaError(f"{where}: expected a table, got {table!r}")
     opts = dict(table)
     kind = opts.pop("type", None)
-    classes = {"scalars": Scalars, "ragged": Ragged}
+    classes: dict[str, type[Scalars] | type[Ragged]] = {"scalars": Scalars, "ragged": Ragged}
     if kind not in classes:
         raise SchemaError(f"{where}: type must be 'scalars' or 'ragged', got {kind!r}")
     cls = classes[kind]

@@ -14,7 +14,9 @@ __all__ = ["epoch_rng", "shuffled_order", "BlockPlan", "block_bounds", "split_ro
 
 def fresh_seed() -> int:
     """A random 63-bit seed, drawn when the user gives none (stored so the run can be repeated)."""
-    return int(np.random.SeedSequence().entropy % (2 ** 63))
+    entropy = np.random.SeedSequence().entropy
+    assert isinstance(entropy, int)  # drawn from the OS when none is given: always an int
+    return int(entropy % (2 ** 63))
 
 
 def epoch_rng(seed: int, epoch: int, stream: int = 0) -> np.random.Generator:
@@ -129,7 +131,7 @@ class BlockPlan:
 
     order: np.ndarray
     window_starts: np.ndarray
-    window_block_ids: list
+    window_block_ids: list[np.ndarray]
     local: np.ndarray
 
     @classmethod

@@ -17,12 +17,17 @@ Example
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from lstm_data.batching.fields import Field, Ragged, Scalars, field_from_dict
 from lstm_data.errors import SchemaError
+
+if TYPE_CHECKING:
+    from os import PathLike
+
+    from lstm_data.data.dataset import Dataset
 
 __all__ = ["BatchSpec", "Scalars", "Ragged", "OutputSignature", "ResolvedField", "LENGTHS_SUFFIX",
            "WEIGHTS_SUFFIX"]
@@ -31,6 +36,11 @@ __all__ = ["BatchSpec", "Scalars", "Ragged", "OutputSignature", "ResolvedField",
 LENGTHS_SUFFIX = "_lengths"
 #: suffix of a target's weights in flat names
 WEIGHTS_SUFFIX = "_weights"
+
+#: One part of a batch: output name -> array.
+Arrays = dict[str, np.ndarray]
+#: A batch: ``(inputs, targets, weights)``.
+Batch = tuple[Arrays, Arrays, Arrays]
 
 
 @dataclass(frozen=True)
@@ -43,10 +53,10 @@ class OutputSignature:
     name: str
     role: str  # "input" | "target"
     dtype: np.dtype
-    shape: tuple
+    shape: tuple[int | None, ...]
 
     @property
-    def sample_shape(self) -> tuple:
+    def sample_shape(self) -> tuple[int | None, ...]:
         """The shape without the batch dimension (what ``keras.Input(shape=...)`` takes)."""
         return self.shape[1:]
 
@@ -157,7 +167,8 @@ class BatchSpec:
         return names
 
     # -- flattening at framework borders ---------------------------------------------
-    def flatten(self, batch: Sequence[Mapping[str, Any]], *, as_dict: bool = False):
+    def flatten(self, batch: Sequence[Mapping[str, Any]], *,
+                as_dict: bool = False) -> tuple[Any, ...] | dict[str, Any]:
         """``(inputs, targets[, weights])`` dicts -> a flat tuple (or dict) in :meth:`flat_names` order.
 
         Raises
@@ -179,7 +190,7 @@ class BatchSpec:
                 flat[t + WEIGHTS_SUFFIX] = batch[2][t]
         return flat if as_dict else tuple(flat.values())
 
-    def unflatten(self, flat: Sequence[Any] | Mapping[str, Any]) -> tuple[dict, ...]:
+    def unflatten(self, flat: Sequence[Any] | Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
         """A flat tuple or dict (from :meth:`flatten`) -> ``(inputs, targets[, weights])``.
 
         Raises
@@ -206,7 +217,7 @@ class BatchSpec:
         return inputs, targets
 
     # -- validation ---------------------------------------------------------------------
-    def validate(self, dataset) -> list[ResolvedField]:
+    def validate(self, dataset: Dataset) -> list[ResolvedField]:
         """Check every variable against ``dataset`` and map names to columns.
 
         Returns
@@ -225,7 +236,7 @@ class BatchSpec:
         scalars = set(dataset.scalar_names)
         groups = dataset.groups
         prong_vars = {v: g for g, names in groups.items() for v in names}
-        resolved = []
+        resolved: list[ResolvedField] = []
         for role, name, fld in self.fields():
             where = f"{role} {name!r}"
             if isinstance(fld, Scalars):
@@ -238,7 +249,7 @@ class BatchSpec:
                     raise _in(where, unknown_name_error("scalar", v, sorted(scalars)))
                 resolved.append(ResolvedField(name, role, fld))
                 continue
-            owners = []
+            owners: list[str] = []
             for v in list(fld.vars) + ([fld.sort_by] if fld.sort_by is not None else []):
                 if v not in prong_vars:
                     if v in scalars and len(dataset) == 0:
@@ -269,7 +280,7 @@ class BatchSpec:
         return resolved
 
     # -- serialisation ------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (NaN and infinities as strings) that :meth:`from_dict` reads back."""
         return {"inputs": {n: f.to_dict() for n, f in self.inputs.items()},
                 "targets": {n: f.to_dict() for n, f in self.targets.items()}}
@@ -285,7 +296,7 @@ class BatchSpec:
         if unknown:
             raise SchemaError(f"{source}: unknown top-level keys {sorted(unknown)}; "
                               "expected 'inputs' and 'targets'")
-        parts = {}
+        parts: dict[str, dict[str, Field]] = {}
         for part in ("inputs", "targets"):
             tables = data.get(part, {})
             if not isinstance(tables, Mapping):
@@ -295,7 +306,7 @@ class BatchSpec:
         return cls(**parts)
 
     @classmethod
-    def from_toml(cls, path) -> "BatchSpec":
+    def from_toml(cls, path: str | PathLike[str]) -> "BatchSpec":
         """Load a spec from a TOML file with ``[inputs.NAME]`` / ``[targets.NAME]`` tables.
 
         Example file::
@@ -327,7 +338,7 @@ class BatchSpec:
         longest row capped at ``max_prongs`` (per batch, not fixed), and
         ``target_total`` / ``target_primary`` (B, 1) float32.
         """
-        def get(key):
+        def get(key: str) -> Any:
             if isinstance(config, Mapping):
                 return config.get(key)
             return getattr(config, key, None)

@@ -1,4 +1,4 @@
-"""An lstm_ee-style batch path, written from lstm_ee's documentation, for benchmarks and parity.
+"""An lstm_ee-style batch path, written from lstm_ee's documentation, as a benchmark baseline.
 
 What lstm_ee did (its "Data Handling" notes, seeds/004): the CSV is read whole
 into a ``pandas.DataFrame`` whose prong cells stay text (``"0.2,0.334,0.564"``);
@@ -9,7 +9,8 @@ row, the arrays are joined into a NaN-padded ``(B, P, V)`` float32 array whose
 Scalars become ``(B, S)`` float32, each target ``(B, 1)``; weights are ones per
 target.
 
-This module is a baseline to measure against, never used by the package.
+This module is a baseline to measure against, never used by the package (the parity tests
+have an oracle of their own, tests/oracles/lstm_ee.py).
 pandas is a bench/test-only dependency, imported when a loader is made.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ with its own chunk-aware reads, and the pieces are put back in request order.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -103,7 +103,7 @@ class ConcatDataset(Dataset):
         file_of = np.searchsorted(self.cumulative, rows, side="right") - 1
         return file_of, rows - self.cumulative[file_of]
 
-    def _split(self, rows: np.ndarray):
+    def _split(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """Per file with rows: ``(file index, positions in request, local rows)``."""
         file_of, local = self.locate(rows)
         order = np.argsort(file_of, kind="stable")
@@ -113,7 +113,7 @@ class ConcatDataset(Dataset):
             if len(pos):
                 yield f, pos, local[pos].astype(np.intp)
 
-    def _scalar(self, name, rows):
+    def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:
         if rows is None:
             return np.concatenate([d.scalar(name) for d in self.datasets])
         parts = [(pos, self.datasets[f].scalar(name, loc)) for f, pos, loc in self._split(rows)]
@@ -124,7 +124,7 @@ class ConcatDataset(Dataset):
             out[pos] = col
         return out
 
-    def _offsets(self, group):
+    def _offsets(self, group: str) -> np.ndarray:
         return self._join_offsets([np.diff(d.offsets(group)) for d in self.datasets])
 
     @staticmethod
@@ -134,7 +134,7 @@ class ConcatDataset(Dataset):
         np.cumsum(lens, out=out[1:])
         return out
 
-    def _ragged(self, group, rows):
+    def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         if rows is None:
             parts = [d.ragged(group) for d in self.datasets]
             return (np.concatenate([p[0] for p in parts]),

@@ -46,7 +46,7 @@ def unknown_name_error(kind: str, name: str, known: Sequence[str]) -> SchemaErro
     return SchemaError(f"unknown {kind} {name!r}{hint} (known: {len(known)} {kind}s)", variable=name)
 
 
-def as_rows(rows, n: int) -> np.ndarray | None:
+def as_rows(rows: Any, n: int) -> np.ndarray | None:
     """Normalise a row selection to an intp array (``None`` stays ``None``).
 
     Raises
@@ -120,7 +120,7 @@ class Dataset:
                 f"groups: {groups or 'none'})")
 
     # -- access ----------------------------------------------------------
-    def scalar(self, name: str, rows=None) -> np.ndarray:
+    def scalar(self, name: str, rows: Any = None) -> np.ndarray:
         """One scalar column, whole or at ``rows`` (any order, repeats allowed)."""
         if name not in self._scalar_names:
             owner = next((g for g, names in self._groups.items() if name in names), None)
@@ -130,7 +130,7 @@ class Dataset:
             raise unknown_name_error("scalar", name, self._scalar_names)
         return self._scalar(name, as_rows(rows, self._n_rows))
 
-    def ragged(self, group: str, rows=None) -> tuple[np.ndarray, np.ndarray]:
+    def ragged(self, group: str, rows: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """A ragged group's ``(values (total, V), offsets (n + 1,))``, whole or at ``rows``."""
         if group not in self._groups:
             raise unknown_name_error("group", group, list(self._groups))
@@ -142,7 +142,7 @@ class Dataset:
             raise unknown_name_error("group", group, list(self._groups))
         return self._offsets(group)
 
-    def take(self, rows) -> "InMemoryDataset":
+    def take(self, rows: Any) -> "InMemoryDataset":
         """An in-RAM dataset of ``rows``, in the order given."""
         sel = as_rows(rows, self._n_rows)
         if sel is None:
@@ -228,11 +228,11 @@ class InMemoryDataset(Dataset):
         return (sum(v.nbytes for v in self._scalars.values())
                 + sum(g.values.nbytes + g.offsets.nbytes for g in self._ragged_groups.values()))
 
-    def _scalar(self, name, rows):
+    def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:
         col = self._scalars[name]
         return col if rows is None else col[rows]
 
-    def _ragged(self, group, rows):
+    def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         rg = self._ragged_groups[group]
         if rows is None:
             return rg.values, rg.offsets

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -39,7 +39,8 @@ def lengths_of(offsets: np.ndarray) -> np.ndarray:
     return np.diff(offsets).astype(np.int64, copy=False)
 
 
-def take_ragged(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray):
+def take_ragged(values: np.ndarray, offsets: np.ndarray,
+                rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Gather ragged ``rows`` (any order, repeats allowed) into new compact arrays.
 
     Returns
@@ -75,7 +76,7 @@ class RaggedGroup:
     names: list[str]
     values: np.ndarray
     offsets: np.ndarray
-    attrs: dict = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.names = list(self.names)

@@ -18,6 +18,7 @@ import tempfile
 import threading
 import weakref
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -55,11 +56,13 @@ class MappedDataset:
                   for i, (g, names) in enumerate(self.groups.items())}
         return InMemoryDataset(scalars, groups, source=self.source)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., InMemoryDataset],
+                                  tuple[str, list[str], dict[str, list[str]], tuple[str, ...]]]:
         return (_open_mapped, (self.directory, self.scalars, self.groups, self.source))
 
 
-def _open_mapped(directory, scalars, groups, source) -> InMemoryDataset:
+def _open_mapped(directory: str, scalars: list[str], groups: dict[str, list[str]],
+                 source: tuple[str, ...]) -> InMemoryDataset:
     return MappedDataset(directory, scalars, groups, source).open()
 
 

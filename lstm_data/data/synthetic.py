@@ -17,11 +17,15 @@ import io
 import lzma
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 __all__ = ["SLICE_VARS", "TARGET_VARS", "PNG3D_VARS", "PNG2D_VARS", "make_dataset", "write_csv",
            "open_text_for_write"]
@@ -73,8 +77,8 @@ def _multiplicity(rng: np.random.Generator, n: int, kind: str) -> np.ndarray:
     return np.minimum(rng.poisson(1.5, n), 12).astype(np.int64)
 
 
-def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype=np.float32,
-                 exact: bool = False):
+def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype: DTypeLike = np.float32,
+                 exact: bool = False) -> InMemoryDataset:
     """Generate a NOvA-like :class:`~lstm_data.data.dataset.InMemoryDataset`.
 
     Parameters
@@ -103,8 +107,8 @@ def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype=np.float32,
     return InMemoryDataset(scalars, groups)
 
 
-def open_text_for_write(path: str | os.PathLike, level: int | None = None, *,
-                        like: str | os.PathLike | None = None) -> io.TextIOBase:
+def open_text_for_write(path: str | os.PathLike[str], level: int | None = None, *,
+                        like: str | os.PathLike[str] | None = None) -> io.TextIOBase:
     """Open ``path`` for writing text, compressed by the extension (.gz, .xz, .bz2) of
     ``like`` (default: ``path`` itself)."""
     p = str(path)
@@ -125,8 +129,8 @@ def _texts(column: np.ndarray) -> list[str]:
     return repr(column.tolist())[1:-1].split(", ")
 
 
-def write_csv(path: str | os.PathLike, n_rows: int = 100_000, seed: int = 0, *,
-              level: int | None = None, dtype=np.float32) -> InMemoryDataset:
+def write_csv(path: str | os.PathLike[str], n_rows: int = 100_000, seed: int = 0, *,
+              level: int | None = None, dtype: DTypeLike = np.float32) -> InMemoryDataset:
     """Write a lstm_ee-style CSV of a generated dataset and return the dataset.
 
     Scalars are plain cells; each prong variable is one quoted cell holding a
@@ -157,7 +161,7 @@ def write_csv(path: str | os.PathLike, n_rows: int = 100_000, seed: int = 0, *,
     return _cast(ds, dtype)
 
 
-def _cast(ds: InMemoryDataset, dtype) -> InMemoryDataset:
+def _cast(ds: InMemoryDataset, dtype: DTypeLike) -> InMemoryDataset:
     scalars = {s: ds.scalar(s).astype(dtype) for s in ds.scalar_names}
     groups = {g: RaggedGroup(ds.groups[g], ds.ragged(g)[0].astype(dtype), ds.ragged(g)[1])
               for g in ds.groups}

@@ -122,7 +122,7 @@ class CsvBlockParser:
         return np.frombuffer(bytes(self._flags), dtype=np.uint8).copy()
 
     # -- feeding -------------------------------------------------------------
-    def feed(self, data, final: bool = False) -> int:
+    def feed(self, data: bytes | bytearray | memoryview, final: bool = False) -> int:
         """Parse every complete record of ``data``; return the bytes consumed.
 
         ``data[consumed:]`` is an incomplete last record: pass it again at the

@@ -5,6 +5,8 @@ give bitwise-equal output and raise the same exception types.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from lstm_data.kernels._args import (
@@ -17,12 +19,17 @@ from lstm_data.kernels._args import (
     check_ragged,
 )
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
 __all__ = ["pad_ragged"]
 
 
-def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, columns=None,
-               sort_by=None, descending=True, padding="post", truncating="post",
-               dtype=np.float32, out=None):
+def pad_ragged(values: ArrayLike, offsets: ArrayLike, rows: ArrayLike | None = None, *,
+               max_len: int | None = None, pad_value: float = np.nan, columns: ArrayLike | None = None,
+               sort_by: int | None = None, descending: bool = True, padding: str = "post",
+               truncating: str = "post", dtype: DTypeLike = np.float32,
+               out: np.ndarray[Any, Any] | None = None) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Gather ragged rows into one fixed-size padded batch.
 
     Parameters

@@ -60,7 +60,8 @@ def cell_text(cell: Any, index: int) -> str | None:
     )
 
 
-def parse_float_lists(cells: Sequence[Any], dtype: Any = np.float32, sep: str = ","):
+def parse_float_lists(cells: Sequence[Any] | np.ndarray[Any, Any], dtype: Any = np.float32,
+                      sep: str = ",") -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Parse separated-number cells into one flat values array plus offsets.
 
     Parameters
