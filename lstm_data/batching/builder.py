@@ -15,7 +15,6 @@ from typing import Any, Sequence, cast
 import numpy as np
 
 from lstm_data import kernels
-from lstm_data.batching.fields import Ragged
 from lstm_data.batching.spec import LENGTHS_SUFFIX, Arrays, ResolvedField
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 
@@ -102,8 +101,7 @@ class BatchBuilder:
             if f.group is None:
                 tables.append(self._scalar_table(f))
                 continue
-            spec = f.field
-            assert isinstance(spec, Ragged)  # a field with a group is a Ragged one
+            spec = f.ragged
             values, offsets = self.dataset.ragged(f.group)
             ragged.append(dict(
                 values=values, offsets=offsets, max_len=spec.max_len, fixed=spec.fixed,
@@ -133,8 +131,7 @@ class BatchBuilder:
             else:
                 batch, lengths = self._ragged(f, *gathered[f.group])
                 dest[f.name] = batch
-                assert isinstance(f.field, Ragged)  # a field with a group is a Ragged one
-                if f.field.lengths:
+                if f.ragged.lengths:
                     dest[f.name + LENGTHS_SUFFIX] = lengths
         return inputs, targets
 
@@ -152,8 +149,7 @@ class BatchBuilder:
             if self._masks(f) and self._has_nan(f.group, self.dataset.ragged(f.group)[0]):
                 np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
             dest[f.name] = batch
-            assert isinstance(f.field, Ragged)  # a field with a group is a Ragged one
-            if f.field.lengths:
+            if f.ragged.lengths:
                 dest[f.name + LENGTHS_SUFFIX] = lengths
         return inputs, targets
 
@@ -167,8 +163,7 @@ class BatchBuilder:
         return out
 
     def _pad_value(self, f: ResolvedField) -> float:
-        assert isinstance(f.field, Ragged)  # only padded fields have a pad value
-        pad = f.field.pad_value
+        pad = f.ragged.pad_value
         if self._masks(f) and math.isnan(pad):
             assert self.nan_to is not None  # _masks(f) implies it
             return self.nan_to
@@ -177,8 +172,8 @@ class BatchBuilder:
     def _ragged(self, f: ResolvedField, values: np.ndarray,
                 offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pad one field of a group read for this batch only (on-disk path)."""
-        spec = f.field
-        assert isinstance(spec, Ragged) and f.group is not None  # only Ragged fields are padded
+        spec = f.ragged
+        assert f.group is not None  # padded fields have a group
         width = spec.max_len
         if width is not None and not spec.fixed:
             lens = np.diff(offsets)

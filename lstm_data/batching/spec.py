@@ -84,6 +84,13 @@ class ResolvedField:
     columns: np.ndarray | None = None
     sort_column: int | None = None
 
+    @property
+    def ragged(self) -> Ragged:
+        """The declared field of a padded output (one with a ``group``): always a ``Ragged``."""
+        if not isinstance(self.field, Ragged):
+            raise TypeError(f"output {self.name!r} is a Scalars field, not a padded one")
+        return self.field
+
 
 class BatchSpec:
     """The outputs of a batch: named input and target fields.

@@ -14,7 +14,15 @@ from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import SchemaError
 
-__all__ = ["ConcatDataset", "concat_datasets"]
+__all__ = ["ConcatDataset", "concat_datasets", "join_offsets"]
+
+
+def join_offsets(lengths: list[np.ndarray]) -> np.ndarray:
+    """int64 offsets (n + 1) of rows whose lengths are ``lengths``, one array per part, in order."""
+    lens = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+    out = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=out[1:])
+    return out
 
 
 def _describe_difference(kind: str, expected: list[str], got: list[str]) -> str:
@@ -125,26 +133,19 @@ class ConcatDataset(Dataset):
         return out
 
     def _offsets(self, group: str) -> np.ndarray:
-        return self._join_offsets([np.diff(d.offsets(group)) for d in self.datasets])
-
-    @staticmethod
-    def _join_offsets(lengths: list[np.ndarray]) -> np.ndarray:
-        lens = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
-        out = np.zeros(len(lens) + 1, dtype=np.int64)
-        np.cumsum(lens, out=out[1:])
-        return out
+        return join_offsets([np.diff(d.offsets(group)) for d in self.datasets])
 
     def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         if rows is None:
             parts = [d.ragged(group) for d in self.datasets]
             return (np.concatenate([p[0] for p in parts]),
-                    self._join_offsets([np.diff(p[1]) for p in parts]))
+                    join_offsets([np.diff(p[1]) for p in parts]))
         pieces = [(pos, *self.datasets[f].ragged(group, loc)) for f, pos, loc in self._split(rows)]
         if not pieces:
             values = self.datasets[0].ragged(group, np.zeros(0, np.intp))[0]
             return values, np.zeros(1, dtype=np.int64)
         values = np.concatenate([p[1] for p in pieces])
-        offsets = self._join_offsets([np.diff(p[2]) for p in pieces])
+        offsets = join_offsets([np.diff(p[2]) for p in pieces])
         if len(pieces) == 1 and np.array_equal(pieces[0][0], np.arange(len(rows))):
             return values, offsets
         # rows of ``values`` are in per-file order; put them back in request order
@@ -169,7 +170,5 @@ def concat_datasets(parts: Sequence[InMemoryDataset]) -> InMemoryDataset:
     for g, names in first.groups.items():
         pieces = [p.ragged(g) for p in parts]
         values = np.concatenate([v for v, _ in pieces])
-        base = np.cumsum([0] + [int(o[-1]) for _, o in pieces[:-1]])
-        offsets = np.concatenate([[0]] + [o[1:] + b for (_, o), b in zip(pieces, base)])
-        groups[g] = RaggedGroup(names, values, offsets.astype(np.int64))
+        groups[g] = RaggedGroup(names, values, join_offsets([np.diff(o) for _, o in pieces]))
     return InMemoryDataset(scalars, groups)
