@@ -14,11 +14,20 @@ layers before it: ``kernels`` -> ``data`` -> ``io`` -> ``batching`` -> ``store``
 modules ``keras``, ``torch``, ``compat`` and ``synthetic`` at the top are the
 public paths of adapters and sample data. Heavy submodules load lazily on first
 attribute access.
+
+Diagnostics (the kernel backend chosen, files opened, windows read ahead, a
+precomputed store reused, stale temporaries removed) go to the ``lstm_data``
+logger, silent by default: ``logging.getLogger("lstm_data").setLevel("INFO")``
+plus a handler (or ``lstm-data -v``) shows them. ``warnings`` are kept for what
+a user must act on.
 """
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any, Callable
+
+logging.getLogger("lstm_data").addHandler(logging.NullHandler())
 
 from lstm_data.data import dataset as _dataset
 from lstm_data.errors import BrokenRowsWarning, FormatError, ParseError, SchemaError

@@ -20,7 +20,13 @@ from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.block_shuffle import BlockSource
 from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.epoch import EpochIteration
-from lstm_data.batching.order import BlockPlan, fresh_seed, shuffled_order, split_rows
+from lstm_data.batching.order import (
+    BlockPlan,
+    fresh_seed,
+    resolve_shuffle,
+    shuffled_order,
+    split_rows,
+)
 from lstm_data.batching.spec import Arrays, Batch, BatchSpec, OutputSignature
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 
@@ -42,6 +48,8 @@ class Batches(EpochIteration):
     batch_size
         Rows per batch; the last batch may be shorter unless ``drop_last``.
     shuffle
+        ``"auto"`` (default): ``True`` for data in RAM, ``"block"`` for data read
+        from disk (:attr:`Dataset.in_ram`); :attr:`shuffle` holds the choice made.
         ``True``: a fresh permutation of rows each epoch. ``False``: the view's
         order (lstm_ee warns that unshuffled data breaks BatchNorm). ``"block"``:
         permute blocks of consecutive rows and mix rows inside windows of several
@@ -76,7 +84,7 @@ class Batches(EpochIteration):
         The current epoch (0 first).
     """
 
-    def __init__(self, dataset: Dataset, spec: BatchSpec, batch_size: int = 1024, shuffle: Any = True,
+    def __init__(self, dataset: Dataset, spec: BatchSpec, batch_size: int = 1024, shuffle: Any = "auto",
                  seed: int | None = None, drop_last: bool = False, weights: Any = None,
                  nan_to: float | None = None, cache: str | None = None, *, rows: Any = None,
                  block_rows: int | None = None, window_rows: int | None = None,
@@ -87,10 +95,7 @@ class Batches(EpochIteration):
             raise TypeError(f"spec must be a BatchSpec, got {type(spec).__name__}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if isinstance(shuffle, np.bool_):
-            shuffle = bool(shuffle)
-        if not (shuffle is True or shuffle is False or shuffle == "block"):
-            raise ValueError(f"shuffle must be True, False or 'block', got {shuffle!r}")
+        shuffle = resolve_shuffle(shuffle, dataset.in_ram)
         if cache not in (None, "ram"):
             raise ValueError(f"cache must be None or 'ram', got {cache!r}")
         self.dataset = dataset
@@ -325,6 +330,9 @@ def _nan_to(value: Any) -> float | None:
     if value is None:
         return None
     try:
-        return float(value)
+        out = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"nan_to must be a number or None, got {value!r}") from None
+    if math.isnan(out):
+        raise ValueError("nan_to=NaN would replace NaN by NaN: give a finite number (e.g. 0.0) or None")
+    return out

@@ -14,7 +14,9 @@ when a core is free. Every window is still read once.
 """
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
@@ -25,11 +27,12 @@ from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.order import BlockPlan, block_bounds
 from lstm_data.batching.spec import Arrays, ResolvedField
 from lstm_data.data.concat import concat_datasets
-from lstm_data.data.dataset import Dataset, InMemoryDataset
+from lstm_data.data.dataset import Dataset
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+_log = logging.getLogger("lstm_data")
 __all__ = ["BlockSource", "value_chunk_rows"]
 
 
@@ -104,8 +107,7 @@ class BlockSource:
             typical = int(np.median(np.diff(bounds))) if len(bounds) > 1 else batch_size
             window_rows = max(16 * batch_size, 4 * typical)
         self.window_rows = -(-int(window_rows) // batch_size) * batch_size
-        self.read_ahead = (not isinstance(dataset, InMemoryDataset)) if read_ahead is None \
-            else bool(read_ahead)
+        self.read_ahead = (not dataset.in_ram) if read_ahead is None else bool(read_ahead)
         self.next_epoch_ahead = True
         self.plan_of: Callable[[int], BlockPlan] | None = None
         self._lock = threading.Lock()  # guards block_loads
@@ -155,9 +157,12 @@ class BlockSource:
         ids = plan.window_block_ids[window]
         held = np.concatenate([np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.intp)
                                for b in ids])
+        started = time.perf_counter()
         piece = self.dataset.take(self._dataset_rows(held))
         with self._lock:
             self.block_loads += len(ids)
+        _log.debug("epoch %d window %d: read %d blocks, %d rows into RAM in %.3f s (%s)", epoch, window,
+                   len(ids), len(held), time.perf_counter() - started, threading.current_thread().name)
         return BatchBuilder(piece, self.fields, nan_to=self.nan_to), held
 
     def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int) -> tuple[Arrays, Arrays]:

@@ -117,8 +117,9 @@ class Ragged:
                  fixed: bool = True) -> None:
         where = "Ragged"
         if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, (int, np.integer))
-                                    or max_len < 0):
-            raise SchemaError(f"{where}: max_len must be a non-negative int or None, got {max_len!r}")
+                                    or max_len < 1):
+            raise SchemaError(f"{where}: max_len must be a positive int (prong slots per row) or None "
+                              f"(the batch's longest row), got {max_len!r}")
         for opt, val in (("padding", padding), ("truncating", truncating)):
             if val not in ("post", "pre"):
                 raise SchemaError(f"{where}: {opt} must be 'post' or 'pre', got {val!r}")

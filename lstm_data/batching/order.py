@@ -5,11 +5,13 @@ threads or processes agree on it without talking to each other.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["epoch_rng", "shuffled_order", "BlockPlan", "block_bounds", "split_rows", "fresh_seed"]
+__all__ = ["resolve_shuffle", "epoch_rng", "shuffled_order", "BlockPlan", "block_bounds", "split_rows", "fresh_seed"]
 
 
 def fresh_seed() -> int:
@@ -17,6 +19,28 @@ def fresh_seed() -> int:
     entropy = np.random.SeedSequence().entropy
     assert isinstance(entropy, int)  # drawn from the OS when none is given: always an int
     return int(entropy % (2 ** 63))
+
+
+def resolve_shuffle(shuffle: Any, in_ram: bool) -> bool | str:
+    """The row order that ``shuffle`` asks for, with ``"auto"`` resolved.
+
+    One rule for :class:`~lstm_data.batching.batches.Batches` and ``precompute``:
+    ``"auto"`` is ``True`` (a fresh permutation of all rows each epoch) for data in
+    RAM and ``"block"`` for data read from disk, where random row reads would
+    decompress a chunk per row.
+
+    Raises
+    ------
+    ValueError
+        ``shuffle`` is not ``"auto"``, ``True``, ``False`` or ``"block"``.
+    """
+    if isinstance(shuffle, np.bool_):
+        shuffle = bool(shuffle)
+    if shuffle == "auto":
+        return True if in_ram else "block"
+    if shuffle is True or shuffle is False or shuffle == "block":
+        return shuffle  # type: ignore[no-any-return]
+    raise ValueError(f"shuffle must be 'auto', True, False or 'block', got {shuffle!r}")
 
 
 def epoch_rng(seed: int, epoch: int, stream: int = 0) -> np.random.Generator:
@@ -48,6 +72,8 @@ def split_rows(n: int, test_size: int | float, seed: int) -> tuple[np.ndarray, n
     """
     if isinstance(test_size, bool) or not isinstance(test_size, (int, float, np.integer, np.floating)):
         raise ValueError(f"test_size must be an int or a float, got {test_size!r}")
+    if isinstance(test_size, (float, np.floating)) and math.isnan(test_size):
+        raise ValueError("test_size is NaN: give a fraction in [0, 1] or a number of rows")
     if test_size < 0:
         raise ValueError(f"test_size must be >= 0, got {test_size}")
     if isinstance(test_size, (float, np.floating)):

@@ -2,12 +2,16 @@
 
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``
 and a one-line module docstring used as its help. Modules import lazily, so
-``lstm-data --help`` stays fast.
+``lstm-data --help`` stays fast. Every command takes ``-q/--quiet`` (no progress
+bars, no messages on stderr, only results on stdout) and ``-v/--verbose`` (the
+``lstm_data`` logger's diagnostics on stderr; ``-vv`` for debug detail);
+``lstm-data --version`` names the version and the kernel backend.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 
 #: subcommand -> module under lstm_data.cli
@@ -19,9 +23,49 @@ COMMANDS = {
 }
 
 
+class _Version(argparse.Action):
+    """``--version``: the package version and the kernel backend (imported only when asked)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest=dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version and the kernel backend, then exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        import lstm_data
+        from lstm_data import kernels
+        parser.exit(message=f"lstm-data {lstm_data.__version__} (kernels: {kernels.BACKEND}; "
+                            f"Python {sys.version.split()[0]})\n")
+
+
+def _common_options() -> argparse.ArgumentParser:
+    """The options every command takes."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bars and no messages on stderr (errors excepted)")
+    common.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log diagnostics to stderr (files opened, backend, reuse); -vv: debug detail")
+    return common
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
+    """Send the ``lstm_data`` logger to stderr for ``-v`` (it stays silent otherwise)."""
+    logger = logging.getLogger("lstm_data")
+    for handler in [h for h in logger.handlers if getattr(h, "lstm_data_cli", False)]:
+        logger.removeHandler(handler)  # main() may run several times in one process
+    if not args.verbose or args.quiet:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.lstm_data_cli = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("lstm-data: %(levelname)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if args.verbose == 1 else logging.DEBUG)
+
+
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object]:
     parser = argparse.ArgumentParser(prog="lstm-data", description="Ragged event data to padded batches.")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = _common_options()
     chosen = argv[0] if argv and argv[0] in COMMANDS else None
     module = None
     for name, modname in COMMANDS.items():
@@ -35,7 +79,7 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object]:
                 raise
             continue
         p = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0],
-                           description=mod.__doc__,
+                           description=mod.__doc__, parents=[common],
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
         if name == chosen:
@@ -51,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if module is None:
         parser.print_help()
         return 2
+    _configure_logging(args)
     try:
         return int(module.run(args) or 0)
     except (ValueError, OSError) as exc:  # user-facing errors: no traceback

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     groups = [g.strip() for g in args.only.split(",") if g.strip()] if args.only else None
     report, meta = run_suite(groups, quick=args.quick, seed=args.seed, floors_path=args.floors,
-                             log=lambda msg: print(msg, file=sys.stderr))
+                             log=(lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr)))
     from lstm_data import kernels
     print(f"lstm-data bench ({'quick' if args.quick else 'full'}; backend {kernels.BACKEND}; "
           f"seconds per group {meta['seconds']})")

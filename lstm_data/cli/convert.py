@@ -48,7 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="uncompressed chunk size of the output (default 1024)")
     parser.add_argument("--compression", choices=("gzip", "lzf"), default="gzip",
                         help="HDF5 output filter (default gzip)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
 
 
 def _output_kind(dst: str) -> str:

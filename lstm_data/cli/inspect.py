@@ -133,5 +133,6 @@ def run(args: argparse.Namespace) -> int:
             print("lstm-data inspect: --plot needs matplotlib; install it with "
                   "pip install 'lstm_data[plot]'", file=sys.stderr)
             return 1
-        print(f"plot written to {args.plot}", file=sys.stderr)
+        if not args.quiet:
+            print(f"plot written to {args.plot}", file=sys.stderr)
     return 0

@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="S",
                         help="seed of the row order, >= 0 (default: 0)")
     parser.add_argument("--shuffle", type=_shuffle, default="auto", metavar="{auto,true,false,block}",
-                        help="row order; auto (default): true for data loaded into RAM (CSV), "
+                        help="row order; auto (default, as Batches): true for data loaded into RAM (CSV), "
                              "block for on-disk zarr/HDF5, whose random row reads are slow")
     parser.add_argument("--out", required=True, metavar="OUT.zarr", help="store to write")
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="batch-building threads (default: 1)")
@@ -51,12 +51,9 @@ def run(args: argparse.Namespace) -> int:
     spec = BatchSpec.from_toml(args.spec)
     data = args.data[0] if len(args.data) == 1 else args.data
     dataset = open_dataset(data)
-    shuffle = args.shuffle
-    if shuffle == "auto":
-        from lstm_data.data.dataset import InMemoryDataset
-        shuffle = True if isinstance(dataset, InMemoryDataset) else "block"
     summary = precompute(dataset, spec, args.out, batch_size=args.batch_size, seed=args.seed,
-                         shuffle=shuffle, workers=args.workers, force=args.force,
-                         progress=not args.no_progress, compress=not args.no_compress)
-    print(summary.table())
+                         shuffle=args.shuffle, workers=args.workers, force=args.force,
+                         progress=not (args.no_progress or args.quiet), compress=not args.no_compress)
+    if not args.quiet:
+        print(summary.table())
     return 0

@@ -105,6 +105,11 @@ class ConcatDataset(Dataset):
                 raise SchemaError(f"columns differ from {first_label}: " + _describe_difference(
                     f"variables of group {g!r}", names, other.groups[g]), file=label, variable=g)
 
+    @property
+    def in_ram(self) -> bool:
+        """Whether every part is held in RAM."""
+        return all(d.in_ram for d in self.datasets)
+
     def locate(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(file index, local row)`` of global ``rows``."""
         rows = np.asarray(rows, dtype=np.int64)

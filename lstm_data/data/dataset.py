@@ -155,6 +155,16 @@ class Dataset:
         """All rows in RAM (a no-op for an in-RAM dataset)."""
         return self.take(None)
 
+    @property
+    def in_ram(self) -> bool:
+        """Whether every column is held in RAM, so that random row reads are cheap.
+
+        ``False`` for readers that read chunks from disk on demand. ``shuffle="auto"``
+        (:class:`~lstm_data.batching.batches.Batches`, ``precompute``) shuffles rows
+        freely in RAM and by blocks on disk.
+        """
+        return False
+
     def value_chunk_len(self, group: str) -> int:
         """Records per on-disk chunk of ``group``'s values; 0 when they are not chunked on disk.
 
@@ -221,6 +231,11 @@ class InMemoryDataset(Dataset):
 
     def load(self) -> "InMemoryDataset":
         return self
+
+    @property
+    def in_ram(self) -> bool:
+        """Always ``True``: the columns are numpy arrays."""
+        return True
 
     @property
     def nbytes(self) -> int:

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import glob
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Sequence
 
 from lstm_data.data.dataset import Dataset
-from lstm_data.errors import FormatError
+from lstm_data.errors import FormatError, SchemaError
 
 __all__ = ["open", "detect_format", "expand_paths"]
 
@@ -115,13 +116,18 @@ def expand_paths(path_or_paths) -> list[str]:
 
 
 #: what a damaged file raises from inside h5py, zarr or numcodecs, naming no file
+_log = logging.getLogger("lstm_data")
 _DAMAGE = (KeyError, OSError, RuntimeError, json.JSONDecodeError)
 
 
 def _open_one(path: str, schema: Any, options: dict[str, Any]) -> Dataset:
     fmt = detect_format(path)
     try:
-        return _read(path, fmt, schema, options)
+        dataset = _read(path, fmt, schema, options)
+        _log.info("opened %s (%s%s): %d rows, %d scalars, groups %s", path, fmt,
+                  "" if dataset.in_ram else ", read from disk on demand", len(dataset),
+                  len(dataset.scalar_names), list(dataset.groups))
+        return dataset
     except PermissionError:
         raise
     except _DAMAGE as exc:  # e.g. a missing array, a truncated HDF5 file, a bad zarr.json
@@ -134,6 +140,9 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
     if fmt == "hdf5":
         from lstm_data.io.hdf5 import read_hdf5
         return read_hdf5(path, schema=schema, **options)
+    if fmt in ("zarr", "l5kit") and schema is not None:
+        raise SchemaError("schema given, but this store records its own groups: schema is for CSV and "
+                          "lstm_ee HDF5 files; drop it (choose columns with a BatchSpec)", file=path)
     if fmt == "zarr":
         from lstm_data.io.zarr import read_zarr
         return read_zarr(path, **options)

@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
-from lstm_data.errors import FormatError
+from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.column_groups import build_group, resolve_schema
 from lstm_data.io.layout import (
     check_group_arrays,
@@ -46,10 +46,11 @@ def read_hdf5(path, *, schema: Any = None, **options):
         The file.
     schema
         For lstm_ee files: a Schema, ``{group: [variables]}`` or a TOML path that
-        declares groups (and optionally the scalars to keep). Ignored for our layout,
-        whose groups are stored.
+        declares groups (and optionally the scalars to keep). An error for our
+        layout, whose groups are stored.
     **options
-        ``root`` (lstm_ee files: the HDF5 group holding the arrays, default ``/``),
+        ``root`` (lstm_ee files: the HDF5 group holding the arrays, default ``/``;
+        an error for our layout),
         ``dtype`` (both layouts: float32 or float64 for our layout, cast scalars
         and values; default keeps the file's), ``max_run_chunks`` (our layout).
 
@@ -60,6 +61,12 @@ def read_hdf5(path, *, schema: Any = None, **options):
     with h5py.File(path, "r") as fh:
         ours = is_ours(fh.attrs)
     if ours:
+        given = [name for name, value in (("schema", schema), ("root", options.pop("root", None)))
+                 if value is not None]
+        if given:
+            raise SchemaError(f"{' and '.join(given)} given, but this file is in lstm_data's own layout, "
+                              "which stores its groups: those options are for lstm_ee's PyTables files; "
+                              "drop them (choose columns with a BatchSpec)", file=str(path))
         return HDF5Dataset(path, **options)
     return read_vlen_hdf5(path, schema=schema, **options)
 

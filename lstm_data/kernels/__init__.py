@@ -10,21 +10,22 @@ Attributes
 BACKEND : str
     ``"cython"`` when the compiled core is in use, ``"python"`` otherwise.
     ``LSTM_DATA_PURE_PYTHON=1`` in the environment forces ``"python"``.
-QUOTED, MULTI : int
-    Column flags of :meth:`CsvBlockParser.flags`: some cell of the column was
-    quoted; some cell held two or more tokens.
+QUOTED, MULTI, BARE : int
+    Column flags of :meth:`CsvBlockParser.column_flags`: some cell of the column
+    was quoted; some cell held two or more tokens; some unquoted cell held a number.
 """
 from __future__ import annotations
 
+import logging
 import os
 import types
 import warnings
 from typing import TYPE_CHECKING
 
-from lstm_data.kernels._args import MULTI, QUOTED
+from lstm_data.kernels._args import BARE, MULTI, QUOTED
 
 __all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser",
-           "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI"]
+           "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI", "BARE"]
 
 #: Names every backend must provide, with the same signatures.
 KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser")
@@ -56,9 +57,12 @@ def load_backend(name: str) -> types.SimpleNamespace:
 
 def _choose() -> types.SimpleNamespace:
     if _pure_requested():
+        _log.info("kernels: pure-Python twins (LSTM_DATA_PURE_PYTHON is set)")
         return load_backend("python")
     try:
-        return load_backend("cython")
+        backend = load_backend("cython")
+        _log.info("kernels: compiled (Cython) core")
+        return backend
     except ImportError as exc:
         if os.environ.get("LSTM_DATA_REQUIRE_EXTENSION", "") not in ("", "0"):
             raise
@@ -71,6 +75,7 @@ def _choose() -> types.SimpleNamespace:
         return load_backend("python")
 
 
+_log = logging.getLogger("lstm_data")
 _backend = _choose()
 BACKEND: str = _backend.BACKEND
 

@@ -8,6 +8,7 @@ order into a temporary store next to the output, and renames it into place.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -20,6 +21,7 @@ import numpy as np
 from lstm_data._util.checks import check_count
 from lstm_data._util.safe_output import check_not_input
 from lstm_data.batching.batches import Batches
+from lstm_data.batching.order import resolve_shuffle
 from lstm_data.batching.spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
 from lstm_data.store.format import (
@@ -36,6 +38,7 @@ from lstm_data.store.read import (
     stored_metadata,
 )
 
+_log = logging.getLogger("lstm_data")
 __all__ = ["precompute", "open_batches", "PrecomputedBatches", "PrecomputeSummary"]
 
 #: target uncompressed bytes per chunk of an output array
@@ -145,14 +148,15 @@ def _metadata(dataset: Dataset, spec: BatchSpec, batch_size: int, seed: int, shu
 
 
 def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, batch_size: int = 1024,
-               seed: int = 0, shuffle: Any = True, workers: int = 1, force: bool = False,
+               seed: int = 0, shuffle: Any = "auto", workers: int = 1, force: bool = False,
                progress: bool = True, compress: bool = True) -> PrecomputeSummary:
     """Write every batch of epoch 0 to the zarr v3 store ``out``, atomically.
 
     Parameters
     ----------
     dataset, spec, batch_size, seed, shuffle
-        As for :class:`~lstm_data.batching.batches.Batches`.
+        As for :class:`~lstm_data.batching.batches.Batches` (``shuffle="auto"``:
+        ``True`` in RAM, ``"block"`` on disk; the store records the choice made).
     out
         The store to write. If it exists and records the same spec, batch size,
         seed, shuffle and data fingerprint, it is reused as is.
@@ -181,6 +185,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     started = time.perf_counter()
     seed = check_count(seed, "seed")
     check_not_input(out, getattr(dataset, "source", ()))
+    shuffle = resolve_shuffle(shuffle, dataset.in_ram)
     meta = _metadata(dataset, spec, batch_size, seed, shuffle)
     if out.exists():
         try:
@@ -193,6 +198,8 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
         if recorded is not None and not force:
             compare_metadata(recorded, {k: meta[k] for k in ("spec", "batch_size", "seed", "shuffle",
                                                              "fingerprint")}, where=str(out))
+            _log.info("precompute: %s already holds these batches (same spec, batch size, seed, "
+                      "shuffle and data fingerprint): reused", out)
             return _summary_of(out, time.perf_counter() - started, reused=True)
 
     batches = Batches(dataset, spec, batch_size=batch_size, shuffle=shuffle, seed=seed)
