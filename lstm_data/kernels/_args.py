@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ["WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
            "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
-           "prepare_table", "QUOTED", "MULTI", "KINDS", "check_csv_seps", "csv_layout"]
+           "prepare_table", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "csv_layout"]
 
 WHITESPACE = " \t\r\n\v\f"
 
@@ -54,6 +54,12 @@ def check_ragged(values: Any, offsets: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def as_rows(rows: Any, n_rows: int) -> np.ndarray:
+    """``rows`` as 1-D intp (``None``: every row), checked as the kernels check it up front.
+
+    That is its shape and dtype and, for unsigned rows, the largest one. Signed rows are
+    range-checked later, in batch order together with their offsets
+    (:func:`lstm_data.kernels._py.pad.row_bounds`), so the first bad position is named.
+    """
     if rows is None:
         return np.arange(n_rows, dtype=np.intp)
     arr = np.asarray(rows)
@@ -61,10 +67,8 @@ def as_rows(rows: Any, n_rows: int) -> np.ndarray:
         return np.zeros(0, dtype=np.intp)
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
         raise ValueError(f"rows must be a 1-D array of integers, got {arr.dtype} shape {arr.shape}")
-    lo, hi = arr.min(), arr.max()
-    if lo < 0 or hi >= n_rows:
-        culprit = int(lo) if lo < 0 else int(hi)
-        raise ValueError(f"row {culprit} out of range for {n_rows} rows")
+    if arr.dtype.kind == "u" and arr.max() >= n_rows:
+        raise ValueError(f"row {arr.max()} out of range for {n_rows} rows")
     return arr.astype(np.intp)
 
 
@@ -182,6 +186,8 @@ def prepare_table(table: Any) -> np.ndarray:
 QUOTED = 1
 #: column flag: some committed cell of the column held two or more tokens
 MULTI = 2
+#: column flag: some committed unquoted cell of the column held a number
+BARE = 4
 KINDS = ("skip", "scalar", "ragged")
 
 

@@ -86,7 +86,22 @@ def test_nasty_text_values(backend):
     assert values[:, 0].tolist()[:3] == [1, 2, 7]
     assert values[3].tolist() == [np.inf, 0.5] and values[4].tolist() == [-0.0, 5.0]
     assert groups["q"][1].tolist() == [0, 0, 0, 0, 1, 1]
-    assert flags == [1, 3, 3, 1, 0, 0]
+    assert flags == [5, 7, 7, 1, 0, 4]  # QUOTED 1 | MULTI 2 | BARE 4; a skipped column has none
+
+
+def test_column_flags_say_quoted_bare_and_multi(backend, twins):
+    from lstm_data.kernels import BARE, MULTI, QUOTED
+
+    names = ["q", "b", "e", "qe", "l", "bl", "s"]
+    kinds = ["scalar", "scalar", "scalar", "ragged", "ragged", "ragged", "skip"]
+    groups = {"qe": [3], "l": [4], "bl": [5]}
+    data = b'"1.5",2.5,,"","1|2",3|4,x\r\n" 2 ", 3 , ,"","", 5 ,"y"\n'
+    args = dict(names=names, kinds=kinds, groups=groups, list_sep="|")
+    out = run(backend, data, [9, 30], **args)
+    assert out[0] == "ok" and out[1] == 2, out
+    # a quoted number is QUOTED only; BARE needs an unquoted cell that holds a number
+    assert out[3] == [QUOTED, BARE, 0, QUOTED, QUOTED | MULTI, BARE | MULTI, 0]
+    same(run(twins[0], data, [9, 30], **args), run(twins[1], data, **args))
 
 
 @pytest.mark.parametrize("text, error, where", [
@@ -199,3 +214,25 @@ def test_property_numbers_exact(backend, token):
         with np.errstate(over="ignore"):
             want = np.array([float(token)], dtype=np.float64).astype(dtype)
         np.testing.assert_array_equal(bits(got), bits(want))
+
+
+def test_a_non_ascii_byte_after_a_closing_quote_is_named_as_decoded(backend):
+    out = run(backend, '1,"1","1"\u00e9,"",x,1\n'.encode())
+    assert out[0] == "error" and out[1] is ParseError and out[-1] == "\ufffd", out
+
+
+def test_rows_count_from_zero_after_finish(backend):
+    parser = backend.CsvBlockParser(["a"], ["scalar"], {})
+    parser.feed(b"1\n2\n", final=True)
+    parser.finish()
+    assert (parser.rows, parser.line) == (0, 3)
+    with pytest.raises(ParseError) as info:
+        parser.feed(b"3\nx\n", final=True)
+    assert (info.value.row, info.value.line) == (1, 4)
+
+
+def test_exponent_beyond_a_long_run_of_zeros(backend):
+    token = "0." + "0" * 99999 + "1e1000000"
+    parser = backend.CsvBlockParser(["a"], ["scalar"], {}, dtype=np.float64)
+    parser.feed(f"{token}\n-{token}\n".encode(), final=True)
+    assert parser.finish()[0]["a"].tolist() == [np.inf, -np.inf]

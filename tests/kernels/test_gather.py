@@ -117,6 +117,19 @@ def test_bad_offsets_at_a_selected_row(backend):
         g(np.array([0, 1]))
 
 
+@pytest.mark.parametrize("rows, jobs, message", [
+    ([5, -1], 1, "row 5 out of range for 3 rows"),  # the first bad batch position, not the least
+    ([1, 7], 1, "bad offsets at row 1"),            # rows and offsets are checked together, in order
+    ([5, -1], 0, "row 5 out of range for 3 rows"),  # a table's rows too
+    (np.array([2**63 + 5, 0], dtype=np.uint64), 1, "row 9223372036854775813 out of range"),
+])
+def test_the_first_bad_batch_position_is_named(backend, rows, jobs, message):
+    job = dict(values=np.zeros(3, np.float32), offsets=np.array([0, 2, 1, 3]))
+    gather = backend.BatchGather([job] * jobs, [np.zeros((3, 1))])
+    with pytest.raises(ValueError, match=message):
+        gather(np.asarray(rows))
+
+
 @pytest.mark.parametrize("job, error", [
     (dict(values=np.zeros((2, 2), np.int32), offsets=[0, 2]), TypeError),
     (dict(values=np.zeros((2, 2), np.float32), offsets=[0, 1]), ValueError),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -174,6 +175,37 @@ def test_invalid_input_raises(backend, kwargs, exc):
     args.update(kwargs)
     with pytest.raises(exc):
         backend.pad_ragged(args.pop("values"), args.pop("offsets"), args.pop("rows"), **args)
+
+
+@pytest.mark.parametrize("rows, kwargs, message", [
+    ([5, -1], {}, "row 5 out of range"),          # the first bad batch position, not the smallest
+    ([1, 7], {}, "bad offsets at row 1"),         # rows and offsets are checked together, in order
+    ([7, 1], {}, "row 7 out of range"),
+    ([5], {"padding": "x"}, "padding must be"),   # argument checks come before the rows' range
+    (np.array([9, 5], dtype=np.uint8), {"padding": "x"}, "row 9 out of range"),  # unsigned: first
+])
+def test_the_first_bad_batch_position_is_named(backend, rows, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        backend.pad_ragged(np.zeros((3, 2), np.float32), np.array([0, 2, 1, 3]), np.asarray(rows),
+                           **kwargs)
+
+
+@pytest.mark.parametrize("rows", [None, []])
+def test_pad_value_must_be_a_number_even_when_nothing_is_padded(backend, rows):
+    values, offsets = np.zeros(2, np.float32), np.array([0, 1, 2])
+    with pytest.raises(TypeError):
+        backend.pad_ragged(values, offsets, rows, pad_value=None)
+    with pytest.raises(ValueError, match="could not convert"):
+        backend.pad_ragged(values, offsets, rows, pad_value="x")
+
+
+def test_signalling_nan_turns_quiet_without_a_warning(backend):
+    snan = np.array([0x7FF0000000000001], np.uint64).view(np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        batch, _ = backend.pad_ragged(snan, np.array([0, 1]), max_len=2, pad_value=snan[0],
+                                      dtype=np.float32)
+    assert batch.view(np.uint32).tolist() == [[0x7FC00000, 0x7FC00000]]
 
 
 def test_columns_with_flat_values_rejected(backend):

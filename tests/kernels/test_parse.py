@@ -80,7 +80,9 @@ def test_other_separator(backend):
     ("--1", 0, "--1"),
     ("nanx", 0, "nanx"),
     ("1, é", 3, " é"),         # non-ASCII text is named as it was written
-])
+    ("\u0131nf", 0, "\u0131nf"),  # dotless i: not "inf" (the twin's regex once matched it)
+    ("1,\ud800", 2, "\ud800"),    # a lone surrogate (the compiled kernel once raised
+])                                # UnicodeEncodeError)
 def test_bad_tokens_raise_with_location(backend, cell, offset, token):
     with pytest.raises(ParseError) as info:
         backend.parse_float_lists(["0.5", cell])
@@ -104,6 +106,30 @@ def test_bad_cell_types(backend, bad):
 def test_bad_arguments(backend, kwargs, exc):
     with pytest.raises(exc):
         backend.parse_float_lists(["1"], **kwargs)
+
+
+def test_cell_types_are_checked_before_any_token(backend):
+    with pytest.raises(TypeError, match="cell 1"):
+        backend.parse_float_lists(["x", 5])
+
+
+def test_any_iterable_of_cells(backend):
+    values, offsets = backend.parse_float_lists(c for c in ["1,2", None, "3"])
+    assert values.tolist() == [1, 2, 3] and offsets.tolist() == [0, 2, 2, 3]
+
+
+@pytest.mark.parametrize("token", ["0." + "0" * 99999 + "1e1000000",
+                                   "-0." + "0" * 99999 + "1e1000000",
+                                   "0." + "0" * 99999 + "1e100000", "1e99999999999999999999"],
+                         ids=["zeros-e1000000", "negative", "zeros-e100000", "20-digit-exponent"])
+def test_exponent_beyond_a_long_run_of_zeros(backend, token):
+    # a 7-digit exponent was once capped, and after the zeros' scaling the capped value
+    # took the exact fast path: 1.0 instead of inf
+    for dtype in (np.float32, np.float64):
+        values, _ = backend.parse_float_lists([token], dtype=dtype)
+        with np.errstate(over="ignore"):
+            want = np.array([float(token)]).astype(dtype)
+        assert bits(values).tolist() == bits(want).tolist()
 
 
 def test_two_dimensional_cells_rejected(backend):

@@ -2,25 +2,47 @@
 
 Inference rule (columns a schema does not declare)
 --------------------------------------------------
-* A column is **ragged** when at least one of its cells, anywhere in the file, is
-  quoted or holds more than one number. lstm_ee writes every list cell quoted
-  (``"0.2,0.334"``, and ``""`` for an empty list), so a prong column is ragged
-  even when every row holds at most one prong. Otherwise the column is
-  **scalar** (an empty cell is NaN).
-* Ragged columns group by their name's prefix before the first ``.``
-  (``png.calE`` -> ``png``; a name without a dot is its own prefix). When the
-  columns of one prefix do not share their per-row lengths, the prefix splits
-  into groups of identical lengths named ``prefix``, ``prefix_2``, ... When the
-  lengths of such a split differ in only a few rows (at most 1%), those rows are
-  more likely broken than the columns unrelated: :func:`near_splits` says so,
-  and the reader warns, naming the first such row.
-* A quoted-everything file (every scalar quoted too) makes every column ragged:
-  declare the groups and scalars in a :class:`~lstm_data.io.schema.Schema` instead.
+Quoting is how a writer spells text, not a type, so a quoted number is a
+number. An undeclared column is **ragged** when, anywhere in the input (all
+blocks of all files):
 
-The reader first infers the plan from a sample at the start of the file, then
-parses the whole file with it. Should a later row contradict the sample, the
-file is parsed again in the *general* plan (every undeclared column its own
-ragged group), and the rule above is applied to the whole file's columns.
+1. one of its cells holds more than one number (``"1,2"``); or
+2. one of its cells is quoted and another undeclared column of its name prefix
+   (the part before the first ``.``) is ragged by rule 1: a prong variable whose
+   cells happen to hold single numbers (or ``""``, an empty list) next to its
+   list-valued siblings; or
+3. one of its cells is quoted, none of its unquoted cells holds a number, and
+   some other cell of the input holds an unquoted number. Such a writer quotes
+   text only, and a column it always quotes was written as text: a list. This is
+   lstm_ee's style (bare scalars, every prong cell quoted: ``"0.2,0.334"``,
+   ``"0.2"``, ``""``) and ``QUOTE_NONNUMERIC`` with lists as strings, so a prong
+   column stays ragged even when every row holds at most one prong.
+
+Otherwise the column is **scalar**, and an empty cell (``""`` too) is NaN. So in
+a ``QUOTE_ALL`` file (no unquoted number anywhere) a column of single numbers is
+scalar; a scalar column with missing values that ``QUOTE_NONNUMERIC`` or
+pandas writes as ``""`` among bare numbers is scalar; a file without quotes is
+decided by rule 1 alone. A column of single numbers that is only ever quoted
+and has no list-valued sibling is ambiguous in a file that writes numbers bare
+elsewhere (rule 3 makes it ragged): declare it in a
+:class:`~lstm_data.io.schema.Schema` to read it as a scalar.
+
+Ragged columns group by their name's prefix before the first ``.``
+(``png.calE`` -> ``png``; a name without a dot is its own prefix). When the
+columns of one prefix do not share their per-row lengths, the prefix splits
+into groups of identical lengths named ``prefix``, ``prefix_2``, ... When the
+lengths of such a split differ in only a few rows (at most 1%), those rows are
+more likely broken than the columns unrelated: :func:`near_splits` says so,
+and the reader warns, naming the first such row.
+
+The parser collects the facts the rule needs per column, in the kernel, as
+column flags (:data:`~lstm_data.kernels.QUOTED`, :data:`~lstm_data.kernels.MULTI`,
+:data:`~lstm_data.kernels.BARE`). The reader first infers the plan from a sample
+at the start of the first file, then parses all files with it. Should the flags
+of the whole input decide any column differently (or a later row contradict the
+sample's groups), the input is parsed again in the *general* plan (every
+undeclared column its own ragged group), and the rule is applied to the whole
+input's flags: the result does not depend on where blocks or files end.
 """
 from __future__ import annotations
 
@@ -32,7 +54,7 @@ import numpy as np
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.schema import Schema
-from lstm_data.kernels import MULTI, QUOTED
+from lstm_data.kernels import BARE, MULTI, QUOTED
 
 __all__ = ["Plan", "split_header", "declared_plan", "plan_from_sample", "assemble",
            "near_splits"]
@@ -163,8 +185,13 @@ def _group_inferred(plan: Plan, ragged: list[int], offsets: dict[int, np.ndarray
 
 
 def _kinds_from_flags(plan: Plan, flags: np.ndarray) -> list[int]:
-    return [c for c, n in enumerate(plan.names)
-            if n in plan.inferred and flags[c] & (QUOTED | MULTI)]
+    """The inferred columns that the inference rule (module docstring) makes ragged."""
+    inferred = [c for c, n in enumerate(plan.names) if n in plan.inferred]
+    listed = {_prefix(plan.names[c]) for c in inferred if flags[c] & MULTI}
+    bare_elsewhere = bool(np.any(flags & BARE))
+    return [c for c in inferred
+            if flags[c] & MULTI or flags[c] & QUOTED and (
+                _prefix(plan.names[c]) in listed or bare_elsewhere and not flags[c] & BARE)]
 
 
 def plan_from_sample(general: Plan, flags: np.ndarray, groups: dict) -> Plan:
@@ -182,9 +209,10 @@ def plan_from_sample(general: Plan, flags: np.ndarray, groups: dict) -> Plan:
 
 
 def surprised(plan: Plan, flags: np.ndarray) -> bool:
-    """Whether a fast plan's inferred scalar column turned out quoted somewhere."""
-    return any(kind == "scalar" and plan.names[c] in plan.inferred and flags[c]
-               for c, kind in enumerate(plan.kinds))
+    """Whether the whole input's ``flags`` decide an inferred column unlike the fast ``plan``."""
+    ragged = set(_kinds_from_flags(plan, flags))
+    return any((kind == "ragged") != (c in ragged)
+               for c, kind in enumerate(plan.kinds) if plan.names[c] in plan.inferred)
 
 
 def assemble(plan: Plan, scalars: dict, groups: dict, flags: np.ndarray, dtype: np.dtype):

@@ -28,18 +28,19 @@ from libc.math cimport NAN
 cimport numpy as cnp
 import numpy as np
 
-from .._args import KINDS, MULTI, QUOTED, check_csv_seps
+from .._args import BARE, KINDS, MULTI, QUOTED, check_csv_seps
 from .colstore cimport ColStore, cs_at
 from .csvcolumns cimport (E_AFTER_QUOTE, E_EMPTY, E_INVALID, E_MISMATCH, E_NOMEM,
-                         E_SCALAR_LIST, E_TOO_FEW, E_TOO_MANY, E_UNTERMINATED, F_MULTI,
-                         F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE, ST_OK, CsvColumns)
+                         E_SCALAR_LIST, E_TOO_FEW, E_TOO_MANY, E_UNTERMINATED, F_BARE,
+                         F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE, ST_OK,
+                         CsvColumns)
 from .numparse cimport (FAST_DECIMAL_READ, fast_decimal, fast_number, ld_init_locale,
                         parse_number)
 
 cnp.import_array()
 ld_init_locale()
 
-__all__ = ["CsvBlockParser", "QUOTED", "MULTI", "KINDS", "check_csv_seps"]
+__all__ = ["CsvBlockParser", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps"]
 
 cdef extern from "platform.h":
     int ld_find2(const char *p, char a, char b) nogil
@@ -225,7 +226,8 @@ cdef class CsvBlockParser(CsvColumns):
             elif count != self.current[g]:
                 self.e_count = count
                 return self._fail(E_MISMATCH, self._line, col)
-        self.rec_flags[col] |= (F_QUOTED if quoted else 0) | (F_MULTI if count > 1 else 0)
+        self.rec_flags[col] |= ((F_QUOTED if quoted else F_BARE if count > 0 else 0)
+                                | (F_MULTI if count > 1 else 0))
         ppos[0] = pos
         return ST_OK
 

@@ -10,6 +10,7 @@ cdef enum:
     K_RAGGED = 2
     F_QUOTED = 1
     F_MULTI = 2
+    F_BARE = 4
 
 cdef enum Status:  # of the nogil parser: 0 or 1, else an error that _raise turns into an exception
     ST_OK = 0

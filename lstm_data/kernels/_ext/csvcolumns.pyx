@@ -132,7 +132,7 @@ cdef class CsvColumns:
         self._line = int(value)
 
     def column_flags(self):
-        """Per column, OR of ``QUOTED`` and ``MULTI`` over committed records."""
+        """Per column, OR of ``QUOTED``, ``MULTI`` and ``BARE`` over committed records."""
         return np.array([self.flags[c] for c in range(self.ncols)], dtype=np.uint8)
 
     cdef int _commit(self) noexcept nogil:

@@ -41,11 +41,13 @@ cdef extern from *:
     static const double ld_sign[2] = {1.0, -1.0};
     static const uint64_t ld_pow10_u64[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
     #define LD_TWO_53 9007199254740992ULL
+    #define LD_EXP_CAP 100000000000000000LL
     """
     const double *ld_pow10
     const uint64_t *ld_pow10_u64
     const double *ld_sign
     const uint64_t LD_TWO_53
+    const int64_t EXP_CAP "LD_EXP_CAP"
 
 
 cdef inline bint is_space(char c) noexcept nogil:
@@ -117,7 +119,7 @@ cdef inline int parse_number(const char *s, Py_ssize_t n, double *out) noexcept 
     """
     cdef Py_ssize_t i = 0, j, start, digits = 0, sig = 0, kept, dropped
     cdef uint64_t mant = 0
-    cdef long exp10 = 0, e = 0
+    cdef int64_t exp10 = 0, e = 0
     cdef bint neg = False, eneg = False, exact = True
     cdef char c
     while n > 0 and is_space(s[n - 1]):
@@ -154,7 +156,9 @@ cdef inline int parse_number(const char *s, Py_ssize_t n, double *out) noexcept 
             i += 1
         j = i
         while i < n and c'0' <= s[i] <= c'9':
-            if e < 100000:
+            # saturate far beyond any token's length: a capped exponent must never be
+            # brought back into the fast path's range by the digits' scaling
+            if e < EXP_CAP:
                 e = e * 10 + (s[i] - c'0')
             i += 1
         if i == j:

@@ -155,10 +155,11 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
         else:
             shape = (n_batch, width, n_cols)
         out = as_out(out, shape, dt)
+        pad = float(pad_value)  # as the twin does, even when nothing is padded
         if n_batch and width and n_cols:
             status = _dispatch(vals, out, row_stride, col_stride, n_batch, width, starts,
                                lens_ptr, col_ptr, n_cols, n_vars, sort_col, descending,
-                               padding == "pre", truncating == "pre", float(pad_value),
+                               padding == "pre", truncating == "pre", pad,
                                longest, vdt == _F64, dt == _F64)
             if status:
                 raise MemoryError("pad_ragged: no memory for scratch buffers")

@@ -102,9 +102,11 @@ cdef int _parse(const char **ptrs, const Py_ssize_t *sizes, const int64_t *offse
 
 
 def _raise_parse_error(object cell, Py_ssize_t index, Py_ssize_t start, Py_ssize_t stop, int status):
+    # a str cell's lone surrogates come back as they were; bytes as the twin decodes them
+    errors = "surrogatepass" if isinstance(cell, str) else "surrogateescape"
     raw = cell.encode("utf-8", "surrogatepass") if isinstance(cell, str) else bytes(cell)
-    prefix = raw[:start].decode("utf-8", "surrogateescape")
-    token = raw[start:stop].decode("utf-8", "surrogateescape")
+    prefix = raw[:start].decode("utf-8", errors)
+    token = raw[start:stop].decode("utf-8", errors)
     if status == 0:
         raise ParseError("empty token", cell=index, offset=len(prefix), token=token)
     lead = len(token) - len(token.lstrip(" \t\r\n\v\f"))
@@ -147,7 +149,13 @@ def parse_float_lists(cells, dtype=np.float32, sep=","):
         for i in range(n):
             cell = cells[i]
             if isinstance(cell, str):
-                ptrs[i] = PyUnicode_AsUTF8AndSize(cell, &sizes[i])
+                try:
+                    ptrs[i] = PyUnicode_AsUTF8AndSize(cell, &sizes[i])
+                except UnicodeEncodeError:  # lone surrogates: an invalid token, as in the twin
+                    cell = cell.encode("utf-8", "surrogatepass")
+                    keep.append(cell)
+                    ptrs[i] = PyBytes_AS_STRING(cell)
+                    sizes[i] = PyBytes_GET_SIZE(cell)
             elif isinstance(cell, bytes):
                 ptrs[i] = PyBytes_AS_STRING(cell)
                 sizes[i] = PyBytes_GET_SIZE(cell)

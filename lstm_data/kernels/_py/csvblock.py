@@ -42,6 +42,7 @@ import numpy as np
 
 from lstm_data.errors import ParseError, SchemaError
 from lstm_data.kernels._args import (
+    BARE,
     MULTI,
     QUOTED,
     check_csv_seps,
@@ -118,7 +119,11 @@ class CsvBlockParser:
         self._line = int(value)
 
     def column_flags(self) -> np.ndarray:
-        """Per column, OR of :data:`QUOTED` and :data:`MULTI` over committed records."""
+        """Per column, OR of the flags of its committed cells.
+
+        A cell's flags: :data:`QUOTED` (it was quoted), :data:`BARE` (unquoted,
+        holding at least one number), :data:`MULTI` (two or more numbers).
+        """
         return np.frombuffer(bytes(self._flags), dtype=np.uint8).copy()
 
     # -- feeding -------------------------------------------------------------
@@ -217,7 +222,8 @@ class CsvBlockParser:
                     f"group {self._group_names[self._group_of[col]]!r}: {self._names[col]!r} "
                     f"has {len(numbers)} values but {self._names[leader]!r} has {expected}",
                     line=self._line, column=col + 1, variable=self._names[col], row=self._rows)
-        flag = (QUOTED if quoted else 0) | (MULTI if len(numbers) > 1 else 0)
+        flag = ((QUOTED if quoted else BARE if numbers else 0)
+                | (MULTI if len(numbers) > 1 else 0))
         return numbers, flag, pos
 
     def _skip(self, buf: bytes, pos: int, final: bool, quoted: bool, col: int) -> int:
@@ -303,7 +309,8 @@ class CsvBlockParser:
             return pos
         if buf[pos] != self._sep and buf[pos] != _LF:
             raise ParseError("unexpected character after a closing quote", line=self._line,
-                             column=col + 1, variable=self._names[col], row=self._rows, token=chr(buf[pos]))
+                             column=col + 1, variable=self._names[col], row=self._rows,
+                             token=buf[pos:pos + 1].decode("utf-8", "replace"))
         return pos
 
     def _token(self, raw: bytes, is_list_sep: bool, col: int, numbers: list, offset: int,
@@ -327,6 +334,9 @@ class CsvBlockParser:
     def finish(self) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
         """Return ``(scalars, groups)`` of the committed rows and reset the buffers.
 
+        Afterwards :attr:`rows` (and the row named in errors) counts from 0 again;
+        :attr:`line` goes on.
+
         Returns
         -------
         scalars : dict
@@ -347,4 +357,5 @@ class CsvBlockParser:
         self._scalars = {c: [] for c in self._scalars}
         self._values = [[[] for _ in cols] for cols in self._group_cols]
         self._offsets = [[0] for _ in self._group_cols]
+        self._rows = 0
         return scalars, groups

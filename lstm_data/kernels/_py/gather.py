@@ -13,8 +13,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lstm_data.kernels._args import RaggedJob, as_rows, prepare_ragged, prepare_table
-from lstm_data.kernels._py.pad import pad_ragged
+from lstm_data.kernels._args import RaggedJob, prepare_ragged, prepare_table
+from lstm_data.kernels._py.pad import pad_ragged, row_bounds
 
 __all__ = ["BatchGather", "batch_width"]
 
@@ -64,18 +64,25 @@ class BatchGather:
         rows = np.asarray(rows)
         if rows.size and (rows.ndim != 1 or rows.dtype.kind not in "iu"):
             raise ValueError(f"rows must be a 1-D array of integers, got {rows.dtype} shape {rows.shape}")
+        if rows.dtype.kind == "u" and rows.size and rows.max() > np.iinfo(np.intp).max:
+            raise ValueError(f"row {rows.max()} out of range")
         rows = rows.reshape(-1).astype(np.intp)
         ragged = []
-        for job in self.ragged:
-            n_rows = len(job.offsets) - 1
-            picked = as_rows(rows, n_rows)
-            spans = job.offsets[picked + 1] - job.offsets[picked]
-            longest = max(int(spans.max()), 0) if len(picked) else 0
-            # pad_ragged checks the picked rows' offsets, as the compiled kernel does
+        for job in self.ragged:  # job by job; in each, the first bad batch position is named
+            starts, stops = row_bounds(job.offsets, rows, len(job.values))
+            longest = int((stops - starts).max()) if len(rows) else 0
             ragged.append(pad_ragged(
-                job.values, job.offsets, picked, max_len=batch_width(job, longest),
+                job.values, job.offsets, rows, max_len=batch_width(job, longest),
                 pad_value=job.pad_value, columns=job.columns, sort_by=job.sort_by,
                 descending=job.descending, padding=job.padding, truncating=job.truncating,
                 dtype=job.dtype))
-        tables = [table[as_rows(rows, len(table))] for table in self.tables]
+        tables = [table[_table_rows(rows, len(table))] for table in self.tables]
         return ragged, tables
+
+
+def _table_rows(rows: np.ndarray, n_rows: int) -> np.ndarray:
+    """``rows``, or the error that names the first one out of range of a table."""
+    outside = np.flatnonzero((rows < 0) | (rows >= n_rows))
+    if len(outside):
+        raise ValueError(f"row {rows[outside[0]]} out of range for {n_rows} rows")
+    return rows

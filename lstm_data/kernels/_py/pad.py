@@ -22,7 +22,7 @@ from lstm_data.kernels._args import (
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
-__all__ = ["pad_ragged"]
+__all__ = ["pad_ragged", "row_bounds"]
 
 
 def pad_ragged(values: ArrayLike, offsets: ArrayLike, rows: ArrayLike | None = None, *,
@@ -74,8 +74,11 @@ def pad_ragged(values: ArrayLike, offsets: ArrayLike, rows: ArrayLike | None = N
     ValueError
         Bad offsets, rows out of range, bad column indices, bad ``padding`` or
         ``truncating``, a negative ``max_len`` or an ``out`` of the wrong shape.
+        A row out of range and bad offsets are named at the first batch position
+        that has either (unsigned ``rows``: the largest row, checked first).
     TypeError
-        Unsupported dtypes, or an ``out`` of the wrong dtype.
+        Unsupported dtypes, an ``out`` of the wrong dtype, or a ``pad_value`` that
+        ``float()`` does not take.
     """
     dt = check_dtype(dtype)
     values, offsets = check_ragged(values, offsets)
@@ -92,14 +95,7 @@ def pad_ragged(values: ArrayLike, offsets: ArrayLike, rows: ArrayLike | None = N
     if truncating not in ("post", "pre"):
         raise ValueError(f"truncating must be 'post' or 'pre', got {truncating!r}")
 
-    starts = offsets[rows].astype(np.int64)
-    stops = offsets[rows + 1].astype(np.int64)
-    bad = np.flatnonzero((stops < starts) | (starts < 0) | (stops > len(table)))
-    if len(bad):
-        r, b = int(rows[bad[0]]), bad[0]
-        raise ValueError(f"bad offsets at row {r}: offsets[{r}]={starts[b]}, "
-                         f"offsets[{r + 1}]={stops[b]} (must be non-decreasing within "
-                         f"[0, {len(table)}])")
+    starts, stops = row_bounds(offsets, rows, len(table))
     full = stops - starts
     if max_len is None:
         width = int(full.max()) if len(full) else 0
@@ -108,11 +104,38 @@ def pad_ragged(values: ArrayLike, offsets: ArrayLike, rows: ArrayLike | None = N
 
     shape = (len(rows), width) if flat else (len(rows), width, len(cols))
     batch = as_out(out, shape, dt)
+    pad = float(pad_value)  # on both backends, even when nothing is padded
     lengths = np.minimum(full, width)
-    with np.errstate(over="ignore"):  # float64 -> float32 overflow gives inf, as in C
+    # float64 -> float32 overflow gives inf and a signalling NaN turns quiet, as in C
+    with np.errstate(over="ignore", invalid="ignore"):
         _fill(batch, table, starts, stops, lengths, width, cols, key, descending, padding,
-              truncating, dt, pad_value)
+              truncating, dt, pad)
     return batch, lengths
+
+
+def row_bounds(offsets: np.ndarray, rows: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and stop (int64) of each batch row, checked in batch order.
+
+    Raises
+    ------
+    ValueError
+        At the first batch position whose row is out of range, or whose offsets
+        decrease or leave ``[0, total]``; the message names that row.
+    """
+    n_rows = len(offsets) - 1
+    inside = (rows >= 0) & (rows < n_rows)
+    starts = offsets[np.where(inside, rows, 0)].astype(np.int64)
+    stops = offsets[np.where(inside, rows + 1, 0)].astype(np.int64)
+    bad = np.flatnonzero(~inside | (stops < starts) | (starts < 0) | (stops > total))
+    if len(bad):
+        b = bad[0]
+        r = int(rows[b])
+        if not inside[b]:
+            raise ValueError(f"row {r} out of range for {n_rows} rows")
+        raise ValueError(f"bad offsets at row {r}: offsets[{r}]={starts[b]}, "
+                         f"offsets[{r + 1}]={stops[b]} (must be non-decreasing within "
+                         f"[0, {total}])")
+    return starts, stops
 
 
 def _fill(batch, table, starts, stops, lengths, width, cols, key, descending, padding,

@@ -35,7 +35,7 @@ __all__ = ["parse_float_lists", "TOKEN_RE", "cell_text"]
 
 TOKEN_RE = re.compile(
     r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?:nan|inf|infinity))",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,  # ASCII: "ınf" (dotless i) is not "inf"
 )
 
 
@@ -67,7 +67,8 @@ def parse_float_lists(cells: Sequence[Any] | np.ndarray[Any, Any], dtype: Any = 
     Parameters
     ----------
     cells
-        A list or 1-D ndarray of ``str``, ``bytes``, ``None`` or float NaN.
+        A list (or any other iterable) or 1-D ndarray of ``str``, ``bytes``, ``None``
+        or float NaN.
     dtype
         ``numpy.float32`` (default) or ``numpy.float64``.
     sep
@@ -85,7 +86,8 @@ def parse_float_lists(cells: Sequence[Any] | np.ndarray[Any, Any], dtype: Any = 
         A token is not a number; names the cell index, the character offset of
         the token inside the cell, and the token.
     TypeError
-        A cell has an unsupported type, or ``dtype`` is not float32/float64.
+        A cell has an unsupported type (checked for every cell before any token is
+        parsed), or ``dtype`` is not float32/float64.
     ValueError
         ``sep`` is not a single non-space ASCII character other than ``.``, ``+``,
         ``-``, a digit or a letter.
@@ -96,10 +98,11 @@ def parse_float_lists(cells: Sequence[Any] | np.ndarray[Any, Any], dtype: Any = 
         if cells.ndim != 1:
             raise ValueError(f"cells must be 1-D, got shape {cells.shape}")
         cells = cells.tolist()
-    offsets = np.zeros(len(cells) + 1, dtype=np.int64)
+    # every cell's type is checked before any number is parsed, as the compiled kernel does
+    texts = [cell_text(cell, i) for i, cell in enumerate(cells)]
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     numbers: list[float] = []
-    for i, cell in enumerate(cells):
-        text = cell_text(cell, i)
+    for i, text in enumerate(texts):
         if text is not None and text.strip(WHITESPACE):
             pos = 0
             for token in text.split(sep):
