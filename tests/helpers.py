@@ -79,3 +79,16 @@ def ragged(lengths: Sequence[int], n_vars: int = 3, dtype: Any = np.float32,
     np.cumsum(lengths, out=offsets[1:])
     values = rng.normal(size=(int(offsets[-1]), n_vars)).astype(dtype)
     return values, offsets
+
+
+def as_old_zarr_store(path: Any) -> Path:
+    """Make a zarr store (dataset or batch store) written now look like one written before
+    every chunk was stored: drop the root attribute that records it. Write it with
+    ``checksum=False`` too for the old codec chain."""
+    import zarr
+
+    from lstm_data.io.layout import EVERY_CHUNK_ATTR
+
+    root = zarr.open_group(str(path), mode="r+")
+    del root.attrs[EVERY_CHUNK_ATTR]
+    return Path(path)

@@ -5,13 +5,31 @@ to a temporary name and rename it over the target when complete. That protects t
 target from a half-written output, but not the data being read: a target that is
 one of the sources (``convert 'g/*.h5' g/all.h5`` run twice), holds one, or lies
 inside one would be destroyed or read back into itself.
+
+Temporary names (:func:`temp_path`) record the host and the process that writes
+them: ``.out.h5.tmp-HOST-PID-XXXXXXXX`` (and ``.out.h5.old-HOST-PID-XXXXXXXX`` for
+a replaced output on its way out). A writer that is killed leaves its temporary,
+as large as the output, behind; :func:`remove_stale_temporaries`, called by every
+writer before it starts, removes those of the same output whose process is gone.
 """
 from __future__ import annotations
 
+import logging
+import os
+import re
+import shutil
+import socket
+import uuid
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["check_not_input"]
+__all__ = ["check_not_input", "temp_path", "remove_stale_temporaries"]
+
+_log = logging.getLogger("lstm_data")
+#: the two kinds of sibling a writer makes: its output being written, and the replaced one
+_KINDS = ("tmp", "old")
+#: seconds of clock slack when telling a reused PID from the writer that made a temporary
+_START_SLACK = 2.0
 
 
 def check_not_input(out: str | Path, sources: Iterable[str]) -> None:
@@ -31,3 +49,152 @@ def check_not_input(out: str | Path, sources: Iterable[str]) -> None:
         if target == path or path.is_relative_to(target) or target.is_relative_to(path):
             raise ValueError(f"output {out} would overwrite the input data {src}; "
                              "choose another output")
+
+
+def _host() -> str:
+    """This host's name, as it goes into temporary names (``-`` and ``.`` kept)."""
+    return re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname()) or "localhost"
+
+
+def temp_path(target: str | Path, kind: str = "tmp") -> Path:
+    """A new hidden sibling of ``target`` for this process: ``.NAME.KIND-HOST-PID-XXXXXXXX``.
+
+    Parameters
+    ----------
+    target
+        The output.
+    kind
+        ``"tmp"`` (the output being written) or ``"old"`` (a replaced output
+        being removed).
+    """
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
+    target = Path(target)
+    return target.with_name(f".{target.name}.{kind}-{_host()}-{os.getpid()}-"
+                            f"{uuid.uuid4().hex[:8]}")
+
+
+def _parse(name: str, target_name: str) -> tuple[str | None, int] | None:
+    """``(host or None, pid)`` of a temporary name of ``target_name``, else ``None``.
+
+    Besides :func:`temp_path`'s names, the forms of earlier versions are known:
+    ``.NAME.tmp-PID-XXXXXXXX`` (dataset writers) and ``.NAME.tmp-PID`` (precompute),
+    which record no host; they are taken as made on this host.
+    """
+    prefix = re.escape(f".{target_name}.")
+    kinds = "|".join(_KINDS)
+    m = re.fullmatch(rf"{prefix}(?:{kinds})-(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{{8}}", name)
+    if m is None:
+        m = re.fullmatch(rf"{prefix}(?:{kinds})-(?P<pid>\d+)(?:-[0-9a-f]{{8}})?", name)
+    if m is None:
+        return None
+    return m.groupdict().get("host"), int(m.group("pid"))
+
+
+def _boot_time() -> float | None:
+    try:
+        with open("/proc/stat") as fh:
+            for line in fh:
+                if line.startswith("btime "):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _process_state(pid: int) -> tuple[str, float | None] | None:
+    """``(state letter, start time in epoch seconds)`` from Linux's ``/proc``, else ``None``."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    boot = _boot_time()
+    start = None if boot is None else boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return fields[0], start
+
+
+def _writer_alive(pid: int, made_at: float) -> bool:
+    """Whether process ``pid`` of this host may still be writing a file last changed at ``made_at``.
+
+    Gone (or a zombie) is dead. A live process that started after the file's last
+    change is a newer process that reuses the PID, so the writer is gone too.
+    Anything uncertain counts as alive: a live writer's file is never removed.
+    """
+    if pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        pass
+    except OSError:
+        return True
+    state = _process_state(pid)
+    if state is None:
+        return True
+    letter, start = state
+    if letter in ("Z", "X"):
+        return False
+    return not (start is not None and start > made_at + _START_SLACK)
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return path.stat().st_size
+
+
+def remove_stale_temporaries(target: str | Path) -> list[tuple[Path, int]]:
+    """Remove the temporaries of ``target`` left by writers that are gone (killed, crashed).
+
+    Only siblings named as :func:`temp_path` names them (or as earlier versions
+    did) are considered, and only when their process ran on this host and is
+    gone. A live process's temporary, or one made on another host (a shared file
+    system: its PID means nothing here), is left alone. Each removal is logged
+    at INFO on the ``lstm_data`` logger (``lstm-data -v`` shows it) with the
+    file, its size and the PID; temporaries of other hosts are logged too.
+
+    Parameters
+    ----------
+    target
+        The output about to be written.
+
+    Returns
+    -------
+    list of (path, bytes)
+        What was removed.
+    """
+    target = Path(target)
+    parent = target.parent if str(target.parent) else Path(".")
+    try:
+        siblings = [p for p in parent.iterdir() if p.name.startswith(f".{target.name}.")]
+    except OSError:
+        return []
+    here, removed = _host(), []
+    for path in sorted(siblings):
+        parsed = _parse(path.name, target.name)
+        if parsed is None:
+            continue
+        host, pid = parsed
+        try:
+            made_at, size = path.lstat().st_mtime, _size(path)
+        except OSError:  # gone meanwhile (its writer finished)
+            continue
+        if host is not None and host != here:
+            _log.info("left %s (%.1f MiB) alone: made by process %d on host %s, which this host "
+                      "cannot check; remove it yourself if no process there writes %s", path,
+                      size / 2**20, pid, host, target.name)
+            continue
+        if _writer_alive(pid, made_at):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        if not path.exists():
+            removed.append((path, size))
+            _log.info("removed %s (%.1f MiB): a temporary of %s left by process %d, which is "
+                      "gone (killed or crashed)", path, size / 2**20, target.name, pid)
+    return removed

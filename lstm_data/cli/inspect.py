@@ -23,7 +23,7 @@ from lstm_data.cli.stats import (
     variable_stats,
 )
 
-__all__ = ["add_arguments", "run", "plot_multiplicities"]
+__all__ = ["add_arguments", "run", "plot_multiplicities", "integrity_notes"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,6 +96,15 @@ def plot_multiplicities(multis: list[Multiplicity], lengths: dict[str, np.ndarra
     plt.close(fig)
 
 
+def integrity_notes(ds) -> list[str]:
+    """What the files under ``ds`` cannot detect (their readers' ``notes``), e.g. a zarr store
+    written before every chunk was stored, where a lost chunk reads as zeros."""
+    parts = getattr(ds, "datasets", None)
+    if parts is not None:  # several files as one
+        return [note for part in parts for note in integrity_notes(part)]
+    return list(getattr(ds, "notes", ()))
+
+
 def run(args: argparse.Namespace) -> int:
     from lstm_data.io.dispatch import open as open_dataset
 
@@ -103,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
     scalar_stats = [] if args.no_stats else variable_stats(ds)
     groups = {g: ([] if args.no_stats else group_stats(ds, g)) for g in ds.groups}
     multis = [multiplicity(ds, g) for g in ds.groups]
+    notes = integrity_notes(ds)
     if args.json:
         doc = {"paths": list(args.paths), "rows": len(ds), "format": type(ds).__name__,
                "scalars": [asdict(s) for s in scalar_stats] or ds.scalar_names,
@@ -110,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
                               "multiplicity": {**asdict(m),
                                                "quantiles": {str(q): v for q, v in m.quantiles.items()},
                                                "keeps": {str(f): k for f, k in m.keeps.items()}}}
-                          for g, m in zip(ds.groups, multis)}}
+                          for g, m in zip(ds.groups, multis)},
+               "notes": notes}
         print(json.dumps(doc, indent=1, allow_nan=True))
     else:
         lines = [f"{' '.join(args.paths)}: {type(ds).__name__}",
@@ -124,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
             lines += ["", f"group {g} ({len(ds.groups[g])} variables, {m.total} prongs):"]
             lines += _multiplicity_lines(m)
             lines += _stats_table(groups[g]) if groups[g] else [f"  {', '.join(ds.groups[g])}"]
+        lines += [""] + [f"note: {n}" for n in notes] if notes else []
         print("\n".join(lines))
     if args.plot:
         try:

@@ -9,6 +9,14 @@
   batches never see one Python object per row. PyTables VLArrays of pseudo-atoms
   (``ObjectAtom``, ``VLStringAtom``, ``VLUnicodeAtom``: attribute ``PSEUDOATOM``)
   store bytes that are not numbers and are a ``FormatError``.
+
+A read that HDF5 refuses (a ``fletcher32`` checksum that does not match, a
+chunk that does not decompress: h5py's bare ``OSError``) is a ``FormatError``
+naming the file, the dataset (``group/array``) and the chunk, chained from
+h5py's error, in both layouts. Our writer checksums every chunk; files without
+checksums (written before, or by other tools) are listed in
+:attr:`HDF5Dataset.notes`, since damage to their lzf or uncompressed chunks
+reads as other numbers.
 """
 from __future__ import annotations
 
@@ -30,11 +38,52 @@ from lstm_data.io.layout import (
 )
 from lstm_data.io.ondisk import DiskGroup, OnDiskDataset
 
-__all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE"]
+__all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE", "read_rows"]
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 #: rows per vlen read (a multiple of PyTables' usual chunk lengths)
 _VLEN_BLOCK_ROWS = 1 << 16
+#: what a file without checksums cannot detect (see :attr:`HDF5Dataset.notes`)
+_NO_CHECKSUM_NOTE = ("datasets {keys} carry no fletcher32 checksum: a damaged chunk that still "
+                     "decompresses (always with lzf or no compression) reads as other numbers; "
+                     "re-convert it to have damage detected")
+
+
+def read_rows(ds: h5py.Dataset, lo: int = 0, hi: int | None = None, *, file: str,
+              variable: str | None = None) -> np.ndarray:
+    """Records ``lo:hi`` of the 1-D or 2-D ``ds`` (default: all); a refused read is a ``FormatError``.
+
+    h5py reports a failed checksum or decompression as a bare ``OSError`` that
+    names neither file nor dataset. The failing range is retried chunk by chunk
+    to find the damaged chunk; the error names the file, the dataset's path
+    (``group/array``) and the chunk, and is chained from h5py's.
+
+    Parameters
+    ----------
+    ds
+        A dataset of an open file.
+    lo, hi
+        Records (along the first axis) to read (default: all).
+    file, variable
+        For the error.
+    """
+    hi = ds.shape[0] if hi is None else hi
+    try:
+        return ds[lo:hi]
+    except OSError as exc:
+        key = ds.name.lstrip("/")
+        c = ds.chunks[0] if ds.chunks else max(1, hi - lo)
+        where = f"records {lo}:{hi}"
+        for i in range(lo // c, -(-hi // c)):
+            a, b = max(lo, i * c), min(hi, (i + 1) * c)
+            try:
+                ds[a:b]
+            except OSError:
+                where = f"chunk {i} (records {a}:{b})" if ds.chunks else f"records {a}:{b}"
+                break
+        raise FormatError(f"cannot read {where} of dataset {key!r}: damaged or unreadable (a "
+                          f"checksum or decompression failure; HDF5: {exc})", file=file,
+                          variable=variable) from exc
 
 
 def read_hdf5(path, *, schema: Any = None, **options):
@@ -89,9 +138,17 @@ class HDF5Dataset(OnDiskDataset):
     FormatError
         Not our layout, or a stored array of the wrong dtype or shape, or offsets
         that do not start at 0, decrease or do not end at ``len(values)`` (named
-        with file, variable or group, array and row).
+        with file, variable or group, array and row). Also, at open or on a later
+        read, a chunk that fails its checksum or does not decompress (named with
+        file, dataset and chunk; see :func:`read_rows`).
     ValueError
         ``dtype`` is not float32 or float64.
+
+    Attributes
+    ----------
+    notes : tuple of str
+        What this file cannot detect, for ``lstm-data inspect``: datasets without
+        a ``fletcher32`` checksum. Empty for files our writer makes now.
     """
 
     def __init__(self, path, *, max_run_chunks: int = 32, dtype: Any = None) -> None:
@@ -103,10 +160,13 @@ class HDF5Dataset(OnDiskDataset):
         try:
             layout = parse_layout(dict(self._file.attrs), file=name)
             n = layout["n_rows"]
-            scalars = {var: scalar_column(var, key, self._node(key, name, var), n, dt, file=name)
+            scalars = {var: scalar_column(var, key, read_rows(self._node(key, name, var),
+                                                              file=name, variable=var),
+                                          n, dt, file=name)
                        for var, key in layout["scalars"].items()}
             groups = {g: self._disk_group(g, spec, n, name, dt)
                       for g, spec in layout["groups"].items()}
+            self.notes = _checksum_notes(self._file, layout, name)
             self._setup(n, scalars, groups, (name,))
         except BaseException:  # no file handle left open behind an error
             self._file.close()
@@ -116,7 +176,7 @@ class HDF5Dataset(OnDiskDataset):
                     dt: np.dtype | None) -> DiskGroup:
         key = spec["key"]
         values = self._node(f"{key}/values", name, group)
-        stored = self._node(f"{key}/offsets", name, group)[()]
+        stored = read_rows(self._node(f"{key}/offsets", name, group), file=name, variable=group)
         width = len(spec["names"])
         offsets = check_group_arrays(group, stored, values, width, n, file=name, key=key)
         if values.chunks:
@@ -126,8 +186,9 @@ class HDF5Dataset(OnDiskDataset):
         out = values.dtype if dt is None else dt
         return DiskGroup(names=spec["names"], starts=offsets[:-1], ends=offsets[1:],
                          n_values=int(values.shape[0]), chunk_len=int(chunk_len),
-                         read=lambda lo, hi: values[lo:hi].astype(out, copy=False), dtype=out,
-                         key=f"{group}/values")
+                         read=lambda lo, hi: read_rows(values, lo, hi, file=name, variable=group
+                                                       ).astype(out, copy=False),
+                         dtype=out, key=f"{group}/values")
 
     def _node(self, key: str, name: str, variable: str) -> h5py.Dataset:
         """Dataset ``key`` of the file (see :func:`._layout.stored_array`)."""
@@ -138,6 +199,18 @@ class HDF5Dataset(OnDiskDataset):
     def close(self) -> None:
         """Close the file."""
         self._file.close()
+
+
+def _checksum_notes(fh: h5py.File, layout: dict, name: str) -> tuple[str, ...]:
+    """A note naming the chunked datasets of our layout that carry no ``fletcher32``."""
+    keys = list(layout["scalars"].values()) + [
+        f"{g['key']}/{a}" for g in layout["groups"].values() for a in ("offsets", "values")]
+    bare = [k for k in keys if fh[k].chunks and not fh[k].fletcher32]
+    if not bare:
+        return ()
+    shown = ", ".join(repr(k) for k in bare[:3])
+    shown += f" and {len(bare) - 3} more" if len(bare) > 3 else ""
+    return (f"{name}: {_NO_CHECKSUM_NOTE.format(keys=shown)}",)
 
 
 #: PyTables pseudo-atoms, stored as vlen bytes or code points but not numbers
@@ -169,7 +242,7 @@ def _unsupported(ds: h5py.Dataset, key: str, file: str) -> FormatError:
                        "variable-length numbers", file=file, variable=key)
 
 
-def _read_vlen(ds: h5py.Dataset, dtype) -> tuple[np.ndarray, np.ndarray]:
+def _read_vlen(ds: h5py.Dataset, dtype, file: str) -> tuple[np.ndarray, np.ndarray]:
     """One vlen dataset as ``(flat values, lengths)``, read in large slices."""
     n = ds.shape[0]
     base = np.dtype(dtype if dtype is not None else h5py.check_vlen_dtype(ds.dtype))
@@ -178,7 +251,7 @@ def _read_vlen(ds: h5py.Dataset, dtype) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.empty(n, dtype=np.int64)
     pieces = []
     for a in range(0, n, block):
-        objs = ds[a:a + block]
+        objs = read_rows(ds, a, min(n, a + block), file=file, variable=ds.name.lstrip("/"))
         lengths[a:a + len(objs)] = np.fromiter(map(len, objs), dtype=np.int64, count=len(objs))
         if len(objs):
             pieces.append(np.concatenate(objs).astype(base, copy=False))
@@ -227,10 +300,11 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None) -> 
         group_vars, scalar_names, schema_dtype = resolve_schema(
             schema, scalar_names, ragged_names, file=name)
         dtype = dtype if dtype is not None else schema_dtype
-        scalars = {k: datasets[k][:] if dtype is None else datasets[k][:].astype(dtype)
-                   for k in scalar_names}
+        scalars = {k: read_rows(datasets[k], file=name, variable=k) for k in scalar_names}
+        if dtype is not None:
+            scalars = {k: v.astype(dtype) for k, v in scalars.items()}
         groups = {}
         for g, names in group_vars.items():
-            columns = {v: _read_vlen(datasets[v], dtype) for v in names}
+            columns = {v: _read_vlen(datasets[v], dtype, name) for v in names}
             groups[g] = build_group(g, columns, file=name)
     return InMemoryDataset(scalars, groups, source=(name,))

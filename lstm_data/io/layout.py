@@ -12,6 +12,11 @@ Scalars are 1-D arrays at the root; each ragged group is a subgroup holding
 ``offsets`` (N + 1, int64) and ``values`` (total, V). The layout attribute is
 written last, so a half-written store is never mistaken for a complete one.
 
+zarr stores also carry ``lstm_data_every_chunk_stored: true`` (:data:`EVERY_CHUNK_ATTR`):
+every chunk was written, all-zero ones too, so a missing chunk file is damage
+(a ``FormatError``), not the fill value. Stores written before lack it; there a
+lost chunk cannot be told from zeros (:data:`OLD_ZARR_NOTE`).
+
 Readers check what they load at open (:func:`check_scalar`,
 :func:`check_group_arrays`): scalars and values must be numeric (float, integer,
 bool), offsets integers that start at 0, never decrease and end at
@@ -31,7 +36,8 @@ from lstm_data.errors import FormatError
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "node_keys", "make_layout", "parse_layout",
            "layout_attrs", "is_ours", "CHUNK_BYTES", "value_dtype", "check_scalar",
-           "check_group_arrays", "stored_array", "scalar_column", "BATCH_STORE_ATTR"]
+           "check_group_arrays", "stored_array", "scalar_column", "BATCH_STORE_ATTR",
+           "EVERY_CHUNK_ATTR", "every_chunk_stored", "OLD_ZARR_NOTE"]
 
 FORMAT_NAME = "lstm_data"
 FORMAT_VERSION = 1
@@ -40,6 +46,13 @@ CHUNK_BYTES = 1 << 20
 #: root attribute that marks a store of precomputed batches (:mod:`lstm_data.store`, which
 #: writes it); a reader that meets it says to use ``open_batches`` instead
 BATCH_STORE_ATTR = "lstm_data_batches"
+#: root attribute of a zarr store whose every chunk was written (none left out as fill value)
+EVERY_CHUNK_ATTR = "lstm_data_every_chunk_stored"
+#: what ``inspect`` says of a zarr store without :data:`EVERY_CHUNK_ATTR` (the reader adds
+#: how to rewrite it)
+OLD_ZARR_NOTE = ("written by an lstm_data before every chunk was stored: a lost or deleted chunk "
+                 "reads back as zeros here, indistinguishable from stored zeros, and chunks carry "
+                 "no checksum")
 
 #: dtype kinds of stored numbers: float, signed and unsigned integer, bool
 _NUMERIC_KINDS = "fiub"
@@ -88,6 +101,11 @@ def is_ours(attrs: Mapping[str, Any]) -> bool:
     """Whether root attributes mark our layout."""
     fmt = attrs.get("lstm_data_format")
     return (fmt.decode() if isinstance(fmt, bytes) else fmt) == FORMAT_NAME
+
+
+def every_chunk_stored(attrs: Mapping[str, Any]) -> bool:
+    """Whether root attributes record that every chunk of the store was written."""
+    return attrs.get(EVERY_CHUNK_ATTR) is True
 
 
 def parse_layout(attrs: Mapping[str, Any], *, file: str) -> dict[str, Any]:

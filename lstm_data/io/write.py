@@ -2,21 +2,38 @@
 
 Rows stream in blocks, so a big on-disk dataset never sits in RAM whole. Output
 goes to a temporary sibling name that is renamed into place only when complete;
-on error the temporary output is removed. The layout attribute is written last,
-so even an interrupted temporary store never opens as a complete one.
+on error the temporary output is removed, and temporaries of earlier writers
+that were killed are removed by the next write to the same output (see
+:mod:`lstm_data._util.safe_output`). The layout attribute is written last, so
+even an interrupted temporary store never opens as a complete one.
+
+Damage reads as an error, never as numbers: zarr stores write every chunk (zarr
+would leave out chunks equal to the fill value, so a lost chunk would read as
+zeros) and record it (:data:`~lstm_data.io.layout.EVERY_CHUNK_ATTR`), and each
+chunk ends with a CRC-32C checksum of its compressed bytes (zarr's ``crc32c``
+codec); HDF5 datasets carry HDF5's ``fletcher32`` checksum filter.
 """
 from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from lstm_data._util.safe_output import check_not_input
-from lstm_data.io.layout import CHUNK_BYTES, layout_attrs, make_layout, node_keys
+from lstm_data._util.safe_output import (
+    check_not_input,
+    remove_stale_temporaries,
+    temp_path,
+)
+from lstm_data.io.layout import (
+    CHUNK_BYTES,
+    EVERY_CHUNK_ATTR,
+    layout_attrs,
+    make_layout,
+    node_keys,
+)
 
 __all__ = ["write_zarr", "write_hdf5", "Progress"]
 
@@ -129,33 +146,40 @@ def _stream(dataset, sink, *, permutation=None, progress: Progress | None = None
 
 
 class _ZarrSink:
-    def __init__(self, path: Path, clevel: int, cname: str) -> None:
+    def __init__(self, path: Path, clevel: int, cname: str, checksum: bool) -> None:
         import zarr
-        from zarr.codecs import BloscCodec
+        from zarr.codecs import BloscCodec, Crc32cCodec
 
         self._root = zarr.open_group(str(path), mode="w", zarr_format=3)
-        self._codec = BloscCodec(cname=cname, clevel=clevel, shuffle="shuffle")
+        blosc = BloscCodec(cname=cname, clevel=clevel, shuffle="shuffle")
+        self._codecs = (blosc, Crc32cCodec()) if checksum else (blosc,)
 
     def group(self, key: str, attrs: dict) -> None:
         self._root.create_group(key, attributes=attrs)
 
     def array(self, key: str, shape, dtype, chunks):
+        # every chunk is written, all-zero ones too: a missing chunk is then damage
         return self._root.create_array(key, shape=shape, dtype=dtype, chunks=chunks,
-                                       compressors=self._codec, fill_value=0)
+                                       compressors=self._codecs, fill_value=0,
+                                       config={"write_empty_chunks": True})
 
     def finish(self, layout: dict) -> None:
-        self._root.attrs.update(layout_attrs(layout, as_json=False))
+        self._root.attrs.update({EVERY_CHUNK_ATTR: True, **layout_attrs(layout, as_json=False)})
 
     def close(self) -> None:
         pass
 
 
 class _HDF5Sink:
-    def __init__(self, path: Path, compression: str, level: int | None) -> None:
+    def __init__(self, path: Path, compression: str | None, level: int | None) -> None:
         import h5py
 
         self._file = h5py.File(path, "w")
-        self._filters = {"compression": compression, "shuffle": True}
+        # fletcher32 checksums every chunk as stored (after compression), so a damaged
+        # chunk is a read error whatever the filter; lzf alone would decode it to numbers
+        self._filters: dict = {"fletcher32": True}
+        if compression is not None:
+            self._filters.update(compression=compression, shuffle=True)
         if compression == "gzip":
             self._filters["compression_opts"] = 4 if level is None else level
 
@@ -181,7 +205,8 @@ def _atomic(path, make_sink, dataset, overwrite: bool, **stream_options) -> None
     check_not_input(target, getattr(dataset, "source", ()))
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True (or --force) to replace it")
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    remove_stale_temporaries(target)
+    tmp = temp_path(target)
     try:
         sink = make_sink(tmp)
         try:
@@ -189,7 +214,7 @@ def _atomic(path, make_sink, dataset, overwrite: bool, **stream_options) -> None
         finally:
             sink.close()
         if target.exists():
-            trash = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
+            trash = temp_path(target, "old")
             os.replace(target, trash)
             os.replace(tmp, target)
             _remove(trash)
@@ -209,7 +234,7 @@ def _remove(path: Path) -> None:
 
 def write_zarr(dataset, path, *, permutation=None, progress: Progress | None = None,
                overwrite: bool = False, chunk_bytes: int = CHUNK_BYTES, clevel: int = 5,
-               cname: str = "lz4", block_bytes: int = _BLOCK_BYTES) -> None:
+               cname: str = "lz4", block_bytes: int = _BLOCK_BYTES, checksum: bool = True) -> None:
     """Write ``dataset`` to a zarr v3 store in our layout, atomically.
 
     Parameters
@@ -234,23 +259,29 @@ def write_zarr(dataset, path, *, permutation=None, progress: Progress | None = N
         ``cname="zstd"`` gives smaller stores for archives that are read rarely.
     block_bytes
         Uncompressed bytes per row block held in RAM while writing.
+    checksum
+        End every chunk with a CRC-32C of its compressed bytes (zarr's ``crc32c``
+        codec), so a damaged chunk file is an error when read. Every chunk is
+        written either way, so a lost one is an error too.
     """
-    _atomic(path, lambda tmp: _ZarrSink(tmp, clevel, cname), dataset, overwrite,
+    _atomic(path, lambda tmp: _ZarrSink(tmp, clevel, cname, checksum), dataset, overwrite,
             permutation=permutation, progress=progress, chunk_bytes=chunk_bytes,
             block_bytes=block_bytes)
 
 
 def write_hdf5(dataset, path, *, permutation=None, progress: Progress | None = None,
                overwrite: bool = False, chunk_bytes: int = CHUNK_BYTES,
-               compression: str = "gzip", level: int | None = None,
+               compression: str | None = "gzip", level: int | None = None,
                block_bytes: int = _BLOCK_BYTES) -> None:
     """Write ``dataset`` to an HDF5 file in our layout, atomically.
 
-    Parameters are those of :func:`write_zarr`, except the filter: ``compression``
-    is ``"gzip"`` (``level`` 0-9, default 4) or ``"lzf"``, always with byte shuffle.
+    Parameters are those of :func:`write_zarr`, except the filters: ``compression``
+    is ``"gzip"`` (``level`` 0-9, default 4) or ``"lzf"``, with byte shuffle, or
+    ``None`` (uncompressed). Every chunked dataset carries HDF5's ``fletcher32``
+    checksum, so a damaged chunk is an error when read, never other numbers.
     """
-    if compression not in ("gzip", "lzf"):
-        raise ValueError(f"compression must be 'gzip' or 'lzf', got {compression!r}")
+    if compression not in ("gzip", "lzf", None):
+        raise ValueError(f"compression must be 'gzip', 'lzf' or None, got {compression!r}")
     _atomic(path, lambda tmp: _HDF5Sink(tmp, compression, level), dataset, overwrite,
             permutation=permutation, progress=progress, chunk_bytes=chunk_bytes,
             block_bytes=block_bytes)

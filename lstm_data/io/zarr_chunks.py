@@ -2,7 +2,8 @@
 
 zarr-python's ``array[lo:hi]`` costs about a millisecond per call and copies every
 decoded chunk once more into its result. For the arrays our writer makes (chunked
-along rows only, ``bytes`` + one Blosc or Zstd codec, in a local directory store)
+along rows only, ``bytes`` + one Blosc or Zstd codec, optionally followed by
+``crc32c``, in a local directory store)
 we can do better with the same codecs: read each chunk file once, decode whole
 chunks directly into the output slice, and decode only the partial first and last
 chunks through a scratch buffer. Anything else (sharding, transposes, remote or
@@ -12,18 +13,25 @@ returns ``None``.
 A damaged chunk never reads as numbers. A chunk file that does not decode to
 exactly one full chunk (``chunk_len`` records: zarr v3 stores edge chunks at full
 size), e.g. a chunk copied from a store with other chunking or a truncated file,
-or that the codec rejects, raises :class:`~lstm_data.errors.FormatError` naming
-the chunk file and the array. The size is checked against the frame header
-*before* decoding, because numcodecs' ``decode(out=)`` accepts a frame shorter
-than ``out`` and leaves the rest of ``out`` as it was.
+that fails its CRC-32C checksum (verified before decoding, as zarr's ``crc32c``
+codec does), or that the codec rejects, raises
+:class:`~lstm_data.errors.FormatError` naming the chunk file and the array. The
+size is checked against the frame header *before* decoding, because numcodecs'
+``decode(out=)`` accepts a frame shorter than ``out`` and leaves the rest of
+``out`` as it was. A decoder verifies a chunk file's checksum the first time it
+reads it and again whenever the file changes (inode, size, modification or
+change time); re-reads of the unchanged file skip it, so random batches, which
+read each chunk many times per epoch, pay for the checksum once per chunk.
 
-A missing chunk file reads as the fill value, as in zarr: zarr-python (and so our
-writer, which keeps its default ``write_empty_chunks=False``) does not store
-chunks equal to the fill value, so absence alone proves nothing. A caller that
-knows every chunk was written passes ``fill_missing=False`` to make it an error.
+A missing chunk file reads as the fill value, as in zarr: zarr-python (by default
+``write_empty_chunks=False``) does not store chunks equal to the fill value, so
+absence alone proves nothing. Our writer stores every chunk and says so (see
+:mod:`lstm_data.io.layout`); for its stores the reader passes
+``fill_missing=False``, which makes a missing chunk an error.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -137,14 +145,46 @@ def _zstd_decoder() -> Callable[[bytes, np.ndarray], None]:
     return decode
 
 
+class _Crc32cChecked:
+    """``decode`` that verifies zarr's ``crc32c`` codec (a little-endian CRC-32C of the
+    preceding bytes, appended as 4 bytes) before ``inner`` decodes the rest.
+
+    :meth:`trusted` skips the check, for bytes already verified.
+    """
+
+    def __init__(self, inner: Callable[[Any, np.ndarray], None]) -> None:
+        import google_crc32c  # zarr's own dependency, used by its crc32c codec
+
+        self._inner = inner
+        self._crc = google_crc32c.value
+
+    def __call__(self, raw: bytes, out: np.ndarray) -> None:
+        if len(raw) < 4:
+            raise _Damaged(f"is {len(raw)} bytes long, shorter than its CRC-32C checksum")
+        stored = int.from_bytes(raw[-4:], "little")
+        computed = self._crc(np.frombuffer(raw, dtype=np.uint8)[:-4])
+        if computed != stored:
+            raise _Damaged(f"fails its CRC-32C checksum (stored {stored:#010x}, computed "
+                           f"{computed:#010x})")
+        self._inner(memoryview(raw)[:-4], out)
+
+    def trusted(self, raw: bytes, out: np.ndarray) -> None:
+        """Decode without verifying (``raw`` passed :meth:`__call__` before)."""
+        self._inner(memoryview(raw)[:-4], out)
+
+
 def _decoder_of(codecs: tuple, dtype: np.dtype) -> Callable[[bytes, np.ndarray], None] | None:
     """``decode(raw, out)`` for the codec chain ``codecs``, or ``None`` if not a plain one.
 
-    The decoder raises :class:`_Damaged` when ``raw`` does not decode to exactly
-    ``out.nbytes`` bytes; codec failures propagate as the codec raises them.
+    The decoder raises :class:`_Damaged` when ``raw`` fails its checksum or does
+    not decode to exactly ``out.nbytes`` bytes; codec failures propagate as the
+    codec raises them.
     """
-    from zarr.codecs import BloscCodec, BytesCodec, ZstdCodec
+    from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ZstdCodec
 
+    if codecs and isinstance(codecs[-1], Crc32cCodec):
+        inner = _decoder_of(codecs[:-1], dtype)
+        return None if inner is None else _Crc32cChecked(inner)
     if not codecs or not isinstance(codecs[0], BytesCodec):
         return None
     endian = getattr(codecs[0], "endian", None)
@@ -201,6 +241,9 @@ class ChunkDecoder:
         self.name = name or self.directory.name
         self.fill_missing = fill_missing
         self._decode = decode
+        self._trusted = getattr(decode, "trusted", None)
+        #: chunk index -> (inode, size, mtime, ctime) of the file whose checksum passed
+        self._verified: dict[int, tuple[int, int, int, int]] = {}
 
     @classmethod
     def for_array(cls, array, *, fill_missing: bool = True) -> "ChunkDecoder | None":
@@ -231,20 +274,29 @@ class ChunkDecoder:
 
     def _chunk(self, i: int, out: np.ndarray) -> None:
         """Decode stored chunk ``i`` (``chunk_len`` rows) into ``out``; absent: the fill value."""
-        path = self.directory / self.chunk_key(i)
+        key = self.chunk_key(i)
+        path = self.directory / key
         what = f"chunk {i} of array {self.name!r}"
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                raw = fh.read()
         except FileNotFoundError:  # zarr skips writing chunks that equal the fill value
             if not self.fill_missing:
-                raise FormatError(f"{what} is missing (every chunk of this array must be "
-                                  f"stored)", file=str(path)) from None
+                raise FormatError(f"{what} is missing (chunk key {key!r}): every chunk of "
+                                  f"this array was written, so it was lost or deleted",
+                                  file=str(path)) from None
             out[...] = self.fill_value
             return
         except OSError as exc:
             raise FormatError(f"cannot read {what} ({exc})", file=str(path)) from None
         try:
-            self._decode(raw, out)
+            ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            if self._trusted is not None and self._verified.get(i) == ident:
+                self._trusted(raw, out)  # these bytes passed their checksum before
+            else:
+                self._decode(raw, out)
+                self._verified[i] = ident
         except _Damaged as exc:
             raise FormatError(f"{what} {exc}: the chunk file is damaged or belongs to "
                               f"another array", file=str(path)) from None

@@ -1,4 +1,11 @@
-"""Reading a precomputed-batch store: :func:`open_batches` and :class:`PrecomputedBatches`."""
+"""Reading a precomputed-batch store: :func:`open_batches` and :class:`PrecomputedBatches`.
+
+A lost chunk of a store that records that every chunk was written, or a chunk
+that fails its checksum, is a :class:`~lstm_data.errors.FormatError` naming the
+store, the array and the chunk (see :func:`lstm_data.io.zarr.strict_group` and
+:func:`lstm_data.io.zarr.read_rows`). Stores written before keep reading; there
+a lost chunk reads as zeros (:attr:`PrecomputedBatches.notes`).
+"""
 from __future__ import annotations
 
 import os
@@ -13,6 +20,8 @@ from lstm_data.batching.epoch import EpochIteration
 from lstm_data.batching.order import shuffled_order
 from lstm_data.batching.spec import BatchSpec
 from lstm_data.errors import FormatError
+from lstm_data.io.layout import OLD_ZARR_NOTE
+from lstm_data.io.zarr import read_rows, strict_group
 from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,
@@ -63,6 +72,17 @@ class PrecomputedBatches(EpochIteration):
     order of the stored batches reproducibly (``seed`` plus epoch) when
     ``shuffle`` is on; the rows inside each batch are those of the stored epoch.
     Pickling sends the path only.
+
+    Raises
+    ------
+    FormatError
+        At open or on a read, a lost or damaged chunk (naming store, array and chunk).
+
+    Attributes
+    ----------
+    notes : tuple of str
+        What this store cannot detect (a store written before every chunk was
+        stored: a lost chunk reads as zeros). Empty for stores written now.
     """
 
     def __init__(self, path: str | os.PathLike, *, shuffle: bool = True) -> None:
@@ -79,12 +99,16 @@ class PrecomputedBatches(EpochIteration):
     def _open(self) -> None:
         import zarr
 
-        root = zarr.open_group(self.path, mode="r")
+        plain = zarr.open_group(self.path, mode="r")
+        root = strict_group(plain, self.path)
+        old = (f"{self.path}: {OLD_ZARR_NOTE}; recompute it (lstm-data precompute --force) to "
+               "have damage detected")
+        self.notes = () if root is not plain else (old,)
         self._names = list(self.meta["outputs"])
         self._arrays = {n: root[f"data/{n}"] for n in self._names}
         index = root["_index"]
-        self._offsets = {n: index[f"{n}.offsets"][:] for n in self._names}
-        self._shapes = {n: index[f"{n}.shapes"][:] for n in self._names}
+        self._offsets = {n: self._whole(index[f"{n}.offsets"]) for n in self._names}
+        self._shapes = {n: self._whole(index[f"{n}.shapes"]) for n in self._names}
         self._n_batches = int(self.meta["n_batches"])
         self._lock = threading.Lock()
 
@@ -98,9 +122,13 @@ class PrecomputedBatches(EpochIteration):
             return int(shuffled_order(n, self.seed, self.epoch)[index])
         return int(index)
 
+    def _whole(self, array: Any) -> np.ndarray:
+        return np.asarray(read_rows(array, 0, array.shape[0], file=self.path))
+
     def _read(self, name: str, slot: int) -> np.ndarray:
         lo, hi = self._offsets[name][slot], self._offsets[name][slot + 1]
-        return np.asarray(self._arrays[name][int(lo):int(hi)]).reshape(tuple(self._shapes[name][slot]))
+        values = read_rows(self._arrays[name], int(lo), int(hi), file=self.path)
+        return np.asarray(values).reshape(tuple(self._shapes[name][slot]))
 
     def __getitem__(self, index: int) -> tuple[dict, dict, dict]:
         slot = self._slot(index)

@@ -3,7 +3,10 @@
 :func:`precompute` builds the batches of epoch 0 of ``Batches(dataset, spec,
 batch_size, shuffle, seed)`` on worker threads (the kernels release the GIL, and
 threads share the one dataset: nothing is copied per worker), writes them in
-order into a temporary store next to the output, and renames it into place.
+order into a temporary store next to the output, and renames it into place
+(temporaries of killed runs are removed by the next precompute to the same
+output). Every chunk is written and ends with a CRC-32C checksum, so a lost or
+damaged chunk reads as an error (see :mod:`lstm_data.store.read`).
 :func:`open_batches` reads it back with the ``Batches`` interface.
 """
 from __future__ import annotations
@@ -19,11 +22,16 @@ from typing import Any
 import numpy as np
 
 from lstm_data._util.checks import check_count
-from lstm_data._util.safe_output import check_not_input
+from lstm_data._util.safe_output import (
+    check_not_input,
+    remove_stale_temporaries,
+    temp_path,
+)
 from lstm_data.batching.batches import Batches
 from lstm_data.batching.order import resolve_shuffle
 from lstm_data.batching.spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
+from lstm_data.io.layout import EVERY_CHUNK_ATTR
 from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,
@@ -168,7 +176,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     progress
         Show a tqdm progress bar (batches/s) when tqdm is installed.
     compress
-        zstd (level 1) chunks; ``False`` stores raw chunks.
+        zstd (level 1) chunks; ``False`` stores raw chunks (checksummed either way).
 
     Raises
     ------
@@ -207,8 +215,8 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     shapes = _batch_shapes(batches)
     sig = spec.signature()
     dtypes = {n: (sig[n].dtype if n in sig else np.dtype(np.float32)) for n in names}
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    remove_stale_temporaries(out)  # of precomputes that were killed
+    tmp = temp_path(out)
     try:
         root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
         data, index = root.create_group("data"), root.create_group("_index")
@@ -218,10 +226,10 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
             offsets = np.zeros(len(counts) + 1, dtype=np.int64)
             np.cumsum(counts, out=offsets[1:])
             chunk = max(1, _CHUNK_BYTES // dtypes[n].itemsize)
-            codecs = {"compressors": zarr.codecs.ZstdCodec(level=1)} if compress else {"compressors": None}
-            arr = data.create_array(n, shape=(int(offsets[-1]),), chunks=(chunk,), dtype=dtypes[n], **codecs)
-            index.create_array(f"{n}.offsets", data=offsets)
-            index.create_array(f"{n}.shapes", data=shapes[n].astype(np.int64))
+            arr = data.create_array(n, shape=(int(offsets[-1]),), chunks=(chunk,), dtype=dtypes[n],
+                                    **_codecs(compress))
+            index.create_array(f"{n}.offsets", data=offsets, **_codecs(True))
+            index.create_array(f"{n}.shapes", data=shapes[n].astype(np.int64), **_codecs(True))
             writers[n] = _ChunkWriter(arr, chunk)
         bar = _progress(len(batches), progress)
         try:
@@ -239,7 +247,8 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
         for w in writers.values():
             w.close()
         meta.update(n_batches=len(batches), n_rows=batches.n_rows, outputs=names)
-        root.attrs[ATTR] = meta  # written last: a half-written store is never taken as complete
+        # written last: a half-written store is never taken as complete
+        root.attrs.update({EVERY_CHUNK_ATTR: True, ATTR: meta})
         _replace(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -254,10 +263,20 @@ def _is_batch_store(path: Path) -> bool:
         return False
 
 
+def _codecs(compress: bool) -> dict:
+    """Options of every array of a store: zstd (level 1) unless ``compress`` is off, then a
+    CRC-32C checksum; every chunk written (a missing chunk is then damage, see
+    :func:`lstm_data.io.zarr.strict_group`)."""
+    from zarr.codecs import Crc32cCodec, ZstdCodec
+
+    chain = (ZstdCodec(level=1), Crc32cCodec()) if compress else (Crc32cCodec(),)
+    return {"compressors": chain, "config": {"write_empty_chunks": True}}
+
+
 def _replace(tmp: Path, out: Path) -> None:
     """Move ``tmp`` to ``out``, replacing any old store only once the new one is complete."""
     if out.exists():
-        trash = out.with_name(f".{out.name}.old-{os.getpid()}")
+        trash = temp_path(out, "old")
         os.replace(out, trash)
         os.replace(tmp, out)
         shutil.rmtree(trash, ignore_errors=True)
