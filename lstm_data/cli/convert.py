@@ -46,8 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace an existing output")
     parser.add_argument("--chunk-kib", type=_at_least(1), default=1024, metavar="KIB",
                         help="uncompressed chunk size of the output (default 1024)")
-    parser.add_argument("--compression", choices=("gzip", "lzf"), default="gzip",
-                        help="HDF5 output filter (default gzip)")
+    parser.add_argument("--compression", choices=("gzip", "lzf", "none"), default="gzip",
+                        help="HDF5 output filter (default gzip); every HDF5 output also carries "
+                             "the fletcher32 checksum")
 
 
 def _output_kind(dst: str) -> str:
@@ -114,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
         if kind == "zarr":
             write_zarr(dataset, dst, progress=bar, **options)
         else:
-            write_hdf5(dataset, dst, progress=bar, compression=args.compression, **options)
+            compression = None if args.compression == "none" else args.compression
+            write_hdf5(dataset, dst, progress=bar, compression=compression, **options)
     close = getattr(dataset, "close", None)
     if close is not None:
         close()

@@ -37,3 +37,19 @@ def test_convert_says_which_stale_temporary_it_removed(tmp_path, capsys):
     assert main(["convert", "-v", str(source), str(out)]) == 0
     assert not left.exists() and out.exists()
     assert f"removed {left}" in capsys.readouterr().err
+
+
+def test_convert_hdf5_without_compression_still_checksums(tmp_path):
+    import h5py
+
+    from lstm_data.cli import main
+    from lstm_data.data import synthetic
+
+    src = tmp_path / "ev.csv"
+    synthetic.write_csv(src, n_rows=300, seed=2)
+    assert main(["convert", str(src), str(tmp_path / "o.h5"), "--compression", "none", "-q"]) == 0
+    with h5py.File(tmp_path / "o.h5") as fh:
+        chunked = []
+        fh.visititems(lambda name, obj: chunked.append(obj) if isinstance(obj, h5py.Dataset)
+                      and obj.chunks else None)
+        assert chunked and all(d.fletcher32 and d.compression is None for d in chunked)
