@@ -3,22 +3,56 @@
 Example
 -------
 >>> from lstm_data.keras import KerasBatches
->>> train = KerasBatches(Batches(ds, spec, seed=1), workers=2)   # doctest: +SKIP
->>> model.fit(train, epochs=10, shuffle=False)                     # doctest: +SKIP
+>>> train = KerasBatches(Batches(ds, spec, seed=1, nan_to=0.0), workers=2)   # doctest: +SKIP
+>>> model.fit(train, epochs=10, shuffle=False)                                 # doctest: +SKIP
 
 Each item is ``(inputs, targets, weights)``: dicts keyed by the spec's output
 names, so a functional model whose ``Input`` layers carry those names (see
 :func:`keras_inputs`) and whose outputs are a dict keyed by the target names
-(``keras.Model(inputs, {"target_total": out})``) trains on it directly. Pass
-``shuffle=False`` to ``fit``: the rows are already shuffled per epoch, from the
-seed, and Keras would reorder the batches with an unseeded generator. With
-``use_multiprocessing=True`` the object is pickled to the worker processes; an
-in-RAM dataset then travels as memory-mapped files (:mod:`lstm_data.data.shared`)
-and an on-disk dataset as its path, never as pickled arrays.
+(``keras.Model(inputs, {"target_total": out})``) trains on it directly.
+
+Epochs. Training epoch ``e`` gets the row order ``(seed, e)`` of the
+``Batches``. Keras's own calls do not say that: before the first epoch ``fit``
+reads one batch to build the model and calls ``on_epoch_end`` (Keras 3.15:
+``EpochIterator.reset``), and its thread/process enqueuer serves batches built
+ahead in one pass at the start of the next. So :class:`KerasBatches`
+
+* moves to the next epoch only at an ``on_epoch_end`` that follows a pass over
+  every batch (the warm-up read and its ``on_epoch_end`` do not count, nor
+  does a pass cut short);
+* builds batches ahead itself, on ``workers`` threads, each tied to its epoch
+  (the kernels release the GIL), and tells Keras ``workers=1``, so Keras asks
+  for batch ``i`` when step ``i`` needs it;
+* with :attr:`KerasBatches.epoch_callback` in ``fit(callbacks=...)``, takes
+  Keras's own epoch number at each epoch start: exact for any
+  ``initial_epoch`` (without it, call :meth:`KerasBatches.set_epoch` before a
+  resumed ``fit``), and also with a single batch per epoch, whose warm-up read
+  is a whole pass.
+
+Pass ``shuffle=False`` to ``fit`` (Keras's default ``True`` reorders the batches
+with Python's ``random``; a warning says so). As ``validation_data`` the
+``p``-th evaluation (``p = 0, 1, ...``) reads the order of epoch ``p``, so
+an unshuffled validation view (``shuffle=False``) reads the same batches in the
+same order every time.
+
+NaN. Keras cannot train on NaN: an input holding NaN padding (a ``Ragged``
+field with ``pad_value=nan`` and no ``Batches(nan_to=...)``) or NaN values
+makes the loss NaN. :class:`KerasBatches` warns once when it hands Keras such an
+input (known from the spec; other inputs of the first batch are scanned once).
 """
 from __future__ import annotations
 
-from typing import Any
+import math
+import threading
+import warnings
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from lstm_data._util.checks import check_count, check_index
+from lstm_data.adapters.epochs import batch_of
+from lstm_data.batching.fields import Ragged
+from lstm_data.batching.prefetch import prefetch
 
 try:
     import keras
@@ -29,6 +63,26 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 
 __all__ = ["KerasBatches", "keras_inputs"]
 
+NAN_FIX = ("use Batches(..., nan_to=0.0), or a finite pad_value in the spec with "
+           "keras.layers.Masking(mask_value=<that value>) on that input")
+
+
+class _Stream:
+    """Batches ``start, start + 1, ...`` of one epoch, built ahead on threads."""
+
+    def __init__(self, build: Callable[[int], Any], n: int, epoch: int, start: int,
+                 workers: int, ahead: int) -> None:
+        self.epoch, self.next = epoch, start
+        self._items: Iterator[Any] = prefetch(lambda j: build(start + j), n - start, workers, ahead)
+
+    def take(self) -> Any:
+        item = next(self._items)
+        self.next += 1
+        return item
+
+    def close(self) -> None:
+        self._items.close()  # waits for the batches under way
+
 
 class KerasBatches(keras.utils.PyDataset):
     """A ``keras.utils.PyDataset`` serving the batches of a ``Batches`` (or precomputed store).
@@ -37,10 +91,15 @@ class KerasBatches(keras.utils.PyDataset):
     ----------
     batches
         A :class:`~lstm_data.batching.batches.Batches` or the result of
-        :func:`lstm_data.open_batches`.
-    workers, use_multiprocessing, max_queue_size
-        Passed to ``PyDataset``: Keras builds batches on ``workers`` threads
-        (processes with ``use_multiprocessing``) ahead of training.
+        :func:`lstm_data.open_batches`. Its ``epoch`` is the first epoch served
+        and follows the epochs of ``fit``.
+    workers
+        Threads building batches ahead of training (kept in :attr:`build_workers`;
+        Keras itself sees ``workers=1``, see the module notes).
+    use_multiprocessing
+        Ignored, with a warning: batches are built on threads.
+    max_queue_size
+        Batches built ahead at most (``workers > 1``).
     weights
         Return the per-target weights as the third item (default). ``False``
         returns ``(inputs, targets)``.
@@ -48,24 +107,155 @@ class KerasBatches(keras.utils.PyDataset):
 
     def __init__(self, batches: Any, workers: int = 1, use_multiprocessing: bool = False,
                  max_queue_size: int = 10, weights: bool = True) -> None:
-        super().__init__(workers=workers, use_multiprocessing=use_multiprocessing,
-                         max_queue_size=max_queue_size)
+        if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+            raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+        if use_multiprocessing:
+            warnings.warn("KerasBatches(use_multiprocessing=True) is ignored: lstm_data builds batches on "
+                          f"{workers} thread(s) (its kernels release the GIL), each tied to its epoch; "
+                          "Keras's process pool would serve batches of one epoch in the next",
+                          UserWarning, stacklevel=2)
+        super().__init__(workers=1, use_multiprocessing=False, max_queue_size=max_queue_size)
         self.batches = batches
+        self.build_workers = int(workers)
         self.with_weights = bool(weights)
+        self._setup()
 
+    def _setup(self) -> None:
+        self._lock = threading.Lock()
+        self._served = np.zeros(len(self.batches), dtype=bool)
+        self._stream: _Stream | None = None
+        self._due = -1  # the index Keras should ask for next in a pass, -1 outside passes
+        self._nan_checked = False
+        self._order_warned = False
+
+    # -- the sequence Keras reads ---------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.batches)
-
-    def __getitem__(self, index: int):
-        inputs, targets, weights = self.batches[index]
-        return (inputs, targets, weights) if self.with_weights else (inputs, targets)
-
-    def on_epoch_end(self) -> None:
-        self.batches.on_epoch_end()
 
     @property
     def num_batches(self) -> int:
         return len(self.batches)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch being served (that of the wrapped batches)."""
+        return int(self.batches.epoch)
+
+    def __getitem__(self, index: int) -> tuple:
+        index = check_index(index, len(self))
+        with self._lock:
+            self._check_order(index)
+            inputs, targets, weights = self._take(index, self.epoch)
+            self._served[index] = True
+        if not self._nan_checked:
+            self._nan_checked = True
+            _warn_nan(self.batches, inputs)
+        return (inputs, targets, weights) if self.with_weights else (inputs, targets)
+
+    def _take(self, index: int, epoch: int) -> Any:
+        if self.build_workers == 1:
+            return batch_of(self.batches, index, epoch)
+        stream = self._stream
+        if stream is not None and stream.epoch == epoch and stream.next != index:
+            return batch_of(self.batches, index, epoch)  # out of order: nothing to build ahead
+        if stream is None or stream.epoch != epoch:
+            self._close_stream()
+            batches = self.batches  # not self: threads of a dropped stream must not keep it alive
+            stream = self._stream = _Stream(lambda i: batch_of(batches, i, epoch), len(self), epoch,
+                                            index, self.build_workers, max(1, int(self.max_queue_size)))
+        return stream.take()
+
+    def _close_stream(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def _check_order(self, index: int) -> None:
+        if self._due >= 0 and index != self._due and not self._order_warned:
+            self._order_warned = True
+            warnings.warn(f"Keras asked for batch {index} where batch {self._due} was due: fit(shuffle=True), "
+                          "Keras's default, reorders the batches with Python's random, so the epoch no longer "
+                          "follows its (seed, epoch) order; pass fit(..., shuffle=False) (the rows are already "
+                          "shuffled per epoch)", UserWarning, stacklevel=3)
+        if self._due >= 0:
+            self._due = index + 1
+
+    # -- epochs ------------------------------------------------------------------------------------
+    def on_epoch_begin(self) -> None:
+        """Keras starts a pass (an epoch, an evaluation, or the warm-up read of ``fit``)."""
+        with self._lock:
+            self._due = 0
+
+    def on_epoch_end(self) -> None:
+        """Keras ends a pass: the next epoch begins only if every batch of this one was served."""
+        with self._lock:
+            self._due = -1
+            self._close_stream()
+            if len(self._served) and self._served.all():
+                self.batches.set_epoch(self.epoch + 1)
+                self._served[:] = False
+
+    def set_epoch(self, epoch: int) -> None:
+        """Serve the order of ``epoch`` from now on (e.g. before a ``fit`` resumed at ``initial_epoch``)."""
+        epoch = check_count(epoch, "epoch")
+        with self._lock:
+            if epoch == self.epoch and not self._served.any():
+                return
+            self._close_stream()
+            self.batches.set_epoch(epoch)
+            self._served[:] = False
+
+    @property
+    def epoch_callback(self) -> keras.callbacks.Callback:
+        """A callback for ``fit(callbacks=[...])``: each epoch ``e`` of ``fit`` starts on order ``e``."""
+        return _EpochSync(self)
+
+    # -- pickling: the batches, not the threads ------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_stream")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._stream = None
+
+
+class _EpochSync(keras.callbacks.Callback):
+    """Sets a :class:`KerasBatches` to the epoch ``fit`` is starting."""
+
+    def __init__(self, data: KerasBatches) -> None:
+        super().__init__()
+        self.data = data
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self.data.set_epoch(epoch)
+
+
+def nan_padded_inputs(batches: Any) -> list[str]:
+    """Inputs of ``batches``' spec padded with NaN that no ``nan_to`` replaces."""
+    spec = getattr(batches, "spec", None)
+    if spec is None or getattr(batches, "nan_to", None) is not None:
+        return []
+    return [name for name, fld in spec.inputs.items()
+            if isinstance(fld, Ragged) and math.isnan(fld.pad_value)]
+
+
+def _warn_nan(batches: Any, inputs: dict) -> None:
+    """Warn about NaN in the inputs: the spec's NaN padding, else NaN found in this batch."""
+    padded = nan_padded_inputs(batches)
+    if padded:
+        names = ", ".join(repr(n) for n in padded)
+        warnings.warn(f"lstm_data KerasBatches: input {names} holds NaN padding (pad_value=nan and no "
+                      "Batches(nan_to=...)): Keras trains to loss: nan (and Masking cannot match NaN). "
+                      f"Fix: {NAN_FIX}", UserWarning, stacklevel=3)
+        return
+    if getattr(batches, "nan_to", None) is not None:
+        return
+    found = [n for n, x in inputs.items() if np.asarray(x).dtype.kind == "f" and np.isnan(x).any()]
+    if found:
+        names = ", ".join(repr(n) for n in found)
+        warnings.warn(f"lstm_data KerasBatches: input {names} holds NaN values (in the first batch): Keras "
+                      "trains to loss: nan. Fix: use Batches(..., nan_to=0.0)", UserWarning, stacklevel=3)
 
 
 def keras_inputs(spec) -> dict:

@@ -2,37 +2,88 @@
 
 Example
 -------
->>> loader = DataLoader(TorchBatches(batches), batch_size=None, num_workers=2)  # doctest: +SKIP
->>> for epoch in range(n):                                                   # doctest: +SKIP
-...     loader.dataset.set_epoch(epoch)        # before iterating: workers start per epoch
+>>> data = TorchBatches(batches)                                              # doctest: +SKIP
+>>> loader = DataLoader(data, batch_size=None, sampler=data.sampler,          # doctest: +SKIP
+...                     num_workers=2, persistent_workers=True)
+>>> for epoch in range(n):                                                    # doctest: +SKIP
 ...     for inputs, targets, weights in loader: ...
 
 Item ``i`` is batch ``i`` as ``(inputs, targets, weights)`` dicts of tensors:
 float data as float32 (or the spec's float64), lengths as int64. Use
 ``batch_size=None`` in the ``DataLoader``: the batches are already batched.
-Leave ``persistent_workers`` off: persistent workers keep the copy of this
-object they started with, so :meth:`TorchBatches.set_epoch` would not reach
-them and every epoch would repeat the first one's order.
+
+Epochs. With ``sampler=data.sampler`` (an :class:`EpochSampler`) the main
+process hands out keys ``(epoch, i)``, and the item of a key is batch ``i`` of
+that epoch, whichever worker builds it: each pass over the loader is the next
+epoch (``(seed, 0)``, ``(seed, 1)``, ...), with or without
+``persistent_workers``, and without any call per epoch.
+:meth:`TorchBatches.set_epoch` still chooses the epoch (the next pass's, for the
+sampler). Without the sampler, keys are plain ``i`` and the workers read their
+own copy's epoch: call ``set_epoch`` before each epoch's iterator and leave
+``persistent_workers`` off (persistent workers keep the copy they started with
+and would repeat its epoch).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
+
+from lstm_data._util.checks import check_count
+from lstm_data.adapters.epochs import batch_of
 
 try:
     import torch
     from torch.utils.data import Dataset as _TorchDataset
+    from torch.utils.data import Sampler as _TorchSampler
 except ImportError as _exc:  # pragma: no cover - depends on the environment
     raise ImportError("lstm_data.torch needs PyTorch: pip install 'lstm_data[torch]'") from _exc
 
-__all__ = ["TorchBatches"]
+__all__ = ["TorchBatches", "EpochSampler"]
 
 
 def _tensors(part: dict) -> dict:
     """Tensors sharing each array's memory, or copies of read-only arrays (a RAM cache's)."""
     return {k: torch.from_numpy(np.ascontiguousarray(v)) if v.flags.writeable else torch.tensor(v)
             for k, v in part.items()}
+
+
+class EpochSampler(_TorchSampler):
+    """Keys ``(epoch, 0) .. (epoch, n - 1)`` per pass, the epoch going up by one each pass.
+
+    Runs in the main process (a ``DataLoader`` draws its keys there), so worker
+    processes, persistent or not, need no epoch of their own.
+
+    Parameters
+    ----------
+    n_batches
+        Batches per epoch.
+    epoch
+        The epoch of the first pass.
+
+    Attributes
+    ----------
+    epoch : int
+        The epoch of the next pass.
+    """
+
+    def __init__(self, n_batches: int, epoch: int = 0) -> None:
+        self.n_batches = check_count(n_batches, "n_batches")
+        self.epoch = check_count(epoch, "epoch")
+
+    def __len__(self) -> int:
+        return self.n_batches
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        # a generator: the epoch moves on when a pass draws its first key, not at iter():
+        # a DataLoader that starts worker processes makes an extra iterator it never reads
+        epoch, self.epoch = self.epoch, self.epoch + 1
+        for i in range(self.n_batches):
+            yield epoch, i
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make ``epoch`` the next pass's epoch."""
+        self.epoch = check_count(epoch, "epoch")
 
 
 class TorchBatches(_TorchDataset):
@@ -47,14 +98,33 @@ class TorchBatches(_TorchDataset):
 
     def __init__(self, batches: Any) -> None:
         self.batches = batches
+        self._sampler: EpochSampler | None = None
 
     def __len__(self) -> int:
         return len(self.batches)
 
-    def __getitem__(self, index: int) -> tuple[dict, dict, dict]:
-        inputs, targets, weights = self.batches[index]
+    def __getitem__(self, key: int | tuple[int, int]) -> tuple[dict, dict, dict]:
+        """Batch ``key`` of the current epoch, or for ``key = (epoch, i)`` batch ``i`` of ``epoch``."""
+        if isinstance(key, tuple):
+            epoch, index = key
+            inputs, targets, weights = batch_of(self.batches, index, epoch)
+        else:
+            inputs, targets, weights = self.batches[key]
         return _tensors(inputs), _tensors(targets), _tensors(weights)
 
+    @property
+    def sampler(self) -> EpochSampler:
+        """This dataset's :class:`EpochSampler` (one per dataset), starting at the current epoch."""
+        if self._sampler is None:
+            self._sampler = EpochSampler(len(self), self.batches.epoch)
+        return self._sampler
+
     def set_epoch(self, epoch: int) -> None:
-        """Use the row order of ``epoch`` (call before creating the epoch's iterator)."""
+        """Use the row order of ``epoch``: for plain keys now (call before creating the epoch's
+        iterator), for the :attr:`sampler` from its next pass."""
         self.batches.set_epoch(epoch)
+        if self._sampler is not None:
+            self._sampler.set_epoch(epoch)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"batches": self.batches, "_sampler": None}  # the sampler stays in the main process

@@ -18,6 +18,7 @@ from lstm_data._util import forksafe
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.block_shuffle import BlockSource
+from lstm_data.batching.bucketing import make_bucketing
 from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.epoch import EpochIteration
 from lstm_data.batching.order import (
@@ -77,6 +78,24 @@ class Batches(EpochIteration):
     read_ahead
         For ``shuffle="block"``: read the next window on a background thread while
         this one's batches are built (default: on for on-disk data, off in RAM).
+    bucket_by
+        A Ragged output name: put rows of similar length (its prong count, capped
+        at ``max_len``) in the same batch, so batches need less padding. Each
+        epoch's rows are ordered as without it, sorted by that length inside
+        windows of ``bucket_window`` batches (a stable sort: ties keep the shuffled
+        order), cut into batches, and (with ``shuffle=True``) the batches are
+        permuted; a short last batch keeps the rows it has without bucketing and
+        stays last. Every Ragged output of that field's group is then padded to
+        its batch's longest row: a ``fixed=True`` field becomes per batch, capped at
+        ``max_len``, and :attr:`spec` (hence :meth:`signature`) says its prong
+        dimension is ``None``. Not with ``shuffle="block"`` (ValueError).
+        See :mod:`lstm_data.batching.bucketing`.
+    bucket_window
+        Batches sorted together (default 64): larger cuts more padding, mixes less.
+    pad_to_multiple_of
+        With ``bucket_by``: round every per-batch prong width up to a multiple of
+        this (capped at ``max_len``), to bound the number of distinct shapes
+        (compiled graphs retrace per shape).
 
     Attributes
     ----------
@@ -88,7 +107,8 @@ class Batches(EpochIteration):
                  seed: int | None = None, drop_last: bool = False, weights: Any = None,
                  nan_to: float | None = None, cache: str | None = None, *, rows: Any = None,
                  block_rows: int | None = None, window_rows: int | None = None,
-                 read_ahead: bool | None = None) -> None:
+                 read_ahead: bool | None = None, bucket_by: str | None = None, bucket_window: int = 64,
+                 pad_to_multiple_of: int | None = None) -> None:
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be an lstm_data Dataset, got {type(dataset).__name__}")
         if not isinstance(spec, BatchSpec):
@@ -113,6 +133,10 @@ class Batches(EpochIteration):
         self._weights = self._resolve_weights(weights)
         self._block_sizes = (block_rows, window_rows)
         self._read_ahead = None if read_ahead is None else bool(read_ahead)
+        self._bucketing = make_bucketing(spec, self.fields, bucket_by, bucket_window, pad_to_multiple_of, shuffle)
+        if self._bucketing is not None:  # the bucketed group's fields are padded per batch
+            self.spec = self._bucketing.spec
+            self.fields = self.spec.validate(dataset)
         self._setup_runtime()
 
     # -- construction helpers ----------------------------------------------------------------
@@ -151,7 +175,8 @@ class Batches(EpochIteration):
         self._lock = threading.Lock()
         forksafe.register(self)
         self._target_names = self.spec.target_names
-        self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to)
+        self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to, pad_to_multiple_of=(
+            None if self._bucketing is None else self._bucketing.multiple_of))
         # this epoch's order and the next
         self._plans: OnceCache[int, BlockPlan | np.ndarray] = OnceCache(keep=2)
         self._ram: dict[int, Batch] = {}
@@ -182,12 +207,15 @@ class Batches(EpochIteration):
             return self.n_rows // self.batch_size
         return math.ceil(self.n_rows / self.batch_size)
 
-    def _order_epoch(self) -> int:
-        return 0 if self.cache == "ram" else self.epoch
+    def _order_epoch(self, epoch: int | None = None) -> int:
+        """The epoch whose row order serves ``epoch`` (default: the current one)."""
+        if self.cache == "ram":
+            return 0
+        return self.epoch if epoch is None else epoch
 
-    def _plan(self) -> BlockPlan | np.ndarray:
-        """The row order of the current epoch: positions into the view (made once per epoch)."""
-        return self._plan_of(self._order_epoch())
+    def _plan(self, epoch: int | None = None) -> BlockPlan | np.ndarray:
+        """The row order of ``epoch`` (default: the current one): positions into the view (made once)."""
+        return self._plan_of(self._order_epoch(epoch))
 
     def _plan_of(self, epoch: int) -> BlockPlan | np.ndarray:
         return self._plans.get(epoch, lambda: self._make_plan(epoch))
@@ -196,8 +224,14 @@ class Batches(EpochIteration):
         if self._blocks is not None:
             return self._blocks.plan(self.seed, epoch)
         if self.shuffle:
-            return shuffled_order(self.n_rows, self.seed, epoch)
-        return np.arange(self.n_rows, dtype=np.intp)
+            order = shuffled_order(self.n_rows, self.seed, epoch)
+        else:
+            order = np.arange(self.n_rows, dtype=np.intp)
+        if self._bucketing is not None:
+            lengths = self._builder.row_lengths(self._bucketing.group)
+            order = self._bucketing.order(order, lengths if self._view is None else lengths[self._view],
+                                          self.batch_size, self.seed, epoch, shuffle=bool(self.shuffle))
+        return order
 
     def _next_epoch_job(self) -> Callable[[], object] | None:
         """Make the next epoch's order (for a spare worker while this epoch is built)."""
@@ -206,23 +240,27 @@ class Batches(EpochIteration):
         epoch = self._order_epoch() + 1
         return lambda: self._plans.prepare(epoch, lambda: self._make_plan(epoch))
 
-    def _batch_slot(self, index: int) -> int:
-        """Which batch of the fixed partition serves ``index`` (differs only with ``cache="ram"``)."""
-        if self.cache == "ram" and self.epoch > 0 and self.shuffle is not False:
-            return int(shuffled_order(len(self), self.seed, self.epoch)[index])
+    def _batch_slot(self, index: int, epoch: int) -> int:
+        """The batch of the fixed partition serving ``index`` in ``epoch`` (differs with ``cache="ram"``)."""
+        if self.cache == "ram" and epoch > 0 and self.shuffle is not False:
+            return int(shuffled_order(len(self), self.seed, epoch)[index])
         return index
 
-    def _positions(self, slot: int) -> npt.NDArray[np.intp]:
-        plan = self._plan()
+    def _positions(self, slot: int, epoch: int) -> npt.NDArray[np.intp]:
+        plan = self._plan(epoch)
         order = plan.order if isinstance(plan, BlockPlan) else plan
         return order[slot * self.batch_size:(slot + 1) * self.batch_size]
 
     def _check_index(self, index: int) -> int:
         return check_index(index, len(self))
 
-    def rows_of(self, index: int) -> np.ndarray:
-        """The dataset rows of batch ``index`` in the current epoch, in batch order."""
-        pos = self._positions(self._batch_slot(self._check_index(index)))
+    def _epoch_arg(self, epoch: int | None) -> int:
+        return self.epoch if epoch is None else check_count(epoch, "epoch")
+
+    def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray:
+        """The dataset rows of batch ``index`` of ``epoch`` (default: the current one), in batch order."""
+        epoch = self._epoch_arg(epoch)
+        pos = self._positions(self._batch_slot(self._check_index(index), epoch), epoch)
         if self._view is None:
             return pos
         view = np.sort(self._view) if self._blocks is not None else self._view
@@ -230,21 +268,40 @@ class Batches(EpochIteration):
 
     # -- batches ----------------------------------------------------------------------------------
     def __getitem__(self, index: int) -> Batch:
-        slot = self._batch_slot(self._check_index(index))
+        return self.batch(index)
+
+    def batch(self, index: int, epoch: int | None = None) -> Batch:
+        """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`), which stays as it is.
+
+        ``b.batch(i, epoch=e)`` equals ``b.set_epoch(e); b[i]`` without changing
+        ``b.epoch``: the order of an epoch is a pure function of ``(seed, epoch)``,
+        made once per epoch (the last two are kept). Safe to call from several
+        threads at once, for one epoch or different ones; adapters use it to tie
+        every batch to its epoch (e.g. a torch sampler's ``(epoch, i)`` keys).
+
+        Parameters
+        ----------
+        index
+            Batch index (negative counts from the end).
+        epoch
+            An int >= 0.
+        """
+        epoch = self._epoch_arg(epoch)
+        slot = self._batch_slot(self._check_index(index), epoch)
         if self.cache == "ram":
             hit = self._ram.get(slot)
             if hit is None:  # kept read-only: an in-place edit must not reach later epochs
-                hit = self._ram.setdefault(slot, _frozen(self._build(slot)))
+                hit = self._ram.setdefault(slot, _frozen(self._build(slot, epoch)))
             return tuple(dict(part) for part in hit)  # type: ignore[return-value]
-        return self._build(slot)
+        return self._build(slot, epoch)
 
-    def _build(self, slot: int) -> Batch:
-        positions = self._positions(slot)
+    def _build(self, slot: int, epoch: int) -> Batch:
+        positions = self._positions(slot, epoch)
         if self._blocks is not None:
             lo = slot * self.batch_size
-            plan = self._plan()
+            plan = self._plan(epoch)
             assert isinstance(plan, BlockPlan)  # with blocks every plan is a BlockPlan (_make_plan)
-            inputs, targets = self._blocks.build(plan, self._order_epoch(), lo, lo + len(positions))
+            inputs, targets = self._blocks.build(plan, self._order_epoch(epoch), lo, lo + len(positions))
             if self._view is None:
                 rows = positions
             else:
@@ -284,11 +341,19 @@ class Batches(EpochIteration):
         base = np.arange(len(self.dataset), dtype=np.intp) if self._view is None else self._view
         common: dict[str, Any] = dict(batch_size=self.batch_size, seed=self.seed, drop_last=self.drop_last,
                                       weights=self._weights, nan_to=self.nan_to, cache=self.cache,
-                                      block_rows=self._block_sizes[0], window_rows=self._block_sizes[1])
+                                      block_rows=self._block_sizes[0], window_rows=self._block_sizes[1],
+                                      **self._bucket_options())
         train = Batches(self.dataset, self.spec, shuffle=self.shuffle, rows=base[train_pos], **common)
         val_shuffle = "block" if self.shuffle == "block" else False
         val = Batches(self.dataset, self.spec, shuffle=val_shuffle, rows=base[test_pos], **common)
         return train, val
+
+    def _bucket_options(self) -> dict[str, Any]:
+        """The bucketing arguments that made this object (for :meth:`split`)."""
+        b = self._bucketing
+        if b is None:
+            return {}
+        return dict(bucket_by=b.field, bucket_window=b.window, pad_to_multiple_of=b.multiple_of)
 
     def signature(self) -> dict[str, OutputSignature]:
         """The spec's output signature (see :meth:`BatchSpec.signature`)."""

@@ -33,13 +33,18 @@ class BatchBuilder:
     nan_to
         Replace NaN in inputs (data and NaN padding) by this value, as lstm_ee's
         NaN mask did for Keras ``Masking``. ``None`` keeps NaN.
+    pad_to_multiple_of
+        Round every per-batch prong width (a ``Ragged`` field with ``max_len=None``
+        or ``fixed=False``) up to a multiple of this, capped at ``max_len``
+        (``None``: the batch's longest row, capped).
     """
 
     def __init__(self, dataset: Dataset, fields: Sequence[ResolvedField], *,
-                 nan_to: float | None = None) -> None:
+                 nan_to: float | None = None, pad_to_multiple_of: int | None = None) -> None:
         self.dataset = dataset
         self.fields = list(fields)
         self.nan_to = None if nan_to is None else float(nan_to)
+        self.pad_to_multiple_of = None if pad_to_multiple_of is None else int(pad_to_multiple_of)
         self.in_ram = isinstance(dataset, InMemoryDataset)
         self._scalar_tables: dict[str, np.ndarray] = {}
         self._row_lengths: dict[str, np.ndarray] = {}
@@ -79,6 +84,22 @@ class BatchBuilder:
             self._row_lengths[group] = lens
         return lens
 
+    def width(self, f: ResolvedField, longest: int) -> int:
+        """The prong width of field ``f`` in a batch whose longest row has ``longest`` prongs.
+
+        ``max_len`` when the field is fixed; else ``longest`` rounded up to a
+        multiple of :attr:`pad_to_multiple_of` (if set), capped at ``max_len``.
+        The in-RAM kernel applies the same rule.
+        """
+        spec = f.ragged
+        if spec.max_len is not None and spec.fixed:
+            return spec.max_len
+        width = longest
+        multiple = self.pad_to_multiple_of
+        if multiple is not None and width % multiple:
+            width += multiple - width % multiple
+        return width if spec.max_len is None else min(spec.max_len, width)
+
     def _has_nan(self, group: str, values: np.ndarray) -> bool:
         if not self.in_ram:
             return bool(np.isnan(values).any())
@@ -108,6 +129,8 @@ class BatchBuilder:
                 pad_value=self._pad_value(f), columns=self._columns[f.name],
                 sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
                 truncating=spec.truncating, dtype=spec.np_dtype))
+            if self.pad_to_multiple_of is not None:  # the key only when set: pad_ragged has no such option
+                ragged[-1]["multiple_of"] = self.pad_to_multiple_of
         return ragged, tables
 
     def gather_kernel(self) -> kernels.BatchGather:
@@ -174,10 +197,8 @@ class BatchBuilder:
         """Pad one field of a group read for this batch only (on-disk path)."""
         spec = f.ragged
         assert f.group is not None  # padded fields have a group
-        width = spec.max_len
-        if width is not None and not spec.fixed:
-            lens = np.diff(offsets)
-            width = min(width, int(lens.max())) if len(lens) else 0
+        lens = np.diff(offsets)
+        width = self.width(f, int(lens.max()) if len(lens) else 0)
         batch, lengths = kernels.pad_ragged(
             values, offsets, max_len=width, pad_value=self._pad_value(f),
             columns=self._columns[f.name], sort_by=f.sort_column, descending=spec.descending,

@@ -120,7 +120,7 @@ def as_out(out: Any, shape: tuple, dt: np.dtype) -> np.ndarray:
 
 
 RAGGED_KEYS = ("values", "offsets", "max_len", "fixed", "pad_value", "columns", "sort_by",
-                "descending", "padding", "truncating", "dtype")
+                "descending", "padding", "truncating", "dtype", "multiple_of")
 
 
 class RaggedJob(NamedTuple):
@@ -138,6 +138,17 @@ class RaggedJob(NamedTuple):
     truncating: str
     dtype: np.dtype
     flat: bool
+    multiple_of: int | None = None  # round a per-batch width up to a multiple of this (capped at max_len)
+
+
+def as_multiple_of(multiple_of: Any) -> int | None:
+    """``multiple_of`` of a ragged job: ``None`` or a positive int."""
+    if multiple_of is None:
+        return None
+    if isinstance(multiple_of, (bool, np.bool_)) or not isinstance(multiple_of, (int, np.integer)) \
+            or multiple_of < 1:
+        raise ValueError(f"multiple_of must be a positive int or None, got {multiple_of!r}")
+    return int(multiple_of)
 
 
 def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
@@ -146,7 +157,8 @@ def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
     ``job`` holds :func:`~lstm_data.kernels._py.pad.pad_ragged`'s arguments by name
     (``values`` and ``offsets`` required) plus ``fixed``: when ``True`` (default) an
     int ``max_len`` is the exact width, as in ``pad_ragged``; when ``False`` it caps
-    the batch's longest row.
+    the batch's longest row. ``multiple_of`` (``None`` by default) rounds a width that
+    follows the batch's longest row up to a multiple of it, capped at ``max_len``.
     """
     unknown = sorted(set(job) - set(RAGGED_KEYS))
     if unknown:
@@ -169,7 +181,8 @@ def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
                      bool(job.get("fixed", True)), float(job.get("pad_value", np.nan)),
                      cols, as_sort_column(job.get("sort_by"), n_vars),
                      bool(job.get("descending", True)), padding, truncating,
-                     check_dtype(job.get("dtype", np.float32)), flat)
+                     check_dtype(job.get("dtype", np.float32)), flat,
+                     as_multiple_of(job.get("multiple_of")))
 
 
 def prepare_table(table: Any) -> np.ndarray:

@@ -12,6 +12,7 @@ import lstm_data  # noqa: E402
 from lstm_data import Batches, BatchSpec, Ragged, Scalars  # noqa: E402
 from lstm_data.adapters.torch import TorchBatches  # noqa: E402
 from lstm_data.data.synthetic import PNG2D_VARS, SLICE_VARS, make_dataset  # noqa: E402
+from tests.adapters.rows import assert_epochs, plain_loop_orders, row_dataset, row_spec, rows_in  # noqa: E402
 
 
 def _batches(**kw) -> Batches:
@@ -77,3 +78,71 @@ def test_spawned_workers_get_the_dataset_by_memory_map():
     loader = DataLoader(TorchBatches(_batches()), batch_size=None, num_workers=2,
                         multiprocessing_context="spawn")
     assert sum(1 for _ in loader) == 8
+    data = TorchBatches(_batches())  # with its sampler, which stays in this process
+    loader = DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=2,
+                        multiprocessing_context="spawn")
+    assert [x["input_slice"].shape[0] for x, _, _ in loader] == [128] * 7 + [1000 - 7 * 128]
+
+
+# -- epochs through the sampler: keys (epoch, i) drawn in the main process ----------------------------------------
+def _passes(loader, epochs, set_epoch=None):
+    seen = []
+    for epoch in epochs:
+        if set_epoch is not None:
+            set_epoch(epoch)
+        seen += [rows_in(x) for x, _, _ in loader]
+    return seen
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_sampler_passes_read_orders_seed_0_1_2_without_set_epoch(persistent):
+    ds, spec = row_dataset(600), row_spec()
+    want = plain_loop_orders(Batches(ds, spec, batch_size=64, seed=9), range(3))
+    data = TorchBatches(Batches(ds, spec, batch_size=64, seed=9))
+    loader = DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=2,
+                        persistent_workers=persistent)
+    assert_epochs(_passes(loader, range(3)), want)  # not epoch 0 three times
+
+
+def test_sampler_with_set_epoch_each_epoch_and_persistent_workers():
+    ds, spec = row_dataset(600), row_spec()
+    want = plain_loop_orders(Batches(ds, spec, batch_size=64, seed=9), range(3))
+    data = TorchBatches(Batches(ds, spec, batch_size=64, seed=9))
+    loader = DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=2, persistent_workers=True)
+    assert_epochs(_passes(loader, range(3), set_epoch=data.set_epoch), want)
+
+
+def test_sampler_resumes_at_the_epoch_set_before():
+    ds, spec = row_dataset(600), row_spec()
+    want = plain_loop_orders(Batches(ds, spec, batch_size=64, seed=9), [2, 3])
+    batches = Batches(ds, spec, batch_size=64, seed=9)
+    batches.set_epoch(2)  # a resumed run
+    data = TorchBatches(batches)
+    loader = DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=2, persistent_workers=True)
+    assert_epochs(_passes(loader, range(2)), want)
+    assert data.sampler.epoch == 4 and batches.epoch == 2  # the workers never moved the main copy
+
+
+def test_a_precomputed_store_through_the_sampler(tmp_path):
+    ds, spec = row_dataset(600), row_spec()
+    lstm_data.precompute(ds, spec, tmp_path / "s.zarr", batch_size=64, seed=3, progress=False)
+    want = plain_loop_orders(lstm_data.open_batches(tmp_path / "s.zarr"), range(3))
+    stored = lstm_data.open_batches(tmp_path / "s.zarr")
+    data = TorchBatches(stored)
+    loader = DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=2, persistent_workers=True)
+    assert_epochs(_passes(loader, range(3)), want)
+    x, _, _ = data[(2, 1)]  # in this process too, without moving the store's epoch
+    np.testing.assert_array_equal(rows_in(x), want[2][1])
+    assert stored.epoch == 0
+
+
+def test_keys_name_their_epoch_and_bad_epochs_are_named():
+    batches = _batches()
+    data = TorchBatches(batches)
+    batches.set_epoch(2)
+    ref = batches[3]
+    batches.set_epoch(0)
+    np.testing.assert_array_equal(data[(2, 3)][0]["input_slice"].numpy(), ref[0]["input_slice"])
+    assert batches.epoch == 0 and len(data.sampler) == len(batches)
+    with pytest.raises(ValueError, match="epoch must be an int >= 0"):
+        data[(-1, 0)]

@@ -42,7 +42,7 @@ ctypedef struct RaggedSpec:
     const char *base
     const void *offsets
     const Py_ssize_t *cols  # NULL: every column in order
-    Py_ssize_t row_stride, col_stride, n_vars, n_cols, total, n_rows, sort_col, max_len
+    Py_ssize_t row_stride, col_stride, n_vars, n_cols, total, n_rows, sort_col, max_len, multiple
     double pad
     bint off64, in64, out64, flat, fixed, descending, pre_pad, pre_trunc
 
@@ -99,9 +99,14 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
                                 starts, outs[j].lengths, err_pos, &longest)
         if status:
             return status
-        width = longest
-        if job.max_len >= 0 and (job.fixed or job.max_len < longest):
+        width = longest  # the rule of the twin's batch_width
+        if job.max_len >= 0 and job.fixed:
             width = job.max_len
+        else:
+            if job.multiple > 1 and width % job.multiple:
+                width += job.multiple - width % job.multiple
+            if job.max_len >= 0 and job.max_len < width:
+                width = job.max_len
         outs[j].width = width
         size = n_batch * width * job.n_cols * (8 if job.out64 else 4)
         outs[j].data = pool_take(&_POOL, size)
@@ -210,6 +215,7 @@ cdef class BatchGather:
         spec.sort_col = -1 if job.sort_by is None else job.sort_by
         spec.max_len = -1 if job.max_len is None else job.max_len
         spec.fixed = job.fixed
+        spec.multiple = 1 if job.multiple_of is None else job.multiple_of
         spec.pad = job.pad_value
         spec.in64 = values.dtype == _F64
         spec.out64 = job.dtype == _F64

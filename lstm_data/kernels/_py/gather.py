@@ -20,9 +20,12 @@ __all__ = ["BatchGather", "batch_width"]
 
 def batch_width(job: RaggedJob, longest: int) -> int:
     """The padded width of one batch whose longest selected row has ``longest`` prongs."""
-    if job.max_len is None:
-        return longest
-    return job.max_len if job.fixed else min(job.max_len, longest)
+    if job.max_len is not None and job.fixed:
+        return job.max_len
+    width = longest
+    if job.multiple_of is not None and width % job.multiple_of:
+        width += job.multiple_of - width % job.multiple_of
+    return width if job.max_len is None else min(job.max_len, width)
 
 
 class BatchGather:
