@@ -3,9 +3,10 @@
 Stages and same-run ratios (floors in ``floors.toml``):
 
 ``csv``
-    * ``read_csv vs pandas plain numeric``: ``pandas.read_csv`` of a plain CSV
-      holding the same number texts, one per cell, over our read of the NOvA-like
-      CSV (higher is better);
+    * ``read_csv vs pandas plain numeric``: ``pandas.read_csv`` (C engine, default
+      float parser, ``dtype=float32``) of a plain CSV holding the same number texts
+      (the token mix of :attr:`BenchData.csv`), one per cell, over our read of the
+      NOvA-like CSV (higher is better);
     * ``read_csv vs lstm_ee path``: ``pandas.read_csv`` plus one
       ``[float(y) for y in s.split(',')]`` per cell, over our read;
     * ``peak RSS / (1.5 x columnar + 64 MB)``: ``VmHWM`` of a fresh process that
@@ -135,7 +136,8 @@ def _csv_stage(report: Report, data: BenchData, quick: bool) -> None:
 
     rows, csv_path, plain = data.n_rows, data.csv, plain_numeric_csv(data)
     size = csv_path.stat().st_size
-    cases = {"ours": lambda: read_csv(csv_path), "pandas": lambda: pd.read_csv(plain)}
+    cases = {"ours": lambda: read_csv(csv_path),
+             "pandas": lambda: pd.read_csv(plain, engine="c", dtype=np.float32)}
     try:
         import pyarrow.csv as pa_csv
         cases["pyarrow"] = lambda: pa_csv.read_csv(plain)

@@ -23,7 +23,7 @@ STAGES = {
     "batches": "batches",
 }
 
-#: a stage whose ratio misses its floor is measured again, at most this many times in all
+#: a stage whose ratio misses its floor is measured this many times in all (median reported)
 ATTEMPTS = 3
 
 
@@ -32,18 +32,39 @@ def _run_group(name: str, quick: bool, seed: int, data) -> Report:
     return module.run(quick=quick, seed=seed, data=data)
 
 
-def _best(a: Ratio, b: Ratio) -> Ratio:
-    better = (b.value > a.value) if a.kind == "min" else (b.value < a.value)
-    return b if better else a
+def _median_report(reports: list[Report]) -> Report:
+    """One report of several runs of a group: each ratio and each time is the median run's.
+
+    For a ratio, the :class:`Ratio` of the median value is kept (with its floor, waiver
+    and advisory flag); with an even count, the lower middle (the worse one for a floor,
+    ``kind="min"``; for a ceiling, the higher middle).
+    """
+    merged = Report()
+    ratios: dict[tuple[str, str], list[Ratio]] = {}
+    for report in reports:
+        for r in report.ratios:
+            ratios.setdefault((r.stage, r.name), []).append(r)
+    for runs in ratios.values():
+        runs.sort(key=lambda r: r.value if r.kind == "min" else -r.value)
+        merged.ratios.append(runs[(len(runs) - 1) // 2])
+    timings: dict[tuple[str, str], list[dict]] = {}
+    for report in reports:
+        for t in report.timings:
+            timings.setdefault((t["stage"], t["name"]), []).append(t)
+    for runs in timings.values():
+        runs.sort(key=lambda t: t["seconds"])
+        merged.timings.append(runs[(len(runs) - 1) // 2])
+    return merged
 
 
 def run_suite(groups: Iterable[str] | None = None, *, quick: bool = False, seed: int = 0,
               floors_path: str | Path | None = None, data=None, log=print) -> tuple[Report, dict]:
     """Run stage groups; return the merged report and run metadata.
 
-    A group with a ratio below its floor is run again (up to ``ATTEMPTS`` times
-    in all) and each ratio keeps its best value: on a shared noisy machine one
-    bad median must not fail CI, while a real regression misses every time.
+    A group with a ratio below its floor is run again, ``ATTEMPTS`` times in all,
+    and each ratio (and time) reports the median of those runs, never the best: on
+    a shared noisy machine one bad median must not fail CI, while a real
+    regression misses in most runs.
     """
     from lstm_data.bench.data import BenchData
 
@@ -59,18 +80,16 @@ def run_suite(groups: Iterable[str] | None = None, *, quick: bool = False, seed:
         t0 = time.perf_counter()
         report = _run_group(group, quick, seed, data)
         apply_floors(report, floors)
-        attempt = 1
-        while report.failures() and attempt < ATTEMPTS:
+        runs = [report]
+        if report.failures():
             missed = ", ".join(r.describe() for r in report.failures())
-            log(f"[{group}] below floor, measuring again ({attempt + 1}/{ATTEMPTS}): {missed}")
-            again = _run_group(group, quick, seed, data)
-            apply_floors(again, floors)
-            best = {(r.stage, r.name): r for r in report.ratios}
-            for r in again.ratios:
-                key = (r.stage, r.name)
-                best[key] = _best(best[key], r) if key in best else r
-            report.ratios = list(best.values())
-            attempt += 1
+            log(f"[{group}] below floor, measuring {ATTEMPTS} times in all (median): {missed}")
+            while len(runs) < ATTEMPTS:
+                again = _run_group(group, quick, seed, data)
+                apply_floors(again, floors)
+                runs.append(again)
+            report = _median_report(runs)
+        attempt = len(runs)
         meta["attempts"][group] = attempt
         meta["seconds"][group] = round(time.perf_counter() - t0, 1)
         merged.merge(report)

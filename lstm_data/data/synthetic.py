@@ -129,25 +129,74 @@ def _texts(column: np.ndarray) -> list[str]:
     return repr(column.tolist())[1:-1].split(", ")
 
 
+#: number formats of ``write_csv(..., token_mix=True)``, one per column in turn
+TOKEN_FORMATS = ("%g", "%.6f", "%.9g", "repr")
+
+
+def _mixed_texts(column: np.ndarray, fmt: str) -> tuple[list[str], np.ndarray]:
+    """Texts of ``column`` as a float32 dump writes them in ``fmt``, and their float64 values.
+
+    The values are first rounded to float32 (detector data); ``repr`` then writes
+    the widened float64 in full (up to 17 significant digits), the ``%`` formats
+    round it as C's ``printf`` does.
+    """
+    wide = column.astype(np.float32).astype(np.float64)
+    if fmt == "repr":
+        return _texts(wide), wide
+    texts = [fmt % v for v in wide.tolist()]
+    return texts, np.array([float(t) for t in texts])
+
+
+def _mix_tokens(ds: InMemoryDataset, names: list[str]) -> tuple[InMemoryDataset, dict[str, list[str]]]:
+    """``ds`` with every column as its ``TOKEN_FORMATS`` text parses back, and those texts."""
+    fmt = {name: TOKEN_FORMATS[j % len(TOKEN_FORMATS)] for j, name in enumerate(names)}
+    texts: dict[str, list[str]] = {}
+    scalars = {}
+    for s in ds.scalar_names:
+        texts[s], scalars[s] = _mixed_texts(ds.scalar(s), fmt[s])
+    groups = {}
+    for g in ds.groups:
+        values, offsets = ds.ragged(g)
+        values = values.copy()
+        for j, name in enumerate(ds.groups[g]):
+            texts[name], values[:, j] = _mixed_texts(values[:, j], fmt[name])
+        groups[g] = RaggedGroup(ds.groups[g], values, offsets)
+    return InMemoryDataset(scalars, groups), texts
+
+
 def write_csv(path: str | os.PathLike[str], n_rows: int = 100_000, seed: int = 0, *,
-              level: int | None = None, dtype: DTypeLike = np.float32) -> InMemoryDataset:
+              level: int | None = None, dtype: DTypeLike = np.float32,
+              token_mix: bool = False) -> InMemoryDataset:
     """Write a lstm_ee-style CSV of a generated dataset and return the dataset.
 
     Scalars are plain cells; each prong variable is one quoted cell holding a
     comma-separated list (``"0.2,0.334,0.564"``), empty for zero prongs. The
     file is written to a temporary name and renamed when complete. The returned
     dataset holds ``dtype`` columns equal to what a reader must parse.
+
+    With ``token_mix``, the numbers are written as real dumps from C++/ROOT and
+    Python writers are: the values rounded to float32, then each column in one
+    of :data:`TOKEN_FORMATS` in turn (``%g``, ``%.6f``, ``%.9g``, 17-digit
+    ``repr``), so every format has columns. The default (short round-trip texts)
+    is what the shipped sample was made with.
     """
     ds = make_dataset(n_rows, seed, exact=True)
     names = SLICE_VARS + [v for g in ("png", "png2d") for v in ds.groups[g]] + TARGET_VARS
-    cells: list[list[str]] = [_texts(ds.scalar(s)) for s in SLICE_VARS]
+    texts: dict[str, list[str]] = {}
+    if token_mix:
+        ds, texts = _mix_tokens(ds, names)
+
+    def text(name: str, column: np.ndarray) -> list[str]:
+        return texts[name] if name in texts else _texts(column)
+
+    cells: list[list[str]] = [text(s, ds.scalar(s)) for s in SLICE_VARS]
     for g in ("png", "png2d"):
         values, off = ds.ragged(g)
         bounds = list(zip(off[:-1].tolist(), off[1:].tolist()))
-        for j in range(values.shape[1]):
-            col = _texts(values[:, j])
+        for j, name in enumerate(ds.groups[g]):
+            col = text(name, values[:, j])
             cells.append(['"' + ",".join(col[a:b]) + '"' for a, b in bounds])
-    cells += [_texts(ds.scalar(s)) for s in TARGET_VARS]
+    cells += [text(s, ds.scalar(s)) for s in TARGET_VARS]
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
     try:

@@ -30,6 +30,32 @@ static inline int ld_ctz64(uint64_t x) { unsigned long i; _BitScanForward64(&i, 
 static inline int ld_ctz64(uint64_t x) { return __builtin_ctzll(x); }
 #endif
 
+/* Count of leading zero bits (x != 0), and the full 128-bit product of two 64-bit words:
+   returns the low word, stores the high one in *hi (Eisel-Lemire in numparse.pxd). */
+#if defined(_MSC_VER) && !defined(__clang__)
+static inline int ld_clz64(uint64_t x) { unsigned long i; _BitScanReverse64(&i, x); return 63 - (int)i; }
+#else
+static inline int ld_clz64(uint64_t x) { return __builtin_clzll(x); }
+#endif
+#if defined(__SIZEOF_INT128__)
+static inline uint64_t ld_mul128(uint64_t a, uint64_t b, uint64_t *hi) {
+    unsigned __int128 r = (unsigned __int128)a * b;
+    *hi = (uint64_t)(r >> 64);
+    return (uint64_t)r;
+}
+#elif defined(_MSC_VER) && defined(_M_X64)
+static inline uint64_t ld_mul128(uint64_t a, uint64_t b, uint64_t *hi) { return _umul128(a, b, hi); }
+#else
+/* portable: four 32x32 products */
+static inline uint64_t ld_mul128(uint64_t a, uint64_t b, uint64_t *hi) {
+    uint64_t al = (uint32_t)a, ah = a >> 32, bl = (uint32_t)b, bh = b >> 32;
+    uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+    uint64_t mid = (ll >> 32) + (uint32_t)lh + (uint32_t)hl;
+    *hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+    return (mid << 32) | (uint32_t)ll;
+}
+#endif
+
 /* Offset of the first byte equal to a or b among the 16 bytes at p, or 16 when none is. */
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
