@@ -25,6 +25,7 @@ and would repeat its epoch).
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Iterator
 
 import numpy as np
@@ -99,6 +100,8 @@ class TorchBatches(_TorchDataset):
     def __init__(self, batches: Any) -> None:
         self.batches = batches
         self._sampler: EpochSampler | None = None
+        self._served: tuple[int, set[int]] = (-1, set())  # plain keys served at (epoch, {i})
+        self._warned = False
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -109,8 +112,30 @@ class TorchBatches(_TorchDataset):
             epoch, index = key
             inputs, targets, weights = batch_of(self.batches, index, epoch)
         else:
+            self._check_repeat(key)
             inputs, targets, weights = self.batches[key]
         return _tensors(inputs), _tensors(targets), _tensors(weights)
+
+    def _check_repeat(self, index: int) -> None:
+        """Warn once when a plain key comes back in the same epoch of a shuffled sequence.
+
+        That is a persistent ``DataLoader`` worker (its copy never sees ``set_epoch``)
+        or a loop that forgot ``set_epoch``: every pass would repeat one order.
+        """
+        if self._warned or getattr(self.batches, "shuffle", True) is False:
+            return
+        epoch = self.batches.epoch
+        if self._served[0] != epoch:
+            self._served = (epoch, set())
+        seen = self._served[1]
+        if index in seen:
+            self._warned = True
+            warnings.warn(
+                f"TorchBatches: batch {index} served twice in epoch {epoch}: every pass repeats epoch "
+                f"{epoch}'s order (persistent_workers=True, or no set_epoch between passes). Pass "
+                "sampler=data.sampler to the DataLoader: its keys (epoch, i) give each pass the next "
+                "epoch, with any workers", stacklevel=2)
+        seen.add(index)
 
     @property
     def sampler(self) -> EpochSampler:
@@ -127,4 +152,5 @@ class TorchBatches(_TorchDataset):
             self._sampler.set_epoch(epoch)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"batches": self.batches, "_sampler": None}  # the sampler stays in the main process
+        # the sampler stays in the main process; each copy tracks its own served keys
+        return {"batches": self.batches, "_sampler": None, "_served": (-1, set()), "_warned": False}

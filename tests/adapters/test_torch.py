@@ -146,3 +146,24 @@ def test_keys_name_their_epoch_and_bad_epochs_are_named():
     assert batches.epoch == 0 and len(data.sampler) == len(batches)
     with pytest.raises(ValueError, match="epoch must be an int >= 0"):
         data[(-1, 0)]
+
+
+def test_plain_keys_repeating_an_epoch_warn_once():
+    import warnings
+
+    data = TorchBatches(_batches())
+    loader = DataLoader(data, batch_size=None, num_workers=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for epoch in range(2):  # set_epoch between passes: no warning
+            data.set_epoch(epoch)
+            list(loader)
+    with pytest.warns(UserWarning, match="served twice in epoch 1.*sampler=data.sampler") as caught:
+        list(loader)  # forgot set_epoch: this pass repeats epoch 1
+        list(loader)
+    assert len([w for w in caught if "served twice" in str(w.message)]) == 1
+    unshuffled = TorchBatches(_batches(shuffle=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unshuffled order is the same every epoch: nothing to say
+        list(DataLoader(unshuffled, batch_size=None))
+        list(DataLoader(unshuffled, batch_size=None))
