@@ -25,7 +25,8 @@ from typing import Iterable
 
 __all__ = ["check_not_input", "temp_path", "remove_stale_temporaries"]
 
-_log = logging.getLogger("lstm_data")
+#: ``lstm_data.cleanup``: what was removed for the user (the CLI shows it unless ``--quiet``)
+_log = logging.getLogger("lstm_data.cleanup")
 #: the two kinds of sibling a writer makes: its output being written, and the replaced one
 _KINDS = ("tmp", "old")
 #: seconds of clock slack when telling a reused PID from the writer that made a temporary

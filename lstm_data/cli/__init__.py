@@ -47,18 +47,41 @@ def _common_options() -> argparse.ArgumentParser:
     return common
 
 
-def _configure_logging(args: argparse.Namespace) -> None:
-    """Send the ``lstm_data`` logger to stderr for ``-v`` (it stays silent otherwise)."""
-    logger = logging.getLogger("lstm_data")
-    for handler in [h for h in logger.handlers if getattr(h, "lstm_data_cli", False)]:
-        logger.removeHandler(handler)  # main() may run several times in one process
-    if not args.verbose or args.quiet:
-        return
+def _stderr_handler(fmt: str) -> logging.Handler:
     handler = logging.StreamHandler(sys.stderr)
     handler.lstm_data_cli = True  # type: ignore[attr-defined]
-    handler.setFormatter(logging.Formatter("lstm-data: %(levelname)s: %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO if args.verbose == 1 else logging.DEBUG)
+    handler.setFormatter(logging.Formatter(fmt))
+    return handler
+
+
+def _remove_handlers() -> None:
+    """Take this command's stderr handlers off the loggers (main() may run again in-process)."""
+    for name in ("lstm_data", "lstm_data.cleanup"):
+        logger = logging.getLogger(name)
+        for handler in [h for h in logger.handlers if getattr(h, "lstm_data_cli", False)]:
+            logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
+    """Route the ``lstm_data`` loggers to stderr for this command.
+
+    ``-v``: every diagnostic (``-vv``: debug detail). By default only what was done
+    for the user without being asked (``lstm_data.cleanup``: stale temporaries
+    removed). ``--quiet``: nothing.
+    """
+    _remove_handlers()
+    if args.quiet:
+        return
+    if args.verbose:
+        logger = logging.getLogger("lstm_data")
+        logger.addHandler(_stderr_handler("lstm-data: %(levelname)s: %(message)s"))
+        logger.setLevel(logging.INFO if args.verbose == 1 else logging.DEBUG)
+        return
+    cleanup = logging.getLogger("lstm_data.cleanup")
+    cleanup.addHandler(_stderr_handler(f"lstm-data {args.command}: %(message)s"))
+    cleanup.setLevel(logging.INFO)
+    cleanup.propagate = True
 
 
 def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object]:
@@ -101,3 +124,5 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:  # user-facing errors: no traceback
         print(f"lstm-data {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        _remove_handlers()

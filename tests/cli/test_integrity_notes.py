@@ -34,9 +34,14 @@ def test_convert_says_which_stale_temporary_it_removed(tmp_path, capsys):
     make_dataset(3000, seed=2).to_zarr(source)
     out = tmp_path / "out.h5"
     left = killed_write(source, out)
-    assert main(["convert", "-v", str(source), str(out)]) == 0
+    assert main(["convert", str(source), str(out)]) == 0  # said by default, without -v
     assert not left.exists() and out.exists()
-    assert f"removed {left}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"lstm-data convert: removed {left}" in err and err.count("removed") == 1
+    out = tmp_path / "out2.h5"
+    left = killed_write(source, out)
+    assert main(["convert", "-q", str(source), str(out)]) == 0  # --quiet: nothing
+    assert not left.exists() and capsys.readouterr().err == ""
 
 
 def test_convert_hdf5_without_compression_still_checksums(tmp_path):
