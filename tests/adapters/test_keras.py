@@ -17,7 +17,14 @@ from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches, precomp
 from lstm_data.adapters.keras import KerasBatches, keras_inputs  # noqa: E402
 from lstm_data.data.dataset import InMemoryDataset  # noqa: E402
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset  # noqa: E402
-from tests.adapters.rows import ROW, assert_epochs, plain_loop_orders, row_dataset, row_spec, rows_in  # noqa: E402
+from tests.adapters.rows import (  # noqa: E402
+    ROW,
+    assert_epochs,
+    plain_loop_orders,
+    row_dataset,
+    row_spec,
+    rows_in,
+)
 from tests.helpers import EXAMPLES  # noqa: E402
 
 

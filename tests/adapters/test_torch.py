@@ -12,7 +12,13 @@ import lstm_data  # noqa: E402
 from lstm_data import Batches, BatchSpec, Ragged, Scalars  # noqa: E402
 from lstm_data.adapters.torch import TorchBatches  # noqa: E402
 from lstm_data.data.synthetic import PNG2D_VARS, SLICE_VARS, make_dataset  # noqa: E402
-from tests.adapters.rows import assert_epochs, plain_loop_orders, row_dataset, row_spec, rows_in  # noqa: E402
+from tests.adapters.rows import (  # noqa: E402
+    assert_epochs,
+    plain_loop_orders,
+    row_dataset,
+    row_spec,
+    rows_in,
+)
 
 
 def _batches(**kw) -> Batches:
