@@ -13,11 +13,7 @@ Stages:
   epoch, which waits for its first window, reported on its own);
 * ``precompute``: ``lstm-data precompute`` rows/s, and peak RSS of
   ``--workers 2`` vs ``--workers 1`` in fresh subprocesses;
-* ``bucketing``: ``Batches(bucket_by="input_png3d")`` on numu_v3 with png3d
-  ``max_len=20``: padded elements per real element of ``input_png3d`` and bytes
-  of every output per epoch, with and without bucketing (deterministic counts),
-  and a Keras 3 ``Masking`` + ``LSTM`` ``fit`` epoch with and without it
-  (interleaved epochs, medians; the mean losses of both next to each other).
+* ``bucketing``: length-bucketed batches, see :mod:`lstm_data.bench.bucketing`.
 """
 from __future__ import annotations
 
@@ -32,7 +28,8 @@ from typing import Callable
 
 import numpy as np
 
-from lstm_data.batching import Batches, BatchSpec, Ragged, Scalars
+from lstm_data.batching import Batches, BatchSpec
+from lstm_data.bench.bucketing import stage_bucketing
 from lstm_data.bench.ceiling import (
     machine_ceilings,
     waive_without_two_cores,
@@ -303,103 +300,6 @@ def stage_precompute(report: Report, data: BenchData, quick: bool) -> None:
     report.ratio("precompute", "peak RSS workers 2 / workers 1", rss[2] / rss[1])
 
 
-#: png3d prong slots of the bucketing stage (the issue's numu_v3 setting)
-BUCKET_MAX_LEN = 20
-
-
-def _bucket_spec(max_len: int = BUCKET_MAX_LEN) -> BatchSpec:
-    """numu_v3 (``examples/numu_v3.toml``'s fields) with png3d ``max_len`` slots."""
-    return BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
-                             "input_png2d": Ragged(PNG2D_VARS, max_len=10, sort_by="png2d.calE"),
-                             "input_png3d": Ragged(PNG3D_VARS, max_len=max_len, sort_by="png.calE")},
-                     targets={"target_total": Scalars(["trueE"]), "target_primary": Scalars(["trueLepE"])})
-
-
-def _epoch_counts(batches: Batches) -> tuple[float, int, int]:
-    """Over one epoch: padded per real element of ``input_png3d``, bytes of every output, of png3d."""
-    lens = np.minimum(batches.builder.row_lengths("png"), BUCKET_MAX_LEN)
-    slots = nbytes = png3d_bytes = 0
-    for batch in batches:
-        for part in batch:
-            nbytes += sum(a.nbytes for a in part.values())
-        slots += batch[0]["input_png3d"].size
-        png3d_bytes += batch[0]["input_png3d"].nbytes
-    real = int(lens.sum()) * len(PNG3D_VARS)  # every row once per epoch
-    return (slots - real) / real, nbytes, png3d_bytes
-
-
-def stage_bucketing(report: Report, data: BenchData, quick: bool) -> None:
-    spec = _bucket_spec()
-    plain = Batches(data.dataset, spec, batch_size=BATCH, seed=0)
-    bucketed = Batches(data.dataset, spec, batch_size=BATCH, seed=0, bucket_by="input_png3d")
-    rounded = Batches(data.dataset, spec, batch_size=BATCH, seed=0, bucket_by="input_png3d",
-                      pad_to_multiple_of=4)
-    counts = {name: _epoch_counts(b) for name, b in
-              (("plain", plain), ("bucketed", bucketed), ("rounded", rounded))}
-    report.ratio("bucketing", "padded per real png3d element, max_len 20, no bucketing",
-                 counts["plain"][0])
-    report.ratio("bucketing", "padded per real png3d element, bucketing", counts["bucketed"][0])
-    report.ratio("bucketing", "padded per real png3d element, bucketing, pad_to_multiple_of=4",
-                 counts["rounded"][0])
-    report.ratio("bucketing", "bytes per epoch, all outputs, bucketing / none",
-                 counts["bucketed"][1] / counts["plain"][1])
-    report.ratio("bucketing", "bytes per epoch, input_png3d, bucketing / none",
-                 counts["bucketed"][2] / counts["plain"][2])
-    _keras_fit(report, data, quick)
-
-
-def _keras_fit(report: Report, data: BenchData, quick: bool) -> None:
-    """A Keras 3 Masking + LSTM ``fit`` epoch on png3d with and without bucketing (interleaved)."""
-    try:
-        import keras
-    except ImportError:  # the keras extra is not installed: no fit rows
-        return
-
-    class Epoch(keras.utils.PyDataset):  # type: ignore[misc]
-        """The batches of one epoch (the bench may not import the adapters layer)."""
-
-        def __init__(self, batches: Batches) -> None:
-            super().__init__()
-            self.batches = batches
-
-        def __len__(self) -> int:
-            return len(self.batches)
-
-        def __getitem__(self, i: int) -> tuple:
-            inputs, targets, _ = self.batches[i]
-            return inputs, targets
-
-    spec = BatchSpec(inputs={"input_png3d": Ragged(PNG3D_VARS, max_len=BUCKET_MAX_LEN, sort_by="png.calE")},
-                     targets={"target_total": Scalars(["trueE"])})
-    n_rows = min(data.n_rows, 20_000 if quick else 50_000)
-    rows = np.arange(n_rows)
-    seqs, models, losses = {}, {}, {}
-    for name, kw in (("plain", {}), ("bucketed", {"bucket_by": "input_png3d"})):
-        seqs[name] = Batches(data.dataset, spec, batch_size=BATCH, seed=0, nan_to=0.0, rows=rows, **kw)
-        keras.utils.set_random_seed(0)
-        sig = seqs[name].signature()["input_png3d"]
-        inputs = {"input_png3d": keras.Input(shape=sig.sample_shape, name="input_png3d")}
-        h = keras.layers.LSTM(32)(keras.layers.Masking(0.0)(inputs["input_png3d"]))
-        out = keras.layers.Dense(1, name="target_total")(h)
-        models[name] = keras.Model(inputs=inputs, outputs={"target_total": out})
-        models[name].compile(optimizer=keras.optimizers.Adam(1e-3), loss={"target_total": "mse"})
-        losses[name] = []
-
-    def epoch(name: str) -> Callable[[], None]:
-        def run() -> None:
-            hist = models[name].fit(Epoch(seqs[name]), epochs=1, shuffle=False, verbose=0)
-            losses[name].append(float(hist.history["loss"][-1]))
-            seqs[name].on_epoch_end()
-        return run
-
-    t = interleaved_medians({"plain": epoch("plain"), "bucketed": epoch("bucketed")},
-                            repeats=3 if quick else 5, warmup=1)
-    for name in ("plain", "bucketed"):
-        report.time("bucketing", f"Keras LSTM fit epoch, {name} (losses "
-                    f"{', '.join(f'{x:.3g}' for x in losses[name])})", t[name], items=n_rows, ours=True)
-    report.ratio("bucketing", "Keras LSTM fit epoch time, bucketing / none", t["bucketed"] / t["plain"])
-
-
 def run(quick: bool = False, seed: int = 0, data: BenchData | None = None) -> Report:
     """Run the batch stages on ``data`` (cached generated inputs)."""
     data = data if data is not None else BenchData(quick=quick, seed=seed)
@@ -408,5 +308,5 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None) -> Re
     stage_threads(report, data, quick)
     stage_block(report, data, quick)
     stage_precompute(report, data, quick)
-    stage_bucketing(report, data, quick)
+    stage_bucketing(report, data, quick, batch_size=BATCH)
     return report
