@@ -16,14 +16,13 @@ Example
 """
 from __future__ import annotations
 
-import difflib
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from lstm_data.batching.fields import Field, Ragged, Scalars, field_from_dict
+from lstm_data.batching.lstm_ee_config import check_lstm_ee_keys
 from lstm_data.errors import SchemaError
 
 if TYPE_CHECKING:
@@ -362,7 +361,7 @@ class BatchSpec:
                 return config.get(key)
             return getattr(config, key, None)
 
-        _check_lstm_ee_keys(config)
+        check_lstm_ee_keys(config)
         max_prongs = get("max_prongs")
         inputs: dict[str, Field] = {}
         if get("vars_input_slice") is not None:
@@ -393,36 +392,3 @@ def _short(names: list[str], keep: int = 4) -> str:
     """``names`` for a message: the first few and how many more."""
     shown = ", ".join(repr(n) for n in names[:keep])
     return shown + (f" and {len(names) - keep} more" if len(names) > keep else "")
-
-
-#: The keys :meth:`BatchSpec.from_lstm_ee` reads.
-LSTM_EE_SPEC_KEYS = ("vars_input_slice", "vars_input_png3d", "vars_input_png2d", "var_target_total",
-                     "var_target_primary", "max_prongs")
-#: The other keys of lstm_ee's ``Config`` (training options, not batch layout).
-LSTM_EE_OTHER_KEYS = ("batch_size", "dataset", "early_stop", "epochs", "loss", "model", "noise", "optimizer",
-                      "prong_sorters", "regularizer", "schedule", "seed", "steps_per_epoch", "test_size",
-                      "weights")
-
-
-def _check_lstm_ee_keys(config: Any) -> None:
-    """Refuse unknown keys of an lstm_ee config; warn about options that change batches."""
-    if isinstance(config, Mapping):
-        keys = list(config)
-    elif hasattr(config, "__dict__"):
-        keys = [k for k in vars(config) if not k.startswith("_")]
-    else:  # lstm_ee's own Config has __slots__: only known names can be set
-        keys = [k for k in LSTM_EE_SPEC_KEYS + LSTM_EE_OTHER_KEYS if hasattr(config, k)]
-    known = LSTM_EE_SPEC_KEYS + LSTM_EE_OTHER_KEYS
-    for key in keys:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise SchemaError(f"lstm_ee config: unknown key {key!r}{hint} Known keys: "
-                              f"{', '.join(LSTM_EE_SPEC_KEYS)} (batch layout) and "
-                              f"{', '.join(LSTM_EE_OTHER_KEYS)} (training options, ignored)")
-    for key, instead in (("noise", "add noise in your training step"),
-                         ("prong_sorters", "use Ragged(sort_by=...) in the spec")):
-        value = config.get(key) if isinstance(config, Mapping) else getattr(config, key, None)
-        if value is not None:
-            warnings.warn(f"lstm_ee config: {key}={value!r} is not applied by BatchSpec.from_lstm_ee; "
-                          f"{instead}", stacklevel=3)
