@@ -45,6 +45,8 @@ _LAZY = {
     "open_batches": ("lstm_data.store.read", "open_batches"),
     "precompute": ("lstm_data.store.write", "precompute"),
     "Schema": ("lstm_data.io.schema", "Schema"),
+    "from_arrow": ("lstm_data.io.parquet", "from_arrow"),
+    "from_awkward": ("lstm_data.io.awkward", "from_awkward"),
 }
 #: submodules reachable as attributes (``lstm_data.kernels`` etc.), imported on first use
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
@@ -53,15 +55,24 @@ _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
 __all__ = ["ParseError", "SchemaError", "FormatError", "BrokenRowsWarning", "__version__", *_LAZY]
 
 
-def _layout_writer(fmt: str) -> Callable[..., None]:
-    """The writer of our on-disk layout for ``fmt`` (the io layer is imported on first use)."""
-    from lstm_data.io import write
+#: format -> (io module, function) of Dataset.to_<format>
+_WRITERS = {
+    "zarr": ("lstm_data.io.write", "write_zarr"),
+    "hdf5": ("lstm_data.io.write", "write_hdf5"),
+    "parquet": ("lstm_data.io.parquet", "write_parquet"),
+    "arrow": ("lstm_data.io.parquet", "to_arrow"),
+    "awkward": ("lstm_data.io.awkward", "to_awkward"),
+}
 
-    return {"zarr": write.write_zarr, "hdf5": write.write_hdf5}[fmt]
+
+def _layout_writer(fmt: str) -> Callable[..., Any]:
+    """The writer (or converter) for ``fmt``; its io module is imported on first use."""
+    module, attr = _WRITERS[fmt]
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
 
-# The package root wires the layers together: Dataset.to_zarr/to_hdf5 (data layer) use the
-# writers of the io layer above it without importing it.
+# The package root wires the layers together: Dataset.to_zarr/to_hdf5/to_parquet/to_arrow/
+# to_awkward (data layer) use the writers of the io layer above it without importing it.
 _dataset.set_writer_source(_layout_writer)
 
 

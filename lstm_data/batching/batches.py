@@ -29,6 +29,7 @@ from lstm_data.batching.order import (
     split_rows,
 )
 from lstm_data.batching.spec import Arrays, Batch, BatchSpec, OutputSignature
+from lstm_data.batching.weights import resolve_weights
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class Batches(EpochIteration):
         self.epoch = 0
         self._view = None if rows is None else self._as_view(rows)
         self._weights_spec = weights
-        self._weights = self._resolve_weights(weights)
+        self._weights = resolve_weights(self.dataset, weights)
         self._block_sizes = (block_rows, window_rows)
         self._read_ahead = None if read_ahead is None else bool(read_ahead)
         self._bucketing = make_bucketing(spec, self.fields, bucket_by, bucket_window, pad_to_multiple_of, shuffle)
@@ -147,24 +148,6 @@ class Batches(EpochIteration):
         arr = arr.astype(np.intp)
         if arr.size and (arr.min() < 0 or arr.max() >= len(self.dataset)):
             raise IndexError(f"rows outside [0, {len(self.dataset)})")
-        return arr
-
-    def _resolve_weights(self, weights: Any) -> np.ndarray | None:
-        if weights is None:
-            return None
-        if isinstance(weights, str):
-            arr = np.asarray(self.dataset.scalar(weights), dtype=np.float32)
-            what = f"weights column {weights!r}"
-        else:
-            arr = np.asarray(weights, dtype=np.float32)
-            what = "weights"
-            if arr.shape != (len(self.dataset),):
-                raise ValueError(f"weights must have one value per dataset row ({len(self.dataset)}), "
-                                 f"got shape {arr.shape}")
-        bad = np.flatnonzero(~np.isfinite(arr))
-        if len(bad):  # a NaN weight would silently turn the loss into NaN
-            raise ValueError(f"{what}: {len(bad)} non-finite value(s), first at row {bad[0]} "
-                             f"({arr[bad[0]]})")
         return arr
 
     def _after_fork(self) -> None:
@@ -185,7 +168,8 @@ class Batches(EpochIteration):
             view = None if self._view is None else np.sort(self._view)
             self._blocks = BlockSource(self.dataset, view, self.fields, self.batch_size,
                                        block_rows=self._block_sizes[0], window_rows=self._block_sizes[1],
-                                       nan_to=self.nan_to, read_ahead=self._read_ahead)
+                                       nan_to=self.nan_to, read_ahead=self._read_ahead,
+                                       pad_to_multiple_of=self._builder.pad_to_multiple_of)
             # cached batches never come back to the blocks after epoch 0
             self._blocks.next_epoch_ahead = self.cache != "ram"
             # with blocks every plan is a BlockPlan (_make_plan); the cast only tells the type checker
@@ -222,16 +206,27 @@ class Batches(EpochIteration):
 
     def _make_plan(self, epoch: int) -> BlockPlan | np.ndarray:
         if self._blocks is not None:
-            return self._blocks.plan(self.seed, epoch)
+            plan = self._blocks.plan(self.seed, epoch)
+            if self._bucketing is None:
+                return plan
+            return self._bucketing.plan(plan, self._view_lengths(self._bucketing.group), self.batch_size,
+                                        self.seed, epoch)
         if self.shuffle:
             order = shuffled_order(self.n_rows, self.seed, epoch)
         else:
             order = np.arange(self.n_rows, dtype=np.intp)
         if self._bucketing is not None:
-            lengths = self._builder.row_lengths(self._bucketing.group)
-            order = self._bucketing.order(order, lengths if self._view is None else lengths[self._view],
-                                          self.batch_size, self.seed, epoch, shuffle=bool(self.shuffle))
+            order = self._bucketing.order(order, self._view_lengths(self._bucketing.group), self.batch_size,
+                                          self.seed, epoch, shuffle=bool(self.shuffle))
         return order
+
+    def _view_lengths(self, group: str) -> np.ndarray:
+        """Row lengths of ``group`` by view position (block plans index the sorted view)."""
+        lengths: np.ndarray = self._builder.row_lengths(group)
+        if self._view is None:
+            return lengths
+        picked: np.ndarray = lengths[np.sort(self._view) if self._blocks is not None else self._view]
+        return picked
 
     def _next_epoch_job(self) -> Callable[[], object] | None:
         """Make the next epoch's order (for a spare worker while this epoch is built)."""
@@ -377,7 +372,7 @@ class Batches(EpochIteration):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if self._weights is None and isinstance(self._weights_spec, str):
-            self._weights = self._resolve_weights(self._weights_spec)
+            self._weights = resolve_weights(self.dataset, self._weights_spec)
         self.fields = self.spec.validate(self.dataset)
         self._setup_runtime()
 

@@ -67,7 +67,7 @@ class BlockSource:
     window_rows
         Rows mixed together (default: the larger of 16 batches and 4 blocks,
         rounded up to whole batches).
-    nan_to
+    nan_to, pad_to_multiple_of
         Passed to the builders.
     read_ahead
         Load the next window on a background thread while the current one is used
@@ -91,11 +91,13 @@ class BlockSource:
 
     def __init__(self, dataset: Dataset, rows: np.ndarray | None, fields: Sequence[ResolvedField],
                  batch_size: int, *, block_rows: int | None = None, window_rows: int | None = None,
-                 nan_to: float | None = None, read_ahead: bool | None = None) -> None:
+                 nan_to: float | None = None, read_ahead: bool | None = None,
+                 pad_to_multiple_of: int | None = None) -> None:
         self.dataset = dataset
         self.rows = rows
         self.fields = list(fields)
         self.nan_to = nan_to
+        self.pad_to_multiple_of = pad_to_multiple_of
         n_all = len(dataset)
         bounds = block_bounds(n_all, value_chunk_rows(dataset), block_rows or batch_size)
         if rows is not None:  # block bounds in the view's own positions
@@ -163,7 +165,8 @@ class BlockSource:
             self.block_loads += len(ids)
         _log.debug("epoch %d window %d: read %d blocks, %d rows into RAM in %.3f s (%s)", epoch, window,
                    len(ids), len(held), time.perf_counter() - started, threading.current_thread().name)
-        return BatchBuilder(piece, self.fields, nan_to=self.nan_to), held
+        return BatchBuilder(piece, self.fields, nan_to=self.nan_to,
+                            pad_to_multiple_of=self.pad_to_multiple_of), held
 
     def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int) -> tuple[Arrays, Arrays]:
         """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows)."""
@@ -177,5 +180,6 @@ class BlockSource:
             builder, local = parts[0]
             return builder.build(local)
         joined = concat_datasets([b.dataset.take(local) for b, local in parts])
-        return BatchBuilder(joined, self.fields, nan_to=self.nan_to).build(
+        return BatchBuilder(joined, self.fields, nan_to=self.nan_to,
+                            pad_to_multiple_of=self.pad_to_multiple_of).build(
             np.arange(len(positions), dtype=np.intp))

@@ -14,6 +14,13 @@ vectorised steps (no per-row Python):
    batch of step 1, as without bucketing) are not sorted and stay last; with
    ``drop_last`` they are the rows dropped, as without bucketing.
 
+With ``shuffle="block"`` (on-disk data) the same steps run inside each window of
+the :class:`~lstm_data.batching.order.BlockPlan`, so a window is still read
+once: the full batches that lie inside one window are sorted in sub-windows of
+``bucket_window`` batches and permuted among themselves; a batch that straddles
+two windows keeps its rows. Rows then only meet rows of the same read window,
+which bounds the padding cut by the window size (``window_rows``).
+
 Every Ragged output of the bucketed group is then padded to its batch's longest
 row (a ``fixed=True`` field becomes per-batch, capped at ``max_len``), optionally
 rounded up to a multiple of ``pad_to_multiple_of``. The trade-off: rows of
@@ -29,10 +36,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from lstm_data.batching.order import epoch_rng
+from lstm_data.batching.order import BlockPlan, epoch_rng
 from lstm_data.batching.spec import BatchSpec, Ragged, ResolvedField
 
-__all__ = ["Bucketing", "make_bucketing", "bucketed_order", "BUCKET_STREAM"]
+__all__ = ["Bucketing", "make_bucketing", "bucketed_order", "bucketed_plan", "BUCKET_STREAM"]
 
 #: the :func:`~lstm_data.batching.order.epoch_rng` stream of the batch permutation
 BUCKET_STREAM = 2
@@ -78,6 +85,17 @@ class Bucketing:
         rng = epoch_rng(seed, epoch, BUCKET_STREAM) if shuffle else None
         return bucketed_order(order, self.lengths(lengths), batch_size, self.window, rng)
 
+    def plan(self, plan: BlockPlan, lengths: np.ndarray, batch_size: int, seed: int,
+             epoch: int) -> BlockPlan:
+        """The bucketed block plan of an epoch (see :func:`bucketed_plan`)."""
+        return bucketed_plan(plan, self.lengths(lengths), batch_size, self.window,
+                             epoch_rng(seed, epoch, BUCKET_STREAM))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options that made this bucketing (recorded by precomputed stores)."""
+        return {"bucket_by": self.field, "bucket_window": self.window,
+                "pad_to_multiple_of": self.multiple_of}
+
 
 def _positive_int(value: Any, name: str) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -94,8 +112,7 @@ def make_bucketing(spec: BatchSpec, fields: Sequence[ResolvedField], bucket_by: 
     ValueError
         ``bucket_by`` is not a Ragged output of ``spec`` (close names are
         suggested), ``bucket_window`` is not a positive int, ``pad_to_multiple_of``
-        is not a positive int or None (or is given without ``bucket_by``), or
-        ``shuffle="block"``.
+        is not a positive int or None (or is given without ``bucket_by``).
     """
     window = _positive_int(bucket_window, "bucket_window")
     multiple = None if pad_to_multiple_of is None else _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
@@ -109,14 +126,44 @@ def make_bucketing(spec: BatchSpec, fields: Sequence[ResolvedField], bucket_by: 
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         raise ValueError(f"bucket_by must name a Ragged output of the spec, got {bucket_by!r}{hint} "
                          f"Ragged outputs: {sorted(ragged) or 'none'}")
-    if shuffle == "block":
-        raise ValueError("bucket_by does not work with shuffle='block' (the order for on-disk data): "
-                         "use shuffle=True (random row reads), load the data into RAM first, or "
-                         "drop bucket_by")
     chosen = ragged[bucket_by]
     assert chosen.group is not None  # a Ragged output has a group
     return Bucketing(bucket_by, chosen.group, chosen.ragged.max_len, window, multiple,
                      per_batch_spec(spec, fields, chosen.group))
+
+
+def bucketed_plan(plan: BlockPlan, lengths: np.ndarray, batch_size: int, window: int,
+                  rng: np.random.Generator) -> BlockPlan:
+    """Bucket the full batches inside each window of a block plan; windows keep their rows.
+
+    Parameters
+    ----------
+    plan
+        The epoch's block plan (``order`` holds view positions).
+    lengths
+        Sort key of every view position.
+    batch_size, window
+        Rows per batch; batches per sorted sub-window.
+    rng
+        Permutes the full batches of each window among themselves (one draw per window).
+
+    Returns
+    -------
+    BlockPlan
+        The same windows and blocks; ``order`` and ``local`` permuted together
+        inside the runs of whole batches that lie in one window.
+    """
+    order, local = plan.order.copy(), plan.local.copy()
+    starts = plan.window_starts
+    for w in range(len(starts) - 1):  # one sort per window (not per row)
+        lo = -(-int(starts[w]) // batch_size) * batch_size
+        hi = int(starts[w + 1]) // batch_size * batch_size
+        if hi - lo < batch_size:
+            continue
+        picked = lo + bucketed_order(np.arange(hi - lo, dtype=np.intp), lengths[order[lo:hi]],
+                                     batch_size, window, rng)
+        order[lo:hi], local[lo:hi] = order[picked], local[picked]
+    return BlockPlan(order, plan.window_starts, plan.window_block_ids, local)
 
 
 def per_batch_spec(spec: BatchSpec, fields: Sequence[ResolvedField], group: str) -> BatchSpec:

@@ -39,6 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="replace a batch store made with other settings or data "
                              "(never anything that is not a batch store)")
+    parser.add_argument("--bucket-by", metavar="OUTPUT", default=None,
+                        help="length bucketing: batch rows of similar length of this Ragged output "
+                             "(each batch padded to its own longest row; see Batches)")
+    parser.add_argument("--bucket-window", type=int, default=64, metavar="N",
+                        help="with --bucket-by: batches sorted together (default: 64)")
+    parser.add_argument("--pad-to-multiple-of", type=int, default=None, metavar="K",
+                        help="with --bucket-by: round per-batch widths up to a multiple of K")
     parser.add_argument("--no-compress", action="store_true", help="store raw chunks (no zstd)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -53,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     dataset = open_dataset(data)
     summary = precompute(dataset, spec, args.out, batch_size=args.batch_size, seed=args.seed,
                          shuffle=args.shuffle, workers=args.workers, force=args.force,
-                         progress=not (args.no_progress or args.quiet), compress=not args.no_compress)
+                         progress=not (args.no_progress or args.quiet), compress=not args.no_compress,
+                         bucket_by=args.bucket_by, bucket_window=args.bucket_window,
+                         pad_to_multiple_of=args.pad_to_multiple_of)
     if not args.quiet:
         print(summary.table())
     return 0

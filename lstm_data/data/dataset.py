@@ -17,13 +17,14 @@ from lstm_data.errors import SchemaError
 
 __all__ = ["Dataset", "InMemoryDataset", "unknown_name_error", "as_rows", "set_writer_source"]
 
-#: Writer = ``write(dataset, path, **options)``; found by format name ("zarr", "hdf5").
-Writer = Callable[..., None]
+#: Writer = ``write(dataset, path, **options)`` (or a converter ``to(dataset, **options)``);
+#: found by format name ("zarr", "hdf5", "parquet", "arrow", "awkward").
+Writer = Callable[..., Any]
 _writer_source: Callable[[str], Writer] | None = None
 
 
 def set_writer_source(source: Callable[[str], Writer]) -> None:
-    """Tell :meth:`Dataset.to_zarr` and :meth:`Dataset.to_hdf5` where the writers are.
+    """Tell :meth:`Dataset.to_zarr`, :meth:`Dataset.to_hdf5` and the other ``to_*`` where the writers are.
 
     The writers of our on-disk layout live in the ``io`` layer, above this one, so
     this layer cannot import them: the package root (``lstm_data/__init__.py``)
@@ -183,6 +184,27 @@ class Dataset:
     def to_hdf5(self, path: str | os.PathLike[str], **options: Any) -> None:
         """Write our HDF5 layout (design §5) atomically: :func:`lstm_data.io.write_hdf5`."""
         _writer("hdf5")(self, path, **options)
+
+    def to_parquet(self, path: str | os.PathLike[str], **options: Any) -> None:
+        """Write a Parquet file atomically, prong variables as list columns: :func:`lstm_data.io.parquet.write_parquet`.
+
+        Needs the ``parquet`` extra (pyarrow).
+        """
+        _writer("parquet")(self, path, **options)
+
+    def to_arrow(self, **options: Any) -> Any:
+        """A ``pyarrow.Table``: scalars as columns, prong variables as list columns: :func:`lstm_data.io.parquet.to_arrow`.
+
+        Needs the ``parquet`` extra (pyarrow).
+        """
+        return _writer("arrow")(self, **options)
+
+    def to_awkward(self, **options: Any) -> Any:
+        """An awkward record array: scalars as numbers, each group a ``var * record`` field: :func:`lstm_data.io.awkward.to_awkward`.
+
+        Needs the ``awkward`` extra.
+        """
+        return _writer("awkward")(self, **options)
 
     # -- to implement --------------------------------------------------------
     def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:

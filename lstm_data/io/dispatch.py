@@ -6,7 +6,10 @@ by extension second:
 ==========================================  =====================================
 content                                     reader
 ==========================================  =====================================
+HDF5 signature, NOvA ntuple tables          :mod:`lstm_data.io.nova_hdf5`
 HDF5 signature (offset 0, 512, 1024, ...)   :mod:`lstm_data.io.hdf5`
+``PAR1`` magic, or a directory of .parquet  :mod:`lstm_data.io.parquet` (extra ``parquet``)
+``root`` magic (a ROOT file)                :mod:`lstm_data.io.root` (extra ``root``)
 gzip / xz / bz2 magic, or plain text        :mod:`lstm_data.io.csv.reader`
 directory with ``zarr.json``                :mod:`lstm_data.io.zarr` (v3, ours)
 directory with ``.zgroup`` / ``.zarray``    :mod:`lstm_data.io.l5kit` (v2)
@@ -30,8 +33,11 @@ __all__ = ["open", "detect_format", "expand_paths"]
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _COMPRESSED_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh")
+_PARQUET_MAGIC = b"PAR1"
+_ROOT_MAGIC = b"root"
 _EXTENSIONS = {".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".zarr": "zarr",
-               ".csv": "csv", ".gz": "csv", ".xz": "csv", ".bz2": "csv", ".txt": "csv"}
+               ".csv": "csv", ".gz": "csv", ".xz": "csv", ".bz2": "csv", ".txt": "csv",
+               ".parquet": "parquet", ".pq": "parquet", ".root": "root"}
 #: text files that are never event tables (a spec or config passed by mistake); other text is CSV
 _NOT_DATA = {".toml", ".json", ".yaml", ".yml", ".ini", ".cfg", ".py", ".md", ".rst", ".ipynb"}
 
@@ -50,7 +56,8 @@ def _has_hdf5_signature(path: Path) -> bool:
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    """``"csv"``, ``"hdf5"``, ``"zarr"`` (our v3 layout) or ``"l5kit"`` (zarr v2) for ``path``.
+    """The format of ``path``: ``"csv"``, ``"hdf5"``, ``"nova"`` (NOvA HDF5 tables), ``"parquet"``,
+    ``"root"``, ``"zarr"`` (our v3 layout) or ``"l5kit"`` (zarr v2).
 
     Raises
     ------
@@ -67,22 +74,29 @@ def detect_format(path: str | os.PathLike) -> str:
             return "zarr"
         if (p / ".zgroup").is_file() or (p / ".zarray").is_file():
             return "l5kit"
-        raise FormatError("directory is not a zarr store (no zarr.json, .zgroup or .zarray)",
-                          file=str(p))
+        if any(p.glob("*.parquet")) or any(p.glob("*.pq")):
+            return "parquet"
+        raise FormatError("directory is neither a zarr store (no zarr.json, .zgroup or .zarray) "
+                          "nor a directory of .parquet files", file=str(p))
     if _has_hdf5_signature(p):
-        return "hdf5"
+        from lstm_data.io.nova_hdf5 import is_nova_file
+        return "nova" if is_nova_file(p) else "hdf5"
     with p.open("rb") as fh:
         head = fh.read(4096)
     if head.startswith(_COMPRESSED_MAGIC):
         return "csv"
+    if head.startswith(_PARQUET_MAGIC):
+        return "parquet"
+    if head.startswith(_ROOT_MAGIC):
+        return "root"
     by_ext = _EXTENSIONS.get(p.suffix.lower())
     if p.suffix.lower() in _NOT_DATA:
         raise FormatError(f"a {p.suffix} file is not a data file; lstm_data reads CSV text "
-                          "(.csv, .txt, compressed .gz/.xz/.bz2), HDF5 (.h5/.hdf5) and zarr "
-                          "stores (directories)", file=str(p))
-    if by_ext == "hdf5":
-        raise FormatError("file has an HDF5 extension but no HDF5 signature (damaged or "
-                          "truncated?)", file=str(p))
+                          "(.csv, .txt, compressed .gz/.xz/.bz2), HDF5 (.h5/.hdf5), Parquet, "
+                          "ROOT and zarr stores (directories)", file=str(p))
+    if by_ext in ("hdf5", "parquet", "root"):
+        raise FormatError(f"file has a {by_ext} extension ({p.suffix}) but not the {by_ext} "
+                          "signature (damaged or truncated?)", file=str(p))
     if by_ext == "csv" or (head and b"\x00" not in head):
         return "csv"
     raise FormatError("cannot tell the format: not HDF5, zarr, or (compressed) CSV text",
@@ -140,6 +154,15 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
     if fmt == "hdf5":
         from lstm_data.io.hdf5 import read_hdf5
         return read_hdf5(path, schema=schema, **options)
+    if fmt == "nova":
+        from lstm_data.io.nova_hdf5 import read_nova
+        return read_nova(path, schema=schema, **options)
+    if fmt == "parquet":
+        from lstm_data.io.parquet import read_parquet
+        return read_parquet(path, schema=schema, **options)
+    if fmt == "root":
+        from lstm_data.io.root import read_root
+        return read_root(path, schema=schema, **options)
     if fmt in ("zarr", "l5kit") and schema is not None:
         raise SchemaError("schema given, but this store records its own groups: schema is for CSV and "
                           "lstm_ee HDF5 files; drop it (choose columns with a BatchSpec)", file=path)
@@ -158,7 +181,8 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
 
 def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
          schema: Any = None, **options: Any) -> Dataset:
-    """Open a CSV (plain, .gz, .xz, .bz2), HDF5 or zarr dataset, or several as one.
+    """Open a CSV (plain, .gz, .xz, .bz2), HDF5 (ours, lstm_ee's, NOvA tables), Parquet, ROOT or
+    zarr dataset, or several as one.
 
     Parameters
     ----------

@@ -88,7 +88,8 @@ class PrecomputedBatches(EpochIteration):
     def __init__(self, path: str | os.PathLike, *, shuffle: bool = True) -> None:
         self.path = str(path)
         self.meta = read_metadata(path)
-        self.spec = BatchSpec.from_dict(self.meta["spec"], source=self.path)
+        # with bucketing, the spec the batches were built with (its bucketed group padded per batch)
+        self.spec = BatchSpec.from_dict(self.meta.get("batch_spec") or self.meta["spec"], source=self.path)
         self.batch_size = int(self.meta["batch_size"])
         self.seed = int(self.meta["seed"])
         self.n_rows = int(self.meta["n_rows"])

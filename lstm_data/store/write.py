@@ -126,11 +126,10 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
             continue
         if fld.max_len is not None and fld.fixed:
             widths = np.full(n, fld.max_len)
-        else:
+        else:  # the builder's rule: the longest row, rounded up by pad_to_multiple_of, capped at max_len
             lens = builder.row_lengths(f.group)
-            widths = np.array([int(lens[batches.rows_of(i)].max()) if sizes[i] else 0 for i in range(n)])
-            if fld.max_len is not None:
-                widths = np.minimum(widths, fld.max_len)
+            widths = np.array([builder.width(f, int(lens[batches.rows_of(i)].max())) if sizes[i] else 0
+                               for i in range(n)])
         shapes[f.name] = np.column_stack([sizes, widths, np.full(n, len(fld.vars))])
         if fld.lengths:
             shapes[f.name + LENGTHS_SUFFIX] = sizes.reshape(-1, 1)
@@ -149,15 +148,22 @@ def _describe(shapes: np.ndarray) -> str:
     return "(" + ", ".join(cols) + ")"
 
 
-def _metadata(dataset: Dataset, spec: BatchSpec, batch_size: int, seed: int, shuffle: Any) -> dict:
+#: what must match for an existing store to be reused
+_REUSE_KEYS = ("spec", "batch_size", "seed", "shuffle", "bucketing", "fingerprint")
+
+
+def _metadata(dataset: Dataset, spec: BatchSpec, batch_size: int, seed: int, shuffle: Any,
+              bucketing: dict | None) -> dict:
     return {"format": STORE_FORMAT, "version": STORE_VERSION, "spec": spec.to_dict(),
             "batch_size": int(batch_size), "seed": int(seed), "shuffle": shuffle,
-            "fingerprint": fingerprint(dataset), "source": list(getattr(dataset, "source", ()))}
+            "bucketing": bucketing or {}, "fingerprint": fingerprint(dataset),
+            "source": list(getattr(dataset, "source", ()))}
 
 
 def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, batch_size: int = 1024,
                seed: int = 0, shuffle: Any = "auto", workers: int = 1, force: bool = False,
-               progress: bool = True, compress: bool = True) -> PrecomputeSummary:
+               progress: bool = True, compress: bool = True, bucket_by: str | None = None,
+               bucket_window: int = 64, pad_to_multiple_of: int | None = None) -> PrecomputeSummary:
     """Write every batch of epoch 0 to the zarr v3 store ``out``, atomically.
 
     Parameters
@@ -177,6 +183,10 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
         Show a tqdm progress bar (batches/s) when tqdm is installed.
     compress
         zstd (level 1) chunks; ``False`` stores raw chunks (checksummed either way).
+    bucket_by, bucket_window, pad_to_multiple_of
+        Length bucketing, as for :class:`~lstm_data.batching.batches.Batches`: each
+        stored batch keeps its own width (the store holds per-batch shapes), so the
+        store shrinks with the padding. Recorded, and part of the reuse check.
 
     Raises
     ------
@@ -194,7 +204,13 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     seed = check_count(seed, "seed")
     check_not_input(out, getattr(dataset, "source", ()))
     shuffle = resolve_shuffle(shuffle, dataset.in_ram)
-    meta = _metadata(dataset, spec, batch_size, seed, shuffle)
+    batches = Batches(dataset, spec, batch_size=batch_size, shuffle=shuffle, seed=seed, bucket_by=bucket_by,
+                      bucket_window=bucket_window, pad_to_multiple_of=pad_to_multiple_of)
+    bucketing = None if bucket_by is None else {"bucket_by": bucket_by, "bucket_window": int(bucket_window),
+                                                "pad_to_multiple_of": pad_to_multiple_of}
+    meta = _metadata(dataset, spec, batch_size, seed, shuffle, bucketing)
+    if bucketing is not None:
+        meta["batch_spec"] = batches.spec.to_dict()
     if out.exists():
         try:
             recorded = read_metadata(out)
@@ -204,13 +220,12 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
                                       "remove it yourself or choose another output") from None
             recorded = None
         if recorded is not None and not force:
-            compare_metadata(recorded, {k: meta[k] for k in ("spec", "batch_size", "seed", "shuffle",
-                                                             "fingerprint")}, where=str(out))
+            compare_metadata({"bucketing": {}, **recorded}, {k: meta[k] for k in _REUSE_KEYS},
+                             where=str(out))
             _log.info("precompute: %s already holds these batches (same spec, batch size, seed, "
                       "shuffle and data fingerprint): reused", out)
             return _summary_of(out, time.perf_counter() - started, reused=True)
 
-    batches = Batches(dataset, spec, batch_size=batch_size, shuffle=shuffle, seed=seed)
     names = spec.flat_names(weights=True)
     shapes = _batch_shapes(batches)
     sig = spec.signature()
