@@ -26,7 +26,7 @@ and would repeat its epoch).
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -49,6 +49,28 @@ def _tensors(part: dict) -> dict:
             for k, v in part.items()}
 
 
+def _identity(batches: Any) -> dict[str, Any]:
+    """What identifies ``batches`` in a saved state (seed, batch size, shard, ...), if it says."""
+    state = getattr(batches, "state_dict", None)
+    if not callable(state):
+        return {}
+    return {k: v for k, v in state().items() if k not in ("epoch", "next_batch")}
+
+
+def _check_sharded(batches: Any) -> None:
+    """Warn when torch.distributed runs several ranks and ``batches`` is not one rank's share."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return
+    world = getattr(batches, "world_size", None)
+    if world != dist.get_world_size():
+        warnings.warn(
+            f"TorchBatches under torch.distributed with {dist.get_world_size()} ranks, but the batches "
+            f"are {'not sharded' if world is None else f'sharded for {world} ranks'}: every rank would "
+            "train on the same batches. Use batches.shard(dist.get_rank(), dist.get_world_size())",
+            stacklevel=3)
+
+
 class EpochSampler(_TorchSampler):
     """Keys ``(epoch, 0) .. (epoch, n - 1)`` per pass, the epoch going up by one each pass.
 
@@ -61,6 +83,9 @@ class EpochSampler(_TorchSampler):
         Batches per epoch.
     epoch
         The epoch of the first pass.
+    identity
+        What identifies the batches in :meth:`state_dict` (their seed, batch size,
+        shard, ...); a state with other values is refused by :meth:`load_state_dict`.
 
     Attributes
     ----------
@@ -68,9 +93,12 @@ class EpochSampler(_TorchSampler):
         The epoch of the next pass.
     """
 
-    def __init__(self, n_batches: int, epoch: int = 0) -> None:
+    def __init__(self, n_batches: int, epoch: int = 0, identity: Mapping[str, Any] | None = None) -> None:
         self.n_batches = check_count(n_batches, "n_batches")
         self.epoch = check_count(epoch, "epoch")
+        self.identity = dict(identity or {})
+        self._start = 0  # first batch of the next pass (set by load_state_dict)
+        self._drawn = (self.epoch, 0)  # epoch of the pass being drawn, keys drawn from it
 
     def __len__(self) -> int:
         return self.n_batches
@@ -79,12 +107,44 @@ class EpochSampler(_TorchSampler):
         # a generator: the epoch moves on when a pass draws its first key, not at iter():
         # a DataLoader that starts worker processes makes an extra iterator it never reads
         epoch, self.epoch = self.epoch, self.epoch + 1
-        for i in range(self.n_batches):
+        start, self._start = self._start, 0
+        for i in range(start, self.n_batches):
+            self._drawn = (epoch, i + 1)
             yield epoch, i
 
     def set_epoch(self, epoch: int) -> None:
-        """Make ``epoch`` the next pass's epoch."""
+        """Make ``epoch`` the next pass's epoch (from its first batch)."""
         self.epoch = check_count(epoch, "epoch")
+        self._start = 0
+        self._drawn = (self.epoch, 0)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the keys stand: ``epoch`` and ``next_batch`` of the pass being drawn, plus what
+        identifies the batches (``n_batches``, ``seed``, ``batch_size``, ``shard``, ...).
+
+        torchdata's ``StatefulDataLoader`` saves it with its own state (taken as each
+        batch is handed out, so keys drawn ahead for workers are not counted).
+        """
+        epoch, drawn = self._drawn
+        return {"epoch": epoch, "next_batch": drawn, "n_batches": self.n_batches, **self.identity}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from :meth:`state_dict`: the next pass draws the keys not drawn yet.
+
+        Raises
+        ------
+        ValueError
+            The state comes from other batches (seed, count, shard, ... differ: each is named).
+        """
+        want = {"n_batches": self.n_batches, **self.identity}
+        diffs = [f"{k}: state has {state.get(k)!r}, these batches {v!r}" for k, v in want.items()
+                 if state.get(k) != v]
+        if diffs:
+            raise ValueError("EpochSampler: state saved for other batches: " + "; ".join(diffs))
+        epoch, drawn = check_count(state["epoch"], "epoch"), check_count(state["next_batch"], "next_batch")
+        if drawn >= self.n_batches:  # that pass was complete: the next one is the next epoch
+            epoch, drawn = epoch + 1, 0
+        self.epoch, self._start, self._drawn = epoch, drawn, (epoch, drawn)
 
 
 class TorchBatches(_TorchDataset):
@@ -99,6 +159,7 @@ class TorchBatches(_TorchDataset):
 
     def __init__(self, batches: Any) -> None:
         self.batches = batches
+        _check_sharded(batches)
         self._sampler: EpochSampler | None = None
         self._served: tuple[int, set[int]] = (-1, set())  # plain keys served at (epoch, {i})
         self._warned = False
@@ -141,7 +202,7 @@ class TorchBatches(_TorchDataset):
     def sampler(self) -> EpochSampler:
         """This dataset's :class:`EpochSampler` (one per dataset), starting at the current epoch."""
         if self._sampler is None:
-            self._sampler = EpochSampler(len(self), self.batches.epoch)
+            self._sampler = EpochSampler(len(self), self.batches.epoch, _identity(self.batches))
         return self._sampler
 
     def set_epoch(self, epoch: int) -> None:

@@ -21,6 +21,7 @@ from lstm_data.batching.block_shuffle import BlockSource
 from lstm_data.batching.bucketing import make_bucketing
 from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.epoch import EpochIteration
+from lstm_data.batching.options import check_nan_to, freeze_batch, resolve_weights
 from lstm_data.batching.order import (
     BlockPlan,
     fresh_seed,
@@ -28,8 +29,8 @@ from lstm_data.batching.order import (
     shuffled_order,
     split_rows,
 )
+from lstm_data.batching.shard import ShardedBatches
 from lstm_data.batching.spec import Arrays, Batch, BatchSpec, OutputSignature
-from lstm_data.batching.weights import resolve_weights
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 
 if TYPE_CHECKING:
@@ -89,8 +90,8 @@ class Batches(EpochIteration):
         stays last. Every Ragged output of that field's group is then padded to
         its batch's longest row: a ``fixed=True`` field becomes per batch, capped at
         ``max_len``, and :attr:`spec` (hence :meth:`signature`) says its prong
-        dimension is ``None``. Not with ``shuffle="block"`` (ValueError).
-        See :mod:`lstm_data.batching.bucketing`.
+        dimension is ``None``. With ``shuffle="block"`` rows are sorted inside each
+        read window. See :mod:`lstm_data.batching.bucketing`.
     bucket_window
         Batches sorted together (default 64): larger cuts more padding, mixes less.
     pad_to_multiple_of
@@ -124,9 +125,10 @@ class Batches(EpochIteration):
         self.fields = spec.validate(dataset)
         self.batch_size = int(batch_size)
         self.shuffle = shuffle
+        self._seed_drawn = seed is None
         self.seed = fresh_seed() if seed is None else check_count(seed, "seed")
         self.drop_last = bool(drop_last)
-        self.nan_to = _nan_to(nan_to)
+        self.nan_to = check_nan_to(nan_to)
         self.cache = cache
         self.epoch = 0
         self._view = None if rows is None else self._as_view(rows)
@@ -286,7 +288,7 @@ class Batches(EpochIteration):
         if self.cache == "ram":
             hit = self._ram.get(slot)
             if hit is None:  # kept read-only: an in-place edit must not reach later epochs
-                hit = self._ram.setdefault(slot, _frozen(self._build(slot, epoch)))
+                hit = self._ram.setdefault(slot, freeze_batch(self._build(slot, epoch)))
             return tuple(dict(part) for part in hit)  # type: ignore[return-value]
         return self._build(slot, epoch)
 
@@ -337,18 +339,34 @@ class Batches(EpochIteration):
         common: dict[str, Any] = dict(batch_size=self.batch_size, seed=self.seed, drop_last=self.drop_last,
                                       weights=self._weights, nan_to=self.nan_to, cache=self.cache,
                                       block_rows=self._block_sizes[0], window_rows=self._block_sizes[1],
-                                      **self._bucket_options())
+                                      **({} if self._bucketing is None else self._bucketing.to_dict()))
         train = Batches(self.dataset, self.spec, shuffle=self.shuffle, rows=base[train_pos], **common)
         val_shuffle = "block" if self.shuffle == "block" else False
         val = Batches(self.dataset, self.spec, shuffle=val_shuffle, rows=base[test_pos], **common)
+        train._seed_drawn = val._seed_drawn = self._seed_drawn
         return train, val
 
-    def _bucket_options(self) -> dict[str, Any]:
-        """The bucketing arguments that made this object (for :meth:`split`)."""
-        b = self._bucketing
-        if b is None:
-            return {}
-        return dict(bucket_by=b.field, bucket_window=b.window, pad_to_multiple_of=b.multiple_of)
+    def shard(self, rank: int, world_size: int) -> ShardedBatches:
+        """Rank ``rank``'s disjoint, equally long share of every epoch (one process per GPU).
+
+        Build the same ``Batches`` on every rank, then ``shard(rank, world_size)``: each
+        rank gets ``len(self) // world_size`` consecutive batches of each epoch's order,
+        made from ``(seed, epoch)`` alone. See :mod:`lstm_data.batching.shard`.
+
+        Raises
+        ------
+        ValueError
+            ``rank`` is outside ``[0, world_size)``, or ``seed`` was drawn (``seed=None``):
+            ranks would each draw their own order.
+        """
+        if self._seed_drawn:
+            raise ValueError("shard() needs the same order on every rank: give Batches an explicit seed "
+                             "(seed=None draws a different one in every process)")
+        return ShardedBatches(self, rank, world_size)
+
+    def _state_identity(self) -> dict[str, Any]:
+        return {"n_batches": len(self), "batch_size": self.batch_size, "seed": self.seed,
+                "n_rows": self.n_rows}
 
     def signature(self) -> dict[str, OutputSignature]:
         """The spec's output signature (see :meth:`BatchSpec.signature`)."""
@@ -375,24 +393,3 @@ class Batches(EpochIteration):
             self._weights = resolve_weights(self.dataset, self._weights_spec)
         self.fields = self.spec.validate(self.dataset)
         self._setup_runtime()
-
-
-def _frozen(batch: Batch) -> Batch:
-    """``batch`` with every array made read-only (for the RAM cache)."""
-    for part in batch:
-        for array in part.values():
-            array.flags.writeable = False
-    return batch
-
-
-def _nan_to(value: Any) -> float | None:
-    """The ``nan_to`` argument as a float (or None), with an error that names it."""
-    if value is None:
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"nan_to must be a number or None, got {value!r}") from None
-    if math.isnan(out):
-        raise ValueError("nan_to=NaN would replace NaN by NaN: give a finite number (e.g. 0.0) or None")
-    return out

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from lstm_data._util.checks import check_count
 from lstm_data.batching.prefetch import prefetch
@@ -22,10 +22,17 @@ class EpochIteration:
 
     A subclass provides ``__len__``, ``__getitem__``, an ``epoch`` attribute and a
     ``_lock`` (``threading.Lock``) guarding it.
+
+    Resuming mid-epoch: :meth:`iter` counts the batches it has handed out in
+    :meth:`state_dict` (``next_batch``); after :meth:`load_state_dict` the next
+    :meth:`iter` starts at that batch of that epoch, so a preempted job that saved
+    the state with its checkpoint sees exactly the batches it had not seen.
     """
 
     epoch: int
     _lock: threading.Lock
+    #: batches of the current epoch handed out by :meth:`iter` (where the next one starts)
+    _next_batch: int = 0
 
     if TYPE_CHECKING:  # provided by the subclasses
         def __len__(self) -> int: ...
@@ -52,8 +59,17 @@ class EpochIteration:
         prefetch_batches
             Batches built ahead of the consumer (default ``2 * workers``); bounds memory.
         """
-        return prefetch(self.__getitem__, len(self), workers, prefetch_batches,
-                        side_job=self._next_epoch_job())
+        start = min(self._next_batch, len(self))
+        get = self.__getitem__ if start == 0 else (lambda i: self[start + i])
+        batches = prefetch(get, len(self) - start, workers, prefetch_batches,
+                           side_job=self._next_epoch_job())
+        return self._counted(batches, start)
+
+    def _counted(self, batches: Iterator[Batch], start: int) -> Iterator[Batch]:
+        """Yield ``batches``, recording before each how many the epoch has handed out."""
+        for k, batch in enumerate(batches, start + 1):
+            self._next_batch = k
+            yield batch
 
     def _next_epoch_job(self) -> Callable[[], object] | None:
         """Work for a spare worker in :meth:`iter`, bound to the current epoch (None: nothing)."""
@@ -68,3 +84,40 @@ class EpochIteration:
         epoch = check_count(epoch, "epoch")
         with self._lock:
             self.epoch = epoch
+            self._next_batch = 0
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def _state_identity(self) -> dict[str, Any]:
+        """What must match for a state to be loaded here (subclasses add seed, batch size, shard)."""
+        return {"n_batches": len(self)}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where iteration stands: ``epoch``, ``next_batch`` (batches of it already handed out by
+        :meth:`iter`) and what identifies this sequence (``n_batches``, and e.g. ``seed``).
+
+        Plain ints: save it with the model checkpoint (``torch.save``, JSON).
+        """
+        return {"epoch": self.epoch, "next_batch": self._next_batch, **self._state_identity()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.
+
+        Raises
+        ------
+        ValueError
+            The state was saved by a sequence with another seed, batch count, batch
+            size or shard (each difference is named), or is not such a state.
+        """
+        if not isinstance(state, Mapping) or "epoch" not in state or "next_batch" not in state:
+            raise ValueError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
+        diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
+                 for k, v in self._state_identity().items() if state.get(k) != v]
+        if diffs:
+            raise ValueError("state saved by another batch sequence: " + "; ".join(diffs))
+        epoch = check_count(state["epoch"], "epoch")
+        next_batch = check_count(state["next_batch"], "next_batch")
+        if next_batch > len(self):
+            raise ValueError(f"next_batch {next_batch} > the {len(self)} batches of an epoch")
+        with self._lock:
+            self.epoch = epoch
+            self._next_batch = next_batch

@@ -1,0 +1,154 @@
+"""``Batches.shard``: disjoint, equal shares of every epoch; ``state_dict`` resumes mid-epoch."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from lstm_data import Batches, BatchSpec, Ragged, Scalars
+from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
+from lstm_data.io.zarr import ZarrDataset
+from tests.helpers import assert_same_batch
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_dataset(2000, seed=3)
+
+
+def _spec() -> BatchSpec:
+    return BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
+                             "input_png3d": Ragged(PNG3D_VARS[:3], max_len=12)},
+                     targets={"target_total": Scalars(["trueE"])})
+
+
+MODES = [dict(shuffle=True), dict(shuffle=False), dict(shuffle=True, cache="ram"),
+         dict(shuffle=True, bucket_by="input_png3d", bucket_window=3), dict(shuffle="block")]
+
+
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: "-".join(f"{k}={v}" for k, v in m.items()))
+def test_shards_are_disjoint_equal_and_cover_the_epoch(data, world, mode):
+    full = Batches(data, _spec(), batch_size=90, seed=8, **mode)  # 23 batches, the last short
+    shards = [Batches(data, _spec(), batch_size=90, seed=8, **mode).shard(r, world) for r in range(world)]
+    assert {len(s) for s in shards} == {len(full) // world}
+    for epoch in (0, 1, 2):
+        got = [s.rows_of(i, epoch) for s in shards for i in range(len(s))]
+        want = [full.rows_of(i, epoch) for i in range(len(shards[0]) * world)]
+        for a, b in zip(got, want):  # rank r holds the r-th run of the epoch's batches
+            np.testing.assert_array_equal(a, b)
+        rows = np.concatenate(got)
+        assert len(rows) == len(np.unique(rows))
+        for s in shards:
+            s.set_epoch(epoch)
+        assert_same_batch(shards[-1][len(shards[-1]) - 1], full.batch(len(shards[0]) * world - 1, epoch))
+    assert shards[0].n_rows == len(shards[0]) * 90
+
+
+def test_shard_arguments_are_checked(data):
+    b = Batches(data, _spec(), batch_size=100, seed=1)
+    with pytest.raises(ValueError, match=r"rank must be in \[0, world_size\)"):
+        b.shard(2, 2)
+    with pytest.raises(ValueError, match="world_size must be >= 1"):
+        b.shard(0, 0)
+    with pytest.raises(ValueError, match="explicit seed"):
+        Batches(data, _spec(), batch_size=100).shard(0, 2)
+    with pytest.raises(ValueError, match="explicit seed"):
+        Batches(data, _spec(), batch_size=100).split(0.2)[0].shard(0, 2)
+    assert "rank 1 of 4" in repr(b.shard(1, 4))
+
+
+def test_shard_of_an_on_disk_block_shuffle_reads_part_of_the_data(data, tmp_path):
+    data.to_zarr(tmp_path / "d.zarr", chunk_bytes=32 * 1024)
+    disk = ZarrDataset(tmp_path / "d.zarr")
+    b = Batches(disk, _spec(), batch_size=50, seed=2, shuffle="block", window_rows=200, read_ahead=False)
+    shard = b.shard(0, 4)
+    for _ in shard:
+        pass
+    assert b._blocks.block_loads < 0.5 * (len(b._blocks.bounds) - 1)
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_state_dict_resumes_at_the_next_batch(data, sharded):
+    def make():
+        b = Batches(data, _spec(), batch_size=100, seed=5)
+        return b.shard(1, 2) if sharded else b
+    a = make()
+    a.set_epoch(2)
+    it = a.iter(workers=2)
+    seen = [next(it) for _ in range(4)]
+    state = a.state_dict()
+    assert state["epoch"] == 2 and state["next_batch"] == 4
+    assert json.loads(json.dumps(state)) == state
+    resumed = make()
+    resumed.load_state_dict(state)
+    rest = list(resumed)
+    assert len(seen) + len(rest) == len(a)
+    for i, batch in enumerate(rest, 4):
+        assert_same_batch(batch, a.batch(i, epoch=2))
+    assert resumed.state_dict()["next_batch"] == len(a)
+    resumed.on_epoch_end()
+    assert resumed.state_dict() == {**state, "epoch": 3, "next_batch": 0}
+    assert len(list(resumed)) == len(a)
+
+
+def test_state_from_other_batches_is_refused(data):
+    state = Batches(data, _spec(), batch_size=100, seed=5).state_dict()
+    with pytest.raises(ValueError, match="seed: state has 5, this sequence 6"):
+        Batches(data, _spec(), batch_size=100, seed=6).load_state_dict(state)
+    with pytest.raises(ValueError, match="batch_size"):
+        Batches(data, _spec(), batch_size=50, seed=5).load_state_dict(state)
+    with pytest.raises(ValueError, match="shard"):
+        Batches(data, _spec(), batch_size=100, seed=5).shard(0, 2).load_state_dict(
+            Batches(data, _spec(), batch_size=100, seed=5).shard(0, 3).state_dict())
+    with pytest.raises(ValueError, match="next_batch"):
+        Batches(data, _spec(), batch_size=100, seed=5).load_state_dict({"epoch": 0})
+
+
+_LOOP = textwrap.dedent('''
+    import json, os, sys
+    import numpy as np
+    from lstm_data import Batches, BatchSpec, Ragged, Scalars
+    from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
+
+    ckpt, log, kill_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    spec = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
+                             "input_png3d": Ragged(PNG3D_VARS[:3], max_len=12)},
+                     targets={"target_total": Scalars(["trueE"])})
+    b = Batches(make_dataset(2000, seed=3), spec, batch_size=100, seed=5)
+    if os.path.exists(ckpt):
+        b.load_state_dict(json.load(open(ckpt)))
+    step = 0
+    while b.epoch < 2:
+        for batch in b.iter(workers=2):
+            rows = b.rows_of(b.state_dict()["next_batch"] - 1).tolist()
+            with open(log, "a") as fh:
+                fh.write(json.dumps([b.epoch, rows]) + "\\n")
+            with open(ckpt + ".tmp", "w") as fh:  # the checkpoint, saved after each step
+                json.dump(b.state_dict(), fh)
+            os.replace(ckpt + ".tmp", ckpt)
+            step += 1
+            if step == kill_at:
+                os.kill(os.getpid(), 9)  # preempted: no cleanup, no flush of anything else
+        b.on_epoch_end()
+''')
+
+
+def test_a_killed_loop_resumes_with_exactly_the_remaining_batches(tmp_path):
+    script = tmp_path / "loop.py"
+    script.write_text(_LOOP)
+    ckpt, log = tmp_path / "state.json", tmp_path / "seen.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    first = subprocess.run([sys.executable, str(script), str(ckpt), str(log), "27"], env=env)
+    assert first.returncode == -9  # killed mid-epoch 1 (20 batches per epoch)
+    second = subprocess.run([sys.executable, str(script), str(ckpt), str(log), "0"], env=env)
+    assert second.returncode == 0
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    full = Batches(make_dataset(2000, seed=3), _spec(), batch_size=100, seed=5)
+    want = [[e, full.rows_of(i, e).tolist()] for e in (0, 1) for i in range(len(full))]
+    assert seen == want
