@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, SchemaError
+from lstm_data.io.remote import is_url, remote_format
 
 __all__ = ["open", "detect_format", "expand_paths"]
 
@@ -66,6 +67,8 @@ def detect_format(path: str | os.PathLike) -> str:
     FormatError
         Neither content nor extension tells the format.
     """
+    if is_url(path):
+        return remote_format(str(path))
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no such file or directory: {p}")
@@ -115,6 +118,9 @@ def expand_paths(path_or_paths) -> list[str]:
     out: list[str] = []
     for item in items:
         text = os.fspath(item)
+        if is_url(text):  # a remote store: checked when opened
+            out.append(text)
+            continue
         if os.path.exists(text) or not glob.has_magic(text):
             if not os.path.exists(text):
                 raise FileNotFoundError(f"no such file or directory: {text}")
@@ -187,7 +193,9 @@ def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     Parameters
     ----------
     path_or_paths
-        A path, a glob pattern (``"data/*.h5"``), or a list of them. Several files
+        A path, a glob pattern (``"data/*.h5"``), a URL of a zarr store
+        (``"https://host/data.zarr"``, ``"s3://bucket/data.zarr"``: see
+        :mod:`lstm_data.io.remote`), or a list of them. Several files
         give one :class:`~lstm_data.data.concat.ConcatDataset` whose rows are the files'
         rows in order; their columns and groups must match.
     schema

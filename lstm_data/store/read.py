@@ -21,6 +21,7 @@ from lstm_data.batching.order import shuffled_order
 from lstm_data.batching.spec import BatchSpec
 from lstm_data.errors import FormatError
 from lstm_data.io.layout import OLD_ZARR_NOTE
+from lstm_data.io.remote import is_url, remote_format
 from lstm_data.io.zarr import read_rows, strict_group
 from lstm_data.store.format import (
     ATTR,
@@ -51,12 +52,16 @@ def read_metadata(path: str | os.PathLike) -> dict:
     FormatError
         Not a precomputed-batch store (or an unknown version of one).
     """
-    p = Path(path)
-    if not (p / "zarr.json").is_file():
-        if p.exists():
-            raise FormatError(f"{p} is not a precomputed batch store (no zarr.json); make one with "
-                              "lstm-data precompute", file=str(p))
-        raise FileNotFoundError(f"no precomputed batch store at {p}")
+    if is_url(path):
+        remote_format(str(path))  # a zarr v3 root, or FileNotFoundError / FormatError
+        p: str | Path = str(path)
+    else:
+        p = Path(path)
+        if not (p / "zarr.json").is_file():
+            if p.exists():
+                raise FormatError(f"{p} is not a precomputed batch store (no zarr.json); make one with "
+                                  "lstm-data precompute", file=str(p))
+            raise FileNotFoundError(f"no precomputed batch store at {p}")
     meta = stored_metadata(p)
     if meta is None:
         raise FormatError(f"{p} is a zarr store but not a precomputed batch store", file=str(p))
