@@ -15,7 +15,7 @@ import lstm_data
 
 PACKAGE = Path(lstm_data.__file__).resolve().parent
 REPO = PACKAGE.parent
-LAYERS = ["_util", "kernels", "data", "io", "batching", "store", "adapters", "bench", "cli"]
+LAYERS = ["_util", "kernels", "data", "io", "batching", "store", "scale", "adapters", "bench", "cli"]
 
 #: every name the README and the design page show, by the module users import it from
 DOCUMENTED = {

@@ -46,6 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --bucket-by: batches sorted together (default: 64)")
     parser.add_argument("--pad-to-multiple-of", type=int, default=None, metavar="K",
                         help="with --bucket-by: round per-batch widths up to a multiple of K")
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="build and write batches on a Dask cluster: a scheduler address "
+                             "(tcp://host:8786) or local:N for N local worker processes (extra dask); "
+                             "the store is bitwise the one written without it")
     parser.add_argument("--no-compress", action="store_true", help="store raw chunks (no zstd)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -58,11 +62,17 @@ def run(args: argparse.Namespace) -> int:
     spec = BatchSpec.from_toml(args.spec)
     data = args.data[0] if len(args.data) == 1 else args.data
     dataset = open_dataset(data)
-    summary = precompute(dataset, spec, args.out, batch_size=args.batch_size, seed=args.seed,
-                         shuffle=args.shuffle, workers=args.workers, force=args.force,
-                         progress=not (args.no_progress or args.quiet), compress=not args.no_compress,
-                         bucket_by=args.bucket_by, bucket_window=args.bucket_window,
-                         pad_to_multiple_of=args.pad_to_multiple_of)
+    options = dict(batch_size=args.batch_size, seed=args.seed, shuffle=args.shuffle, workers=args.workers,
+                   force=args.force, progress=not (args.no_progress or args.quiet),
+                   compress=not args.no_compress, bucket_by=args.bucket_by, bucket_window=args.bucket_window,
+                   pad_to_multiple_of=args.pad_to_multiple_of)
+    if args.scheduler is None:
+        summary = precompute(dataset, spec, args.out, **options)
+    else:
+        from lstm_data.scale.cluster import connect
+
+        with connect(args.scheduler) as client:
+            summary = precompute(dataset, spec, args.out, client=client, **options)
     if not args.quiet:
         print(summary.table())
     return 0

@@ -163,7 +163,8 @@ def _metadata(dataset: Dataset, spec: BatchSpec, batch_size: int, seed: int, shu
 def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, batch_size: int = 1024,
                seed: int = 0, shuffle: Any = "auto", workers: int = 1, force: bool = False,
                progress: bool = True, compress: bool = True, bucket_by: str | None = None,
-               bucket_window: int = 64, pad_to_multiple_of: int | None = None) -> PrecomputeSummary:
+               bucket_window: int = 64, pad_to_multiple_of: int | None = None,
+               client: Any = None) -> PrecomputeSummary:
     """Write every batch of epoch 0 to the zarr v3 store ``out``, atomically.
 
     Parameters
@@ -187,6 +188,10 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
         Length bucketing, as for :class:`~lstm_data.batching.batches.Batches`: each
         stored batch keeps its own width (the store holds per-batch shapes), so the
         store shrinks with the padding. Recorded, and part of the reuse check.
+    client
+        A Dask ``distributed.Client``: build and write disjoint runs of batches on its
+        workers (extra ``dask``; see :mod:`lstm_data.store.ranges`). The store is bitwise
+        the one written without it. ``workers`` is then unused.
 
     Raises
     ------
@@ -235,7 +240,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     try:
         root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
         data, index = root.create_group("data"), root.create_group("_index")
-        writers = {}
+        writers, element_offsets, chunks = {}, {}, {}
         for n in names:
             counts = np.prod(shapes[n], axis=1)
             offsets = np.zeros(len(counts) + 1, dtype=np.int64)
@@ -246,21 +251,18 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
             index.create_array(f"{n}.offsets", data=offsets, **_codecs(True))
             index.create_array(f"{n}.shapes", data=shapes[n].astype(np.int64), **_codecs(True))
             writers[n] = _ChunkWriter(arr, chunk)
+            element_offsets[n], chunks[n] = offsets, chunk
         bar = _progress(len(batches), progress)
         try:
-            for i, batch in enumerate(batches.iter(workers=workers)):
-                for n, values in spec.flatten(batch, as_dict=True).items():
-                    if values.shape != tuple(shapes[n][i]):
-                        raise RuntimeError(f"batch {i} output {n!r} has shape {values.shape}, "
-                                           f"planned {tuple(shapes[n][i])}")
-                    writers[n].append(values)
-                if bar is not None:
-                    bar.update(1)
+            if client is not None:
+                from lstm_data.store.ranges import write_ranges
+                write_ranges(client, batches, str(tmp), names, element_offsets, chunks,
+                             on_done=None if bar is None else bar.update)
+            else:
+                _write_in_order(batches, shapes, writers, workers, bar)
         finally:
             if bar is not None:
                 bar.close()
-        for w in writers.values():
-            w.close()
         meta.update(n_batches=len(batches), n_rows=batches.n_rows, outputs=names)
         # written last: a half-written store is never taken as complete
         root.attrs.update({EVERY_CHUNK_ATTR: True, ATTR: meta})
@@ -268,6 +270,21 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return _summary_of(out, time.perf_counter() - started)
+
+
+def _write_in_order(batches: Batches, shapes: dict[str, np.ndarray], writers: dict[str, _ChunkWriter],
+                    workers: int, bar: Any) -> None:
+    """Build the batches on ``workers`` threads and append them in order, whole chunks at a time."""
+    for i, batch in enumerate(batches.iter(workers=workers)):
+        for n, values in batches.spec.flatten(batch, as_dict=True).items():
+            if values.shape != tuple(shapes[n][i]):
+                raise RuntimeError(f"batch {i} output {n!r} has shape {values.shape}, "
+                                   f"planned {tuple(shapes[n][i])}")
+            writers[n].append(values)
+        if bar is not None:
+            bar.update(1)
+    for w in writers.values():
+        w.close()
 
 
 def _is_batch_store(path: Path) -> bool:
