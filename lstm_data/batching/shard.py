@@ -119,6 +119,12 @@ class ShardedBatches(EpochIteration):
         return mode
 
     @property
+    def nan_to(self) -> float | None:
+        """The parent's ``nan_to``."""
+        value: float | None = self.batches.nan_to
+        return value
+
+    @property
     def seed(self) -> int:
         """The parent's seed (the same on every rank)."""
         return self.batches.seed

@@ -152,3 +152,17 @@ def test_a_killed_loop_resumes_with_exactly_the_remaining_batches(tmp_path):
     full = Batches(make_dataset(2000, seed=3), _spec(), batch_size=100, seed=5)
     want = [[e, full.rows_of(i, e).tolist()] for e in (0, 1) for i in range(len(full))]
     assert seen == want
+
+
+def test_keras_batches_over_a_shard(data):
+    pytest.importorskip("keras")
+    import warnings
+
+    from lstm_data.keras import KerasBatches
+
+    shard = Batches(data, _spec(), batch_size=100, seed=5, nan_to=0.0).shard(0, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nan_to of the parent is seen: no NaN warning
+        k = KerasBatches(shard, workers=2)
+        assert len(k) == len(shard) == 10
+        assert_same_batch(k[0], shard[0])
