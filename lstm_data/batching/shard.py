@@ -20,7 +20,7 @@ The shard is a view: it shares the parent's dataset, caches and row orders.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
 
@@ -28,10 +28,30 @@ from lstm_data._util.checks import check_count, check_index
 from lstm_data.batching.epoch import EpochIteration
 
 if TYPE_CHECKING:
-    from lstm_data.batching.batches import Batches
     from lstm_data.batching.spec import Batch, BatchSpec, OutputSignature
 
-__all__ = ["ShardedBatches", "check_shard"]
+
+class Shardable(Protocol):
+    """What a shard reads off its parent (:class:`~lstm_data.batching.batches.Batches`)."""
+
+    spec: BatchSpec
+    batch_size: int
+    shuffle: bool | str
+    seed: int
+    nan_to: float | None
+    epoch: int
+
+    def __len__(self) -> int: ...
+
+    def batch(self, index: int, epoch: int | None = None) -> Batch: ...
+
+    def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray: ...
+
+    def signature(self) -> dict[str, OutputSignature]: ...
+
+    def _state_identity(self) -> dict[str, Any]: ...
+
+__all__ = ["ShardedBatches", "Shardable", "check_shard"]
 
 
 def check_shard(rank: Any, world_size: Any) -> tuple[int, int]:
@@ -64,13 +84,13 @@ class ShardedBatches(EpochIteration):
     Attributes
     ----------
     batches : Batches
-        The parent.
+        The parent (any :class:`Shardable`).
     rank, world_size : int
     epoch : int
         This view's current epoch (0 first), independent of the parent's.
     """
 
-    def __init__(self, batches: Batches, rank: int, world_size: int) -> None:
+    def __init__(self, batches: Shardable, rank: int, world_size: int) -> None:
         self.batches = batches
         self.rank, self.world_size = check_shard(rank, world_size)
         self.epoch = batches.epoch

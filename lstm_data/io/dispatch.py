@@ -79,8 +79,8 @@ def detect_format(path: str | os.PathLike) -> str:
             return "l5kit"
         if any(p.glob("*.parquet")) or any(p.glob("*.pq")):
             return "parquet"
-        raise FormatError("directory is neither a zarr store (no zarr.json, .zgroup or .zarray) "
-                          "nor a directory of .parquet files", file=str(p))
+        raise FormatError("directory is not a zarr store (no zarr.json, .zgroup or .zarray) nor a "
+                          "directory of .parquet files", file=str(p))
     if _has_hdf5_signature(p):
         from lstm_data.io.nova_hdf5 import is_nova_file
         return "nova" if is_nova_file(p) else "hdf5"
@@ -98,8 +98,9 @@ def detect_format(path: str | os.PathLike) -> str:
                           "(.csv, .txt, compressed .gz/.xz/.bz2), HDF5 (.h5/.hdf5), Parquet, "
                           "ROOT and zarr stores (directories)", file=str(p))
     if by_ext in ("hdf5", "parquet", "root"):
-        raise FormatError(f"file has a {by_ext} extension ({p.suffix}) but not the {by_ext} "
-                          "signature (damaged or truncated?)", file=str(p))
+        kind = {"hdf5": "HDF5", "parquet": "Parquet", "root": "ROOT"}[by_ext]
+        raise FormatError(f"file has a {kind} extension ({p.suffix}) but no {kind} signature "
+                          "(damaged or truncated?)", file=str(p))
     if by_ext == "csv" or (head and b"\x00" not in head):
         return "csv"
     raise FormatError("cannot tell the format: not HDF5, zarr, or (compressed) CSV text",
@@ -203,7 +204,8 @@ def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
         store them: a ``lstm_data.io.schema.Schema``, a TOML path, or ``{group: [vars]}``.
     **options
         Passed to the reader of each file, e.g. ``dtype=numpy.float64`` (float32 or
-        float64, for every format) (see :func:`lstm_data.io.csv.reader.read_csv`,
+        float64, for every format), ``threads=N`` for CSV (default: every core)
+        (see :func:`lstm_data.io.csv.reader.read_csv`,
         :func:`lstm_data.io.hdf5.read_hdf5`, :class:`lstm_data.io.zarr.ZarrDataset`,
         :func:`lstm_data.io.l5kit.read_l5kit`).
 
