@@ -27,8 +27,9 @@ __all__ = ["check_not_input", "temp_path", "remove_stale_temporaries"]
 
 #: ``lstm_data.cleanup``: what was removed for the user (the CLI shows it unless ``--quiet``)
 _log = logging.getLogger("lstm_data.cleanup")
-#: the two kinds of sibling a writer makes: its output being written, and the replaced one
-_KINDS = ("tmp", "old")
+#: the siblings a writer makes: its output being written, the replaced one, shuffle spill files and
+#: the parts of a distributed convert
+_KINDS = ("tmp", "old", "shuffle", "parts")
 #: seconds of clock slack when telling a reused PID from the writer that made a temporary
 _START_SLACK = 2.0
 

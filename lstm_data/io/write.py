@@ -34,17 +34,24 @@ from lstm_data.io.layout import (
     make_layout,
     node_keys,
 )
+from lstm_data.io.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks
 
 __all__ = ["write_zarr", "write_hdf5", "Progress"]
 
 #: ``progress(bytes_done, bytes_total)``, in uncompressed column bytes
 Progress = Callable[[int, int], None]
 
-_BLOCK_BYTES = 64 << 20
+_BLOCK_BYTES = BLOCK_BYTES
 
 
-class _AlignedAppender:
-    """Append row blocks to a fixed-shape array, writing whole chunks only (no rewrites)."""
+class _GrowingAppender:
+    """Append row blocks to an array that grows with them, writing whole chunks only.
+
+    The array's length is not known while rows stream in (text is parsed as it is
+    read): it grows in steps (doubling) as whole chunks are written, and takes its
+    final length at :meth:`close`, when the last, partial chunk is written. Every
+    chunk is written once, whole, so the store is the same whatever the block sizes.
+    """
 
     def __init__(self, array, chunk_len: int) -> None:
         self._array = array
@@ -52,6 +59,7 @@ class _AlignedAppender:
         self._pending: list[np.ndarray] = []
         self._pending_len = 0
         self._cursor = 0
+        self._capacity = int(array.shape[0])
 
     def append(self, block: np.ndarray) -> None:
         self._pending.append(block)
@@ -59,19 +67,34 @@ class _AlignedAppender:
         if self._pending_len >= self._chunk_len:
             joined = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
             cut = (len(joined) // self._chunk_len) * self._chunk_len
-            self._write(joined[:cut])
+            self._write(joined[:cut], final=False)
             self._pending = [joined[cut:]]
             self._pending_len = len(joined) - cut
 
-    def close(self) -> None:
-        if self._pending_len:
-            self._write(np.concatenate(self._pending))
+    def close(self) -> int:
+        """Write what is pending, give the array its final length and return it."""
+        rest = np.concatenate(self._pending) if len(self._pending) > 1 else (
+            self._pending[0] if self._pending else None)
         self._pending, self._pending_len = [], 0
+        final = self._cursor + (0 if rest is None else len(rest))
+        self._resize(final)
+        if rest is not None and len(rest):
+            self._write(rest, final=True)
+        return final
 
-    def _write(self, data: np.ndarray) -> None:
-        if len(data):
-            self._array[self._cursor:self._cursor + len(data)] = data
-            self._cursor += len(data)
+    def _resize(self, length: int) -> None:
+        if length != self._capacity:
+            self._array.resize((length,) + tuple(self._array.shape[1:]))
+            self._capacity = length
+
+    def _write(self, data: np.ndarray, final: bool) -> None:
+        if not len(data):
+            return
+        end = self._cursor + len(data)
+        if end > self._capacity and not final:
+            self._resize(max(end, 2 * self._capacity))
+        self._array[self._cursor:end] = data
+        self._cursor = end
 
 
 def _chunk_len(row_bytes: int, chunk_bytes: int) -> int:
@@ -88,60 +111,45 @@ def _check_permutation(permutation, n: int) -> np.ndarray | None:
     return perm
 
 
-def _plan(dataset, perm, chunk_bytes):
-    """Dtypes, shapes, chunking and new offsets of every output column."""
-    n = len(dataset)
-    none = np.zeros(0, dtype=np.intp)
-    scalar_dtypes = {s: dataset.scalar(s, none).dtype for s in dataset.scalar_names}
-    groups = {}
-    for g, names in dataset.groups.items():
-        lengths = np.diff(dataset.offsets(g))
-        if perm is not None:
-            lengths = lengths[perm]
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        dtype = dataset.ragged(g, none)[0].dtype
-        groups[g] = {"names": names, "offsets": offsets, "dtype": dtype,
-                     "chunk": _chunk_len(len(names) * dtype.itemsize, chunk_bytes)}
-    return scalar_dtypes, groups
-
-
-def _stream(dataset, sink, *, permutation=None, progress: Progress | None = None,
-            chunk_bytes: int = CHUNK_BYTES, block_bytes: int = _BLOCK_BYTES) -> None:
-    """Copy ``dataset`` (optionally row-permuted) into ``sink`` block by block."""
-    n = len(dataset)
-    perm = _check_permutation(permutation, n)
-    scalar_dtypes, groups = _plan(dataset, perm, chunk_bytes)
-    scalar_keys, group_keys = node_keys(list(scalar_dtypes), {g: v["names"] for g, v in groups.items()})
-    appenders = {}
-    for s, dt in scalar_dtypes.items():
-        chunk = _chunk_len(dt.itemsize, chunk_bytes)
-        appenders[("s", s)] = _AlignedAppender(sink.array(scalar_keys[s], (n,), dt, (chunk,)), chunk)
-    for g, spec in groups.items():
+def _stream(source: RowBlocks, sink, *, progress: Progress | None = None,
+            chunk_bytes: int = CHUNK_BYTES) -> None:
+    """Write the blocks of ``source`` into ``sink`` as they come (offsets shifted by the running total)."""
+    scalar_keys, group_keys = node_keys(source.scalar_names, source.groups)
+    appenders: dict[tuple[str, str], _GrowingAppender] = {}
+    for s, dt in source.scalar_dtypes.items():
+        appenders[("s", s)] = _GrowingAppender(sink.array(scalar_keys[s], (), dt,
+                                                          _chunk_len(dt.itemsize, chunk_bytes)),
+                                               _chunk_len(dt.itemsize, chunk_bytes))
+    totals = {}
+    for g, names in source.groups.items():
         key = group_keys[g]
-        sink.group(key, {"names": spec["names"]})
-        sink.array(f"{key}/offsets", (n + 1,), np.dtype(np.int64),
-                   (_chunk_len(8, chunk_bytes),))[:] = spec["offsets"]
-        shape = (int(spec["offsets"][-1]), len(spec["names"]))
-        values = sink.array(f"{key}/values", shape, spec["dtype"], (spec["chunk"], shape[1]))
-        appenders[("g", g)] = _AlignedAppender(values, spec["chunk"])
-    row_bytes = sum(dt.itemsize for dt in scalar_dtypes.values()) + sum(
-        spec["offsets"][-1] * len(spec["names"]) * spec["dtype"].itemsize / max(n, 1)
-        for spec in groups.values())
-    total_bytes = int(row_bytes * n)
-    block = max(1, int(block_bytes // max(row_bytes, 1)))
-    for a in range(0, n, block):
-        b = min(n, a + block)
-        rows = perm[a:b] if perm is not None else np.arange(a, b, dtype=np.intp)
-        for s in scalar_dtypes:
-            appenders[("s", s)].append(np.asarray(dataset.scalar(s, rows), dtype=scalar_dtypes[s]))
-        for g, spec in groups.items():
-            appenders[("g", g)].append(np.asarray(dataset.ragged(g, rows)[0], dtype=spec["dtype"]))
+        sink.group(key, {"names": names})
+        off_chunk = _chunk_len(8, chunk_bytes)
+        appenders[("o", g)] = _GrowingAppender(sink.array(f"{key}/offsets", (), np.dtype(np.int64),
+                                                          off_chunk), off_chunk)
+        appenders[("o", g)].append(np.zeros(1, dtype=np.int64))
+        dt = source.group_dtypes[g]
+        chunk = _chunk_len(len(names) * dt.itemsize, chunk_bytes)
+        appenders[("g", g)] = _GrowingAppender(sink.array(f"{key}/values", (len(names),), dt, chunk),
+                                               chunk)
+        totals[g] = 0
+    n = 0
+    for block, done in source.blocks():
+        for s, dt in source.scalar_dtypes.items():
+            appenders[("s", s)].append(np.asarray(block.scalar(s), dtype=dt))
+        for g in source.groups:
+            values, offsets = block.ragged(g)
+            start = int(offsets[0])
+            appenders[("o", g)].append(offsets[1:] - start + totals[g])
+            appenders[("g", g)].append(np.asarray(values[start:int(offsets[-1])],
+                                                  dtype=source.group_dtypes[g]))
+            totals[g] += int(offsets[-1]) - start
+        n += len(block)
         if progress is not None:
-            progress(int(row_bytes * b), total_bytes)
+            progress(done, source.total)
     for app in appenders.values():
         app.close()
-    layout = make_layout(n, scalar_keys, group_keys, {g: v["names"] for g, v in groups.items()})
+    layout = make_layout(n, scalar_keys, group_keys, source.groups)
     sink.finish(layout)
 
 
@@ -157,11 +165,12 @@ class _ZarrSink:
     def group(self, key: str, attrs: dict) -> None:
         self._root.create_group(key, attributes=attrs)
 
-    def array(self, key: str, shape, dtype, chunks):
+    def array(self, key: str, row_shape: tuple[int, ...], dtype, chunk_len: int):
+        """An empty array of rows of ``row_shape``, chunked ``chunk_len`` rows, to grow."""
         # every chunk is written, all-zero ones too: a missing chunk is then damage
-        return self._root.create_array(key, shape=shape, dtype=dtype, chunks=chunks,
-                                       compressors=self._codecs, fill_value=0,
-                                       config={"write_empty_chunks": True})
+        return self._root.create_array(key, shape=(0,) + row_shape, dtype=dtype,
+                                       chunks=(chunk_len,) + row_shape, compressors=self._codecs,
+                                       fill_value=0, config={"write_empty_chunks": True})
 
     def finish(self, layout: dict) -> None:
         self._root.attrs.update({EVERY_CHUNK_ATTR: True, **layout_attrs(layout, as_json=False)})
@@ -187,11 +196,11 @@ class _HDF5Sink:
         grp = self._file.create_group(key)
         grp.attrs["names"] = list(attrs["names"])
 
-    def array(self, key: str, shape, dtype, chunks):
-        chunks = tuple(max(1, min(c, s)) for c, s in zip(chunks, shape))
-        filters = self._filters if all(shape) else {}
-        return self._file.create_dataset(key, shape=shape, dtype=dtype,
-                                         chunks=chunks if all(shape) else None, **filters)
+    def array(self, key: str, row_shape: tuple[int, ...], dtype, chunk_len: int):
+        """An empty, resizable dataset of rows of ``row_shape``, chunked ``chunk_len`` rows."""
+        chunks = (max(1, chunk_len),) + tuple(max(1, d) for d in row_shape)
+        return self._file.create_dataset(key, shape=(0,) + row_shape, maxshape=(None,) + row_shape,
+                                         dtype=dtype, chunks=chunks, **self._filters)
 
     def finish(self, layout: dict) -> None:
         self._file.attrs.update(layout_attrs(layout, as_json=True))
@@ -200,9 +209,21 @@ class _HDF5Sink:
         self._file.close()
 
 
-def _atomic(path, make_sink, dataset, overwrite: bool, **stream_options) -> None:
+def _blocks_of(data, permutation, block_bytes: int) -> RowBlocks:
+    """``data`` (a Dataset, or RowBlocks already) as RowBlocks."""
+    if isinstance(data, RowBlocks):
+        if permutation is not None:
+            raise ValueError("permutation reorders a Dataset; a streamed input is shuffled by "
+                             "lstm_data.io.external_shuffle")
+        return data
+    return dataset_blocks(data, _check_permutation(permutation, len(data)), block_bytes)
+
+
+def _atomic(path, make_sink, dataset, overwrite: bool, *, permutation=None, block_bytes: int,
+            **stream_options) -> None:
     target = Path(path)
-    check_not_input(target, getattr(dataset, "source", ()))
+    source = _blocks_of(dataset, permutation, block_bytes)
+    check_not_input(target, source.source)
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True (or --force) to replace it")
     remove_stale_temporaries(target)
@@ -210,7 +231,7 @@ def _atomic(path, make_sink, dataset, overwrite: bool, **stream_options) -> None
     try:
         sink = make_sink(tmp)
         try:
-            _stream(dataset, sink, **stream_options)
+            _stream(source, sink, **stream_options)
         finally:
             sink.close()
         if target.exists():
@@ -240,7 +261,9 @@ def write_zarr(dataset, path, *, permutation=None, progress: Progress | None = N
     Parameters
     ----------
     dataset
-        Any :class:`~lstm_data.data.dataset.Dataset` (on-disk ones stream block by block).
+        Any :class:`~lstm_data.data.dataset.Dataset` (written block by block), or a
+        :class:`~lstm_data.io.row_blocks.RowBlocks` stream (e.g. CSV text parsed as it is
+        read): the output grows as blocks arrive, so RAM holds one block, whatever the size.
     path
         Target directory (``*.zarr``).
     permutation

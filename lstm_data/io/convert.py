@@ -1,0 +1,148 @@
+"""``convert``: any inputs to our zarr or HDF5 layout, streaming, in bounded memory.
+
+Inputs are read as blocks of rows (:class:`~lstm_data.io.row_blocks.RowBlocks`):
+CSV text is parsed as it is read (:func:`lstm_data.io.csv.stream.csv_blocks`),
+other formats are read a block of rows at a time. Blocks are written as they
+come (offsets shifted by the running total) and dropped, so peak memory does
+not grow with the input. ``shuffle=SEED`` goes through the external shuffle
+(:mod:`lstm_data.io.external_shuffle`). The output is written under a
+temporary name and renamed when complete.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from lstm_data._util.safe_output import check_not_input, temp_path
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup
+from lstm_data.errors import SchemaError
+from lstm_data.io.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks
+from lstm_data.io.write import Progress, write_hdf5, write_zarr
+
+__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks"]
+
+_ZARR_SUFFIXES = (".zarr",)
+_HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
+
+
+def output_kind(dst: str | os.PathLike[str]) -> str:
+    """``"zarr"`` or ``"hdf5"`` from the output's suffix.
+
+    Raises
+    ------
+    ValueError
+        Another suffix.
+    """
+    low = os.fspath(dst).rstrip("/").lower()
+    if low.endswith(_ZARR_SUFFIXES):
+        return "zarr"
+    if low.endswith(_HDF5_SUFFIXES):
+        return "hdf5"
+    raise ValueError(f"output {os.fspath(dst)!r} must end in .zarr, .h5 or .hdf5")
+
+
+def open_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
+                **options: Any) -> RowBlocks:
+    """One input as blocks of rows: CSV parsed as it is read, other formats read a block at a time."""
+    from lstm_data.io.dispatch import detect_format
+    from lstm_data.io.dispatch import open as open_dataset
+
+    if detect_format(path) == "csv":
+        from lstm_data.io.csv.stream import csv_blocks
+
+        return csv_blocks(path, schema=schema, block_bytes=block_bytes, **options)
+    return dataset_blocks(open_dataset(path, schema=schema, **options), block_bytes=block_bytes)
+
+
+def concat_blocks(parts: Sequence[RowBlocks], names: Sequence[str]) -> RowBlocks:
+    """Several inputs' blocks, one after another, as one table.
+
+    Raises
+    ------
+    SchemaError
+        An input's scalars or groups differ from the first input's (names the file).
+    """
+    first = parts[0]
+    for part, name in zip(parts[1:], names[1:]):
+        if part.scalar_names != first.scalar_names or part.groups != first.groups:
+            raise SchemaError(f"columns differ from those of {names[0]}: scalars "
+                              f"{part.scalar_names} vs {first.scalar_names}, groups {part.groups} vs "
+                              f"{first.groups}", file=name)
+    scalar_dtypes = {s: np.result_type(*[p.scalar_dtypes[s] for p in parts]) for s in first.scalar_dtypes}
+    group_dtypes = {g: np.result_type(*[p.group_dtypes[g] for p in parts]) for g in first.groups}
+
+    def blocks() -> Iterator[tuple[InMemoryDataset, int]]:
+        done = 0
+        for part in parts:
+            for block, at in part.blocks():
+                yield _cast(block, scalar_dtypes, group_dtypes), done + at
+            done += part.total
+
+    n_rows = None if any(p.n_rows is None for p in parts) else sum(p.n_rows or 0 for p in parts)
+    return RowBlocks(scalar_dtypes, dict(first.groups), group_dtypes, blocks, sum(p.total for p in parts),
+                     tuple(s for p in parts for s in p.source), n_rows)
+
+
+def _cast(block: InMemoryDataset, scalar_dtypes: dict, group_dtypes: dict) -> InMemoryDataset:
+    """``block`` with its columns in the common dtypes (no copy where they already are)."""
+    scalars = {s: np.asarray(block.scalar(s), dtype=dt) for s, dt in scalar_dtypes.items()}
+    groups = {}
+    for g, dt in group_dtypes.items():
+        values, offsets = block.ragged(g)
+        groups[g] = RaggedGroup(block.groups[g], np.asarray(values, dtype=dt), offsets)
+    return InMemoryDataset(scalars, groups)
+
+
+def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, schema: Any = None,
+                      shuffle: int | None = None, overwrite: bool = False, progress: Progress | None = None,
+                      chunk_bytes: int | None = None, compression: str | None = "gzip",
+                      block_bytes: int = BLOCK_BYTES, bucket_bytes: int | None = None,
+                      **options: Any) -> RowBlocks:
+    """Convert ``sources`` (paths, in order) into ``dst`` in one process, block by block.
+
+    Parameters
+    ----------
+    sources
+        Input paths (globs already expanded), read in order as one table.
+    dst
+        ``*.zarr`` or ``*.h5``/``*.hdf5`` (see :func:`output_kind`).
+    schema, options
+        Passed to each input's reader (e.g. ``dtype``).
+    shuffle
+        Seed of a row shuffle (external, bounded memory), or ``None`` for input order.
+    overwrite
+        Replace an existing ``dst`` once the new output is complete.
+    progress
+        ``progress(done, total)`` in input units.
+    chunk_bytes, compression
+        Output chunk size; HDF5 filter (``"gzip"``, ``"lzf"`` or ``None``).
+    block_bytes, bucket_bytes
+        Rows held in RAM per block; bytes per shuffle bucket.
+
+    Returns
+    -------
+    RowBlocks
+        What was read (columns; ``source``), for a summary.
+    """
+    from lstm_data.io.external_shuffle import BUCKET_BYTES, external_shuffle
+
+    kind = output_kind(dst)
+    paths = [os.fspath(s) for s in sources]
+    check_not_input(Path(dst), paths)
+    if os.path.exists(dst) and not overwrite:
+        raise FileExistsError(f"{dst} exists; pass overwrite=True (or --force) to replace it")
+    parts = [open_blocks(p, schema=schema, block_bytes=block_bytes, **options) for p in paths]
+    table = parts[0] if len(parts) == 1 else concat_blocks(parts, paths)
+    if shuffle is not None:
+        table = external_shuffle(table, int(shuffle), temp_path(Path(dst), "shuffle"),
+                                 bucket_bytes=bucket_bytes or BUCKET_BYTES)
+    extra: dict[str, Any] = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
+    if kind == "zarr":
+        write_zarr(table, dst, progress=progress, overwrite=overwrite, **extra)
+    else:
+        write_hdf5(table, dst, progress=progress, overwrite=overwrite, compression=compression, **extra)
+    return table

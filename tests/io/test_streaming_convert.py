@@ -1,0 +1,104 @@
+"""Streaming convert: blocks in, blocks out; the external shuffle; several inputs as one table."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lstm_data
+from lstm_data.data.synthetic import make_dataset, write_csv
+from lstm_data.errors import SchemaError
+from lstm_data.io.convert import concat_blocks, convert_streaming, open_blocks
+from lstm_data.io.external_shuffle import bucket_of, external_shuffle
+from lstm_data.io.row_blocks import dataset_blocks
+from lstm_data.io.write import write_hdf5, write_zarr
+from tests.helpers import assert_same_dataset
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return make_dataset(3000, seed=4)
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 12, 1 << 16, 1 << 30])
+@pytest.mark.parametrize("fmt", ["zarr", "hdf5"])
+def test_blocks_of_any_size_write_the_same_output(ds, tmp_path, block_bytes, fmt):
+    write = write_zarr if fmt == "zarr" else write_hdf5
+    out = tmp_path / f"o.{'zarr' if fmt == 'zarr' else 'h5'}"
+    write(dataset_blocks(ds, block_bytes=block_bytes), out, chunk_bytes=8 * 1024)
+    assert_same_dataset(lstm_data.open(out), ds)
+
+
+def _rows_of(table) -> np.ndarray:
+    """The ``trueE`` column of a RowBlocks pass (identifies rows of the synthetic data)."""
+    return np.concatenate([b.scalar("trueE") for b, _ in table.blocks()])
+
+
+@pytest.mark.parametrize("buckets", [1, 2, 7])
+def test_external_shuffle_is_a_seeded_permutation_independent_of_blocks(ds, tmp_path, buckets):
+    key = np.arange(len(ds), dtype=np.float64)
+    scalars = {s: ds.scalar(s) for s in ds.scalar_names}
+    scalars["row"] = key
+    data = lstm_data.InMemoryDataset(scalars, {g: ds.group(g) for g in ds.groups})
+    orders = []
+    for block_bytes in (1 << 12, 1 << 15, 1 << 30):
+        table = external_shuffle(dataset_blocks(data, block_bytes=block_bytes), 11, tmp_path / "w",
+                                 n_buckets=buckets)
+        blocks = [b for b, _ in table.blocks()]
+        rows = np.concatenate([b.scalar("row") for b in blocks]).astype(np.int64)
+        orders.append(rows)
+        assert_same_dataset(lstm_data.data.concat.concat_datasets(blocks), data.take(rows))
+        assert not (tmp_path / "w").exists()  # spill files removed after the pass
+    np.testing.assert_array_equal(orders[0], orders[1])
+    np.testing.assert_array_equal(orders[0], orders[2])
+    assert sorted(orders[0].tolist()) == list(range(len(ds)))
+    if buckets == 1:  # the plain seeded permutation
+        np.testing.assert_array_equal(orders[0], np.random.default_rng(11).permutation(len(ds)))
+    else:  # rows of bucket b, permuted by (seed, b), bucket after bucket
+        which = bucket_of(np.arange(len(ds)), 11, buckets)
+        want = np.concatenate([np.flatnonzero(which == b)[np.random.default_rng([11, b]).permutation(
+            int((which == b).sum()))] for b in range(buckets)])
+        np.testing.assert_array_equal(orders[0], want)
+    other = external_shuffle(dataset_blocks(data), 12, tmp_path / "w", n_buckets=buckets)
+    assert not np.array_equal(np.concatenate([b.scalar("row") for b, _ in other.blocks()]), orders[0])
+
+
+def test_bucket_assignment_spreads_rows_evenly():
+    which = bucket_of(np.arange(100_000), 3, 10)
+    counts = np.bincount(which, minlength=10)
+    assert counts.min() > 9_500 and counts.max() < 10_500
+
+
+def test_convert_streaming_several_formats_in_order(ds, tmp_path):
+    a, b = ds.take(np.arange(1000)), ds.take(np.arange(1000, 3000))
+    a.to_zarr(tmp_path / "a.zarr")
+    b.to_hdf5(tmp_path / "b.h5")
+    convert_streaming([str(tmp_path / "a.zarr"), str(tmp_path / "b.h5")], tmp_path / "ab.zarr",
+                      block_bytes=1 << 14, chunk_bytes=16 * 1024)
+    assert_same_dataset(lstm_data.open(tmp_path / "ab.zarr"), ds)
+    convert_streaming([str(tmp_path / "a.zarr"), str(tmp_path / "b.h5")], tmp_path / "s.h5", shuffle=3,
+                      block_bytes=1 << 14, bucket_bytes=1 << 16)
+    shuffled = lstm_data.open(tmp_path / "s.h5")
+    assert len(shuffled) == len(ds)
+    np.testing.assert_array_equal(np.sort(shuffled.scalar("trueE")), np.sort(ds.scalar("trueE")))
+    assert not list(tmp_path.glob(".*shuffle*"))
+    with pytest.raises(FileExistsError):
+        convert_streaming([str(tmp_path / "a.zarr")], tmp_path / "ab.zarr")
+
+
+def test_csv_streams_into_the_same_store(tmp_path):
+    write_csv(tmp_path / "e.csv.gz", 2500, seed=3)
+    ref = lstm_data.open(tmp_path / "e.csv.gz")
+    convert_streaming([str(tmp_path / "e.csv.gz")], tmp_path / "e.zarr", block_bytes=1 << 15)
+    assert_same_dataset(lstm_data.open(tmp_path / "e.zarr"), ref)
+    table = open_blocks(str(tmp_path / "e.csv.gz"), block_bytes=1 << 15)
+    assert len([b for b, _ in table.blocks()]) > 3  # really in blocks
+
+
+def test_inputs_with_other_columns_are_refused(ds, tmp_path):
+    ds.to_zarr(tmp_path / "a.zarr")
+    other = lstm_data.InMemoryDataset({"x": np.zeros(3)}, {})
+    other.to_zarr(tmp_path / "b.zarr")
+    with pytest.raises(SchemaError, match="columns differ") as err:
+        concat_blocks([open_blocks(str(tmp_path / "a.zarr")), open_blocks(str(tmp_path / "b.zarr"))],
+                      [str(tmp_path / "a.zarr"), str(tmp_path / "b.zarr")])
+    assert err.value.file == str(tmp_path / "b.zarr")
