@@ -11,8 +11,8 @@ shared chunk once, from its pieces. No chunk is written twice or partly, so the
 store is bitwise the one made in one process, whatever the number of tasks, and
 a task that Dask runs again (its worker died) writes the same bytes again.
 
-Tasks receive the :class:`~lstm_data.batching.batches.Batches` object, scattered
-once: an on-disk dataset travels as its path, an in-RAM one as shared memory
+Tasks receive the :class:`~lstm_data.batching.batches.Batches` object: an
+on-disk dataset travels as its path, an in-RAM one as shared memory
 (workers on the same machine; on a remote cluster, convert to zarr on storage
 the workers share first).
 """
@@ -24,12 +24,10 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from lstm_data.batching.batches import Batches
+from lstm_data.io.chunk_ranges import Piece, RangeWriter, write_shared_chunks
 
 _log = logging.getLogger("lstm_data")
 __all__ = ["write_ranges", "build_range", "task_ranges"]
-
-#: a piece of a shared chunk: (first element, values)
-Piece = tuple[int, np.ndarray]
 
 
 def task_ranges(n_batches: int, n_tasks: int) -> list[tuple[int, int]]:
@@ -52,7 +50,7 @@ def build_range(batches: Batches, store: str, names: list[str], offsets: Mapping
     import zarr
 
     root = zarr.open_group(store, mode="r+", zarr_format=3)
-    writers = {n: _RangeWriter(root[f"data/{n}"], int(offsets[n][lo]), int(offsets[n][hi]), chunks[n])
+    writers = {n: RangeWriter(root[f"data/{n}"], int(offsets[n][lo]), int(offsets[n][hi]), chunks[n])
                for n in names}
     for i in range(lo, hi):
         flat = batches.spec.flatten(batches.batch(i, epoch=0), as_dict=True)
@@ -62,56 +60,6 @@ def build_range(batches: Batches, store: str, names: list[str], offsets: Mapping
                 raise RuntimeError(f"batch {i} output {n!r} has {flat[n].size} values, planned {want}")
             writers[n].append(flat[n].reshape(-1))
     return {n: w.close(int(offsets[n][hi])) for n, w in writers.items()}
-
-
-class _RangeWriter:
-    """Writes the whole chunks inside elements ``[start, stop)``; keeps the shared edges as pieces.
-
-    Elements before the first chunk boundary (the head) and after the last one
-    (the tail; none when ``stop`` ends the array) belong to chunks shared with the
-    neighbouring runs; everything between is written as whole chunks, as they fill.
-    """
-
-    def __init__(self, array: Any, start: int, stop: int, chunk: int) -> None:
-        self.array, self.chunk, self.start = array, chunk, start
-        self.head_end = min(-(-start // chunk) * chunk, stop)
-        self.tail_start = max(self.head_end, stop if stop == int(array.shape[0]) else stop // chunk * chunk)
-        self.pos = start
-        self.head: list[np.ndarray] = []
-        self.tail: list[np.ndarray] = []
-        self.pending: list[np.ndarray] = []
-
-    def append(self, values: np.ndarray) -> None:
-        self.pending.append(values)
-        buf = np.concatenate(self.pending) if len(self.pending) > 1 else values
-        used = 0
-        if self.pos < self.head_end:
-            used = min(self.head_end - self.pos, len(buf))
-            self.head.append(buf[:used].copy())
-            self.pos += used
-        if self.head_end <= self.pos < self.tail_start:  # chunk-aligned here
-            end = min(self.tail_start, self.pos + len(buf) - used)
-            if end < self.tail_start:
-                end = self.pos + (end - self.pos) // self.chunk * self.chunk
-            if end > self.pos:
-                self.array[self.pos:end] = buf[used:used + end - self.pos]
-                used += end - self.pos
-                self.pos = end
-        if self.pos >= self.tail_start and used < len(buf):
-            self.tail.append(buf[used:].copy())
-            self.pos += len(buf) - used
-            used = len(buf)
-        self.pending = [buf[used:]] if used < len(buf) else []
-
-    def close(self, stop: int) -> list[Piece]:
-        if self.pending or self.pos != stop:
-            raise RuntimeError(f"range writer ended at element {self.pos}, planned {stop}")
-        pieces = []
-        if self.head:
-            pieces.append((self.start, np.concatenate(self.head)))
-        if self.tail:
-            pieces.append((self.tail_start, np.concatenate(self.tail)))
-        return pieces
 
 
 def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
@@ -139,8 +87,9 @@ def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
 
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     ranges = task_ranges(len(batches), 4 * n_workers)
-    shared = client.scatter(batches, broadcast=True, hash=False)
-    futures = {client.submit(build_range, shared, store, names, offsets, chunks, a, b,
+    # each task carries the Batches (a path, or shared memory, plus the spec: small), rather than one
+    # scattered copy that a dying worker could take with it
+    futures = {client.submit(build_range, batches, store, names, offsets, chunks, a, b,
                              key=f"lstm-data-precompute-{a}-{b}-{id(batches)}", pure=False): (a, b)
                for a, b in ranges}
     _log.info("precompute: %d batches in %d tasks on %d Dask workers", len(batches), len(ranges), n_workers)
@@ -159,22 +108,4 @@ def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
 
     root = zarr.open_group(store, mode="r+", zarr_format=3)
     for n in names:
-        _write_shared_chunks(root[f"data/{n}"], chunks[n], pieces[n])
-
-
-def _write_shared_chunks(array: Any, chunk: int, pieces: list[Piece]) -> None:
-    """Write each chunk that several runs share, whole, from the runs' pieces."""
-    by_chunk: dict[int, list[Piece]] = {}
-    for start, values in pieces:
-        by_chunk.setdefault(start // chunk, []).append((start, values))
-    total = int(array.shape[0])
-    for c, parts in sorted(by_chunk.items()):
-        lo, hi = c * chunk, min(total, (c + 1) * chunk)
-        buf = np.empty(hi - lo, dtype=array.dtype)
-        covered = 0
-        for start, values in parts:
-            buf[start - lo:start - lo + len(values)] = values
-            covered += len(values)
-        if covered != hi - lo:
-            raise RuntimeError(f"chunk {c} of {array.path!r}: pieces cover {covered} of {hi - lo} values")
-        array[lo:hi] = buf
+        write_shared_chunks(root[f"data/{n}"], chunks[n], pieces[n])

@@ -10,6 +10,7 @@ import pytest
 from lstm_data import BatchSpec, Ragged, Scalars, open_batches
 from lstm_data.cli import main
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
+from lstm_data.io.chunk_ranges import RangeWriter, write_shared_chunks
 from lstm_data.io.zarr import ZarrDataset
 from lstm_data.scale.cluster import parse_scheduler
 from lstm_data.store import ranges
@@ -73,11 +74,11 @@ def test_range_writer_covers_every_split(tmp_path):
             arr = root.create_array("v", shape=values.shape, chunks=(chunk,), dtype=np.float32, fill_value=-1)
             pieces = []
             for a, b in ranges.task_ranges(len(sizes), n_tasks):
-                w = ranges._RangeWriter(arr, int(offsets[a]), int(offsets[b]), chunk)
+                w = RangeWriter(arr, int(offsets[a]), int(offsets[b]), chunk)
                 for i in range(a, b):
                     w.append(values[offsets[i]:offsets[i + 1]])
                 pieces += w.close(int(offsets[b]))
-            ranges._write_shared_chunks(arr, chunk, pieces)
+            write_shared_chunks(arr, chunk, pieces)
             np.testing.assert_array_equal(arr[:], values)
 
 
