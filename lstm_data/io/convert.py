@@ -20,10 +20,10 @@ from lstm_data._util.safe_output import check_not_input, temp_path
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError
-from lstm_data.io.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks
+from lstm_data.io.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks, row_bytes_of
 from lstm_data.io.write import Progress, write_hdf5, write_zarr
 
-__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks"]
+__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "table_total"]
 
 _ZARR_SUFFIXES = (".zarr",)
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
@@ -56,6 +56,27 @@ def open_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES
 
         return csv_blocks(path, schema=schema, block_bytes=block_bytes, **options)
     return dataset_blocks(open_dataset(path, schema=schema, **options), block_bytes=block_bytes)
+
+
+#: parsed bytes per byte of CSV text, plain and compressed (an estimate: it sets the shuffle's buckets)
+_TEXT_RATIO, _COMPRESSED_RATIO = 0.6, 5.0
+
+
+def table_total(path: str, *, schema: Any = None, **options: Any) -> int:
+    """The uncompressed bytes of ``path``'s table: exact for stores, estimated for CSV text.
+
+    It sets the number of buckets of a shuffled convert, so that the one-process
+    and the distributed convert of the same inputs make the same order.
+    """
+    from lstm_data.io.byte_blocks import compression_of
+    from lstm_data.io.dispatch import detect_format
+    from lstm_data.io.dispatch import open as open_dataset
+
+    if detect_format(path) == "csv":
+        ratio = _TEXT_RATIO if compression_of(path) is None else _COMPRESSED_RATIO
+        return int(os.path.getsize(path) * ratio)
+    dataset = open_dataset(path, schema=schema, **options)
+    return int(row_bytes_of(dataset) * len(dataset))
 
 
 def concat_blocks(parts: Sequence[RowBlocks], names: Sequence[str]) -> RowBlocks:
@@ -128,7 +149,11 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
     RowBlocks
         What was read (columns; ``source``), for a summary.
     """
-    from lstm_data.io.external_shuffle import BUCKET_BYTES, external_shuffle
+    from lstm_data.io.external_shuffle import (
+        BUCKET_BYTES,
+        external_shuffle,
+        n_buckets_for,
+    )
 
     kind = output_kind(dst)
     paths = [os.fspath(s) for s in sources]
@@ -138,8 +163,9 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
     parts = [open_blocks(p, schema=schema, block_bytes=block_bytes, **options) for p in paths]
     table = parts[0] if len(parts) == 1 else concat_blocks(parts, paths)
     if shuffle is not None:
+        table_bytes = sum(table_total(p, schema=schema, **options) for p in paths)
         table = external_shuffle(table, int(shuffle), temp_path(Path(dst), "shuffle"),
-                                 bucket_bytes=bucket_bytes or BUCKET_BYTES)
+                                 n_buckets=n_buckets_for(table_bytes, bucket_bytes or BUCKET_BYTES))
     extra: dict[str, Any] = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
     if kind == "zarr":
         write_zarr(table, dst, progress=progress, overwrite=overwrite, **extra)

@@ -36,7 +36,7 @@ from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.io.row_blocks import RowBlocks
 
-__all__ = ["external_shuffle", "bucket_of", "BUCKET_BYTES"]
+__all__ = ["external_shuffle", "bucket_of", "n_buckets_for", "BUCKET_BYTES"]
 
 _log = logging.getLogger("lstm_data")
 #: uncompressed bytes per bucket (what pass 2 holds in RAM)
@@ -61,9 +61,9 @@ def bucket_of(rows: np.ndarray, seed: int, n_buckets: int) -> np.ndarray:
     return (mixed % np.uint64(n_buckets)).astype(np.intp)
 
 
-def _n_buckets(source: RowBlocks, bucket_bytes: int) -> int:
-    """Buckets for ``source``: its estimated uncompressed size over ``bucket_bytes``."""
-    return max(1, math.ceil(source.total / max(1, bucket_bytes)))
+def n_buckets_for(table_bytes: int, bucket_bytes: int = BUCKET_BYTES) -> int:
+    """Buckets for a table of about ``table_bytes`` uncompressed bytes."""
+    return max(1, math.ceil(table_bytes / max(1, bucket_bytes)))
 
 
 def external_shuffle(source: RowBlocks, seed: int, workdir: str | Path, *,
@@ -89,7 +89,7 @@ def external_shuffle(source: RowBlocks, seed: int, workdir: str | Path, *,
         One block per bucket, in bucket order; progress counts the input's units
         during pass 1 and then the buckets' share of them.
     """
-    k = n_buckets or _n_buckets(source, bucket_bytes)
+    k = n_buckets or n_buckets_for(source.total, bucket_bytes)
     workdir = Path(workdir)
 
     def blocks() -> Iterator[tuple[InMemoryDataset, int]]:

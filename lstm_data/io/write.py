@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from lstm_data.io.layout import (
 )
 from lstm_data.io.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks
 
-__all__ = ["write_zarr", "write_hdf5", "Progress"]
+__all__ = ["write_zarr", "write_hdf5", "Progress", "ZarrOutput", "OutputArrays"]
 
 #: ``progress(bytes_done, bytes_total)``, in uncompressed column bytes
 Progress = Callable[[int, int], None]
@@ -111,28 +112,49 @@ def _check_permutation(permutation, n: int) -> np.ndarray | None:
     return perm
 
 
+@dataclass
+class OutputArrays:
+    """The arrays of one output in our layout, keyed ``("s", scalar)``, ``("o", group)``
+    (offsets) and ``("g", group)`` (values), with their chunk lengths and store keys."""
+
+    arrays: dict[tuple[str, str], Any]
+    chunks: dict[tuple[str, str], int]
+    keys: dict[tuple[str, str], str]
+    scalar_keys: dict[str, str]
+    group_keys: dict[str, str]
+
+
+def _create(columns: RowBlocks, sink, chunk_bytes: int, n_rows: int = 0,
+            totals: Mapping[str, int] | None = None) -> OutputArrays:
+    """Create every array of ``columns``' layout in ``sink``: empty (to grow) or at their final
+    lengths (``n_rows`` rows, ``totals[group]`` prong records), with the same chunks either way."""
+    scalar_keys, group_keys = node_keys(columns.scalar_names, columns.groups)
+    out = OutputArrays({}, {}, {}, scalar_keys, group_keys)
+
+    def add(kind: str, name: str, key: str, length: int, row_shape: tuple[int, ...], dtype: Any) -> None:
+        chunk = _chunk_len(int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize, chunk_bytes)
+        out.arrays[(kind, name)] = sink.array(key, row_shape, np.dtype(dtype), chunk, length=length)
+        out.chunks[(kind, name)], out.keys[(kind, name)] = chunk, key
+
+    for s, dt in columns.scalar_dtypes.items():
+        add("s", s, scalar_keys[s], n_rows, (), dt)
+    for g, names in columns.groups.items():
+        key = group_keys[g]
+        sink.group(key, {"names": names})
+        add("o", g, f"{key}/offsets", n_rows + 1 if totals is not None else 0, (), np.int64)
+        add("g", g, f"{key}/values", 0 if totals is None else int(totals[g]), (len(names),),
+            columns.group_dtypes[g])
+    return out
+
+
 def _stream(source: RowBlocks, sink, *, progress: Progress | None = None,
             chunk_bytes: int = CHUNK_BYTES) -> None:
     """Write the blocks of ``source`` into ``sink`` as they come (offsets shifted by the running total)."""
-    scalar_keys, group_keys = node_keys(source.scalar_names, source.groups)
-    appenders: dict[tuple[str, str], _GrowingAppender] = {}
-    for s, dt in source.scalar_dtypes.items():
-        appenders[("s", s)] = _GrowingAppender(sink.array(scalar_keys[s], (), dt,
-                                                          _chunk_len(dt.itemsize, chunk_bytes)),
-                                               _chunk_len(dt.itemsize, chunk_bytes))
-    totals = {}
-    for g, names in source.groups.items():
-        key = group_keys[g]
-        sink.group(key, {"names": names})
-        off_chunk = _chunk_len(8, chunk_bytes)
-        appenders[("o", g)] = _GrowingAppender(sink.array(f"{key}/offsets", (), np.dtype(np.int64),
-                                                          off_chunk), off_chunk)
+    out = _create(source, sink, chunk_bytes)
+    appenders = {k: _GrowingAppender(a, out.chunks[k]) for k, a in out.arrays.items()}
+    totals = dict.fromkeys(source.groups, 0)
+    for g in source.groups:
         appenders[("o", g)].append(np.zeros(1, dtype=np.int64))
-        dt = source.group_dtypes[g]
-        chunk = _chunk_len(len(names) * dt.itemsize, chunk_bytes)
-        appenders[("g", g)] = _GrowingAppender(sink.array(f"{key}/values", (len(names),), dt, chunk),
-                                               chunk)
-        totals[g] = 0
     n = 0
     for block, done in source.blocks():
         for s, dt in source.scalar_dtypes.items():
@@ -149,8 +171,29 @@ def _stream(source: RowBlocks, sink, *, progress: Progress | None = None,
             progress(done, source.total)
     for app in appenders.values():
         app.close()
-    layout = make_layout(n, scalar_keys, group_keys, source.groups)
-    sink.finish(layout)
+    sink.finish(make_layout(n, out.scalar_keys, out.group_keys, source.groups))
+
+
+class ZarrOutput:
+    """An output store in our zarr layout whose arrays have their final lengths, for writers
+    that fill element ranges in several processes (:mod:`lstm_data.io.chunk_ranges`).
+
+    Same arrays, chunks and codecs as :func:`write_zarr` makes, so the filled store is
+    bitwise the streamed one. Call :meth:`finish` once every chunk is written: it
+    records the layout (last, so an unfinished store never opens as complete).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], columns: RowBlocks, n_rows: int,
+                 totals: Mapping[str, int], *, chunk_bytes: int = CHUNK_BYTES, clevel: int = 5,
+                 cname: str = "lz4", checksum: bool = True) -> None:
+        self.path = str(path)
+        self._sink = _ZarrSink(Path(path), clevel, cname, checksum)
+        self.columns, self.n_rows = columns, int(n_rows)
+        self.arrays = _create(columns, self._sink, chunk_bytes, n_rows, totals)
+
+    def finish(self) -> None:
+        self._sink.finish(make_layout(self.n_rows, self.arrays.scalar_keys, self.arrays.group_keys,
+                                      self.columns.groups))
 
 
 class _ZarrSink:
@@ -165,10 +208,10 @@ class _ZarrSink:
     def group(self, key: str, attrs: dict) -> None:
         self._root.create_group(key, attributes=attrs)
 
-    def array(self, key: str, row_shape: tuple[int, ...], dtype, chunk_len: int):
-        """An empty array of rows of ``row_shape``, chunked ``chunk_len`` rows, to grow."""
+    def array(self, key: str, row_shape: tuple[int, ...], dtype, chunk_len: int, length: int = 0):
+        """An array of ``length`` rows of ``row_shape`` (0: to grow), chunked ``chunk_len`` rows."""
         # every chunk is written, all-zero ones too: a missing chunk is then damage
-        return self._root.create_array(key, shape=(0,) + row_shape, dtype=dtype,
+        return self._root.create_array(key, shape=(length,) + row_shape, dtype=dtype,
                                        chunks=(chunk_len,) + row_shape, compressors=self._codecs,
                                        fill_value=0, config={"write_empty_chunks": True})
 
@@ -196,10 +239,10 @@ class _HDF5Sink:
         grp = self._file.create_group(key)
         grp.attrs["names"] = list(attrs["names"])
 
-    def array(self, key: str, row_shape: tuple[int, ...], dtype, chunk_len: int):
-        """An empty, resizable dataset of rows of ``row_shape``, chunked ``chunk_len`` rows."""
+    def array(self, key: str, row_shape: tuple[int, ...], dtype, chunk_len: int, length: int = 0):
+        """A resizable dataset of ``length`` rows of ``row_shape``, chunked ``chunk_len`` rows."""
         chunks = (max(1, chunk_len),) + tuple(max(1, d) for d in row_shape)
-        return self._file.create_dataset(key, shape=(0,) + row_shape, maxshape=(None,) + row_shape,
+        return self._file.create_dataset(key, shape=(length,) + row_shape, maxshape=(None,) + row_shape,
                                          dtype=dtype, chunks=chunks, **self._filters)
 
     def finish(self, layout: dict) -> None:

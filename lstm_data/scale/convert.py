@@ -1,0 +1,291 @@
+"""``convert`` on a Dask cluster: the same output, bitwise, with the parsing and compression spread.
+
+Two rounds of tasks, with the links computed in between on the client:
+
+1. *parse*: one task per partition, which is one input file, or a row-aligned
+   byte range of a large plain CSV (:func:`lstm_data.io.csv.ranges.csv_partitions`).
+   Each parses its partition, block by block, into a *part*: a temporary zarr
+   store in our layout (uncompressed) in a folder next to the output, and
+   returns its row count, prong totals and columns;
+2. *link*: the client checks that every part has the columns of the first and
+   computes each part's first row and first prong record (prefix sums over the
+   parts' totals), then creates the output with its final array lengths
+   (:class:`~lstm_data.io.write.ZarrOutput`: the arrays, chunks and codecs the
+   one-process writer makes);
+3. *write*: one task per part writes its rows into the output, offsets shifted
+   by its first prong record, every chunk that lies wholly in its rows once and
+   whole; the chunks two parts share are written by the client from the parts'
+   pieces (:mod:`lstm_data.io.chunk_ranges`). The layout attribute is written
+   last, the store renamed into place, the parts removed.
+
+So the output is bitwise the one of :func:`lstm_data.io.convert.convert_streaming`
+(values, offsets, scalars, chunk files, attributes). A task that fails (a bad row
+in file 7) fails the convert with that task's error, the first in input order,
+naming file, line and column; no output is left. A worker that dies is replaced
+by Dask and its task run again, writing the same bytes. HDF5 outputs, and
+shuffled ones (``shuffle=SEED``), are written by the client from the parts (HDF5
+has no parallel writer; the external shuffle reads every part), so only the
+parsing is spread.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from lstm_data._util.safe_output import (
+    check_not_input,
+    remove_stale_temporaries,
+    temp_path,
+)
+from lstm_data.io.chunk_ranges import Piece, RangeWriter, write_shared_chunks
+from lstm_data.io.convert import concat_blocks, open_blocks, output_kind, table_total
+from lstm_data.io.external_shuffle import BUCKET_BYTES, external_shuffle, n_buckets_for
+from lstm_data.io.row_blocks import RowBlocks, dataset_blocks
+from lstm_data.io.write import ZarrOutput, write_hdf5, write_zarr
+
+__all__ = ["convert_distributed", "Partition", "plan_partitions"]
+
+_log = logging.getLogger("lstm_data")
+#: plain CSV files larger than this are split into byte ranges of about this size
+SPLIT_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class Partition:
+    """What one parse task reads: a whole file, or bytes ``start .. end`` of a plain CSV."""
+
+    index: int
+    path: str
+    start: int | None = None
+    end: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path if self.start is None else f"{self.path}[{self.start}:{self.end}]"
+
+
+@dataclass
+class PartInfo:
+    """What a parse task made: its part store, row count, prong totals and columns."""
+
+    partition: Partition
+    path: str
+    n_rows: int
+    totals: dict[str, int]
+    columns: RowBlocks
+
+
+def plan_partitions(paths: Sequence[str], split_bytes: int = SPLIT_BYTES) -> list[Partition]:
+    """One partition per file; plain CSV files above ``split_bytes`` in row-aligned byte ranges."""
+    from lstm_data.io.csv.ranges import csv_partitions
+
+    out: list[Partition] = []
+    for path in paths:
+        ranges = csv_partitions(path, split_bytes)
+        if ranges is None:
+            out.append(Partition(len(out), path))
+        else:
+            out += [Partition(len(out) + i, path, a, b) for i, (a, b) in enumerate(ranges)]
+    return out
+
+
+def _parse(partition: Partition, part: str, schema: Any, options: dict[str, Any]) -> PartInfo:
+    """Task: parse ``partition`` into the part store ``part``."""
+    if partition.start is None:
+        table = open_blocks(partition.path, schema=schema, **options)
+    else:
+        from lstm_data.io.csv.ranges import csv_range_blocks
+
+        table = csv_range_blocks(partition.path, partition.start, partition.end, schema=schema, **options)
+    write_zarr(table, part, overwrite=True, clevel=0, checksum=False)
+    from lstm_data.io.zarr import ZarrDataset
+
+    done = ZarrDataset(part)
+    totals = {g: int(done.offsets(g)[-1]) for g in done.groups}
+    columns = RowBlocks(table.scalar_dtypes, table.groups, table.group_dtypes, lambda: iter(()), 0)
+    return PartInfo(partition, part, len(done), totals, columns)
+
+
+def _write(part: str, out: str, keys: dict[tuple[str, str], str], chunks: dict[tuple[str, str], int],
+           first_row: int, first_values: dict[str, int], dtypes: dict[tuple[str, str], str],
+           block_rows: int = 1 << 16) -> dict[tuple[str, str], list[Piece]]:
+    """Task: write the rows of ``part`` into the output ``out`` from row ``first_row`` on."""
+    import zarr
+
+    from lstm_data.io.zarr import ZarrDataset
+
+    data = ZarrDataset(part)
+    root = zarr.open_group(out, mode="r+", zarr_format=3)
+    n = len(data)
+    writers: dict[tuple[str, str], RangeWriter] = {}
+    stops: dict[tuple[str, str], int] = {}
+    for (kind, name), key in keys.items():
+        if kind == "s":
+            lo, hi = first_row, first_row + n
+        elif kind == "o":  # entry i + 1 ends row i (the client writes the leading 0)
+            lo, hi = first_row + 1, first_row + n + 1
+        else:
+            lo, hi = first_values[name], first_values[name] + int(data.offsets(name)[-1])
+        writers[(kind, name)] = RangeWriter(root[key], lo, hi, chunks[(kind, name)])
+        stops[(kind, name)] = hi
+    for a in range(0, n, block_rows):
+        block = data.take(np.arange(a, min(n, a + block_rows)))
+        for (kind, name), w in writers.items():
+            if kind == "s":
+                w.append(np.asarray(block.scalar(name), dtype=dtypes[(kind, name)]))
+                continue
+            values, offsets = block.ragged(name)
+            if kind == "o":
+                w.append(offsets[1:] + (first_values[name] + int(data.offsets(name)[a])))
+            else:
+                w.append(np.asarray(values, dtype=dtypes[(kind, name)]))
+    return {k: w.close(stops[k]) for k, w in writers.items()}
+
+
+def _run_tasks(client: Any, jobs: list[tuple[Callable[..., Any], tuple[Any, ...], str]],
+               on_done: Callable[[int], None] | None = None) -> list[Any]:
+    """Run ``jobs`` (function, args, key) on ``client``; results in job order.
+
+    Every task runs to its end (or error); the error of the first failed job in
+    job order (input order) is raised, so the one reported is the first bad row
+    of the input, not the first a worker met.
+    """
+    from distributed import as_completed, wait
+
+    futures = [client.submit(fn, *args, key=key, pure=False) for fn, args, key in jobs]
+    index = {f.key: i for i, f in enumerate(futures)}
+    for future in as_completed(futures):
+        if future.status == "finished" and on_done is not None:
+            on_done(index[future.key])
+    wait(futures)
+    for future in futures:
+        if future.status != "finished":
+            error = future.exception()
+            client.cancel(futures)
+            raise error
+    return [f.result() for f in futures]
+
+
+def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, client: Any,
+                        schema: Any = None, shuffle: int | None = None, overwrite: bool = False,
+                        progress: Callable[[int, int], None] | None = None, chunk_bytes: int | None = None,
+                        compression: str | None = "gzip", split_bytes: int = SPLIT_BYTES,
+                        bucket_bytes: int | None = None, **options: Any) -> RowBlocks:
+    """Convert ``sources`` into ``dst`` on the workers of the Dask ``client`` (see the module notes).
+
+    Parameters are those of :func:`lstm_data.io.convert.convert_streaming`, plus
+    ``client`` (a ``distributed.Client``; its workers must see the inputs and the
+    output's folder) and ``split_bytes`` (plain CSV files above it are split into
+    byte ranges of about that size).
+
+    Raises
+    ------
+    ParseError, SchemaError, FormatError
+        The first failing partition's error in input order (file, line, column).
+    FileExistsError
+        ``dst`` exists and ``overwrite`` is off.
+    """
+    kind = output_kind(dst)
+    paths = [os.fspath(p) for p in sources]
+    target = Path(dst)
+    check_not_input(target, paths)
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"{dst} exists; pass overwrite=True (or --force) to replace it")
+    remove_stale_temporaries(target)
+    partitions = plan_partitions(paths, split_bytes)
+    parts_dir = temp_path(target, "parts")
+    parts_dir.mkdir(parents=True)
+    total = sum(os.path.getsize(p) for p in paths)
+    try:
+        tag = parts_dir.name
+        jobs = [(_parse, (p, str(parts_dir / f"part-{p.index:06d}.zarr"), schema, options), f"{tag}-parse-{p.index}")
+                for p in partitions]
+        _log.info("convert: %d partitions of %d inputs on %d Dask workers", len(jobs), len(paths),
+                  len(client.scheduler_info().get("workers", {})))
+        sizes = [(p.end - p.start) if p.start is not None else os.path.getsize(p.path) for p in partitions]
+        done = [0]
+
+        def parsed(i: int) -> None:
+            done[0] += sizes[i]
+            if progress is not None:
+                progress(done[0] // 2, total)
+
+        infos: list[PartInfo] = _run_tasks(client, jobs, parsed)
+        columns = concat_blocks([i.columns for i in infos], [i.partition.path for i in infos])
+        if shuffle is not None or kind == "hdf5":
+            table = _from_parts(infos, columns, paths, schema, options, shuffle, target,
+                                bucket_bytes or BUCKET_BYTES)
+            extra: dict[str, Any] = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
+            if kind == "zarr":
+                write_zarr(table, dst, overwrite=overwrite, **extra)
+            else:
+                write_hdf5(table, dst, overwrite=overwrite, compression=compression, **extra)
+        else:
+            _link(client, infos, columns, target, overwrite, chunk_bytes, tag)
+        if progress is not None:
+            progress(total, total)
+        return columns
+    finally:
+        shutil.rmtree(parts_dir, ignore_errors=True)
+
+
+def _from_parts(infos: list[PartInfo], columns: RowBlocks, paths: list[str], schema: Any,
+                options: dict[str, Any], shuffle: int | None, target: Path, bucket_bytes: int) -> RowBlocks:
+    """The parts as one table, shuffled as the one-process convert shuffles the inputs."""
+    from lstm_data.io.zarr import ZarrDataset
+
+    tables = [dataset_blocks(ZarrDataset(i.path)) for i in infos]
+    table = concat_blocks(tables, [i.partition.path for i in infos])
+    table = RowBlocks(columns.scalar_dtypes, columns.groups, columns.group_dtypes, table.blocks,
+                      table.total, tuple(paths), sum(i.n_rows for i in infos))
+    if shuffle is None:
+        return table
+    k = n_buckets_for(sum(table_total(p, schema=schema, **options) for p in paths), bucket_bytes)
+    return external_shuffle(table, int(shuffle), temp_path(target, "shuffle"), n_buckets=k)
+
+
+def _link(client: Any, infos: list[PartInfo], columns: RowBlocks, target: Path, overwrite: bool,
+          chunk_bytes: int | None, tag: str) -> None:
+    """Create the output at its final size, have every part write its rows, write the shared chunks."""
+    n_rows = sum(i.n_rows for i in infos)
+    totals = {g: sum(i.totals[g] for i in infos) for g in columns.groups}
+    tmp = temp_path(target)
+    try:
+        extra: dict[str, Any] = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
+        out = ZarrOutput(tmp, columns, n_rows, totals, **extra)
+        keys, chunks = out.arrays.keys, out.arrays.chunks
+        dtypes = {("s", s): str(dt) for s, dt in columns.scalar_dtypes.items()}
+        dtypes.update({("g", g): str(dt) for g, dt in columns.group_dtypes.items()})
+        jobs, first_row, first_values = [], 0, dict.fromkeys(columns.groups, 0)
+        for info in infos:
+            if info.n_rows:
+                jobs.append((_write, (info.path, str(tmp), keys, chunks, first_row, dict(first_values), dtypes),
+                             f"{tag}-write-{info.partition.index}"))
+            first_row += info.n_rows
+            for g in columns.groups:
+                first_values[g] += info.totals[g]
+        pieces: dict[tuple[str, str], list[Piece]] = {k: [] for k in keys}
+        for g in columns.groups:  # the leading 0 of every offsets array
+            pieces[("o", g)].append((0, np.zeros(1, dtype=np.int64)))
+        for got in _run_tasks(client, jobs):
+            for k, p in got.items():
+                pieces[k] += p
+        for k, p in pieces.items():
+            write_shared_chunks(out.arrays.arrays[k], chunks[k], p)
+        out.finish()
+        if target.exists():
+            trash = temp_path(target, "old")
+            os.replace(target, trash)
+            os.replace(tmp, target)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
