@@ -3,7 +3,8 @@
 Public API (design §3)::
 
     lstm_data.open(path_or_paths, schema=None, **options) -> Dataset
-    lstm_data.BatchSpec, Scalars, Ragged, Batches, open_batches, precompute, Schema
+    lstm_data.BatchSpec, Scalars, Ragged, Batches, open_batches, precompute, convert, Schema
+    lstm_data.from_arrow, from_awkward
     lstm_data.kernels.parse_float_lists / pad_ragged / BatchGather / CsvBlockParser
     lstm_data.keras.KerasBatches, lstm_data.torch.TorchBatches
     lstm_data.compat.join_varr_arrays
@@ -44,13 +45,14 @@ _LAZY = {
     "Batches": ("lstm_data.batching.batches", "Batches"),
     "open_batches": ("lstm_data.store.read", "open_batches"),
     "precompute": ("lstm_data.store.write", "precompute"),
+    "convert": ("lstm_data.scale.convert", "convert"),
     "Schema": ("lstm_data.io.schema", "Schema"),
     "from_arrow": ("lstm_data.io.parquet", "from_arrow"),
     "from_awkward": ("lstm_data.io.awkward", "from_awkward"),
 }
 #: submodules reachable as attributes (``lstm_data.kernels`` etc.), imported on first use
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
-               "data", "io", "batching", "store", "adapters", "cli")
+               "data", "io", "batching", "store", "scale", "adapters", "cli")
 
 __all__ = ["ParseError", "SchemaError", "FormatError", "BrokenRowsWarning", "__version__", *_LAZY]
 

@@ -289,3 +289,21 @@ def _link(client: Any, infos: list[PartInfo], columns: RowBlocks, target: Path, 
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], dst: str | os.PathLike[str], *,
+            client: Any = None, **options: Any) -> RowBlocks:
+    """Convert inputs (paths, globs) to our zarr or HDF5 layout: streaming, or on Dask with ``client``.
+
+    ``lstm_data.convert(["a.csv.xz", "b.h5"], "all.zarr", shuffle=1)`` streams in one
+    process (bounded memory, :func:`lstm_data.io.convert.convert_streaming`);
+    ``client=distributed.Client(...)`` spreads the work and gives the same bytes
+    (:func:`convert_distributed`). Options are those two functions'.
+    """
+    from lstm_data.io.convert import convert_streaming
+    from lstm_data.io.dispatch import expand_paths
+
+    paths = expand_paths(sources)
+    if client is None:
+        return convert_streaming(paths, dst, **options)
+    return convert_distributed(paths, dst, client=client, **options)

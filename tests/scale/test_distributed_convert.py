@@ -75,3 +75,9 @@ def test_cli_scheduler_local(inputs, tmp_path, capsys):
     assert main(["convert", *inputs[:3], str(tmp_path / "one.zarr"), "-q"]) == 0
     assert main(["convert", *inputs[:3], str(tmp_path / "many.zarr"), "--scheduler", "local:2", "-q"]) == 0
     assert _digest(tmp_path / "one.zarr") == _digest(tmp_path / "many.zarr")
+
+
+def test_top_level_convert_with_and_without_client(client, inputs, tmp_path):
+    lstm_data.convert(inputs[2:], tmp_path / "a.zarr")
+    lstm_data.convert(inputs[2:], tmp_path / "b.zarr", client=client)
+    assert _digest(tmp_path / "a.zarr") == _digest(tmp_path / "b.zarr")
