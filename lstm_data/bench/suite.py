@@ -21,6 +21,7 @@ STAGES = {
     "kernels": "kernels",
     "readers": "readers",
     "batches": "batches",
+    "scale": "scale",
 }
 
 #: a stage whose ratio misses its floor is measured this many times in all (median reported)
