@@ -92,3 +92,44 @@ def as_old_zarr_store(path: Any) -> Path:
     root = zarr.open_group(str(path), mode="r+")
     del root.attrs[EVERY_CHUNK_ATTR]
     return Path(path)
+
+
+def root_events(n: int = 300, seed: int = 0) -> dict[str, Any]:
+    """NanoAOD-like columns for a ROOT test file: flat branches of mixed dtypes, a zipped record
+    ``Muon`` (float32, float64, int32 fields; many entries with no muon) and the jagged ``Jet_e``,
+    ``Jet_pt`` written without a shared counter (equal lengths)."""
+    import awkward as ak
+
+    rng = np.random.default_rng(seed)
+    mu = rng.choice([0, 0, 1, 2, 3], n)
+    jets = rng.integers(0, 5, n)
+    return {
+        "run": rng.integers(1, 9, n).astype(np.int32),
+        "event": np.arange(n, dtype=np.uint64) * 7,
+        "MET_pt": rng.exponential(30.0, n).astype(np.float32),
+        "weight": rng.normal(1.0, 0.1, n),
+        "passed": rng.random(n) < 0.5,
+        "Muon": ak.unflatten(ak.zip({
+            "pt": rng.exponential(20.0, mu.sum()).astype(np.float32),
+            "eta": rng.normal(0.0, 1.5, mu.sum()),
+            "charge": rng.choice(np.array([-1, 1], dtype=np.int32), mu.sum())}), mu),
+        "Jet_e": ak.unflatten(rng.exponential(50.0, jets.sum()).astype(np.float32), jets),
+        "Jet_pt": ak.unflatten(rng.exponential(40.0, jets.sum()).astype(np.float32), jets),
+    }
+
+
+def write_root(path: Any, trees: Mapping[str, Mapping[str, Any]], *, parts: int = 3) -> Path:
+    """Write ``{tree: columns}`` with ``uproot.recreate`` as TTrees, each extended in ``parts``
+    pieces (several baskets per branch)."""
+    import awkward as ak
+    import uproot
+
+    with uproot.recreate(path) as fh:
+        for name, columns in trees.items():
+            types = {k: v.type.content if isinstance(v, ak.Array) else v.dtype for k, v in columns.items()}
+            tree = fh.mktree(name, types)
+            n = len(next(iter(columns.values())))
+            cuts = np.linspace(0, n, parts + 1).astype(int)
+            for a, b in zip(cuts[:-1], cuts[1:]):
+                tree.extend({k: v[a:b] for k, v in columns.items()})
+    return Path(path)

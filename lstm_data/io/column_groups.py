@@ -6,14 +6,17 @@ length in every row; a mismatch is an error naming the row and the variables.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError
+from lstm_data.kernels import interleave_columns
 
-__all__ = ["group_prefix", "resolve_schema", "build_group"]
+__all__ = ["group_prefix", "resolve_schema", "build_group", "check_group_lengths", "interleave_pieces"]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def group_prefix(name: str) -> str:
@@ -74,14 +77,95 @@ def resolve_schema(schema: Any, scalar_names: list[str], ragged_names: list[str]
     return groups, list(scalar_names if scalars is None else scalars), dtype
 
 
-def build_group(group: str, columns: Mapping[str, tuple[np.ndarray, np.ndarray]], *,
-                file: str | None = None) -> RaggedGroup:
-    """Interleave same-length ragged columns into one :class:`RaggedGroup`.
+def check_group_lengths(group: str, lengths: Mapping[str, np.ndarray], *, file: str | None = None,
+                        first_row: int = 0) -> np.ndarray:
+    """The per-row lengths shared by every variable of ``group``, or the error naming the first bad row.
+
+    Parameters
+    ----------
+    lengths
+        Variable -> per-row lengths, in column order.
+    first_row
+        Row number of ``lengths[...][0]`` in the file, for the error.
+
+    Raises
+    ------
+    SchemaError
+        Two variables differ in row count, or in length in some row (names the first
+        such row, counted from ``first_row``, and the variable).
+    """
+    names = list(lengths)
+    ref_name = names[0]
+    ref_lengths = lengths[ref_name]
+    for v in names[1:]:
+        other = lengths[v]
+        if len(other) != len(ref_lengths):
+            raise SchemaError(f"group {group!r}: {v!r} has {len(other)} rows but {ref_name!r} "
+                              f"has {len(ref_lengths)}", file=file, variable=v)
+        if other is ref_lengths:
+            continue
+        bad = np.flatnonzero(other != ref_lengths)
+        if len(bad):
+            row = int(bad[0])
+            raise SchemaError(
+                f"group {group!r}: {v!r} has {int(other[row])} values but {ref_name!r} has "
+                f"{int(ref_lengths[row])} in row {first_row + row} ({len(bad)} rows differ); put them in "
+                f"different groups with a schema", file=file, row=first_row + row, variable=v)
+    return ref_lengths
+
+
+def _as_pieces(values: Any) -> list[np.ndarray]:
+    return [values] if isinstance(values, np.ndarray) else list(values)
+
+
+def interleave_pieces(columns: Sequence[Sequence[np.ndarray]], out: np.ndarray) -> None:
+    """Write column ``j``, given as consecutive 1-D pieces, into ``out[:, j]``.
+
+    Pieces of different columns may break at different places (Arrow chunks, HDF5
+    reads): the value range is cut at every break of any column and each cut is one
+    call of the compiled :func:`~lstm_data.kernels.interleave_columns` on views, so
+    no piece is concatenated or copied first.
 
     Parameters
     ----------
     columns
-        Variable -> ``(flat values, per-row lengths)``, in column order.
+        Per column, its pieces; each column's pieces hold ``len(out)`` values in all.
+    out
+        ``(total, V)`` float32/float64 block (or a column slice of a wider block).
+    """
+    bounds = [np.cumsum([0] + [len(p) for p in pieces]) for pieces in columns]
+    for j, b in enumerate(bounds):
+        if int(b[-1]) != len(out):
+            raise ValueError(f"column {j} has {int(b[-1])} values for {len(out)} rows of out")
+    if all(len(pieces) == 1 for pieces in columns):
+        interleave_columns([pieces[0] for pieces in columns], out)
+        return
+    cuts = np.unique(np.concatenate(bounds))
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        views = []
+        for pieces, pb in zip(columns, bounds):
+            k = int(np.searchsorted(pb, a, side="right")) - 1
+            views.append(pieces[k][a - int(pb[k]):b - int(pb[k])])
+        interleave_columns(views, out[a:b])
+
+
+def build_group(group: str, columns: Mapping[str, tuple[Any, np.ndarray]], *,
+                file: str | None = None, dtype: Any = None, first_row: int = 0) -> RaggedGroup:
+    """Interleave same-length ragged columns into one :class:`RaggedGroup`.
+
+    Float columns are written into the ``(total, V)`` block by the compiled
+    :func:`~lstm_data.kernels.interleave_columns`, in one pass over the block.
+
+    Parameters
+    ----------
+    columns
+        Variable -> ``(flat values, per-row lengths)``, in column order. The flat
+        values may also be a list of consecutive 1-D pieces (e.g. the chunks of an
+        Arrow column); they are then used as they are, without concatenation.
+    dtype
+        Of the values block (default: the columns' common type).
+    first_row
+        Row number of the first row in the file, for errors.
 
     Raises
     ------
@@ -89,24 +173,17 @@ def build_group(group: str, columns: Mapping[str, tuple[np.ndarray, np.ndarray]]
         Two variables differ in length in some row (names the first such row).
     """
     names = list(columns)
-    ref_name = names[0]
-    ref_lengths = columns[ref_name][1]
-    for v in names[1:]:
-        lengths = columns[v][1]
-        if len(lengths) != len(ref_lengths):
-            raise SchemaError(f"group {group!r}: {v!r} has {len(lengths)} rows but {ref_name!r} "
-                              f"has {len(ref_lengths)}", file=file, variable=v)
-        bad = np.flatnonzero(lengths != ref_lengths)
-        if len(bad):
-            row = int(bad[0])
-            raise SchemaError(
-                f"group {group!r}: {v!r} has {int(lengths[row])} values but {ref_name!r} has "
-                f"{int(ref_lengths[row])} in row {row} ({len(bad)} rows differ); put them in "
-                f"different groups with a schema", file=file, row=row, variable=v)
-    dtype = np.result_type(*[columns[v][0].dtype for v in names])
+    ref_lengths = check_group_lengths(group, {v: columns[v][1] for v in names}, file=file,
+                                      first_row=first_row)
+    pieces = [_as_pieces(columns[v][0]) for v in names]
+    dt = np.dtype(dtype) if dtype is not None else np.result_type(*[p.dtype for ps in pieces for p in ps])
     offsets = np.zeros(len(ref_lengths) + 1, dtype=np.int64)
     np.cumsum(ref_lengths, out=offsets[1:])
-    values = np.empty((int(offsets[-1]), len(names)), dtype=dtype)
-    for j, v in enumerate(names):
-        values[:, j] = columns[v][0]
+    values = np.empty((int(offsets[-1]), len(names)), dtype=dt)
+    if dt in _FLOATS:
+        interleave_pieces([[p if p.dtype in _FLOATS else p.astype(dt) for p in ps] for ps in pieces],
+                          values)
+    else:  # integer columns kept as integers: no compiled kernel for those
+        for j, ps in enumerate(pieces):
+            values[:, j] = ps[0] if len(ps) == 1 else np.concatenate(ps)
     return RaggedGroup(names, values, offsets)

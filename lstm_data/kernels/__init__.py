@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 from lstm_data.kernels._args import BARE, MULTI, QUOTED
 
 __all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser",
-           "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI", "BARE"]
+           "interleave_columns", "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI", "BARE"]
 
 #: Names every backend must provide, with the same signatures.
-KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser")
+KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser", "interleave_columns")
 
 
 def _pure_requested() -> bool:
@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from lstm_data.kernels._py import (
         BatchGather,
         CsvBlockParser,
+        interleave_columns,
         pad_ragged,
         parse_float_lists,
     )
@@ -93,3 +94,4 @@ else:
     pad_ragged = _backend.pad_ragged
     BatchGather = _backend.BatchGather
     CsvBlockParser = _backend.CsvBlockParser
+    interleave_columns = _backend.interleave_columns

@@ -12,7 +12,8 @@ import numpy as np
 
 __all__ = ["WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
            "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
-           "prepare_table", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "csv_layout"]
+           "prepare_table", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "csv_layout",
+           "check_interleave", "check_csv_extend"]
 
 WHITESPACE = " \t\r\n\v\f"
 
@@ -248,3 +249,63 @@ def csv_layout(names: Sequence[str], kinds: Sequence[str], groups: Mapping[str, 
     return list(kinds), group_of, leaders
 
 
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def check_interleave(columns: Any, out: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    """Check :func:`interleave_columns`'s arguments; return the columns as 1-D arrays and ``out``.
+
+    Raises
+    ------
+    TypeError
+        ``out`` is not a numpy array, ``columns`` is not a sequence, or an array is not
+        float32/float64.
+    ValueError
+        ``out`` is not 2-D or not writeable; the number of columns is not ``out.shape[1]``;
+        a column is not 1-D, has another length than ``out.shape[0]``, or shares memory
+        with ``out``.
+    """
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.dtype not in _FLOATS:
+        raise TypeError(f"out must be float32 or float64, got {out.dtype}")
+    if out.ndim != 2:
+        raise ValueError(f"out must be 2-D (rows, columns), got shape {out.shape}")
+    if not out.flags.writeable:
+        raise ValueError("out is read-only")
+    if isinstance(columns, (np.ndarray, str, bytes)) or not isinstance(columns, Sequence):
+        raise TypeError(f"columns must be a sequence (list or tuple) of 1-D arrays, "
+                        f"got {type(columns).__name__}")
+    if len(columns) != out.shape[1]:
+        raise ValueError(f"{len(columns)} columns for out of shape {out.shape}")
+    arrays = []
+    for j, col in enumerate(columns):
+        arr = col if isinstance(col, np.ndarray) else np.asarray(col)
+        if arr.dtype not in _FLOATS:
+            raise TypeError(f"column {j} must be float32 or float64, got {arr.dtype}")
+        if arr.ndim != 1:
+            raise ValueError(f"column {j} must be 1-D, got shape {arr.shape}")
+        if arr.shape[0] != out.shape[0]:
+            raise ValueError(f"column {j} has {arr.shape[0]} values but out has {out.shape[0]} rows")
+        if arr.size and np.may_share_memory(arr, out):
+            raise ValueError(f"column {j} shares memory with out")
+        arrays.append(arr)
+    return arrays, out
+
+
+def check_csv_extend(mine: tuple, theirs: tuple, same: bool) -> None:
+    """Check that ``CsvBlockParser.extend`` may append the other parser's rows.
+
+    ``mine`` and ``theirs`` are the parsers' layouts (names, kinds, groups, dtype,
+    separators); ``same`` tells whether the other parser is this one.
+
+    Raises
+    ------
+    ValueError
+        The other parser is this one, or its layout differs.
+    """
+    if same:
+        raise ValueError("a CsvBlockParser cannot extend itself")
+    if mine != theirs:
+        raise ValueError("extend needs a CsvBlockParser with the same names, kinds, groups, dtype "
+                         "and separators")

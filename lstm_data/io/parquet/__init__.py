@@ -1,0 +1,152 @@
+"""Parquet files and Arrow tables with ``list<float>`` prong columns (needs the ``parquet`` extra).
+
+Layout read and written
+-----------------------
+* a scalar column per event variable: float, integer or bool (``calE``, ``nHit``);
+* a ``list<float32|float64>`` or ``large_list`` column per prong variable
+  (``png.calE``, ``png.nhit``); integer lists are read too, converted to the group's
+  float dtype when every value converts exactly (else a ``FormatError``);
+* list columns form groups by the prefix before their first ``.`` (``png.calE`` and
+  ``png.nhit`` form ``png``), as the CSV reader groups prong columns, unless a schema
+  declares the groups or the file records them (files written by :func:`write_parquet`).
+  The variables of a group must have the same length in every row: a mismatch is a
+  ``SchemaError`` naming the file, the row and the column.
+
+Missing values
+--------------
+A null scalar is NaN (an integer or bool column with nulls becomes float64); a null
+list is an empty list; a null inside a list is NaN.
+
+How it is fast
+--------------
+:func:`from_arrow` uses Arrow's offsets and values buffers as they are (sliced tables
+and several chunks included: no concatenation) and writes each group's ``(total, V)``
+block in one compiled pass (:func:`~lstm_data.kernels.interleave_columns`).
+:func:`read_parquet` does the same while the next part of the file is being read on a
+background thread (see :mod:`lstm_data.io.parquet.read`), or keeps the values on disk
+and reads whole row groups on demand (:class:`~lstm_data.io.parquet.disk.ParquetDataset`).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.io.column_groups import build_group
+from lstm_data.io.parquet.columns import (
+    import_pyarrow,
+    list_column,
+    plan_columns,
+    scalar_column,
+)
+from lstm_data.io.parquet.disk import ParquetDataset
+from lstm_data.io.parquet.read import (
+    decoded_bytes,
+    open_sources,
+    parquet_files,
+    read_in_ram,
+)
+from lstm_data.io.parquet.write import to_arrow, write_parquet
+
+__all__ = ["read_parquet", "from_arrow", "to_arrow", "write_parquet", "ParquetDataset",
+           "RAM_FRACTION"]
+
+#: with ``in_ram=None``, data up to this fraction of the machine's memory is read into RAM
+RAM_FRACTION = 0.25
+
+
+def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None) -> InMemoryDataset:
+    """An in-RAM dataset from a ``pyarrow.Table`` (or ``RecordBatch``) of scalar and list columns.
+
+    Parameters
+    ----------
+    table
+        Scalar columns (float, integer, bool) and ``list``/``large_list`` columns of float
+        or integer numbers; any chunking, sliced or not. Objects that export the Arrow
+        stream interface (``__arrow_c_stream__``) are accepted too.
+    schema
+        Declared groups, scalars and dtype (:class:`~lstm_data.io.schema.Schema`, a TOML
+        path or a mapping); default: groups by name prefix, every column.
+    dtype
+        float32 or float64 for every scalar and value (default: keep the table's; a
+        group's block is float32 when all its columns are, else float64).
+
+    Returns
+    -------
+    InMemoryDataset
+        Scalars without nulls, kept at their dtype and in one chunk, are read-only views
+        of the table's buffers; each group's values are one new ``(total, V)`` block.
+
+    Raises
+    ------
+    TypeError
+        ``table`` is no Arrow table.
+    FormatError
+        A column to read is not numeric; an integer that does not convert exactly.
+    SchemaError
+        Columns of one group differ in length in some row (names the row and column).
+    """
+    pa = import_pyarrow()
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    elif not isinstance(table, pa.Table):
+        if not hasattr(table, "__arrow_c_stream__"):
+            raise TypeError(f"from_arrow needs a pyarrow.Table or RecordBatch, got {type(table).__name__}")
+        table = pa.table(table)
+    plan = plan_columns(table.schema, schema, dtype)
+    scalars = {s: scalar_column(table.column(s), s, plan.dtype) for s in plan.scalars}
+    groups = {}
+    for g, names in plan.groups.items():
+        dt = plan.group_dtypes[g]
+        cols = {v: list_column(table.column(v), v, dt) for v in names}
+        groups[g] = build_group(g, {v: (c.pieces, c.lengths) for v, c in cols.items()}, dtype=dt)
+    return InMemoryDataset(scalars, groups)
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX
+        return 8 << 30
+
+
+def read_parquet(path: str | os.PathLike, *, schema: Any = None, dtype: Any = None,
+                 in_ram: bool | None = None, use_threads: bool = True) -> Any:
+    """Open a Parquet file, or a directory of them (sorted by name, as one dataset).
+
+    Parameters
+    ----------
+    path
+        A ``.parquet``/``.pq`` file or a directory holding them (names starting with
+        ``.`` or ``_`` are skipped). The files must hold the same columns.
+    schema, dtype
+        As for :func:`from_arrow`.
+    in_ram
+        ``True``: read every row into RAM (an :class:`InMemoryDataset`; fast random
+        batches). ``False``: keep values on disk (a :class:`ParquetDataset`: scalars and
+        offsets in RAM, a batch reads each row group it touches once). ``None``
+        (default): in RAM when the columns' uncompressed size is at most
+        :data:`RAM_FRACTION` of the machine's memory.
+    use_threads
+        Let pyarrow decode columns on several threads.
+
+    Returns
+    -------
+    InMemoryDataset or ParquetDataset
+
+    Raises
+    ------
+    FormatError
+        Not Parquet, or damaged (names the file, and the row group when reading it);
+        files with different columns; a non-numeric column.
+    SchemaError
+        Columns of one group differ in length (names the file, row and column).
+    """
+    import_pyarrow()
+    sources = open_sources(parquet_files(path))
+    plan = plan_columns(sources[0].schema, schema, dtype, file=sources[0].path)
+    if in_ram is None:
+        in_ram = decoded_bytes(sources, plan) <= RAM_FRACTION * _memory_bytes()
+    if not in_ram:
+        return ParquetDataset(path, schema=schema, dtype=dtype, use_threads=use_threads)
+    return read_in_ram(sources, plan, use_threads=use_threads)

@@ -1,0 +1,335 @@
+"""Arrow columns as numpy arrays: which columns to read, their buffers used as they are.
+
+Shared by :func:`lstm_data.io.parquet.from_arrow`, the in-RAM Parquet reader and the
+on-disk :class:`~lstm_data.io.parquet.disk.ParquetDataset`.
+
+* Scalar columns: float, integer or bool. A column without nulls in one chunk is a
+  view of Arrow's buffer (read-only); a null is NaN (an integer or bool column with
+  nulls becomes float64).
+* List columns (``list`` or ``large_list`` of float or integer): the offsets and
+  values buffers are used as they are, honouring the slice offset of a sliced array;
+  a null list is an empty list (if its slot spans values, Arrow allows it, they are
+  dropped); a null inside a list is NaN.
+* Integers are converted to the float dtype of their group (or to the ``dtype``
+  asked for) only when every value converts exactly; otherwise a ``FormatError``
+  names the column, the row and the value.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from lstm_data.errors import FormatError
+from lstm_data.io.column_groups import check_group_lengths, resolve_schema
+from lstm_data.io.layout import value_dtype
+
+__all__ = ["import_pyarrow", "ColumnPlan", "plan_columns", "ListColumn", "list_column",
+           "scalar_column", "join_scalar_pieces", "METADATA_KEY", "arrow_metadata", "check_list_columns"]
+
+#: key of the Arrow schema metadata in which :func:`~lstm_data.io.parquet.to_arrow` records groups
+METADATA_KEY = b"lstm_data"
+#: the unnamed index that pandas' ``to_parquet`` stores as a column (left out)
+_PANDAS_INDEX = re.compile(r"__index_level_\d+__")
+_EXACT_INT_BITS = {np.dtype(np.float32): 24, np.dtype(np.float64): 53}
+
+
+def import_pyarrow() -> Any:
+    """``import pyarrow`` (with ``pyarrow.parquet``), or an ImportError naming the extra to install."""
+    try:
+        import pyarrow
+        import pyarrow.parquet  # loads the submodule
+    except ImportError as exc:
+        raise ImportError(f"reading or writing Parquet/Arrow needs pyarrow: pip install "
+                          f"'lstm_data[parquet]' ({exc})") from exc
+    return pyarrow
+
+
+def arrow_metadata(groups: dict[str, list[str]]) -> dict[bytes, bytes]:
+    """The schema metadata that records ``groups``, so that a round trip keeps them exactly."""
+    return {METADATA_KEY: json.dumps({"format": 1, "groups": groups}).encode()}
+
+
+def _recorded_groups(arrow_schema: Any, ragged: list[str]) -> dict[str, list[str]] | None:
+    """Groups recorded by :func:`arrow_metadata`, if every variable is still a list column."""
+    raw = (arrow_schema.metadata or {}).get(METADATA_KEY)
+    if raw is None:
+        return None
+    try:
+        groups = json.loads(raw)["groups"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    present = set(ragged)
+    if not isinstance(groups, dict) or not all(
+            isinstance(v, list) and v and set(v) <= present for v in groups.values()):
+        return None
+    return {str(g): [str(x) for x in v] for g, v in groups.items()}
+
+
+def _is_list(t: Any) -> bool:
+    import pyarrow as pa
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def _numeric(t: Any, *, lists: bool) -> bool:
+    import pyarrow as pa
+    return pa.types.is_floating(t) or pa.types.is_integer(t) or (pa.types.is_boolean(t) and not lists)
+
+
+@dataclass
+class ColumnPlan:
+    """The columns to read and the dtypes they become.
+
+    Attributes
+    ----------
+    scalars : list of str
+    groups : dict
+        Group -> its list columns, in values order.
+    group_dtypes : dict
+        Group -> dtype of its values block: the ``dtype`` asked for, else float32 when
+        every column converts exactly to float32 (float16/32, small integers), else float64.
+    dtype : numpy dtype or None
+        The ``dtype`` asked for (scalars too); ``None`` keeps the file's.
+    """
+
+    scalars: list[str]
+    groups: dict[str, list[str]]
+    group_dtypes: dict[str, np.dtype]
+    dtype: np.dtype | None
+
+    @property
+    def columns(self) -> list[str]:
+        """Every column to read: scalars first, then the groups' variables."""
+        return self.scalars + [v for names in self.groups.values() for v in names]
+
+
+def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
+                 file: str | None = None) -> ColumnPlan:
+    """Which columns of ``arrow_schema`` to read, grouped, and as which dtypes.
+
+    List columns group by the prefix before their first ``.`` (``png.calE`` -> ``png``)
+    unless ``schema`` declares the groups, or the table records them (written by
+    :func:`~lstm_data.io.parquet.to_arrow`). The unnamed index that pandas stores
+    (``__index_level_0__``) is not read.
+
+    Raises
+    ------
+    FormatError
+        Two columns share a name, or a column to read is not numeric (a string, a
+        timestamp, a struct, a list of non-numbers...).
+    SchemaError
+        A declared name is not a column, or a declared group variable is not a list.
+    ValueError
+        ``dtype`` is not float32 or float64.
+    """
+    names = [n for n in arrow_schema.names if not _PANDAS_INDEX.fullmatch(n)]
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise FormatError(f"two columns are named {n!r}", file=file, variable=n)
+        seen.add(n)
+    types = {f.name: f.type for f in arrow_schema}
+    scalar_names = [n for n in names if not _is_list(types[n])]
+    ragged_names = [n for n in names if _is_list(types[n])]
+    recorded = _recorded_groups(arrow_schema, ragged_names) if schema is None else None
+    declared = {"groups": recorded} if recorded else schema
+    groups, scalars, schema_dtype = resolve_schema(declared, scalar_names, ragged_names, file=file)
+    if recorded:
+        schema_dtype = None  # the recorded groups say nothing about dtypes: keep the file's
+    dt = value_dtype(dtype if dtype is not None else schema_dtype, file=str(file))
+    for s in scalars:
+        if not _numeric(types[s], lists=False):
+            raise FormatError(f"column {s!r} holds {types[s]}, not numbers; choose the columns to read "
+                              "with a schema (scalars = [...])", file=file, variable=s)
+    group_dtypes = {}
+    for g, members in groups.items():
+        value_types = []
+        for v in members:
+            inner = types[v].value_type
+            if not _numeric(inner, lists=True):
+                raise FormatError(f"list column {v!r} holds {inner}, not float or integer numbers",
+                                  file=file, variable=v)
+            value_types.append(np.dtype(inner.to_pandas_dtype()))
+        group_dtypes[g] = dt if dt is not None else np.result_type(np.float32, *value_types)
+    return ColumnPlan(list(scalars), groups, group_dtypes, dt)
+
+
+def _to_float(values: np.ndarray, dtype: np.dtype, *, name: str, file: str | None,
+              row_of: Any) -> np.ndarray:
+    """``values`` as ``dtype``; integers must convert exactly (``row_of(index)`` names the row)."""
+    if values.dtype == dtype:
+        return values
+    if values.dtype.kind in "iu" and len(values):
+        bound = 1 << _EXACT_INT_BITS[dtype]
+        if int(values.min()) < -bound or int(values.max()) > bound:
+            converted = values.astype(dtype)
+            with np.errstate(invalid="ignore", over="ignore"):
+                bad = np.flatnonzero(converted.astype(values.dtype) != values)
+            if len(bad):
+                k = int(bad[0])
+                raise FormatError(f"integer {int(values[k])} of column {name!r} is not exactly a {dtype}; "
+                                  "open with dtype=float64", file=file, row=row_of(k), variable=name)
+            return converted
+    return values.astype(dtype)
+
+
+def _chunk_numbers(arr: Any, dtype: np.dtype | None, *, name: str, file: str | None,
+                   row_of: Any) -> np.ndarray:
+    """One Arrow array of numbers as numpy (a view when it has no nulls); nulls are NaN."""
+    if arr.null_count == 0:
+        out = arr.to_numpy(zero_copy_only=False)  # numbers: a view of the buffer (bool: a copy)
+    else:
+        import pyarrow as pa
+        filled = arr.fill_null(False if pa.types.is_boolean(arr.type) else 0).to_numpy(zero_copy_only=False)
+        target = dtype if dtype is not None else (
+            filled.dtype if filled.dtype.kind == "f" else np.dtype(np.float64))
+        out = _to_float(filled, target, name=name, file=file, row_of=row_of)
+        if out is filled:
+            out = out.copy()
+        out[~arr.is_valid().to_numpy(zero_copy_only=False)] = np.nan
+        return out
+    if out.dtype == np.float16:
+        out = out.astype(np.float32 if dtype is None else dtype)
+    return out if dtype is None else _to_float(out, dtype, name=name, file=file, row_of=row_of)
+
+
+def scalar_column(chunked: Any, name: str, dtype: np.dtype | None, *, file: str | None = None,
+                  first_row: int = 0) -> np.ndarray:
+    """A scalar column (``ChunkedArray`` or ``Array``) as one 1-D array.
+
+    One chunk without nulls, kept at its dtype, is a read-only view of Arrow's buffer.
+    """
+    chunks = chunked.chunks if hasattr(chunked, "chunks") else [chunked]
+    pieces, row = [], first_row
+    for arr in chunks:
+        pieces.append(_chunk_numbers(arr, dtype, name=name, file=file, row_of=lambda k, start=row: start + k))
+        row += len(arr)
+    return join_scalar_pieces(pieces, name, file=file, first_row=first_row)
+
+
+def join_scalar_pieces(pieces: Sequence[np.ndarray], name: str, *, file: str | None = None,
+                       first_row: int = 0) -> np.ndarray:
+    """Consecutive pieces of one scalar column as one array (integers exactly to float if needed)."""
+    if not pieces:
+        return np.zeros(0, dtype=np.float64)
+    if len(pieces) == 1:
+        return pieces[0]
+    target = np.result_type(*[p.dtype for p in pieces])
+    if target.kind == "f":
+        out, row = [], first_row
+        for p in pieces:
+            out.append(_to_float(p, target, name=name, file=file, row_of=lambda k, start=row: start + k))
+            row += len(p)
+        pieces = out
+    return np.concatenate(pieces)
+
+
+@dataclass
+class ListColumn:
+    """One list column: its offsets and its values as consecutive 1-D pieces, one per Arrow chunk.
+
+    Attributes
+    ----------
+    offsets : list of ndarray
+        Per chunk, ``n_k + 1`` int32/int64 offsets as Arrow holds them (a view; they
+        start where the chunk's values start, not necessarily at 0). Null lists have
+        length 0 here (then the offsets are a new array).
+    pieces : list of ndarray
+        Per chunk, float32/float64 views of the values buffer (copies only where nulls,
+        null lists spanning values, or integer conversion require them).
+    """
+
+    offsets: list[np.ndarray]
+    pieces: list[np.ndarray]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Per-row lengths (int64), all chunks."""
+        parts = [np.diff(o).astype(np.int64, copy=False) for o in self.offsets]
+        return parts[0] if len(parts) == 1 else (np.concatenate(parts) if parts else np.zeros(0, np.int64))
+
+    def same_lengths(self, other: "ListColumn") -> bool:
+        """Whether every row has the same length as in ``other`` (cheap when both are one chunk)."""
+        if len(self.offsets) == 1 and len(other.offsets) == 1:
+            a, b = self.offsets[0], other.offsets[0]
+            if len(a) != len(b):
+                return False
+            if a[0] == 0 and b[0] == 0:
+                return bool(np.array_equal(a, b))
+            return bool(np.array_equal(a - a[0], b - b[0]))
+        return bool(np.array_equal(self.lengths, other.lengths))
+
+    @property
+    def total(self) -> int:
+        """Number of values."""
+        return int(sum(int(o[-1]) - int(o[0]) for o in self.offsets))
+
+    def flat(self) -> np.ndarray:
+        """All values as one array (the single piece itself when there is one)."""
+        return self.pieces[0] if len(self.pieces) == 1 else np.concatenate(self.pieces)
+
+
+def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = None,
+                first_row: int = 0) -> ListColumn:
+    """A ``list``/``large_list`` column (``ChunkedArray`` or ``Array``) as offsets and value pieces.
+
+    Parameters
+    ----------
+    dtype
+        Float dtype of the group: integer values are converted to it (exactly, or a
+        ``FormatError``); float values keep their dtype (the interleave converts them).
+    first_row
+        Row number of the column's first row in the file, for errors.
+    """
+    import pyarrow as pa
+
+    chunks = chunked.chunks if hasattr(chunked, "chunks") else [chunked]
+    all_offsets, pieces, row = [], [], first_row
+    for arr in chunks:
+        offsets = arr.offsets.to_numpy(zero_copy_only=True)  # honours the slice offset
+        lo, hi = int(offsets[0]), int(offsets[-1])
+        start = row
+
+        def row_of(k: int, offsets=offsets, start=start) -> int:
+            return start + int(np.searchsorted(offsets, offsets[0] + k, side="right")) - 1
+
+        child = arr.values.slice(lo, hi - lo)
+        keep = pa.types.is_float32(child.type) or pa.types.is_float64(child.type)
+        values = _chunk_numbers(child, None if keep else dtype, name=name, file=file, row_of=row_of)
+        if arr.null_count:
+            valid = arr.is_valid().to_numpy(zero_copy_only=False)
+            lengths = np.diff(offsets)
+            if np.any(lengths[~valid]):  # null slots that span values: drop those values
+                values = values[np.repeat(valid, lengths)]
+            lengths[~valid] = 0
+            offsets = np.zeros(len(offsets), dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+        all_offsets.append(offsets)
+        pieces.append(values)
+        row += len(arr)
+    if not all_offsets:
+        return ListColumn([np.zeros(1, np.int64)], [np.zeros(0, dtype)])
+    return ListColumn(all_offsets, pieces)
+
+
+def check_list_columns(group: str, columns: dict[str, ListColumn], *, ref: ListColumn | None = None,
+                       ref_name: str | None = None, file: str | None = None, first_row: int = 0) -> ListColumn:
+    """The reference column (``ref``, else the first) once every column has its lengths.
+
+    Raises
+    ------
+    SchemaError
+        A column differs in length in some row (names the first such row and the column;
+        see :func:`~lstm_data.io.column_groups.check_group_lengths`).
+    """
+    items = list(columns.items())
+    if ref is None:
+        ref_name, ref = items[0]
+    if all(c is ref or c.same_lengths(ref) for _, c in items):
+        return ref
+    check_group_lengths(group, {str(ref_name): ref.lengths, **{v: c.lengths for v, c in items}},
+                        file=file, first_row=first_row)
+    return ref

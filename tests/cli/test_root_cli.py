@@ -1,0 +1,101 @@
+"""A ROOT file through ``lstm-data convert``, ``inspect`` and ``precompute``, and through ``Batches``."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import lstm_data
+from lstm_data import Batches, BatchSpec, open_batches
+from lstm_data.cli import main
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup
+from tests.helpers import (
+    assert_same_batch,
+    assert_same_dataset,
+    root_events,
+    write_root,
+)
+
+ak = pytest.importorskip("awkward")
+pytest.importorskip("uproot")
+
+SPEC = """
+[inputs.input_event]
+type = "scalars"
+vars = ["MET_pt", "nMuon", "passed"]
+
+[inputs.input_muon]
+type = "ragged"
+max_len = 3
+sort_by = "Muon_pt"
+vars = ["Muon_pt", "Muon_eta", "Muon_charge"]
+
+[inputs.input_jet]
+type = "ragged"
+max_len = 4
+vars = ["Jet_e", "Jet_pt"]
+
+[targets.target_weight]
+type = "scalars"
+vars = ["weight"]
+"""
+
+
+@pytest.fixture(scope="module")
+def root_file(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rootcli")
+    cols = root_events(700, seed=11)
+    return write_root(d / "events.root", {"Events": cols}), cols
+
+
+def _in_ram(cols) -> InMemoryDataset:
+    """The same columns as a dataset built by hand from numpy arrays (no reader involved)."""
+    scalars = {k: np.asarray(cols[k]) for k in ("run", "event", "MET_pt", "weight", "passed")}
+    scalars.update({"nMuon": ak.num(cols["Muon"]).to_numpy().astype(np.int32),
+                    "nJet_e": ak.num(cols["Jet_e"]).to_numpy().astype(np.int32),
+                    "nJet_pt": ak.num(cols["Jet_pt"]).to_numpy().astype(np.int32)})
+
+    def group(names, arrays, lengths, dtype):
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        values = np.stack([ak.flatten(a).to_numpy().astype(dtype) for a in arrays], axis=1)
+        return RaggedGroup(names, values, offsets)
+
+    mu = cols["Muon"]  # float32, float64 and int32 fields: float64 values
+    groups = {"Muon": group(["Muon_pt", "Muon_eta", "Muon_charge"], [mu.pt, mu.eta, mu.charge],
+                            scalars["nMuon"], np.float64),
+              "Jet": group(["Jet_e", "Jet_pt"], [cols["Jet_e"], cols["Jet_pt"]], scalars["nJet_e"],
+                           np.float32)}
+    return InMemoryDataset(scalars, groups)
+
+
+def test_convert_and_inspect(root_file, tmp_path, capsys):
+    path, cols = root_file
+    ref = lstm_data.open(path)
+    assert_same_dataset(ref, _in_ram(cols))
+    for out in ("ev.zarr", "ev.h5"):
+        assert main(["convert", str(path), str(tmp_path / out), "--quiet"]) == 0
+        assert_same_dataset(lstm_data.open(tmp_path / out), ref)
+    capsys.readouterr()
+    assert main(["inspect", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"] == 700
+    assert [s["name"] for s in doc["scalars"]][:3] == ["run", "event", "MET_pt"]
+    assert "Muon" in json.dumps(doc) and "Jet_pt" in json.dumps(doc)
+
+
+def test_precompute_and_batches_equal_in_ram_data(root_file, tmp_path):
+    path, cols = root_file
+    (tmp_path / "spec.toml").write_text(SPEC)
+    spec = BatchSpec.from_toml(tmp_path / "spec.toml")
+    out = tmp_path / "batches.zarr"
+    assert main(["precompute", "--data", str(path), "--spec", str(tmp_path / "spec.toml"),
+                 "--batch-size", "128", "--seed", "3", "--out", str(out), "-q"]) == 0
+    live_root = Batches(lstm_data.open(path), spec, batch_size=128, seed=3)
+    live_ram = Batches(_in_ram(cols), spec, batch_size=128, seed=3)
+    stored = open_batches(out, spec=spec, batch_size=128, seed=3)
+    assert len(stored) == len(live_ram) == len(live_root) == 6
+    for i in range(len(live_ram)):
+        assert_same_batch(live_root[i], live_ram[i])
+        assert_same_batch(stored[i], live_ram[i])
