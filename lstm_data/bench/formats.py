@@ -11,6 +11,9 @@ Measured in one run, round-robin where the cost allows:
 * the chunk reads of the random take against the chunks it touches (must be 1.0:
   each touched chunk read once).
 
+Then the rows of NOvA HDF5 tables, Parquet and ROOT (:mod:`.formats_nova`,
+:mod:`.formats_parquet`, :mod:`.formats_root`), each when its extra is installed.
+
 Bounds live in ``floors.toml`` under ``[formats]``. Run by the suite's
 ``readers`` group (:mod:`lstm_data.bench.readers`), with the same
 ``run(quick, seed, data) -> Report`` signature.
@@ -135,4 +138,24 @@ def run(quick: bool = False, seed: int = 0, data=None) -> Report:
         touched = _touched_chunks(z.offsets("png"), random_rows[1], chunk_len)
         report.ratio(STAGE, "zarr random take: chunk reads / touched chunks",
                      z.io_stats.chunks_read / max(touched, 1), kind="max")
+    for name in _FORMAT_MODULES:  # the formats of issue 14, each with its own extra
+        report.merge(_format_rows(name, quick, seed))
     return report
+
+
+#: modules of the other formats' rows (each skipped when its extra is not installed)
+_FORMAT_MODULES = ("formats_nova", "formats_parquet", "formats_root")
+
+
+def _format_rows(name: str, quick: bool, seed: int) -> Report:
+    import importlib
+
+    try:
+        module = importlib.import_module(f"lstm_data.bench.{name}")
+        return module.run(quick=quick, seed=seed)  # type: ignore[no-any-return]
+    except ImportError as exc:  # the format's extra (pyarrow, uproot) is missing: no rows
+        if (getattr(exc, "name", None) or "").startswith("lstm_data"):
+            raise
+        report = Report()
+        report.time(STAGE, f"{name}: skipped ({exc})", float("nan"))
+        return report

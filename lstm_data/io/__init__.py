@@ -8,6 +8,8 @@ csv
     CSV files (plain, gzip, xz, bzip2) through the compiled block parser.
 hdf5, zarr, l5kit
     lstm_ee's PyTables HDF5 and our HDF5 layout; our zarr v3 layout; L5Kit zarr v2.
+nova_hdf5 (package nova)
+    NOvA HDF5 ntuple tables (a group per table, keyed by slice) read into slices.
 layout, write
     Our on-disk layout (shared by readers and writers) and the atomic writers.
 schema, column_groups

@@ -1,9 +1,12 @@
-"""NOvA HDF5 ntuple tables (placeholder while the reader is written)."""
+"""NOvA HDF5 ntuple tables: the names :func:`lstm_data.open` dispatches to (see :mod:`lstm_data.io.nova`)."""
 from __future__ import annotations
 
-from pathlib import Path
+from lstm_data.io.nova import (
+    KEY_COLUMNS,
+    NovaDataset,
+    PrecisionWarning,
+    is_nova_file,
+    read_nova,
+)
 
-
-def is_nova_file(path: str | Path) -> bool:
-    """Whether ``path`` holds NOvA-style tables (not yet recognised)."""
-    return False
+__all__ = ["is_nova_file", "read_nova", "NovaDataset", "PrecisionWarning", "KEY_COLUMNS"]

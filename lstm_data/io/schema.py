@@ -8,6 +8,17 @@ columns to keep, and the value dtype. In TOML::
     [groups]
     png = ["png.calE", "png.energy"]        # a list of column names, in values order
     png2d = "png2d.*"                       # or one glob pattern, matched in file order
+
+NOvA HDF5 tables (:mod:`lstm_data.io.nova_hdf5`) take three more entries; every
+other reader refuses them::
+
+    tables = ["rec.slc", "rec.energy.numu", "rec.vtx.elastic.fuzzyk.png*"]  # names or patterns
+    slice_table = "rec.slc"                 # whose keys are the slices (default: the union)
+    [aliases]                               # new name = table or variable of the file
+    png = "rec.vtx.elastic.fuzzyk.png"      # a table: png.calE, png.nhit, ... and group png
+    calE = "rec.slc.calE"                   # one variable
+
+Names in ``groups`` and ``scalars`` are the names after aliasing.
 """
 from __future__ import annotations
 
@@ -39,11 +50,22 @@ class Schema:
         non-group column is skipped.
     dtype : numpy.dtype
         ``float32`` (default) or ``float64``.
+    tables : list of str or None
+        NOvA HDF5 only: the tables to read (names or glob patterns); ``None``: all.
+    slice_table : str or None
+        NOvA HDF5 only: the table whose keys are the slices; ``None``: the union of
+        the keys of every table with at most one row per key.
+    aliases : dict
+        NOvA HDF5 only: new name -> a table (renames it and the start of its
+        variables' names, and of its sub-tables') or a variable of the file.
     """
 
     groups: Mapping[str, Sequence[str] | str] = field(default_factory=dict)
     scalars: Sequence[str] | None = None
     dtype: Any = np.float32
+    tables: Sequence[str] | None = None
+    slice_table: str | None = None
+    aliases: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         dt = np.dtype(self.dtype)
@@ -62,6 +84,18 @@ class Schema:
         object.__setattr__(self, "groups", groups)
         if self.scalars is not None:
             object.__setattr__(self, "scalars", [str(s) for s in self.scalars])
+        if isinstance(self.tables, str):
+            object.__setattr__(self, "tables", [self.tables])
+        elif self.tables is not None:
+            object.__setattr__(self, "tables", [str(t) for t in self.tables])
+        if self.slice_table is not None:
+            object.__setattr__(self, "slice_table", str(self.slice_table))
+        object.__setattr__(self, "aliases", {str(k): str(v) for k, v in dict(self.aliases).items()})
+
+    def table_entries(self) -> list[str]:
+        """The NOvA-only entries that are set (``tables``, ``slice_table``, ``aliases``)."""
+        return [k for k, v in (("tables", self.tables), ("slice_table", self.slice_table),
+                               ("aliases", self.aliases or None)) if v is not None]
 
     # -- construction ------------------------------------------------------
     @classmethod
@@ -70,14 +104,15 @@ class Schema:
 
         A mapping without any of those keys is read as ``{group: [variables]}``.
         """
-        keys = {"groups", "scalars", "dtype"}
+        keys = {"groups", "scalars", "dtype", "tables", "slice_table", "aliases"}
         if not set(data) & keys:
             return cls(groups=dict(data))
         unknown = set(data) - keys
         if unknown:
             raise SchemaError(f"unknown schema keys {sorted(unknown)}; expected {sorted(keys)}")
         return cls(groups=dict(data.get("groups") or {}), scalars=data.get("scalars"),
-                   dtype=data.get("dtype", "float32"))
+                   dtype=data.get("dtype", "float32"), tables=data.get("tables"),
+                   slice_table=data.get("slice_table"), aliases=dict(data.get("aliases") or {}))
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Schema":
@@ -110,11 +145,27 @@ class Schema:
         out: dict[str, Any] = {"dtype": self.dtype.name, "groups": dict(self.groups)}
         if self.scalars is not None:
             out["scalars"] = list(self.scalars)
+        if self.tables is not None:
+            out["tables"] = list(self.tables)
+        if self.slice_table is not None:
+            out["slice_table"] = self.slice_table
+        if self.aliases:
+            out["aliases"] = dict(self.aliases)
         return out
 
     # -- resolution against a header -------------------------------------------
-    def resolve(self, columns: Sequence[str]) -> tuple[dict[str, list[str]], list[str] | None]:
+    def resolve(self, columns: Sequence[str], *, tables: bool = False
+                ) -> tuple[dict[str, list[str]], list[str] | None]:
         """Expand patterns and check every name against the file's ``columns``.
+
+        Parameters
+        ----------
+        columns
+            The file's column names (after aliasing, for NOvA tables).
+        tables
+            Whether the caller reads NOvA tables, which alone honour ``tables``,
+            ``slice_table`` and ``aliases``; other callers get a ``SchemaError``
+            when those are set.
 
         Returns
         -------
@@ -126,9 +177,13 @@ class Schema:
         ------
         SchemaError
             A declared variable is not a column, a pattern matches nothing, or a
-            column is declared twice.
+            column is declared twice; or NOvA-only entries for another format.
         """
         from lstm_data.data.dataset import unknown_name_error
+
+        if not tables and self.table_entries():
+            raise SchemaError(f"schema entries {', '.join(self.table_entries())} apply to NOvA HDF5 "
+                              "tables only; this file has columns, not tables: drop them")
 
         known = list(columns)
         known_set = set(known)

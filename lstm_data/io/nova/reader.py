@@ -1,0 +1,293 @@
+"""``read_nova``: NOvA HDF5 tables into one in-RAM dataset of slices.
+
+Which tables give what (see :func:`read_nova`):
+
+* the **slices** are the union, in key order, of the keys of every table with
+  at most one row per key (or the keys of ``slice_table``);
+* such a table gives **scalars** ``table.column``: NaN for a slice it has no row for;
+* a table with several rows for some key gives a **ragged group** named after the
+  table, variables ``table.column``; its rows are its prongs, a slice without
+  rows has none. Its offsets come from matching its runs of equal keys to the
+  slices with ``numpy.searchsorted``; its rows are then the group's values as
+  they are, in file order;
+* the key columns give the int64 scalars ``run``, ``subrun``, ``cycle``, ``evt``,
+  ``subevt`` (exact: they are never cast to float).
+
+Every column dataset is read once, in whole-chunk slices of a few MiB, and
+written (cast to ``dtype``) straight into its place in the output: the peak
+memory is the output plus one table's key columns plus one block.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import h5py
+import numpy as np
+
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.errors import FormatError, SchemaError
+from lstm_data.io.hdf5 import read_rows
+from lstm_data.io.layout import value_dtype
+from lstm_data.io.nova.columns import ColumnReader, PrecisionWarning
+from lstm_data.io.nova.keys import (
+    TableKeys,
+    check_sorted,
+    describe,
+    match,
+    pack_codes,
+    read_keys,
+    slice_codes,
+)
+from lstm_data.io.nova.tables import (
+    Table,
+    apply_aliases,
+    list_tables,
+    table_of,
+)
+from lstm_data.io.schema import Schema
+
+__all__ = ["read_nova", "NovaDataset", "PrecisionWarning"]
+
+#: HDF5 chunk cache per open dataset: reads are whole chunks, so it only keeps a chunk that
+#: straddles two blocks (HDF5 2's default, 8 MiB, stays allocated while the dataset is open)
+_CHUNK_CACHE = 1 << 20
+
+
+class NovaDataset(InMemoryDataset):
+    """The slices of a NOvA HDF5 file, in RAM (returned by :func:`read_nova`).
+
+    Attributes
+    ----------
+    notes : tuple of str
+        What the file cannot detect, for ``lstm-data inspect``: column datasets
+        with neither a ``fletcher32`` checksum nor gzip (whose stream checksum
+        catches damage), read as other numbers when damaged.
+    slice_tables : tuple of str
+        The tables whose keys are the slices.
+    """
+
+    notes: tuple[str, ...] = ()
+    slice_tables: tuple[str, ...] = ()
+
+
+def _pick(option: str, given: Any, in_schema: Any, file: str) -> Any:
+    if given is not None and in_schema is not None and given != in_schema:
+        raise SchemaError(f"{option} given both as an option ({given!r}) and in the schema "
+                          f"({in_schema!r}); give it once", file=file)
+    return given if given is not None else in_schema
+
+
+def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
+              slice_table: str | None = None, aliases: Mapping[str, str] | None = None,
+              dtype: Any = None) -> NovaDataset:
+    """Read a NOvA-style HDF5 file of tables (one group per table, one dataset per column).
+
+    Parameters
+    ----------
+    path
+        The ``.h5`` file.
+    schema
+        A :class:`~lstm_data.io.schema.Schema` (or TOML path or mapping): its
+        ``tables``, ``slice_table`` and ``aliases`` entries act as the options
+        of the same names; ``groups`` declares groups over the variables of one
+        table, or of several tables whose rows are the same (same keys, same
+        number of rows per key), by their names after aliasing; such a table is
+        a group even with at most one row per key, and its undeclared columns
+        are left out; ``scalars`` keeps only the scalars listed (key columns
+        included); ``dtype`` as the option.
+    tables
+        Tables to read (names or glob patterns, e.g. ``"rec.vtx.elastic.fuzzyk.png*"``);
+        default all the groups at the root.
+    slice_table
+        The table whose keys are the slices (it must have at most one row per
+        key); every other table's keys must be among them. Default: the union
+        of the keys of all tables with at most one row per key.
+    aliases
+        New name -> table or variable. A table alias renames the table's group
+        and the start of its variables' names, and of the tables that continue
+        its name after a dot: ``{"png": "rec.vtx.elastic.fuzzyk.png"}`` gives group
+        ``png`` with ``png.calE``, ... and ``png.cvnpart.muonid`` for the table
+        ``rec.vtx.elastic.fuzzyk.png.cvnpart``. A variable alias renames one
+        variable (``{"trueE": "rec.mc.nu.E"}``).
+    dtype
+        float32 (default, or the schema's) or float64: every column but the keys
+        is cast to it, integers included. A column whose integers it does not
+        hold exactly (beyond 2**24 for float32, 2**53 for float64) raises a
+        :class:`PrecisionWarning` naming it and its first such row. The key
+        columns stay int64.
+
+    Returns
+    -------
+    NovaDataset
+        One row per slice, in key order.
+
+    Notes
+    -----
+    Several files (``lstm_data.open("dir/*.h5")``) are read one by one and put
+    one after another. A table with at most one row per key in one file and
+    several in another would be scalars in one and a group in the other, which
+    ``open`` refuses to join (naming the file): declare such a table a group in
+    the schema (``groups = {"rec.mc.nu" = "rec.mc.nu.*"}``) and every file reads
+    it alike.
+
+    Raises
+    ------
+    FormatError
+        A table misses a key column, holds a column that is not numbers or of
+        another length, is not sorted by key; a row's key is not a slice; a
+        damaged chunk (names file, dataset and chunk). Every message names the
+        file and the table, and the first bad key and its row where there is one.
+    SchemaError
+        Unknown tables or aliases, names that collide, declared groups whose
+        tables do not share rows, a declared scalar of a table with several rows
+        per key.
+    """
+    name = str(path)
+    parsed = Schema.coerce(schema)
+    tables = _pick("tables", tables, parsed.tables if parsed else None, name)
+    slice_table = _pick("slice_table", slice_table, parsed.slice_table if parsed else None, name)
+    aliases = _pick("aliases", dict(aliases) if aliases is not None else None,
+                    (parsed.aliases or None) if parsed else None, name) or {}
+    dt = value_dtype(dtype if dtype is not None else (parsed.dtype if parsed else np.float32),
+                     file=name)
+    assert dt is not None
+    with h5py.File(path, "r", rdcc_nbytes=_CHUNK_CACHE) as fh:
+        tbls = list_tables(fh, tables=tables, slice_table=slice_table, file=name)
+        key_names = apply_aliases(tbls, aliases, file=name)
+        declared, scalars = _resolve(parsed, tbls, key_names, name)
+        forced = {table_of(tbls)[v][0].name for vs in declared.values() for v in vs}
+        keys = {t.name: read_keys(t.name, t.n_rows, fh[t.name], file=name) for t in tbls}
+        pack_codes(list(keys.values()))
+        for k in keys.values():
+            check_sorted(k, file=name)
+        sources = _slice_sources(tbls, keys, forced, slice_table, name)
+        slices = slice_codes([keys[s] for s in sources])
+        where = (f"slice table {slice_table!r}" if slice_table is not None
+                 else f"the tables with one row per key ({_short(sources)})")
+        positions = {t.name: match(slices, keys[t.name], where, file=name) for t in tbls}
+        ragged = {t.name for t in tbls if t.name in forced or not keys[t.name].per_slice}
+        if scalars is None:
+            scalars = list(key_names.values()) + [
+                v for t in tbls if t.name not in ragged for c in t.columns for v in c.variables]
+        groups = _groups(fh, tbls, declared, ragged, keys, name)
+        reader = ColumnReader(fh, tbls, dt, len(slices), name)
+        key_scalars = {v: reader.key_scalar(i, keys, positions, sources)
+                       for i, v in enumerate(key_names.values()) if v in scalars}
+        for k in keys.values():
+            k.release()
+        out_scalars = reader.scalars(scalars, key_scalars, keys, positions, ragged)
+        out_groups = {g: reader.group(names, keys, positions) for g, names in groups.items()}
+        notes = _notes(tbls, name)
+    ds = NovaDataset(out_scalars, out_groups, source=(name,))
+    ds.notes, ds.slice_tables = notes, tuple(sources)
+    return ds
+
+
+def _short(names: Sequence[str]) -> str:
+    shown = ", ".join(map(repr, names[:3]))
+    return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _resolve(parsed: Schema | None, tbls: list[Table], key_names: dict[str, str], file: str
+             ) -> tuple[dict[str, list[str]], list[str] | None]:
+    """Declared groups and scalars of the schema, checked against the variables."""
+    if parsed is None:
+        return {}, None
+    names = list(key_names.values()) + [v for t in tbls for c in t.columns for v in c.variables]
+    try:
+        declared, scalars = parsed.resolve(names, tables=True)
+    except SchemaError as exc:
+        raise exc.located(file=file) from None
+    keys = set(key_names.values())
+    for g, vs in declared.items():
+        bad = [v for v in vs if v in keys]
+        if bad:
+            raise SchemaError(f"group {g!r}: {bad[0]!r} is a key column, one value per slice; "
+                              "it can only be a scalar", file=file, variable=bad[0])
+    return declared, scalars
+
+
+def _slice_sources(tbls: list[Table], keys: dict[str, TableKeys], forced: set[str],
+                   slice_table: str | None, file: str) -> list[str]:
+    """The tables whose keys are the slices."""
+    if slice_table is not None:
+        k = keys[slice_table]
+        if not k.per_slice or slice_table in forced:
+            why = (k.describe_repeat() if not k.per_slice else "is declared a group in the schema")
+            raise SchemaError(f"slice table {slice_table!r} {why}; the slice table needs one row per "
+                              "slice", file=file, variable=slice_table)
+        return [slice_table]
+    sources = [t.name for t in tbls if keys[t.name].per_slice and t.name not in forced]
+    if not sources:
+        raise FormatError("no table has at most one row per key, so there are no slices: "
+                          f"every table ({_short([t.name for t in tbls])}) has several rows for some "
+                          "key; read the file's slice table too (tables=[...])", file=file)
+    return sources
+
+
+def _groups(fh: h5py.File, tbls: list[Table], declared: dict[str, list[str]], ragged: set[str],
+            keys: dict[str, TableKeys], file: str) -> dict[str, list[str]]:
+    """Group name -> variables: the declared groups, then one per other ragged table."""
+    where = table_of(tbls)
+    groups = dict(declared)
+    owner = {g: "a group of the schema" for g in declared}
+    for g, vs in declared.items():
+        members = list({where[v][0].name: where[v][0] for v in vs}.values())
+        for m in members[1:]:
+            _check_shared_rows(fh, g, members[0], m, keys, file)
+    touched = {where[v][0].name for vs in declared.values() for v in vs}
+    for t in tbls:
+        if t.name in ragged and t.name not in touched:
+            if t.alias in groups:
+                raise SchemaError(f"two groups are named {t.alias!r}: table {t.name!r} and "
+                                  f"{owner[t.alias]}", file=file, variable=t.alias)
+            groups[t.alias] = [v for c in t.columns for v in c.variables]
+            owner[t.alias] = f"table {t.name!r}"
+    return groups
+
+
+def _check_shared_rows(fh: h5py.File, g: str, a: Table, b: Table, keys: dict[str, TableKeys],
+                       file: str) -> None:
+    """Raise ``SchemaError`` unless tables ``a`` and ``b`` have the same rows.
+
+    Same rows: the same keys with the same number of rows each, and equal values
+    in the index columns (``..._idx``) both tables carry, so row ``i`` of one is
+    the same object as row ``i`` of the other.
+    """
+    ka, kb = keys[a.name], keys[b.name]
+    why = f"group {g!r} takes variables from tables {a.name!r} and {b.name!r}, which must share rows"
+    if not (len(ka.codes) == len(kb.codes) and np.array_equal(ka.codes, kb.codes)
+            and np.array_equal(ka.run_counts(), kb.run_counts())):
+        key, na, nb = _first_difference(ka, kb)
+        raise SchemaError(f"{why} but disagree at key {describe(key)}: {na} rows in {a.name!r}, {nb} in "
+                          f"{b.name!r}", file=file, variable=b.name)
+    shared = [c.name for c in a.columns if c.name.endswith("_idx") and c.name in {d.name for d in b.columns}]
+    for col in shared:
+        x = read_rows(fh[a.name][col], file=file, variable=f"{a.name}.{col}").reshape(a.n_rows, -1)
+        y = read_rows(fh[b.name][col], file=file, variable=f"{b.name}.{col}").reshape(b.n_rows, -1)
+        bad = np.flatnonzero((x != y).any(axis=1)) if x.shape == y.shape else np.zeros(1, np.int64)
+        if len(bad):
+            row = int(bad[0])
+            raise SchemaError(f"{why} but their index column {col!r} differs at row {row} (key "
+                              f"{describe(ka.key(int(np.searchsorted(np.cumsum(ka.run_counts()), row, 'right'))))})",
+                              file=file, variable=f"{b.name}.{col}", row=row)
+
+
+def _first_difference(a: TableKeys, b: TableKeys) -> tuple[tuple[int, ...], int, int]:
+    """The first key (in key order) whose row counts differ in ``a`` and ``b``, and both counts."""
+    both = np.union1d(a.codes, b.codes)
+    counts = [np.zeros(len(both), np.int64), np.zeros(len(both), np.int64)]
+    for c, t in zip(counts, (a, b)):
+        c[np.searchsorted(both, t.codes)] = t.run_counts()
+    j = int(np.argmax(counts[0] != counts[1]))
+    owner = a if counts[0][j] else b
+    return owner.key(int(np.searchsorted(owner.codes, both[j]))), int(counts[0][j]), int(counts[1][j])
+
+
+def _notes(tbls: list[Table], file: str) -> tuple[str, ...]:
+    """A note naming the datasets whose damage would go unnoticed."""
+    bare = [d for t in tbls for d in t.unchecked]
+    if not bare:
+        return ()
+    return (f"{file}: datasets {_short(bare)} carry neither a fletcher32 checksum nor gzip "
+            "compression: a damaged chunk reads as other numbers",)
