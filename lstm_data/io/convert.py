@@ -10,9 +10,10 @@ temporary name and renamed when complete.
 """
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -23,10 +24,18 @@ from lstm_data.errors import SchemaError
 from lstm_data.io.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks, row_bytes_of
 from lstm_data.io.write import Progress, write_hdf5, write_zarr
 
-__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "table_total"]
+__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "check_like", "table_total"]
 
 _ZARR_SUFFIXES = (".zarr",)
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
+
+
+def _size(path: str) -> int:
+    """Bytes of a file, or of every file of a directory (a store)."""
+    p = Path(path)
+    if p.is_dir():
+        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+    return p.stat().st_size
 
 
 def output_kind(dst: str | os.PathLike[str]) -> str:
@@ -79,33 +88,76 @@ def table_total(path: str, *, schema: Any = None, **options: Any) -> int:
     return int(row_bytes_of(dataset) * len(dataset))
 
 
-def concat_blocks(parts: Sequence[RowBlocks], names: Sequence[str]) -> RowBlocks:
-    """Several inputs' blocks, one after another, as one table.
+def concat_blocks(parts: Sequence[RowBlocks | Callable[[], RowBlocks]], names: Sequence[str],
+                  sizes: Sequence[int] | None = None) -> RowBlocks:
+    """Several inputs' rows, one input after another, as one table, each opened only when reached.
 
-    Raises
-    ------
-    SchemaError
-        An input's scalars or groups differ from the first input's (names the file).
+    Parameters
+    ----------
+    parts
+        Each input's :class:`RowBlocks`, or a function that opens it: inputs read
+        into RAM when opened (NOvA tables, ROOT, CSV) are then opened one at a time,
+        so a convert of hundreds of files holds one of them at most.
+    names
+        The inputs, for errors.
+    sizes
+        Progress units of each input (default: the ``total`` of each opened input).
+
+    The first input fixes the columns and their dtypes; every later input must have
+    the same scalars and groups, and its columns must cast to those dtypes without
+    loss (``numpy.can_cast(..., "safe")``), else a ``SchemaError`` names the input
+    (give ``dtype=`` to read them all alike).
     """
-    first = parts[0]
-    for part, name in zip(parts[1:], names[1:]):
-        if part.scalar_names != first.scalar_names or part.groups != first.groups:
-            raise SchemaError(f"columns differ from those of {names[0]}: scalars "
-                              f"{part.scalar_names} vs {first.scalar_names}, groups {part.groups} vs "
-                              f"{first.groups}", file=name)
-    scalar_dtypes = {s: np.result_type(*[p.scalar_dtypes[s] for p in parts]) for s in first.scalar_dtypes}
-    group_dtypes = {g: np.result_type(*[p.group_dtypes[g] for p in parts]) for g in first.groups}
+    opened: list[RowBlocks | None] = [p if isinstance(p, RowBlocks) else None for p in parts]
+
+    def get(i: int) -> RowBlocks:
+        got = opened[i]
+        if got is None:
+            opener = parts[i]
+            assert callable(opener)
+            got = opener()
+        return got
+
+    first = get(0)
+    opened[0] = first
+    totals = list(sizes) if sizes is not None else None
 
     def blocks() -> Iterator[tuple[InMemoryDataset, int]]:
         done = 0
-        for part in parts:
+        for i in range(len(parts)):
+            part = get(i)
+            if i:
+                check_like(part, first, names[i], names[0])
+            size = totals[i] if totals is not None else part.total
             for block, at in part.blocks():
-                yield _cast(block, scalar_dtypes, group_dtypes), done + at
-            done += part.total
+                yield _cast(block, first.scalar_dtypes, first.group_dtypes), done + (
+                    at if totals is None else int(size * at / max(part.total, 1)))
+            done += size
+            if i and not isinstance(parts[i], RowBlocks):
+                del part  # dropped before the next input is opened
 
-    n_rows = None if any(p.n_rows is None for p in parts) else sum(p.n_rows or 0 for p in parts)
-    return RowBlocks(scalar_dtypes, dict(first.groups), group_dtypes, blocks, sum(p.total for p in parts),
-                     tuple(s for p in parts for s in p.source), n_rows)
+    known = all(isinstance(p, RowBlocks) for p in parts)
+    n_rows = None
+    if known and all(p.n_rows is not None for p in parts):  # type: ignore[union-attr]
+        n_rows = sum(p.n_rows for p in parts)  # type: ignore[union-attr, misc]
+    total = sum(totals) if totals is not None else sum(get(i).total for i in range(len(parts))) if known \
+        else first.total
+    return RowBlocks(dict(first.scalar_dtypes), dict(first.groups), dict(first.group_dtypes), blocks, total,
+                     tuple(names), n_rows)
+
+
+def check_like(part: RowBlocks, first: RowBlocks, name: str, first_name: str) -> None:
+    """``part`` has ``first``'s columns, in dtypes that cast to ``first``'s without loss."""
+    if part.scalar_names != first.scalar_names or part.groups != first.groups:
+        raise SchemaError(f"columns differ from those of {first_name}: scalars {part.scalar_names} vs "
+                          f"{first.scalar_names}, groups {part.groups} vs {first.groups}", file=name)
+    for kind, have, want in (("scalar", part.scalar_dtypes, first.scalar_dtypes),
+                             ("group", part.group_dtypes, first.group_dtypes)):
+        for key, dt in have.items():
+            if not np.can_cast(dt, want[key], "safe"):
+                raise SchemaError(f"{kind} {key!r} is {dt} here but {want[key]} in {first_name}, the "
+                                  "first input (which sets the output dtypes): give dtype= to read "
+                                  "every input alike", file=name, variable=key)
 
 
 def _cast(block: InMemoryDataset, scalar_dtypes: dict, group_dtypes: dict) -> InMemoryDataset:
@@ -160,8 +212,12 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
     check_not_input(Path(dst), paths)
     if os.path.exists(dst) and not overwrite:
         raise FileExistsError(f"{dst} exists; pass overwrite=True (or --force) to replace it")
-    parts = [open_blocks(p, schema=schema, block_bytes=block_bytes, **options) for p in paths]
-    table = parts[0] if len(parts) == 1 else concat_blocks(parts, paths)
+    if len(paths) == 1:
+        table = open_blocks(paths[0], schema=schema, block_bytes=block_bytes, **options)
+    else:  # opened one at a time, when reached; progress in file bytes
+        openers = [functools.partial(open_blocks, p, schema=schema, block_bytes=block_bytes, **options)
+                   for p in paths]
+        table = concat_blocks(openers, paths, sizes=[_size(p) for p in paths])
     if shuffle is not None:
         table_bytes = sum(table_total(p, schema=schema, **options) for p in paths)
         table = external_shuffle(table, int(shuffle), temp_path(Path(dst), "shuffle"),

@@ -44,7 +44,13 @@ from lstm_data._util.safe_output import (
     temp_path,
 )
 from lstm_data.io.chunk_ranges import Piece, RangeWriter, write_shared_chunks
-from lstm_data.io.convert import concat_blocks, open_blocks, output_kind, table_total
+from lstm_data.io.convert import (
+    check_like,
+    concat_blocks,
+    open_blocks,
+    output_kind,
+    table_total,
+)
 from lstm_data.io.external_shuffle import BUCKET_BYTES, external_shuffle, n_buckets_for
 from lstm_data.io.row_blocks import RowBlocks, dataset_blocks
 from lstm_data.io.write import ZarrOutput, write_hdf5, write_zarr
@@ -217,7 +223,9 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
                 progress(done[0] // 2, total)
 
         infos: list[PartInfo] = _run_tasks(client, jobs, parsed)
-        columns = concat_blocks([i.columns for i in infos], [i.partition.path for i in infos])
+        columns = infos[0].columns  # the first input sets the columns and dtypes, as in one process
+        for info in infos[1:]:
+            check_like(info.columns, columns, info.partition.path, infos[0].partition.path)
         if shuffle is not None or kind == "hdf5":
             table = _from_parts(infos, columns, paths, schema, options, shuffle, target,
                                 bucket_bytes or BUCKET_BYTES)

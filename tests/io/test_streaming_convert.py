@@ -98,7 +98,47 @@ def test_inputs_with_other_columns_are_refused(ds, tmp_path):
     ds.to_zarr(tmp_path / "a.zarr")
     other = lstm_data.InMemoryDataset({"x": np.zeros(3)}, {})
     other.to_zarr(tmp_path / "b.zarr")
+    table = concat_blocks([open_blocks(str(tmp_path / "a.zarr")), open_blocks(str(tmp_path / "b.zarr"))],
+                          [str(tmp_path / "a.zarr"), str(tmp_path / "b.zarr")])
     with pytest.raises(SchemaError, match="columns differ") as err:
-        concat_blocks([open_blocks(str(tmp_path / "a.zarr")), open_blocks(str(tmp_path / "b.zarr"))],
-                      [str(tmp_path / "a.zarr"), str(tmp_path / "b.zarr")])
+        list(table.blocks())
     assert err.value.file == str(tmp_path / "b.zarr")
+    ds.to_zarr(tmp_path / "c.zarr")
+    lstm_data.open(tmp_path / "c.zarr", dtype=np.float64).to_zarr(tmp_path / "wide.zarr")
+    with pytest.raises(SchemaError, match="give dtype= to read every input alike"):
+        convert_streaming([str(tmp_path / "c.zarr"), str(tmp_path / "wide.zarr")], tmp_path / "x.zarr")
+    assert not (tmp_path / "x.zarr").exists()
+    # float32 after float64 casts without loss; dtype= reads both alike
+    convert_streaming([str(tmp_path / "wide.zarr"), str(tmp_path / "c.zarr")], tmp_path / "x.zarr")
+    assert lstm_data.open(tmp_path / "x.zarr").ragged("png")[0].dtype == np.float64
+    convert_streaming([str(tmp_path / "c.zarr"), str(tmp_path / "wide.zarr")], tmp_path / "y.zarr",
+                      dtype=np.float64)
+    assert lstm_data.open(tmp_path / "y.zarr").ragged("png")[0].dtype == np.float64
+
+
+def test_inputs_are_opened_one_at_a_time(ds, tmp_path, monkeypatch):
+    import lstm_data.io.convert as conv
+
+    for i in range(4):
+        ds.take(np.arange(i * 500, (i + 1) * 500)).to_hdf5(tmp_path / f"p{i}.h5")
+    live, peak = [0], [0]
+    real = conv.open_blocks
+
+    def counting(path, **kw):
+        table = real(path, **kw)
+        inner = table.blocks
+
+        def blocks():
+            live[0] += 1
+            peak[0] = max(peak[0], live[0])
+            try:
+                yield from inner()
+            finally:
+                live[0] -= 1
+        table.blocks = blocks
+        return table
+
+    monkeypatch.setattr(conv, "open_blocks", counting)
+    convert_streaming([str(tmp_path / f"p{i}.h5") for i in range(4)], tmp_path / "all.zarr")
+    assert peak[0] == 1
+    assert_same_dataset(lstm_data.open(tmp_path / "all.zarr"), ds.take(np.arange(2000)))
