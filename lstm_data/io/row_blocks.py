@@ -17,10 +17,19 @@ import numpy as np
 
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 
-__all__ = ["RowBlocks", "dataset_blocks", "BLOCK_BYTES", "row_bytes_of"]
+__all__ = ["RowBlocks", "dataset_blocks", "BLOCK_BYTES", "row_bytes_of", "RestartStream"]
 
 #: uncompressed bytes per row block held in RAM while streaming
-BLOCK_BYTES = 64 << 20
+BLOCK_BYTES = 16 << 20
+
+
+class RestartStream(Exception):
+    """Raised by a stream that found, after handing out blocks, that they were made wrong.
+
+    The writer removes what it wrote and calls ``blocks()`` again, which then gives
+    the right blocks (e.g. a CSV file read whole, with its columns decided from all of
+    it). A stream raises it at most once.
+    """
 
 
 @dataclass

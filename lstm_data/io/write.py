@@ -35,7 +35,12 @@ from lstm_data.io.layout import (
     make_layout,
     node_keys,
 )
-from lstm_data.io.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks
+from lstm_data.io.row_blocks import (
+    BLOCK_BYTES,
+    RestartStream,
+    RowBlocks,
+    dataset_blocks,
+)
 
 __all__ = ["write_zarr", "write_hdf5", "Progress", "ZarrOutput", "OutputArrays"]
 
@@ -272,11 +277,17 @@ def _atomic(path, make_sink, dataset, overwrite: bool, *, permutation=None, bloc
     remove_stale_temporaries(target)
     tmp = temp_path(target)
     try:
-        sink = make_sink(tmp)
-        try:
-            _stream(source, sink, **stream_options)
-        finally:
-            sink.close()
+        for attempt in (1, 2):
+            sink = make_sink(tmp)
+            try:
+                _stream(source, sink, **stream_options)
+                break
+            except RestartStream:  # the stream made its blocks wrong; it makes them right once more
+                if attempt == 2:
+                    raise
+            finally:
+                sink.close()
+            _remove(tmp)
         if target.exists():
             trash = temp_path(target, "old")
             os.replace(target, trash)

@@ -142,3 +142,49 @@ def test_inputs_are_opened_one_at_a_time(ds, tmp_path, monkeypatch):
     convert_streaming([str(tmp_path / f"p{i}.h5") for i in range(4)], tmp_path / "all.zarr")
     assert peak[0] == 1
     assert_same_dataset(lstm_data.open(tmp_path / "all.zarr"), ds.take(np.arange(2000)))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz"])
+def test_csv_blocks_equal_read_csv(tmp_path, threads, suffix):
+    from lstm_data.io.csv.stream import csv_blocks
+
+    path = tmp_path / f"e{suffix}"
+    write_csv(path, 4000, seed=5, token_mix=True)
+    ref = lstm_data.open(path)
+    table = csv_blocks(str(path), block_bytes=1 << 15, threads=threads, block_size=1 << 16)
+    blocks = [b for b, _ in table.blocks()]
+    assert len(blocks) > 5
+    assert_same_dataset(lstm_data.data.concat.concat_datasets(blocks), ref)
+    assert table.scalar_names == ref.scalar_names and table.groups == ref.groups
+
+
+def test_csv_stream_error_names_the_row_of_the_file(tmp_path):
+    from lstm_data.errors import ParseError
+
+    path = tmp_path / "bad.csv"
+    write_csv(path, 3000, seed=5)
+    lines = path.read_text().splitlines(keepends=True)
+    lines[2500] = lines[2500].replace(",", ",x1,", 1)
+    path.write_text("".join(lines))
+    with pytest.raises(ParseError) as want:
+        lstm_data.open(path)
+    with pytest.raises(ParseError) as got:
+        convert_streaming([str(path)], tmp_path / "o.zarr", block_bytes=1 << 14)
+    assert (got.value.line, got.value.row, got.value.file) == (want.value.line, want.value.row, str(path))
+    assert not (tmp_path / "o.zarr").exists()
+
+
+def test_a_plan_changed_by_a_late_row_restarts_the_stream(tmp_path):
+    # a column holding one number per cell for the first MiB, and lists later: the in-RAM reader
+    # re-plans; the stream starts over, reading the file whole, and writes the same store
+    path = tmp_path / "late.csv"
+    n = 40_000
+    with open(path, "w") as fh:
+        fh.write("a,b.x\n")
+        for i in range(n):
+            fh.write(f"{i},{i * 0.5}\n" if i < n - 10 else f'{i},"{i * 0.5},{i * 0.25}"\n')
+    ref = lstm_data.open(path)
+    assert "b" in ref.groups
+    convert_streaming([str(path)], tmp_path / "late.zarr", block_bytes=1 << 14)
+    assert_same_dataset(lstm_data.open(tmp_path / "late.zarr"), ref)
