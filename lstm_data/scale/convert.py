@@ -52,7 +52,7 @@ from lstm_data.io.convert import (
     table_total,
 )
 from lstm_data.io.external_shuffle import BUCKET_BYTES, external_shuffle, n_buckets_for
-from lstm_data.io.row_blocks import RowBlocks, dataset_blocks
+from lstm_data.io.row_blocks import RestartStream, RowBlocks, dataset_blocks
 from lstm_data.io.write import ZarrOutput, write_hdf5, write_zarr
 
 __all__ = ["convert_distributed", "Partition", "plan_partitions"]
@@ -109,7 +109,12 @@ def _parse(partition: Partition, part: str, schema: Any, options: dict[str, Any]
         from lstm_data.io.csv.ranges import csv_range_blocks
 
         table = csv_range_blocks(partition.path, partition.start, partition.end, schema=schema, **options)
-    write_zarr(table, part, overwrite=True, clevel=0, checksum=False)
+    try:
+        write_zarr(table, part, overwrite=True, clevel=0, checksum=False)
+    except RestartStream:
+        if partition.start is None:  # pragma: no cover - a whole-file stream restarts itself
+            raise
+        raise RestartStream(f"{partition.name}: the plan from the file's first MiB does not fit") from None
     from lstm_data.io.zarr import ZarrDataset
 
     done = ZarrDataset(part)
@@ -156,11 +161,10 @@ def _write(part: str, out: str, keys: dict[tuple[str, str], str], chunks: dict[t
 
 def _run_tasks(client: Any, jobs: list[tuple[Callable[..., Any], tuple[Any, ...], str]],
                on_done: Callable[[int], None] | None = None) -> list[Any]:
-    """Run ``jobs`` (function, args, key) on ``client``; results in job order.
+    """Run ``jobs`` (function, args, key) on ``client``; each job's result or exception, in job order.
 
-    Every task runs to its end (or error); the error of the first failed job in
-    job order (input order) is raised, so the one reported is the first bad row
-    of the input, not the first a worker met.
+    Every task runs to its end (or error), so the caller can report the first
+    failure in input order, not the first a worker met.
     """
     from distributed import as_completed, wait
 
@@ -170,12 +174,22 @@ def _run_tasks(client: Any, jobs: list[tuple[Callable[..., Any], tuple[Any, ...]
         if future.status == "finished" and on_done is not None:
             on_done(index[future.key])
     wait(futures)
-    for future in futures:
-        if future.status != "finished":
-            error = future.exception()
-            client.cancel(futures)
-            raise error
-    return [f.result() for f in futures]
+    return [f.result() if f.status == "finished" else f.exception() for f in futures]
+
+
+def _first_error(results: list[Any], partitions: list[Partition]) -> BaseException | None:
+    """The first failed partition's error in input order, located in its file (not its range)."""
+    from lstm_data.io.csv.ranges import fix_location
+
+    for i, got in enumerate(results):
+        if isinstance(got, BaseException):
+            part = partitions[i]
+            if part.start is None:
+                return got
+            rows_before = sum(r.n_rows for r, q in zip(results[:i], partitions[:i])
+                              if q.path == part.path and isinstance(r, PartInfo))
+            return fix_location(got, part.path, part.start, rows_before)
+    return None
 
 
 def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, client: Any,
@@ -222,7 +236,17 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
             if progress is not None:
                 progress(done[0] // 2, total)
 
-        infos: list[PartInfo] = _run_tasks(client, jobs, parsed)
+        results = _run_tasks(client, jobs, parsed)
+        if any(isinstance(r, RestartStream) for r in results):  # a late row changes a file's plan
+            _log.info("convert: a CSV file's plan changes after its first MiB: parsing each file whole")
+            partitions = plan_partitions(paths, 0)
+            jobs = [(_parse, (p, str(parts_dir / f"whole-{p.index:06d}.zarr"), schema, options),
+                     f"{tag}-whole-{p.index}") for p in partitions]
+            results = _run_tasks(client, jobs)
+        error = _first_error(results, partitions)
+        if error is not None:
+            raise error
+        infos: list[PartInfo] = results
         columns = infos[0].columns  # the first input sets the columns and dtypes, as in one process
         for info in infos[1:]:
             check_like(info.columns, columns, info.partition.path, infos[0].partition.path)

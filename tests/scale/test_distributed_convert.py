@@ -81,3 +81,61 @@ def test_top_level_convert_with_and_without_client(client, inputs, tmp_path):
     lstm_data.convert(inputs[2:], tmp_path / "a.zarr")
     lstm_data.convert(inputs[2:], tmp_path / "b.zarr", client=client)
     assert _digest(tmp_path / "a.zarr") == _digest(tmp_path / "b.zarr")
+
+
+@pytest.fixture(scope="module")
+def big_csv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("big") / "big.csv"
+    write_csv(path, 6000, seed=21, token_mix=True)
+    return path
+
+
+def test_byte_ranges_of_one_csv_bitwise_the_one_process_store(client, big_csv, tmp_path):
+    from lstm_data.io.csv.ranges import csv_partitions
+
+    ranges = csv_partitions(str(big_csv), 300_000)
+    assert ranges is not None and len(ranges) > 4
+    convert_streaming([str(big_csv)], tmp_path / "one.zarr", chunk_bytes=32 * 1024)
+    convert_distributed([str(big_csv)], tmp_path / "many.zarr", client=client, split_bytes=300_000,
+                        chunk_bytes=32 * 1024)
+    assert _digest(tmp_path / "one.zarr") == _digest(tmp_path / "many.zarr")
+
+
+def test_a_bad_row_in_a_later_range_names_the_file_line_and_row(client, big_csv, tmp_path):
+    bad = tmp_path / "bad.csv"
+    lines = big_csv.read_bytes().splitlines(keepends=True)
+    lines[5000] = lines[5000].replace(b",", b",1e+x,", 1)
+    bad.write_bytes(b"".join(lines))
+    with pytest.raises(ParseError) as want:
+        lstm_data.open(bad)
+    with pytest.raises(ParseError) as got:
+        convert_distributed([str(bad)], tmp_path / "o.zarr", client=client, split_bytes=300_000)
+    assert (got.value.file, got.value.line, got.value.row) == (str(bad), want.value.line, want.value.row)
+    assert got.value.line == 5001
+
+
+def test_a_quoted_newline_at_a_boundary_is_refused(tmp_path):
+    from lstm_data.errors import FormatError
+    from lstm_data.io.csv.ranges import csv_partitions
+
+    path = tmp_path / "q.csv"
+    with open(path, "w") as fh:
+        fh.write("a,b.x\n")
+        for i in range(20000):
+            fh.write(f'{i},"{i}.5,\n{i}.25"\n')  # every record spans two lines
+    assert csv_partitions(str(path), 1 << 30) is None  # one partition: nothing to check
+    with pytest.raises(FormatError, match="newline inside a quoted cell") as err:
+        csv_partitions(str(path), 50_000)  # half the newlines are inside quotes
+    assert err.value.file == str(path)
+
+
+def test_a_late_plan_change_in_a_range_falls_back_to_whole_files(client, tmp_path):
+    path = tmp_path / "late.csv"
+    with open(path, "w") as fh:
+        fh.write("a,b.x\n")
+        for i in range(60_000):
+            fh.write(f"{i},{i * 0.5}\n" if i < 59_990 else f'{i},"{i * 0.5},{i * 0.25}"\n')
+    convert_streaming([str(path)], tmp_path / "one.zarr")
+    convert_distributed([str(path)], tmp_path / "many.zarr", client=client, split_bytes=200_000)
+    assert _digest(tmp_path / "one.zarr") == _digest(tmp_path / "many.zarr")
+    assert "b" in lstm_data.open(tmp_path / "many.zarr").groups
