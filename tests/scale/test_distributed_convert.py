@@ -139,3 +139,39 @@ def test_a_late_plan_change_in_a_range_falls_back_to_whole_files(client, tmp_pat
     convert_distributed([str(path)], tmp_path / "many.zarr", client=client, split_bytes=200_000)
     assert _digest(tmp_path / "one.zarr") == _digest(tmp_path / "many.zarr")
     assert "b" in lstm_data.open(tmp_path / "many.zarr").groups
+
+
+def test_a_worker_killed_during_the_convert_changes_no_byte(client, tmp_path):
+    import os
+    import threading
+    import time
+
+    paths = []
+    for i in range(8):
+        write_csv(tmp_path / f"in{i}.csv.gz", 3000, seed=40 + i)
+        paths.append(str(tmp_path / f"in{i}.csv.gz"))
+    convert_streaming(paths, tmp_path / "one.zarr", chunk_bytes=64 * 1024)
+    done = {}
+
+    def run():
+        try:
+            convert_distributed(paths, tmp_path / "many.zarr", client=client, chunk_bytes=64 * 1024)
+            done["ok"] = True
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            done["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(tmp_path.glob(".many.zarr.parts*/part-*.zarr")):
+        time.sleep(0.01)  # the first part is being written: the workers are busy
+    during = thread.is_alive()
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    try:  # the worker process dies (so the call cannot answer); its nanny starts another
+        client.run(os._exit, 1, workers=[victim])
+    except OSError:  # distributed's CommClosedError
+        pass
+    thread.join(timeout=300)
+    assert during  # the worker died while the convert ran
+    assert done.get("ok"), done.get("error")
+    assert _digest(tmp_path / "one.zarr") == _digest(tmp_path / "many.zarr")
