@@ -25,14 +25,17 @@ class EpochIteration:
 
     Resuming mid-epoch: :meth:`iter` counts the batches it has handed out in
     :meth:`state_dict` (``next_batch``); after :meth:`load_state_dict` the next
-    :meth:`iter` starts at that batch of that epoch, so a preempted job that saved
-    the state with its checkpoint sees exactly the batches it had not seen.
+    :meth:`iter` starts at that batch of that epoch (later ones start at 0 again),
+    so a preempted job that saved the state with its checkpoint sees exactly the
+    batches it had not seen.
     """
 
     epoch: int
     _lock: threading.Lock
-    #: batches of the current epoch handed out by :meth:`iter` (where the next one starts)
+    #: batches of the current epoch handed out by :meth:`iter`
     _next_batch: int = 0
+    #: where the next :meth:`iter` starts (set by :meth:`load_state_dict`, used once)
+    _resume_at: int = 0
 
     if TYPE_CHECKING:  # provided by the subclasses
         def __len__(self) -> int: ...
@@ -59,7 +62,7 @@ class EpochIteration:
         prefetch_batches
             Batches built ahead of the consumer (default ``2 * workers``); bounds memory.
         """
-        start = min(self._next_batch, len(self))
+        start, self._resume_at = min(self._resume_at, len(self)), 0
         get = self.__getitem__ if start == 0 else (lambda i: self[start + i])
         batches = prefetch(get, len(self) - start, workers, prefetch_batches,
                            side_job=self._next_epoch_job())
@@ -84,7 +87,7 @@ class EpochIteration:
         epoch = check_count(epoch, "epoch")
         with self._lock:
             self.epoch = epoch
-            self._next_batch = 0
+            self._next_batch = self._resume_at = 0
 
     # -- checkpoints ----------------------------------------------------------------------------
     def _state_identity(self) -> dict[str, Any]:
@@ -120,4 +123,4 @@ class EpochIteration:
             raise ValueError(f"next_batch {next_batch} > the {len(self)} batches of an epoch")
         with self._lock:
             self.epoch = epoch
-            self._next_batch = next_batch
+            self._next_batch = self._resume_at = next_batch

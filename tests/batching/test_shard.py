@@ -92,6 +92,7 @@ def test_state_dict_resumes_at_the_next_batch(data, sharded):
     for i, batch in enumerate(rest, 4):
         assert_same_batch(batch, a.batch(i, epoch=2))
     assert resumed.state_dict()["next_batch"] == len(a)
+    assert len(list(resumed)) == len(a)  # iterating again: the whole epoch, from its first batch
     resumed.on_epoch_end()
     assert resumed.state_dict() == {**state, "epoch": 3, "next_batch": 0}
     assert len(list(resumed)) == len(a)
