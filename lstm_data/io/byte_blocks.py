@@ -3,12 +3,16 @@
 The compression is found from the first bytes (gzip ``1f 8b``, xz ``fd 37 7a 58
 5a 00``, bzip2 ``BZh``), not from the extension. zlib, liblzma and libbz2
 release the GIL while they work, so decompressing the next block overlaps the
-parsing of this one. A truncated or damaged stream raises
-:class:`~lstm_data.FormatError` naming the file.
+parsing of this one. A gzip member's CRC32 is computed by the reader of the
+text, not by the inflating thread (:mod:`lstm_data.io.gzip_raw`). With ``threads > 1``, the blocks of a multi-block ``.xz``
+(``xz -T0``) decompress on that many threads (:mod:`lstm_data.io.xz_blocks`).
+A truncated or damaged stream raises :class:`~lstm_data.FormatError` naming
+the file.
 """
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import lzma
 import os
@@ -18,6 +22,8 @@ import zlib
 from typing import BinaryIO, Iterator
 
 from lstm_data.errors import FormatError
+from lstm_data.io.gzip_raw import Check, Trailer, gzip_chunks
+from lstm_data.io.xz_blocks import decode_blocks, xz_blocks
 
 __all__ = ["compression_of", "BlockReader", "DEFAULT_BLOCK_SIZE"]
 
@@ -44,6 +50,8 @@ _DECOMPRESSORS = {
 }
 #: compressed bytes read from disk at a time
 RAW_CHUNK = 1 << 20
+#: ... and at least this many (a tiny ``block_size`` is for tests)
+MIN_RAW_CHUNK = 64
 
 
 def decompressed_chunks(raw: BinaryIO, kind: str, raw_chunk: int = RAW_CHUNK) -> Iterator[bytes]:
@@ -83,10 +91,14 @@ class BlockReader:
         The file to read.
     block_size
         Bytes per block of a plain file. A compressed file's blocks are what each
-        ``min(block_size, RAW_CHUNK)`` compressed bytes expand to (a small
+        ``min(max(block_size, MIN_RAW_CHUNK), RAW_CHUNK)`` compressed bytes expand to (a small
         ``block_size`` keeps a peek at the start of a compressed file cheap).
     depth
         Blocks read ahead; memory in flight is about ``(depth + 1) * block_size``.
+    threads
+        Threads that decompress the blocks of a multi-block ``.xz`` at once (then
+        each block of text is one xz block, and about ``threads + 2`` of them are
+        in memory).
 
     Attributes
     ----------
@@ -100,15 +112,17 @@ class BlockReader:
     """
 
     def __init__(self, path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE,
-                 depth: int = 2) -> None:
+                 depth: int = 2, threads: int = 1) -> None:
         if block_size < 1:
             raise ValueError(f"block_size must be positive, got {block_size}")
         self.path = os.fspath(path)
         self.block_size = int(block_size)
+        self.threads = max(1, int(threads))
         self.compression = compression_of(self.path)
         self.size = os.path.getsize(self.path)
         self.position = 0
         self._replay: list[bytes] = []  # peeked blocks, yielded again by iteration
+        self._check = Check() if self.compression == "gzip" else None
         self._ended = False
         self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
@@ -134,11 +148,12 @@ class BlockReader:
                         if not block or not self._put(block):
                             break
                 else:
-                    for block in decompressed_chunks(raw, self.compression,
-                                                     min(self.block_size, RAW_CHUNK)):
-                        self.position = raw.tell()
-                        if not self._put(block):
-                            return
+                    # closed before ``raw``: threads decoding xz blocks read its descriptor
+                    with contextlib.closing(self._decompressed(raw)) as chunks:
+                        for block, position in chunks:
+                            self.position = position
+                            if not self._put(block):
+                                return
             self._put(None)
         except _DAMAGE as exc:
             if self.compression is None:
@@ -149,15 +164,37 @@ class BlockReader:
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
             self._put(exc)
 
+    def _decompressed(self, raw) -> Iterator[tuple[bytes, int]]:
+        """``(block of text, compressed bytes consumed)``, on threads for a multi-block .xz."""
+        blocks = None
+        if self.compression == "xz" and self.threads > 1 and hasattr(os, "pread"):
+            blocks = xz_blocks(raw)
+        if blocks is not None and len(blocks) > 1:
+            yield from decode_blocks(raw.fileno(), blocks, self.threads, self._stop.is_set)
+            return
+        step = min(max(self.block_size, MIN_RAW_CHUNK), RAW_CHUNK)
+        chunks = (gzip_chunks(raw, step) if self.compression == "gzip"
+                  else decompressed_chunks(raw, self.compression, step))
+        for block in chunks:
+            yield block, raw.tell()
+
     def _next(self) -> bytes | None:
         if self._ended:
             return None
         item = self._queue.get()
+        while isinstance(item, Trailer):
+            try:
+                self._check.end(item)
+            except gzip.BadGzipFile as exc:
+                raise FormatError(f"damaged gzip stream: {exc}", file=self.path) from None
+            item = self._queue.get()
         if item is None:
             self._ended = True
             return None
         if isinstance(item, BaseException):
             raise item
+        if self._check is not None:
+            self._check.add(item)
         return item
 
     def peek(self) -> bytes | None:

@@ -6,6 +6,9 @@ decompresses the files (in a helper thread), reads the header, decides the
 column plan (:mod:`lstm_data.io.csv.plan`), reports progress and feeds
 blocks of text to the compiled :class:`~lstm_data.kernels.CsvBlockParser`,
 which does the tokenizing and number parsing in one pass without the GIL.
+With ``threads > 1`` the text is cut into pieces parsed on worker threads and
+stitched in file order (:mod:`lstm_data.io.csv.parallel`, which states the rule
+for multi-line quoted cells); the result and the errors are the one-thread ones.
 
 Numbers follow design §4: float64 values are bitwise equal to ``float(token)``,
 float32 values to ``numpy.float32(float(token))`` (lstm_ee's double rounding).
@@ -15,6 +18,7 @@ column, variable, row and token; no error returns a partial dataset.
 """
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from typing import Any, Callable, Sequence
@@ -25,6 +29,16 @@ from lstm_data import kernels
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import BrokenRowsWarning, SchemaError, _Located, warn_user
 from lstm_data.io.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
+from lstm_data.io.csv.parallel import (
+    MIN_PIECE,
+    PIECE,
+    Chunks,
+    ParallelFeed,
+    Region,
+    chunk_pieces,
+    region_pieces,
+    resolve_threads,
+)
 from lstm_data.io.csv.plan import (
     Plan,
     assemble,
@@ -40,6 +54,8 @@ __all__ = ["read_csv", "DEFAULT_BLOCK_SIZE"]
 
 #: decompressed bytes at the start of the first file used to infer the plan
 SAMPLE_SIZE = 1 << 20
+#: read beyond SAMPLE_SIZE at a time from a plain file, for its header
+PEEK_EXTRA = 1 << 16
 
 Progress = Callable[[int, int], Any]
 
@@ -51,7 +67,7 @@ class _Replan(Exception):
 def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
              schema: Any = None, dtype: Any = None, sep: str = ",", list_sep: str | None = None,
              progress: Progress | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
-             ) -> InMemoryDataset:
+             threads: int | None = None) -> InMemoryDataset:
     """Read one CSV file, or several with the same header, into columns.
 
     Parameters
@@ -73,7 +89,14 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
         Called as ``progress(bytes_done, bytes_total)`` after each block, in
         bytes of the files on disk (compressed bytes for compressed files).
     block_size
-        Decompressed bytes handed to the parser at a time.
+        Decompressed bytes handed to the parser at a time (with several threads:
+        the most text in one piece; small values make many pieces, as tests do).
+    threads
+        Cores to use: ``None`` (default) for every core this process may use
+        (``os.sched_getaffinity``), ``1`` to parse on the calling thread alone.
+        A compressed file is inflated on a helper thread (the blocks of a
+        multi-block ``.xz`` on ``threads`` of them) and parsed on ``threads - 1``
+        (on the calling thread when that is 1): parsing hides behind inflation.
 
     Returns
     -------
@@ -96,12 +119,13 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     schema = Schema.coerce(schema)
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
     list_sep = sep if list_sep is None else list_sep
+    threads = resolve_threads(threads)
     # a compressed first file starts decompressing for the full parse at once; the
     # peek reads its first blocks, which the parse then gets again without a second
     # decompression
-    ahead = BlockReader(paths[0], block_size) if compression_of(paths[0]) else None
+    ahead = BlockReader(paths[0], block_size, threads=threads) if compression_of(paths[0]) else None
     try:
-        return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead)
+        return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead, threads)
     finally:
         if ahead is not None:
             ahead.close()
@@ -109,15 +133,15 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
 
 def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_sep: str,
           progress: Progress | None, block_size: int,
-          ahead: BlockReader | None) -> InMemoryDataset:
+          ahead: BlockReader | None, threads: int = 1) -> InMemoryDataset:
     """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`)."""
-    names, sample, sample_final = _peek(paths[0], sep, block_size, ahead)
+    names, sample, sample_final = _peek(paths[0], sep, ahead)
     general = declared_plan(names, schema)
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
     plan = general
     if general.general:
-        plan = _plan_from_sample(general, sample, sample_final, options)
-    run = _Run(paths, names, options, progress, block_size, ahead)
+        plan = _plan_from_sample(general, sample, sample_final, options, threads)
+    run = _Run(paths, names, options, progress, block_size, ahead, threads)
     try:
         scalars, groups, flags = run.parse(plan)
         if not plan.general and surprised(plan, flags):
@@ -131,36 +155,43 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_
     return InMemoryDataset(scalar_cols, group_cols, source=paths)
 
 
-def _peek(path: str, sep: str, block_size: int,
-          ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool]:
+def _peek(path: str, sep: str, ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool]:
     """The header names, plus a sample of the text after it (and whether it is all).
 
-    With ``ahead`` (a started reader of ``path``) the sample comes from its first
-    blocks, which it keeps for the parse; otherwise a small reader of its own.
+    With ``ahead`` (a started reader of ``path``, which is compressed) the sample
+    comes from its first blocks, which it keeps for the parse; a plain file is
+    read directly.
     """
-    own = None if ahead is not None else BlockReader(path, min(block_size, SAMPLE_SIZE // 4),
-                                                     depth=1)
     data, final = b"", False
-    try:
-        chunks = iter(own) if own is not None else None
+    with contextlib.ExitStack() as stack:
+        fh = stack.enter_context(open(path, "rb")) if ahead is None else None
         while True:
-            block = ahead.peek() if ahead is not None else next(chunks, None)
-            final = block is None
+            block = ahead.peek() if fh is None else fh.read(SAMPLE_SIZE + PEEK_EXTRA)
+            final = not block
             data += block or b""
             header = split_header(data, final, sep, path)
             if header is not None and (final or len(data) - header[1] >= SAMPLE_SIZE):
                 break
-    finally:
-        if own is not None:
-            own.close()
     names, end = header
+    if len(data) - end > SAMPLE_SIZE:  # a whole xz block may have come at once
+        return names, data[end:end + SAMPLE_SIZE], False
     return names, data[end:], final
 
 
-def _plan_from_sample(general: Plan, sample: bytes, final: bool, options: dict) -> Plan:
-    parser = kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
+def _plan_from_sample(general: Plan, sample: bytes, final: bool, options: dict,
+                      threads: int = 1) -> Plan:
+    def make():
+        return kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
+
+    parser = make()
     try:
-        parser.feed(sample, final=final)
+        if threads == 1 or len(sample) < 2 * MIN_PIECE:
+            parser.feed(sample, final=final)
+        else:  # the plan waits for the sample: parse it on every thread too
+            with ParallelFeed(parser, make, threads, Chunks()) as feed:
+                for piece, last in chunk_pieces([sample], len(sample) // threads + 1):
+                    feed.feed(piece, last and final)
+                feed.finish()
     except (SchemaError, ValueError):
         return general  # let the full parse report errors in the right file and line
     flags = parser.column_flags()
@@ -173,15 +204,17 @@ class _Run:
 
     def __init__(self, paths: list[str], names: list[str], options: dict,
                  progress: Progress | None, block_size: int,
-                 ahead: BlockReader | None = None) -> None:
-        self.paths, self.names, self.options = paths, names, options
+                 ahead: BlockReader | None = None, threads: int = 1) -> None:
+        self.paths, self.names, self.options, self.threads = paths, names, options, threads
         self.ahead = ahead  # an already started reader of the first file (used once)
         self.progress, self.block_size = progress, block_size
         self.total = sum(os.path.getsize(p) for p in paths)
 
     def parse(self, plan: Plan):
         """Return ``(scalars, groups, column flags)``; raise :class:`_Replan` on a surprise."""
-        parser = kernels.CsvBlockParser(plan.names, plan.kinds, plan.groups, **self.options)
+        self._make = lambda: kernels.CsvBlockParser(plan.names, plan.kinds, plan.groups,
+                                                    **self.options)
+        parser = self._make()
         done = 0
         for path in self.paths:
             try:
@@ -202,26 +235,32 @@ class _Run:
                 parser, path, done):
             return
         carry: bytes | memoryview = b""
-        header = None
+        header, workers = None, 1
         reader, self.ahead = self.ahead, None
         if reader is None or reader.path != os.fspath(path):
-            reader = BlockReader(path, self.block_size)
+            reader = BlockReader(path, self.block_size, threads=self.threads)
         with reader as blocks:
-            for block in blocks:
-                if header is None:
-                    carry = bytes(carry) + block
-                    header = split_header(carry, False, self.options["sep"], path)
-                    if header is None:
-                        continue
-                    carry = self._start(parser, path, header, carry)
-                    continue
-                carry = self._feed(parser, carry, block)
-                if self.progress is not None:
-                    self.progress(done + blocks.position, self.total)
+            chunks = iter(blocks)
+            for block in chunks:
+                carry = bytes(carry) + block
+                header = split_header(carry, False, self.options["sep"], path)
+                if header is not None:
+                    break
+            # one core inflates: the others parse (on this thread alone when that is one)
+            workers = self.threads - (blocks.compression is not None)
+            if header is not None and workers > 1:
+                self._stream_threaded(parser, path, header, carry, chunks, blocks, done, workers)
+            elif header is not None:
+                carry = self._start(parser, path, header, carry)
+                for block in chunks:
+                    carry = self._feed(parser, carry, block)
+                    if self.progress is not None:
+                        self.progress(done + blocks.position, self.total)
         if header is None:
             carry = self._start(parser, path, split_header(bytes(carry), True,
                                                            self.options["sep"], path), carry)
-        parser.feed(carry, final=True)
+        if header is None or workers <= 1:
+            parser.feed(carry, final=True)
         if self.progress is not None:
             self.progress(done + os.path.getsize(path), self.total)
 
@@ -240,12 +279,13 @@ class _Run:
             if header is None:
                 return False
             names, pos = header
-            if names != self.names:
-                raise SchemaError(f"header differs from the first file's ({self.paths[0]}): "
-                                  f"{len(names)} columns vs {len(self.names)}", file=path, line=1)
+            self._check_header(path, names)
             parser.line = 1 + mm[:pos].count(b"\n")
             step = self.block_size
             with memoryview(mm) as whole:
+                if self.threads > 1:
+                    self._mapped_threaded(parser, mm, whole, pos, done, drop)
+                    return True
                 while pos < size:
                     final = pos + step >= size
                     with whole[pos:pos + step] as chunk:
@@ -261,11 +301,54 @@ class _Run:
                         self.progress(done + pos, self.total)
         return True
 
-    def _start(self, parser, path: str, header: tuple[list[str], int], data) -> memoryview:
-        names, end = header
+    def _mapped_threaded(self, parser, mm: mmap.mmap, whole: memoryview, pos: int, done: int,
+                         drop: bool) -> None:
+        """The text of a memory-mapped file from ``pos`` on, parsed on ``self.threads`` workers."""
+        size, dropped = len(mm), 0
+
+        def settled(end: int) -> None:
+            nonlocal dropped
+            if drop and end - dropped >= self.block_size:
+                cut = end - end % mmap.PAGESIZE
+                mm.madvise(mmap.MADV_DONTNEED, dropped, cut - dropped)
+                dropped = cut
+            if self.progress is not None:
+                self.progress(done + end, self.total)
+
+        # pieces of at most PIECE (and block_size), small enough that every thread gets several
+        step = min(self.block_size, max(MIN_PIECE, min(PIECE, (size - pos) // (4 * self.threads))))
+        with ParallelFeed(parser, self._make, self.threads, Region(whole), settled) as feed:
+            for piece, last in region_pieces(size, pos, step, mm.find):
+                feed.feed(piece, last, tag=piece[1])
+            feed.finish()
+
+    def _stream_threaded(self, parser, path: str, header: tuple[list[str], int], data: bytes,
+                         chunks, blocks: BlockReader, done: int, workers: int) -> None:
+        """The decompressed text after ``header`` (``data``, then ``chunks``) on ``workers`` threads."""
+        self._check_header(path, header[0])
+        parser.line = 1 + data[:header[1]].count(b"\n")
+
+        def text():
+            yield data[header[1]:]
+            yield from chunks
+
+        def settled(position: int) -> None:
+            if self.progress is not None:
+                self.progress(done + position, self.total)
+
+        with ParallelFeed(parser, self._make, workers, Chunks(), settled) as feed:
+            for piece, last in chunk_pieces(text(), self.block_size):
+                feed.feed(piece, last, tag=blocks.position)
+            feed.finish()
+
+    def _check_header(self, path: str, names: list[str]) -> None:
         if names != self.names:
             raise SchemaError(f"header differs from the first file's ({self.paths[0]}): "
                               f"{len(names)} columns vs {len(self.names)}", file=path, line=1)
+
+    def _start(self, parser, path: str, header: tuple[list[str], int], data) -> memoryview:
+        names, end = header
+        self._check_header(path, names)
         parser.line = 1 + bytes(data[:end]).count(b"\n")
         rest = memoryview(data)[end:]
         used = parser.feed(rest)

@@ -27,7 +27,7 @@ cdef enum Status:  # of the nogil parser: 0 or 1, else an error that _raise turn
 
 
 cdef class CsvColumns:
-    cdef object names, group_names, group_cols, dtype
+    cdef object names, group_names, group_cols, dtype, layout
     cdef Py_ssize_t ncols, ngroups, _rows, _line, itemsize
     cdef bint f32
     cdef char sep, lsep
@@ -50,6 +50,8 @@ cdef class CsvColumns:
     cdef _alloc(self)
     cdef void _free_stores(self) noexcept
     cdef int _commit(self) noexcept nogil
+    cdef int _append(self, CsvColumns other) noexcept nogil
+    cdef void _clear(self) noexcept nogil
     cdef int _fail(self, int status, Py_ssize_t line, Py_ssize_t col, Py_ssize_t tok=*,
                    Py_ssize_t end=*, Py_ssize_t cell=*, bint quoted=*) noexcept nogil
     cdef _raise(self, int status, object data)

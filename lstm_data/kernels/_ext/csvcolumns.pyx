@@ -10,13 +10,14 @@ exception (:meth:`_raise`). The tokenizer lives in ``csvblock.pyx``.
 """
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport calloc, free
+from libc.string cimport memcpy
 
 cimport numpy as cnp
 import numpy as np
 
 from lstm_data.errors import ParseError, SchemaError
-from .._args import KINDS, check_csv_seps, check_dtype, csv_layout
-from .colstore cimport ColStore, cs_at, cs_free, cs_init, cs_to_array
+from .._args import KINDS, check_csv_extend, check_csv_seps, check_dtype, csv_layout
+from .colstore cimport ColStore, cs_at, cs_free, cs_init, cs_reserve, cs_to_array
 
 cnp.import_array()
 
@@ -57,6 +58,9 @@ cdef class CsvColumns:
             for j, c in enumerate(self.group_cols[g]):
                 self.var_of[c] = j
             self.leader[g] = leaders[g]
+        self.layout = (tuple(self.names), tuple(kinds),
+                       tuple((g, tuple(c)) for g, c in zip(self.group_names, self.group_cols)),
+                       self.dtype.str, csep, clsep)
         self._line = first_line
         self._start()
 
@@ -149,6 +153,68 @@ cdef class CsvColumns:
             self.rec_flags[c] = 0
         self._rows += 1
         return 0
+
+    def extend(self, other):
+        """Append the committed rows of ``other`` and leave it empty (see the twin).
+
+        The copy runs without the GIL.
+        """
+        if not isinstance(other, CsvColumns):
+            raise TypeError(f"extend expects a CsvBlockParser, got {type(other).__name__}")
+        cdef CsvColumns src = <CsvColumns> other
+        check_csv_extend(self.layout, src.layout, src is self)
+        cdef int st
+        with nogil:
+            st = self._append(src)
+            if st == 0:
+                src._clear()
+        if st < 0:
+            raise MemoryError("out of memory while joining CSV blocks")
+
+    cdef int _append(self, CsvColumns other) noexcept nogil:
+        """Copy ``other``'s committed rows after this parser's; 0, or -1 when out of memory."""
+        cdef Py_ssize_t c, g, i, n = other._rows
+        cdef int64_t shift, tot
+        cdef int64_t *dst
+        cdef int64_t *src
+        cdef ColStore *store
+        for c in range(self.ncols):
+            self.flags[c] |= other.flags[c]
+            if self.kind[c] == K_SCALAR and n > 0:
+                store = &self.scalar_store[c]
+                if cs_reserve(store, self._rows + n) < 0:
+                    return -1
+                memcpy(store.data + self._rows * self.itemsize, other.scalar_store[c].data,
+                       n * self.itemsize)
+        for g in range(self.ngroups):
+            tot = other.total[g]
+            store = &self.value_store[g]
+            if tot > 0:
+                if cs_reserve(store, self.total[g] + tot) < 0:
+                    return -1
+                memcpy(store.data + self.total[g] * store.rec_size, other.value_store[g].data,
+                       tot * store.rec_size)
+            if n > 0:
+                if cs_reserve(&self.offset_store[g], self._rows + n + 1) < 0:
+                    return -1
+                dst = (<int64_t *> self.offset_store[g].data) + self._rows + 1
+                src = (<int64_t *> other.offset_store[g].data) + 1
+                shift = self.total[g]
+                for i in range(n):
+                    dst[i] = src[i] + shift
+            self.total[g] += tot
+        self._rows += n
+        return 0
+
+    cdef void _clear(self) noexcept nogil:
+        """Drop the committed rows and the column flags, keeping the buffers for reuse."""
+        cdef Py_ssize_t c, g
+        self._rows = 0
+        for g in range(self.ngroups):
+            self.total[g] = 0
+        for c in range(self.ncols):
+            self.flags[c] = 0
+            self.rec_flags[c] = 0  # of a record left incomplete at the end of the last block
 
     def finish(self):
         """Return ``(scalars, groups)`` of the committed rows and free the buffers (see the twin).

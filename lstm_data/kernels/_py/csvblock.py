@@ -45,6 +45,7 @@ from lstm_data.kernels._args import (
     BARE,
     MULTI,
     QUOTED,
+    check_csv_extend,
     check_csv_seps,
     check_dtype,
     csv_layout,
@@ -103,6 +104,9 @@ class CsvBlockParser:
         self._in_quotes = re.compile(b'["' + re.escape(bytes([self._lsep])) + b"\n]")
         self._unquoted = re.compile(b"[" + seps + b"\n]")
         self._field_end = re.compile(b"[" + re.escape(bytes([self._sep])) + b"\n]")
+        self._layout = (tuple(self._names), tuple(self._kinds),
+                        tuple((g, tuple(c)) for g, c in zip(self._group_names, self._group_cols)),
+                        self._dtype.str, self._sep, self._lsep)
 
     @property
     def rows(self) -> int:
@@ -330,6 +334,44 @@ class CsvBlockParser:
         if is_list_sep and self._kinds[col] == "scalar":
             raise SchemaError("several values in a scalar column", **where)
 
+    def extend(self, other: "CsvBlockParser") -> None:
+        """Append the committed rows of ``other`` (a parser of the same layout) to this one.
+
+        As if ``other``'s text had been fed here (rows, values, column flags), but
+        :attr:`line` is left alone. ``other`` is left empty, ready for another block:
+        this stitches blocks parsed on several threads, in order.
+
+        Raises
+        ------
+        TypeError
+            ``other`` is not a ``CsvBlockParser``.
+        ValueError
+            ``other`` is this parser, or its names, kinds, groups, dtype or
+            separators differ.
+        """
+        if not isinstance(other, CsvBlockParser):
+            raise TypeError(f"extend expects a CsvBlockParser, got {type(other).__name__}")
+        check_csv_extend(self._layout, other._layout, other is self)
+        for c, column in self._scalars.items():
+            column.extend(other._scalars[c])
+        for g, offsets in enumerate(self._offsets):
+            for mine, theirs in zip(self._values[g], other._values[g]):
+                mine.extend(theirs)
+            shift = offsets[-1]
+            offsets.extend(o + shift for o in other._offsets[g][1:])
+        for c, flag in enumerate(other._flags):
+            self._flags[c] |= flag
+        self._rows += other._rows
+        other._clear()
+
+    def _clear(self, flags: bool = True) -> None:
+        """Drop the committed rows, and the column flags unless ``flags`` is false."""
+        self._scalars = {c: [] for c in self._scalars}
+        self._values = [[[] for _ in cols] for cols in self._group_cols]
+        self._offsets = [[0] for _ in self._group_cols]
+        self._flags = bytearray(len(self._names)) if flags else self._flags
+        self._rows = 0
+
     # -- results ---------------------------------------------------------------
     def finish(self) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
         """Return ``(scalars, groups)`` of the committed rows and reset the buffers.
@@ -354,8 +396,5 @@ class CsvBlockParser:
                 for j, column in enumerate(self._values[g]):
                     values[:, j] = np.array(column, dtype=np.float64).astype(self._dtype)
                 groups[name] = (values, offsets)
-        self._scalars = {c: [] for c in self._scalars}
-        self._values = [[[] for _ in cols] for cols in self._group_cols]
-        self._offsets = [[0] for _ in self._group_cols]
-        self._rows = 0
+        self._clear(flags=False)
         return scalars, groups
