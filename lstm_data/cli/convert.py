@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     start = time.perf_counter()
     options = dict(schema=args.schema, shuffle=args.shuffle, overwrite=args.force,
-                   chunk_bytes=args.chunk_kib << 10,
+                   chunk_bytes=args.chunk_kib << 10, threads=args.threads,
                    compression=None if args.compression == "none" else args.compression)
     with ByteProgress(f"convert to {Path(dst).name}", enabled=not args.quiet) as bar:
         if args.scheduler is None:

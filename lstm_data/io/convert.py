@@ -54,16 +54,17 @@ def output_kind(dst: str | os.PathLike[str]) -> str:
     raise ValueError(f"output {os.fspath(dst)!r} must end in .zarr, .h5 or .hdf5")
 
 
-def open_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
+def open_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES, threads: int | None = None,
                 **options: Any) -> RowBlocks:
-    """One input as blocks of rows: CSV parsed as it is read, other formats read a block at a time."""
+    """One input as blocks of rows: CSV parsed as it is read (on ``threads``), other formats read a
+    block at a time."""
     from lstm_data.io.dispatch import detect_format
     from lstm_data.io.dispatch import open as open_dataset
 
     if detect_format(path) == "csv":
         from lstm_data.io.csv.stream import csv_blocks
 
-        return csv_blocks(path, schema=schema, block_bytes=block_bytes, **options)
+        return csv_blocks(path, schema=schema, block_bytes=block_bytes, threads=threads, **options)
     return dataset_blocks(open_dataset(path, schema=schema, **options), block_bytes=block_bytes)
 
 
@@ -71,7 +72,7 @@ def open_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES
 _TEXT_RATIO, _COMPRESSED_RATIO = 0.6, 5.0
 
 
-def table_total(path: str, *, schema: Any = None, **options: Any) -> int:
+def table_total(path: str, *, schema: Any = None, threads: int | None = None, **options: Any) -> int:
     """The uncompressed bytes of ``path``'s table: exact for stores, estimated for CSV text.
 
     It sets the number of buckets of a shuffled convert, so that the one-process
