@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["check_not_input", "temp_path", "remove_stale_temporaries"]
+__all__ = ["check_not_input", "temp_path", "remove_stale_temporaries", "move_into_place", "remove_path"]
 
 #: ``lstm_data.cleanup``: what was removed for the user (the CLI shows it unless ``--quiet``)
 _log = logging.getLogger("lstm_data.cleanup")
@@ -200,3 +200,25 @@ def remove_stale_temporaries(target: str | Path) -> list[tuple[Path, int]]:
             _log.info("removed %s (%.1f MiB): a temporary of %s left by process %d, which is "
                       "gone (killed or crashed)", path, size / 2**20, target.name, pid)
     return removed
+
+
+def remove_path(path: str | Path) -> None:
+    """Remove a file or a directory tree, if it is there."""
+    path = Path(path)
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists():
+        path.unlink()
+
+
+def move_into_place(tmp: str | Path, target: str | Path) -> None:
+    """Rename the complete output ``tmp`` to ``target``; an old ``target`` is moved aside first and
+    removed only once the new one is in place, so ``target`` never names a partial output."""
+    tmp, target = Path(tmp), Path(target)
+    if target.exists():
+        trash = temp_path(target, "old")
+        os.replace(target, trash)
+        os.replace(tmp, target)
+        remove_path(trash)
+    else:
+        os.replace(tmp, target)

@@ -16,7 +16,6 @@ codec); HDF5 datasets carry HDF5's ``fletcher32`` checksum filter.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -25,6 +24,8 @@ import numpy as np
 
 from lstm_data._util.safe_output import (
     check_not_input,
+    move_into_place,
+    remove_path,
     remove_stale_temporaries,
     temp_path,
 )
@@ -287,24 +288,11 @@ def _atomic(path, make_sink, dataset, overwrite: bool, *, permutation=None, bloc
                     raise
             finally:
                 sink.close()
-            _remove(tmp)
-        if target.exists():
-            trash = temp_path(target, "old")
-            os.replace(target, trash)
-            os.replace(tmp, target)
-            _remove(trash)
-        else:
-            os.replace(tmp, target)
+            remove_path(tmp)
+        move_into_place(tmp, target)
     except BaseException:
-        _remove(tmp)
+        remove_path(tmp)
         raise
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    elif path.exists():
-        path.unlink()
 
 
 def write_zarr(dataset, path, *, permutation=None, progress: Progress | None = None,

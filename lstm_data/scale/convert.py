@@ -40,6 +40,7 @@ import numpy as np
 
 from lstm_data._util.safe_output import (
     check_not_input,
+    move_into_place,
     remove_stale_temporaries,
     temp_path,
 )
@@ -311,13 +312,7 @@ def _link(client: Any, infos: list[PartInfo], columns: RowBlocks, target: Path, 
         for k, p in pieces.items():
             write_shared_chunks(out.arrays.arrays[k], chunks[k], p)
         out.finish()
-        if target.exists():
-            trash = temp_path(target, "old")
-            os.replace(target, trash)
-            os.replace(tmp, target)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
+        move_into_place(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -24,6 +24,7 @@ import numpy as np
 from lstm_data._util.checks import check_count
 from lstm_data._util.safe_output import (
     check_not_input,
+    move_into_place,
     remove_stale_temporaries,
     temp_path,
 )
@@ -266,7 +267,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
         meta.update(n_batches=len(batches), n_rows=batches.n_rows, outputs=names)
         # written last: a half-written store is never taken as complete
         root.attrs.update({EVERY_CHUNK_ATTR: True, ATTR: meta})
-        _replace(tmp, out)
+        move_into_place(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return _summary_of(out, time.perf_counter() - started)
@@ -303,17 +304,6 @@ def _codecs(compress: bool) -> dict:
 
     chain = (ZstdCodec(level=1), Crc32cCodec()) if compress else (Crc32cCodec(),)
     return {"compressors": chain, "config": {"write_empty_chunks": True}}
-
-
-def _replace(tmp: Path, out: Path) -> None:
-    """Move ``tmp`` to ``out``, replacing any old store only once the new one is complete."""
-    if out.exists():
-        trash = temp_path(out, "old")
-        os.replace(out, trash)
-        os.replace(tmp, out)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        os.replace(tmp, out)
 
 
 def _progress(total: int, enabled: bool):

@@ -10,7 +10,6 @@ groups even when variable names do not start with their group's name. NaN stays 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,6 +17,8 @@ import numpy as np
 
 from lstm_data._util.safe_output import (
     check_not_input,
+    move_into_place,
+    remove_path,
     remove_stale_temporaries,
     temp_path,
 )
@@ -158,20 +159,7 @@ def write_parquet(dataset: Any, path: str | os.PathLike, *, row_group_size: int 
         finally:
             if writer is not None:
                 writer.close()
-        if target.exists():
-            trash = temp_path(target, "old")
-            os.replace(target, trash)
-            os.replace(tmp, target)
-            _remove(trash)
-        else:
-            os.replace(tmp, target)
+        move_into_place(tmp, target)
     except BaseException:
-        _remove(tmp)
+        remove_path(tmp)
         raise
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    elif path.exists():
-        path.unlink()
