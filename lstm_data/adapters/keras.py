@@ -35,6 +35,12 @@ with Python's ``random``; a warning says so). As ``validation_data`` the
 an unshuffled validation view (``shuffle=False``) reads the same batches in the
 same order every time.
 
+Tensors. Under the torch backend (``KERAS_BACKEND=torch``) the arrays of each
+item are torch tensors sharing the batch's memory (``torch.from_numpy``): Keras
+3's torch backend turns a NumPy array into a tensor with ``np.array(x)``, a copy
+of every batch into freshly allocated memory, and passes tensors through. Under
+other backends, items are NumPy arrays.
+
 NaN. Keras cannot train on NaN: an input holding NaN padding (a ``Ragged``
 field with ``pad_value=nan`` and no ``Batches(nan_to=...)``) or NaN values
 makes the loss NaN. :class:`KerasBatches` warns once when it hands Keras such an
@@ -45,14 +51,14 @@ from __future__ import annotations
 import math
 import threading
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
+from lstm_data.adapters.ahead import Stream as _Stream
 from lstm_data.adapters.epochs import batch_of
 from lstm_data.batching.fields import Ragged
-from lstm_data.batching.prefetch import prefetch
 
 try:
     import keras
@@ -65,23 +71,6 @@ __all__ = ["KerasBatches", "keras_inputs"]
 
 NAN_FIX = ("use Batches(..., nan_to=0.0), or a finite pad_value in the spec with "
            "keras.layers.Masking(mask_value=<that value>) on that input")
-
-
-class _Stream:
-    """Batches ``start, start + 1, ...`` of one epoch, built ahead on threads."""
-
-    def __init__(self, build: Callable[[int], Any], n: int, epoch: int, start: int,
-                 workers: int, ahead: int) -> None:
-        self.epoch, self.next = epoch, start
-        self._items: Iterator[Any] = prefetch(lambda j: build(start + j), n - start, workers, ahead)
-
-    def take(self) -> Any:
-        item = next(self._items)
-        self.next += 1
-        return item
-
-    def close(self) -> None:
-        self._items.close()  # waits for the batches under way
 
 
 class KerasBatches(keras.utils.PyDataset):
@@ -103,6 +92,11 @@ class KerasBatches(keras.utils.PyDataset):
     weights
         Return the per-target weights as the third item (default). ``False``
         returns ``(inputs, targets)``.
+
+    Attributes
+    ----------
+    as_tensors : bool
+        Items hold torch tensors (under Keras's torch backend), else NumPy arrays.
     """
 
     def __init__(self, batches: Any, workers: int = 1, use_multiprocessing: bool = False,
@@ -118,6 +112,7 @@ class KerasBatches(keras.utils.PyDataset):
         self.batches = batches
         self.build_workers = int(workers)
         self.with_weights = bool(weights)
+        self.as_tensors = keras.backend.backend() == "torch"
         self._setup()
 
     def _setup(self) -> None:
@@ -150,6 +145,8 @@ class KerasBatches(keras.utils.PyDataset):
         if not self._nan_checked:
             self._nan_checked = True
             _warn_nan(self.batches, inputs)
+        if self.as_tensors:
+            inputs, targets, weights = _as_tensors(inputs), _as_tensors(targets), _as_tensors(weights)
         return (inputs, targets, weights) if self.with_weights else (inputs, targets)
 
     def _take(self, index: int, epoch: int) -> Any:
@@ -229,6 +226,12 @@ class _EpochSync(keras.callbacks.Callback):
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self.data.set_epoch(epoch)
+
+
+def _as_tensors(part: dict) -> dict:
+    """Torch tensors sharing each array's memory (a copy of a read-only array: a RAM cache's)."""
+    import torch
+    return {k: torch.from_numpy(v) if v.flags.writeable else torch.tensor(v) for k, v in part.items()}
 
 
 def nan_padded_inputs(batches: Any) -> list[str]:

@@ -22,6 +22,15 @@ sampler). Without the sampler, keys are plain ``i`` and the workers read their
 own copy's epoch: call ``set_epoch`` before each epoch's iterator and leave
 ``persistent_workers`` off (persistent workers keep the copy they started with
 and would repeat its epoch).
+
+Threads or processes. The kernels release the GIL, so with ``threads=2`` and a
+``DataLoader`` without worker processes, batches are built ahead on a second
+thread of the main process: nothing to transfer. In a ``DataLoader`` worker
+process, a batch reaches the main process through a few shared-memory buffers
+each worker reuses (:mod:`lstm_data.adapters.torch_slots`): one copy in the
+worker, views in the main process, a file descriptor passed once per buffer.
+torch's own transfer (``worker_transfer="torch"``) makes a new shared-memory file
+per tensor and batch, which costs several times the batch itself.
 """
 from __future__ import annotations
 
@@ -30,7 +39,8 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
-from lstm_data._util.checks import check_count
+from lstm_data._util.checks import check_count, check_index
+from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.epochs import batch_of
 
 try:
@@ -47,6 +57,17 @@ def _tensors(part: dict) -> dict:
     """Tensors sharing each array's memory, or copies of read-only arrays (a RAM cache's)."""
     return {k: torch.from_numpy(np.ascontiguousarray(v)) if v.flags.writeable else torch.tensor(v)
             for k, v in part.items()}
+
+
+def _loader_worker() -> bool:
+    """Running in a ``DataLoader`` worker process."""
+    return torch.utils.data.get_worker_info() is not None
+
+
+def _in_worker() -> bool:
+    """Running in a ``DataLoader`` worker process on a system with shared-memory slots."""
+    from lstm_data.adapters.torch_slots import AVAILABLE
+    return AVAILABLE and _loader_worker()
 
 
 def _identity(batches: Any) -> dict[str, Any]:
@@ -155,10 +176,33 @@ class TorchBatches(_TorchDataset):
     batches
         A :class:`~lstm_data.batching.batches.Batches` or the result of
         :func:`lstm_data.open_batches`.
+    worker_transfer
+        How a batch built in a ``DataLoader`` worker process reaches the main
+        process: ``"shared"`` (default), through shared-memory buffers the worker
+        reuses (Linux; elsewhere ``"torch"``); ``"torch"``, torch's own tensor
+        sharing. Either way the main process gets the same tensors.
+    threads
+        Threads building batches ahead in the process that reads the dataset, the
+        reading one included (default 1: none ahead): for a ``DataLoader`` with
+        ``num_workers=0``, where keys come in order (the :attr:`sampler`'s, or
+        plain ``0, 1, ...``). The kernels release the GIL, so on few cores this is
+        the cheap way to build in parallel; ignored in worker processes.
+    prefetch_batches
+        With ``threads > 1``: batches built ahead at most (default ``2 * threads``).
     """
 
-    def __init__(self, batches: Any) -> None:
+    def __init__(self, batches: Any, worker_transfer: str = "shared", threads: int = 1,
+                 prefetch_batches: int | None = None) -> None:
+        if worker_transfer not in ("shared", "torch"):
+            raise ValueError(f"worker_transfer must be 'shared' or 'torch', got {worker_transfer!r}")
+        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+            raise ValueError(f"threads must be an int >= 1, got {threads!r}")
         self.batches = batches
+        self.worker_transfer = worker_transfer
+        self.threads = int(threads)
+        self.prefetch_batches = None if prefetch_batches is None else check_count(prefetch_batches,
+                                                                                  "prefetch_batches")
+        self._ahead: Ahead | None = None  # the stream of batches built ahead (threads > 1)
         _check_sharded(batches)
         self._sampler: EpochSampler | None = None
         self._served: tuple[int, set[int]] = (-1, set())  # plain keys served at (epoch, {i})
@@ -171,11 +215,23 @@ class TorchBatches(_TorchDataset):
         """Batch ``key`` of the current epoch, or for ``key = (epoch, i)`` batch ``i`` of ``epoch``."""
         if isinstance(key, tuple):
             epoch, index = key
-            inputs, targets, weights = batch_of(self.batches, index, epoch)
+            batch = self._batch(index, epoch)
         else:
             self._check_repeat(key)
-            inputs, targets, weights = self.batches[key]
+            batch = self._batch(check_index(key, len(self)), self.batches.epoch)
+        if self.worker_transfer == "shared" and _in_worker():
+            from lstm_data.adapters import torch_slots
+            return torch_slots.worker_slots().share(batch)  # type: ignore[return-value]
+        inputs, targets, weights = batch
         return _tensors(inputs), _tensors(targets), _tensors(weights)
+
+    def _batch(self, index: int, epoch: int) -> Any:
+        """Batch ``index`` of ``epoch``, from the threads building ahead when there are some."""
+        if self.threads == 1 or _loader_worker():
+            return batch_of(self.batches, index, epoch)
+        if self._ahead is None:
+            self._ahead = Ahead(self.batches, self.threads, self.prefetch_batches or 2 * self.threads)
+        return self._ahead.get(index, epoch)
 
     def _check_repeat(self, index: int) -> None:
         """Warn once when a plain key comes back in the same epoch of a shuffled sequence.
@@ -214,4 +270,6 @@ class TorchBatches(_TorchDataset):
 
     def __getstate__(self) -> dict[str, Any]:
         # the sampler stays in the main process; each copy tracks its own served keys
-        return {"batches": self.batches, "_sampler": None, "_served": (-1, set()), "_warned": False}
+        return {"batches": self.batches, "worker_transfer": self.worker_transfer, "threads": self.threads,
+                "prefetch_batches": self.prefetch_batches, "_ahead": None, "_sampler": None,
+                "_served": (-1, set()), "_warned": False}

@@ -22,6 +22,7 @@ STAGES = {
     "readers": "readers",
     "batches": "batches",
     "scale": "scale",
+    "consumers": "consumers",
 }
 
 #: a stage whose ratio misses its floor is measured this many times in all (median reported)

@@ -14,7 +14,8 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="smaller data and fewer repeats (CI)")
-    parser.add_argument("--only", metavar="STAGES", help="comma-separated: kernels,readers,batches,scale")
+    parser.add_argument("--only", metavar="STAGES",
+                        help="comma-separated: kernels,readers,batches,scale,consumers")
     parser.add_argument("--json", metavar="OUT", help="write machine info, timings and ratios")
     parser.add_argument("--check", action="store_true", help="exit 1 when a ratio misses its floor")
     parser.add_argument("--plot", metavar="OUT.png", help="bar chart of throughput per stage")

@@ -14,7 +14,8 @@ crosses that boundary about ten times; here it crosses it once: row checks,
 output allocation (handed to NumPy afterwards), padding and table gathers all
 run in one ``nogil`` call. The padded outputs' buffers come from, and go back
 to, the process-wide pool of ``bufpool.pxd``, so a new batch is written into
-the cache-warm buffer of one that just died.
+the cache-warm buffer of one that just died; no lock is held while a batch is
+built, and a buffer the pool drops is freed with the GIL released.
 """
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 from libc.stdint cimport int64_t, uint32_t
@@ -26,7 +27,7 @@ import numpy as np
 
 from .._args import prepare_ragged, prepare_table
 
-from .bufpool cimport BufferPool, pool_give, pool_init, pool_take
+from .bufpool cimport POOL_SLOTS, BufferPool, pool_give, pool_init, pool_take
 from .padrows cimport BAD_ROW, LD_PREFETCH, NO_MEMORY, pad_rows_any, row_bounds_any
 
 cdef enum:
@@ -67,8 +68,19 @@ if pool_init(&_POOL):
     raise MemoryError("BatchGather: cannot create the buffer pool's lock")
 
 
+cdef void _give_back(void *data) noexcept:
+    """Return a pooled buffer (GIL held); free what the pool drops with the GIL released:
+    ``free`` of a large block unmaps it, and other threads need not wait for that."""
+    cdef void *to_free[POOL_SLOTS + 1]
+    cdef Py_ssize_t n = pool_give(&_POOL, data, to_free), k
+    if n:
+        with nogil:
+            for k in range(n):
+                free(to_free[k])
+
+
 cdef void _give_capsule(object capsule) noexcept:
-    pool_give(&_POOL, PyCapsule_GetPointer(capsule, NULL))
+    _give_back(PyCapsule_GetPointer(capsule, NULL))
 
 
 cdef object _adopt(void *data, int nd, cnp.npy_intp *dims, int typenum, bint pooled=False):
@@ -250,7 +262,7 @@ cdef class BatchGather:
         finally:  # whatever was not handed to NumPy
             if outs != NULL:
                 for j in range(self._n_ragged):
-                    pool_give(&_POOL, outs[j].data)
+                    _give_back(outs[j].data)
                     free(outs[j].lengths)
             if table_outs != NULL:
                 for j in range(self._n_tables):

@@ -109,26 +109,32 @@ static double ld_strtod(const char *s, char **end) {
 static void ld_init_locale(void) { char *e; (void)ld_strtod("0", &e); }
 
 /* A block of at least *size* bytes for a large, often-rewritten output buffer; free()
-   frees it. On Linux, blocks of 1 MiB or more are aligned to 2 MiB and the kernel is asked
-   to back them with transparent huge pages: writing a 3 MiB batch then needs 2 TLB entries
-   instead of 768, and page walks are costly under virtualization. *capacity* receives the
-   usable size (whole huge pages). Elsewhere, or for smaller blocks, plain malloc. */
+   frees it. On Linux, blocks of 1 MiB or more are aligned to 2 MiB and rounded up to whole
+   2 MiB pages, and with *huge* set the kernel is asked to back them with transparent huge
+   pages: writing a 3 MiB batch then needs 2 TLB entries instead of 768. That pays only for
+   a block that is reused many times: faulting in a fresh huge page zeroes 2 MiB at once, which
+   on a virtual machine whose free memory was handed back to the host costs several times the
+   512 small pages (and, with defrag=madvise, may stall in compaction). So the caller sets
+   *huge* only for blocks it expects to keep (bufpool.pxd); it is cleared when the block was
+   not advised. *capacity* receives the usable size. Elsewhere, or for smaller blocks, plain
+   malloc. */
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
 #define LD_HUGE_PAGE ((size_t)2 << 20)
-static inline void *ld_alloc_block(size_t size, size_t *capacity) {
+static inline void *ld_alloc_block(size_t size, size_t *capacity, int *huge) {
     if (size == 0) size = 1;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (size >= ((size_t)1 << 20) && size <= SIZE_MAX - LD_HUGE_PAGE) {
         void *p = NULL;
         size_t total = (size + LD_HUGE_PAGE - 1) / LD_HUGE_PAGE * LD_HUGE_PAGE;
         if (posix_memalign(&p, LD_HUGE_PAGE, total) != 0) return NULL;
-        (void)madvise(p, total, MADV_HUGEPAGE); /* advice only: a refusal is harmless */
+        if (*huge) (void)madvise(p, total, MADV_HUGEPAGE); /* advice only: a refusal is harmless */
         *capacity = total;
         return p;
     }
 #endif
+    *huge = 0;
     *capacity = size;
     return malloc(size);
 }

@@ -1,0 +1,206 @@
+"""Batches as users' frameworks consume them: the ``consumers`` stage (issue 17).
+
+The ``batch`` and ``workers`` stages time ``Batches[i]`` in a loop that drops each
+batch before the next, and ``Batches.iter(workers=2)``. Frameworks call us
+otherwise: Keras keeps a queue of live batches and builds them on its worker
+threads, torch moves them from worker processes, users collect them. Every
+pattern below is one pass over an epoch of the numu_v3 spec
+(``BatchSpec.from_lstm_ee``, ``nan_to=0.0``), 100k rows in RAM, batch 1024, timed
+per batch as the median of interleaved passes in this run:
+
+* one thread, each batch dropped before the next (the reference, "drop-each");
+* one thread, the last 10 batches kept alive (a Keras queue, ``max_queue_size=10``);
+* ``ThreadPoolExecutor(2).map(batches.__getitem__, ...)``, batches dropped, and
+  the same keeping the last 10 (two foreign threads);
+* ``Batches.iter(workers=2)``;
+* a real Keras 3 ``PyDataset`` loop, ``KerasBatches(workers=1|2)``, and a torch
+  ``DataLoader(TorchBatches, num_workers=0|2)`` (:mod:`~lstm_data.bench.consumers_frameworks`);
+* in fresh processes (:mod:`~lstm_data.bench.consumers_fresh`): 48 batches kept
+  alive, and an epoch collected into a list, first pass and later passes, and
+  NumPy's own ``np.empty`` + ``fill`` of the same arrays ("NumPy fresh").
+
+Each pattern is reported as a ratio of its time per batch to the drop-each time
+and to NumPy's fresh allocation and fill (48 kept, first pass), plus the
+acceptance ratios of issue 17, the 2-thread ceilings of this machine (out-of-cache
+3 MiB fills, ``np.sort``) and the cost of torch's own inter-process transfer.
+"""
+from __future__ import annotations
+
+import collections
+import statistics
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from lstm_data.batching import Batches
+from lstm_data.bench.ceiling import MIN_CEILING, sort_scaling, write_scaling
+from lstm_data.bench.consumers_frameworks import (
+    close_loaders,
+    keras_passes,
+    torch_passes,
+)
+from lstm_data.bench.consumers_fresh import fresh_passes, layouts_of, make_batches
+from lstm_data.bench.timing import Report, interleaved_medians
+
+__all__ = ["run"]
+
+STAGE = "consumers"
+N_ROWS = 100_000  # quick mode too: 98 batches, so that 48 kept is a fraction of an epoch
+BATCH = 1024
+#: interleaved passes of the in-process patterns, runs of each fresh-process pattern
+REPEATS = {True: 5, False: 15}
+FRESH_RUNS = {True: 2, False: 5}
+DROP = "one thread, each batch dropped (drop-each)"
+NUMPY = "NumPy np.empty+fill of the same arrays, 48 kept, first pass, fresh process"
+KERAS = "Keras PyDataset loop, KerasBatches(workers={}), max_queue_size=10"
+TORCH0 = "torch DataLoader(TorchBatches, num_workers=0)"
+TORCH2 = "torch DataLoader(TorchBatches, num_workers=2), worker_transfer='shared'"
+TORCH2_TORCH = "torch DataLoader(TorchBatches, num_workers=2), worker_transfer='torch'"
+TORCH0_THREADS = "torch DataLoader(TorchBatches(threads=2), num_workers=0)"
+
+def _batches(seed: int) -> Batches:
+    return make_batches(N_ROWS, seed, BATCH)
+
+
+def _keep_last(get: Callable[[int], object], n: int, keep: int) -> Callable[[], None]:
+    def run() -> None:
+        held: collections.deque = collections.deque(maxlen=keep)
+        for i in range(n):
+            held.append(get(i))
+    return run
+
+
+def _pool_map(pool: ThreadPoolExecutor, get: Callable[[int], object], n: int,
+              keep: int) -> Callable[[], None]:
+    def run() -> None:
+        held: collections.deque = collections.deque(maxlen=keep)
+        for batch in pool.map(get, range(n)):
+            held.append(batch)
+    return run
+
+
+def _iter_workers(batches: Batches, workers: int) -> Callable[[], None]:
+    def run() -> None:
+        for _ in batches.iter(workers=workers):
+            pass
+        batches.on_epoch_end()
+    return run
+
+
+def _in_process(seed: int, quick: bool) -> tuple[dict[str, float], list[str]]:
+    """Median seconds per batch of every in-process pattern, interleaved pass by pass."""
+    batches = _batches(seed)
+    n = len(batches)
+    pool = ThreadPoolExecutor(2)
+    cases: dict[str, Callable[[], None]] = {
+        DROP: _keep_last(batches.__getitem__, n, 1),
+        "one thread, last 10 kept alive": _keep_last(batches.__getitem__, n, 10),
+        "ThreadPoolExecutor(2).map, dropped": _pool_map(pool, batches.__getitem__, n, 1),
+        "ThreadPoolExecutor(2).map, last 10 kept alive": _pool_map(pool, batches.__getitem__, n, 10),
+        "Batches.iter(workers=2)": _iter_workers(_batches(seed), 2),
+    }
+    notes = []
+    keras_cases, note = keras_passes(lambda: _batches(seed))
+    cases.update(keras_cases)
+    notes += [note] if note else []
+    torch_cases, loaders, note = torch_passes(lambda: _batches(seed))
+    cases.update(torch_cases)
+    if torch_cases:
+        threaded, more, _ = torch_passes(lambda: _batches(seed), workers=(0,), threads=2)
+        cases.update(threaded)
+        loaders += more
+    notes += [note] if note else []
+    try:
+        med = interleaved_medians(cases, repeats=REPEATS[quick], warmup=1)
+        if torch_cases:  # torch's own transfer is slow: a few epochs state its cost
+            slow, more, _ = torch_passes(lambda: _batches(seed), workers=(2,), transfer="torch")
+            loaders += more
+            slow[DROP] = cases[DROP]
+            med[TORCH2_TORCH] = interleaved_medians(slow, repeats=2 if quick else 5, warmup=1)[TORCH2_TORCH]
+    finally:
+        pool.shutdown()
+        close_loaders(loaders)
+    return {name: t / n for name, t in med.items()}, notes
+
+
+def _fresh(seed: int, quick: bool) -> dict[str, float]:
+    """Per batch: first pass and median later pass of each fresh-process pattern (median runs)."""
+    layouts = layouts_of(_batches(seed))
+    runs: dict[str, list[list[float]]] = {p: [] for p in ("keep48", "numpy_keep48", "collect",
+                                                          "numpy_collect")}
+    for _ in range(FRESH_RUNS[quick]):  # interleaved: a load burst hits ours and NumPy's alike
+        for pattern in runs:
+            runs[pattern].append(fresh_passes(pattern, N_ROWS, seed, 3 if quick else 4, layouts, BATCH))
+    out = {}
+    for pattern, passes in runs.items():
+        out[f"{pattern} first"] = statistics.median(p[0] for p in passes)
+        out[f"{pattern} later"] = statistics.median(statistics.median(p[1:]) for p in passes)
+    return out
+
+
+FRESH_NAMES = {
+    "keep48 first": "48 kept alive, first pass, fresh process",
+    "keep48 later": "48 kept alive, later passes",
+    "collect first": "an epoch collected into a list, first pass, fresh process",
+    "collect later": "an epoch collected into a list, later passes",
+    "numpy_keep48 first": NUMPY,
+    "numpy_keep48 later": "NumPy np.empty+fill, 48 kept, later passes",
+    "numpy_collect first": "NumPy np.empty+fill, epoch collected, first pass, fresh process",
+    "numpy_collect later": "NumPy np.empty+fill, epoch collected, later passes",
+}
+
+
+def run(quick: bool = False, seed: int = 0, data=None) -> Report:
+    """Time every consumer pattern; ``data`` is unused (the stage makes its own 100k rows)."""
+    report = Report()
+    times, notes = _in_process(seed, quick)
+    times.update({FRESH_NAMES[k]: v for k, v in _fresh(seed, quick).items()})
+    fill = write_scaling()
+    cores = sort_scaling()
+    for name, t in times.items():
+        report.time(STAGE, f"{name} (per batch)", t, items=BATCH, ours=not name.startswith("NumPy"))
+    drop, numpy = times[DROP], times[NUMPY]
+    for name, t in times.items():
+        if name != DROP:
+            report.ratio(STAGE, f"{name} / drop-each", t / drop, kind="max")
+        if name != NUMPY:
+            report.ratio(STAGE, f"{name} / NumPy fresh", t / numpy, kind="max")
+    report.ratio(STAGE, "machine ceiling: cold 3 MiB fills on 2 vs 1 threads", fill)
+    report.ratio(STAGE, "machine ceiling: np.sort on 2 vs 1 threads", cores)
+    _acceptance(report, times, fill, cores)
+    for note in notes:
+        report.time(STAGE, note, float("nan"))
+    return report
+
+
+def _acceptance(report: Report, times: dict[str, float], fill: float, cores: float) -> None:
+    """Issue 17's acceptance ratios (floors in floors.toml)."""
+    no_core = f"no free second core: np.sort scales {cores:.2f}x on 2 threads (< {MIN_CEILING}x)"
+    k1, k2 = times.get(KERAS.format(1)), times.get(KERAS.format(2))
+    if k1 and k2:
+        speedup = k1 / k2
+        r = report.ratio(STAGE, "KerasBatches workers=2 vs workers=1 batches/s", speedup)
+        r.waived = (no_core if cores < MIN_CEILING else
+                    f"the 2-thread fill ceiling is {fill:.2f}x (< 1.3x): judged against it" if fill < 1.3
+                    else None)
+        r = report.ratio(STAGE, "KerasBatches workers=2 vs workers=1 / 2-thread fill ceiling", speedup / fill)
+        r.waived = (no_core if cores < MIN_CEILING else
+                    f"the 2-thread fill ceiling is {fill:.2f}x (>= 1.3x): judged against 1.3x" if fill >= 1.3
+                    else None)
+    report.ratio(STAGE, "48 kept, first pass, fresh process / NumPy fresh",
+                 times[FRESH_NAMES["keep48 first"]] / times[NUMPY], kind="max")
+    report.ratio(STAGE, "epoch collected, first pass, fresh process / NumPy's the same",
+                 times[FRESH_NAMES["collect first"]] / times[FRESH_NAMES["numpy_collect first"]], kind="max")
+    t0, t2 = times.get(TORCH0), times.get(TORCH2)
+    if t0 and t2:
+        r = report.ratio(STAGE, "DataLoader num_workers=2 vs num_workers=0 batches/s", t0 / t2)
+        r.waived = no_core if cores < MIN_CEILING else None
+    if t0 and times.get(TORCH0_THREADS):
+        r = report.ratio(STAGE, "DataLoader num_workers=0, TorchBatches threads=2 vs 1 batches/s",
+                         t0 / times[TORCH0_THREADS])
+        r.waived = no_core if cores < MIN_CEILING else None
+    if t0 and times.get(TORCH2_TORCH):
+        report.ratio(STAGE, "torch's own worker transfer: num_workers=2 time / num_workers=0",
+                     times[TORCH2_TORCH] / t0, kind="max")
+        if t2:
+            report.ratio(STAGE, "DataLoader num_workers=2: shared buffers vs torch's transfer batches/s",
+                         times[TORCH2_TORCH] / t2)
