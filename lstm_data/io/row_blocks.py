@@ -10,7 +10,7 @@ reader parses text into blocks (:func:`lstm_data.io.csv.reader.csv_blocks`), and
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
@@ -63,7 +63,6 @@ class RowBlocks:
     total: int
     source: tuple[str, ...] = ()
     n_rows: int | None = None
-    _row_bytes: float = field(default=0.0, repr=False)
 
     @property
     def scalar_names(self) -> list[str]:
@@ -102,4 +101,4 @@ def dataset_blocks(dataset: Dataset, permutation: np.ndarray | None = None,
                      groups={g: list(v) for g, v in dataset.groups.items()},
                      group_dtypes={g: dataset.ragged(g, none)[0].dtype for g in dataset.groups},
                      blocks=blocks, total=int(row_bytes * n),
-                     source=tuple(getattr(dataset, "source", ())), n_rows=n, _row_bytes=row_bytes)
+                     source=tuple(getattr(dataset, "source", ())), n_rows=n)
