@@ -24,6 +24,7 @@ from lstm_data import kernels
 from lstm_data.data.synthetic import write_csv
 from lstm_data.errors import FormatError, ParseError, SchemaError
 from lstm_data.io.byte_blocks import BlockReader
+from lstm_data.io.csv.parallel import region_pieces
 from lstm_data.io.csv.reader import read_csv
 from tests.helpers import assert_same_dataset
 
@@ -217,3 +218,19 @@ def test_threads_argument(tmp_path, events):
     read_csv(path, threads=2, block_size=4099, progress=lambda done, total: seen.append((done, total)))
     assert seen[-1] == (path.stat().st_size,) * 2
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_pieces_cover_the_text_at_newlines_and_shrink_at_the_end(threads):
+    rng = np.random.default_rng(threads)
+    text = b"".join(b"x" * int(n) + b"\n" for n in rng.integers(0, 3000, 8000))
+    start, step = 17, 1 << 20
+    pieces = list(region_pieces(len(text), start, step, text.find, threads))
+    assert pieces[0][0][0] == start and pieces[-1] == ((pieces[-1][0][0], len(text)), True)
+    assert not any(last for _, last in pieces[:-1])
+    for ((_, end), _), ((begin, _), _) in zip(pieces, pieces[1:]):
+        assert end == begin and text[end - 1:end] == b"\n"
+    sizes = [end - begin for (begin, end), _ in pieces]
+    assert max(sizes) < step + 3001
+    if threads > 1:  # the tail is cut finer, so the workers finish together
+        assert min(sizes[-2 * threads:-1]) < step // 2

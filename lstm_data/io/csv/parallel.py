@@ -181,15 +181,17 @@ class ParallelFeed:
 
 
 def region_pieces(size: int, start: int, step: int, find: Callable[[bytes, int], int],
-                  ) -> Iterator[tuple[tuple[int, int], bool]]:
+                  threads: int = 1) -> Iterator[tuple[tuple[int, int], bool]]:
     """Cut ``[start, size)`` into ``((start, end), last)`` pieces of about ``step`` bytes.
 
-    Each piece but the last ends just after the first newline at or past
-    ``start + step`` (``find(b"\\n", at)`` is the buffer's ``find``).
+    Each piece but the last ends just after the first newline at or past its
+    target size (``find(b"\\n", at)`` is the buffer's ``find``). Near the end the
+    pieces shrink (to a ``2 * threads``-th of what is left, not under
+    :data:`MIN_PIECE`), so the ``threads`` workers finish at about the same time.
     """
     pos = start
     while True:
-        end = pos + step
+        end = pos + max(min(step, MIN_PIECE), min(step, (size - pos) // (2 * threads)))
         if end < size:
             newline = find(b"\n", end - 1)
             end = size if newline < 0 else newline + 1

@@ -140,7 +140,7 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
     plan = general
     if general.general:
-        plan = _plan_from_sample(general, sample, sample_final, options, threads)
+        plan = _plan_from_sample(general, sample, sample_final, options)
     run = _Run(paths, names, options, progress, block_size, ahead, threads)
     try:
         scalars, groups, flags = run.parse(plan)
@@ -178,20 +178,11 @@ def _peek(path: str, sep: str, ahead: BlockReader | None = None) -> tuple[list[s
     return names, data[end:], final
 
 
-def _plan_from_sample(general: Plan, sample: bytes, final: bool, options: dict,
-                      threads: int = 1) -> Plan:
-    def make():
-        return kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
-
-    parser = make()
+def _plan_from_sample(general: Plan, sample: bytes, final: bool, options: dict) -> Plan:
+    # on one thread: a thread pool costs more than the sample's parse (about 5 ms a MiB)
+    parser = kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
     try:
-        if threads == 1 or len(sample) < 2 * MIN_PIECE:
-            parser.feed(sample, final=final)
-        else:  # the plan waits for the sample: parse it on every thread too
-            with ParallelFeed(parser, make, threads, Chunks()) as feed:
-                for piece, last in chunk_pieces([sample], len(sample) // threads + 1):
-                    feed.feed(piece, last and final)
-                feed.finish()
+        parser.feed(sample, final=final)
     except (SchemaError, ValueError):
         return general  # let the full parse report errors in the right file and line
     flags = parser.column_flags()
@@ -318,7 +309,7 @@ class _Run:
         # pieces of at most PIECE (and block_size), small enough that every thread gets several
         step = min(self.block_size, max(MIN_PIECE, min(PIECE, (size - pos) // (4 * self.threads))))
         with ParallelFeed(parser, self._make, self.threads, Region(whole), settled) as feed:
-            for piece, last in region_pieces(size, pos, step, mm.find):
+            for piece, last in region_pieces(size, pos, step, mm.find, self.threads):
                 feed.feed(piece, last, tag=piece[1])
             feed.finish()
 

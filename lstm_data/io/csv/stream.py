@@ -164,7 +164,7 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
         if ahead is not None:
             ahead.close()
     general = declared_plan(names, schema)
-    plan = reader._plan_from_sample(general, sample, final, options, n_threads) if general.general \
+    plan = reader._plan_from_sample(general, sample, final, options) if general.general \
         else general
     size = os.path.getsize(path)
     read_options = dict(schema=schema, dtype=dt, sep=sep, list_sep=list_sep, threads=threads,
