@@ -27,7 +27,7 @@ def _reset_lock() -> None:
 forksafe.on_fork_in_child(_reset_lock)
 
 
-def batch_of(batches: Any, index: int, epoch: int) -> Any:
+def batch_of(batches: Any, index: int, epoch: int, arena: Any = None) -> Any:
     """Batch ``index`` of ``epoch`` of ``batches``, leaving ``batches.epoch`` as it was.
 
     Parameters
@@ -40,10 +40,15 @@ def batch_of(batches: Any, index: int, epoch: int) -> Any:
         switched and restored under a lock, one batch at a time.
     index, epoch
         Which batch, of which epoch.
+    arena
+        A buffer to build the batch in, for sequences that say they take one
+        (``accepts_arena``); ignored by the others.
     """
     epoch = check_count(epoch, "epoch")
     get = getattr(batches, "batch", None)
     if callable(get):
+        if arena is not None and getattr(batches, "accepts_arena", False):
+            return get(index, epoch=epoch, arena=arena)
         return get(index, epoch=epoch)
     with _LOCK:
         saved = batches.epoch

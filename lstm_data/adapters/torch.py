@@ -215,13 +215,21 @@ class TorchBatches(_TorchDataset):
         """Batch ``key`` of the current epoch, or for ``key = (epoch, i)`` batch ``i`` of ``epoch``."""
         if isinstance(key, tuple):
             epoch, index = key
-            batch = self._batch(index, epoch)
         else:
             self._check_repeat(key)
-            batch = self._batch(check_index(key, len(self)), self.batches.epoch)
-        if self.worker_transfer == "shared" and _in_worker():
+            epoch, index = self.batches.epoch, check_index(key, len(self))
+        if self.worker_transfer == "shared" and _in_worker():  # built in shared memory
             from lstm_data.adapters import torch_slots
-            return torch_slots.worker_slots().share(batch)  # type: ignore[return-value]
+            slots = torch_slots.worker_slots()
+            seg = slots.arena()
+            try:
+                batch = batch_of(self.batches, index, epoch,
+                                 arena=None if seg is None else seg.arena)
+            except BaseException:
+                slots.release(seg)
+                raise
+            return slots.share(batch, seg)  # type: ignore[return-value]
+        batch = self._batch(index, epoch)
         inputs, targets, weights = batch
         return _tensors(inputs), _tensors(targets), _tensors(weights)
 

@@ -80,6 +80,9 @@ class _Segment:
         os.ftruncate(self.fd, capacity)
         self.map = mmap.mmap(self.fd, capacity)
         self.state = np.frombuffer(self.map, np.int32, 1, 0)
+        whole = np.frombuffer(self.map, np.uint8)
+        self.address = whole.ctypes.data
+        self.arena = whole[HEADER:]  # where a batch is built (Batches.batch(arena=))
         self.sent = False  # the descriptor went with a batch
         self.claimed = 0  # when it was last claimed (a counter)
 
@@ -95,6 +98,7 @@ class WorkerSlots:
         self.segments: list[_Segment] = []
         self._gen = itertools.count(1)
         self._clock = itertools.count(1)
+        self.expected = 0  # bytes of the last batch shared: the next arena's size
 
     def _claim(self, nbytes: int) -> _Segment:
         free = [s for s in self.segments if s.state[0] == 0]
@@ -118,32 +122,69 @@ class WorkerSlots:
         seg.claimed = next(self._clock)
         return seg
 
-    def share(self, parts: tuple[dict, ...]) -> tuple[dict, ...]:
-        """Copy the arrays of ``parts`` (dicts of arrays) into a segment; the same dicts of
-        :class:`SlotTensor` viewing it."""
-        offsets, end = [], HEADER
-        for part in parts:
-            for a in part.values():
+    def arena(self) -> _Segment | None:
+        """A claimed segment as large as the last batch shared (None before the first):
+        build the next batch in its :attr:`_Segment.arena`, then :meth:`share` it with
+        ``seg=``. Hand it to :meth:`share` or :meth:`release` it."""
+        return self._claim(self.expected) if self.expected else None
+
+    @staticmethod
+    def release(seg: _Segment | None) -> None:
+        """Give back a segment from :meth:`arena` that holds no batch (its build failed)."""
+        if seg is not None:
+            seg.state[0] = 0
+
+    def share(self, parts: tuple[dict, ...], seg: _Segment | None = None) -> tuple[dict, ...]:
+        """The same dicts of :class:`SlotTensor` viewing a segment that holds the arrays of
+        ``parts`` (dicts of arrays).
+
+        With ``seg`` (from :meth:`arena`), the arrays built in it stay where they are
+        and only the others are copied after them; when those do not fit, every array
+        is copied to another segment.
+        """
+        arrays = [np.asarray(a) for part in parts for a in part.values()]
+        offsets: list[int | None] = [_offset_in(a, seg) for a in arrays]
+        end = max([HEADER] + [o + a.nbytes for o, a in zip(offsets, arrays) if o is not None])
+        for k, a in enumerate(arrays):
+            if offsets[k] is None:
+                end = -(-end // ALIGN) * ALIGN
+                offsets[k] = end
+                end += a.nbytes
+        self.expected = max(self.expected, end) if seg is not None else end
+        if seg is not None and end > seg.capacity:  # the rest does not fit: start over
+            self.release(seg)
+            seg = None
+        if seg is None:
+            offsets, end = [], HEADER
+            for a in arrays:
                 offsets.append(end)
                 end += -(-a.nbytes // ALIGN) * ALIGN
-        seg = self._claim(end)
+            seg = self._claim(end)
         fd = None
         if not seg.sent:
             fd, seg.sent = DupFd(seg.fd), True
         lease = _Lease((self.ring, seg.index, seg.gen, seg.capacity, fd))
-        out, at = [], iter(offsets)
+        out, at, given = [], iter(offsets), iter(arrays)
         for part in parts:
             shared = {}
-            for name, a in part.items():
-                a = np.asarray(a)
-                offset = next(at)
+            for name in part:
+                a, offset = next(given), next(at)
                 view = np.frombuffer(seg.map, a.dtype, a.size, offset).reshape(a.shape)
-                np.copyto(view, a)
+                if _offset_in(a, seg) != offset:
+                    np.copyto(view, a)
                 t = torch.from_numpy(view).as_subclass(SlotTensor)
                 t._lstm_data_slot = (lease, offset, a.nbytes, a.shape, a.dtype.str)
                 shared[name] = t
             out.append(shared)
         return tuple(out)
+
+
+def _offset_in(a: np.ndarray, seg: _Segment | None) -> int | None:
+    """Where the C-contiguous array ``a`` lies in ``seg`` (its whole bytes), else None."""
+    if seg is None or not a.flags.c_contiguous or a.nbytes == 0:
+        return None
+    offset = a.ctypes.data - seg.address
+    return offset if HEADER <= offset and offset + a.nbytes <= seg.capacity else None
 
 
 _SLOTS: dict[int, WorkerSlots] = {}

@@ -267,7 +267,10 @@ class Batches(EpochIteration):
     def __getitem__(self, index: int) -> Batch:
         return self.batch(index)
 
-    def batch(self, index: int, epoch: int | None = None) -> Batch:
+    #: :meth:`batch` takes an ``arena`` to build in
+    accepts_arena = True
+
+    def batch(self, index: int, epoch: int | None = None, arena: Any = None) -> Batch:
         """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`), which stays as it is.
 
         ``b.batch(i, epoch=e)`` equals ``b.set_epoch(e); b[i]`` without changing
@@ -282,6 +285,11 @@ class Batches(EpochIteration):
             Batch index (negative counts from the end).
         epoch
             An int >= 0.
+        arena
+            A writable, C-contiguous buffer to build the batch's arrays in where
+            they fit (in-RAM datasets without a cache; see
+            :class:`kernels.BatchGather`), e.g. shared memory another process
+            reads; the arrays are views of it. Other arrays are allocated.
         """
         epoch = self._epoch_arg(epoch)
         slot = self._batch_slot(self._check_index(index), epoch)
@@ -290,9 +298,9 @@ class Batches(EpochIteration):
             if hit is None:  # kept read-only: an in-place edit must not reach later epochs
                 hit = self._ram.setdefault(slot, freeze_batch(self._build(slot, epoch)))
             return tuple(dict(part) for part in hit)  # type: ignore[return-value]
-        return self._build(slot, epoch)
+        return self._build(slot, epoch, arena)
 
-    def _build(self, slot: int, epoch: int) -> Batch:
+    def _build(self, slot: int, epoch: int, arena: Any = None) -> Batch:
         positions = self._positions(slot, epoch)
         if self._blocks is not None:
             lo = slot * self.batch_size
@@ -306,7 +314,7 @@ class Batches(EpochIteration):
                 rows = self._blocks.rows[positions]
         else:
             rows = positions if self._view is None else self._view[positions]
-            inputs, targets = self._builder.build(rows)
+            inputs, targets = self._builder.build(rows, arena)
         return inputs, targets, self._weights_for(rows, targets)
 
     def _weights_for(self, rows: np.ndarray, targets: Arrays) -> Arrays:

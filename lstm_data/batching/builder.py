@@ -139,11 +139,15 @@ class BatchBuilder:
             self._gather = kernels.BatchGather(*self.gather_jobs())
         return self._gather
 
-    def build(self, rows: np.ndarray) -> tuple[Arrays, Arrays]:
-        """The ``(inputs, targets)`` of ``rows`` (dataset rows, in batch order)."""
+    def build(self, rows: np.ndarray, arena: Any = None) -> tuple[Arrays, Arrays]:
+        """The ``(inputs, targets)`` of ``rows`` (dataset rows, in batch order).
+
+        In RAM, the arrays are built in ``arena`` (a writable buffer) where they
+        fit, by the rule of :class:`kernels.BatchGather`; on disk it is not used.
+        """
         rows = np.asarray(rows, dtype=np.intp)
         if self.in_ram:
-            return self._build_in_ram(rows)
+            return self._build_in_ram(rows, arena)
         inputs: dict[str, np.ndarray] = {}
         targets: dict[str, np.ndarray] = {}
         gathered = {g: self.dataset.ragged(g, rows) for g in self._groups_needed}
@@ -158,8 +162,9 @@ class BatchBuilder:
                     dest[f.name + LENGTHS_SUFFIX] = lengths
         return inputs, targets
 
-    def _build_in_ram(self, rows: np.ndarray) -> tuple[Arrays, Arrays]:
-        padded, tables = self.gather_kernel()(rows)
+    def _build_in_ram(self, rows: np.ndarray, arena: Any = None) -> tuple[Arrays, Arrays]:
+        padded, tables = self.gather_kernel()(rows) if arena is None \
+            else self.gather_kernel()(rows, arena=arena)
         padded_it, tables_it = iter(padded), iter(tables)
         inputs: dict[str, np.ndarray] = {}
         targets: dict[str, np.ndarray] = {}

@@ -102,10 +102,19 @@ class ShardedBatches(EpochIteration):
     def _parent_index(self, index: int) -> int:
         return self.rank * len(self) + check_index(index, len(self))
 
-    def batch(self, index: int, epoch: int | None = None) -> Batch:
-        """Batch ``index`` of this rank's share of ``epoch`` (default: the current one)."""
+    @property
+    def accepts_arena(self) -> bool:
+        """:meth:`batch` builds in an ``arena`` (the sharded sequence does)."""
+        return bool(getattr(self.batches, "accepts_arena", False))
+
+    def batch(self, index: int, epoch: int | None = None, arena: Any = None) -> Batch:
+        """Batch ``index`` of this rank's share of ``epoch`` (default: the current one);
+        ``arena`` as :meth:`Batches.batch` takes it (passed on when given)."""
         epoch = self.epoch if epoch is None else check_count(epoch, "epoch")
-        return self.batches.batch(self._parent_index(index), epoch=epoch)
+        if arena is None or not self.accepts_arena:
+            return self.batches.batch(self._parent_index(index), epoch=epoch)
+        builds: Any = self.batches  # a Batches (accepts_arena), not every Shardable
+        return builds.batch(self._parent_index(index), epoch=epoch, arena=arena)  # type: ignore[no-any-return]
 
     def __getitem__(self, index: int) -> Batch:
         return self.batch(index)

@@ -10,7 +10,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
+__all__ = ["ARENA_ALIGN", "arena_array", "WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
            "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
            "prepare_table", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "csv_layout",
            "check_interleave", "check_csv_extend"]
@@ -194,6 +194,27 @@ def prepare_table(table: Any) -> np.ndarray:
     if arr.ndim != 2:
         raise ValueError(f"tables must be 2-D (rows, columns), got shape {arr.shape}")
     return np.ascontiguousarray(arr)
+
+
+#: outputs placed in an arena start at multiples of this many bytes from its start
+ARENA_ALIGN = 64
+
+
+def arena_array(arena: Any) -> np.ndarray:
+    """``BatchGather``'s ``arena`` as a 1-D uint8 array over the same memory (no copy).
+
+    Raises
+    ------
+    TypeError
+        Not a writable, C-contiguous buffer.
+    """
+    try:
+        view = memoryview(arena)
+    except TypeError:
+        raise TypeError(f"arena must be a writable buffer, got {type(arena).__name__}") from None
+    if view.readonly or not view.c_contiguous:
+        raise TypeError("arena must be a writable, C-contiguous buffer")
+    return np.frombuffer(view.cast("B") if view.format != "B" or view.ndim != 1 else view, np.uint8)
 
 
 #: column flag: some committed cell of the column was quoted

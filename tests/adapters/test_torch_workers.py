@@ -118,3 +118,31 @@ def test_threads_are_ignored_in_worker_processes():
     data = TorchBatches(batches, threads=2)
     for i, got in enumerate(_loader(data)):
         _assert_batch(got, batches.batch(i, epoch=0))
+
+
+@needs_slots
+def test_batches_are_built_in_the_segment_and_a_bigger_one_moves():
+    batches = _batches()
+    slots = torch_slots.WorkerSlots()
+    assert slots.arena() is None  # nothing shared yet: no size to go by
+    slots.share(batches.batch(0, epoch=0))
+    seg = slots.arena()  # as large as the last batch
+    built = batches.batch(1, epoch=0, arena=seg.arena)
+    big = built[0]["input_png3d"]
+    assert np.shares_memory(big, seg.arena)  # the padded field was written in shared memory
+    got = slots.share(built, seg)
+    _assert_batch([{k: t.as_subclass(torch.Tensor) for k, t in part.items()} for part in got],
+                  batches.batch(1, epoch=0))
+    lease = got[0]["input_png3d"]._lstm_data_slot
+    assert lease[1] == big.ctypes.data - seg.address  # shared where it was built: no copy
+    slots.release(seg)
+    # an arena too small for a whole-table batch: everything moves to a segment that fits
+    whole = _batches(batch_size=3000)
+    small = slots._claim(4096)  # one GRAIN, less than the batch
+    built = whole.batch(0, epoch=0, arena=small.arena)
+    assert not np.shares_memory(built[0]["input_png3d"], small.arena)
+    moved = slots.share(built, small)
+    assert small.state[0] == 0  # given back
+    assert moved[0]["input_png3d"]._lstm_data_slot[0].args[2] != small.gen  # a new segment
+    _assert_batch([{k: t.as_subclass(torch.Tensor) for k, t in part.items()} for part in moved],
+                  whole.batch(0, epoch=0))

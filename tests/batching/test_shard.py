@@ -167,3 +167,13 @@ def test_keras_batches_over_a_shard(data):
         k = KerasBatches(shard, workers=2)
         assert len(k) == len(shard) == 10
         assert_same_batch(k[0], shard[0])
+
+
+def test_a_shard_builds_in_an_arena_like_its_batches(data):
+    batches = Batches(data, _spec(), batch_size=64, seed=1)
+    shard = batches.shard(1, 3)
+    assert shard.accepts_arena
+    arena = np.zeros(1 << 20, np.uint8)
+    got = shard.batch(2, epoch=4, arena=arena)
+    assert_same_batch(got, shard.batch(2, epoch=4))
+    assert np.shares_memory(got[0]["input_png3d"], arena)

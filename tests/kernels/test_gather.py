@@ -242,3 +242,73 @@ def test_twins_bitwise_equal(twins, lengths, picks, max_len, fixed, sort_by, pad
         assert_bitwise(x, y)
         assert_bitwise(xl, yl)
     assert_bitwise(a[1][0], b[1][0])
+
+
+def _placement(arena: np.ndarray, out) -> list:
+    """Byte offset in ``arena`` of every output (lengths, batch per job; then tables), or None."""
+    arrays = [a for pair in out[0] for a in (pair[1], pair[0])] + list(out[1])
+    return [a.ctypes.data - arena.ctypes.data if np.shares_memory(a, arena) else None for a in arrays]
+
+
+@pytest.mark.parametrize("size", [0, 100, 2000, 1 << 16])
+def test_arena_holds_the_outputs_that_fit_in_order(backend, size):
+    jobs, tables = _jobs()
+    rows = np.array([5, 0, 2, 2, 4])
+    want = backend.BatchGather(jobs, tables)(rows)
+    arena = np.full(size, 0xAB, np.uint8)
+    got = backend.BatchGather(jobs, tables)(rows, arena=arena)
+    for (x, xl), (y, yl) in zip(want[0], got[0]):
+        assert_bitwise(x, y)
+        assert_bitwise(xl, yl)
+    for x, y in zip(want[1], got[1]):
+        assert_bitwise(x, y)
+    where = _placement(arena, got)
+    placed = [o for o in where if o is not None]
+    assert placed == sorted(placed) and all(o % 64 == 0 for o in placed)
+    sizes = [a.nbytes for pair in got[0] for a in (pair[1], pair[0])] + [t.nbytes for t in got[1]]
+    cursor = 0
+    for offset, nbytes in zip(where, sizes):  # first fit, in order, 64-byte steps
+        fits = 0 < nbytes <= size - cursor
+        assert (offset == cursor) if fits else offset is None
+        if fits:
+            cursor = min(size, -(-(cursor + nbytes) // 64) * 64)
+    if size == 1 << 16:
+        assert None not in where
+        del arena  # the outputs keep the arena alive
+        gc.collect()
+        assert_bitwise(got[0][0][0], want[0][0][0])
+
+
+def test_arena_must_be_a_writable_contiguous_buffer(backend):
+    jobs, tables = _jobs()
+    gather = backend.BatchGather(jobs, tables)
+    for bad in (b"\0" * 4096, np.zeros(8192, np.uint8)[::2], 3):
+        with pytest.raises(TypeError, match="arena"):
+            gather(np.array([0, 1]), arena=bad)
+    ro = np.zeros(4096, np.uint8)
+    ro.flags.writeable = False
+    with pytest.raises(TypeError, match="arena"):
+        gather(np.array([0, 1]), arena=ro)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lengths=st.lists(st.integers(0, 7), min_size=1, max_size=30),
+       picks=st.lists(st.integers(0, 29), max_size=25), size=st.integers(0, 3000),
+       max_len=st.one_of(st.none(), st.integers(0, 9)), seed=st.integers(0, 99))
+def test_twins_place_alike_in_an_arena(twins, lengths, picks, size, max_len, seed):
+    compiled, python = twins
+    values, offsets = ragged(lengths, n_vars=3, seed=seed)
+    table = np.random.default_rng(seed).normal(size=(len(lengths), 2))
+    job = dict(values=values, offsets=offsets, max_len=max_len, fixed=False)
+    rows = np.array([p % len(lengths) for p in picks], dtype=np.int64)
+    results = []
+    for backend in (compiled, python):
+        arena = np.zeros(size, np.uint8)
+        out = backend.BatchGather([job], [table])(rows, arena=arena)
+        results.append((out, _placement(arena, out)))
+    (a, pa), (b, pb) = results
+    assert pa == pb
+    for (x, xl), (y, yl) in zip(a[0], b[0]):
+        assert_bitwise(x, y)
+        assert_bitwise(xl, yl)
+    assert_bitwise(a[1][0], b[1][0])

@@ -25,13 +25,14 @@ from libc.string cimport memcpy
 cimport numpy as cnp
 import numpy as np
 
-from .._args import prepare_ragged, prepare_table
+from .._args import arena_array, prepare_ragged, prepare_table
 
 from .bufpool cimport POOL_SLOTS, BufferPool, pool_give, pool_init, pool_take
 from .padrows cimport BAD_ROW, LD_PREFETCH, NO_MEMORY, pad_rows_any, row_bounds_any
 
 cdef enum:
     TABLE_AHEAD = 16  # table rows prefetched this far ahead of the copy
+    ARENA_ALIGN = 64  # outputs placed in an arena start at multiples of this from its start
 
 cnp.import_array()
 
@@ -57,6 +58,27 @@ ctypedef struct Output:
     void *data
     int64_t *lengths
     Py_ssize_t width
+    bint data_placed, lengths_placed  # in the caller's arena (not ours to free)
+
+
+ctypedef struct Arena:
+    char *base  # NULL: no arena
+    Py_ssize_t size, cursor
+
+
+cdef inline void *_place(Arena *arena, Py_ssize_t size) noexcept nogil:
+    """The next ``size`` bytes of the arena (then the cursor moves to a multiple of
+    ``ARENA_ALIGN``), or NULL when there is no arena, ``size`` is 0 or it does not fit."""
+    cdef void *at
+    if arena.base == NULL or size <= 0 or size > arena.size - arena.cursor:
+        return NULL
+    at = arena.base + arena.cursor
+    arena.cursor += size
+    if arena.cursor % ARENA_ALIGN:  # (C's % of a negative number is negative: not used here)
+        arena.cursor += ARENA_ALIGN - arena.cursor % ARENA_ALIGN
+    if arena.cursor > arena.size:
+        arena.cursor = arena.size
+    return at
 
 
 cdef void _free_capsule(object capsule) noexcept:
@@ -83,17 +105,22 @@ cdef void _give_capsule(object capsule) noexcept:
     _give_back(PyCapsule_GetPointer(capsule, NULL))
 
 
-cdef object _adopt(void *data, int nd, cnp.npy_intp *dims, int typenum, bint pooled=False):
-    """A NumPy array over ``data`` that frees it (or gives it back to its pool) when it dies."""
+cdef object _adopt(void *data, int nd, cnp.npy_intp *dims, int typenum, bint pooled=False,
+                   object owner=None):
+    """A NumPy array over ``data`` that frees it (or gives it back to its pool) when it dies;
+    with ``owner`` (the arena ``data`` lies in), a view that keeps ``owner`` alive."""
     arr = cnp.PyArray_SimpleNewFromData(nd, dims, typenum, data)
-    cnp.set_array_base(arr, PyCapsule_New(data, NULL, _give_capsule if pooled else _free_capsule))
+    if owner is not None:
+        cnp.set_array_base(arr, owner)
+    else:
+        cnp.set_array_base(arr, PyCapsule_New(data, NULL, _give_capsule if pooled else _free_capsule))
     return arr
 
 
 cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec *tables,
                  Py_ssize_t n_tables, const Py_ssize_t *rows, Py_ssize_t n_batch,
-                 int64_t *starts, Output *outs, void **table_outs, Py_ssize_t *err_job,
-                 Py_ssize_t *err_pos) noexcept nogil:
+                 int64_t *starts, Output *outs, void **table_outs, bint *table_placed,
+                 Arena *arena, Py_ssize_t *err_job, Py_ssize_t *err_pos) noexcept nogil:
     """Every output of one batch; 0, or a status with the failing job and batch position."""
     cdef Py_ssize_t j, b, r, width, size
     cdef int64_t longest
@@ -104,7 +131,10 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
     for j in range(n_ragged):
         job = &ragged[j]
         err_job[0] = j
-        outs[j].lengths = <int64_t *> malloc((n_batch if n_batch else 1) * sizeof(int64_t))
+        outs[j].lengths = <int64_t *> _place(arena, n_batch * sizeof(int64_t))
+        outs[j].lengths_placed = outs[j].lengths != NULL
+        if not outs[j].lengths_placed:
+            outs[j].lengths = <int64_t *> malloc((n_batch if n_batch else 1) * sizeof(int64_t))
         if outs[j].lengths == NULL:
             return NO_MEMORY
         status = row_bounds_any(job.offsets, job.off64, rows, n_batch, job.n_rows, job.total,
@@ -121,7 +151,10 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
                 width = job.max_len
         outs[j].width = width
         size = n_batch * width * job.n_cols * (8 if job.out64 else 4)
-        outs[j].data = pool_take(&_POOL, size)
+        outs[j].data = _place(arena, size)
+        outs[j].data_placed = outs[j].data != NULL
+        if not outs[j].data_placed:
+            outs[j].data = pool_take(&_POOL, size)
         if outs[j].data == NULL:
             return NO_MEMORY
         if size:
@@ -143,7 +176,10 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
                 err_pos[0] = b
                 return BAD_ROW
         size = n_batch * tab.row_bytes
-        dst = <char *> malloc(size if size else 1)
+        dst = <char *> _place(arena, size)
+        table_placed[j] = dst != NULL
+        if not table_placed[j]:
+            dst = <char *> malloc(size if size else 1)
         if dst == NULL:
             return NO_MEMORY
         table_outs[j] = dst
@@ -235,40 +271,56 @@ cdef class BatchGather:
         spec.pre_pad = job.padding == "pre"
         spec.pre_trunc = job.truncating == "pre"
 
-    def __call__(self, rows):
-        """Build every output for ``rows``; returns ``(ragged, tables)`` as the twin does."""
+    def __call__(self, rows, arena=None):
+        """Build every output for ``rows``; returns ``(ragged, tables)`` as the twin does,
+        placing outputs in ``arena`` by the twin's rule."""
         arr = np.asarray(rows)
         if arr.size and (arr.ndim != 1 or arr.dtype.kind not in "iu"):
             raise ValueError(f"rows must be a 1-D array of integers, got {arr.dtype} shape {arr.shape}")
         cdef cnp.ndarray picked = np.ascontiguousarray(arr.reshape(-1), dtype=np.intp)
         if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.intp).max:
             raise ValueError(f"row {arr.max()} out of range")
+        cdef Arena place
+        cdef unsigned char[::1] space
+        place.base, place.size, place.cursor = NULL, 0, 0
+        owner = None
+        if arena is not None:
+            owner = arena_array(arena)
+            space = owner
+            place.size = space.shape[0]
+            if place.size:
+                place.base = <char *> &space[0]
         cdef const Py_ssize_t *row_ptr = <const Py_ssize_t *> cnp.PyArray_DATA(picked)
         cdef Py_ssize_t n_batch = picked.shape[0]
         cdef Output *outs = <Output *> calloc(max(self._n_ragged, 1), sizeof(Output))
         cdef void **table_outs = <void **> calloc(max(self._n_tables, 1), sizeof(void *))
+        cdef bint *table_placed = <bint *> calloc(max(self._n_tables, 1), sizeof(bint))
         cdef int64_t *starts = <int64_t *> malloc(max(n_batch, 1) * sizeof(int64_t))
         cdef Py_ssize_t err_job = 0, err_pos = 0, j
         cdef int status = NO_MEMORY
         try:
-            if outs != NULL and table_outs != NULL and starts != NULL:
+            if outs != NULL and table_outs != NULL and table_placed != NULL and starts != NULL:
                 with nogil:
                     status = _gather(self._ragged, self._n_ragged, self._tables, self._n_tables,
-                                     row_ptr, n_batch, starts, outs, table_outs, &err_job,
-                                     &err_pos)
+                                     row_ptr, n_batch, starts, outs, table_outs, table_placed,
+                                     &place, &err_job, &err_pos)
             if status:
                 self._raise(status, err_job, row_ptr[err_pos] if n_batch else 0)
-            return self._adopt_all(outs, table_outs, n_batch)
-        finally:  # whatever was not handed to NumPy
+            return self._adopt_all(outs, table_outs, table_placed, n_batch, owner)
+        finally:  # whatever was not handed to NumPy (nor lies in the caller's arena)
             if outs != NULL:
                 for j in range(self._n_ragged):
-                    _give_back(outs[j].data)
-                    free(outs[j].lengths)
-            if table_outs != NULL:
+                    if not outs[j].data_placed:
+                        _give_back(outs[j].data)
+                    if not outs[j].lengths_placed:
+                        free(outs[j].lengths)
+            if table_outs != NULL and table_placed != NULL:
                 for j in range(self._n_tables):
-                    free(table_outs[j])
+                    if not table_placed[j]:
+                        free(table_outs[j])
             free(outs)
             free(table_outs)
+            free(table_placed)
             free(starts)
 
     cdef object _raise(self, int status, Py_ssize_t job, Py_ssize_t r):
@@ -284,8 +336,10 @@ cdef class BatchGather:
                          f"offsets[{r + 1}]={spec.offsets[r + 1]} (must be non-decreasing within "
                          f"[0, {len(spec.values)}])")
 
-    cdef object _adopt_all(self, Output *outs, void **table_outs, Py_ssize_t n_batch):
-        """Hand every buffer to NumPy; a handed-over pointer is cleared so it is not freed."""
+    cdef object _adopt_all(self, Output *outs, void **table_outs, const bint *table_placed,
+                           Py_ssize_t n_batch, object owner):
+        """Hand every buffer to NumPy (a buffer in the arena: a view whose base is ``owner``);
+        a handed-over pointer is cleared so it is not freed."""
         cdef cnp.npy_intp dims[3]
         cdef Py_ssize_t j
         cdef const RaggedSpec *spec
@@ -297,14 +351,19 @@ cdef class BatchGather:
             dims[1] = outs[j].width
             dims[2] = spec.n_cols
             batch = _adopt(outs[j].data, 2 if spec.flat else 3, dims,
-                           cnp.NPY_FLOAT64 if spec.out64 else cnp.NPY_FLOAT32, pooled=True)
+                           cnp.NPY_FLOAT64 if spec.out64 else cnp.NPY_FLOAT32, True,
+                           owner if outs[j].data_placed else None)
             outs[j].data = NULL
-            lengths = _adopt(outs[j].lengths, 1, dims, cnp.NPY_INT64)
+            outs[j].data_placed = False
+            lengths = _adopt(outs[j].lengths, 1, dims, cnp.NPY_INT64, False,
+                             owner if outs[j].lengths_placed else None)
             outs[j].lengths = NULL
+            outs[j].lengths_placed = False
             ragged.append((batch, lengths))
         for j in range(self._n_tables):
             dims[1] = self._tables[j].row_bytes // self.tables[j].itemsize
             tables.append(_adopt(table_outs[j], 2, dims,
-                                 cnp.NPY_FLOAT64 if self.tables[j].dtype == _F64 else cnp.NPY_FLOAT32))
+                                 cnp.NPY_FLOAT64 if self.tables[j].dtype == _F64 else cnp.NPY_FLOAT32,
+                                 False, owner if table_placed[j] else None))
             table_outs[j] = NULL
         return ragged, tables

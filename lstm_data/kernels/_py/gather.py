@@ -13,7 +13,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lstm_data.kernels._args import RaggedJob, prepare_ragged, prepare_table
+from lstm_data.kernels._args import (
+    ARENA_ALIGN,
+    RaggedJob,
+    arena_array,
+    prepare_ragged,
+    prepare_table,
+)
 from lstm_data.kernels._py.pad import pad_ragged, row_bounds
 
 __all__ = ["BatchGather", "batch_width"]
@@ -48,8 +54,22 @@ class BatchGather:
         self.ragged = [prepare_ragged(job) for job in ragged]
         self.tables = [prepare_table(t) for t in tables]
 
-    def __call__(self, rows: Any) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
+    def __call__(self, rows: Any, arena: Any = None,
+                 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
         """Build every output for ``rows`` (1-D ints, any order, repeats allowed).
+
+        Parameters
+        ----------
+        rows
+            Dataset rows, in batch order.
+        arena
+            Optional writable, C-contiguous buffer to build the outputs in (e.g. a
+            shared-memory segment another process reads). In the order ``lengths``
+            then ``batch`` of each ragged job, then each table, an output of n > 0
+            bytes is placed at the arena's cursor when it fits, and the cursor then
+            moves to the next multiple of 64 bytes from the arena's start; an output
+            that does not fit is allocated as usual. Placed outputs are views whose
+            base is the arena.
 
         Returns
         -------
@@ -63,24 +83,49 @@ class BatchGather:
         ValueError
             Rows that are not 1-D integers, a row out of range of any job or table,
             or bad offsets at a selected row.
+        TypeError
+            ``arena`` is not a writable, C-contiguous buffer.
         """
         rows = np.asarray(rows)
         if rows.size and (rows.ndim != 1 or rows.dtype.kind not in "iu"):
             raise ValueError(f"rows must be a 1-D array of integers, got {rows.dtype} shape {rows.shape}")
         if rows.dtype.kind == "u" and rows.size and rows.max() > np.iinfo(np.intp).max:
             raise ValueError(f"row {rows.max()} out of range")
+        space = None if arena is None else _Arena(arena_array(arena))
         rows = rows.reshape(-1).astype(np.intp)
         ragged = []
         for job in self.ragged:  # job by job; in each, the first bad batch position is named
             starts, stops = row_bounds(job.offsets, rows, len(job.values))
             longest = int((stops - starts).max()) if len(rows) else 0
-            ragged.append(pad_ragged(
+            batch, lengths = pad_ragged(
                 job.values, job.offsets, rows, max_len=batch_width(job, longest),
                 pad_value=job.pad_value, columns=job.columns, sort_by=job.sort_by,
                 descending=job.descending, padding=job.padding, truncating=job.truncating,
-                dtype=job.dtype))
+                dtype=job.dtype)
+            if space is not None:
+                lengths = space.place(lengths)
+                batch = space.place(batch)
+            ragged.append((batch, lengths))
         tables = [table[_table_rows(rows, len(table))] for table in self.tables]
+        if space is not None:
+            tables = [space.place(t) for t in tables]
         return ragged, tables
+
+
+class _Arena:
+    """The rule of ``arena`` (see :meth:`BatchGather.__call__`): a cursor over a byte array."""
+
+    def __init__(self, space: np.ndarray) -> None:
+        self.space, self.cursor = space, 0
+
+    def place(self, a: np.ndarray) -> np.ndarray:
+        """``a`` copied to the cursor when it fits (then the cursor moves on), else ``a``."""
+        if a.nbytes == 0 or a.nbytes > len(self.space) - self.cursor:
+            return a
+        out = self.space[self.cursor:self.cursor + a.nbytes].view(a.dtype).reshape(a.shape)
+        out[...] = a
+        self.cursor = min(len(self.space), self.cursor + a.nbytes + (-(self.cursor + a.nbytes)) % ARENA_ALIGN)
+        return out
 
 
 def _table_rows(rows: np.ndarray, n_rows: int) -> np.ndarray:
