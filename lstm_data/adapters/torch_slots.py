@@ -13,9 +13,13 @@ about 7 ms per batch against 0.4 ms built in the main process.
 How
 ---
 Each worker process keeps a few shared-memory segments (``memfd``), each holding
-one batch at a time. A batch built in a worker is copied into a free segment (one
-copy, in the worker) and its tensors are :class:`SlotTensor`\\ s, which pickle as
-a reference: segment, generation, offset, shape. The segment's file descriptor
+one batch at a time. A worker claims a free segment as large as its last batch
+and builds the next batch right in it (``Batches.batch(..., arena=)``: the kernel
+writes the padded fields there); what did not fit, or was not built there (a RAM
+cache, on-disk blocks, the weights), is copied after it, and a batch that
+outgrew the segment moves whole to a larger one. Its tensors are
+:class:`SlotTensor`\\ s, which pickle as a reference: segment, generation,
+offset, shape. The segment's file descriptor
 travels once, with the first batch of each segment; the main process maps it once
 and builds every later batch's tensors as views of that mapping (no copy, no
 fault). When every tensor of a batch is gone, the main process marks the segment

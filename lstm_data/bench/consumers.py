@@ -36,6 +36,7 @@ from lstm_data.bench.ceiling import MIN_CEILING, sort_scaling, write_scaling
 from lstm_data.bench.consumers_frameworks import (
     close_loaders,
     keras_passes,
+    torch_ceiling_passes,
     torch_passes,
 )
 from lstm_data.bench.consumers_fresh import fresh_passes, layouts_of, make_batches
@@ -55,6 +56,7 @@ KERAS = "Keras PyDataset loop, KerasBatches(workers={}), max_queue_size=10"
 TORCH0 = "torch DataLoader(TorchBatches, num_workers=0)"
 TORCH2 = "torch DataLoader(TorchBatches, num_workers=2), worker_transfer='shared'"
 TORCH2_TORCH = "torch DataLoader(TorchBatches, num_workers=2), worker_transfer='torch'"
+TORCH_BUILD_ONLY = "torch DataLoader(build only, index returned, num_workers={})"
 TORCH0_THREADS = "torch DataLoader(TorchBatches(threads=2), num_workers=0)"
 
 def _batches(seed: int) -> Batches:
@@ -107,6 +109,9 @@ def _in_process(seed: int, quick: bool) -> tuple[dict[str, float], list[str]]:
     if torch_cases:
         threaded, more, _ = torch_passes(lambda: _batches(seed), workers=(0,), threads=2)
         cases.update(threaded)
+        loaders += more
+        ceiling, more = torch_ceiling_passes(lambda: _batches(seed))
+        cases.update(ceiling)
         loaders += more
     notes += [note] if note else []
     try:
@@ -191,9 +196,14 @@ def _acceptance(report: Report, times: dict[str, float], fill: float, cores: flo
     report.ratio(STAGE, "epoch collected, first pass, fresh process / NumPy's the same",
                  times[FRESH_NAMES["collect first"]] / times[FRESH_NAMES["numpy_collect first"]], kind="max")
     t0, t2 = times.get(TORCH0), times.get(TORCH2)
+    c0, c2 = times.get(TORCH_BUILD_ONLY.format(0)), times.get(TORCH_BUILD_ONLY.format(2))
     if t0 and t2:
         r = report.ratio(STAGE, "DataLoader num_workers=2 vs num_workers=0 batches/s", t0 / t2)
         r.waived = no_core if cores < MIN_CEILING else None
+        if c0 and c2:
+            report.ratio(STAGE, "DataLoader num_workers=2 vs 0, build only, nothing moved "
+                                "(same-run ceiling)", c0 / c2)
+            report.ratio(STAGE, "DataLoader num_workers=2 vs 0 / same-run ceiling", t0 / t2 / (c0 / c2))
     if t0 and times.get(TORCH0_THREADS):
         r = report.ratio(STAGE, "DataLoader num_workers=0, TorchBatches threads=2 vs 1 batches/s",
                          t0 / times[TORCH0_THREADS])

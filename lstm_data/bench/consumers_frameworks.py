@@ -5,7 +5,10 @@
   torch backend, which wraps the dataset's generator in a torch ``DataLoader``
   and converts every array), without a model: the data path alone.
 * torch: ``DataLoader(TorchBatches, batch_size=None, sampler=data.sampler,
-  num_workers=0|2, pin_memory=False)``, workers persistent as in the README.
+  num_workers=0|2, pin_memory=False)``, workers persistent as in the README;
+  and the same-run ceiling of ``num_workers=2`` over ``0``: the same loaders over
+  a dataset that builds each batch and returns only its index (a transfer that
+  costs nothing), so no way of moving batches between processes can do better.
 
 Each maker returns ``{name: one pass}`` (one epoch per call, epochs advancing as
 in training) or ``{}`` with a note when the framework is missing.
@@ -17,7 +20,7 @@ import os
 import warnings
 from typing import Callable
 
-__all__ = ["keras_passes", "torch_passes", "epoch_of", "close_loaders"]
+__all__ = ["keras_passes", "torch_passes", "torch_ceiling_passes", "epoch_of", "close_loaders"]
 
 
 def epoch_of(iterable) -> Callable[[], None]:
@@ -95,3 +98,39 @@ def close_loaders(loaders: list) -> None:
     for loader in loaders:
         loader._iterator = None
     gc.collect()
+
+
+class _BuildOnly:
+    """A map-style dataset that builds batch ``(epoch, i)`` and returns ``i`` (nothing to move)."""
+
+    def __init__(self, batches) -> None:
+        self.batches = batches
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, key):
+        from lstm_data.adapters.epochs import batch_of
+        epoch, index = key
+        batch_of(self.batches, index, epoch)
+        return index
+
+
+def torch_ceiling_passes(make_batches: Callable[[], object], workers=(0, 2),
+                         ) -> tuple[dict[str, Callable[[], None]], list]:
+    """One epoch per call of ``DataLoader(build-only dataset, num_workers=w)`` (see above)."""
+    try:
+        from torch.utils.data import DataLoader
+
+        from lstm_data.adapters.torch import TorchBatches
+    except ImportError:
+        return {}, []
+    cases, loaders = {}, []
+    for w in workers:
+        batches = make_batches()
+        loader = DataLoader(_BuildOnly(batches), batch_size=None,
+                            sampler=TorchBatches(batches).sampler, num_workers=w,
+                            pin_memory=False, persistent_workers=w > 0)
+        loaders.append(loader)
+        cases[f"torch DataLoader(build only, index returned, num_workers={w})"] = epoch_of(loader)
+    return cases, loaders
