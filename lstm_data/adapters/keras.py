@@ -56,8 +56,7 @@ from typing import Any
 import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
-from lstm_data.adapters.ahead import Stream as _Stream
-from lstm_data.adapters.epochs import batch_of
+from lstm_data.adapters.ahead import Ahead
 from lstm_data.batching.fields import Ragged
 
 try:
@@ -118,7 +117,9 @@ class KerasBatches(keras.utils.PyDataset):
     def _setup(self) -> None:
         self._lock = threading.Lock()
         self._served = np.zeros(len(self.batches), dtype=bool)
-        self._stream: _Stream | None = None
+        # batches built ahead on build_workers threads, tied to their epoch (the lock above
+        # serialises the asking; Ahead has its own for its stream)
+        self._ahead = Ahead(self.batches, self.build_workers, max(1, int(self.max_queue_size)))
         self._due = -1  # the index Keras should ask for next in a pass, -1 outside passes
         self._nan_checked = False
         self._order_warned = False
@@ -150,22 +151,10 @@ class KerasBatches(keras.utils.PyDataset):
         return (inputs, targets, weights) if self.with_weights else (inputs, targets)
 
     def _take(self, index: int, epoch: int) -> Any:
-        if self.build_workers == 1:
-            return batch_of(self.batches, index, epoch)
-        stream = self._stream
-        if stream is not None and stream.epoch == epoch and stream.next != index:
-            return batch_of(self.batches, index, epoch)  # out of order: nothing to build ahead
-        if stream is None or stream.epoch != epoch:
-            self._close_stream()
-            batches = self.batches  # not self: threads of a dropped stream must not keep it alive
-            stream = self._stream = _Stream(lambda i: batch_of(batches, i, epoch), len(self), epoch,
-                                            index, self.build_workers, max(1, int(self.max_queue_size)))
-        return stream.take()
+        return self._ahead.get(index, epoch)
 
     def _close_stream(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
-            self._stream = None
+        self._ahead.close()
 
     def _check_order(self, index: int) -> None:
         if self._due >= 0 and index != self._due and not self._order_warned:
@@ -209,12 +198,12 @@ class KerasBatches(keras.utils.PyDataset):
 
     # -- pickling: the batches, not the threads ------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_stream")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_ahead")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
-        self._stream = None
+        self._ahead = Ahead(self.batches, self.build_workers, max(1, int(self.max_queue_size)))
 
 
 class _EpochSync(keras.callbacks.Callback):
