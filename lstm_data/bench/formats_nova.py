@@ -26,10 +26,7 @@ Run alone: ``python -m lstm_data.bench.formats_nova [--quick]``.
 """
 from __future__ import annotations
 
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lstm_data.bench.memory import fresh_process_peak
 from lstm_data.bench.timing import Report
 
 __all__ = ["run", "write_nova_like", "pandas_groupby_convert", "pandas_vectorised_convert",
@@ -180,27 +178,9 @@ def pandas_vectorised_convert(path: Path) -> dict:
     return {"scalars": scalars, "groups": groups}
 
 
-_PEAK_CODE = """\
-import json, sys
-from lstm_data.io.nova_hdf5 import read_nova
-ds = read_nova(sys.argv[1])
-rss = next(int(line.split()[1]) * 1024 for line in open('/proc/self/status')
-           if line.startswith('VmHWM:'))
-print(json.dumps([rss, ds.nbytes]))
-"""
-
-
 def nova_peak_rss(path: Path) -> tuple[int, int] | None:
-    """``(peak RSS bytes, columnar bytes)`` of a fresh process opening ``path`` (``None`` without /proc)."""
-    if not os.path.exists("/proc/self/status"):
-        return None
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    out = subprocess.run([sys.executable, "-c", _PEAK_CODE, str(path)], check=True,
-                         capture_output=True, text=True, env=env).stdout
-    rss, nbytes = json.loads(out.strip().splitlines()[-1])
-    return rss, nbytes
+    """``(peak RSS bytes, columnar bytes)`` of a fresh process opening the NOvA file ``path``."""
+    return fresh_process_peak(path, "lstm_data.io.nova_hdf5:read_nova")
 
 
 def _timed(fn) -> float:

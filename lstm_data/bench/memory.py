@@ -1,10 +1,42 @@
-"""Peak memory of the current process."""
+"""Peak memory: of the current process, and of a fresh process that reads one file."""
 from __future__ import annotations
 
+import json
+import os
 import resource
+import subprocess
 import sys
+from pathlib import Path
 
-__all__ = ["peak_rss_kib"]
+__all__ = ["peak_rss_kib", "fresh_process_peak"]
+
+_PEAK_CODE = """\
+import importlib, json, sys
+module, name = sys.argv[1].split(":")
+ds = getattr(importlib.import_module(module), name)(sys.argv[2])
+rss = next(int(line.split()[1]) * 1024 for line in open('/proc/self/status')
+           if line.startswith('VmHWM:'))
+print(json.dumps([rss, ds.nbytes]))
+"""
+
+
+def fresh_process_peak(path: str | os.PathLike, reader: str) -> tuple[int, int] | None:
+    """``(peak RSS bytes, columnar bytes)`` of a fresh process that reads ``path`` into RAM.
+
+    ``reader`` names the function, ``"module:function"`` (it returns a dataset
+    with ``nbytes``). The peak is ``VmHWM`` from ``/proc/self/status``: unlike
+    ``ru_maxrss`` it starts afresh at ``exec``, so this process's memory does not
+    leak into it. ``None`` where ``/proc`` is missing.
+    """
+    if not os.path.exists("/proc/self/status"):
+        return None
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    out = subprocess.run([sys.executable, "-c", _PEAK_CODE, reader, os.fspath(path)], check=True,
+                         capture_output=True, text=True, env=env).stdout
+    rss, nbytes = json.loads(out.strip().splitlines()[-1])
+    return rss, nbytes
 
 
 def peak_rss_kib() -> int:

@@ -37,12 +37,10 @@ A stage module of the suite: ``run(quick, seed, data) -> Report``.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -53,6 +51,7 @@ import numpy as np
 from lstm_data.bench import formats
 from lstm_data.bench.ceiling import sort_scaling, waive_without_two_cores
 from lstm_data.bench.data import BenchData
+from lstm_data.bench.memory import fresh_process_peak
 from lstm_data.bench.timing import Report, interleaved_medians
 from lstm_data.io.csv.parallel import available_cores
 from lstm_data.io.csv.reader import read_csv
@@ -105,32 +104,9 @@ def lstm_ee_read(path: Path) -> dict:
     return out
 
 
-_PEAK_CODE = """\
-import json, sys
-from lstm_data.io.csv.reader import read_csv
-ds = read_csv(sys.argv[1])
-rss = next(int(line.split()[1]) * 1024 for line in open('/proc/self/status')
-           if line.startswith('VmHWM:'))
-print(json.dumps([rss, ds.nbytes]))
-"""
-
-
 def peak_rss(path: Path) -> tuple[int, int] | None:
-    """``(peak RSS bytes, columnar bytes)`` of a fresh process reading ``path``.
-
-    The peak is ``VmHWM`` from ``/proc/self/status``: unlike ``ru_maxrss`` it
-    starts afresh at ``exec``, so this process's memory does not leak into it.
-    ``None`` where ``/proc`` is missing.
-    """
-    if not os.path.exists("/proc/self/status"):
-        return None
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    out = subprocess.run([sys.executable, "-c", _PEAK_CODE, str(path)], check=True,
-                         capture_output=True, text=True, env=env).stdout
-    rss, nbytes = json.loads(out.strip().splitlines()[-1])
-    return rss, nbytes
+    """``(peak RSS bytes, columnar bytes)`` of a fresh process reading the CSV ``path``."""
+    return fresh_process_peak(path, "lstm_data.io.csv.reader:read_csv")
 
 
 def _decompress(tool: str, path: Path) -> None:
