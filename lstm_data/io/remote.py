@@ -16,6 +16,7 @@ import os
 import re
 from typing import Any
 
+from lstm_data._util.optional import require
 from lstm_data.errors import FormatError
 
 __all__ = ["is_url", "remote_format", "remote_filesystem"]
@@ -41,13 +42,7 @@ def remote_filesystem(url: str) -> tuple[Any, str]:
     """
     protocol = url.split("://", 1)[0].lower()
     package = _PACKAGES.get(protocol, f"the fsspec filesystem for {protocol}://")
-    try:
-        import fsspec
-        from fsspec.core import url_to_fs
-    except ImportError:
-        raise ImportError(f"reading {url} needs fsspec and {package}: "
-                          "pip install 'lstm_data[remote]'") from None
-    del fsspec
+    url_to_fs = require(f"reading {url}", "remote", "fsspec.core").url_to_fs
     try:
         return url_to_fs(url)  # type: ignore[no-any-return]
     except ImportError as exc:

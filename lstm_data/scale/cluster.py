@@ -12,6 +12,8 @@ import logging
 import re
 from typing import Any, Iterator
 
+from lstm_data._util.optional import require
+
 __all__ = ["connect", "parse_scheduler"]
 
 _log = logging.getLogger("lstm_data")
@@ -38,12 +40,7 @@ def parse_scheduler(address: str) -> tuple[str, int | None]:
 
 
 def _distributed() -> Any:
-    try:
-        import distributed
-    except ImportError:
-        raise ImportError("--scheduler and client= need Dask's distributed scheduler: "
-                          "pip install 'lstm_data[dask]'") from None
-    return distributed
+    return require("--scheduler and client= (Dask's distributed scheduler)", "dask", "distributed")
 
 
 @contextlib.contextmanager

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from lstm_data._util.optional import require
 from lstm_data.errors import SchemaError
 
 __all__ = ["Column", "column_buffers", "import_awkward", "NAMES_PARAMETER"]
@@ -41,11 +42,7 @@ NAMES_PARAMETER = "lstm_data_names"
 
 def import_awkward(extra: str = "awkward") -> Any:
     """``import awkward``, or an ImportError naming the extra to install."""
-    try:
-        import awkward
-    except ImportError as exc:
-        raise ImportError(f"this needs awkward: pip install 'lstm_data[{extra}]' ({exc})") from None
-    return awkward
+    return require("this", extra, "awkward")
 
 
 @dataclass

@@ -85,9 +85,9 @@ def csv_range_blocks(path: str, start: int, end: int, *, schema: Any = None, blo
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
     list_sep = sep if list_sep is None else list_sep
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
-    names, sample, final = reader._peek(path, sep)
+    names, sample, final = reader.peek_sample(path, sep)
     general = declared_plan(names, schema)
-    plan = reader._plan_from_sample(general, sample, final, options, 1) if general.general else general
+    plan = reader.sample_plan(general, sample, final, options) if general.general else general
     if plan.general and general.general:  # the whole file decides: a stream of a range cannot
         raise RestartStream(f"{path}: its first MiB does not decide the columns")
     empty = _columns_of(plan, options)

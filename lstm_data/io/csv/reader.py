@@ -50,7 +50,7 @@ from lstm_data.io.csv.plan import (
 )
 from lstm_data.io.schema import Schema
 
-__all__ = ["read_csv", "DEFAULT_BLOCK_SIZE"]
+__all__ = ["read_csv", "DEFAULT_BLOCK_SIZE", "peek_sample", "sample_plan"]
 
 #: decompressed bytes at the start of the first file used to infer the plan
 SAMPLE_SIZE = 1 << 20
@@ -135,12 +135,12 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_
           progress: Progress | None, block_size: int,
           ahead: BlockReader | None, threads: int = 1) -> InMemoryDataset:
     """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`)."""
-    names, sample, sample_final = _peek(paths[0], sep, ahead)
+    names, sample, sample_final = peek_sample(paths[0], sep, ahead)
     general = declared_plan(names, schema)
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
     plan = general
     if general.general:
-        plan = _plan_from_sample(general, sample, sample_final, options)
+        plan = sample_plan(general, sample, sample_final, options)
     run = _Run(paths, names, options, progress, block_size, ahead, threads)
     try:
         scalars, groups, flags = run.parse(plan)
@@ -155,7 +155,7 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_
     return InMemoryDataset(scalar_cols, group_cols, source=paths)
 
 
-def _peek(path: str, sep: str, ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool]:
+def peek_sample(path: str, sep: str, ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool]:
     """The header names, plus a sample of the text after it (and whether it is all).
 
     With ``ahead`` (a started reader of ``path``, which is compressed) the sample
@@ -178,8 +178,13 @@ def _peek(path: str, sep: str, ahead: BlockReader | None = None) -> tuple[list[s
     return names, data[end:], final
 
 
-def _plan_from_sample(general: Plan, sample: bytes, final: bool, options: dict) -> Plan:
-    # on one thread: a thread pool costs more than the sample's parse (about 5 ms a MiB)
+def sample_plan(general: Plan, sample: bytes, final: bool, options: dict) -> Plan:
+    """The column plan that parsing ``sample`` (text after the header) with ``general`` shows.
+
+    ``general`` itself when the sample does not parse: the full parse then reports
+    the error in the right file and line. Parsed on one thread: a thread pool costs
+    more than the sample's parse (about 5 ms a MiB).
+    """
     parser = kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
     try:
         parser.feed(sample, final=final)

@@ -159,12 +159,12 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
     ahead = BlockReader(path, block_size, threads=n_threads) if compression_of(path) else None
     try:  # the first MiB (decompressed again by the parse: a stream cannot keep it for later)
-        names, sample, final = reader._peek(path, sep, ahead)
+        names, sample, final = reader.peek_sample(path, sep, ahead)
     finally:
         if ahead is not None:
             ahead.close()
     general = declared_plan(names, schema)
-    plan = reader._plan_from_sample(general, sample, final, options) if general.general \
+    plan = reader.sample_plan(general, sample, final, options) if general.general \
         else general
     size = os.path.getsize(path)
     read_options = dict(schema=schema, dtype=dt, sep=sep, list_sep=list_sep, threads=threads,

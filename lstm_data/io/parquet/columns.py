@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from lstm_data._util.optional import require
 from lstm_data.errors import FormatError
 from lstm_data.io.column_groups import check_group_lengths, resolve_schema
 from lstm_data.io.layout import value_dtype
@@ -39,13 +40,7 @@ _EXACT_INT_BITS = {np.dtype(np.float32): 24, np.dtype(np.float64): 53}
 
 def import_pyarrow() -> Any:
     """``import pyarrow`` (with ``pyarrow.parquet``), or an ImportError naming the extra to install."""
-    try:
-        import pyarrow
-        import pyarrow.parquet  # loads the submodule
-    except ImportError as exc:
-        raise ImportError(f"reading or writing Parquet/Arrow needs pyarrow: pip install "
-                          f"'lstm_data[parquet]' ({exc})") from exc
-    return pyarrow
+    return require("reading or writing Parquet/Arrow", "parquet", "pyarrow", "pyarrow.parquet")
 
 
 def arrow_metadata(groups: dict[str, list[str]]) -> dict[bytes, bytes]:

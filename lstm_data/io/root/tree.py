@@ -6,6 +6,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from lstm_data._util.optional import require
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.jagged_groups import jagged_prefix
 
@@ -21,13 +22,7 @@ _NOT_DAMAGE = (ImportError, MemoryError, SchemaError, FormatError)
 
 def import_uproot() -> Any:
     """``import uproot`` (and check awkward), or an ImportError naming the extra to install."""
-    try:
-        import awkward  # noqa: F401  (uproot's arrays are awkward arrays)
-        import uproot
-    except ImportError as exc:
-        raise ImportError(f"reading ROOT files needs uproot and awkward: pip install "
-                          f"'lstm_data[root]' ({exc})") from None
-    return uproot
+    return require("reading ROOT files", "root", "uproot", "awkward")  # uproot's arrays are awkward
 
 
 def pick_tree(fh: Any, tree: str | None, file: str) -> tuple[Any, str, str]:
