@@ -55,12 +55,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the fletcher32 checksum")
 
 
-def _size_of(path: Path) -> int:
-    if path.is_dir():
-        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    return path.stat().st_size
-
-
 def run(args: argparse.Namespace) -> int:
     from lstm_data._util.progress import ByteProgress
     from lstm_data._util.safe_output import check_not_input
@@ -93,11 +87,12 @@ def run(args: argparse.Namespace) -> int:
                 table = convert_distributed(paths, dst, client=client, progress=bar, **options)
     if not args.quiet:
         import lstm_data.io.dispatch as dispatch
+        from lstm_data.io.dispatch import input_bytes
 
         out = dispatch.open(dst)
         groups = ", ".join(f"{g}[{len(v)}]" for g, v in table.groups.items()) or "none"
         shuffled = f", shuffled with seed {args.shuffle}" if args.shuffle is not None else ""
         print(f"wrote {dst}: {len(out)} rows, {len(table.scalar_names)} scalars, "
               f"groups {groups}{shuffled}; "
-              f"{_size_of(Path(dst)) / 2**20:.1f} MiB in {time.perf_counter() - start:.1f} s")
+              f"{input_bytes(dst) / 2**20:.1f} MiB in {time.perf_counter() - start:.1f} s")
     return 0

@@ -21,6 +21,7 @@ from lstm_data._util.safe_output import check_not_input, temp_path
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError
+from lstm_data.io.dispatch import input_bytes
 from lstm_data.io.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks, row_bytes_of
 from lstm_data.io.write import Progress, write_hdf5, write_zarr
 
@@ -28,14 +29,6 @@ __all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "
 
 _ZARR_SUFFIXES = (".zarr",)
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
-
-
-def _size(path: str) -> int:
-    """Bytes of a file, or of every file of a directory (a store)."""
-    p = Path(path)
-    if p.is_dir():
-        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-    return p.stat().st_size
 
 
 def output_kind(dst: str | os.PathLike[str]) -> str:
@@ -218,7 +211,7 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
     else:  # opened one at a time, when reached; progress in file bytes
         openers = [functools.partial(open_blocks, p, schema=schema, block_bytes=block_bytes, **options)
                    for p in paths]
-        table = concat_blocks(openers, paths, sizes=[_size(p) for p in paths])
+        table = concat_blocks(openers, paths, sizes=[input_bytes(p) for p in paths])
     if shuffle is not None:
         table_bytes = sum(table_total(p, schema=schema, **options) for p in paths)
         table = external_shuffle(table, int(shuffle), temp_path(Path(dst), "shuffle"),

@@ -16,6 +16,10 @@ directory with ``.zgroup`` / ``.zarray``    :mod:`lstm_data.io.l5kit` (v2)
 ==========================================  =====================================
 
 A list of paths, or a glob pattern, gives one :class:`~lstm_data.data.concat.ConcatDataset`.
+
+A TTree of a ROOT file is named after the file as uproot does, ``file.root:Events``
+(or ``file.root:dir/Events``; in a pattern, ``data/*.root:Events``): the part after
+the last colon is the tree, when the whole path is not itself a file.
 """
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.remote import is_url, remote_format
 
-__all__ = ["open", "detect_format", "expand_paths"]
+__all__ = ["open", "detect_format", "expand_paths", "split_member", "input_bytes"]
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _COMPRESSED_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh")
@@ -41,6 +45,32 @@ _EXTENSIONS = {".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".zarr": "zarr",
                ".parquet": "parquet", ".pq": "parquet", ".root": "root"}
 #: text files that are never event tables (a spec or config passed by mistake); other text is CSV
 _NOT_DATA = {".toml", ".json", ".yaml", ".yml", ".ini", ".cfg", ".py", ".md", ".rst", ".ipynb"}
+
+
+def split_member(path: str | os.PathLike) -> tuple[str, str | None]:
+    """``(file, tree)`` of ``"file.root:tree"``; ``(path, None)`` for any other path.
+
+    The suffix is split off only when ``path`` itself does not exist and the part
+    before the last colon is a ``.root`` file or pattern, so a file whose name
+    holds a colon still opens as itself.
+    """
+    text = os.fspath(path)
+    if is_url(text) or os.path.exists(text):
+        return text, None
+    head, sep, member = text.rpartition(":")
+    if sep and member and head.lower().endswith(".root") and (os.path.exists(head)
+                                                              or glob.has_magic(head)):
+        return head, member
+    return text, None
+
+
+def input_bytes(path: str | os.PathLike) -> int:
+    """Bytes on disk of an input: a file, every file of a directory (a store), or the
+    file of ``file.root:tree``."""
+    p = Path(split_member(path)[0])
+    if p.is_dir():
+        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+    return p.stat().st_size
 
 
 def _has_hdf5_signature(path: Path) -> bool:
@@ -69,6 +99,12 @@ def detect_format(path: str | os.PathLike) -> str:
     """
     if is_url(path):
         return remote_format(str(path))
+    file, member = split_member(path)
+    if member is not None:
+        fmt = detect_format(file)
+        if fmt != "root":
+            raise FormatError(f"':{member}' names a tree, but this is not a ROOT file ({fmt})", file=file)
+        return fmt
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no such file or directory: {p}")
@@ -122,6 +158,10 @@ def expand_paths(path_or_paths) -> list[str]:
         if is_url(text):  # a remote store: checked when opened
             out.append(text)
             continue
+        file, member = split_member(text)
+        if member is not None:  # file.root:tree, or a pattern of them
+            out.extend(f"{p}:{member}" for p in expand_paths(file))
+            continue
         if os.path.exists(text) or not glob.has_magic(text):
             if not os.path.exists(text):
                 raise FileNotFoundError(f"no such file or directory: {text}")
@@ -169,7 +209,13 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
         return read_parquet(path, schema=schema, **options)
     if fmt == "root":
         from lstm_data.io.root import read_root
-        return read_root(path, schema=schema, **options)
+        file, member = split_member(path)
+        if member is not None:
+            if options.get("tree") not in (None, member):
+                raise SchemaError(f"tree={options['tree']!r} given for {path}, which names tree "
+                                  f"{member!r}", file=file)
+            options = dict(options, tree=member)
+        return read_root(file, schema=schema, **options)
     if fmt in ("zarr", "l5kit") and schema is not None:
         raise SchemaError("schema given, but this store records its own groups: schema is for CSV and "
                           "lstm_ee HDF5 files; drop it (choose columns with a BatchSpec)", file=path)

@@ -52,6 +52,7 @@ from lstm_data.io.convert import (
     output_kind,
     table_total,
 )
+from lstm_data.io.dispatch import input_bytes
 from lstm_data.io.external_shuffle import BUCKET_BYTES, external_shuffle, n_buckets_for
 from lstm_data.io.row_blocks import RestartStream, RowBlocks, dataset_blocks
 from lstm_data.io.write import ZarrOutput, write_hdf5, write_zarr
@@ -222,14 +223,14 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
     partitions = plan_partitions(paths, split_bytes)
     parts_dir = temp_path(target, "parts")
     parts_dir.mkdir(parents=True)
-    total = sum(os.path.getsize(p) for p in paths)
+    total = sum(input_bytes(p) for p in paths)
     try:
         tag = parts_dir.name
         jobs = [(_parse, (p, str(parts_dir / f"part-{p.index:06d}.zarr"), schema, options), f"{tag}-parse-{p.index}")
                 for p in partitions]
         _log.info("convert: %d partitions of %d inputs on %d Dask workers", len(jobs), len(paths),
                   len(client.scheduler_info().get("workers", {})))
-        sizes = [(p.end - p.start) if p.start is not None else os.path.getsize(p.path) for p in partitions]
+        sizes = [(p.end - p.start) if p.start is not None else input_bytes(p.path) for p in partitions]
         done = [0]
 
         def parsed(i: int) -> None:

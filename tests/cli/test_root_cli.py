@@ -99,3 +99,38 @@ def test_precompute_and_batches_equal_in_ram_data(root_file, tmp_path):
     for i in range(len(live_ram)):
         assert_same_batch(live_root[i], live_ram[i])
         assert_same_batch(stored[i], live_ram[i])
+
+
+def test_a_tree_is_named_after_the_file_on_the_command_line(tmp_path, capsys):
+    from lstm_data.errors import FormatError, SchemaError
+
+    cols = root_events(120, seed=4)
+    runs = {"run": np.arange(3), "lumi": np.arange(3) * 2.0}
+    paths = [write_root(tmp_path / f"nano{k}.root", {"Events": cols, "Runs": runs}) for k in range(2)]
+    with pytest.raises(SchemaError, match=r"or as .*nano0.root:Events on the command line"):
+        lstm_data.open(paths[0])
+    ref = lstm_data.open(paths[0], tree="Events")
+    assert_same_dataset(lstm_data.open(f"{paths[0]}:Events"), ref)
+    assert len(lstm_data.open(f"{paths[0]}:Runs")) == 3
+    both = lstm_data.open(str(tmp_path / "nano*.root:Events"))  # a pattern of them
+    assert len(both) == 240
+    capsys.readouterr()
+    assert main(["inspect", f"{paths[1]}:Runs", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 3
+    out = tmp_path / "events.zarr"
+    assert main(["convert", str(tmp_path / "nano*.root:Events"), str(out), "--quiet"]) == 0
+    assert len(lstm_data.open(out)) == 240
+    assert_same_dataset(lstm_data.open(out).take(np.arange(120)), ref)
+    with pytest.raises(SchemaError, match="no TTree 'Lumi'"):
+        lstm_data.open(f"{paths[0]}:Lumi")
+    with pytest.raises(SchemaError, match="tree='Runs' given .* which names tree 'Events'"):
+        lstm_data.open(f"{paths[0]}:Events", tree="Runs")
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(FileNotFoundError, match=r"t.csv:x"):
+        lstm_data.open(f"{tmp_path / 't.csv'}:x")  # only a .root path names a tree
+    (tmp_path / "fake.root").write_text("a,b\n1,2\n")
+    with pytest.raises(FormatError, match="ROOT extension"):
+        lstm_data.open(f"{tmp_path / 'fake.root'}:Events")
+    weird = tmp_path / "odd:name.csv"  # a real file with a colon opens as itself
+    weird.write_text("a,b\n1,2\n")
+    assert len(lstm_data.open(weird)) == 1

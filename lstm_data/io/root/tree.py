@@ -50,7 +50,8 @@ def pick_tree(fh: Any, tree: str | None, file: str) -> tuple[Any, str, str]:
             raise FormatError(f"no TTree in this ROOT file; it holds {held}", file=file)
         if len(trees) > 1:
             raise SchemaError(f"this ROOT file holds {len(trees)} TTrees: {listed}; pick one with "
-                              f"tree={trees[0]!r}", file=file)
+                              f"tree={trees[0]!r}, or as {file}:{trees[0]} on the command line",
+                              file=file)
         tree = trees[0]
     elif tree.split(";")[0] not in trees:
         raise SchemaError(f"no TTree {tree!r} in this ROOT file; its TTrees: {listed or 'none'}", file=file)
