@@ -84,9 +84,9 @@ class _Segment:
         os.ftruncate(self.fd, capacity)
         self.map = mmap.mmap(self.fd, capacity)
         self.state = np.frombuffer(self.map, np.int32, 1, 0)
-        whole = np.frombuffer(self.map, np.uint8)
-        self.address = whole.ctypes.data
-        self.arena = whole[HEADER:]  # where a batch is built (Batches.batch(arena=))
+        self.whole = np.frombuffer(self.map, np.uint8)
+        self.address = self.whole.ctypes.data
+        self.arena = self.whole[HEADER:]  # where a batch is built (Batches.batch(arena=))
         self.sent = False  # the descriptor went with a batch
         self.claimed = 0  # when it was last claimed (a counter)
 
@@ -147,8 +147,9 @@ class WorkerSlots:
         is copied to another segment.
         """
         arrays = [np.asarray(a) for part in parts for a in part.values()]
-        offsets: list[int | None] = [_offset_in(a, seg) for a in arrays]
-        end = max([HEADER] + [o + a.nbytes for o, a in zip(offsets, arrays) if o is not None])
+        placed: list[int | None] = [_offset_in(a, seg) for a in arrays]  # built in seg already
+        offsets = list(placed)
+        end = max([HEADER] + [o + a.nbytes for o, a in zip(placed, arrays) if o is not None])
         for k, a in enumerate(arrays):
             if offsets[k] is None:
                 end = -(-end // ALIGN) * ALIGN
@@ -159,7 +160,7 @@ class WorkerSlots:
             self.release(seg)
             seg = None
         if seg is None:
-            offsets, end = [], HEADER
+            placed, offsets, end = [None] * len(arrays), [], HEADER
             for a in arrays:
                 offsets.append(end)
                 end += -(-a.nbytes // ALIGN) * ALIGN
@@ -168,26 +169,28 @@ class WorkerSlots:
         if not seg.sent:
             fd, seg.sent = DupFd(seg.fd), True
         lease = _Lease((self.ring, seg.index, seg.gen, seg.capacity, fd))
-        out, at, given = [], iter(offsets), iter(arrays)
+        out, k = [], 0
         for part in parts:
             shared = {}
             for name in part:
-                a, offset = next(given), next(at)
-                view = np.frombuffer(seg.map, a.dtype, a.size, offset).reshape(a.shape)
-                if _offset_in(a, seg) != offset:
+                a, offset = arrays[k], offsets[k]
+                if placed[k] is None:  # copied in after what was built there
+                    view = seg.whole[offset:offset + a.nbytes].view(a.dtype).reshape(a.shape)
                     np.copyto(view, a)
-                t = torch.from_numpy(view).as_subclass(SlotTensor)
+                    a = view
+                t = torch.from_numpy(a).as_subclass(SlotTensor)
                 t._lstm_data_slot = (lease, offset, a.nbytes, a.shape, a.dtype.str)
                 shared[name] = t
+                k += 1
             out.append(shared)
         return tuple(out)
 
 
 def _offset_in(a: np.ndarray, seg: _Segment | None) -> int | None:
     """Where the C-contiguous array ``a`` lies in ``seg`` (its whole bytes), else None."""
-    if seg is None or not a.flags.c_contiguous or a.nbytes == 0:
+    if seg is None or a.nbytes == 0 or not a.flags.c_contiguous:
         return None
-    offset = a.ctypes.data - seg.address
+    offset: int = a.__array_interface__["data"][0] - seg.address
     return offset if HEADER <= offset and offset + a.nbytes <= seg.capacity else None
 
 

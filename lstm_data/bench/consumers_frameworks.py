@@ -6,9 +6,11 @@
   and converts every array), without a model: the data path alone.
 * torch: ``DataLoader(TorchBatches, batch_size=None, sampler=data.sampler,
   num_workers=0|2, pin_memory=False)``, workers persistent as in the README;
-  and the same-run ceiling of ``num_workers=2`` over ``0``: the same loaders over
-  a dataset that builds each batch and returns only its index (a transfer that
-  costs nothing), so no way of moving batches between processes can do better.
+  and the same-run ceiling of ``num_workers=2`` over ``0``: ``num_workers=2`` over a
+  dataset that builds each batch and returns only its index (a transfer that costs
+  nothing), so no way of moving batches between processes can do better
+  (``num_workers=0`` over it is timed too: a batch that outlives the next one's
+  build costs the in-process loop its cache-warm buffers).
 
 Each maker returns ``{name: one pass}`` (one epoch per call, epochs advancing as
 in training) or ``{}`` with a note when the framework is missing.
