@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, make_dataset, write_csv
+from tests.helpers import assert_same_dataset
 
 MAGIC = {".gz": b"\x1f\x8b", ".xz": b"\xfd7zXZ\x00", ".bz2": b"BZh", "": b"calE,"}
 
@@ -25,3 +26,11 @@ def test_write_csv_compresses_by_extension(tmp_path, suffix):
     assert path.read_bytes().startswith(MAGIC[suffix])
     assert not list(tmp_path.glob("*.tmp")), "the temporary file must be renamed"
     assert len(ds) == 50
+
+
+def test_png_mean_sets_the_prong_multiplicity():
+    default = make_dataset(20_000, seed=2)
+    assert_same_dataset(make_dataset(20_000, seed=2, png_mean=3.0), default)
+    per_event = {m: np.diff(make_dataset(20_000, seed=2, png_mean=m).ragged("png")[1]).mean()
+                 for m in (2.0, 3.0)}
+    assert 3.0 < per_event[2.0] < 3.4 and 4.0 < per_event[3.0] < 4.4  # about png_mean + 1.2
