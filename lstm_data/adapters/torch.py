@@ -27,8 +27,9 @@ Threads or processes. The kernels release the GIL, so with ``threads=2`` and a
 ``DataLoader`` without worker processes, batches are built ahead on a second
 thread of the main process: nothing to transfer. In a ``DataLoader`` worker
 process, a batch reaches the main process through a few shared-memory buffers
-each worker reuses (:mod:`lstm_data.adapters.torch_slots`): one copy in the
-worker, views in the main process, a file descriptor passed once per buffer.
+each worker reuses (:mod:`lstm_data.adapters.torch_slots`): in-RAM batches are
+built straight into them (no copy), the main process makes views, and a file
+descriptor is passed once per buffer.
 torch's own transfer (``worker_transfer="torch"``) makes a new shared-memory file
 per tensor and batch, which costs several times the batch itself.
 """
@@ -225,10 +226,10 @@ class TorchBatches(_TorchDataset):
             try:
                 batch = batch_of(self.batches, index, epoch,
                                  arena=None if seg is None else seg.arena)
+                return slots.share(batch, seg)  # type: ignore[return-value]
             except BaseException:
-                slots.release(seg)
+                slots.release(seg)  # (share gives back any other segment it claimed)
                 raise
-            return slots.share(batch, seg)  # type: ignore[return-value]
         batch = self._batch(index, epoch)
         inputs, targets, weights = batch
         return _tensors(inputs), _tensors(targets), _tensors(weights)

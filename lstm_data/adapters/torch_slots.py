@@ -13,7 +13,7 @@ about 7 ms per batch against 0.4 ms built in the main process.
 How
 ---
 Each worker process keeps a few shared-memory segments (``memfd``), each holding
-one batch at a time. A worker claims a free segment as large as its last batch
+one batch at a time. A worker claims a free segment as large as its largest batch so far
 and builds the next batch right in it (``Batches.batch(..., arena=)``: the kernel
 writes the padded fields there); what did not fit, or was not built there (a RAM
 cache, on-disk blocks, the weights), is copied after it, and a batch that
@@ -127,7 +127,7 @@ class WorkerSlots:
         return seg
 
     def arena(self) -> _Segment | None:
-        """A claimed segment as large as the last batch shared (None before the first):
+        """A claimed segment as large as the largest batch shared so far (None before the first):
         build the next batch in its :attr:`_Segment.arena`, then :meth:`share` it with
         ``seg=``. Hand it to :meth:`share` or :meth:`release` it."""
         return self._claim(self.expected) if self.expected else None
@@ -165,6 +165,15 @@ class WorkerSlots:
                 offsets.append(end)
                 end += -(-a.nbytes // ALIGN) * ALIGN
             seg = self._claim(end)
+        try:
+            return self._views(parts, arrays, placed, offsets, seg)
+        except BaseException:
+            self.release(seg)
+            raise
+
+    def _views(self, parts: tuple[dict, ...], arrays: list[np.ndarray], placed: list[int | None],
+               offsets: list[Any], seg: _Segment) -> tuple[dict, ...]:
+        """:meth:`share`'s second half: copy what is not in ``seg`` yet; the tensors."""
         fd = None
         if not seg.sent:
             fd, seg.sent = DupFd(seg.fd), True

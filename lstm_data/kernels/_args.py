@@ -207,6 +207,9 @@ def arena_array(arena: Any) -> np.ndarray:
     ------
     TypeError
         Not a writable, C-contiguous buffer.
+    ValueError
+        Its first byte is not at a multiple of ``ARENA_ALIGN`` (64) bytes: the
+        outputs are placed at multiples of 64 from it, and must be aligned.
     """
     try:
         view = memoryview(arena)
@@ -214,7 +217,11 @@ def arena_array(arena: Any) -> np.ndarray:
         raise TypeError(f"arena must be a writable buffer, got {type(arena).__name__}") from None
     if view.readonly or not view.c_contiguous:
         raise TypeError("arena must be a writable, C-contiguous buffer")
-    return np.frombuffer(view.cast("B") if view.format != "B" or view.ndim != 1 else view, np.uint8)
+    space = np.frombuffer(view.cast("B") if view.format != "B" or view.ndim != 1 else view, np.uint8)
+    if len(space) and space.ctypes.data % ARENA_ALIGN:
+        raise ValueError(f"arena must start at a multiple of {ARENA_ALIGN} bytes in memory "
+                         f"(it starts {space.ctypes.data % ARENA_ALIGN} bytes past one)")
+    return space
 
 
 #: column flag: some committed cell of the column was quoted

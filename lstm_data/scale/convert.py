@@ -52,7 +52,7 @@ from lstm_data.io.convert import (
     output_kind,
     table_total,
 )
-from lstm_data.io.dispatch import input_bytes
+from lstm_data.io.dispatch import detect_format, input_bytes, split_member
 from lstm_data.io.external_shuffle import BUCKET_BYTES, external_shuffle, n_buckets_for
 from lstm_data.io.row_blocks import RestartStream, RowBlocks, dataset_blocks
 from lstm_data.io.write import ZarrOutput, write_hdf5, write_zarr
@@ -95,7 +95,8 @@ def plan_partitions(paths: Sequence[str], split_bytes: int = SPLIT_BYTES) -> lis
 
     out: list[Partition] = []
     for path in paths:
-        ranges = csv_partitions(path, split_bytes)
+        is_csv = split_member(path)[1] is None and detect_format(path) == "csv"
+        ranges = csv_partitions(path, split_bytes) if is_csv else None
         if ranges is None:
             out.append(Partition(len(out), path))
         else:

@@ -173,7 +173,8 @@ def test_a_shard_builds_in_an_arena_like_its_batches(data):
     batches = Batches(data, _spec(), batch_size=64, seed=1)
     shard = batches.shard(1, 3)
     assert shard.accepts_arena
-    arena = np.zeros(1 << 20, np.uint8)
+    space = np.zeros((1 << 20) + 64, np.uint8)
+    arena = space[(-space.ctypes.data) % 64:][:1 << 20]  # an arena starts 64-byte aligned
     got = shard.batch(2, epoch=4, arena=arena)
     assert_same_batch(got, shard.batch(2, epoch=4))
     assert np.shares_memory(got[0]["input_png3d"], arena)

@@ -234,3 +234,11 @@ def test_pieces_cover_the_text_at_newlines_and_shrink_at_the_end(threads):
     assert max(sizes) < step + 3001
     if threads > 1:  # the tail is cut finer, so the workers finish together
         assert min(sizes[-2 * threads:-1]) < step // 2
+
+
+@pytest.mark.parametrize("block_size", [0, -5, 1.5, True])
+def test_block_size_must_be_positive(tmp_path, block_size):
+    path = tmp_path / "t.csv"
+    path.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="block_size"):
+        read_csv(path, block_size=block_size, threads=2)

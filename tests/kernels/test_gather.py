@@ -244,6 +244,13 @@ def test_twins_bitwise_equal(twins, lengths, picks, max_len, fixed, sort_by, pad
     assert_bitwise(a[1][0], b[1][0])
 
 
+def _aligned(size: int, fill: int = 0) -> np.ndarray:
+    """``size`` bytes starting at a 64-byte aligned address (as an arena must)."""
+    space = np.full(size + 64, fill, np.uint8)
+    skew = (-space.ctypes.data) % 64
+    return space[skew:skew + size]
+
+
 def _placement(arena: np.ndarray, out) -> list:
     """Byte offset in ``arena`` of every output (lengths, batch per job; then tables), or None."""
     arrays = [a for pair in out[0] for a in (pair[1], pair[0])] + list(out[1])
@@ -255,7 +262,7 @@ def test_arena_holds_the_outputs_that_fit_in_order(backend, size):
     jobs, tables = _jobs()
     rows = np.array([5, 0, 2, 2, 4])
     want = backend.BatchGather(jobs, tables)(rows)
-    arena = np.full(size, 0xAB, np.uint8)
+    arena = _aligned(size, 0xAB)
     got = backend.BatchGather(jobs, tables)(rows, arena=arena)
     for (x, xl), (y, yl) in zip(want[0], got[0]):
         assert_bitwise(x, y)
@@ -303,7 +310,7 @@ def test_twins_place_alike_in_an_arena(twins, lengths, picks, size, max_len, see
     rows = np.array([p % len(lengths) for p in picks], dtype=np.int64)
     results = []
     for backend in (compiled, python):
-        arena = np.zeros(size, np.uint8)
+        arena = _aligned(size)
         out = backend.BatchGather([job], [table])(rows, arena=arena)
         results.append((out, _placement(arena, out)))
     (a, pa), (b, pb) = results
@@ -312,3 +319,12 @@ def test_twins_place_alike_in_an_arena(twins, lengths, picks, size, max_len, see
         assert_bitwise(x, y)
         assert_bitwise(xl, yl)
     assert_bitwise(a[1][0], b[1][0])
+
+
+def test_arena_must_start_aligned(backend):
+    jobs, tables = _jobs()
+    gather = backend.BatchGather(jobs, tables)
+    aligned = _aligned(8192 + 64)
+    gather(np.array([0, 1]), arena=aligned[:8192])  # fine
+    with pytest.raises(ValueError, match="multiple of 64"):
+        gather(np.array([0, 1]), arena=aligned[1:4097])

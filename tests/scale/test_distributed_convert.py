@@ -175,3 +175,22 @@ def test_a_worker_killed_during_the_convert_changes_no_byte(client, tmp_path):
     assert during  # the worker died while the convert ran
     assert done.get("ok"), done.get("error")
     assert _digest(tmp_path / "one.zarr") == _digest(tmp_path / "many.zarr")
+
+
+def test_only_plain_csv_files_are_cut_into_byte_ranges(tmp_path):
+    from lstm_data.scale.convert import plan_partitions
+
+    csv, h5 = tmp_path / "a.csv", tmp_path / "a.h5"
+    write_csv(csv, 400, seed=2)
+    convert_streaming([str(csv)], str(h5))
+    parts = plan_partitions([str(csv), str(h5)], split_bytes=4096)  # both files are larger
+    assert [p.path for p in parts].count(str(h5)) == 1 and [p.start for p in parts if p.path == str(h5)] == [None]
+    assert sum(p.path == str(csv) for p in parts) > 1
+    uproot = pytest.importorskip("uproot")
+    pytest.importorskip("awkward")
+    root = tmp_path / "a.root"
+    with uproot.recreate(root) as fh:
+        fh["Events"] = {"x": np.arange(10.0)}
+        fh["Runs"] = {"r": np.arange(2.0)}
+    parts = plan_partitions([f"{root}:Events"], split_bytes=1)
+    assert [(p.path, p.start) for p in parts] == [(f"{root}:Events", None)]

@@ -120,6 +120,8 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
     list_sep = sep if list_sep is None else list_sep
     threads = resolve_threads(threads)
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
+        raise ValueError(f"block_size must be a positive number of bytes, got {block_size!r}")
     # a compressed first file starts decompressing for the full parse at once; the
     # peek reads its first blocks, which the parse then gets again without a second
     # decompression

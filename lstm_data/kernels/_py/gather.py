@@ -67,9 +67,10 @@ class BatchGather:
             shared-memory segment another process reads). In the order ``lengths``
             then ``batch`` of each ragged job, then each table, an output of n > 0
             bytes is placed at the arena's cursor when it fits, and the cursor then
-            moves to the next multiple of 64 bytes from the arena's start; an output
-            that does not fit is allocated as usual. Placed outputs are views whose
-            base is the arena.
+            moves to the next multiple of 64 bytes from the arena's start (which
+            must itself lie at a multiple of 64 in memory); an output that does not
+            fit is allocated as usual. Placed outputs are views of the arena's
+            memory that keep it alive.
 
         Returns
         -------
@@ -85,6 +86,8 @@ class BatchGather:
             or bad offsets at a selected row.
         TypeError
             ``arena`` is not a writable, C-contiguous buffer.
+        ValueError
+            ``arena`` does not start at a 64-byte aligned address.
         """
         rows = np.asarray(rows)
         if rows.size and (rows.ndim != 1 or rows.dtype.kind not in "iu"):
