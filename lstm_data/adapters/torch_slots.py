@@ -102,7 +102,7 @@ class WorkerSlots:
         self.segments: list[_Segment] = []
         self._gen = itertools.count(1)
         self._clock = itertools.count(1)
-        self.expected = 0  # bytes of the last batch shared: the next arena's size
+        self.expected = 0  # bytes of the largest batch shared so far: the next arena's size
 
     def _claim(self, nbytes: int) -> _Segment:
         free = [s for s in self.segments if s.state[0] == 0]

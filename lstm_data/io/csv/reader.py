@@ -197,6 +197,27 @@ def sample_plan(general: Plan, sample: bytes, final: bool, options: dict) -> Pla
     return plan_from_sample(general, flags, groups)
 
 
+class _ParsedPages:
+    """Called with how far a memory-mapped file is parsed: drops the parsed pages from this
+    process's RSS (they stay in the page cache) a block at a time, and reports progress."""
+
+    def __init__(self, mm: mmap.mmap, block_size: int, done: int, total: int,
+                 progress: Progress | None) -> None:
+        self.mm, self.block_size, self.done, self.total, self.progress = mm, block_size, done, total, progress
+        self.drop = hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED")
+        self.dropped = 0
+        if self.drop and hasattr(mmap, "MADV_SEQUENTIAL"):
+            mm.madvise(mmap.MADV_SEQUENTIAL)
+
+    def __call__(self, end: int) -> None:
+        if self.drop and end - self.dropped >= self.block_size:
+            cut = end - end % mmap.PAGESIZE
+            self.mm.madvise(mmap.MADV_DONTNEED, self.dropped, cut - self.dropped)
+            self.dropped = cut
+        if self.progress is not None:
+            self.progress(self.done + end, self.total)
+
+
 class _Run:
     """Feed every file's blocks through one parser with a given plan."""
 
@@ -268,10 +289,7 @@ class _Run:
         Returns False (nothing parsed) when the header is longer than the sample.
         """
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            drop = hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED")
-            dropped = 0
-            if drop and hasattr(mmap, "MADV_SEQUENTIAL"):
-                mm.madvise(mmap.MADV_SEQUENTIAL)
+            parsed = _ParsedPages(mm, self.block_size, done, self.total, self.progress)
             size = len(mm)
             header = split_header(mm[:SAMPLE_SIZE], size <= SAMPLE_SIZE, self.options["sep"], path)
             if header is None:
@@ -282,7 +300,7 @@ class _Run:
             step = self.block_size
             with memoryview(mm) as whole:
                 if self.threads > 1:
-                    self._mapped_threaded(parser, mm, whole, pos, done, drop)
+                    self._mapped_threaded(parser, mm, whole, pos, parsed)
                     return True
                 while pos < size:
                     final = pos + step >= size
@@ -290,32 +308,16 @@ class _Run:
                         used = parser.feed(chunk, final=final)
                     pos += used
                     step = self.block_size if used else step * 2  # a record longer than a block
-                    if drop and pos - dropped >= self.block_size:
-                        # parsed pages leave this process's RSS (they stay in the page cache)
-                        cut = pos - pos % mmap.PAGESIZE
-                        mm.madvise(mmap.MADV_DONTNEED, dropped, cut - dropped)
-                        dropped = cut
-                    if self.progress is not None:
-                        self.progress(done + pos, self.total)
+                    parsed(pos)
         return True
 
-    def _mapped_threaded(self, parser, mm: mmap.mmap, whole: memoryview, pos: int, done: int,
-                         drop: bool) -> None:
+    def _mapped_threaded(self, parser, mm: mmap.mmap, whole: memoryview, pos: int,
+                         parsed: "_ParsedPages") -> None:
         """The text of a memory-mapped file from ``pos`` on, parsed on ``self.threads`` workers."""
-        size, dropped = len(mm), 0
-
-        def settled(end: int) -> None:
-            nonlocal dropped
-            if drop and end - dropped >= self.block_size:
-                cut = end - end % mmap.PAGESIZE
-                mm.madvise(mmap.MADV_DONTNEED, dropped, cut - dropped)
-                dropped = cut
-            if self.progress is not None:
-                self.progress(done + end, self.total)
-
+        size = len(mm)
         # pieces of at most PIECE (and block_size), small enough that every thread gets several
         step = min(self.block_size, max(MIN_PIECE, min(PIECE, (size - pos) // (4 * self.threads))))
-        with ParallelFeed(parser, self._make, self.threads, Region(whole), settled) as feed:
+        with ParallelFeed(parser, self._make, self.threads, Region(whole), parsed) as feed:
             for piece, last in region_pieces(size, pos, step, mm.find, self.threads):
                 feed.feed(piece, last, tag=piece[1])
             feed.finish()
