@@ -163,8 +163,7 @@ class BatchBuilder:
         return inputs, targets
 
     def _build_in_ram(self, rows: np.ndarray, arena: Any = None) -> tuple[Arrays, Arrays]:
-        padded, tables = self.gather_kernel()(rows) if arena is None \
-            else self.gather_kernel()(rows, arena=arena)
+        padded, tables = self.gather_kernel()(rows, arena=arena)
         padded_it, tables_it = iter(padded), iter(tables)
         inputs: dict[str, np.ndarray] = {}
         targets: dict[str, np.ndarray] = {}
