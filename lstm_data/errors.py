@@ -10,7 +10,7 @@ import sys
 import warnings
 from typing import Any
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "BrokenRowsWarning"]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning"]
 
 _WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
 
@@ -70,6 +70,16 @@ class SchemaError(_Located):
 
 class FormatError(_Located):
     """A file is not in a format lstm_data can read, or it is damaged."""
+
+
+class OptionError(TypeError, ValueError):
+    """An option that does not exist, does not apply where it was given, or has a bad value.
+
+    The message names the option and where it was given, and suggests the close
+    match for a misspelt name. It is a ``TypeError`` (as Python's own "unexpected
+    keyword argument") and a ``ValueError`` (as a bad value), so code catching
+    either keeps working.
+    """
 
 
 class BrokenRowsWarning(UserWarning):
