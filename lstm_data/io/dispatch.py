@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, SchemaError
+from lstm_data.io.read_options import ReadOptions, read_options_from
 from lstm_data.io.remote import is_url, remote_format
 
 __all__ = ["open", "detect_format", "expand_paths", "split_member", "input_bytes"]
@@ -181,8 +182,9 @@ _log = logging.getLogger("lstm_data")
 _DAMAGE = (KeyError, OSError, RuntimeError, json.JSONDecodeError)
 
 
-def _open_one(path: str, schema: Any, options: dict[str, Any]) -> Dataset:
+def _open_one(path: str, schema: Any, read: ReadOptions) -> Dataset:
     fmt = detect_format(path)
+    options = read.reader_keywords(fmt, where=path)
     try:
         dataset = _read(path, fmt, schema, options)
         _log.info("opened %s (%s%s): %d rows, %d scalars, groups %s", path, fmt,
@@ -233,7 +235,7 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
 
 
 def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
-         schema: Any = None, **options: Any) -> Dataset:
+         schema: Any = None, read: ReadOptions | None = None, **options: Any) -> Dataset:
     """Open a CSV (plain, .gz, .xz, .bz2), HDF5 (ours, lstm_ee's, NOvA tables), Parquet, ROOT or
     zarr dataset, or several as one.
 
@@ -248,12 +250,14 @@ def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     schema
         Declared groups (and optionally scalars, dtype) for formats that do not
         store them: a ``lstm_data.io.schema.Schema``, a TOML path, or ``{group: [vars]}``.
+    read
+        How to read: a :class:`~lstm_data.io.read_options.ReadOptions`.
     **options
-        Passed to the reader of each file, e.g. ``dtype=numpy.float64`` (float32 or
-        float64, for every format), ``threads=N`` for CSV (default: every core)
-        (see :func:`lstm_data.io.csv.reader.read_csv`,
-        :func:`lstm_data.io.hdf5.read_hdf5`, :class:`lstm_data.io.zarr.ZarrDataset`,
-        :func:`lstm_data.io.l5kit.read_l5kit`).
+        Options of :class:`~lstm_data.io.read_options.ReadOptions` given as keywords
+        (they override ``read``), e.g. ``dtype="float64"`` (every format) or
+        ``threads=2`` (CSV, Parquet, ROOT). Each is checked against the format of
+        every file: a misspelt option, or one the format does not take, is an
+        :class:`~lstm_data.errors.OptionError` naming it.
 
     Returns
     -------
@@ -261,10 +265,11 @@ def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
 
     Raises
     ------
-    FileNotFoundError, FormatError, ParseError, SchemaError
+    FileNotFoundError, FormatError, ParseError, SchemaError, OptionError
     """
+    read = read_options_from(read, options)
     paths = expand_paths(path_or_paths)
-    datasets = [_open_one(p, schema, dict(options)) for p in paths]
+    datasets = [_open_one(p, schema, read) for p in paths]
     if len(datasets) == 1:
         return datasets[0]
     from lstm_data.data.concat import ConcatDataset

@@ -1,0 +1,216 @@
+"""How data is read: :class:`ReadOptions`, the one home of every reader option.
+
+Every reader declares in :data:`READER_OPTIONS` the options it takes. An option
+that does not exist is an :class:`~lstm_data.errors.OptionError` naming it and
+the close match; an option that exists but does not apply to a file's format is
+an error too, naming the format and what it takes, never silence.
+
+=================  ==========================================================  =====================
+option             meaning                                                     formats
+=================  ==========================================================  =====================
+``dtype``          float dtype of values: ``"float32"`` or ``"float64"``        every format
+``threads``        threads that decompress and parse (``None``: every core)    csv, parquet, root
+``block_bytes``    bytes handled per step (parse block, tree step)             csv, root
+``in_ram``         read every value at open (``None``: the format's default)   parquet
+``max_run_chunks`` longest single read of an on-disk store, in chunks          hdf5, zarr
+``sep``            CSV field separator                                         csv
+``list_sep``       separator of the numbers inside a CSV list cell             csv
+``tree``           the TTree (or RNTuple) of a ROOT file                       root
+``root``           the HDF5 group holding lstm_ee's arrays                     hdf5
+``tables``         the NOvA tables to read                                     nova
+``slice_table``    the NOvA table whose rows are the events                    nova
+``aliases``        NOvA column renames ``{old: new}``                           nova
+``parent``         L5Kit: the array whose rows are the events                  l5kit
+``relations``      L5Kit: child array -> interval column of the parent         l5kit
+``cache_chunks``   L5Kit: decoded chunks kept per array                        l5kit
+``read_ahead``     read the next block-shuffle window while batches are built  (batching)
+``progress``       a progress callback or bar (not written to TOML)            csv
+=================  ==========================================================  =====================
+
+Older spellings (``use_threads``, ``block_size``, ``step_bytes``) still work for one
+release, with a ``DeprecationWarning`` that names the new one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+from lstm_data._util.declared import DeclaredOptions, unknown_option
+from lstm_data.errors import OptionError
+
+__all__ = ["ReadOptions", "READER_OPTIONS", "read_options_from"]
+
+
+def _dtype(value: Any) -> str:
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        raise OptionError(f"dtype must be float32 or float64, got {value!r}") from None
+    if dt not in (np.float32, np.float64):
+        raise OptionError(f"dtype must be float32 or float64, got {dt}")
+    return dt.name
+
+
+def _positive(name: str) -> Any:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise OptionError(f"{name} must be an int >= 1, got {value!r}")
+        return int(value)
+    return check
+
+
+def _flag(name: str) -> Any:
+    def check(value: Any) -> bool:
+        if not isinstance(value, (bool, np.bool_)):
+            raise OptionError(f"{name} must be true or false, got {value!r}")
+        return bool(value)
+    return check
+
+
+def _text(name: str) -> Any:
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise OptionError(f"{name} must be a non-empty string, got {value!r}")
+        return value
+    return check
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise OptionError(f"tables must be a list of names, got {value!r}")
+    return tuple(value)
+
+
+def _mapping(name: str) -> Any:
+    def check(value: Any) -> dict[str, str]:
+        if not isinstance(value, Mapping):
+            raise OptionError(f"{name} must be a table of names, got {value!r}")
+        return {str(k): str(v) for k, v in value.items()}
+    return check
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReadOptions(DeclaredOptions):
+    """How data is read; see the table of :mod:`lstm_data.io.read_options`.
+
+    Every option defaults to ``None``: the reader's own default. Give options to
+    :func:`lstm_data.open` as ``read=ReadOptions(...)`` or as keywords
+    (``lstm_data.open(path, threads=2)``); both are checked against the format.
+    """
+
+    dtype: str | None = None
+    threads: int | None = None
+    block_bytes: int | None = None
+    in_ram: bool | None = None
+    max_run_chunks: int | None = None
+    sep: str | None = None
+    list_sep: str | None = None
+    tree: str | None = None
+    root: str | None = None
+    tables: tuple[str, ...] | None = None
+    slice_table: str | None = None
+    aliases: Mapping[str, str] | None = None
+    parent: str | None = None
+    relations: Mapping[str, str] | None = None
+    cache_chunks: int | None = None
+    read_ahead: bool | None = None
+    progress: Any = None
+
+    TOML_TABLE: ClassVar[str] = "read"
+    CHECKS: ClassVar[Mapping[str, Any]] = {
+        "dtype": _dtype, "threads": _positive("threads"), "block_bytes": _positive("block_bytes"),
+        "in_ram": _flag("in_ram"), "max_run_chunks": _positive("max_run_chunks"), "sep": _text("sep"),
+        "list_sep": _text("list_sep"), "tree": _text("tree"), "root": _text("root"), "tables": _names,
+        "slice_table": _text("slice_table"), "aliases": _mapping("aliases"), "parent": _text("parent"),
+        "relations": _mapping("relations"), "cache_chunks": _positive("cache_chunks"),
+        "read_ahead": _flag("read_ahead"),
+    }
+    #: options that live only in the running process (never written to TOML)
+    RUNTIME: ClassVar[frozenset[str]] = frozenset({"progress"})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options that differ from their defaults (runtime-only ones left out)."""
+        kept = self.replace(**{name: None for name in self.RUNTIME})
+        return DeclaredOptions.to_dict(kept)
+
+    def reader_keywords(self, fmt: str, where: str = "") -> dict[str, Any]:
+        """The keywords for the reader of ``fmt``: each set option under the reader's name.
+
+        Raises
+        ------
+        OptionError
+            A set option does not apply to ``fmt`` (names the format and what it takes).
+        """
+        declared = READER_OPTIONS[fmt]
+        out: dict[str, Any] = {}
+        for name, value in self.changed().items():
+            if name not in declared:
+                raise OptionError(
+                    f"{where + ': ' if where else ''}option {name!r} does not apply to {fmt} data"
+                    f"{_where_it_applies(name)}; {fmt} takes {', '.join(sorted(declared))}")
+            keyword, convert = declared[name]
+            out[keyword] = convert(value) if convert is not None else value
+        return out
+
+
+def _where_it_applies(name: str) -> str:
+    formats = [fmt for fmt, opts in READER_OPTIONS.items() if name in opts]
+    if not formats:
+        return " (it is used by Batches, not by readers)" if name == "read_ahead" else ""
+    return f" (only to {', '.join(formats)})"
+
+
+def _keep(*names: str) -> dict[str, tuple[str, Any]]:
+    return {n: (n, None) for n in names}
+
+
+#: format -> {option: (the reader's keyword, conversion or None)}: what each reader takes
+READER_OPTIONS: dict[str, dict[str, tuple[str, Any]]] = {
+    "csv": {**_keep("dtype", "sep", "list_sep", "progress", "threads"), "block_bytes": ("block_size", None)},
+    "hdf5": _keep("dtype", "root", "max_run_chunks"),
+    "nova": {**_keep("dtype", "slice_table", "aliases"), "tables": ("tables", list)},
+    "parquet": {**_keep("dtype", "in_ram"), "threads": ("use_threads", lambda n: n > 1)},
+    "root": {**_keep("dtype", "tree"), "block_bytes": ("step_bytes", None)},
+    "zarr": _keep("dtype", "max_run_chunks"),
+    "l5kit": _keep("dtype", "parent", "relations", "cache_chunks"),
+}
+
+#: older keyword spellings -> the option that replaced them
+_RENAMED = {"use_threads": "threads", "block_size": "block_bytes", "step_bytes": "block_bytes",
+            "workers": "threads"}
+
+
+def read_options_from(read: ReadOptions | None, keywords: Mapping[str, Any],
+                      where: str = "lstm_data.open") -> ReadOptions:
+    """One :class:`ReadOptions` from ``read`` and keyword options (keywords win).
+
+    Raises
+    ------
+    OptionError
+        A keyword names no option (with the close match), or ``read`` is not a
+        :class:`ReadOptions`.
+    """
+    if read is None:
+        read = ReadOptions()
+    elif not isinstance(read, ReadOptions):
+        raise OptionError(f"{where}: read must be a ReadOptions, got {type(read).__name__}")
+    if not keywords:
+        return read
+    changes: dict[str, Any] = {}
+    known = ReadOptions.option_names()
+    for name, value in keywords.items():
+        if name in _RENAMED:
+            new = _RENAMED[name]
+            warnings.warn(f"{where}({name}=...) is deprecated: use {new}=... "
+                          f"(an option of lstm_data.ReadOptions)", DeprecationWarning, stacklevel=3)
+            if name == "use_threads":
+                value = None if value else 1
+            name = new
+        if name not in known:
+            raise unknown_option(name, known, where)
+        changes[name] = value
+    return read.replace(**changes)
+
