@@ -13,6 +13,8 @@ from typing import Any
 __all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning"]
 
 _WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
+#: characters of a bad token quoted in a message; a longer one is cut and its length given
+TOKEN_QUOTE = 80
 
 
 class _Located(ValueError):
@@ -25,35 +27,56 @@ class _Located(ValueError):
     **where
         Any of ``file``, ``line``, ``column``, ``variable``, ``row``, ``cell``,
         ``offset`` and ``token``. They become attributes (``None`` when not given)
-        and are appended to the message.
+        and are appended to the message. A token longer than :data:`TOKEN_QUOTE`
+        characters is kept and quoted cut to that many, with its length
+        (``token_length``; a reader that cut it already passes ``token_length``).
     """
 
     #: set in ``__init__`` like the other location keys; declared for type checkers
     variable: str | None
 
     def __init__(self, message: str, **where: Any) -> None:
+        length = where.pop("token_length", None)
         unknown = set(where) - set(_WHERE_KEYS)
         if unknown:
             raise TypeError(f"unknown location keys {sorted(unknown)}")
         for key in _WHERE_KEYS:
             setattr(self, key, where.get(key))
+        token = self.token
+        if isinstance(token, (str, bytes)) and (len(token) > TOKEN_QUOTE or length is not None):
+            length = max(len(token), length or 0)
+            self.token = token[:TOKEN_QUOTE]
+        #: the bad token's full length when ``token`` holds only its start
+        self.token_length: int | None = length if length is not None and length > TOKEN_QUOTE else None
         self.message = message
         super().__init__(self._render())
 
     def _render(self) -> str:
-        parts = [f"{k} {getattr(self, k)!r}" if k == "token" else f"{k} {getattr(self, k)}"
-                 for k in _WHERE_KEYS if getattr(self, k) is not None]
+        parts = []
+        for k in _WHERE_KEYS:
+            value = getattr(self, k)
+            if value is None:
+                continue
+            if k == "token" and self.token_length is not None:
+                parts.append(f"token {value!r}... ({self.token_length} long, the first {len(value)} shown)")
+            else:
+                parts.append(f"{k} {value!r}" if k == "token" else f"{k} {value}")
         return f"{self.message} ({', '.join(parts)})" if parts else self.message
+
+    def _fields(self) -> dict[str, Any]:
+        fields = {k: getattr(self, k) for k in _WHERE_KEYS if getattr(self, k) is not None}
+        if self.token_length is not None:
+            fields["token_length"] = self.token_length
+        return fields
 
     def located(self, **where: Any) -> "_Located":
         """Return a copy of this error with more location fields filled in."""
-        fields = {k: getattr(self, k) for k in _WHERE_KEYS if getattr(self, k) is not None}
+        fields = self._fields()
         fields.update({k: v for k, v in where.items() if v is not None})
         return type(self)(self.message, **fields)
 
     def __reduce__(self):
-        fields = {k: getattr(self, k) for k in _WHERE_KEYS if getattr(self, k) is not None}
-        return (_rebuild, (type(self), self.message, fields))
+        return (_rebuild, (type(self), self.message, self._fields()))
 
 
 def _rebuild(cls, message, fields):

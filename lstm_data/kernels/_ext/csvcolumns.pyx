@@ -15,7 +15,7 @@ from libc.string cimport memcpy
 cimport numpy as cnp
 import numpy as np
 
-from lstm_data.errors import ParseError, SchemaError
+from lstm_data.errors import TOKEN_QUOTE, ParseError, SchemaError
 from .._args import KINDS, check_csv_extend, check_csv_seps, check_dtype, csv_layout
 from .colstore cimport ColStore, cs_at, cs_free, cs_init, cs_reserve, cs_to_array
 
@@ -279,7 +279,10 @@ cdef class CsvColumns:
             raise SchemaError(
                 f"group {self.group_names[g]!r}: {self.names[col]!r} has {self.e_count} values "
                 f"but {self.names[lead]!r} has {self.current[g]}", **where)
-        raw = bytes(data[self.e_tok:self.e_end])
+        span, cut = self.e_end - self.e_tok, 4 * TOKEN_QUOTE
+        raw = bytes(data[self.e_tok:self.e_tok + min(span, cut)])  # a huge token is not copied
+        if span > cut:
+            where["token_length"] = span
         if status == E_AFTER_QUOTE:
             raise ParseError("unexpected character after a closing quote",
                              token=raw.decode("utf-8", "replace"), **where)

@@ -40,7 +40,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from lstm_data.errors import ParseError, SchemaError
+from lstm_data.errors import TOKEN_QUOTE, ParseError, SchemaError
 from lstm_data.kernels._args import (
     BARE,
     MULTI,
@@ -58,6 +58,8 @@ _WS = b" \t\r\n\v\f"
 _AFTER_QUOTE_WS = b" \t\r\v\f"
 _TOKEN = re.compile(TOKEN_RE.pattern.encode("ascii"), re.IGNORECASE)
 _LF, _QUOTE = 10, 34
+#: bytes of a bad token kept for its error (which quotes fewer characters and its length)
+TOKEN_CUT = 4 * TOKEN_QUOTE
 
 
 class _Incomplete(Exception):
@@ -263,7 +265,8 @@ class CsvBlockParser:
             if m is None and not final:
                 raise _Incomplete
             is_list_sep = end < n and buf[end] == self._lsep and self._lsep != self._sep
-            self._token(buf[pos:end], is_list_sep, col, numbers, pos - start)
+            self._token(buf[pos:end], is_list_sep, col, numbers, pos - start,
+                        span=(buf, pos, end, False))
             if not is_list_sep:
                 return end
             pos = end + 1
@@ -298,7 +301,7 @@ class CsvBlockParser:
                 break
             is_list_sep = buf[q] == self._lsep
             self._token(b"".join(parts), is_list_sep, col, numbers, tok_start - start,
-                        line=tok_line)
+                        line=tok_line, span=(buf, tok_start, q, True))
             pos = q + 1
             if not is_list_sep:
                 return self._after_quote(buf, pos, final, col)
@@ -318,11 +321,21 @@ class CsvBlockParser:
         return pos
 
     def _token(self, raw: bytes, is_list_sep: bool, col: int, numbers: list, offset: int,
-               line: int | None = None) -> None:
-        """Validate one complete token and append its value."""
+               line: int | None = None, span: tuple = (b"", 0, 0, False)) -> None:
+        """Validate one complete token and append its value.
+
+        ``span`` is ``(buf, start, end, quoted)``: where the token's text lies in
+        ``buf``. An error quotes at most :data:`TOKEN_CUT` bytes of it (unescaped
+        when quoted) and gives the bytes it spans.
+        """
         where = dict(line=self._line if line is None else line, column=col + 1,
                      variable=self._names[col], row=self._rows, offset=offset,
                      token=raw.decode("utf-8", "replace"))
+        text_buf, a, b, quoted = span
+        if b - a > TOKEN_CUT:
+            shown = text_buf[a:a + TOKEN_CUT]
+            shown = shown.replace(b'""', b'"') if quoted else shown
+            where.update(token=shown.decode("utf-8", "replace"), token_length=b - a)
         text = raw.strip(_WS)
         if not text:
             if is_list_sep or numbers:
