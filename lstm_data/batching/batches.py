@@ -21,7 +21,9 @@ from lstm_data.batching.block_shuffle import BlockSource
 from lstm_data.batching.bucketing import make_bucketing
 from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.epoch import EpochIteration
-from lstm_data.batching.options import check_nan_to, freeze_batch, resolve_weights
+from lstm_data.batching.legacy_options import legacy_options
+from lstm_data.batching.options import freeze_batch, resolve_weights
+from lstm_data.batching.order_options import Order
 from lstm_data.batching.order import (
     BlockPlan,
     fresh_seed,
@@ -32,6 +34,7 @@ from lstm_data.batching.order import (
 from lstm_data.batching.shard import ShardedBatches
 from lstm_data.batching.spec import Arrays, Batch, BatchSpec, OutputSignature
 from lstm_data.data.dataset import Dataset, InMemoryDataset
+from lstm_data.io.read_options import ReadOptions
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -40,107 +43,107 @@ __all__ = ["Batches"]
 
 
 class Batches(EpochIteration):
-    """Padded batches of ``dataset`` laid out by ``spec``.
+    """Padded batches of ``dataset`` laid out by ``spec``, in the rows' ``order``.
 
     Parameters
     ----------
     dataset
         Any :class:`~lstm_data.data.dataset.Dataset` (in RAM or on disk).
     spec
-        The outputs (validated against ``dataset`` here).
-    batch_size
-        Rows per batch; the last batch may be shorter unless ``drop_last``.
-    shuffle
-        ``"auto"`` (default): ``True`` for data in RAM, ``"block"`` for data read
-        from disk (:attr:`Dataset.in_ram`); :attr:`shuffle` holds the choice made.
-        ``True``: a fresh permutation of rows each epoch. ``False``: the view's
-        order (lstm_ee warns that unshuffled data breaks BatchNorm). ``"block"``:
-        permute blocks of consecutive rows and mix rows inside windows of several
-        blocks: the order for on-disk data (see :mod:`lstm_data.batching.block_shuffle`).
-    seed
-        Seed of every random order, an int >= 0; ``None`` draws one (kept in :attr:`seed`).
-    drop_last
-        Drop a short last batch.
-    weights
-        ``None`` (ones), a scalar column name, or an array of one weight per row
-        of ``dataset``. Every target gets the same ``(B,)`` float32 weights. They
-        must be finite (negative weights, as NLO generators make, are fine).
-    nan_to
-        Replace NaN in the inputs (values and NaN padding) by this value, as
-        lstm_ee's NaN mask did for Keras ``Masking``.
-    cache
-        ``"ram"``: keep built batches. The rows of each batch are then fixed by
-        the first epoch, and later epochs permute the order of the batches.
-        Cached arrays are read-only, so an in-place edit (``x -= mean``) raises
-        instead of changing every later epoch; copy a batch to edit it.
+        What a batch looks like (validated against ``dataset`` here), including
+        ``nan_to`` and ``pad_to_multiple_of``.
+    order
+        How rows are ordered and grouped: an :class:`~lstm_data.batching.order_options.Order`
+        (batch size, shuffle, seed, bucketing, weights, ``drop_last``, cache). An
+        int is taken as ``Order(batch_size=order)``. Default: ``Order()``.
+    read
+        How on-disk data is read while batches are built: the ``read_ahead`` of a
+        :class:`~lstm_data.io.read_options.ReadOptions` (read the next window of a
+        block shuffle on a background thread; default: on for on-disk data).
     rows
         Restrict to these dataset rows (a view; :meth:`split` makes them).
-    block_rows, window_rows
-        Sizes for ``shuffle="block"`` (see :class:`~lstm_data.batching.block_shuffle.BlockSource`).
-    read_ahead
-        For ``shuffle="block"``: read the next window on a background thread while
-        this one's batches are built (default: on for on-disk data, off in RAM).
-    bucket_by
-        A Ragged output name: put rows of similar length (its prong count, capped
-        at ``max_len``) in the same batch, so batches need less padding. Each
-        epoch's rows are ordered as without it, sorted by that length inside
-        windows of ``bucket_window`` batches (a stable sort: ties keep the shuffled
-        order), cut into batches, and (with ``shuffle=True``) the batches are
-        permuted; a short last batch keeps the rows it has without bucketing and
-        stays last. Every Ragged output of that field's group is then padded to
-        its batch's longest row: a ``fixed=True`` field becomes per batch, capped at
-        ``max_len``, and :attr:`spec` (hence :meth:`signature`) says its prong
-        dimension is ``None``. With ``shuffle="block"`` rows are sorted inside each
-        read window. See :mod:`lstm_data.batching.bucketing`.
-    bucket_window
-        Batches sorted together (default 64): larger cuts more padding, mixes less.
-    pad_to_multiple_of
-        With ``bucket_by``: round every per-batch prong width up to a multiple of
-        this (capped at ``max_len``), to bound the number of distinct shapes
-        (compiled graphs retrace per shape).
+    **options
+        The keyword spellings of earlier releases (``batch_size=``, ``seed=``,
+        ``nan_to=``, ...): still accepted, with a ``DeprecationWarning`` that names
+        the new home of each.
 
     Attributes
     ----------
     epoch : int
         The current epoch (0 first).
+    order : Order
+        The order in use, with ``shuffle="auto"`` resolved and a drawn seed filled in.
+    batch_size, shuffle, seed, drop_last, cache
+        The order's settings (read-only views of :attr:`order`).
+    nan_to
+        The spec's ``nan_to``.
+
+    Notes
+    -----
+    With ``bucket_by``, every Ragged output of that field's group is padded to its
+    batch's longest row (rounded up by the spec's ``pad_to_multiple_of``, capped at
+    ``max_len``): a ``fixed=True`` field becomes per batch and :attr:`spec` (hence
+    :meth:`signature`) says its prong dimension is ``None``. See
+    :mod:`lstm_data.batching.bucketing`.
     """
 
-    def __init__(self, dataset: Dataset, spec: BatchSpec, batch_size: int = 1024, shuffle: Any = "auto",
-                 seed: int | None = None, drop_last: bool = False, weights: Any = None,
-                 nan_to: float | None = None, cache: str | None = None, *, rows: Any = None,
-                 block_rows: int | None = None, window_rows: int | None = None,
-                 read_ahead: bool | None = None, bucket_by: str | None = None, bucket_window: int = 64,
-                 pad_to_multiple_of: int | None = None) -> None:
+    def __init__(self, dataset: Dataset, spec: BatchSpec, order: Order | int | None = None, *,
+                 read: ReadOptions | None = None, rows: Any = None, **options: Any) -> None:
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be an lstm_data Dataset, got {type(dataset).__name__}")
         if not isinstance(spec, BatchSpec):
             raise TypeError(f"spec must be a BatchSpec, got {type(spec).__name__}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        shuffle = resolve_shuffle(shuffle, dataset.in_ram)
-        if cache not in (None, "ram"):
-            raise ValueError(f"cache must be None or 'ram', got {cache!r}")
+        spec, order, read = legacy_options(spec, order, read, options, "Batches")
+        shuffle = resolve_shuffle(order.shuffle, dataset.in_ram)
+        self._seed_drawn = order.seed is None
+        order = order.replace(shuffle=shuffle, seed=fresh_seed() if order.seed is None else order.seed)
+        self.order = order
+        self.read = read
         self.dataset = dataset
         self.spec = spec
         self.fields = spec.validate(dataset)
-        self.batch_size = int(batch_size)
-        self.shuffle = shuffle
-        self._seed_drawn = seed is None
-        self.seed = fresh_seed() if seed is None else check_count(seed, "seed")
-        self.drop_last = bool(drop_last)
-        self.nan_to = check_nan_to(nan_to)
-        self.cache = cache
         self.epoch = 0
         self._view = None if rows is None else self._as_view(rows)
-        self._weights_spec = weights
-        self._weights = resolve_weights(self.dataset, weights)
-        self._block_sizes = (block_rows, window_rows)
-        self._read_ahead = None if read_ahead is None else bool(read_ahead)
-        self._bucketing = make_bucketing(spec, self.fields, bucket_by, bucket_window, pad_to_multiple_of, shuffle)
+        self._weights = resolve_weights(self.dataset, order.weights)
+        self._bucketing = make_bucketing(spec, self.fields, order.bucket_by, order.bucket_window,
+                                         spec.pad_to_multiple_of, shuffle)
         if self._bucketing is not None:  # the bucketed group's fields are padded per batch
             self.spec = self._bucketing.spec
             self.fields = self.spec.validate(dataset)
         self._setup_runtime()
+
+    # -- the order's settings ----------------------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        """Rows per batch."""
+        return self.order.batch_size
+
+    @property
+    def shuffle(self) -> bool | str:
+        """The shuffle in use: ``True``, ``False`` or ``"block"``."""
+        value: bool | str = self.order.shuffle
+        return value
+
+    @property
+    def seed(self) -> int:
+        """The seed of every random order."""
+        assert self.order.seed is not None  # filled in by __init__
+        return self.order.seed
+
+    @property
+    def drop_last(self) -> bool:
+        """Whether a short last batch is dropped."""
+        return self.order.drop_last
+
+    @property
+    def cache(self) -> str | None:
+        """``"ram"`` when built batches are kept, else ``None``."""
+        return self.order.cache
+
+    @property
+    def nan_to(self) -> float | None:
+        """The spec's ``nan_to``."""
+        return self.spec.nan_to
 
     # -- construction helpers ----------------------------------------------------------------
     def _as_view(self, rows: Any) -> np.ndarray:
@@ -160,8 +163,8 @@ class Batches(EpochIteration):
         self._lock = threading.Lock()
         forksafe.register(self)
         self._target_names = self.spec.target_names
-        self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to, pad_to_multiple_of=(
-            None if self._bucketing is None else self._bucketing.multiple_of))
+        self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to,
+                                     pad_to_multiple_of=self.spec.pad_to_multiple_of)
         # this epoch's order and the next
         self._plans: OnceCache[int, BlockPlan | np.ndarray] = OnceCache(keep=2)
         self._ram: dict[int, Batch] = {}
@@ -169,8 +172,8 @@ class Batches(EpochIteration):
         if self.shuffle == "block":
             view = None if self._view is None else np.sort(self._view)
             self._blocks = BlockSource(self.dataset, view, self.fields, self.batch_size,
-                                       block_rows=self._block_sizes[0], window_rows=self._block_sizes[1],
-                                       nan_to=self.nan_to, read_ahead=self._read_ahead,
+                                       block_rows=self.order.block_rows, window_rows=self.order.window_rows,
+                                       nan_to=self.nan_to, read_ahead=self.read.read_ahead,
                                        pad_to_multiple_of=self._builder.pad_to_multiple_of)
             # cached batches never come back to the blocks after epoch 0
             self._blocks.next_epoch_ahead = self.cache != "ram"
@@ -344,13 +347,11 @@ class Batches(EpochIteration):
         seed = self.seed if seed is None else check_count(seed, "seed")
         train_pos, test_pos = split_rows(self.n_rows, test_size, seed)
         base = np.arange(len(self.dataset), dtype=np.intp) if self._view is None else self._view
-        common: dict[str, Any] = dict(batch_size=self.batch_size, seed=self.seed, drop_last=self.drop_last,
-                                      weights=self._weights, nan_to=self.nan_to, cache=self.cache,
-                                      block_rows=self._block_sizes[0], window_rows=self._block_sizes[1],
-                                      **({} if self._bucketing is None else self._bucketing.to_dict()))
-        train = Batches(self.dataset, self.spec, shuffle=self.shuffle, rows=base[train_pos], **common)
+        order = self.order if self._weights is None else self.order.replace(weights=self._weights)
+        train = Batches(self.dataset, self.spec, order, read=self.read, rows=base[train_pos])
         val_shuffle = "block" if self.shuffle == "block" else False
-        val = Batches(self.dataset, self.spec, shuffle=val_shuffle, rows=base[test_pos], **common)
+        val = Batches(self.dataset, self.spec, order.replace(shuffle=val_shuffle), read=self.read,
+                      rows=base[test_pos])
         train._seed_drawn = val._seed_drawn = self._seed_drawn
         return train, val
 
@@ -391,13 +392,13 @@ class Batches(EpochIteration):
         if isinstance(self.dataset, InMemoryDataset):
             from lstm_data.data.shared import share
             state["dataset"] = share(self.dataset)
-        if self._weights is not None and self._weights_spec is not None and isinstance(self._weights_spec, str):
+        if isinstance(self.order.weights, str):
             state["_weights"] = None  # re-read from the column after unpickling
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        if self._weights is None and isinstance(self._weights_spec, str):
-            self._weights = resolve_weights(self.dataset, self._weights_spec)
+        if self._weights is None and isinstance(self.order.weights, str):
+            self._weights = resolve_weights(self.dataset, self.order.weights)
         self.fields = self.spec.validate(self.dataset)
         self._setup_runtime()

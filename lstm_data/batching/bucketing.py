@@ -112,13 +112,11 @@ def make_bucketing(spec: BatchSpec, fields: Sequence[ResolvedField], bucket_by: 
     ValueError
         ``bucket_by`` is not a Ragged output of ``spec`` (close names are
         suggested), ``bucket_window`` is not a positive int, ``pad_to_multiple_of``
-        is not a positive int or None (or is given without ``bucket_by``).
+        is not a positive int or None.
     """
     window = _positive_int(bucket_window, "bucket_window")
     multiple = None if pad_to_multiple_of is None else _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
     if bucket_by is None:
-        if multiple is not None:
-            raise ValueError("pad_to_multiple_of rounds the per-batch widths of bucketing: give bucket_by too")
         return None
     ragged = {f.name: f for f in fields if f.group is not None}
     if not isinstance(bucket_by, str) or bucket_by not in ragged:
@@ -174,7 +172,7 @@ def per_batch_spec(spec: BatchSpec, fields: Sequence[ResolvedField], group: str)
         if name in in_group and isinstance(fld, Ragged) and fld.fixed:
             fld = dataclasses.replace(fld, fixed=False)
         parts[role][name] = fld
-    return BatchSpec(inputs=parts["input"], targets=parts["target"])
+    return spec.replace(inputs=parts["input"], targets=parts["target"])
 
 
 def bucketed_order(order: np.ndarray, lengths: np.ndarray, batch_size: int, window: int,

@@ -1,8 +1,7 @@
-"""Options of :class:`~lstm_data.batching.batches.Batches` checked up front (weights, ``nan_to``), and
+"""Weights of :class:`~lstm_data.batching.batches.Batches` checked up front, and
 the freezing of cached batches."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -10,7 +9,7 @@ import numpy as np
 from lstm_data.batching.spec import Batch
 from lstm_data.data.dataset import Dataset
 
-__all__ = ["resolve_weights", "check_nan_to", "freeze_batch"]
+__all__ = ["resolve_weights", "freeze_batch"]
 
 
 def resolve_weights(dataset: Dataset, weights: Any) -> np.ndarray | None:
@@ -47,19 +46,6 @@ def resolve_weights(dataset: Dataset, weights: Any) -> np.ndarray | None:
         raise ValueError(f"{what}: {len(bad)} non-finite value(s), first at row {bad[0]} "
                          f"({arr[bad[0]]})")
     return arr
-
-
-def check_nan_to(value: Any) -> float | None:
-    """The ``nan_to`` argument as a float (or None), with an error that names it."""
-    if value is None:
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"nan_to must be a number or None, got {value!r}") from None
-    if math.isnan(out):
-        raise ValueError("nan_to=NaN would replace NaN by NaN: give a finite number (e.g. 0.0) or None")
-    return out
 
 
 def freeze_batch(batch: Batch) -> Batch:

@@ -23,6 +23,8 @@ import numpy as np
 
 from lstm_data.batching.fields import Field, Ragged, Scalars, field_from_dict
 from lstm_data.batching.lstm_ee_config import check_lstm_ee_keys
+from lstm_data._util.declared import suggest, toml_text, unknown_option
+from lstm_data.batching.spec_checks import check_multiple, check_nan_to
 from lstm_data.errors import SchemaError
 
 if TYPE_CHECKING:
@@ -101,17 +103,30 @@ class BatchSpec:
     inputs, targets
         Output name -> :class:`Scalars` or :class:`Ragged`. Names must be unique
         across both, including the ``<name>_lengths`` outputs of ragged fields.
+    nan_to
+        Replace NaN in the inputs (values and NaN padding) by this finite number,
+        as lstm_ee's NaN mask did for Keras ``Masking``; ``None`` keeps NaN.
+        Targets are never changed.
+    pad_to_multiple_of
+        Round every per-batch prong width (a ``Ragged`` field with ``max_len=None``
+        or ``fixed=False``) up to a multiple of this, capped at ``max_len``: it
+        bounds the number of distinct shapes (compiled graphs retrace per shape).
 
     Raises
     ------
     SchemaError
         A field is not a ``Scalars``/``Ragged``, or two outputs share a name.
+    OptionError
+        ``nan_to`` is not a finite number or ``pad_to_multiple_of`` not an int >= 1.
     """
 
     def __init__(self, inputs: Mapping[str, Field] | None = None,
-                 targets: Mapping[str, Field] | None = None) -> None:
+                 targets: Mapping[str, Field] | None = None, *, nan_to: float | None = None,
+                 pad_to_multiple_of: int | None = None) -> None:
         self.inputs: dict[str, Field] = dict(inputs or {})
         self.targets: dict[str, Field] = dict(targets or {})
+        self.nan_to = check_nan_to(nan_to)
+        self.pad_to_multiple_of = check_multiple(pad_to_multiple_of)
         seen: set[str] = set()
         for role, fields in (("input", self.inputs), ("target", self.targets)):
             for name, fld in fields.items():
@@ -290,8 +305,28 @@ class BatchSpec:
     # -- serialisation ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (NaN and infinities as strings) that :meth:`from_dict` reads back."""
-        return {"inputs": {n: f.to_dict() for n, f in self.inputs.items()},
-                "targets": {n: f.to_dict() for n, f in self.targets.items()}}
+        out: dict[str, Any] = {}
+        if self.nan_to is not None:
+            out["nan_to"] = self.nan_to
+        if self.pad_to_multiple_of is not None:
+            out["pad_to_multiple_of"] = self.pad_to_multiple_of
+        out["inputs"] = {n: f.to_dict() for n, f in self.inputs.items()}
+        out["targets"] = {n: f.to_dict() for n, f in self.targets.items()}
+        return out
+
+    def replace(self, **changes: Any) -> "BatchSpec":
+        """A copy with ``changes`` to ``inputs``, ``targets``, ``nan_to`` or ``pad_to_multiple_of``."""
+        current = {"inputs": self.inputs, "targets": self.targets, "nan_to": self.nan_to,
+                   "pad_to_multiple_of": self.pad_to_multiple_of}
+        for name in changes:
+            if name not in current:
+                raise unknown_option(name, current, "BatchSpec")
+        current.update(changes)
+        return BatchSpec(**current)
+
+    def to_toml(self) -> str:
+        """The TOML text :meth:`from_toml` reads back (bitwise the same batches)."""
+        return toml_text(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "spec") -> "BatchSpec":
@@ -300,10 +335,13 @@ class BatchSpec:
         Each field is a table with ``type = "scalars"`` or ``"ragged"``, ``vars`` and
         the options of that field type.
         """
-        unknown = set(data) - {"inputs", "targets"}
+        known = {"inputs", "targets", "nan_to", "pad_to_multiple_of"}
+        # the tables of the other option objects may share the file ([order], [read])
+        unknown = set(data) - known - {"order", "read"}
         if unknown:
-            raise SchemaError(f"{source}: unknown top-level keys {sorted(unknown)}; "
-                              "expected 'inputs' and 'targets'")
+            name = sorted(unknown)[0]
+            raise SchemaError(f"{source}: unknown top-level key {name!r}{suggest(name, known)}; "
+                              "expected 'inputs', 'targets', 'nan_to' and 'pad_to_multiple_of'")
         parts: dict[str, dict[str, Field]] = {}
         for part in ("inputs", "targets"):
             tables = data.get(part, {})
@@ -311,7 +349,7 @@ class BatchSpec:
                 raise SchemaError(f"{source}: [{part}] must be a table of fields")
             parts[part] = {name: field_from_dict(tbl, where=f"{source}: [{part}.{name}]")
                            for name, tbl in tables.items()}
-        return cls(**parts)
+        return cls(**parts, nan_to=data.get("nan_to"), pad_to_multiple_of=data.get("pad_to_multiple_of"))
 
     @classmethod
     def from_toml(cls, path: str | PathLike[str]) -> "BatchSpec":
@@ -380,7 +418,10 @@ class BatchSpec:
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}={f!r}" for _, n, f in self.fields())
-        return f"BatchSpec({inner})"
+        extra = "".join(f", {k}={v!r}" for k, v in (("nan_to", self.nan_to),
+                                                   ("pad_to_multiple_of", self.pad_to_multiple_of))
+                        if v is not None)
+        return f"BatchSpec({inner}{extra})"
 
 
 def _in(where: str, err: SchemaError) -> SchemaError:

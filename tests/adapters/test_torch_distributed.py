@@ -16,6 +16,7 @@ import torch.multiprocessing as mp  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 from lstm_data import Batches  # noqa: E402
+from lstm_data.batching.order_options import Order  # noqa: E402
 from lstm_data.adapters.torch import EpochSampler, TorchBatches  # noqa: E402
 from tests.adapters.rows import row_dataset, row_spec, rows_in  # noqa: E402
 
@@ -81,9 +82,10 @@ def test_ddp_two_gloo_ranks_see_disjoint_shares_of_each_epoch(tmp_path):
 def test_unsharded_batches_under_distributed_warn(tmp_path):
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rdv'}", rank=0, world_size=1)
     try:  # one rank: nothing to warn about
+        batches = Batches(row_dataset(100), row_spec(), Order(batch_size=10, seed=1))
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            TorchBatches(Batches(row_dataset(100), row_spec(), batch_size=10, seed=1))
+            TorchBatches(batches)
     finally:
         dist.destroy_process_group()
 

@@ -1,0 +1,123 @@
+"""Every option has one home: BatchSpec (what a batch looks like), Order (how rows are
+ordered and grouped), ReadOptions (how data is read); each checked and round-tripped."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lstm_data
+from lstm_data import Batches, BatchSpec, Ragged, Scalars
+from lstm_data.batching.order_options import Order
+from lstm_data.errors import OptionError
+from lstm_data.io.read_options import ReadOptions
+from lstm_data.synthetic import write_csv
+
+
+@pytest.fixture(scope="module")
+def csv_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("homes") / "events.csv"
+    write_csv(path, 700, seed=4)
+    return path
+
+
+@pytest.fixture(scope="module")
+def ds(csv_path):
+    return lstm_data.open(csv_path)
+
+
+def _spec(**kw):
+    return BatchSpec(inputs={"input_png": Ragged(["png.calE", "png.nhit"], max_len=12, fixed=False),
+                             "input_slice": Scalars(["calE", "nHit"])},
+                     targets={"target_total": Scalars(["trueE"])}, **kw)
+
+
+def _same(a, b):
+    for part_a, part_b in zip(a, b):
+        assert part_a.keys() == part_b.keys()
+        for k in part_a:
+            assert part_a[k].dtype == part_b[k].dtype and part_a[k].shape == part_b[k].shape
+            assert part_a[k].tobytes() == part_b[k].tobytes(), k
+
+
+@pytest.mark.parametrize("order", [
+    Order(batch_size=64, seed=3),
+    Order(batch_size=50, seed=1, shuffle=False, drop_last=True, weights="calE"),
+    Order(batch_size=32, seed=2, bucket_by="input_png", bucket_window=4),
+    Order(batch_size=40, seed=5, cache="ram"),
+])
+def test_spec_and_order_through_toml_give_bitwise_the_same_batches(tmp_path, ds, order):
+    spec = _spec(nan_to=-1.0, pad_to_multiple_of=4)
+    path = tmp_path / "run.toml"
+    path.write_text(spec.to_toml() + "\n" + order.to_toml())
+    spec_back, order_back = BatchSpec.from_toml(path), Order.from_toml(path)
+    assert spec_back == spec and order_back == order
+    a, b = Batches(ds, spec, order), Batches(ds, spec_back, order_back)
+    for epoch in (0, 1):
+        for i in (0, len(a) - 1):
+            _same(a.batch(i, epoch), b.batch(i, epoch))
+
+
+def test_old_keywords_warn_with_the_new_spelling_and_build_the_same_batches(ds):
+    with pytest.warns(DeprecationWarning, match=r"Order\(batch_size=\.\.\., seed=\.\.\.\), "
+                                                r"BatchSpec\(nan_to=\.\.\.\)"):
+        old = Batches(ds, _spec(), batch_size=64, seed=7, nan_to=0.0)
+    new = Batches(ds, _spec(nan_to=0.0), Order(batch_size=64, seed=7))
+    _same(old[2], new[2])
+    assert not np.isnan(new[0][0]["input_png"]).any()
+
+
+def test_pad_to_multiple_of_rounds_per_batch_widths_without_bucketing(ds):
+    plain = Batches(ds, _spec(), Order(batch_size=16, seed=0, shuffle=False))
+    rounded = Batches(ds, _spec(pad_to_multiple_of=5), Order(batch_size=16, seed=0, shuffle=False))
+    for i in range(len(plain)):
+        w = plain[i][0]["input_png"].shape[1]
+        assert rounded[i][0]["input_png"].shape[1] == min(12, -(-w // 5) * 5)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(batch_sise=3), r"unknown option 'batch_sise' \(did you mean 'batch_size'\?\)"),
+    (dict(seed=-1), "seed must be an int >= 0"),
+    (dict(shuffle="yes"), "shuffle must be"),
+    (dict(cache="disk"), "cache must be"),
+])
+def test_order_options_are_checked(bad, match):
+    with pytest.raises(OptionError, match=match):
+        Order.from_dict(bad)
+
+
+def test_an_unknown_batches_keyword_is_named_with_the_close_match(ds):
+    with pytest.raises(OptionError, match=r"'bucket_bye' \(did you mean 'bucket_by'\?\)"):
+        Batches(ds, _spec(), bucket_bye="input_png")
+
+
+def test_spec_checks_its_batch_options():
+    with pytest.raises(OptionError, match="nan_to=NaN"):
+        _spec(nan_to=float("nan"))
+    with pytest.raises(OptionError, match="pad_to_multiple_of must be a positive int"):
+        _spec(pad_to_multiple_of=0)
+    with pytest.raises(lstm_data.SchemaError, match=r"'nan_too' \(did you mean 'nan_to'\?\)"):
+        BatchSpec.from_dict({"nan_too": 0.0, **_spec().to_dict()})
+
+
+def test_open_names_a_misspelt_option_for_every_format(tmp_path, csv_path, ds):
+    paths = {"csv": csv_path, "zarr": tmp_path / "d.zarr", "hdf5": tmp_path / "d.h5"}
+    ds.to_zarr(paths["zarr"])
+    ds.to_hdf5(paths["hdf5"])
+    for fmt, path in paths.items():
+        with pytest.raises(OptionError, match=r"'treads' \(did you mean 'threads'\?\)"):
+            lstm_data.open(path, treads=2)
+    with pytest.raises(OptionError, match=r"'threads' does not apply to hdf5 data .*hdf5 takes"):
+        lstm_data.open(paths["hdf5"], threads=2)
+    with pytest.raises(OptionError, match="dtype must be float32 or float64"):
+        lstm_data.open(csv_path, dtype="int8")
+    assert lstm_data.open(csv_path, read=ReadOptions(dtype="float64")).ragged("png")[0].dtype == np.float64
+
+
+def test_read_options_round_trip_and_leave_runtime_options_out(tmp_path):
+    read = ReadOptions(dtype="float64", threads=2, tables=("rec.slc", "rec.png"), progress=print)
+    path = tmp_path / "read.toml"
+    path.write_text(read.to_toml())
+    back = ReadOptions.from_toml(path)
+    assert back == read.replace(progress=None)
+    with pytest.warns(DeprecationWarning, match=r"use_threads=\.\.\.\) is deprecated: use threads"):
+        lstm_data.io.read_options.read_options_from(None, {"use_threads": False})
