@@ -28,6 +28,7 @@ import numpy as np
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.column_groups import build_group, resolve_schema
+from lstm_data.io.hdf5_checks import member
 from lstm_data.io.layout import (
     check_group_arrays,
     is_ours,
@@ -101,7 +102,10 @@ def read_hdf5(path, *, schema: Any = None, **options):
         ``root`` (lstm_ee files: the HDF5 group holding the arrays, default ``/``;
         an error for our layout),
         ``dtype`` (both layouts: float32 or float64 for our layout, cast scalars
-        and values; default keeps the file's), ``max_run_chunks`` (our layout).
+        and values; default keeps the file's), ``max_run_chunks`` (our layout),
+        ``trust_external`` (both layouts: follow external links, external storage and
+        virtual datasets of other files; default: refuse them, see
+        :mod:`lstm_data.io.hdf5_checks`).
 
     Returns
     -------
@@ -132,15 +136,20 @@ class HDF5Dataset(OnDiskDataset):
     dtype
         ``float32`` or ``float64``: scalars are cast at open and values as they are
         read. Default: the stored dtypes.
+    trust_external
+        Follow external links, external storage and virtual datasets of other
+        files (default: refuse them; see :mod:`lstm_data.io.hdf5_checks`).
 
     Raises
     ------
     FormatError
-        Not our layout, or a stored array of the wrong dtype or shape, or offsets
-        that do not start at 0, decrease or do not end at ``len(values)`` (named
-        with file, variable or group, array and row). Also, at open or on a later
-        read, a chunk that fails its checksum or does not decompress (named with
-        file, dataset and chunk; see :func:`read_rows`).
+        An array reached through an external link or kept in other files (unless
+        ``trust_external``), naming it and its target. Not our layout, or a stored
+        array of the wrong dtype or shape, or offsets that do not start at 0,
+        decrease or do not end at ``len(values)`` (named with file, variable or
+        group, array and row). Also, at open or on a later read, a chunk that
+        fails its checksum or does not decompress (named with file, dataset and
+        chunk; see :func:`read_rows`).
     ValueError
         ``dtype`` is not float32 or float64.
 
@@ -151,11 +160,14 @@ class HDF5Dataset(OnDiskDataset):
         a ``fletcher32`` checksum. Empty for files our writer makes now.
     """
 
-    def __init__(self, path, *, max_run_chunks: int = 32, dtype: Any = None) -> None:
-        self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype})
+    def __init__(self, path, *, max_run_chunks: int = 32, dtype: Any = None,
+                 trust_external: bool = False) -> None:
+        self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype,
+                                  "trust_external": trust_external})
         name = str(path)
         dt = value_dtype(dtype, file=name)
         self._max_run_chunks = max_run_chunks
+        self._trust_external = trust_external
         self._file = h5py.File(path, "r")
         try:
             layout = parse_layout(dict(self._file.attrs), file=name)
@@ -191,8 +203,8 @@ class HDF5Dataset(OnDiskDataset):
                          dtype=out, key=f"{group}/values")
 
     def _node(self, key: str, name: str, variable: str) -> h5py.Dataset:
-        """Dataset ``key`` of the file (see :func:`._layout.stored_array`)."""
-        node = self._file.get(key)
+        """Dataset ``key`` of the file (see :func:`.layout.stored_array`), kept inside the file."""
+        node = member(self._file, key, file=name, trust_external=self._trust_external)
         return stored_array(node, isinstance(node, h5py.Dataset), key, file=name,
                             variable=variable)
 
@@ -259,7 +271,8 @@ def _read_vlen(ds: h5py.Dataset, dtype, file: str) -> tuple[np.ndarray, np.ndarr
     return values, lengths
 
 
-def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None) -> InMemoryDataset:
+def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None,
+                   trust_external: bool = False) -> InMemoryDataset:
     """Read lstm_ee's HDF5 layout (or plain h5py vlen datasets) into RAM.
 
     Every 1-D numeric dataset under ``root`` is a scalar; every variable-length
@@ -269,17 +282,19 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None) -> 
     Raises
     ------
     FormatError
-        No datasets, an unsupported dataset, or datasets of different lengths.
+        No datasets, an unsupported dataset, or datasets of different lengths; an
+        external link, external storage or a virtual dataset of other files under
+        ``root`` (unless ``trust_external``), naming it and its target.
     SchemaError
         Variables of one group differ in length in some row (names row and variables).
     """
     name = str(path)
     with h5py.File(path, "r") as fh:
-        try:
-            node = fh[root]
-        except KeyError:
-            raise FormatError(f"no HDF5 group {root!r}", file=name) from None
-        datasets = {k: v for k, v in node.items() if isinstance(v, h5py.Dataset)}
+        node = member(fh, root, file=name, trust_external=trust_external)
+        if not isinstance(node, h5py.Group):
+            raise FormatError(f"no HDF5 group {root!r}", file=name)
+        members = {k: member(node, k, file=name, trust_external=trust_external) for k in node}
+        datasets = {k: v for k, v in members.items() if isinstance(v, h5py.Dataset)}
         if not datasets:
             raise FormatError(f"no datasets in HDF5 group {root!r}; expected lstm_ee's layout "
                               "(one array per variable) or lstm_data's", file=name)

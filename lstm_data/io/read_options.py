@@ -17,6 +17,8 @@ option             meaning                                                     f
 ``list_sep``       separator of the numbers inside a CSV list cell             csv
 ``tree``           the TTree (or RNTuple) of a ROOT file                       root
 ``root``           the HDF5 group holding lstm_ee's arrays                     hdf5
+``trust_external`` follow HDF5 external links, external storage, virtual      hdf5, nova
+                   datasets of other files (default: refuse them)
 ``tables``         the NOvA tables to read                                     nova
 ``slice_table``    the NOvA table whose rows are the events                    nova
 ``aliases``        NOvA column renames ``{old: new}``                           nova
@@ -117,6 +119,7 @@ class ReadOptions(DeclaredOptions):
     relations: Mapping[str, str] | None = None
     cache_chunks: int | None = None
     read_ahead: bool | None = None
+    trust_external: bool | None = None
     progress: Any = None
 
     TOML_TABLE: ClassVar[str] = "read"
@@ -126,7 +129,7 @@ class ReadOptions(DeclaredOptions):
         "list_sep": _text("list_sep"), "tree": _text("tree"), "root": _text("root"), "tables": _names,
         "slice_table": _text("slice_table"), "aliases": _mapping("aliases"), "parent": _text("parent"),
         "relations": _mapping("relations"), "cache_chunks": _positive("cache_chunks"),
-        "read_ahead": _flag("read_ahead"),
+        "read_ahead": _flag("read_ahead"), "trust_external": _flag("trust_external"),
     }
     #: options that live only in the running process (never written to TOML)
     RUNTIME: ClassVar[frozenset[str]] = frozenset({"progress"})
@@ -170,8 +173,8 @@ def _keep(*names: str) -> dict[str, tuple[str, Any]]:
 #: format -> {option: (the reader's keyword, conversion or None)}: what each reader takes
 READER_OPTIONS: dict[str, dict[str, tuple[str, Any]]] = {
     "csv": {**_keep("dtype", "sep", "list_sep", "progress", "threads"), "block_bytes": ("block_size", None)},
-    "hdf5": _keep("dtype", "root", "max_run_chunks"),
-    "nova": {**_keep("dtype", "slice_table", "aliases"), "tables": ("tables", list)},
+    "hdf5": _keep("dtype", "root", "max_run_chunks", "trust_external"),
+    "nova": {**_keep("dtype", "slice_table", "aliases", "trust_external"), "tables": ("tables", list)},
     "parquet": {**_keep("dtype", "in_ram"), "threads": ("use_threads", lambda n: n > 1)},
     "root": {**_keep("dtype", "tree"), "block_bytes": ("step_bytes", None)},
     "zarr": _keep("dtype", "max_run_chunks"),

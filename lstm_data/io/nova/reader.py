@@ -79,7 +79,7 @@ def _pick(option: str, given: Any, in_schema: Any, file: str) -> Any:
 
 def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
               slice_table: str | None = None, aliases: Mapping[str, str] | None = None,
-              dtype: Any = None) -> NovaDataset:
+              dtype: Any = None, trust_external: bool = False) -> NovaDataset:
     """Read a NOvA-style HDF5 file of tables (one group per table, one dataset per column).
 
     Parameters
@@ -115,6 +115,10 @@ def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
         hold exactly (beyond 2**24 for float32, 2**53 for float64) raises a
         :class:`PrecisionWarning` naming it and its first such row. The key
         columns stay int64.
+    trust_external
+        Follow external links, external storage and virtual datasets of other
+        files (default: refuse them, naming the link or dataset and its target;
+        see :mod:`lstm_data.io.hdf5_checks`).
 
     Returns
     -------
@@ -152,7 +156,8 @@ def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
                      file=name)
     assert dt is not None
     with h5py.File(path, "r", rdcc_nbytes=_CHUNK_CACHE) as fh:
-        tbls = list_tables(fh, tables=tables, slice_table=slice_table, file=name)
+        tbls = list_tables(fh, tables=tables, slice_table=slice_table, file=name,
+                           trust_external=trust_external)
         key_names = apply_aliases(tbls, aliases, file=name)
         declared, scalars = _resolve(parsed, tbls, key_names, name)
         forced = {table_of(tbls)[v][0].name for vs in declared.values() for v in vs}

@@ -18,6 +18,7 @@ import h5py
 
 from lstm_data.data.dataset import unknown_name_error
 from lstm_data.errors import FormatError, SchemaError
+from lstm_data.io.hdf5_checks import member, root_names
 
 __all__ = ["KEY_COLUMNS", "Column", "Table", "is_nova_file", "list_tables", "apply_aliases", "table_of"]
 
@@ -76,15 +77,17 @@ def is_nova_file(path: str | Path) -> bool:
 
     True when the root holds at least one group with the datasets ``run``,
     ``subrun``, ``cycle``, ``evt`` and ``subevt``, and the file is not in
-    lstm_data's own layout. Only names are looked at (no data is read), and the
-    search stops at the first such group. A file h5py cannot open is not one
-    (the HDF5 reader then reports the damage).
+    lstm_data's own layout. Only names are looked at (no data is read; external
+    links are not followed), and the search stops at the first such group. A
+    file h5py cannot open is not one (the HDF5 reader then reports the damage).
     """
     try:
         with h5py.File(path, "r") as fh:
             if _OURS_ATTR in fh.attrs:
                 return False
             for name in fh:
+                if isinstance(fh.get(name, getlink=True), h5py.ExternalLink):
+                    continue
                 if fh.get(name, getclass=True) is h5py.Group:
                     group = fh[name]
                     if all(k in group for k in KEY_COLUMNS):
@@ -111,8 +114,13 @@ def _select(names: list[str], wanted: Sequence[str] | None, file: str) -> list[s
 
 
 def list_tables(fh: h5py.File, *, tables: Sequence[str] | None, slice_table: str | None,
-                file: str) -> list[Table]:
+                file: str, trust_external: bool = False) -> list[Table]:
     """The tables to read, their columns checked.
+
+    An external link at the root counts as a table (it is not followed to see what it
+    is); reading it is refused unless ``trust_external`` (see
+    :mod:`lstm_data.io.hdf5_checks`), as is a column reached through an external link
+    or whose values lie in other files.
 
     Raises
     ------
@@ -121,9 +129,9 @@ def list_tables(fh: h5py.File, *, tables: Sequence[str] | None, slice_table: str
     FormatError
         A table without one of the key columns, a key column that is not
         integers, a column that is not numbers, not 1-D or ``(n, k)``, or of
-        another length than the table's keys.
+        another length than the table's keys; an outside reference (see above).
     """
-    names = [n for n in fh if fh.get(n, getclass=True) is h5py.Group]
+    names = root_names(fh, groups_only=True, trust_external=trust_external)
     if not names:
         raise FormatError("no tables (HDF5 groups) at the root of this file", file=file)
     chosen = _select(names, tables, file)
@@ -132,10 +140,11 @@ def list_tables(fh: h5py.File, *, tables: Sequence[str] | None, slice_table: str
             raise unknown_name_error("table", slice_table, names).located(file=file)
         if slice_table not in chosen:
             chosen = [n for n in names if n in set(chosen) | {slice_table}]
-    return [_table(fh[name], name, file) for name in chosen]
+    return [_table(member(fh, name, file=file, trust_external=trust_external), name, file,
+                   trust_external) for name in chosen]
 
 
-def _table(group: h5py.Group, name: str, file: str) -> Table:
+def _table(group: h5py.Group, name: str, file: str, trust_external: bool) -> Table:
     missing = [k for k in KEY_COLUMNS if k not in group]
     if missing:
         raise FormatError(f"table {name!r} has no key column{'s' if len(missing) > 1 else ''} "
@@ -144,7 +153,7 @@ def _table(group: h5py.Group, name: str, file: str) -> Table:
     n_rows = None
     columns, unchecked = [], []
     for col in group:
-        ds = group.get(col)
+        ds = member(group, col, file=file, trust_external=trust_external)
         where = f"{name}/{col}"
         if not isinstance(ds, h5py.Dataset):
             raise FormatError(f"{where!r} is a group inside table {name!r}; a table holds one "

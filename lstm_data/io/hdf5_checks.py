@@ -1,0 +1,133 @@
+"""What an HDF5 file may make its reader do: stay inside the file.
+
+HDF5 can keep a dataset's bytes, or a whole object, somewhere else:
+
+* an **external link** (``h5py.ExternalLink``) names an object of another file;
+* **external storage** (``create_dataset(..., external=[...])``) keeps a dataset's
+  raw bytes in other, non-HDF5 files, at given offsets: any local file;
+* a **virtual dataset** maps pieces of datasets of other files.
+
+HDF5 follows all three on any read, so an untrusted ``.h5`` could make a reader
+return the bytes of any file on the machine as values. Every HDF5 reader of
+lstm_data (our layout, lstm_ee's PyTables files, NOvA tables) gets its objects
+through :func:`member`, which refuses them with a ``FormatError`` naming the link
+or dataset and its target, unless the caller trusts the file
+(``trust_external=True``, an option of :class:`~lstm_data.io.read_options.ReadOptions`).
+Soft links and virtual datasets whose sources are in the same file stay inside it
+and are followed.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import h5py
+
+from lstm_data.errors import FormatError
+
+__all__ = ["member", "check_dataset", "root_names", "TRUST_HINT"]
+
+#: how an outside reference can be allowed (the end of every refusal)
+TRUST_HINT = ("refused: an untrusted file could make lstm_data read any local file as values; "
+              "open it with trust_external=True (lstm_data.ReadOptions) if you trust it")
+#: virtual datasets whose sources are virtual datasets of the same file: followed this deep
+_MAX_VIRTUAL_DEPTH = 8
+
+
+def _short(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:3])
+    return shown + (f" and {len(items) - 3} more" if len(items) > 3 else "")
+
+
+def member(group: h5py.Group, path: str, *, file: str, trust_external: bool = False
+           ) -> h5py.Group | h5py.Dataset | None:
+    """The object at ``path`` below ``group`` (``None`` when absent), every link on the way checked.
+
+    Parameters
+    ----------
+    group
+        Where ``path`` starts (``"a/b"``; ``""`` or ``"/"`` is ``group`` itself).
+    file
+        The file's name, for errors.
+    trust_external
+        Follow external links, external storage and virtual datasets of other files.
+
+    Raises
+    ------
+    FormatError
+        (Unless ``trust_external``) a link on the way is an external link, or leads
+        to another file through a soft link, or the object is a dataset whose values
+        are outside the file (see :func:`check_dataset`). Names the link or dataset
+        and its target.
+    """
+    node: h5py.Group | h5py.Dataset = group
+    for part in (p for p in path.split("/") if p):
+        if not isinstance(node, h5py.Group):
+            return None
+        link = node.get(part, getlink=True)
+        if link is None:
+            return None
+        where = f"{node.name.rstrip('/')}/{part}"
+        if isinstance(link, h5py.ExternalLink) and not trust_external:
+            raise FormatError(f"{where!r} is an external link to {link.filename}:{link.path}; "
+                              f"{TRUST_HINT}", file=file, variable=where.lstrip("/"))
+        child = node.get(part)
+        if child is None:  # a dangling link
+            return None
+        if not trust_external and child.id.fileno != node.id.fileno:
+            raise FormatError(f"{where!r} leads to another file ({child.file.filename}:{child.name}) "
+                              f"through the link {link.path!r}; {TRUST_HINT}", file=file,
+                              variable=where.lstrip("/"))
+        node = child
+    if isinstance(node, h5py.Dataset):
+        check_dataset(node, file=file, trust_external=trust_external)
+    return node
+
+
+def check_dataset(ds: h5py.Dataset, *, file: str, trust_external: bool = False, _depth: int = 0) -> None:
+    """Raise ``FormatError`` if the values of ``ds`` lie outside its file (unless trusted).
+
+    Raises
+    ------
+    FormatError
+        ``ds`` uses external storage (names its raw files) or is a virtual dataset
+        with a source in another file (names the sources).
+    """
+    if trust_external:
+        return
+    key = ds.name.lstrip("/")
+    plist = ds.id.get_create_plist()
+    n = plist.get_external_count()
+    if n:
+        raw = [plist.get_external(i)[0].decode(errors="replace") for i in range(n)]
+        raise FormatError(f"dataset {key!r} keeps its values outside this file, in {_short(raw)} "
+                          f"(HDF5 external storage); {TRUST_HINT}", file=file, variable=key)
+    if not ds.is_virtual:
+        return
+    sources = ds.virtual_sources()
+    outside = [f"{s.file_name}:{s.dset_name}" for s in sources if s.file_name != "."]
+    if outside:
+        raise FormatError(f"dataset {key!r} is a virtual dataset of datasets in other files "
+                          f"({_short(outside)}); {TRUST_HINT}", file=file, variable=key)
+    if _depth >= _MAX_VIRTUAL_DEPTH:
+        raise FormatError(f"dataset {key!r} is a virtual dataset nested more than "
+                          f"{_MAX_VIRTUAL_DEPTH} deep", file=file, variable=key)
+    for name in {s.dset_name for s in sources}:
+        source = member(ds.file, name, file=file)
+        if isinstance(source, h5py.Dataset) and source != ds:
+            check_dataset(source, file=file, _depth=_depth + 1)
+
+
+def root_names(fh: h5py.Group, *, groups_only: bool, trust_external: bool = False) -> list[str]:
+    """The names of ``fh``'s members, in file order; with ``groups_only``, those that are groups.
+
+    An untrusted external link is not followed to learn what it is: it is listed, so
+    that reading it gives :func:`member`'s error.
+    """
+    out = []
+    for name in fh:
+        link = fh.get(name, getlink=True)
+        if isinstance(link, h5py.ExternalLink) and not trust_external:
+            out.append(name)
+        elif not groups_only or fh.get(name, getclass=True) is h5py.Group:
+            out.append(name)
+    return out
