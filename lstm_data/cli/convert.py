@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "through temporary files next to DST (disk: the table's size, once)")
     parser.add_argument("--schema", metavar="FILE.toml", default=None,
                         help="declared groups/scalars/dtype for inputs that do not store them")
+    from lstm_data.cli.csv_options import add_csv_arguments
+
+    add_csv_arguments(parser)
     parser.add_argument("--force", action="store_true", help="replace an existing output")
     parser.add_argument("--chunk-kib", type=_at_least(1), default=1024, metavar="KIB",
                         help="uncompressed chunk size of the output (default 1024)")
@@ -73,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     start = time.perf_counter()
-    options = dict(schema=args.schema, shuffle=args.shuffle, overwrite=args.force,
+    from lstm_data.cli.csv_options import csv_options
+
+    options = dict(schema=args.schema, shuffle=args.shuffle, overwrite=args.force, **csv_options(args),
                    chunk_bytes=args.chunk_kib << 10, threads=args.threads,
                    compression=None if args.compression == "none" else args.compression)
     with ByteProgress(f"convert to {Path(dst).name}", enabled=not args.quiet) as bar:

@@ -15,6 +15,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from lstm_data.cli.csv_options import add_csv_arguments, csv_options
 from lstm_data.cli.stats import (
     Multiplicity,
     VariableStats,
@@ -30,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="file(s), store(s) or glob pattern")
     parser.add_argument("--schema", metavar="FILE.toml", default=None,
                         help="declared groups/scalars/dtype for inputs that do not store them")
+    add_csv_arguments(parser)
     parser.add_argument("--plot", metavar="FILE.png", default=None,
                         help="draw per-group multiplicity histograms (needs matplotlib)")
     parser.add_argument("--no-stats", action="store_true",
@@ -108,7 +110,8 @@ def integrity_notes(ds) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from lstm_data.io.dispatch import open as open_dataset
 
-    ds = open_dataset(args.paths if len(args.paths) > 1 else args.paths[0], schema=args.schema)
+    ds = open_dataset(args.paths if len(args.paths) > 1 else args.paths[0], schema=args.schema,
+                      **csv_options(args))
     scalar_stats = [] if args.no_stats else variable_stats(ds)
     groups = {g: ([] if args.no_stats else group_stats(ds, g)) for g in ds.groups}
     multis = [multiplicity(ds, g) for g in ds.groups]

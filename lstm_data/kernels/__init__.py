@@ -13,6 +13,9 @@ BACKEND : str
 QUOTED, MULTI, BARE : int
     Column flags of :meth:`CsvBlockParser.column_flags`: some cell of the column
     was quoted; some cell held two or more tokens; some unquoted cell held a number.
+INEXACT, LISTED : int
+    More column flags: some integer token is not held exactly by the float dtype;
+    some cell was a bracketed list.
 """
 from __future__ import annotations
 
@@ -23,9 +26,11 @@ import warnings
 from typing import TYPE_CHECKING
 
 from lstm_data.kernels._args import BARE, MULTI, QUOTED
+from lstm_data.kernels._csv_flags import INEXACT, LISTED
 
 __all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser",
-           "interleave_columns", "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI", "BARE"]
+           "interleave_columns", "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI", "BARE",
+           "INEXACT", "LISTED"]
 
 #: Names every backend must provide, with the same signatures.
 KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser", "interleave_columns")

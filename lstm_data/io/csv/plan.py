@@ -6,7 +6,8 @@ Quoting is how a writer spells text, not a type, so a quoted number is a
 number. An undeclared column is **ragged** when, anywhere in the input (all
 blocks of all files):
 
-1. one of its cells holds more than one number (``"1,2"``); or
+1. one of its cells holds more than one number (``"1,2"``), or is a bracketed
+   list (``"[0.2]"``, ``[]``: pandas' spelling of a list); or
 2. one of its cells is quoted and another undeclared column of its name prefix
    (the part before the first ``.``) is ragged by rule 1: a prong variable whose
    cells happen to hold single numbers (or ``""``, an empty list) next to its
@@ -54,10 +55,15 @@ import numpy as np
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.schema import Schema
-from lstm_data.kernels import BARE, MULTI, QUOTED
+from lstm_data.kernels import BARE, LISTED, MULTI, QUOTED
 
 __all__ = ["Plan", "split_header", "declared_plan", "plan_from_sample", "assemble",
-           "near_splits"]
+           "near_splits", "choose_sep", "SEPARATORS", "LIST_SEP"]
+
+#: field separators recognised in a header, in the order that breaks a tie
+SEPARATORS = (",", ";", "\t", "|")
+#: the separator of the numbers inside a list cell unless one is given
+LIST_SEP = ","
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -88,6 +94,65 @@ class Plan:
     general: bool = False
 
 
+def _header_end(data: bytes, final: bool) -> tuple[int, int] | None:
+    """``(start, end)`` of the header line (after a BOM; ``end`` past its newline), or
+    ``None`` when ``data`` does not hold all of it yet."""
+    start = len(_BOM) if data.startswith(_BOM) else 0
+    end = start
+    while True:
+        nl = data.find(b"\n", end)
+        if nl < 0:
+            return (start, len(data)) if final else None
+        end = nl + 1
+        if data.count(b'"', start, nl) % 2 == 0:
+            return start, end
+
+
+def _sniff(line: bytes) -> tuple[str | None, int]:
+    """The candidate separator found most often outside quotes in ``line``, and how often."""
+    counts = dict.fromkeys(SEPARATORS, 0)
+    quoted = False
+    for byte in line.decode("latin-1"):
+        if byte == '"':
+            quoted = not quoted
+        elif not quoted and byte in counts:
+            counts[byte] += 1
+    best = max(SEPARATORS, key=lambda c: counts[c])  # max keeps the first of a tie
+    return (best, counts[best]) if counts[best] else (None, 0)
+
+
+def _shown(sep: str) -> str:
+    return {"\t": "tab ('\\t')"}.get(sep, repr(sep))
+
+
+def choose_sep(data: bytes, final: bool, sep: str | None, path: str) -> str | None:
+    """The field separator of the CSV text starting with ``data`` (its header line).
+
+    ``sep`` when given, else the one of :data:`SEPARATORS` that the header line
+    holds most often outside quotes (``","`` when it holds none). ``None`` when
+    ``data`` does not yet hold the whole header line.
+
+    Raises
+    ------
+    FormatError
+        ``sep`` is given, the header holds no ``sep`` but another separator: it
+        would read as one column, so the message names the one it looks like.
+    """
+    bounds = _header_end(data, final)
+    if bounds is None:
+        return None
+    line = data[bounds[0]:bounds[1]]
+    found, count = _sniff(line)
+    if sep is None:
+        return found or ","
+    if found is not None and found != sep and sep.encode("latin-1") not in line:
+        raise FormatError(
+            f"the header holds no {_shown(sep)} but {count} {_shown(found)}: this file looks "
+            f"{_shown(found)}-separated; pass sep={found!r} (CLI: --sep {found!r}), or leave sep "
+            "unset to detect it", file=path, line=1)
+    return sep
+
+
 def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[str], int] | None:
     """Parse the header at the start of ``data``.
 
@@ -103,18 +168,10 @@ def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[st
         Empty file, a header that is not UTF-8 or not CSV (e.g. bare carriage
         returns for line ends), or repeated column names.
     """
-    start = len(_BOM) if data.startswith(_BOM) else 0
-    end = start
-    while True:
-        nl = data.find(b"\n", end)
-        if nl < 0:
-            if not final:
-                return None
-            end = len(data)
-            break
-        end = nl + 1
-        if data.count(b'"', start, nl) % 2 == 0:
-            break
+    bounds = _header_end(data, final)
+    if bounds is None:
+        return None
+    start, end = bounds
     text = data[start:end]
     if not text.strip():
         raise FormatError("empty file: no header line", file=path)
@@ -187,10 +244,10 @@ def _group_inferred(plan: Plan, ragged: list[int], offsets: dict[int, np.ndarray
 def _kinds_from_flags(plan: Plan, flags: np.ndarray) -> list[int]:
     """The inferred columns that the inference rule (module docstring) makes ragged."""
     inferred = [c for c, n in enumerate(plan.names) if n in plan.inferred]
-    listed = {_prefix(plan.names[c]) for c in inferred if flags[c] & MULTI}
+    listed = {_prefix(plan.names[c]) for c in inferred if flags[c] & (MULTI | LISTED)}
     bare_elsewhere = bool(np.any(flags & BARE))
     return [c for c in inferred
-            if flags[c] & MULTI or flags[c] & QUOTED and (
+            if flags[c] & (MULTI | LISTED) or flags[c] & QUOTED and (
                 _prefix(plan.names[c]) in listed or bare_elsewhere and not flags[c] & BARE)]
 
 

@@ -28,7 +28,7 @@ from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, _Located
 from lstm_data.io.byte_blocks import compression_of
 from lstm_data.io.csv import reader
-from lstm_data.io.csv.plan import declared_plan, split_header
+from lstm_data.io.csv.plan import LIST_SEP, declared_plan, split_header
 from lstm_data.io.csv.stream import _columns_of, _Flushing
 from lstm_data.io.row_blocks import BLOCK_BYTES, RestartStream, RowBlocks
 from lstm_data.io.schema import Schema
@@ -79,13 +79,14 @@ def csv_partitions(path: str, split_bytes: int) -> list[tuple[int, int]] | None:
 
 
 def csv_range_blocks(path: str, start: int, end: int, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
-                     dtype: Any = None, sep: str = ",", list_sep: str | None = None, **_: Any) -> RowBlocks:
+                     dtype: Any = None, sep: str | None = None, list_sep: str | None = None,
+                     **_: Any) -> RowBlocks:
     """The records in bytes ``start .. end`` of the plain CSV ``path``, in blocks, with the file's plan."""
     schema = Schema.coerce(schema)
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
-    list_sep = sep if list_sep is None else list_sep
+    list_sep = LIST_SEP if list_sep is None else list_sep
+    names, sample, final, sep = reader.peek_sample(path, sep)
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
-    names, sample, final = reader.peek_sample(path, sep)
     general = declared_plan(names, schema)
     plan = reader.sample_plan(general, sample, final, options) if general.general else general
     if plan.general and general.general:  # the whole file decides: a stream of a range cannot

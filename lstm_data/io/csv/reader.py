@@ -40,8 +40,10 @@ from lstm_data.io.csv.parallel import (
     resolve_threads,
 )
 from lstm_data.io.csv.plan import (
+    LIST_SEP,
     Plan,
     assemble,
+    choose_sep,
     declared_plan,
     near_splits,
     plan_from_sample,
@@ -65,7 +67,8 @@ class _Replan(Exception):
 
 
 def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
-             schema: Any = None, dtype: Any = None, sep: str = ",", list_sep: str | None = None,
+             schema: Any = None, dtype: Any = None, sep: str | None = None,
+             list_sep: str | None = None,
              progress: Progress | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
              threads: int | None = None) -> InMemoryDataset:
     """Read one CSV file, or several with the same header, into columns.
@@ -82,9 +85,14 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     dtype
         ``numpy.float32`` or ``numpy.float64``; default: the schema's, else float32.
     sep
-        Field separator.
+        Field separator; by default the one of ``,`` ``;`` tab ``|`` that the
+        first file's header line holds most often outside quotes. A given ``sep``
+        that the header lacks, while it holds another of those, is an error
+        naming the one it looks like.
     list_sep
-        Separator of the numbers inside one cell (default: ``sep``).
+        Separator of the numbers inside one cell (default ``,``, whatever ``sep``
+        is). A cell may also hold a bracketed list as pandas writes it
+        (``"[0.2, 0.334]"``, ``[]``).
     progress
         Called as ``progress(bytes_done, bytes_total)`` after each block, in
         bytes of the files on disk (compressed bytes for compressed files).
@@ -118,7 +126,7 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
         raise ValueError("no CSV path given")
     schema = Schema.coerce(schema)
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
-    list_sep = sep if list_sep is None else list_sep
+    list_sep = LIST_SEP if list_sep is None else list_sep
     threads = resolve_threads(threads)
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
         raise ValueError(f"block_size must be a positive number of bytes, got {block_size!r}")
@@ -133,11 +141,11 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
             ahead.close()
 
 
-def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_sep: str,
+def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None, list_sep: str,
           progress: Progress | None, block_size: int,
           ahead: BlockReader | None, threads: int = 1) -> InMemoryDataset:
     """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`)."""
-    names, sample, sample_final = peek_sample(paths[0], sep, ahead)
+    names, sample, sample_final, sep = peek_sample(paths[0], sep, ahead)
     general = declared_plan(names, schema)
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
     plan = general
@@ -157,27 +165,31 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str, list_
     return InMemoryDataset(scalar_cols, group_cols, source=paths)
 
 
-def peek_sample(path: str, sep: str, ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool]:
-    """The header names, plus a sample of the text after it (and whether it is all).
+def peek_sample(path: str, sep: str | None,
+                ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool, str]:
+    """The header names, a sample of the text after it (and whether it is all), and the
+    field separator (``sep``, or the one the header shows: :func:`~lstm_data.io.csv.plan.choose_sep`).
 
     With ``ahead`` (a started reader of ``path``, which is compressed) the sample
     comes from its first blocks, which it keeps for the parse; a plain file is
     read directly.
     """
-    data, final = b"", False
+    data, final, chosen, header = b"", False, None, None
     with contextlib.ExitStack() as stack:
         fh = stack.enter_context(open(path, "rb")) if ahead is None else None
         while True:
             block = ahead.peek() if fh is None else fh.read(SAMPLE_SIZE + PEEK_EXTRA)
             final = not block
             data += block or b""
-            header = split_header(data, final, sep, path)
+            if chosen is None:
+                chosen = choose_sep(data, final, sep, path)
+            header = None if chosen is None else split_header(data, final, chosen, path)
             if header is not None and (final or len(data) - header[1] >= SAMPLE_SIZE):
                 break
     names, end = header
     if len(data) - end > SAMPLE_SIZE:  # a whole xz block may have come at once
-        return names, data[end:end + SAMPLE_SIZE], False
-    return names, data[end:], final
+        return names, data[end:end + SAMPLE_SIZE], False, chosen
+    return names, data[end:], final, chosen
 
 
 def sample_plan(general: Plan, sample: bytes, final: bool, options: dict) -> Plan:

@@ -33,7 +33,7 @@ from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import _Located
 from lstm_data.io.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
 from lstm_data.io.csv import reader
-from lstm_data.io.csv.plan import Plan, assemble, declared_plan, surprised
+from lstm_data.io.csv.plan import LIST_SEP, Plan, assemble, declared_plan, surprised
 from lstm_data.io.row_blocks import (
     BLOCK_BYTES,
     RestartStream,
@@ -144,7 +144,7 @@ def _columns_of(plan: Plan, options: dict[str, Any]) -> InMemoryDataset:
 
 
 def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES, dtype: Any = None,
-               sep: str = ",", list_sep: str | None = None, threads: int | None = None,
+               sep: str | None = None, list_sep: str | None = None, threads: int | None = None,
                block_size: int = DEFAULT_BLOCK_SIZE) -> RowBlocks:
     """The rows of the CSV file ``path`` in blocks of about ``block_bytes`` (see the module notes).
 
@@ -154,15 +154,15 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
     schema = Schema.coerce(schema)
     block_size = min(block_size, max(1 << 16, block_bytes))  # rows leave at the end of a fed block
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
-    list_sep = sep if list_sep is None else list_sep
+    list_sep = LIST_SEP if list_sep is None else list_sep
     n_threads = reader.resolve_threads(threads)
-    options = dict(dtype=dt, sep=sep, list_sep=list_sep)
     ahead = BlockReader(path, block_size, threads=n_threads) if compression_of(path) else None
     try:  # the first MiB (decompressed again by the parse: a stream cannot keep it for later)
-        names, sample, final = reader.peek_sample(path, sep, ahead)
+        names, sample, final, sep = reader.peek_sample(path, sep, ahead)
     finally:
         if ahead is not None:
             ahead.close()
+    options = dict(dtype=dt, sep=sep, list_sep=list_sep)
     general = declared_plan(names, schema)
     plan = reader.sample_plan(general, sample, final, options) if general.general \
         else general

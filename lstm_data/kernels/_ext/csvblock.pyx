@@ -30,11 +30,11 @@ import numpy as np
 
 from .._args import BARE, KINDS, MULTI, QUOTED, check_csv_seps
 from .colstore cimport ColStore, cs_at
-from .csvcolumns cimport (E_AFTER_QUOTE, E_EMPTY, E_INVALID, E_MISMATCH, E_NOMEM,
+from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_MISMATCH, E_NOMEM,
                          E_SCALAR_LIST, E_TOO_FEW, E_TOO_MANY, E_UNTERMINATED, F_BARE,
-                         F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE, ST_OK,
-                         CsvColumns)
-from .numparse cimport (FAST_DECIMAL_READ, fast_decimal, fast_number, ld_init_locale,
+                         F_LISTED, F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE,
+                         ST_OK, CsvColumns)
+from .numparse cimport (FAST_DECIMAL_READ, fast_decimal, fast_number, is_space, ld_init_locale,
                         parse_number)
 
 cnp.import_array()
@@ -130,13 +130,15 @@ cdef class CsvBlockParser(CsvColumns):
         """Read one scalar or ragged field; leave ``ppos`` at its terminator."""
         cdef Py_ssize_t pos = ppos[0], start, tok, tok_line, open_line, count = 0
         cdef Py_ssize_t end
-        cdef bint quoted = pos < n and buf[pos] == c'"', is_lsep, escaped, have, closed
+        cdef bint quoted = pos < n and buf[pos] == c'"', is_lsep, escaped, have, closed, bracket
         cdef double v = 0.0
         cdef char c, sep = self.sep, lsep = self.lsep
         cdef int st, g
         cdef char *slot
         if not quoted:
             start = pos
+            bracket = pos < n and buf[pos] == c'['
+            pos += bracket
             while True:
                 tok = pos
                 end = fast_number(buf, pos, n, &v)
@@ -153,7 +155,7 @@ cdef class CsvBlockParser(CsvColumns):
                         return ST_INCOMPLETE
                 is_lsep = pos < n and buf[pos] == lsep and lsep != sep
                 st = self._token(buf, tok, pos, start, is_lsep, col, count, self._line, False,
-                                 have, v)
+                                 have, v, bracket and not is_lsep)
                 if st < 0:
                     return st
                 count += st
@@ -164,9 +166,11 @@ cdef class CsvBlockParser(CsvColumns):
             open_line = self._line
             pos += 1
             start = pos
+            bracket = pos < n and buf[pos] == c'['
+            pos += bracket
             closed = False
             if self.kind[col] == K_RAGGED:
-                pos = self._fast_list(buf, n, col, pos, &count, &closed)
+                pos = self._fast_list(buf, n, col, pos, &count, &closed, bracket)
                 if pos < 0:
                     return E_NOMEM
             while not closed:
@@ -200,7 +204,7 @@ cdef class CsvBlockParser(CsvColumns):
                     break
                 is_lsep = buf[pos] == lsep
                 st = self._token(buf, tok, pos, start, is_lsep, col, count, tok_line, escaped,
-                                 have, v)
+                                 have, v, bracket and not is_lsep)
                 if st < 0:
                     return st
                 count += st
@@ -227,20 +231,21 @@ cdef class CsvBlockParser(CsvColumns):
                 self.e_count = count
                 return self._fail(E_MISMATCH, self._line, col)
         self.rec_flags[col] |= ((F_QUOTED if quoted else F_BARE if count > 0 else 0)
-                                | (F_MULTI if count > 1 else 0))
+                                | (F_MULTI if count > 1 else 0) | (F_LISTED if bracket else 0))
         ppos[0] = pos
         return ST_OK
 
     cdef inline Py_ssize_t _fast_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
                                       Py_ssize_t pos, Py_ssize_t *pcount,
-                                      bint *closed) noexcept nogil:
+                                      bint *closed, bint bracket) noexcept nogil:
         """Store the plain decimals of a quoted ragged cell from ``pos``, as far as they go.
 
         The common case in one tight loop: :func:`fast_decimal` plus one store per
         number. Stops at the closing quote (``closed`` set; returns the position
         after it), or before the first token that needs the general path, or near
         the end of the data (``FAST_DECIMAL_READ`` bytes also cover the 16-byte
-        scan). Returns -1 when out of memory.
+        scan). In a bracketed list the last token (before the quote) is left for the
+        general path, which checks its ``]``. Returns -1 when out of memory.
         """
         cdef int g = self.group_of[col]
         cdef ColStore *store = &self.value_store[g]
@@ -257,7 +262,7 @@ cdef class CsvBlockParser(CsvColumns):
             # not wait for this one's digits: parsing overlaps across tokens
             e = p + ld_find2(p, lsep, c'"')
             c = e[0]
-            if e == p + 16 or (c == c'"' and e[1] == c'"') or fast_decimal(p, &v) != e:
+            if e == p + 16 or (c == c'"' and (e[1] == c'"' or bracket)) or fast_decimal(p, &v) != e:
                 break
             slot = cs_at(store, rec)
             if slot == NULL:
@@ -277,12 +282,23 @@ cdef class CsvBlockParser(CsvColumns):
 
     cdef inline int _token(self, const char *buf, Py_ssize_t tok, Py_ssize_t end, Py_ssize_t cell,
                     bint is_lsep, Py_ssize_t col, Py_ssize_t count, Py_ssize_t line,
-                    bint escaped, bint parsed, double v) noexcept nogil:
+                    bint escaped, bint parsed, double v, bint closing) noexcept nogil:
         """Parse (unless ``parsed`` gives ``v``) and store one complete token.
 
-        Returns 1 (stored), 0 (an empty cell) or an error status.
+        ``closing``: the last token of a bracketed list, whose ``]`` (and the
+        whitespace after it) is cut off first. Returns 1 (stored), 0 (an empty
+        cell) or an error status.
         """
         cdef int st = 1
+        cdef Py_ssize_t e
+        if closing:
+            e = end
+            while e > tok and is_space(buf[e - 1]):
+                e -= 1
+            if not (e > tok and buf[e - 1] == c']'):
+                return self._fail(E_BRACKET, line, col, tok, end, cell, escaped)
+            end = e - 1
+            parsed = False
         if not parsed:
             st = -1 if escaped else parse_number(buf + tok, end - tok, &v)
         cdef char *slot

@@ -11,6 +11,8 @@ cdef enum:
     F_QUOTED = 1
     F_MULTI = 2
     F_BARE = 4
+    F_INEXACT = 8   # = lstm_data.kernels._csv_flags.INEXACT
+    F_LISTED = 16   # = lstm_data.kernels._csv_flags.LISTED
 
 cdef enum Status:  # of the nogil parser: 0 or 1, else an error that _raise turns into an exception
     ST_OK = 0
@@ -24,6 +26,7 @@ cdef enum Status:  # of the nogil parser: 0 or 1, else an error that _raise turn
     E_AFTER_QUOTE = -7
     E_SCALAR_LIST = -8
     E_MISMATCH = -9
+    E_BRACKET = -10
 
 
 cdef class CsvColumns:

@@ -289,6 +289,8 @@ cdef class CsvColumns:
         if self.e_quoted:
             raw = raw.replace(b'""', b'"')
         where.update(offset=self.e_tok - self.e_cell, token=raw.decode("utf-8", "replace"))
+        if status == E_BRACKET:
+            raise ParseError("a list opened with '[' does not end with ']'", **where)
         if status == E_EMPTY:
             raise ParseError("empty token", **where)
         if status == E_INVALID:

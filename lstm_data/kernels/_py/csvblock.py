@@ -17,6 +17,10 @@ Text rules (RFC 4180, numbers only)
   A cell that is empty or only whitespace holds no token. An empty token next
   to a ``list_sep`` is an error. When ``list_sep == sep`` only a quoted cell can
   hold several tokens.
+* A cell whose first byte (after the opening quote, if quoted) is ``[`` is a
+  bracketed list, as pandas writes lists (``"[0.2, 0.334]"``): its last token
+  must end with ``]`` (whitespace may follow), which is not part of the number.
+  ``[]`` is an empty list. A ``]`` anywhere else is an invalid number.
 
 Column kinds
 ------------
@@ -50,6 +54,7 @@ from lstm_data.kernels._args import (
     check_dtype,
     csv_layout,
 )
+from lstm_data.kernels._csv_flags import LISTED
 from lstm_data.kernels._py.parse import TOKEN_RE
 
 __all__ = ["CsvBlockParser"]
@@ -57,7 +62,7 @@ __all__ = ["CsvBlockParser"]
 _WS = b" \t\r\n\v\f"
 _AFTER_QUOTE_WS = b" \t\r\v\f"
 _TOKEN = re.compile(TOKEN_RE.pattern.encode("ascii"), re.IGNORECASE)
-_LF, _QUOTE = 10, 34
+_LF, _QUOTE, _OPEN, _CLOSE = 10, 34, 91, 93
 #: bytes of a bad token kept for its error (which quotes fewer characters and its length)
 TOKEN_CUT = 4 * TOKEN_QUOTE
 
@@ -216,10 +221,11 @@ class CsvBlockParser:
         if kind == "skip":
             return None, 0, self._skip(buf, pos, final, quoted, col)
         numbers: list[float] = []
+        bracket = buf[pos + quoted:pos + quoted + 1] == b"["
         if quoted:
-            pos = self._quoted(buf, pos, final, col, numbers)
+            pos = self._quoted(buf, pos, final, col, numbers, bracket)
         else:
-            pos = self._unquoted_tokens(buf, pos, final, col, numbers)
+            pos = self._unquoted_tokens(buf, pos, final, col, numbers, bracket)
         if kind == "ragged" and col != self._leaders[self._group_of[col]]:
             leader = self._leaders[self._group_of[col]]
             expected = len(cells[leader])
@@ -229,7 +235,7 @@ class CsvBlockParser:
                     f"has {len(numbers)} values but {self._names[leader]!r} has {expected}",
                     line=self._line, column=col + 1, variable=self._names[col], row=self._rows)
         flag = ((QUOTED if quoted else BARE if numbers else 0)
-                | (MULTI if len(numbers) > 1 else 0))
+                | (MULTI if len(numbers) > 1 else 0) | (LISTED if bracket else 0))
         return numbers, flag, pos
 
     def _skip(self, buf: bytes, pos: int, final: bool, quoted: bool, col: int) -> int:
@@ -257,8 +263,10 @@ class CsvBlockParser:
             return len(buf)
         return m.start()
 
-    def _unquoted_tokens(self, buf: bytes, pos: int, final: bool, col: int, numbers: list) -> int:
+    def _unquoted_tokens(self, buf: bytes, pos: int, final: bool, col: int, numbers: list,
+                         bracket: bool) -> int:
         start, n = pos, len(buf)
+        pos += bracket
         while True:
             m = self._unquoted.search(buf, pos)
             end = m.start() if m is not None else n
@@ -266,15 +274,17 @@ class CsvBlockParser:
                 raise _Incomplete
             is_list_sep = end < n and buf[end] == self._lsep and self._lsep != self._sep
             self._token(buf[pos:end], is_list_sep, col, numbers, pos - start,
-                        span=(buf, pos, end, False))
+                        span=(buf, pos, end, False), closing=bracket and not is_list_sep)
             if not is_list_sep:
                 return end
             pos = end + 1
 
-    def _quoted(self, buf: bytes, pos: int, final: bool, col: int, numbers: list) -> int:
+    def _quoted(self, buf: bytes, pos: int, final: bool, col: int, numbers: list,
+                bracket: bool) -> int:
         open_line = self._line
         pos += 1
         start, n = pos, len(buf)
+        pos += bracket
         while True:  # one token per turn
             tok_line, parts, tok_start = self._line, [], pos
             while True:  # scan to the token's terminator, unescaping ""
@@ -301,7 +311,8 @@ class CsvBlockParser:
                 break
             is_list_sep = buf[q] == self._lsep
             self._token(b"".join(parts), is_list_sep, col, numbers, tok_start - start,
-                        line=tok_line, span=(buf, tok_start, q, True))
+                        line=tok_line, span=(buf, tok_start, q, True),
+                        closing=bracket and not is_list_sep)
             pos = q + 1
             if not is_list_sep:
                 return self._after_quote(buf, pos, final, col)
@@ -321,21 +332,36 @@ class CsvBlockParser:
         return pos
 
     def _token(self, raw: bytes, is_list_sep: bool, col: int, numbers: list, offset: int,
-               line: int | None = None, span: tuple = (b"", 0, 0, False)) -> None:
+               line: int | None = None, span: tuple = (b"", 0, 0, False),
+               closing: bool = False) -> None:
         """Validate one complete token and append its value.
 
         ``span`` is ``(buf, start, end, quoted)``: where the token's text lies in
         ``buf``. An error quotes at most :data:`TOKEN_CUT` bytes of it (unescaped
-        when quoted) and gives the bytes it spans.
+        when quoted) and gives the bytes it spans. ``closing``: the last token of
+        a bracketed list, whose ``]`` (and the whitespace after it) is cut off first.
         """
-        where = dict(line=self._line if line is None else line, column=col + 1,
-                     variable=self._names[col], row=self._rows, offset=offset,
-                     token=raw.decode("utf-8", "replace"))
         text_buf, a, b, quoted = span
-        if b - a > TOKEN_CUT:
-            shown = text_buf[a:a + TOKEN_CUT]
-            shown = shown.replace(b'""', b'"') if quoted else shown
-            where.update(token=shown.decode("utf-8", "replace"), token_length=b - a)
+
+        def located(raw: bytes, b: int) -> dict:
+            out = dict(line=self._line if line is None else line, column=col + 1,
+                       variable=self._names[col], row=self._rows, offset=offset,
+                       token=raw.decode("utf-8", "replace"))
+            if b - a > TOKEN_CUT:
+                shown = text_buf[a:a + TOKEN_CUT]
+                shown = shown.replace(b'""', b'"') if quoted else shown
+                out.update(token=shown.decode("utf-8", "replace"), token_length=b - a)
+            return out
+
+        if closing:
+            e = b
+            while e > a and text_buf[e - 1] in _WS:
+                e -= 1
+            if not (e > a and text_buf[e - 1] == _CLOSE):
+                raise ParseError("a list opened with '[' does not end with ']'", **located(raw, b))
+            b = e - 1
+            raw = text_buf[a:b].replace(b'""', b'"') if quoted else text_buf[a:b]
+        where = located(raw, b)
         text = raw.strip(_WS)
         if not text:
             if is_list_sep or numbers:
