@@ -24,7 +24,7 @@ from lstm_data.cli.stats import (
     variable_stats,
 )
 
-__all__ = ["add_arguments", "run", "plot_multiplicities", "integrity_notes"]
+__all__ = ["add_arguments", "run", "plot_multiplicities", "integrity_notes", "skipped_columns"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,6 +107,19 @@ def integrity_notes(ds) -> list[str]:
     return list(getattr(ds, "notes", ()))
 
 
+def skipped_columns(ds) -> dict[str, str]:
+    """Columns the readers under ``ds`` left out because they are not numbers: name -> what they hold
+    (the readers' ``skipped``; several files: every file's, first one wins)."""
+    parts = getattr(ds, "datasets", None)
+    if parts is not None:
+        out: dict[str, str] = {}
+        for part in parts:
+            for name, why in skipped_columns(part).items():
+                out.setdefault(name, why)
+        return out
+    return dict(getattr(ds, "skipped", None) or {})
+
+
 def run(args: argparse.Namespace) -> int:
     from lstm_data.io.dispatch import open as open_dataset
 
@@ -116,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     groups = {g: ([] if args.no_stats else group_stats(ds, g)) for g in ds.groups}
     multis = [multiplicity(ds, g) for g in ds.groups]
     notes = integrity_notes(ds)
+    skipped = skipped_columns(ds)
     if args.json:
         doc = {"paths": list(args.paths), "rows": len(ds), "format": type(ds).__name__,
                "scalars": [asdict(s) for s in scalar_stats] or ds.scalar_names,
@@ -124,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
                                                "quantiles": {str(q): v for q, v in m.quantiles.items()},
                                                "keeps": {str(f): k for f, k in m.keeps.items()}}}
                           for g, m in zip(ds.groups, multis)},
-               "notes": notes}
+               "skipped": skipped, "notes": notes}
         print(json.dumps(doc, indent=1, allow_nan=True))
     else:
         lines = [f"{' '.join(args.paths)}: {type(ds).__name__}",
@@ -138,6 +152,9 @@ def run(args: argparse.Namespace) -> int:
             lines += ["", f"group {g} ({len(ds.groups[g])} variables, {m.total} prongs):"]
             lines += _multiplicity_lines(m)
             lines += _stats_table(groups[g]) if groups[g] else [f"  {', '.join(ds.groups[g])}"]
+        if skipped:
+            lines += ["", f"skipped ({len(skipped)}, not numbers):"]
+            lines += [f"  {name}: {why}" for name, why in skipped.items()]
         lines += [""] + [f"note: {n}" for n in notes] if notes else []
         print("\n".join(lines))
     if args.plot:

@@ -1,14 +1,15 @@
 """HDF5 files: lstm_ee's layout (PyTables earrays + VLArrays) and ours (design §5).
 
 * **Ours** (root attribute ``lstm_data_format``): scalars and offsets load on open
-  and are checked (see :mod:`._layout`), values stay on disk and are read per
+  and are checked (see :mod:`.layout`), values stay on disk and are read per
   request, each touched chunk once (cast when a ``dtype`` is asked for).
-* **lstm_ee / plain h5py vlen**: every 1-D numeric dataset in the root is a scalar
-  and every variable-length float dataset a prong variable. Vlen data is read
-  once, at open, in whole-chunk slices and turned into interleaved ragged groups;
-  batches never see one Python object per row. PyTables VLArrays of pseudo-atoms
-  (``ObjectAtom``, ``VLStringAtom``, ``VLUnicodeAtom``: attribute ``PSEUDOATOM``)
-  store bytes that are not numbers and are a ``FormatError``.
+* **lstm_ee / plain h5py / PyTables arrays**: every 1-D numeric dataset in the root
+  is a scalar and every variable-length numeric dataset a prong variable; ``(n, k)``
+  datasets and the numeric fields of PyTables tables are scalars too (see
+  :mod:`lstm_data.io.hdf5_columns` for the names). Vlen data is read once, at open,
+  in whole-chunk slices and turned into interleaved ragged groups; batches never see
+  one Python object per row. What is not numbers (strings, time, complex, PyTables
+  pseudo-atoms such as ``ObjectAtom``) is skipped and listed (``skipped``).
 
 A read that HDF5 refuses (a ``fletcher32`` checksum that does not match, a
 chunk that does not decompress: h5py's bare ``OSError``) is a ``FormatError``
@@ -20,6 +21,7 @@ reads as other numbers.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import h5py
@@ -29,6 +31,7 @@ from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.column_groups import build_group, resolve_schema
 from lstm_data.io.hdf5_checks import member
+from lstm_data.io.hdf5_columns import Columns, classify, read_compound
 from lstm_data.io.layout import (
     check_group_arrays,
     is_ours,
@@ -42,6 +45,7 @@ from lstm_data.io.ondisk import DiskGroup, OnDiskDataset
 __all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE", "read_rows"]
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_log = logging.getLogger("lstm_data")
 #: rows per vlen read (a multiple of PyTables' usual chunk lengths)
 _VLEN_BLOCK_ROWS = 1 << 16
 #: what a file without checksums cannot detect (see :attr:`HDF5Dataset.notes`)
@@ -225,35 +229,6 @@ def _checksum_notes(fh: h5py.File, layout: dict, name: str) -> tuple[str, ...]:
     return (f"{name}: {_NO_CHECKSUM_NOTE.format(keys=shown)}",)
 
 
-#: PyTables pseudo-atoms, stored as vlen bytes or code points but not numbers
-_PSEUDO_ATOMS = {"object": "pickled Python objects (ObjectAtom)",
-                 "vlstring": "variable-length byte strings (VLStringAtom)",
-                 "vlunicode": "variable-length unicode strings (VLUnicodeAtom)"}
-
-
-def _pseudo_atom(ds: h5py.Dataset) -> str | None:
-    """The PyTables ``PSEUDOATOM`` attribute of ``ds`` (``"object"``, ...), else ``None``."""
-    value = ds.attrs.get("PSEUDOATOM")
-    if value is None:
-        return None
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
-
-def _is_vlen(ds: h5py.Dataset) -> bool:
-    """Whether ``ds`` holds variable-length numbers (not a PyTables pseudo-atom)."""
-    base = h5py.check_vlen_dtype(ds.dtype)
-    return base is not None and np.dtype(base).kind in "fiub" and _pseudo_atom(ds) is None
-
-
-def _unsupported(ds: h5py.Dataset, key: str, file: str) -> FormatError:
-    """The error for a dataset that is neither 1-D numbers nor variable-length numbers."""
-    atom = _pseudo_atom(ds)
-    what = (f"a PyTables VLArray of {_PSEUDO_ATOMS.get(atom, repr(atom) + ' pseudo-atoms')}"
-            if atom is not None else f"dtype {ds.dtype} and shape {ds.shape}")
-    return FormatError(f"unsupported dataset {key!r}: {what}; expected 1-D numbers or "
-                       "variable-length numbers", file=file, variable=key)
-
-
 def _read_vlen(ds: h5py.Dataset, dtype, file: str) -> tuple[np.ndarray, np.ndarray]:
     """One vlen dataset as ``(flat values, lengths)``, read in large slices."""
     n = ds.shape[0]
@@ -273,53 +248,100 @@ def _read_vlen(ds: h5py.Dataset, dtype, file: str) -> tuple[np.ndarray, np.ndarr
 
 def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None,
                    trust_external: bool = False) -> InMemoryDataset:
-    """Read lstm_ee's HDF5 layout (or plain h5py vlen datasets) into RAM.
+    """Read lstm_ee's HDF5 layout (or any group of plain h5py / PyTables arrays) into RAM.
 
-    Every 1-D numeric dataset under ``root`` is a scalar; every variable-length
-    numeric dataset is a prong variable. Prong variables form groups by prefix
-    (``png.calE`` -> ``png``) or as the schema declares.
+    Every dataset under ``root`` gives columns as :mod:`lstm_data.io.hdf5_columns`
+    says: 1-D numbers are scalars, ``(n, k)`` numbers the scalars ``name[0]`` ...,
+    the numeric fields of a compound (a PyTables ``Table``) the scalars
+    ``name.field``, variable-length numbers prong variables. Prong variables form
+    groups by prefix (``png.calE`` -> ``png``) or as the schema declares. What is
+    not numbers (strings, time, complex, objects) is skipped: listed in the
+    result's ``skipped`` attribute and logged once.
+
+    Returns
+    -------
+    InMemoryDataset
+        With ``skipped``: column -> what it holds, for the columns left out.
 
     Raises
     ------
     FormatError
-        No datasets, an unsupported dataset, or datasets of different lengths; an
-        external link, external storage or a virtual dataset of other files under
-        ``root`` (unless ``trust_external``), naming it and its target.
+        No numeric datasets under ``root`` (lists what is there and why it was
+        skipped), or datasets of different lengths; an external link, external
+        storage or a virtual dataset of other files under ``root`` (unless
+        ``trust_external``), naming it and its target.
     SchemaError
-        Variables of one group differ in length in some row (names row and variables).
+        A declared name is not a column (or names a skipped one: says why);
+        variables of one group differ in length in some row (names row and
+        variables).
     """
     name = str(path)
     with h5py.File(path, "r") as fh:
         node = member(fh, root, file=name, trust_external=trust_external)
         if not isinstance(node, h5py.Group):
             raise FormatError(f"no HDF5 group {root!r}", file=name)
-        members = {k: member(node, k, file=name, trust_external=trust_external) for k in node}
-        datasets = {k: v for k, v in members.items() if isinstance(v, h5py.Dataset)}
-        if not datasets:
-            raise FormatError(f"no datasets in HDF5 group {root!r}; expected lstm_ee's layout "
-                              "(one array per variable) or lstm_data's", file=name)
-        n_rows = {k: ds.shape[0] if ds.ndim else None for k, ds in datasets.items()}
-        ragged_names, scalar_names = [], []
-        for k, ds in datasets.items():
-            if _is_vlen(ds) and ds.ndim == 1:
-                ragged_names.append(k)
-            elif ds.ndim == 1 and ds.dtype.kind in "fiub":
-                scalar_names.append(k)
-            else:
-                raise _unsupported(ds, k, name)
-        if len(set(n_rows.values())) > 1:
-            first = next(iter(n_rows))
-            odd = next(k for k, n in n_rows.items() if n != n_rows[first])
-            raise FormatError(f"{odd!r} has {n_rows[odd]} rows but {first!r} has {n_rows[first]}",
-                              file=name, variable=odd)
-        group_vars, scalar_names, schema_dtype = resolve_schema(
-            schema, scalar_names, ragged_names, file=name)
+        found = classify(node, lambda k: member(node, k, file=name, trust_external=trust_external),
+                         file=name)
+        if not found.columns:
+            what = f"; skipped {describe_skipped(found.skipped)}" if found.skipped else ""
+            raise FormatError(f"no numeric datasets in HDF5 group {root!r}; expected lstm_ee's layout "
+                              f"(one array per variable) or lstm_data's{what}", file=name)
+        _check_rows(found, name)
+        ragged_names = [c for c, col in found.columns.items() if col.ragged]
+        scalar_names = [c for c, col in found.columns.items() if not col.ragged]
+        try:
+            group_vars, scalar_names, schema_dtype = resolve_schema(
+                schema, scalar_names, ragged_names, file=name)
+        except SchemaError as exc:
+            if exc.variable in found.skipped:
+                raise SchemaError(f"{exc.variable!r} is skipped: it holds {found.skipped[exc.variable]}, "
+                                  "not numbers", file=name, variable=exc.variable) from None
+            raise
         dtype = dtype if dtype is not None else schema_dtype
-        scalars = {k: read_rows(datasets[k], file=name, variable=k) for k in scalar_names}
-        if dtype is not None:
-            scalars = {k: v.astype(dtype) for k, v in scalars.items()}
+        scalars = _read_scalars(found, scalar_names, dtype, name)
         groups = {}
         for g, names in group_vars.items():
-            columns = {v: _read_vlen(datasets[v], dtype, name) for v in names}
+            columns = {v: _read_vlen(found.datasets[found.columns[v].key], dtype, name) for v in names}
             groups[g] = build_group(g, columns, file=name)
-    return InMemoryDataset(scalars, groups, source=(name,))
+    if found.skipped:
+        _log.info("%s: skipped %d columns that are not numbers: %s", name, len(found.skipped),
+                  describe_skipped(found.skipped))
+    out = InMemoryDataset(scalars, groups, source=(name,))
+    out.skipped = dict(found.skipped)
+    return out
+
+
+def describe_skipped(skipped: dict[str, str], limit: int = 6) -> str:
+    """``'name' (strings), 'when' (HDF5 time values ...)`` for the first ``limit`` skipped columns."""
+    items = [f"{k!r} ({v})" for k, v in list(skipped.items())[:limit]]
+    more = f" and {len(skipped) - limit} more" if len(skipped) > limit else ""
+    return ", ".join(items) + more
+
+
+def _check_rows(found: Columns, file: str) -> None:
+    """Raise ``FormatError`` unless every dataset read has the same number of rows."""
+    rows = found.rows
+    if len(set(rows.values())) > 1:
+        first = next(iter(rows))
+        odd = next(k for k, n in rows.items() if n != rows[first])
+        raise FormatError(f"{odd!r} has {rows[odd]} rows but {first!r} has {rows[first]}; the datasets "
+                          "of one group are the columns of one table (choose them with a schema, or the "
+                          "group with root=...)", file=file, variable=odd)
+
+
+def _read_scalars(found: Columns, names: list[str], dtype: Any, file: str) -> dict[str, np.ndarray]:
+    """The scalar columns ``names``: each dataset read once (a compound: its numeric fields only)."""
+    by_key: dict[str, list[str]] = {}
+    for v in names:
+        by_key.setdefault(found.columns[v].key, []).append(v)
+    out: dict[str, np.ndarray] = {}
+    for key, cols in by_key.items():
+        ds = found.datasets[key]
+        if key in found.compound:
+            block = read_compound(ds, found.compound[key], 0, ds.shape[0], file=file)
+        else:
+            block = read_rows(ds, file=file, variable=key)
+        for v in cols:
+            col = np.ascontiguousarray(found.columns[v].take(block))
+            out[v] = col if dtype is None else col.astype(dtype)
+    return {v: out[v] for v in names}
