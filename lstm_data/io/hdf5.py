@@ -30,7 +30,7 @@ import numpy as np
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.column_groups import build_group, resolve_schema
-from lstm_data.io.hdf5_checks import member
+from lstm_data.io.hdf5_checks import load_filter_plugins, member, missing_filter_error
 from lstm_data.io.hdf5_columns import Columns, classify, read_compound
 from lstm_data.io.layout import (
     check_group_arrays,
@@ -59,9 +59,13 @@ def read_rows(ds: h5py.Dataset, lo: int = 0, hi: int | None = None, *, file: str
     """Records ``lo:hi`` of the 1-D or 2-D ``ds`` (default: all); a refused read is a ``FormatError``.
 
     h5py reports a failed checksum or decompression as a bare ``OSError`` that
-    names neither file nor dataset. The failing range is retried chunk by chunk
-    to find the damaged chunk; the error names the file, the dataset's path
-    (``group/array``) and the chunk, and is chained from h5py's.
+    names neither file nor dataset. A dataset compressed with a filter this HDF5
+    library lacks is not damaged: the error names the filter and the package that
+    provides it (``hdf5plugin`` is loaded first when installed, and the read
+    retried; see :func:`~lstm_data.io.hdf5_checks.missing_filter_error`). Otherwise
+    the failing range is retried chunk by chunk to find the damaged chunk; the
+    error names the file, the dataset's path (``group/array``) and the chunk, and
+    is chained from h5py's.
 
     Parameters
     ----------
@@ -76,6 +80,11 @@ def read_rows(ds: h5py.Dataset, lo: int = 0, hi: int | None = None, *, file: str
     try:
         return ds[lo:hi]
     except OSError as exc:
+        missing = missing_filter_error(ds, file=file, variable=variable)
+        if missing is not None:
+            if load_filter_plugins():  # hdf5plugin was installed but not imported
+                return read_rows(ds, lo, hi, file=file, variable=variable)
+            raise missing from exc
         key = ds.name.lstrip("/")
         c = ds.chunks[0] if ds.chunks else max(1, hi - lo)
         where = f"records {lo}:{hi}"
@@ -286,7 +295,6 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None,
             what = f"; skipped {describe_skipped(found.skipped)}" if found.skipped else ""
             raise FormatError(f"no numeric datasets in HDF5 group {root!r}; expected lstm_ee's layout "
                               f"(one array per variable) or lstm_data's{what}", file=name)
-        _check_rows(found, name)
         ragged_names = [c for c, col in found.columns.items() if col.ragged]
         scalar_names = [c for c, col in found.columns.items() if not col.ragged]
         try:
@@ -298,6 +306,7 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None,
                                   "not numbers", file=name, variable=exc.variable) from None
             raise
         dtype = dtype if dtype is not None else schema_dtype
+        _check_rows(found, scalar_names + [v for vs in group_vars.values() for v in vs], name)
         scalars = _read_scalars(found, scalar_names, dtype, name)
         groups = {}
         for g, names in group_vars.items():
@@ -318,9 +327,9 @@ def describe_skipped(skipped: dict[str, str], limit: int = 6) -> str:
     return ", ".join(items) + more
 
 
-def _check_rows(found: Columns, file: str) -> None:
-    """Raise ``FormatError`` unless every dataset read has the same number of rows."""
-    rows = found.rows
+def _check_rows(found: Columns, names: list[str], file: str) -> None:
+    """Raise ``FormatError`` unless the datasets of the columns ``names`` have the same number of rows."""
+    rows = {found.columns[v].key: found.rows[found.columns[v].key] for v in names}
     if len(set(rows.values())) > 1:
         first = next(iter(rows))
         odd = next(k for k, n in rows.items() if n != rows[first])

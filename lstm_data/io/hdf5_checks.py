@@ -1,4 +1,4 @@
-"""What an HDF5 file may make its reader do: stay inside the file.
+"""What an HDF5 file may make its reader do (stay inside the file) and need (filters).
 
 HDF5 can keep a dataset's bytes, or a whole object, somewhere else:
 
@@ -15,16 +15,32 @@ or dataset and its target, unless the caller trusts the file
 (``trust_external=True``, an option of :class:`~lstm_data.io.read_options.ReadOptions`).
 Soft links and virtual datasets whose sources are in the same file stay inside it
 and are followed.
+
+A dataset compressed with a filter this machine's HDF5 library lacks (blosc,
+bitshuffle, zstd, lz4... registered by plugins) cannot be read; that is not damage.
+:func:`missing_filter_error` names the filter and the package that provides it
+(``hdf5plugin``), which is loaded, when installed, before giving up.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
+import importlib
+import logging
+
 import h5py
 
 from lstm_data.errors import FormatError
 
-__all__ = ["member", "check_dataset", "root_names", "TRUST_HINT"]
+__all__ = ["member", "check_dataset", "root_names", "TRUST_HINT", "missing_filters",
+           "missing_filter_error", "load_filter_plugins"]
+
+_log = logging.getLogger("lstm_data")
+#: HDF5 filters that the ``hdf5plugin`` package registers: id -> name
+PLUGIN_FILTERS = {307: "bzip2", 32001: "blosc", 32004: "lz4", 32008: "bitshuffle", 32013: "zfp",
+                  32015: "zstd", 32017: "sz", 32018: "fcidecomp", 32024: "sz3", 32026: "blosc2",
+                  32028: "sperr"}
+_plugins_tried = False
 
 #: how an outside reference can be allowed (the end of every refusal)
 TRUST_HINT = ("refused: an untrusted file could make lstm_data read any local file as values; "
@@ -131,3 +147,60 @@ def root_names(fh: h5py.Group, *, groups_only: bool, trust_external: bool = Fals
         elif not groups_only or fh.get(name, getclass=True) is h5py.Group:
             out.append(name)
     return out
+
+
+def missing_filters(ds: h5py.Dataset) -> list[tuple[int, str]]:
+    """``(id, name)`` of every filter of ``ds``'s pipeline that this HDF5 library lacks."""
+    plist = ds.id.get_create_plist()
+    out = []
+    for i in range(plist.get_nfilters()):
+        fid, _flags, _values, name = plist.get_filter(i)
+        if not h5py.h5z.filter_avail(fid):
+            out.append((int(fid), name.decode(errors="replace") if isinstance(name, bytes) else str(name)))
+    return out
+
+
+def load_filter_plugins() -> bool:
+    """Import ``hdf5plugin`` (which registers its filters with h5py's HDF5) once, if installed.
+
+    Returns
+    -------
+    bool
+        Whether it was imported now (a failed read is then worth retrying).
+    """
+    global _plugins_tried
+    if _plugins_tried:
+        return False
+    _plugins_tried = True
+    try:
+        importlib.import_module("hdf5plugin")
+    except ImportError:
+        return False
+    _log.info("loaded hdf5plugin for HDF5 compression filters this HDF5 library lacks")
+    return True
+
+
+def missing_filter_error(ds: h5py.Dataset, *, file: str, variable: str | None = None) -> FormatError | None:
+    """The error for a dataset whose filters this machine lacks (``None`` when it has them all).
+
+    Names the dataset, each missing filter (name and id) and what provides it.
+    """
+    missing = missing_filters(ds)
+    if not missing:
+        return None
+    key = ds.name.lstrip("/")
+    named = []
+    for fid, name in missing:
+        known = PLUGIN_FILTERS.get(fid)
+        named.append(f"{known or name or 'unnamed'} (HDF5 filter id {fid})")
+    known_ids = [fid for fid, _ in missing if fid in PLUGIN_FILTERS]
+    if len(known_ids) == len(missing):
+        how = ("the hdf5plugin package provides it: pip install hdf5plugin (lstm_data loads it "
+               "when installed)")
+    else:
+        how = ("find the filter's plugin in the HDF Group's list of registered filters and put it "
+               "on HDF5_PLUGIN_PATH" + ("; hdf5plugin provides the others" if known_ids else ""))
+    s = "s" if len(missing) > 1 else ""
+    return FormatError(f"dataset {key!r} is compressed with the filter{s} {', '.join(named)}, which "
+                       f"this machine's HDF5 library lacks (the data is not damaged); {how}",
+                       file=file, variable=variable or key)

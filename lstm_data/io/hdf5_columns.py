@@ -32,6 +32,7 @@ import numpy as np
 from h5py import h5t
 
 from lstm_data.errors import FormatError
+from lstm_data.io.hdf5_checks import load_filter_plugins, missing_filter_error
 
 __all__ = ["Column", "Columns", "classify", "read_compound", "skip_reason"]
 
@@ -274,6 +275,11 @@ def read_compound(ds: h5py.Dataset, dtype: np.dtype, lo: int, hi: int, *, file: 
     try:
         ds.id.read(mspace, fspace, out, h5t.py_create(dtype))
     except OSError as exc:
+        missing = missing_filter_error(ds, file=file)
+        if missing is not None:
+            if load_filter_plugins():
+                return read_compound(ds, dtype, lo, hi, file=file)
+            raise missing from exc
         key = ds.name.lstrip("/")
         raise FormatError(f"cannot read records {lo}:{hi} of dataset {key!r}: damaged or unreadable "
                           f"(HDF5: {exc})", file=file, variable=key) from exc
