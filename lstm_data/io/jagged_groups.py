@@ -117,3 +117,38 @@ def check_equal_lengths(group: str, lengths: Mapping[str, np.ndarray], *, first_
             raise SchemaError(
                 f"{where}group {group!r}: {v!r} has {int(lengths[v][i])} values but {names[0]!r} has "
                 f"{int(ref[i])} in {row_word} {row}; {hint}", file=file, row=row, variable=v)
+
+
+def split_by_lengths(group: str, lengths: Mapping[str, np.ndarray],
+                     taken: Sequence[str] = ()) -> dict[str, list[str]]:
+    """An inferred group cut into sub-groups whose columns have equal lengths in every row.
+
+    The columns with the first column's lengths keep the name ``group``; each other
+    set of equal lengths is a group named after its first column (made unique
+    against ``taken``). Columns of one source are often of different collections
+    (``EventInfoAuxDyn.mcEventWeights`` and ``EventInfoAuxDyn.subEventTime``): when
+    nothing says they belong together, equal lengths do.
+
+    Parameters
+    ----------
+    lengths
+        Column -> per-row lengths (same number of rows), in column order.
+    taken
+        Names already used by other groups or columns.
+    """
+    out: dict[str, list[str]] = {}
+    refs: list[tuple[str, np.ndarray]] = []
+    used = set(taken) - {group}
+    for v, lens in lengths.items():
+        for name, ref in refs:
+            if ref is lens or np.array_equal(ref, lens):
+                out[name].append(v)
+                break
+        else:
+            name = group if not refs else v
+            k = 2
+            while name in used or name in out:
+                name, k = f"{v}#{k}", k + 1
+            refs.append((name, lens))
+            out[name] = [v]
+    return out

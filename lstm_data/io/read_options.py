@@ -16,6 +16,8 @@ option             meaning                                                     f
 ``sep``            CSV field separator                                         csv
 ``list_sep``       separator of the numbers inside a CSV list cell             csv
 ``tree``           the TTree (or RNTuple) of a ROOT file                       root
+``columns``        read only these columns (names or globs ``Muon_*``)          root
+``exclude``        never read these columns (names or globs; beats columns)    root
 ``root``           the HDF5 group holding lstm_ee's arrays                     hdf5
 ``trust_external`` follow HDF5 external links, external storage, virtual      hdf5, nova
                    datasets of other files (default: refuse them)
@@ -59,7 +61,7 @@ def _dtype(value: Any) -> str:
 def _positive(name: str) -> Any:
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise OptionError(f"{name} must be an int >= 1, got {value!r}")
+            raise OptionError(f"{name} must be a positive int, got {value!r}")
         return int(value)
     return check
 
@@ -84,6 +86,16 @@ def _names(value: Any) -> tuple[str, ...]:
     if isinstance(value, str) or not all(isinstance(v, str) for v in value):
         raise OptionError(f"tables must be a list of names, got {value!r}")
     return tuple(value)
+
+
+def _patterns(name: str) -> Any:
+    def check(value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            value = (value,)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+            raise OptionError(f"{name} must be a list of column names or glob patterns, got {value!r}")
+        return tuple(value)
+    return check
 
 
 def _mapping(name: str) -> Any:
@@ -111,6 +123,8 @@ class ReadOptions(DeclaredOptions):
     sep: str | None = None
     list_sep: str | None = None
     tree: str | None = None
+    columns: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] | None = None
     root: str | None = None
     tables: tuple[str, ...] | None = None
     slice_table: str | None = None
@@ -126,7 +140,8 @@ class ReadOptions(DeclaredOptions):
     CHECKS: ClassVar[Mapping[str, Any]] = {
         "dtype": _dtype, "threads": _positive("threads"), "block_bytes": _positive("block_bytes"),
         "in_ram": _flag("in_ram"), "max_run_chunks": _positive("max_run_chunks"), "sep": _text("sep"),
-        "list_sep": _text("list_sep"), "tree": _text("tree"), "root": _text("root"), "tables": _names,
+        "list_sep": _text("list_sep"), "tree": _text("tree"), "columns": _patterns("columns"),
+        "exclude": _patterns("exclude"), "root": _text("root"), "tables": _names,
         "slice_table": _text("slice_table"), "aliases": _mapping("aliases"), "parent": _text("parent"),
         "relations": _mapping("relations"), "cache_chunks": _positive("cache_chunks"),
         "read_ahead": _flag("read_ahead"), "trust_external": _flag("trust_external"),
@@ -176,7 +191,7 @@ READER_OPTIONS: dict[str, dict[str, tuple[str, Any]]] = {
     "hdf5": _keep("dtype", "root", "max_run_chunks", "trust_external"),
     "nova": {**_keep("dtype", "slice_table", "aliases", "trust_external"), "tables": ("tables", list)},
     "parquet": {**_keep("dtype", "in_ram"), "threads": ("use_threads", lambda n: n > 1)},
-    "root": {**_keep("dtype", "tree"), "block_bytes": ("step_bytes", None)},
+    "root": {**_keep("dtype", "tree", "columns", "exclude"), "block_bytes": ("step_bytes", None)},
     "zarr": _keep("dtype", "max_run_chunks"),
     "l5kit": _keep("dtype", "parent", "relations", "cache_chunks"),
 }

@@ -92,14 +92,15 @@ def test_options_lists_and_indexed_layouts_are_normalised():
 
 
 def test_errors_name_the_field():
-    with pytest.raises(SchemaError, match=r"column 'name' of type string is not supported"):
-        from_awkward(ak.Array({"x": [1.0], "name": ["a"]}))
-    with pytest.raises(SchemaError, match=r"column 'hits'.*not supported"):
-        from_awkward(ak.Array({"hits": [[[1.0]], []]}))
+    with pytest.raises(SchemaError, match=r"nothing to read.*skipped 'name' \(string: text, not numbers\), "
+                                          r"'hits' \(var \* var \* float64: a list of lists"):
+        from_awkward(ak.Array({"name": ["a", "b"], "hits": [[[1.0]], []]}))
     with pytest.raises(SchemaError, match="expected an array of records"):
         from_awkward(ak.Array([[1.0], []]))
+    unequal = ak.Array({"a_v": [[1.0], [1.0, 2.0]], "a_w": [[1.0], [1.0]]})
+    assert from_awkward(unequal).groups == {"a": ["a_v"], "a_w": ["a_w"]}  # inferred: cut by lengths
     with pytest.raises(SchemaError, match=r"group 'a': 'a_w' has 1 values but 'a_v' has 2 in row 1") as err:
-        from_awkward(ak.Array({"a_v": [[1.0], [1.0, 2.0]], "a_w": [[1.0], [1.0]]}))
+        from_awkward(unequal, schema={"a": ["a_v", "a_w"]})  # declared: an error
     assert (err.value.variable, err.value.row) == ("a_w", 1)
 
 

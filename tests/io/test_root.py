@@ -86,16 +86,21 @@ def test_several_trees_need_tree_option(tmp_path):
         read_root(path, tree="Lumi")
 
 
-def test_unequal_lengths_without_shared_counter_name_branch_and_entry(tmp_path):
+def test_unequal_lengths_without_shared_counter(tmp_path):
+    """Jagged branches with no counter that differ in length are separate groups (logged); declared
+    in one group by a schema, the mismatch is an error naming branch and entry."""
     cols = root_events(90, seed=1)
     lengths = ak.num(cols["Jet_pt"]).to_numpy().copy()
     bad = int(np.flatnonzero(np.arange(90) >= 70)[0])  # in the third basket
     lengths[bad] += 1
     cols["Jet_pt"] = ak.unflatten(np.ones(lengths.sum(), dtype=np.float32), lengths)
     path = write_root(tmp_path / "bad.root", {"Events": cols})
+    split = read_root(path, step_bytes=500)
+    assert split.groups["Jet"] == ["Jet_e"] and split.groups["Jet_pt"] == ["Jet_pt"]
+    assert_bitwise(np.diff(split.offsets("Jet_pt")), lengths.astype(np.int64))
     message = rf"tree 'Events': group 'Jet': 'Jet_pt' has .* entry {bad};"
     with pytest.raises(SchemaError, match=message) as err:
-        read_root(path, step_bytes=500)
+        read_root(path, step_bytes=500, schema={"Jet": ["Jet_e", "Jet_pt"]})
     assert (err.value.file, err.value.variable, err.value.row) == (str(path), "Jet_pt", bad)
     ok = read_root(path, schema={"Jet": ["Jet_e"], "JetPt": ["Jet_pt"]})
     assert ok.groups["JetPt"] == ["Jet_pt"]
@@ -114,16 +119,16 @@ def test_zero_entries_and_empty_jagged(tmp_path):
     assert_bitwise(ds.offsets("Muon"), np.zeros(6, dtype=np.int64))
 
 
-def test_unsupported_branch_is_skipped_with_a_warning(tmp_path):
+def test_fixed_size_branch_gives_one_scalar_per_element(tmp_path):
     path = tmp_path / "fixed.root"
+    xyz = np.arange(12, dtype=np.float32).reshape(4, 3)
     with uproot.recreate(path) as fh:
         fh.mktree("Events", {"x": np.float32, "xyz": np.dtype((np.float32, (3,)))})
-        fh["Events"].extend({"x": np.arange(4, dtype=np.float32), "xyz": np.ones((4, 3), np.float32)})
-    with pytest.warns(UserWarning, match=r"skipped 1 branches .*'xyz' \(float\[3\]\)"):
-        ds = read_root(path)
-    assert ds.scalar_names == ["x"]
-    with pytest.raises(SchemaError, match=r"names branch 'xyz' of type float\[3\], which is not numbers"):
-        read_root(path, schema={"scalars": ["x", "xyz"]})
+        fh["Events"].extend({"x": np.arange(4, dtype=np.float32), "xyz": xyz})
+    ds = read_root(path)
+    assert ds.scalar_names == ["x", "xyz[0]", "xyz[1]", "xyz[2]"] and ds.skipped == {}
+    for i in range(3):
+        assert_bitwise(ds.scalar(f"xyz[{i}]"), xyz[:, i].copy())
 
 
 def test_no_ttree_and_not_root(tmp_path):

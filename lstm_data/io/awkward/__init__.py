@@ -10,8 +10,13 @@ A dataset is a record array of N rows:
 * fields of type ``var * float32`` group by their prefix before the first ``_``
   or ``.`` (``png.calE``, ``png.nhit`` -> group ``png``; ``Jet_pt``, ``Jet_eta``
   -> ``Jet``) and must have equal lengths in every row; a prefix equal to a
-  record field's name joins that group. A schema (``{group: [variables]}``) declares
-  other groups.
+  record field's name joins that group; an inferred group whose columns differ in
+  length is cut into groups of equal lengths. A schema (``{group: [variables]}``)
+  declares other groups (which must have equal lengths);
+* nested records flatten to dotted names (``info.pos.x``), fixed-size arrays to
+  one column per element (``p4[0]``); what is not numbers (strings, lists of
+  lists, unions) is skipped and listed in the dataset's ``skipped`` attribute
+  (see :mod:`lstm_data.io.awkward.flatten`); ``columns=`` / ``exclude=`` choose.
 
 Values are not copied beyond the interleave into each group's ``(total, V)``
 block: the buffers of ``ListOffsetArray``/``NumpyArray`` layouts are used as
@@ -27,28 +32,30 @@ variable names back (``png.calE``), the full names ride along as the record's
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+import logging
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.errors import SchemaError
-from lstm_data.io.awkward.layout import (
-    NAMES_PARAMETER,
-    Column,
-    column_buffers,
-    import_awkward,
-)
+from lstm_data.io.awkward.flatten import Leaf, _strip, describe_skipped, flatten_field
+from lstm_data.io.awkward.layout import NAMES_PARAMETER, import_awkward
+from lstm_data.io.column_select import ColumnSelection
 from lstm_data.io.column_groups import build_group
-from lstm_data.io.jagged_groups import plan_groups
+from lstm_data.io.jagged_groups import plan_groups, split_by_lengths
 from lstm_data.io.layout import value_dtype
+from lstm_data.io.schema import Schema
 
 __all__ = ["from_awkward", "to_awkward", "NAMES_PARAMETER"]
 
 _WHERE = "awkward array"
+_log = logging.getLogger("lstm_data")
 
 
-def from_awkward(array: Any, *, schema: Any = None, dtype: Any = None, sep: str = "_") -> InMemoryDataset:
+def from_awkward(array: Any, *, schema: Any = None, dtype: Any = None, sep: str = "_",
+                 columns: Sequence[str] | str | None = None,
+                 exclude: Sequence[str] | str | None = None, where: str = _WHERE) -> InMemoryDataset:
     """An in-RAM dataset from an awkward record array (see the module documentation).
 
     Parameters
@@ -63,56 +70,81 @@ def from_awkward(array: Any, *, schema: Any = None, dtype: Any = None, sep: str 
         else each field's own (a group takes the common type of its fields).
     sep
         Joins a record field's name and its inner field names (``Muon`` + ``pt``).
+    columns, exclude
+        Column names or globs to read / never to read (see
+        :mod:`lstm_data.io.column_select`); matched against the flattened names and
+        the list-of-records field a column comes from.
+    where
+        How errors name the source (a file path for an RNTuple).
+
+    Returns
+    -------
+    InMemoryDataset
+        Its ``skipped`` attribute maps every column that is not numbers to its type
+        and why (also logged once).
 
     Raises
     ------
     SchemaError
-        Not a record array; a field that is not numbers, ``var * numbers`` or
-        ``var * {numbers}`` (names the field and its type); two variables of a
-        group differ in length (names them and the row).
+        Not a record array; no numeric column at all (lists what was skipped and why);
+        two variables of a group differ in length (names them and the row); a
+        ``columns`` pattern that matches nothing.
     """
     ak = import_awkward()
     if not isinstance(array, ak.Array):
         array = ak.Array(dict(array) if isinstance(array, Mapping) else array)
     fields = array.fields
-    if not fields or array.layout.purelist_depth != 1:
-        raise SchemaError(f"expected an array of records (one field per column), got type {array.type}")
-    columns = {f: column_buffers(array[f], f) for f in fields}
-    scalars, jagged, keys, sources = _variables(columns, sep)
-    groups, scalar_names, schema_dtype = plan_groups(schema, scalars, jagged, keys, file=_WHERE)
-    dt = value_dtype(dtype if dtype is not None else schema_dtype, file=_WHERE)
-    out_scalars = {s: _cast(columns[s].values[""], dt) for s in scalar_names}
+    if not fields or not _strip(array.layout).is_record:
+        raise SchemaError(f"expected an array of records (one field per column), got type {array.type}",
+                          file=where)
+    selection = ColumnSelection(columns, exclude)
+    leaves: dict[str, Leaf] = {}
+    skipped: dict[str, str] = {}
+    for f in fields:
+        found, why = flatten_field(array[f], f, sep=sep)
+        for leaf in found:
+            if leaf.name in leaves:
+                raise SchemaError(f"two fields give the variable {leaf.name!r}; rename one (or pass "
+                                  "another sep=)", file=where, variable=leaf.name)
+            if selection.wants(leaf.name, leaf.key):
+                leaves[leaf.name] = leaf
+        skipped.update({k: t for k, t in why.items() if selection.wants(k)})
+    selection.check_all_used(list(leaves) + list(skipped), file=where)
+    refuse_named_skipped(selection, skipped, where)
+    if not leaves:
+        raise SchemaError(f"nothing to read: no column of numbers or lists of numbers"
+                          f"{'; skipped ' + describe_skipped(skipped) if skipped else ''}", file=where)
+    if skipped:
+        _log.info("%s: skipped %d columns that are not numbers: %s", where, len(skipped),
+                  describe_skipped(skipped))
+    scalars = [n for n, leaf in leaves.items() if not leaf.jagged]
+    jagged = [n for n, leaf in leaves.items() if leaf.jagged]
+    keys = {n: leaf.key for n, leaf in leaves.items() if leaf.jagged and leaf.key is not None}
+    groups, scalar_names, schema_dtype = plan_groups(schema, scalars, jagged, keys, file=where)
+    dt = value_dtype(dtype if dtype is not None else schema_dtype, file=where)
+    out_scalars = {s: _cast(leaves[s].column(where).values[""], dt) for s in scalar_names}
+    declared = set(getattr(Schema.coerce(schema), "groups", None) or ())
     out_groups = {}
+    taken = set(scalar_names) | set(groups)
     for g, names in groups.items():
-        parts = {v: (columns[sources[v][0]].values[sources[v][1]], columns[sources[v][0]].lengths)
-                 for v in names}
-        out_groups[g] = build_group(g, parts, file=_WHERE, dtype=dt)
-    return InMemoryDataset(out_scalars, out_groups)
+        cols = {v: leaves[v].column(where) for v in names}
+        lengths = {v: c.lengths for v, c in cols.items()}
+        parts = {g: names} if g in declared else split_by_lengths(g, lengths, taken | set(out_groups))
+        if len(parts) > 1:
+            _log.info("%s: columns %s differ in length: read as the groups %s", where, names, parts)
+        for sub, members in parts.items():
+            out_groups[sub] = build_group(sub, {v: (cols[v].values[""], lengths[v]) for v in members},
+                                          file=where, dtype=dt)
+    dataset = InMemoryDataset(out_scalars, out_groups)
+    dataset.skipped = skipped
+    return dataset
 
 
-def _variables(columns: Mapping[str, Column], sep: str):
-    """Scalars, jagged variables, their group keys and where each variable's values are."""
-    scalars, jagged, keys, sources = [], [], {}, {}
-    for f, col in columns.items():
-        if not col.jagged:
-            scalars.append(f)
-        elif "" in col.values:
-            jagged.append(f)
-            sources[f] = (f, "")
-        else:
-            inner = list(col.values)
-            names = col.names or [f"{f}{sep}{i}" for i in inner]
-            for name, i in zip(names, inner):
-                jagged.append(name)
-                keys[name] = f
-                sources[name] = (f, i)
-    taken = set(scalars)
-    for v in jagged:
-        if v in taken:
-            raise SchemaError(f"two fields give the variable {v!r}; rename one (or pass another sep=)",
-                              file=_WHERE, variable=v)
-        taken.add(v)
-    return scalars, jagged, keys, sources
+def refuse_named_skipped(selection: ColumnSelection, skipped: Mapping[str, str], where: str) -> None:
+    """A ``columns`` entry that is the plain name of a skipped column is an error, not silence."""
+    for p in selection.columns or ():
+        if p in skipped:
+            raise SchemaError(f"columns names {p!r}, which is {skipped[p]}", file=where, variable=p)
 
 
 def _cast(values: np.ndarray, dt: np.dtype | None) -> np.ndarray:

@@ -11,12 +11,27 @@ in-RAM dataset:
   group ``Muon``, variables ``Muon_pt``, ``Muon_eta``; the layout ``uproot``
   writes for a zipped record field ``Muon``). Other jagged branches (own
   counters, no counter) group by their prefix before the first ``_`` or ``.``
-  (``Jet_e``, ``Jet_pt`` -> ``Jet``), and must then have equal lengths in every
-  entry; a schema (``{group: [branches]}``) declares other groups and picks
+  (``Jet_e``, ``Jet_pt`` -> ``Jet``); such a group is cut into groups of equal
+  lengths when its branches differ (the first keeps the name, the others are named
+  after their first branch), while a group a schema declares must have equal
+  lengths. A schema (``{group: [branches]}``) declares other groups and picks
   ``scalars``;
-* branches of other types (strings, fixed-size arrays ``x[3]``, nested vectors,
-  objects) are skipped with a warning that names them (no warning when a schema
-  lists the scalars).
+* a fixed-size array branch (``float x[3]``, ``std::array``) gives one column per
+  element, ``x[0]``, ``x[1]``, ``x[2]`` (jagged ones, ``x[n][3]``, a group ``x``);
+* what is not numbers is skipped and listed in the dataset's ``skipped``
+  attribute with its type and why (one logged message): strings, objects and
+  ``std::map`` s, doubly jagged branches (``vector<vector<float>>``: which level is
+  a row is not known), branches that hold fewer entries than the tree (no baskets
+  written). A tree with entries but nothing readable is a ``SchemaError`` listing
+  what it holds; a tree with two branches of the same name (Delphes) one naming
+  them and the ``exclude=`` that picks one;
+* ``columns=`` / ``exclude=`` (names or globs) choose the branches: the others are
+  not read nor decompressed.
+
+Group dtypes: a group takes its branches' common numpy type, so a group's values
+are float32, float64, a signed or unsigned integer type, or bool (``Muon_charge``
+int32 and ``Muon_jetIdx`` int16: int32; float32 with int32: float64); with
+``dtype=`` every column is cast to it.
 
 Jagged branches are read in entry ranges of about ``step_bytes`` uncompressed
 bytes, aligned to the tree's clusters; each range is interleaved into its
@@ -27,25 +42,29 @@ int32, takes their common type, float64).
 An RNTuple (what ``uproot`` >= 5.7 writes for ``file["Events"] = {...}``) is
 read whole into awkward arrays and taken as :func:`lstm_data.io.awkward.from_awkward`
 takes them: the record field ``Muon`` is the group ``Muon`` with variables
-``Muon_pt``, ..., as from the TTree of the same data (which also has ``nMuon``).
+``Muon_pt``, ..., as from the TTree of the same data (which also has ``nMuon``);
+nested records flatten to dotted names (``info.pos.x``).
 
 Errors name the file, the tree, the branch and the entry: a file uproot cannot
 open or a basket it cannot read is a ``FormatError``; two branches of a
-prefix group of different lengths a ``SchemaError``.
+declared group of different lengths a ``SchemaError``.
 """
 from __future__ import annotations
 
+import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
-from lstm_data.errors import FormatError, SchemaError, warn_user
+from lstm_data.errors import FormatError, SchemaError
+from lstm_data.io.awkward import refuse_named_skipped
 from lstm_data.io.awkward.layout import column_buffers
 from lstm_data.io.column_groups import build_group, interleave_pieces
-from lstm_data.io.jagged_groups import check_equal_lengths, plan_groups
+from lstm_data.io.column_select import ColumnSelection
+from lstm_data.io.jagged_groups import check_equal_lengths, plan_groups, split_by_lengths
 from lstm_data.io.layout import value_dtype
 from lstm_data.io.root.tree import (
     RNTUPLE_CLASS,
@@ -60,10 +79,12 @@ __all__ = ["read_root", "STEP_BYTES"]
 #: uncompressed bytes of jagged branches read per entry range
 STEP_BYTES = 64 << 20
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_log = logging.getLogger("lstm_data")
 
 
 def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: Any = None,
-              step_bytes: int = STEP_BYTES) -> InMemoryDataset:
+              step_bytes: int = STEP_BYTES, columns: Sequence[str] | str | None = None,
+              exclude: Sequence[str] | str | None = None) -> InMemoryDataset:
     """Read one TTree of a ROOT file (see the module documentation).
 
     Parameters
@@ -79,10 +100,15 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
         else the branches' own.
     step_bytes
         Uncompressed bytes of jagged branches read at a time.
+    columns, exclude
+        Branch names or globs to read / never to read (a counter group's name picks
+        the whole group, see :mod:`lstm_data.io.column_select`); other branches are
+        not read at all.
 
     Returns
     -------
     InMemoryDataset
+        Its ``skipped`` attribute maps each branch that is not read to its type and why.
 
     Raises
     ------
@@ -93,13 +119,17 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
         file, tree, branch and entries).
     SchemaError
         Several TTrees and no ``tree=``; an unknown ``tree=``; a schema name that is
-        not a readable branch; branches of a group of different lengths.
+        not a readable branch; branches of a declared group of different lengths;
+        nothing numeric in the tree (lists what it holds and why each was skipped);
+        two branches of the same name (names them and how to pick one); a
+        ``columns`` pattern that matches no branch.
     """
     uproot = import_uproot()
     name = str(path)
     dt = value_dtype(dtype, file=name)
     if int(step_bytes) < 1:
         raise ValueError(f"step_bytes must be at least 1, got {step_bytes!r} (file {name})")
+    selection = ColumnSelection(columns, exclude)
     try:  # a Path: uproot would read 'a.root:tree' in a str as an object path
         fh = uproot.open(Path(name), array_cache=None, object_cache=None, handler=uproot.MemmapSource)
     except (ImportError, MemoryError):
@@ -110,28 +140,52 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
     with fh:
         ttree, tree_name, kind = pick_tree(fh, tree, name)
         if kind == RNTUPLE_CLASS:
-            return _read_rntuple(ttree, tree_name, name, schema, dt)
-        cols = TreeColumns(ttree, tree_name, name)
+            return _read_rntuple(ttree, tree_name, name, schema, dt, selection)
+        cols = TreeColumns(ttree, tree_name, name, selection if selection else None)
+        where = f"tree {tree_name!r}: "
+        selection.check_all_used(cols.available(), file=name, where=where)
+        refuse_named_skipped(selection, cols.skipped, name)
+        _check_collisions(cols, name)
+        if not cols.scalars and not cols.jagged:
+            raise SchemaError(f"{where}nothing to read: {cols.n} entries but no branch of numbers or "
+                              f"jagged lists of numbers; it holds {cols.describe_skipped()}", file=name)
         try:
             groups, scalars, schema_dtype = plan_groups(schema, cols.scalars, cols.jagged,
                                                        cols.counter_groups(), file=name)
         except SchemaError as exc:
             if exc.variable not in cols.skipped:
                 raise
-            raise SchemaError(f"tree {tree_name!r}: the schema names branch {exc.variable!r} of type "
-                              f"{cols.skipped[exc.variable]}, which is not numbers or a jagged list of "
-                              "numbers", file=name, variable=exc.variable) from None
-        if cols.skipped and getattr(_schema(schema), "scalars", None) is None:
-            warn_user(f"{name}: tree {tree_name!r}: skipped {len(cols.skipped)} branches that are not "
-                      f"numbers or jagged lists of numbers: {cols.describe_skipped()}", UserWarning)
+            raise SchemaError(f"{where}the schema names branch {exc.variable!r} of type "
+                              f"{cols.skipped[exc.variable]}", file=name, variable=exc.variable) from None
+        if cols.skipped:
+            _log.info("%s: %sskipped %d branches that are not numbers or jagged lists of numbers: %s",
+                      name, where, len(cols.skipped), cols.describe_skipped())
         dt = dt if dt is not None else schema_dtype
         out_scalars = {s: _cast(cols.read(s), dt) for s in scalars}
-        out_groups = _read_groups(cols, groups, dt, step_bytes)
-    return InMemoryDataset(out_scalars, out_groups, source=(name,))
+        declared = set(getattr(_schema(schema), "groups", None) or ())
+        out_groups = _read_groups(cols, groups, dt, step_bytes, declared, taken=scalars)
+    dataset = InMemoryDataset(out_scalars, out_groups, source=(name,))
+    dataset.skipped = dict(cols.skipped)
+    return dataset
+
+
+def _check_collisions(cols: TreeColumns, file: str) -> None:
+    """Two read branches of the same name: a SchemaError naming them and how to pick one."""
+    clash = cols.collisions()
+    if not clash:
+        return
+    first = next(iter(clash))
+    top = first.split("/", 1)[0]
+    shared = top.split(";", 1)[0]
+    raise SchemaError(
+        f"tree {cols.tree!r} holds {len(clash)} pairs of branches with the same name, e.g. "
+        f"{clash[first]!r} twice (uproot would read only the first); the second copies are named "
+        f"{top!r}...: read one of them with exclude=[{top + '*'!r}] (keeps the first) or "
+        f"exclude=[{shared + '/*'!r}, {shared!r}] (keeps the second)", file=file, variable=clash[first])
 
 
 def _read_rntuple(ntuple: Any, ntuple_name: str, file: str, schema: Any,
-                  dt: np.dtype | None) -> InMemoryDataset:
+                  dt: np.dtype | None, selection: ColumnSelection) -> InMemoryDataset:
     """An RNTuple, read whole into awkward arrays and taken as :func:`from_awkward` takes them."""
     from lstm_data.io.awkward import from_awkward
 
@@ -143,7 +197,8 @@ def _read_rntuple(ntuple: Any, ntuple_name: str, file: str, schema: Any,
         raise FormatError(f"cannot read RNTuple {ntuple_name!r}; damaged file? ({type(exc).__name__}: {exc})",
                           file=file) from exc
     try:
-        dataset = from_awkward(array, schema=schema, dtype=dt)
+        dataset = from_awkward(array, schema=schema, dtype=dt, columns=selection.columns,
+                               exclude=selection.exclude or None, where=file)
     except SchemaError as exc:
         raise SchemaError(f"RNTuple {ntuple_name!r}: {exc.message}", file=file, variable=exc.variable,
                           row=exc.row) from None
@@ -165,25 +220,28 @@ class _Sink:
 
     With a counter, the lengths are known up front: the ``(total, V)`` block is
     allocated once and each range is interleaved straight into its rows. Without
-    one, each branch's values are kept as pieces and interleaved once at the end.
+    one, each branch's values and lengths are kept as pieces and interleaved once
+    at the end: a declared group must then have equal lengths (else a located
+    error), an inferred one is cut into groups of equal lengths.
     """
 
     def __init__(self, group: str, names: list[str], dtype: np.dtype, counts: np.ndarray | None,
-                 file: str) -> None:
+                 file: str, strict: bool) -> None:
         self.group, self.names, self.dtype, self.counts, self.file = group, names, dtype, counts, file
+        self.strict = strict
         self.offsets: np.ndarray | None = None
         if counts is not None:
             self.offsets = np.zeros(len(counts) + 1, dtype=np.int64)
             np.cumsum(counts, out=self.offsets[1:])
             self.block = np.empty((int(self.offsets[-1]), len(names)), dtype=dtype)
         self.pieces: dict[str, list[np.ndarray]] = {v: [] for v in names}
-        self.lengths: list[np.ndarray] = []
+        self.lengths: dict[str, list[np.ndarray]] = {v: [] for v in names}
 
-    def put(self, start: int, columns: dict[str, np.ndarray], lengths: np.ndarray) -> None:
+    def put(self, start: int, columns: dict[str, np.ndarray], lengths: dict[str, np.ndarray]) -> None:
         if self.offsets is None:
             for v, values in columns.items():
                 self.pieces[v].append(values)
-            self.lengths.append(lengths)
+                self.lengths[v].append(lengths[v])
             return
         lo = int(self.offsets[start])
         rows = self.block[lo:lo + len(next(iter(columns.values())))]
@@ -191,27 +249,38 @@ class _Sink:
             interleave_pieces([[c if c.dtype in _FLOATS else c.astype(self.dtype)] for c in columns.values()],
                               rows)
         else:  # a group of integer branches kept as integers
-            rows[...] = build_group(self.group, {v: (c, lengths) for v, c in columns.items()},
+            first = lengths[self.names[0]]
+            rows[...] = build_group(self.group, {v: (c, first) for v, c in columns.items()},
                                     dtype=self.dtype).values
 
-    def result(self) -> RaggedGroup:
+    def result(self, taken: set[str]) -> dict[str, RaggedGroup]:
         if self.offsets is not None:
-            return RaggedGroup(self.names, self.block, self.offsets)
-        lengths = np.concatenate(self.lengths) if self.lengths else np.zeros(0, dtype=np.int64)
-        columns = {v: (self.pieces[v] or [np.zeros(0, dtype=self.dtype)], lengths) for v in self.names}
+            return {self.group: RaggedGroup(self.names, self.block, self.offsets)}
+        lengths = {v: np.concatenate(ls) if ls else np.zeros(0, dtype=np.int64)
+                   for v, ls in self.lengths.items()}
+        parts = {self.group: self.names} if self.strict else split_by_lengths(self.group, lengths, taken)
+        if len(parts) > 1:
+            _log.info("%s: jagged branches %s share no counter and differ in length: read as the groups %s",
+                      self.file, self.names, parts)
+        out = {}
+        for g, names in parts.items():
+            columns = {v: (self.pieces[v] or [np.zeros(0, dtype=self.dtype)], lengths[v]) for v in names}
+            dtype = self.dtype if self.strict else np.result_type(*[p.dtype for v in names
+                                                                    for p in self.pieces[v]] or [self.dtype])
+            out[g] = build_group(g, columns, file=self.file, dtype=dtype)
         self.pieces = {}
-        return build_group(self.group, columns, file=self.file, dtype=self.dtype)
+        return out
 
 
 def _read_groups(cols: TreeColumns, groups: dict[str, list[str]], dt: np.dtype | None,
-                 step_bytes: int) -> dict[str, RaggedGroup]:
+                 step_bytes: int, declared: set[str], taken: Sequence[str]) -> dict[str, RaggedGroup]:
     """Every group, read range by range."""
     sinks = {}
     for g, names in groups.items():
         counter = cols.shared_counter(names)
         counts = cols.read(counter).astype(np.int64) if counter is not None else None
         dtype = dt if dt is not None else np.result_type(*[cols.dtype(v) for v in names])
-        sinks[g] = _Sink(g, names, np.dtype(dtype), counts, cols.file)
+        sinks[g] = _Sink(g, names, np.dtype(dtype), counts, cols.file, strict=g in declared)
     members = [v for names in groups.values() for v in names]
     for a, z in entry_ranges(cols, members, step_bytes):
         for g, sink in sinks.items():
@@ -221,10 +290,14 @@ def _read_groups(cols: TreeColumns, groups: dict[str, list[str]], dt: np.dtype |
                 columns[v], lengths[v] = col.values[""], col.lengths
             if sink.counts is not None:
                 cols.check_counts(sink.counts[a:z], lengths, a)
-            else:
+            elif sink.strict:
                 check_equal_lengths(g, lengths, first_row=a, file=cols.file, row_word="entry",
                                     where=f"tree {cols.tree!r}: ",
                                     hint="they share no counter branch; declare them in different "
                                          "groups with a schema")
-            sink.put(a, columns, lengths[sink.names[0]])
-    return {g: sink.result() for g, sink in sinks.items()}
+            sink.put(a, columns, lengths)
+    taken_names = set(taken) | set(groups)
+    out: dict[str, RaggedGroup] = {}
+    for g, sink in sinks.items():
+        out.update(sink.result(taken_names | set(out)))
+    return out

@@ -64,71 +64,132 @@ def pick_tree(fh: Any, tree: str | None, file: str) -> tuple[Any, str, str]:
                           file=file) from exc
 
 
-def _numeric(interp: Any, uproot: Any) -> np.dtype | None:
-    """The native dtype of a one-number-per-item interpretation, else ``None``."""
+def _numeric(interp: Any, uproot: Any) -> tuple[np.dtype | None, tuple[int, ...]]:
+    """The native dtype of a numbers interpretation and its fixed item shape (``()`` for one
+    number, ``(3,)`` for ``float[3]``), else ``(None, ())``."""
     if not isinstance(interp, uproot.interpretation.numerical.Numerical):
-        return None
+        return None, ()
     dt = np.dtype(interp.to_dtype)
-    if dt.shape != () or dt.kind not in _NUMERIC_KINDS:
-        return None
-    return dt.newbyteorder("=")
+    base = dt.base if dt.shape else dt
+    if base.kind not in _NUMERIC_KINDS or base.fields is not None:
+        return None, ()
+    return base.newbyteorder("="), tuple(dt.shape)
 
 
 class TreeColumns:
     """The readable branches of ``ttree``: scalars, jagged branches with their counters, skipped ones.
 
+    A fixed-size array branch (``float x[3]``, ``std::array``) gives one column per
+    element, ``x[0]``, ``x[1]``, ...; inside a jagged branch (``x[n][3]``) they are
+    jagged columns sharing its counter. A second branch of the same name (Delphes
+    writes such trees) is named with ``;2`` after its top-level name
+    (``Particle;2/Particle.PT``); see :meth:`collisions`.
+
     Attributes
     ----------
     scalars, jagged : list of str
-        Flat numeric branches; jagged branches of numbers (counted arrays and ``std::vector``).
+        Flat numeric columns; jagged columns of numbers (counted arrays and ``std::vector``).
     skipped : dict
-        Branch -> why it is not read (its type).
+        Branch -> its type and why it is not read.
     """
 
-    def __init__(self, ttree: Any, tree: str, file: str) -> None:
+    def __init__(self, ttree: Any, tree: str, file: str, selection: Any = None) -> None:
         uproot = import_uproot()
         self.ttree, self.tree, self.file = ttree, tree, file
         self.n = int(ttree.num_entries)
         self.scalars: list[str] = []
         self.jagged: list[str] = []
         self.skipped: dict[str, str] = {}
+        self.renamed: dict[str, str] = {}
         self._branch: dict[str, Any] = {}
+        self._part: dict[str, tuple[str, tuple[int, ...]]] = {}
         self._dtype: dict[str, np.dtype] = {}
         self._counter: dict[str, str | None] = {}
         self._cache: dict[str, np.ndarray] = {}
-        for key in ttree.keys(recursive=True, full_paths=True):
-            b = ttree[key]
+        self._range_cache: tuple[Any, Any] = (None, None)
+        seen: dict[str, int] = {}
+        for key, b in ttree.iteritems(recursive=True, full_paths=True):
+            top, slash, rest = key.partition("/")
+            count = seen[key] = seen.get(key, 0) + 1
+            if count > 1:  # a second branch of this name: ROOT allows it, names must not collide
+                renamed = f"{top};{count}{slash}{rest}"
+                self.renamed[renamed] = key
+                key = renamed
             if len(b.branches):
                 continue  # a container: its sub-branches are listed too
             self._add(key, b, uproot)
+        self._numeric_scalars = set(self.scalars)  # counters stay readable when not selected
+        self._all = self.scalars + self.jagged + list(self.skipped)
+        if selection is not None:
+            keys = self.counter_groups()
+            self.scalars = [v for v in self.scalars if selection.wants(v)]
+            self.jagged = [v for v in self.jagged if selection.wants(v, keys.get(v) or jagged_prefix(v))]
+            self.skipped = {k: why for k, why in self.skipped.items() if selection.wants(k)}
+
+    def _skip(self, key: str, why: str) -> None:
+        self.skipped[key] = why
 
     def _add(self, key: str, b: Any, uproot: Any) -> None:
+        typename = b.typename or "?"
         try:
             interp = b.interpretation
         except Exception as exc:  # a type uproot cannot interpret
-            self.skipped[key] = f"{b.typename or '?'}: {type(exc).__name__}"
+            self._skip(key, f"{typename}: uproot cannot interpret it ({type(exc).__name__})")
             return
-        dt = _numeric(interp, uproot)
-        if dt is not None:
-            self.scalars.append(key)
-        else:
-            counter = None
+        stored = int(b.num_entries)
+        if stored != self.n:
+            self._skip(key, f"{typename}: holds {stored} of the tree's {self.n} entries (no baskets "
+                            "were written for the rest)")
+            return
+        dt, shape = _numeric(interp, uproot)
+        counter = None
+        jagged = False
+        if dt is None:
             if isinstance(interp, uproot.AsJagged):
-                dt = _numeric(interp.content, uproot)
+                dt, shape = _numeric(interp.content, uproot)
                 leaf = b.count_leaf
                 counter = None if leaf is None else str(leaf.member("fName"))
+                jagged = True
             elif (isinstance(interp, uproot.AsObjects)
-                  and isinstance(interp.model, uproot.containers.AsVector)):  # std::vector<number>
+                  and isinstance(interp.model, uproot.containers.AsVector)):
                 values = interp.model.values
                 if isinstance(values, np.dtype) and values.shape == () and values.kind in _NUMERIC_KINDS:
-                    dt = values.newbyteorder("=")
+                    dt, shape, jagged = values.newbyteorder("="), (), True
+                elif isinstance(values, (uproot.containers.AsVector, uproot.containers.AsRVec,
+                                         uproot.containers.AsArray)):
+                    self._skip(key, f"{typename}: a list of lists (doubly jagged); which level is a "
+                                    "row is not known")
+                    return
             if dt is None:
-                self.skipped[key] = str(b.typename or interp)
+                why = "text, not numbers" if isinstance(interp, uproot.AsStrings) else \
+                    "not numbers or lists of numbers"
+                self._skip(key, f"{typename}: {why}")
                 return
-            self.jagged.append(key)
-            self._counter[key] = counter
-        self._branch[key] = b
-        self._dtype[key] = dt
+        names = [key] if not shape else [key + "".join(f"[{i}]" for i in idx)
+                                          for idx in np.ndindex(*shape)]
+        for name, idx in zip(names, [()] if not shape else list(np.ndindex(*shape))):
+            (self.jagged if jagged else self.scalars).append(name)
+            if jagged:
+                self._counter[name] = counter
+            self._branch[name] = b
+            self._part[name] = (key, tuple(idx))
+            self._dtype[name] = dt
+
+    def collisions(self) -> dict[str, str]:
+        """Renamed duplicate -> the name it shares, for the read columns only."""
+        read = set(self.scalars) | set(self.jagged)
+        out = {}
+        for renamed, key in self.renamed.items():
+            for name in read:
+                if name == renamed or name.startswith(renamed + "["):
+                    original = key + name[len(renamed):]
+                    if original in read:
+                        out[name] = original
+        return out
+
+    def available(self) -> list[str]:
+        """Every column name, read or skipped (for messages)."""
+        return list(self._all)
 
     def describe_skipped(self) -> str:
         items = list(self.skipped.items())
@@ -163,7 +224,7 @@ class TreeColumns:
         """The counter branch all ``names`` share, if it is a readable scalar branch."""
         counters = {self._counter.get(v) for v in names}
         c = counters.pop() if len(counters) == 1 else None
-        return c if c in self._branch and c in self.scalars else None
+        return c if c in self._branch and c in self._numeric_scalars else None
 
     def uncompressed_bytes(self, name: str) -> int:
         return int(self._branch[name].uncompressed_bytes)
@@ -174,16 +235,32 @@ class TreeColumns:
         return reduce(np.intersect1d, offsets) if offsets else np.array([0, self.n], dtype=np.int64)
 
     def read(self, name: str) -> np.ndarray:
-        """A flat branch, whole, as a numpy array (kept for a second call)."""
+        """A flat column, whole, as a numpy array (kept for a second call)."""
         if name not in self._cache:
-            array = np.asarray(self._call(name, 0, self.n, "np"))
+            key, idx = self._part[name]
+            whole = self._cache.get("\0" + key)
+            if whole is None:
+                whole = np.asarray(self._call(name, 0, self.n, "np"))
+                if idx:
+                    self._cache["\0" + key] = whole
+            array = whole[(slice(None),) + idx] if idx else whole
             # never a view of the memory-mapped file, which is closed after reading
-            self._cache[name] = array if array.flags.owndata else array.copy()
+            self._cache[name] = np.ascontiguousarray(array) if idx or not array.flags.owndata \
+                else array
+            if idx and all(n in self._cache for n, (k, _) in self._part.items() if k == key):
+                self._cache.pop("\0" + key, None)
         return self._cache[name]
 
     def read_range(self, name: str, start: int, stop: int) -> Any:
-        """Entries ``start:stop`` of a branch as an awkward array."""
-        return self._call(name, start, stop, "ak")
+        """Entries ``start:stop`` of a jagged column as an awkward array."""
+        key, idx = self._part[name]
+        if not idx:
+            return self._call(name, start, stop, "ak")
+        cached_at, array = self._range_cache
+        if cached_at != (key, start, stop):
+            array = self._call(name, start, stop, "ak")
+            self._range_cache = ((key, start, stop), array)
+        return array[(slice(None), slice(None)) + idx]
 
     def _call(self, name: str, start: int, stop: int, library: str) -> Any:
         branch = self._branch[name]

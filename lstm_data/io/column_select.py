@@ -1,0 +1,89 @@
+"""Which columns a reader reads: the ``columns`` and ``exclude`` read options.
+
+Both take column names or shell-style globs (``Muon_*``, ``Jet_?t``, ``png.*``),
+matched case-sensitively against a column's full name, or against the group
+its source puts it in (a ROOT counter group ``Muon``, an awkward list-of-records
+field): ``columns=["Muon"]`` reads every variable of the group ``Muon``.
+
+* ``columns`` (include): only matching columns are read; a pattern that matches
+  no column at all is a :class:`~lstm_data.errors.SchemaError` naming it and the
+  closest names (a typo is never silently an empty read);
+* ``exclude``: matching columns are never read, even when ``columns`` matches them.
+
+Columns left out this way are not "skipped" (that word is for columns a reader
+cannot read): they are simply not there.
+"""
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from typing import Iterable, Sequence
+
+from lstm_data.errors import SchemaError
+
+__all__ = ["ColumnSelection"]
+
+
+class ColumnSelection:
+    """The ``columns`` / ``exclude`` patterns of one read.
+
+    Parameters
+    ----------
+    columns
+        Names or globs to read (``None``: every column).
+    exclude
+        Names or globs never to read.
+    """
+
+    def __init__(self, columns: Sequence[str] | str | None = None,
+                 exclude: Sequence[str] | str | None = None) -> None:
+        self.columns = _tuple(columns, "columns")
+        self.exclude = _tuple(exclude, "exclude") or ()
+        self._used: set[str] = set()
+
+    def __bool__(self) -> bool:
+        return self.columns is not None or bool(self.exclude)
+
+    def wants(self, name: str, group: str | None = None) -> bool:
+        """Whether the column ``name`` (of source group ``group``) is read."""
+        names = (name,) if group is None else (name, group)
+        if any(fnmatch.fnmatchcase(n, p) for p in self.exclude for n in names):
+            return False
+        if self.columns is None:
+            return True
+        hit = [p for p in self.columns if any(fnmatch.fnmatchcase(n, p) for n in names)]
+        self._used.update(hit)
+        return bool(hit)
+
+    def check_all_used(self, available: Iterable[str], *, file: str | None = None,
+                       where: str = "") -> None:
+        """Raise if a ``columns`` pattern matched nothing (call after every :meth:`wants`).
+
+        Raises
+        ------
+        SchemaError
+            Names the pattern and the closest available names.
+        """
+        if self.columns is None:
+            return
+        unused = [p for p in self.columns if p not in self._used]
+        if not unused:
+            return
+        names = sorted(set(available))
+        p = unused[0]
+        close = difflib.get_close_matches(p, names, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else \
+            f"; there are {len(names)} columns: {', '.join(repr(n) for n in names[:8])}" \
+            f"{' ...' if len(names) > 8 else ''}"
+        raise SchemaError(f"{where}columns={p!r} matches no column{hint}", file=file, variable=p)
+
+
+def _tuple(value: Sequence[str] | str | None, what: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    out = tuple(value)
+    if not all(isinstance(v, str) and v for v in out):
+        raise TypeError(f"{what} must be column names or glob patterns, got {value!r}")
+    return out
