@@ -83,14 +83,30 @@ def ragged(lengths: Sequence[int], n_vars: int = 3, dtype: Any = np.float32,
 
 def as_old_zarr_store(path: Any) -> Path:
     """Make a zarr store (dataset or batch store) written now look like one written before
-    every chunk was stored: drop the root attribute that records it. Write it with
-    ``checksum=False`` too for the old codec chain."""
+    every chunk was stored: drop the root attribute that records it, and the manifest
+    (:func:`without_manifest`). Write it with ``checksum=False`` too for the old codec chain."""
     import zarr
 
     from lstm_data.io.layout import EVERY_CHUNK_ATTR
 
+    without_manifest(path)
     root = zarr.open_group(str(path), mode="r+")
     del root.attrs[EVERY_CHUNK_ATTR]
+    return Path(path)
+
+
+def without_manifest(path: Any) -> Path:
+    """Make a zarr store written now look like one written before manifests: drop the manifest
+    group and the root attribute that records it."""
+    import shutil
+
+    import zarr
+
+    from lstm_data.io.manifest import MANIFEST_ATTR, MANIFEST_KEY
+
+    shutil.rmtree(Path(path) / MANIFEST_KEY)
+    root = zarr.open_group(str(path), mode="r+")
+    del root.attrs[MANIFEST_ATTR]
     return Path(path)
 
 

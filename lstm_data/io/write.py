@@ -9,9 +9,11 @@ even an interrupted temporary store never opens as a complete one.
 
 Damage reads as an error, never as numbers: zarr stores write every chunk (zarr
 would leave out chunks equal to the fill value, so a lost chunk would read as
-zeros) and record it (:data:`~lstm_data.io.layout.EVERY_CHUNK_ATTR`), and each
+zeros) and record it (:data:`~lstm_data.io.layout.EVERY_CHUNK_ATTR`), each
 chunk ends with a CRC-32C checksum of its compressed bytes (zarr's ``crc32c``
-codec); HDF5 datasets carry HDF5's ``fletcher32`` checksum filter.
+codec), and a manifest written last records every file's place and digest
+(:mod:`lstm_data.io.manifest`); HDF5 datasets carry HDF5's ``fletcher32``
+checksum filter.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from lstm_data.io.layout import (
     make_layout,
     node_keys,
 )
+from lstm_data.io.manifest import MANIFEST_ATTR, write_manifest
 from lstm_data.io.row_blocks import (
     BLOCK_BYTES,
     RestartStream,
@@ -207,6 +210,7 @@ class _ZarrSink:
         import zarr
         from zarr.codecs import BloscCodec, Crc32cCodec
 
+        self._path = Path(path)
         self._root = zarr.open_group(str(path), mode="w", zarr_format=3)
         blosc = BloscCodec(cname=cname, clevel=clevel, shuffle="shuffle")
         self._codecs = (blosc, Crc32cCodec()) if checksum else (blosc,)
@@ -222,7 +226,9 @@ class _ZarrSink:
                                        fill_value=0, config={"write_empty_chunks": True})
 
     def finish(self, layout: dict) -> None:
-        self._root.attrs.update({EVERY_CHUNK_ATTR: True, **layout_attrs(layout, as_json=False)})
+        self._root.attrs.update({EVERY_CHUNK_ATTR: True, MANIFEST_ATTR: True,
+                                 **layout_attrs(layout, as_json=False)})
+        write_manifest(self._path)  # last: it records every file, the root's zarr.json too
 
     def close(self) -> None:
         pass

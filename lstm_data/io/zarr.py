@@ -12,14 +12,19 @@ the chunk, on every read path:
 
 * a missing chunk, in a store that records that every chunk was written
   (:data:`~lstm_data.io.layout.EVERY_CHUNK_ATTR`): our decoder is strict
-  (``fill_missing=False``) and zarr-python reads through :func:`strict_group`'s
-  store, which refuses to hand out "no such chunk" (zarr would fill it);
+  (``fill_missing=False``) and zarr-python reads through
+  :class:`~lstm_data.io.checked_store.CheckedStore`, which refuses to hand out
+  "no such chunk" (zarr would fill it);
+* a chunk moved, swapped or copied from another position, array or store, and
+  edited or damaged metadata (``zarr.json``), in a store with a manifest
+  (:mod:`lstm_data.io.manifest`): every metadata file is checked before zarr
+  parses it, every chunk as it is read;
 * a chunk whose CRC-32C checksum fails, or that does not decode: our decoder
   checks it; a zarr-python read that fails is retried chunk by chunk
   (:func:`read_rows`) to name the bad one.
 
-Stores written before every chunk was stored keep opening; :attr:`ZarrDataset.notes`
-says that a lost chunk there reads as zeros.
+Stores written before every chunk was stored, or before manifests, keep opening;
+:attr:`ZarrDataset.notes` says what is not detected there.
 """
 from __future__ import annotations
 
@@ -29,81 +34,27 @@ from typing import Any
 
 import numpy as np
 import zarr
-from zarr.storage import WrapperStore
 
+from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError
+from lstm_data.io.checked_store import open_checked
 from lstm_data.io.layout import (
     OLD_ZARR_NOTE,
     check_group_arrays,
-    every_chunk_stored,
     parse_layout,
     scalar_column,
     stored_array,
     value_dtype,
 )
+from lstm_data.io.manifest import UNCHECKED_NOTE
 from lstm_data.io.ondisk import DiskGroup, OnDiskDataset
 from lstm_data.io.zarr_chunks import ChunkDecoder
 
-__all__ = ["ZarrDataset", "read_zarr", "is_zarr_v3", "strict_group", "read_rows"]
+__all__ = ["ZarrDataset", "read_zarr", "is_zarr_v3", "read_rows"]
 
-#: node metadata keys (zarr v3 and the v2 keys zarr probes for): never chunks
-_META_KEYS = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 #: what a store without a checksum codec in its chunks cannot detect
 _NO_CHECKSUM_NOTE = ("its chunks carry no CRC-32C checksum: a damaged chunk file that still "
                      "decodes reads as other numbers; re-convert it to have damage detected")
-
-
-def _split_chunk_key(key: str) -> tuple[str, str]:
-    """``(array path, chunk key)`` of a store key such as ``png/values/c/3/0``."""
-    if key.startswith("c/"):
-        return "", key
-    array, sep, rest = key.rpartition("/c/")
-    if sep:
-        return array, "c/" + rest
-    array, _, rest = key.rpartition("/")
-    return array, rest
-
-
-class _EveryChunkStore(WrapperStore):
-    """A store whose every chunk was written: a missing chunk is a ``FormatError``.
-
-    zarr-python fills a chunk that its store says does not exist with the fill
-    value; this store says instead that the chunk was lost, naming it.
-    """
-
-    def __init__(self, store, name: str = "") -> None:
-        super().__init__(store)
-        self.name = name
-
-    def _with_store(self, store):
-        return type(self)(store, self.name)
-
-    async def get(self, key, prototype, byte_range=None):
-        data = await super().get(key, prototype, byte_range)
-        if data is None and key.rsplit("/", 1)[-1] not in _META_KEYS:
-            array, chunk = _split_chunk_key(key)
-            index = chunk[2:].split("/")[0] if chunk.startswith("c/") else chunk
-            raise FormatError(f"chunk {index} of array {array!r} is missing (chunk key {chunk!r}): "
-                              "every chunk of this store was written, so it was lost or deleted",
-                              file=f"{self.name}/{key}" if self.name else key)
-        return data
-
-
-def strict_group(root: zarr.Group, name: str) -> zarr.Group:
-    """``root`` reopened so that a missing chunk is an error, if its store records that
-    every chunk was written (:func:`~lstm_data.io.layout.every_chunk_stored`); else ``root``.
-
-    Parameters
-    ----------
-    root
-        An open zarr v3 group.
-    name
-        The store (its path), named in errors.
-    """
-    if not every_chunk_stored(root.attrs.asdict()):
-        return root
-    return zarr.open_group(_EveryChunkStore(root.store, name), path=root.path, mode="r",
-                           zarr_format=3)
 
 
 def _chunk_file(array: zarr.Array, index: int, name: str) -> str:
@@ -188,37 +139,39 @@ class ZarrDataset(OnDiskDataset):
 
     def __init__(self, path, *, max_run_chunks: int = 32, dtype: Any = None) -> None:
         self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype})
-        name = str(path)
+        name = redact(path)
         dt = value_dtype(dtype, file=name)
         try:
-            root = zarr.open_group(path, mode="r", zarr_format=3)
+            root, manifest = open_checked(path, name)
         except (FileNotFoundError, ValueError, TypeError) as exc:
-            raise FormatError(f"cannot open as a zarr v3 group ({exc})", file=name) from None
+            if isinstance(exc, FormatError):
+                raise
+            raise FormatError(f"cannot open as a zarr v3 group ({redact(exc)})", file=name) from None
         layout = parse_layout(root.attrs.asdict(), file=name)
-        strict = strict_group(root, name)
         n = layout["n_rows"]
         scalars, opened = {}, []
         for var, key in layout["scalars"].items():
-            opened.append(_node(strict, key, name, var))
+            opened.append(_node(root, key, name, var))
             scalars[var] = scalar_column(var, key, _whole(opened[-1], name), n, dt, file=name)
-        groups = {g: self._disk_group(root, strict, g, spec, n, name, dt, opened)
+        groups = {g: self._disk_group(root, g, spec, n, name, dt, opened, manifest)
                   for g, spec in layout["groups"].items()}
         self._max_run_chunks = max_run_chunks
-        self.notes = _notes(strict is not root, opened, name)
+        self.notes = _notes(root.store.state.every_chunk, manifest is not None, opened, name)
         self._setup(n, scalars, groups, (name,))
 
-    def _disk_group(self, root, strict, group: str, spec: dict, n: int, name: str,
-                    dt: np.dtype | None, opened: list) -> DiskGroup:
+    def _disk_group(self, root, group: str, spec: dict, n: int, name: str,
+                    dt: np.dtype | None, opened: list, manifest) -> DiskGroup:
         key = spec["key"]
-        values = _node(strict, f"{key}/values", name, group)
-        offsets_array = _node(strict, f"{key}/offsets", name, group)
+        root.get(key)  # its metadata is checked (a damaged one is an error), though not used
+        values = _node(root, f"{key}/values", name, group)
+        offsets_array = _node(root, f"{key}/offsets", name, group)
         opened += [values, offsets_array]
         stored = _whole(offsets_array, name)
         width = len(spec["names"])
         offsets = check_group_arrays(group, stored, values, width, n, file=name, key=key)
         stored_dtype = np.dtype(values.dtype)
-        direct = ChunkDecoder.for_array(_node(root, f"{key}/values", name, group),
-                                        fill_missing=strict is root)
+        direct = ChunkDecoder.for_array(values, fill_missing=not root.store.state.every_chunk,
+                                        manifest=manifest)
         via_zarr = (lambda lo, hi: read_rows(values, lo, hi, file=name))
         if dt is not None and dt != stored_dtype:  # decode, then cast: no decoding into `out`
             raw = via_zarr if direct is None else direct.read
@@ -237,16 +190,18 @@ def _whole(array: zarr.Array, name: str) -> np.ndarray:
     return np.asarray(read_rows(array, 0, array.shape[0], file=name))
 
 
-def _notes(strict: bool, arrays: list[zarr.Array], name: str) -> tuple[str, ...]:
-    """What the store at ``name``, of which ``arrays`` were opened, cannot detect."""
+def _notes(strict: bool, placed: bool, arrays: list[zarr.Array], name: str) -> tuple[str, ...]:
+    """What the store at ``name``, of which ``arrays`` were opened, cannot detect (``strict``:
+    every chunk recorded as written; ``placed``: it has a manifest)."""
     from zarr.codecs import Crc32cCodec
 
+    rewrite = "re-convert it (lstm-data convert OLD.zarr NEW.zarr) to have damage detected"
     if not strict:
-        return (f"{name}: {OLD_ZARR_NOTE}; re-convert it (lstm-data convert OLD.zarr NEW.zarr) to "
-                "have damage detected"),
-    if all(isinstance(a.metadata.codecs[-1], Crc32cCodec) for a in arrays):
-        return ()
-    return (f"{name}: {_NO_CHECKSUM_NOTE}",)
+        return (f"{name}: {OLD_ZARR_NOTE}; {rewrite}"),
+    notes = [] if placed else [f"{name}: {UNCHECKED_NOTE}; {rewrite}"]
+    if not all(isinstance(a.metadata.codecs[-1], Crc32cCodec) for a in arrays):
+        notes.append(f"{name}: {_NO_CHECKSUM_NOTE}")
+    return tuple(notes)
 
 
 def _node(root, key: str, name: str, variable: str) -> zarr.Array:

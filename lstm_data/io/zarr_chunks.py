@@ -21,7 +21,10 @@ size is checked against the frame header *before* decoding, because numcodecs'
 ``out`` as it was. A decoder verifies a chunk file's checksum the first time it
 reads it and again whenever the file changes (inode, size, modification or
 change time); re-reads of the unchanged file skip it, so random batches, which
-read each chunk many times per epoch, pay for the checksum once per chunk.
+read each chunk many times per epoch, pay for the checksum once per chunk. In a
+store with a manifest (:mod:`lstm_data.io.manifest`), that first read also checks
+that the chunk is the one recorded at its place (its size and the 4-byte CRC-32C
+it ends with): a chunk moved to another position or array is an error.
 
 A missing chunk file reads as the fill value, as in zarr: zarr-python (by default
 ``write_empty_chunks=False``) does not store chunks equal to the fill value, so
@@ -222,6 +225,10 @@ class ChunkDecoder:
     fill_missing
         Whether a missing chunk file reads as ``fill_value`` (zarr's rule) rather
         than raising :class:`~lstm_data.errors.FormatError`.
+    manifest
+        The store's :class:`~lstm_data.io.manifest.Manifest`, if it has one: each
+        chunk file is then checked to be the one recorded at its place (once per
+        file, with the checksum).
 
     Notes
     -----
@@ -231,7 +238,7 @@ class ChunkDecoder:
     def __init__(self, directory: Path, chunk_key: Callable[[int], str], shape: tuple[int, ...],
                  chunk_len: int, dtype: np.dtype, fill_value: Any,
                  decode: Callable[[bytes, np.ndarray], None], *, name: str = "",
-                 fill_missing: bool = True) -> None:
+                 fill_missing: bool = True, manifest: Any = None) -> None:
         self.directory = Path(directory)
         self.chunk_key = chunk_key
         self.shape = tuple(shape)
@@ -242,21 +249,28 @@ class ChunkDecoder:
         self.fill_missing = fill_missing
         self._decode = decode
         self._trusted = getattr(decode, "trusted", None)
+        self._manifest = manifest
         #: chunk index -> (inode, size, mtime, ctime) of the file whose checksum passed
         self._verified: dict[int, tuple[int, int, int, int]] = {}
 
     @classmethod
-    def for_array(cls, array, *, fill_missing: bool = True) -> "ChunkDecoder | None":
+    def for_array(cls, array, *, fill_missing: bool = True,
+                  manifest: Any = None) -> "ChunkDecoder | None":
         """A decoder for ``array`` (a ``zarr.Array``), or ``None`` when zarr-python must read it.
 
         ``fill_missing=False`` makes a missing chunk file an error: pass it only for
-        arrays whose every chunk is known to be stored.
+        arrays whose every chunk is known to be stored. ``manifest``: the store's
+        manifest, to check each chunk's place. An array opened through a
+        :class:`~lstm_data.io.checked_store.CheckedStore` is read from its local store.
         """
         from zarr.core.chunk_grids import RegularChunkGrid
         from zarr.storage import LocalStore
 
+        from lstm_data.io.checked_store import CheckedStore
+
         meta = array.metadata
-        if getattr(meta, "zarr_format", None) != 3 or not isinstance(array.store, LocalStore):
+        store = array.store.inner if isinstance(array.store, CheckedStore) else array.store
+        if getattr(meta, "zarr_format", None) != 3 or not isinstance(store, LocalStore):
             return None
         if not isinstance(meta.chunk_grid, RegularChunkGrid) or array.ndim not in (1, 2):
             return None
@@ -267,10 +281,10 @@ class ChunkDecoder:
         if decode is None:
             return None
         width = array.shape[1:]
-        return cls(Path(str(array.store.root)) / array.path,
+        return cls(Path(str(store.root)) / array.path,
                    lambda i: meta.encode_chunk_key((i,) + (0,) * len(width)),
                    array.shape, array.chunks[0], dtype, array.fill_value, decode,
-                   name=array.path, fill_missing=fill_missing)
+                   name=array.path, fill_missing=fill_missing, manifest=manifest)
 
     def _chunk(self, i: int, out: np.ndarray) -> None:
         """Decode stored chunk ``i`` (``chunk_len`` rows) into ``out``; absent: the fill value."""
@@ -290,19 +304,24 @@ class ChunkDecoder:
             return
         except OSError as exc:
             raise FormatError(f"cannot read {what} ({exc})", file=str(path)) from None
+        ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        known = self._verified.get(i) == ident
         try:
-            ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-            if self._trusted is not None and self._verified.get(i) == ident:
+            if self._trusted is not None and known:
                 self._trusted(raw, out)  # these bytes passed their checksum before
             else:
                 self._decode(raw, out)
-                self._verified[i] = ident
         except _Damaged as exc:
             raise FormatError(f"{what} {exc}: the chunk file is damaged or belongs to "
                               f"another array", file=str(path)) from None
         except Exception as exc:  # noqa: BLE001 - any codec failure means a damaged chunk
             raise FormatError(f"cannot decode {what} ({type(exc).__name__}: {exc}): the chunk "
                               f"file is damaged", file=str(path)) from None
+        if not known:
+            if self._manifest is not None:  # the bytes are sound: are they this place's?
+                self._manifest.check_chunk(self.name, key, raw, file=str(path), index=i,
+                                           verified=True)
+            self._verified[i] = ident
 
     def read_into(self, lo: int, hi: int, out: np.ndarray) -> None:
         """Decode records ``lo:hi`` into ``out`` (C-contiguous, shape ``(hi - lo, ...)``).

@@ -1,15 +1,18 @@
 """Reading a precomputed-batch store: :func:`open_batches` and :class:`PrecomputedBatches`.
 
-A lost chunk of a store that records that every chunk was written, or a chunk
-that fails its checksum, is a :class:`~lstm_data.errors.FormatError` naming the
-store, the array and the chunk (see :func:`lstm_data.io.zarr.strict_group` and
-:func:`lstm_data.io.zarr.read_rows`). Stores written before keep reading; there
-a lost chunk reads as zeros (:attr:`PrecomputedBatches.notes`).
+A lost chunk of a store that records that every chunk was written, a chunk
+that fails its checksum, a chunk moved from another place, or edited metadata
+(stores with a manifest, :mod:`lstm_data.io.manifest`) is a
+:class:`~lstm_data.errors.FormatError` naming the store, the file, and the array
+and chunk (see :mod:`lstm_data.io.checked_store` and
+:func:`lstm_data.io.zarr.read_rows`). Stores written before keep reading;
+:attr:`PrecomputedBatches.notes` says what is not detected there.
 """
 from __future__ import annotations
 
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +21,16 @@ import numpy as np
 from lstm_data._util.checks import check_index
 from lstm_data.batching.epoch import EpochIteration
 from lstm_data.batching.order import shuffled_order
+from lstm_data._util.declared import unknown_option
+from lstm_data.batching.order_options import Order
 from lstm_data.batching.spec import BatchSpec
-from lstm_data.errors import FormatError
+from lstm_data.errors import FormatError, OptionError
+from lstm_data._util.redact import redact
+from lstm_data.io.checked_store import open_checked
 from lstm_data.io.layout import OLD_ZARR_NOTE
+from lstm_data.io.manifest import UNCHECKED_NOTE
 from lstm_data.io.remote import is_url, remote_format
-from lstm_data.io.zarr import read_rows, strict_group
+from lstm_data.io.zarr import read_rows
 from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,
@@ -36,9 +44,7 @@ __all__ = ["open_batches", "PrecomputedBatches", "read_metadata"]
 
 def stored_metadata(path: str | os.PathLike) -> dict | None:
     """The batch-store attribute of the zarr group at ``path`` (any version), or None if it has none."""
-    import zarr
-
-    meta = zarr.open_group(str(path), mode="r").attrs.get(ATTR)
+    meta = open_checked(str(path), str(path))[0].attrs.get(ATTR)
     return meta if isinstance(meta, dict) and meta.get("format") == STORE_FORMAT else None
 
 
@@ -63,10 +69,11 @@ def read_metadata(path: str | os.PathLike) -> dict:
                                   "lstm-data precompute", file=str(p))
             raise FileNotFoundError(f"no precomputed batch store at {p}")
     meta = stored_metadata(p)
+    name = redact(p)
     if meta is None:
-        raise FormatError(f"{p} is a zarr store but not a precomputed batch store", file=str(p))
+        raise FormatError(f"{name} is a zarr store but not a precomputed batch store", file=name)
     if meta.get("version") != STORE_VERSION:
-        raise FormatError(f"{p}: unsupported batch store version {meta.get('version')!r}", file=str(p))
+        raise FormatError(f"{name}: unsupported batch store version {meta.get('version')!r}", file=name)
     return meta
 
 
@@ -94,7 +101,7 @@ class PrecomputedBatches(EpochIteration):
         self.path = str(path)
         self.meta = read_metadata(path)
         # with bucketing, the spec the batches were built with (its bucketed group padded per batch)
-        self.spec = BatchSpec.from_dict(self.meta.get("batch_spec") or self.meta["spec"], source=self.path)
+        self.spec = BatchSpec.from_dict(self.meta.get("batch_spec") or self.meta["spec"], source=redact(self.path))
         self.batch_size = int(self.meta["batch_size"])
         self.seed = int(self.meta["seed"])
         self.n_rows = int(self.meta["n_rows"])
@@ -103,13 +110,15 @@ class PrecomputedBatches(EpochIteration):
         self._open()
 
     def _open(self) -> None:
-        import zarr
-
-        plain = zarr.open_group(self.path, mode="r")
-        root = strict_group(plain, self.path)
-        old = (f"{self.path}: {OLD_ZARR_NOTE}; recompute it (lstm-data precompute --force) to "
-               "have damage detected")
-        self.notes = () if root is not plain else (old,)
+        self.name = redact(self.path)
+        root, manifest = open_checked(self.path, self.name)
+        redo = "recompute it (lstm-data precompute --force) to have damage detected"
+        if not root.store.state.every_chunk:
+            self.notes: tuple[str, ...] = (f"{self.name}: {OLD_ZARR_NOTE}; {redo}",)
+        elif manifest is None:
+            self.notes = (f"{self.name}: {UNCHECKED_NOTE}; {redo}",)
+        else:
+            self.notes = ()
         self._names = list(self.meta["outputs"])
         self._arrays = {n: root[f"data/{n}"] for n in self._names}
         index = root["_index"]
@@ -129,11 +138,11 @@ class PrecomputedBatches(EpochIteration):
         return int(index)
 
     def _whole(self, array: Any) -> np.ndarray:
-        return np.asarray(read_rows(array, 0, array.shape[0], file=self.path))
+        return np.asarray(read_rows(array, 0, array.shape[0], file=self.name))
 
     def _read(self, name: str, slot: int) -> np.ndarray:
         lo, hi = self._offsets[name][slot], self._offsets[name][slot + 1]
-        values = read_rows(self._arrays[name], int(lo), int(hi), file=self.path)
+        values = read_rows(self._arrays[name], int(lo), int(hi), file=self.name)
         return np.asarray(values).reshape(tuple(self._shapes[name][slot]))
 
     def __getitem__(self, index: int) -> tuple[dict, dict, dict]:
@@ -146,7 +155,7 @@ class PrecomputedBatches(EpochIteration):
         return self.spec.signature()
 
     def __repr__(self) -> str:
-        return (f"PrecomputedBatches({self.path!r}, {len(self)} batches of {self.batch_size}, "
+        return (f"PrecomputedBatches({redact(self.path)!r}, {len(self)} batches of {self.batch_size}, "
                 f"seed={self.seed}, epoch={self.epoch})")
 
     def __getstate__(self) -> dict:
@@ -157,21 +166,38 @@ class PrecomputedBatches(EpochIteration):
         self.epoch = state["epoch"]
 
 
-def open_batches(path: str | os.PathLike, *, spec: BatchSpec | None = None, batch_size: int | None = None,
-                 seed: int | None = None, dataset: Any = None, shuffle: bool = True) -> PrecomputedBatches:
+def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
+    """The store's record with its order settings at the top level, as :meth:`Order.to_dict` names them."""
+    flat = dict(meta)
+    bucketing = meta.get("bucketing") or {}
+    if bucketing:
+        flat.update(bucket_by=bucketing.get("bucket_by"), bucket_window=bucketing.get("bucket_window"))
+    flat.update(meta.get("order") or {})
+    return flat
+
+
+def open_batches(path: str | os.PathLike, *, spec: BatchSpec | None = None, order: Order | None = None,
+                 dataset: Any = None, shuffle: bool = True, **options: Any) -> PrecomputedBatches:
     """Open a store written by ``lstm-data precompute``, checking it against what you expect.
 
     Parameters
     ----------
     path
         The store.
-    spec, batch_size, seed
-        When given, must equal what the store records.
+    spec
+        When given, must equal the recorded spec (including ``nan_to`` and
+        ``pad_to_multiple_of``).
+    order
+        When given, each setting it holds that differs from its default (batch size,
+        seed, shuffle, bucketing, weights, ...) must equal the recorded one.
     dataset
         When given, its :func:`~lstm_data.store.format.fingerprint` must equal the
         recorded one (the store was made from this data).
     shuffle
         Permute the order of the stored batches each epoch after the first.
+    **options
+        ``batch_size=`` and ``seed=`` of earlier releases (deprecated: give
+        ``order=Order(batch_size=..., seed=...)``).
 
     Raises
     ------
@@ -179,7 +205,19 @@ def open_batches(path: str | os.PathLike, *, spec: BatchSpec | None = None, batc
         A given expectation differs from the record; the message names each one.
     """
     meta = read_metadata(path)
-    expected = {"spec": None if spec is None else spec.to_dict(), "batch_size": batch_size,
-                "seed": seed, "fingerprint": None if dataset is None else fingerprint(dataset)}
-    compare_metadata(meta, expected, where=str(path))
+    if options:
+        unknown = set(options) - {"batch_size", "seed"}
+        if unknown:
+            raise unknown_option(sorted(unknown)[0], ["spec", "order", "dataset", "shuffle"], "open_batches")
+        warnings.warn(f"open_batches({', '.join(f'{k}=...' for k in options)}) is deprecated: give "
+                      f"order=Order({', '.join(f'{k}=...' for k in options)})", DeprecationWarning, stacklevel=2)
+        given = {k: v for k, v in options.items() if v is not None}
+        order = (order or Order()).replace(**given) if given else order
+    expected = {"spec": None if spec is None else spec.to_dict(),
+                "fingerprint": None if dataset is None else fingerprint(dataset)}
+    if order is not None:
+        if not isinstance(order, Order):
+            raise OptionError(f"open_batches: order must be an Order, got {type(order).__name__}")
+        expected.update(order.to_dict())
+    compare_metadata(_flat_record(meta), expected, where=str(path))
     return PrecomputedBatches(path, shuffle=shuffle)

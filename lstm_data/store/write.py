@@ -15,13 +15,13 @@ import logging
 import os
 import shutil
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lstm_data._util.checks import check_count
 from lstm_data._util.safe_output import (
     check_not_input,
     move_into_place,
@@ -30,9 +30,12 @@ from lstm_data._util.safe_output import (
 )
 from lstm_data.batching.batches import Batches
 from lstm_data.batching.order import resolve_shuffle
+from lstm_data.batching.legacy_options import legacy_options
+from lstm_data.batching.order_options import Order
 from lstm_data.batching.spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
 from lstm_data.io.layout import EVERY_CHUNK_ATTR
+from lstm_data.io.manifest import MANIFEST_ATTR, write_manifest
 from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,
@@ -150,54 +153,57 @@ def _describe(shapes: np.ndarray) -> str:
 
 
 #: what must match for an existing store to be reused
-_REUSE_KEYS = ("spec", "batch_size", "seed", "shuffle", "bucketing", "fingerprint")
+_REUSE_KEYS = ("spec", "batch_size", "seed", "shuffle", "bucketing", "order", "fingerprint")
+#: Order settings recorded under their own keys (the rest go under "order")
+_OWN_KEYS = ("batch_size", "seed", "shuffle", "bucket_by", "bucket_window")
 
 
-def _metadata(dataset: Dataset, spec: BatchSpec, batch_size: int, seed: int, shuffle: Any,
-              bucketing: dict | None) -> dict:
+def _metadata(dataset: Dataset, spec: BatchSpec, order: Order, bucketing: dict | None) -> dict:
+    rest = {k: v for k, v in order.to_dict().items() if k not in _OWN_KEYS}
     return {"format": STORE_FORMAT, "version": STORE_VERSION, "spec": spec.to_dict(),
-            "batch_size": int(batch_size), "seed": int(seed), "shuffle": shuffle,
-            "bucketing": bucketing or {}, "fingerprint": fingerprint(dataset),
+            "batch_size": int(order.batch_size), "seed": int(order.seed or 0), "shuffle": order.shuffle,
+            "bucketing": bucketing or {}, "order": rest, "fingerprint": fingerprint(dataset),
             "source": list(getattr(dataset, "source", ()))}
 
 
-def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, batch_size: int = 1024,
-               seed: int = 0, shuffle: Any = "auto", workers: int = 1, force: bool = False,
-               progress: bool = True, compress: bool = True, bucket_by: str | None = None,
-               bucket_window: int = 64, pad_to_multiple_of: int | None = None,
-               client: Any = None) -> PrecomputeSummary:
+def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order: Order | int | None = None, *,
+               workers: int = 1, overwrite: bool = False, progress: bool = True, compress: bool = True,
+               client: Any = None, **options: Any) -> PrecomputeSummary:
     """Write every batch of epoch 0 to the zarr v3 store ``out``, atomically.
 
     Parameters
     ----------
-    dataset, spec, batch_size, seed, shuffle
-        As for :class:`~lstm_data.batching.batches.Batches` (``shuffle="auto"``:
-        ``True`` in RAM, ``"block"`` on disk; the store records the choice made).
+    dataset, spec, order
+        As for :class:`~lstm_data.batching.batches.Batches`: the store holds the
+        batches ``Batches(dataset, spec, order)`` builds in epoch 0 (``seed=None``
+        is seed 0 here; ``shuffle="auto"``: ``True`` in RAM, ``"block"`` on disk; the
+        store records the choice made). With ``bucket_by`` each stored batch keeps
+        its own width, so the store shrinks with the padding.
     out
-        The store to write. If it exists and records the same spec, batch size,
-        seed, shuffle and data fingerprint, it is reused as is.
+        The store to write. If it exists and records the same spec, order and data
+        fingerprint, it is reused as is.
     workers
         Threads building batches.
-    force
+    overwrite
         Replace an existing batch store made with other settings or data. Anything
         else at ``out`` (a dataset, an unrelated directory) is never replaced.
     progress
         Show a tqdm progress bar (batches/s) when tqdm is installed.
     compress
         zstd (level 1) chunks; ``False`` stores raw chunks (checksummed either way).
-    bucket_by, bucket_window, pad_to_multiple_of
-        Length bucketing, as for :class:`~lstm_data.batching.batches.Batches`: each
-        stored batch keeps its own width (the store holds per-batch shapes), so the
-        store shrinks with the padding. Recorded, and part of the reuse check.
     client
         A Dask ``distributed.Client``: build and write disjoint runs of batches on its
         workers (extra ``dask``; see :mod:`lstm_data.store.ranges`). The store is bitwise
         the one written without it. ``workers`` is then unused.
+    **options
+        The keyword spellings of earlier releases (``batch_size=``, ``seed=``,
+        ``shuffle=``, ``bucket_by=``, ``pad_to_multiple_of=``, ``force=``, ...), with
+        a ``DeprecationWarning`` naming the new home of each.
 
     Raises
     ------
     StoreMismatchError
-        ``out`` exists with other settings or data and ``force`` is off.
+        ``out`` exists with other settings or data and ``overwrite`` is off.
     FileExistsError
         ``out`` exists and is not a precomputed batch store.
     ValueError
@@ -205,16 +211,21 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
     """
     import zarr
 
+    if "force" in options:
+        warnings.warn("precompute(force=...) is deprecated: use overwrite=...", DeprecationWarning, stacklevel=2)
+        overwrite = bool(options.pop("force"))
+    force = overwrite
+    spec, order, _ = legacy_options(spec, order, None, options, "precompute")
     out = Path(out)
     started = time.perf_counter()
-    seed = check_count(seed, "seed")
+    order = order.replace(seed=0 if order.seed is None else order.seed,
+                          shuffle=resolve_shuffle(order.shuffle, dataset.in_ram))
     check_not_input(out, getattr(dataset, "source", ()))
-    shuffle = resolve_shuffle(shuffle, dataset.in_ram)
-    batches = Batches(dataset, spec, batch_size=batch_size, shuffle=shuffle, seed=seed, bucket_by=bucket_by,
-                      bucket_window=bucket_window, pad_to_multiple_of=pad_to_multiple_of)
-    bucketing = None if bucket_by is None else {"bucket_by": bucket_by, "bucket_window": int(bucket_window),
-                                                "pad_to_multiple_of": pad_to_multiple_of}
-    meta = _metadata(dataset, spec, batch_size, seed, shuffle, bucketing)
+    batches = Batches(dataset, spec, order)
+    bucketing = None if order.bucket_by is None else {
+        "bucket_by": order.bucket_by, "bucket_window": order.bucket_window,
+        "pad_to_multiple_of": spec.pad_to_multiple_of}
+    meta = _metadata(dataset, spec, order, bucketing)
     if bucketing is not None:
         meta["batch_spec"] = batches.spec.to_dict()
     if out.exists():
@@ -226,7 +237,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
                                       "remove it yourself or choose another output") from None
             recorded = None
         if recorded is not None and not force:
-            compare_metadata({"bucketing": {}, **recorded}, {k: meta[k] for k in _REUSE_KEYS},
+            compare_metadata({"bucketing": {}, "order": {}, **recorded}, {k: meta[k] for k in _REUSE_KEYS},
                              where=str(out))
             _log.info("precompute: %s already holds these batches (same spec, batch size, seed, "
                       "shuffle and data fingerprint): reused", out)
@@ -265,8 +276,9 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, *, bat
             if bar is not None:
                 bar.close()
         meta.update(n_batches=len(batches), n_rows=batches.n_rows, outputs=names)
-        # written last: a half-written store is never taken as complete
-        root.attrs.update({EVERY_CHUNK_ATTR: True, ATTR: meta})
+        # written last: a half-written store is never taken as complete; then the manifest
+        root.attrs.update({EVERY_CHUNK_ATTR: True, MANIFEST_ATTR: True, ATTR: meta})
+        write_manifest(tmp)
         move_into_place(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -299,7 +311,7 @@ def _is_batch_store(path: Path) -> bool:
 def _codecs(compress: bool) -> dict:
     """Options of every array of a store: zstd (level 1) unless ``compress`` is off, then a
     CRC-32C checksum; every chunk written (a missing chunk is then damage, see
-    :func:`lstm_data.io.zarr.strict_group`)."""
+    :mod:`lstm_data.io.checked_store`)."""
     from zarr.codecs import Crc32cCodec, ZstdCodec
 
     chain = (ZstdCodec(level=1), Crc32cCodec()) if compress else (Crc32cCodec(),)
@@ -317,10 +329,10 @@ def _progress(total: int, enabled: bool):
 
 
 def _summary_of(path: Path, seconds: float, *, reused: bool = False) -> PrecomputeSummary:
-    import zarr
+    from lstm_data.io.checked_store import open_checked
 
     meta = read_metadata(path)
-    index = zarr.open_group(str(path), mode="r")["_index"]
+    index = open_checked(str(path), str(path))[0]["_index"]
     spec = BatchSpec.from_dict(meta["spec"])
     sig = spec.signature()
     outputs = {}

@@ -15,6 +15,7 @@ import zarr
 
 import lstm_data
 from lstm_data import FormatError
+from lstm_data.io.manifest import write_manifest
 
 FORMATS = ["h5", "zarr"]
 
@@ -37,7 +38,8 @@ def read_array(path, key: str) -> np.ndarray:
 
 
 def replace_array(path, key: str, data: np.ndarray) -> None:
-    """Overwrite array ``key`` of the store with ``data`` (any dtype or shape)."""
+    """Overwrite array ``key`` of the store with ``data`` (any dtype or shape), as a writer
+    would have written it (a zarr store's manifest records the new array)."""
     if str(path).endswith(".h5"):
         with h5py.File(path, "r+") as f:
             del f[key]
@@ -46,6 +48,7 @@ def replace_array(path, key: str, data: np.ndarray) -> None:
     group, _, name = key.rpartition("/")
     root = zarr.open_group(path, mode="r+")
     (root[group] if group else root).create_array(name, data=data, overwrite=True)
+    write_manifest(path)
 
 
 def as_text(path, data: np.ndarray) -> np.ndarray:
