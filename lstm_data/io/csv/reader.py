@@ -50,6 +50,7 @@ from lstm_data.io.csv.plan import (
     split_header,
     surprised,
 )
+from lstm_data.io.csv.precision import Inexact, note_inexact, warn_inexact
 from lstm_data.io.schema import Schema
 
 __all__ = ["read_csv", "DEFAULT_BLOCK_SIZE", "peek_sample", "sample_plan"]
@@ -160,6 +161,7 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None
         plan = general
         scalars, groups, flags = run.parse(plan)
     scalar_cols, group_cols = assemble(plan, scalars, groups, flags, dt)
+    warn_inexact(run.inexact, dt)
     for message in near_splits(group_cols, general.inferred):
         warn_user(f"{', '.join(paths)}: {message}", BrokenRowsWarning)
     return InMemoryDataset(scalar_cols, group_cols, source=paths)
@@ -247,9 +249,11 @@ class _Run:
                                                     **self.options)
         parser = self._make()
         done = 0
+        self.inexact: Inexact = {}
         for path in self.paths:
             try:
                 self._parse_file(parser, path, done)
+                note_inexact(self.inexact, parser, path)
             except SchemaError as exc:
                 if not plan.general and exc.variable in plan.inferred:
                     raise _Replan from None

@@ -40,6 +40,7 @@ from lstm_data.io.row_blocks import (
     RowBlocks,
     dataset_blocks,
 )
+from lstm_data.io.csv.precision import Inexact, note_inexact, warn_inexact
 from lstm_data.io.schema import Schema
 
 __all__ = ["csv_blocks"]
@@ -123,6 +124,7 @@ class _StreamRun(reader._Run):
                            self.position)
         self._make = make_real
         done = 0
+        inexact: Inexact = {}
         for path in self.paths:
             try:
                 self._parse_file(parser, path, done)
@@ -130,7 +132,9 @@ class _StreamRun(reader._Run):
             except _Located as exc:
                 row = None if getattr(exc, "row", None) is None else exc.row + parser.emitted
                 raise exc.located(file=path, row=row) from None
+            note_inexact(inexact, parser, path)
             done += os.path.getsize(path)
+        warn_inexact(inexact, self.options["dtype"])
         return None
 
 

@@ -10,6 +10,9 @@ How it is fast and lean
 * One ``nogil`` pass per block tokenizes RFC 4180 text and parses every number
   with the exact Clinger + ``strtod_l`` parser of ``numparse.pxd``. No Python
   object is made per cell.
+* An integer token the dtype changes (beyond 2**24 in float32, 2**53 in float64)
+  sets the column's ``INEXACT`` flag; the check costs one compare per stored
+  value (plain decimals of the quoted-list fast path are below 10**7: none).
 * Values go straight to their final interleaved place: prong ``k`` of variable
   ``j`` of a group is written to record ``total + k``, column ``j``.
 * Plain decimals take the SWAR path of ``numparse.pxd``; in a quoted list the
@@ -23,7 +26,7 @@ How it is fast and lean
   the caller to pass again with the next block.
 """
 cimport cython
-from libc.math cimport NAN
+from libc.math cimport NAN, fabs
 
 cimport numpy as cnp
 import numpy as np
@@ -320,6 +323,8 @@ cdef class CsvBlockParser(CsvColumns):
             (<float *> slot)[0] = <float> v
         else:
             (<double *> slot)[0] = v
+        if fabs(v) >= self.int_limit:  # rare: only integers this large can change
+            self._note_int(buf + tok, end - tok, col, v, line)
         if is_lsep and self.kind[col] == K_SCALAR:
             return self._fail(E_SCALAR_LIST, line, col, tok, end, cell, escaped)
         return 1

@@ -13,6 +13,7 @@ cdef enum:
     F_BARE = 4
     F_INEXACT = 8   # = lstm_data.kernels._csv_flags.INEXACT
     F_LISTED = 16   # = lstm_data.kernels._csv_flags.LISTED
+    INT_KEPT = 32   # bytes kept of the first changed integer token of a column
 
 cdef enum Status:  # of the nogil parser: 0 or 1, else an error that _raise turns into an exception
     ST_OK = 0
@@ -45,6 +46,14 @@ cdef class CsvColumns:
     cdef ColStore *offset_store   # rows + 1 offsets per group, the first one 0
     cdef int64_t *total
     cdef int64_t *current
+    # the first integer token per column that the dtype changes: committed, and of the current record
+    cdef double int_limit
+    cdef int64_t *first_line
+    cdef int64_t *first_len
+    cdef char *first_tok
+    cdef int64_t *pend_line
+    cdef int64_t *pend_len
+    cdef char *pend_tok
     # where the last error was found
     cdef Py_ssize_t e_line, e_col, e_tok, e_end, e_cell, e_count
     cdef bint e_quoted
@@ -52,7 +61,11 @@ cdef class CsvColumns:
     cdef _start(self)
     cdef _alloc(self)
     cdef void _free_stores(self) noexcept
+    cdef void _note_int(self, const char *s, Py_ssize_t n, Py_ssize_t col, double v,
+                        Py_ssize_t line) noexcept nogil
     cdef int _commit(self) noexcept nogil
+    cdef void _keep_first(self, Py_ssize_t c, int64_t line, int64_t length,
+                          const char *toks) noexcept nogil
     cdef int _append(self, CsvColumns other) noexcept nogil
     cdef void _clear(self) noexcept nogil
     cdef int _fail(self, int status, Py_ssize_t line, Py_ssize_t col, Py_ssize_t tok=*,

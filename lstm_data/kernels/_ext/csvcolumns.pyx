@@ -8,7 +8,7 @@ without a copy in :meth:`CsvColumns.finish`. It also keeps where the last
 error was found (:meth:`_fail`, without the GIL) and turns it into the twin's
 exception (:meth:`_raise`). The tokenizer lives in ``csvblock.pyx``.
 """
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy
 
@@ -18,6 +18,7 @@ import numpy as np
 from lstm_data.errors import TOKEN_QUOTE, ParseError, SchemaError
 from .._args import KINDS, check_csv_extend, check_csv_seps, check_dtype, csv_layout
 from .colstore cimport ColStore, cs_at, cs_free, cs_init, cs_reserve, cs_to_array
+from .numparse cimport int_token_changed, is_space
 
 cnp.import_array()
 
@@ -32,11 +33,18 @@ cdef class CsvColumns:
         self.scalar_store = NULL
         self.value_store = NULL
         self.offset_store = NULL
+        self.first_line = NULL
+        self.first_len = NULL
+        self.first_tok = NULL
+        self.pend_line = NULL
+        self.pend_len = NULL
+        self.pend_tok = NULL
 
     def __init__(self, names, kinds, groups, *, dtype=np.float32, sep=",", list_sep=",",
                  first_line=1):
         self.dtype = check_dtype(dtype)
         self.f32 = self.dtype == np.dtype(np.float32)
+        self.int_limit = 16777216.0 if self.f32 else 9007199254740992.0  # 2**24, 2**53
         self.itemsize = self.dtype.itemsize
         csep, clsep = check_csv_seps(sep, list_sep)
         self.sep = <char> csep
@@ -91,6 +99,15 @@ cdef class CsvColumns:
         self.offset_store = <ColStore *> calloc(g, sizeof(ColStore))
         self.total = <int64_t *> calloc(g, sizeof(int64_t))
         self.current = <int64_t *> calloc(g, sizeof(int64_t))
+        self.first_line = <int64_t *> calloc(n, sizeof(int64_t))
+        self.first_len = <int64_t *> calloc(n, sizeof(int64_t))
+        self.first_tok = <char *> calloc(n, INT_KEPT)
+        self.pend_line = <int64_t *> calloc(n, sizeof(int64_t))
+        self.pend_len = <int64_t *> calloc(n, sizeof(int64_t))
+        self.pend_tok = <char *> calloc(n, INT_KEPT)
+        if (self.first_line == NULL or self.first_len == NULL or self.first_tok == NULL
+                or self.pend_line == NULL or self.pend_len == NULL or self.pend_tok == NULL):
+            raise MemoryError()
         if (self.kind == NULL or self.flags == NULL or self.rec_flags == NULL
                 or self.group_of == NULL or self.var_of == NULL or self.leader == NULL
                 or self.scalar_store == NULL or self.value_store == NULL
@@ -110,6 +127,12 @@ cdef class CsvColumns:
         free(self.offset_store)
         free(self.total)
         free(self.current)
+        free(self.first_line)
+        free(self.first_len)
+        free(self.first_tok)
+        free(self.pend_line)
+        free(self.pend_len)
+        free(self.pend_tok)
 
     cdef void _free_stores(self) noexcept:
         cdef Py_ssize_t i
@@ -136,8 +159,38 @@ cdef class CsvColumns:
         self._line = int(value)
 
     def column_flags(self):
-        """Per column, OR of ``QUOTED``, ``MULTI`` and ``BARE`` over committed records."""
+        """Per column, OR of ``QUOTED``, ``MULTI``, ``BARE``, ``INEXACT`` and ``LISTED`` over
+        committed records."""
         return np.array([self.flags[c] for c in range(self.ncols)], dtype=np.uint8)
+
+    def inexact_ints(self):
+        """Column name -> ``(line, token, token length)`` of the first committed integer token
+        the dtype changes (see the twin)."""
+        out = {}
+        for c in range(self.ncols):
+            if self.flags[c] & F_INEXACT:
+                kept = min(self.first_len[c], INT_KEPT)
+                out[self.names[c]] = (self.first_line[c],
+                                      self.first_tok[c * INT_KEPT:c * INT_KEPT + kept].decode("ascii"),
+                                      self.first_len[c])
+        return out
+
+    cdef void _note_int(self, const char *s, Py_ssize_t n, Py_ssize_t col, double v,
+                        Py_ssize_t line) noexcept nogil:
+        """Flag column ``col`` when the token ``s[:n]``, of value ``v`` (beyond the dtype's
+        exact integers), is an integer that the stored value changes; keep the record's first."""
+        cdef double stored = <double> (<float> v) if self.f32 else v
+        cdef Py_ssize_t a = 0, b = n
+        if self.rec_flags[col] & F_INEXACT or not int_token_changed(s, n, stored):
+            return
+        self.rec_flags[col] |= F_INEXACT
+        while b > a and is_space(s[b - 1]):
+            b -= 1
+        while a < b and is_space(s[a]):
+            a += 1
+        self.pend_line[col] = line
+        self.pend_len[col] = b - a
+        memcpy(self.pend_tok + col * INT_KEPT, s + a, min(b - a, <Py_ssize_t> INT_KEPT))
 
     cdef int _commit(self) noexcept nogil:
         cdef Py_ssize_t g, c
@@ -149,10 +202,18 @@ cdef class CsvColumns:
                 return -1
             (<int64_t *> slot)[0] = self.total[g]
         for c in range(self.ncols):
+            if self.rec_flags[c] & F_INEXACT and not self.flags[c] & F_INEXACT:
+                self._keep_first(c, self.pend_line[c], self.pend_len[c], self.pend_tok)
             self.flags[c] |= self.rec_flags[c]
             self.rec_flags[c] = 0
         self._rows += 1
         return 0
+
+    cdef inline void _keep_first(self, Py_ssize_t c, int64_t line, int64_t length,
+                                 const char *toks) noexcept nogil:
+        self.first_line[c] = line
+        self.first_len[c] = length
+        memcpy(self.first_tok + c * INT_KEPT, toks + c * INT_KEPT, INT_KEPT)
 
     def extend(self, other):
         """Append the committed rows of ``other`` and leave it empty (see the twin).
@@ -179,6 +240,9 @@ cdef class CsvColumns:
         cdef int64_t *src
         cdef ColStore *store
         for c in range(self.ncols):
+            if other.flags[c] & F_INEXACT and not self.flags[c] & F_INEXACT:
+                self._keep_first(c, other.first_line[c] + self._line, other.first_len[c],
+                                 other.first_tok)
             self.flags[c] |= other.flags[c]
             if self.kind[c] == K_SCALAR and n > 0:
                 store = &self.scalar_store[c]

@@ -400,3 +400,38 @@ cdef inline Py_ssize_t fast_number(const char *buf, Py_ssize_t pos, Py_ssize_t n
         v = <double> mant / ld_pow10[-exp10]
     out[0] = -v if neg else v
     return p - buf
+
+
+# -- integers that a float dtype changes ---------------------------------------------------
+
+cdef inline bint int_token_changed(const char *s, Py_ssize_t n, double stored) noexcept nogil:
+    """Whether ``s[:n]`` is an integer token (``[+-]digits``, whitespace around) that
+    ``stored`` (its value in the dtype, integral: the caller asks only beyond 2**24 or 2**53)
+    does not equal, or one of more than ``MAX_DIGITS`` significant digits."""
+    cdef Py_ssize_t i = 0, sig = 0
+    cdef uint64_t mant = 0
+    cdef unsigned int d
+    cdef bint started = False
+    while n > 0 and is_space(s[n - 1]):
+        n -= 1
+    while i < n and is_space(s[i]):
+        i += 1
+    if i < n and (s[i] == c'+' or s[i] == c'-'):
+        i += 1
+    if i == n:
+        return False
+    while i < n:
+        d = <unsigned int> (<unsigned char> s[i]) - 48u
+        if d > 9:
+            return False
+        if d or started:
+            started = True
+            if sig < MAX_DIGITS:
+                mant = mant * 10 + d
+            sig += 1
+        i += 1
+    if sig > MAX_DIGITS:
+        return True
+    if stored < 0:
+        stored = -stored
+    return <uint64_t> stored != mant  # stored < 2**64: it rounds a value below 10**19

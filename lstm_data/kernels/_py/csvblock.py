@@ -30,6 +30,14 @@ ragged column belongs to one group, whose first column in file order (its
 *leader*) sets the row length that the other members must match.
 ``"skip"``: the field is tokenized but not read (it may hold any text).
 
+Integers the dtype changes
+--------------------------
+An *integer token* is ``[+-]digits``. When the value stored for one (in the
+column's dtype) is not that integer (possible beyond 2**24 in float32, 2**53 in
+float64), or it has more than 19 significant digits, the column gets the
+:data:`~lstm_data.kernels.INEXACT` flag, and :meth:`CsvBlockParser.inexact_ints`
+gives the first such token of each column (its line, and its first 32 bytes).
+
 Errors are raised in stream order, as soon as the text that decides them has
 been seen: a token when its terminator is seen, a group length check and the
 text after a closing quote at the end of the cell, a field count at the end of
@@ -54,7 +62,7 @@ from lstm_data.kernels._args import (
     check_dtype,
     csv_layout,
 )
-from lstm_data.kernels._csv_flags import LISTED
+from lstm_data.kernels._csv_flags import INEXACT, LISTED
 from lstm_data.kernels._py.parse import TOKEN_RE
 
 __all__ = ["CsvBlockParser"]
@@ -63,6 +71,10 @@ _WS = b" \t\r\n\v\f"
 _AFTER_QUOTE_WS = b" \t\r\v\f"
 _TOKEN = re.compile(TOKEN_RE.pattern.encode("ascii"), re.IGNORECASE)
 _LF, _QUOTE, _OPEN, _CLOSE = 10, 34, 91, 93
+_INT = re.compile(rb"[+-]?[0-9]+")
+#: bytes kept of the first integer token per column that the dtype changes
+INT_KEPT = 32
+_MAX_DIGITS = 19
 #: bytes of a bad token kept for its error (which quotes fewer characters and its length)
 TOKEN_CUT = 4 * TOKEN_QUOTE
 
@@ -104,6 +116,9 @@ class CsvBlockParser:
         self._line = int(first_line)
         self._rows = 0
         self._flags = bytearray(len(self._names))
+        self._first: dict[int, tuple[int, bytes, int]] = {}  # column -> first changed integer
+        self._pending: dict[int, tuple[int, bytes, int]] = {}  # the same, in the current record
+        self._int_dtype = np.float32 if self._dtype == np.float32 else np.float64
         self._scalars = {c: [] for c, k in enumerate(self._kinds) if k == "scalar"}
         self._values = [[[] for _ in cols] for cols in self._group_cols]
         self._offsets = [[0] for _ in self._group_cols]
@@ -136,6 +151,13 @@ class CsvBlockParser:
         holding at least one number), :data:`MULTI` (two or more numbers).
         """
         return np.frombuffer(bytes(self._flags), dtype=np.uint8).copy()
+
+    def inexact_ints(self) -> dict[str, tuple[int, str, int]]:
+        """Column name -> ``(line, token, token length)`` of the first committed integer
+        token that the dtype changes (``token``: at most its first 32 bytes), for every
+        column with the :data:`~lstm_data.kernels.INEXACT` flag, in column order."""
+        return {self._names[c]: (line, tok.decode("ascii"), length)
+                for c, (line, tok, length) in sorted(self._first.items())}
 
     # -- feeding -------------------------------------------------------------
     def feed(self, data: bytes | bytearray | memoryview, final: bool = False) -> int:
@@ -176,6 +198,7 @@ class CsvBlockParser:
                 raise _Incomplete
             return n
         rec_line, cells, flags = self._line, [], []
+        self._pending = {}
         col, ncols = 0, len(self._names)
         while True:
             value, flag, pos = self._field(buf, pos, final, col, cells)
@@ -203,6 +226,8 @@ class CsvBlockParser:
     def _commit(self, cells: list, flags: list) -> None:
         for c, value in enumerate(cells):
             kind = self._kinds[c]
+            if flags[c] & INEXACT and not self._flags[c] & INEXACT:
+                self._first[c] = self._pending[c]
             self._flags[c] |= flags[c]
             if kind == "scalar":
                 self._scalars[c].append(value[0] if value else float("nan"))
@@ -235,7 +260,8 @@ class CsvBlockParser:
                     f"has {len(numbers)} values but {self._names[leader]!r} has {expected}",
                     line=self._line, column=col + 1, variable=self._names[col], row=self._rows)
         flag = ((QUOTED if quoted else BARE if numbers else 0)
-                | (MULTI if len(numbers) > 1 else 0) | (LISTED if bracket else 0))
+                | (MULTI if len(numbers) > 1 else 0) | (LISTED if bracket else 0)
+                | (INEXACT if col in self._pending else 0))
         return numbers, flag, pos
 
     def _skip(self, buf: bytes, pos: int, final: bool, quoted: bool, col: int) -> int:
@@ -369,15 +395,28 @@ class CsvBlockParser:
             return  # an empty cell
         if not _TOKEN.fullmatch(text):
             raise ParseError("invalid number", **where)
-        numbers.append(float(text))
+        value = float(text)
+        numbers.append(value)
+        if col not in self._pending and _INT.fullmatch(text) and self._changes(text, value):
+            self._pending[col] = (where["line"], text[:INT_KEPT], len(text))
         if is_list_sep and self._kinds[col] == "scalar":
             raise SchemaError("several values in a scalar column", **where)
+
+    def _changes(self, text: bytes, value: float) -> bool:
+        """Whether the integer token ``text`` is not held exactly by the dtype (or is too long)."""
+        if len(text.lstrip(b"+-").lstrip(b"0")) > _MAX_DIGITS:
+            return True
+        with np.errstate(over="ignore"):
+            return int(self._int_dtype(value)) != int(text)
 
     def extend(self, other: "CsvBlockParser") -> None:
         """Append the committed rows of ``other`` (a parser of the same layout) to this one.
 
         As if ``other``'s text had been fed here (rows, values, column flags), but
-        :attr:`line` is left alone. ``other`` is left empty, ready for another block:
+        :attr:`line` is left alone. The lines of ``other``'s first changed integers
+        (:meth:`inexact_ints`) count from ``other``'s start, which is taken to be
+        this parser's :attr:`line` (feed ``other`` from line 0, as the threaded
+        reader does). ``other`` is left empty, ready for another block:
         this stitches blocks parsed on several threads, in order.
 
         Raises
@@ -399,6 +438,9 @@ class CsvBlockParser:
             shift = offsets[-1]
             offsets.extend(o + shift for o in other._offsets[g][1:])
         for c, flag in enumerate(other._flags):
+            if flag & INEXACT and not self._flags[c] & INEXACT:
+                line, token, length = other._first[c]
+                self._first[c] = (line + self._line, token, length)
             self._flags[c] |= flag
         self._rows += other._rows
         other._clear()
@@ -409,6 +451,7 @@ class CsvBlockParser:
         self._values = [[[] for _ in cols] for cols in self._group_cols]
         self._offsets = [[0] for _ in self._group_cols]
         self._flags = bytearray(len(self._names)) if flags else self._flags
+        self._first = {} if flags else self._first
         self._rows = 0
 
     # -- results ---------------------------------------------------------------
