@@ -1,0 +1,94 @@
+"""What the manifest check costs: reads of a store with a manifest against the same store without.
+
+Run from a checkout::
+
+    python bench/manifest_cost.py [--rows 200000] [--runs 15]
+
+Each run, in alternating order, opens the store fresh (so every chunk's first
+read is checked against the manifest, the worst case) and reads it:
+
+* ``open``: ``ZarrDataset(path)`` (manifest parsed, metadata files checked);
+* ``random``: open, then 8 batches of 1024 random rows (our direct decoder);
+* ``batches``: a precomputed batch store opened and every batch read (zarr-python
+  through the checked store).
+
+The figure is the median over runs of the per-pair ratio ``time without / time
+with`` (1.0: free; the issue's bar is >= 0.95).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _strip(path: Path) -> None:
+    import zarr
+
+    from lstm_data.io.manifest import MANIFEST_ATTR, MANIFEST_KEY
+
+    shutil.rmtree(path / MANIFEST_KEY)
+    del zarr.open_group(str(path), mode="r+").attrs[MANIFEST_ATTR]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+
+    from lstm_data import BatchSpec
+    from lstm_data.data.synthetic import make_dataset
+    from lstm_data.io.zarr import ZarrDataset
+    from lstm_data.store.read import PrecomputedBatches
+    from lstm_data.store.write import precompute
+
+    ds = make_dataset(args.rows, seed=0)
+    spec = BatchSpec.from_toml(Path(__file__).resolve().parents[1] / "examples" / "numu_v3.toml")
+    rng = np.random.default_rng(0)
+    picks = [rng.integers(0, args.rows, 1024) for _ in range(8)]
+    with tempfile.TemporaryDirectory(prefix="manifest_cost_") as tmp:
+        stores = {"with": Path(tmp) / "with.zarr", "without": Path(tmp) / "without.zarr"}
+        ds.to_zarr(stores["with"])
+        shutil.copytree(stores["with"], stores["without"])
+        _strip(stores["without"])
+        batch = {k: Path(tmp) / f"b_{k}.zarr" for k in stores}
+        precompute(ds.take(np.arange(min(args.rows, 50_000))), spec, batch["with"], progress=False)
+        shutil.copytree(batch["with"], batch["without"])
+        _strip(batch["without"])
+        assert ZarrDataset(stores["with"]).notes == () and ZarrDataset(stores["without"]).notes
+
+        def _random(path: Path) -> None:
+            z = ZarrDataset(path)
+            for rows in picks:
+                z.take(rows)
+
+        def _batches(path: Path) -> None:
+            b = PrecomputedBatches(path, shuffle=False)
+            for i in range(len(b)):
+                b[i]
+
+        cases = {"open": lambda k: ZarrDataset(stores[k]), "random": lambda k: _random(stores[k]),
+                 "batches": lambda k: _batches(batch[k])}
+        ratios: dict[str, list[float]] = {c: [] for c in cases}
+        for run in range(args.runs + 1):
+            for case, fn in cases.items():
+                seconds = {}
+                for kind in (("with", "without") if run % 2 else ("without", "with")):
+                    t0 = time.perf_counter()
+                    fn(kind)
+                    seconds[kind] = time.perf_counter() - t0
+                if run:  # the first run warms the page cache
+                    ratios[case].append(seconds["without"] / seconds["with"])
+        for case, values in ratios.items():
+            print(f"{case:8s} speed with manifest / without: median {statistics.median(values):.3f} "
+                  f"(min {min(values):.3f}, max {max(values):.3f}, {len(values)} interleaved pairs)")
+
+
+if __name__ == "__main__":
+    main()
