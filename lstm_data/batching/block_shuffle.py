@@ -38,15 +38,8 @@ __all__ = ["BlockSource", "value_chunk_rows"]
 
 def value_chunk_rows(dataset: Dataset) -> list[np.ndarray]:
     """For each ragged group chunked on disk, the rows where its value chunks start."""
-    out = []
-    for name in dataset.groups:
-        chunk_len = dataset.value_chunk_len(name)
-        if chunk_len <= 0:
-            continue
-        offsets = dataset.offsets(name)
-        starts = np.arange(0, int(offsets[-1]), chunk_len, dtype=np.int64)
-        out.append(np.unique(np.searchsorted(offsets[:-1], starts, side="right") - 1).clip(0))
-    return out
+    starts = [dataset.value_chunk_starts(name) for name in dataset.groups]
+    return [s for s in starts if len(s)]
 
 
 class BlockSource:

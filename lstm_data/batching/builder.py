@@ -3,9 +3,16 @@
 In RAM, a batch is one :class:`kernels.BatchGather` call: it pads every ragged
 field straight from the full ``(values, offsets)`` and gathers every scalar field
 from a pre-stacked ``(N, S)`` table, all in one section without the GIL, so
-threads building batches scale. On disk, each needed group is read once per
-batch with ``dataset.ragged(group, rows)`` (the reader coalesces chunk reads) and
-then padded. There is no per-row Python work.
+threads building batches scale. A dataset of several in-RAM parts (the files of
+``lstm_data.open(list or glob)``) is gathered the same way: the kernel takes
+every part's ``(values, offsets)`` and finds each row's part itself, so nothing
+is concatenated. On disk, each needed group is read once per batch with
+``dataset.ragged(group, rows)`` (the reader coalesces chunk reads) and then
+padded. There is no per-row Python work.
+
+Integer and boolean values batch like floats. An integer that the batch dtype
+cannot hold exactly (above 2**24 in float32, 2**53 in float64) is warned about
+once per output, naming the variable and the first value changed.
 """
 from __future__ import annotations
 
@@ -16,6 +23,8 @@ import numpy as np
 
 from lstm_data import kernels
 from lstm_data.batching.spec import LENGTHS_SUFFIX, Arrays, ResolvedField
+from lstm_data.batching.exactness import warn_if_inexact
+from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 
 __all__ = ["BatchBuilder"]
@@ -45,7 +54,8 @@ class BatchBuilder:
         self.fields = list(fields)
         self.nan_to = None if nan_to is None else float(nan_to)
         self.pad_to_multiple_of = None if pad_to_multiple_of is None else int(pad_to_multiple_of)
-        self.in_ram = isinstance(dataset, InMemoryDataset)
+        self.in_ram = isinstance(dataset, InMemoryDataset) or (
+            isinstance(dataset, ConcatDataset) and dataset.in_ram)
         self._scalar_tables: dict[str, np.ndarray] = {}
         self._row_lengths: dict[str, np.ndarray] = {}
         self._group_has_nan: dict[str, bool] = {}
@@ -63,6 +73,8 @@ class BatchBuilder:
         if table is None:
             dt = f.field.np_dtype
             cols = [self.dataset.scalar(v) for v in f.field.vars]
+            for name, col in zip(f.field.vars, cols):
+                warn_if_inexact(col, dt, f"scalar {name!r} of output {f.name!r}")
             if len(cols) == 1 and cols[0].dtype == dt:
                 table = cols[0].reshape(-1, 1)
             else:
@@ -100,14 +112,22 @@ class BatchBuilder:
             width += multiple - width % multiple
         return width if spec.max_len is None else min(spec.max_len, width)
 
-    def _has_nan(self, group: str, values: np.ndarray) -> bool:
+    def _has_nan(self, group: str, values: np.ndarray | None = None) -> bool:
+        """Whether ``values`` (on disk: this batch's) or, in RAM, the group's values hold NaN."""
         if not self.in_ram:
-            return bool(np.isnan(values).any())
+            assert values is not None
+            return values.dtype.kind == "f" and bool(np.isnan(values).any())
         known = self._group_has_nan.get(group)
         if known is None:
-            known = bool(np.isnan(values).any())
+            known = any(v.dtype.kind == "f" and bool(np.isnan(v).any()) for v, _ in self._parts(group))
             self._group_has_nan[group] = known
         return known
+
+    def _parts(self, group: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The in-RAM ``(values, offsets)`` of ``group``: one pair, or one per part."""
+        if isinstance(self.dataset, ConcatDataset):
+            return self.dataset.ragged_parts(group)
+        return [self.dataset.ragged(group)]
 
     def _masks(self, f: ResolvedField) -> bool:
         return self.nan_to is not None and f.role == "input"
@@ -123,9 +143,11 @@ class BatchBuilder:
                 tables.append(self._scalar_table(f))
                 continue
             spec = f.ragged
-            values, offsets = self.dataset.ragged(f.group)
+            parts = self._parts(f.group)
+            for values, _ in parts:
+                warn_if_inexact(values, spec.np_dtype, f"group {f.group!r} of output {f.name!r}")
             ragged.append(dict(
-                values=values, offsets=offsets, max_len=spec.max_len, fixed=spec.fixed,
+                parts=parts, max_len=spec.max_len, fixed=spec.fixed,
                 pad_value=self._pad_value(f), columns=self._columns[f.name],
                 sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
                 truncating=spec.truncating, dtype=spec.np_dtype))
@@ -173,7 +195,7 @@ class BatchBuilder:
                 dest[f.name] = next(tables_it)
                 continue
             batch, lengths = next(padded_it)
-            if self._masks(f) and self._has_nan(f.group, self.dataset.ragged(f.group)[0]):
+            if self._masks(f) and self._has_nan(f.group):
                 np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
             dest[f.name] = batch
             if f.ragged.lengths:
@@ -203,6 +225,7 @@ class BatchBuilder:
         assert f.group is not None  # padded fields have a group
         lens = np.diff(offsets)
         width = self.width(f, int(lens.max()) if len(lens) else 0)
+        warn_if_inexact(values, spec.np_dtype, f"group {f.group!r} of output {f.name!r}")
         batch, lengths = kernels.pad_ragged(
             values, offsets, max_len=width, pad_value=self._pad_value(f),
             columns=self._columns[f.name], sort_by=f.sort_column, descending=spec.descending,

@@ -110,6 +110,33 @@ class ConcatDataset(Dataset):
         """Whether every part is held in RAM."""
         return all(d.in_ram for d in self.datasets)
 
+    def value_chunk_starts(self, group: str) -> np.ndarray:
+        """Every part's chunk starts in this dataset's rows, plus the first row of each part
+        (a chunk never spans two files); empty when no part is chunked on disk."""
+        pieces = [d.value_chunk_starts(group) + self.cumulative[i] for i, d in enumerate(self.datasets)]
+        if not any(len(p) for p in pieces):
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(np.concatenate(pieces + [self.cumulative[:-1]])).astype(np.int64)
+
+    def ragged_parts(self, group: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``(values, offsets)`` of ``group`` in every part, in row order (parts of parts
+        flattened), without copying: what a batch gathers from in one pass.
+
+        Raises
+        ------
+        ValueError
+            A part is not held in RAM.
+        """
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        for d in self.datasets:
+            if isinstance(d, ConcatDataset):
+                out.extend(d.ragged_parts(group))
+            elif not d.in_ram:
+                raise ValueError(f"part {', '.join(d.source) or type(d).__name__} is read from disk")
+            else:
+                out.append(d.ragged(group))
+        return out
+
     def locate(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(file index, local row)`` of global ``rows``."""
         rows = np.asarray(rows, dtype=np.int64)

@@ -176,6 +176,20 @@ class Dataset:
             raise unknown_name_error("group", group, list(self._groups))
         return 0
 
+    def value_chunk_starts(self, group: str) -> np.ndarray:
+        """The rows (int64, ascending) at which a chunk of ``group``'s on-disk values begins.
+
+        Empty when the values are not chunked on disk. Block shuffling cuts its
+        blocks at these rows, so each chunk is decompressed at most twice per epoch.
+        """
+        chunk_len = self.value_chunk_len(group)
+        if chunk_len <= 0:
+            return np.zeros(0, dtype=np.int64)
+        offsets = self.offsets(group)
+        starts = np.arange(0, int(offsets[-1]), chunk_len, dtype=np.int64)
+        rows: np.ndarray = np.unique(np.searchsorted(offsets[:-1], starts, side="right") - 1).clip(0)
+        return rows.astype(np.int64)
+
     # -- writing -----------------------------------------------------------
     def to_zarr(self, path: str | os.PathLike[str], **options: Any) -> None:
         """Write our zarr v3 layout (design §5) atomically: :func:`lstm_data.io.write_zarr`."""

@@ -13,7 +13,7 @@ import numpy as np
 __all__ = ["ARENA_ALIGN", "arena_array", "WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
            "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
            "prepare_table", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "csv_layout",
-           "check_interleave", "check_csv_extend"]
+           "check_interleave", "check_csv_extend", "SOURCE_KINDS", "source_kind", "prepare_parts", "locate_rows", "raise_bad_row"]
 
 WHITESPACE = " \t\r\n\v\f"
 
@@ -34,12 +34,31 @@ def check_sep(sep: str) -> None:
 
 
 
+#: the source dtypes of ragged values, in the order of the compiled kernels' source kinds;
+#: booleans are read as uint8 (0 or 1)
+SOURCE_KINDS = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                                           np.uint8, np.uint16, np.uint32, np.uint64))
+
+
+def source_kind(values: np.ndarray) -> int:
+    """The index of ``values.dtype`` in :data:`SOURCE_KINDS` (call after :func:`check_ragged`)."""
+    return SOURCE_KINDS.index(values.dtype)
+
+
 def check_ragged(values: Any, offsets: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``values`` (1-D or 2-D float32/float64) and ``offsets`` (int32/int64, starting at 0
-    and ending at ``len(values)``) as arrays, or the error that names what is wrong."""
+    """``values`` (1-D or 2-D, a float, integer or boolean dtype; booleans come back as a
+    uint8 view) and ``offsets`` (int32/int64, starting at 0 and ending at ``len(values)``)
+    as arrays, or the error that names what is wrong.
+
+    Integer values convert to the float output as C converts them (to the nearest
+    float); whether that is exact is the caller's to check and report.
+    """
     values = np.asarray(values)
-    if values.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"values must be float32 or float64, got {values.dtype}")
+    if values.dtype == np.bool_:
+        values = values.view(np.uint8)
+    if values.dtype not in SOURCE_KINDS or not values.dtype.isnative:
+        raise TypeError(f"values must be float32, float64, a native integer or boolean dtype, "
+                        f"got {values.dtype}")
     if values.ndim not in (1, 2):
         raise ValueError(f"values must be 1-D or 2-D, got shape {values.shape}")
     offsets = np.asarray(offsets)
@@ -120,8 +139,8 @@ def as_out(out: Any, shape: tuple, dt: np.dtype) -> np.ndarray:
     return out
 
 
-RAGGED_KEYS = ("values", "offsets", "max_len", "fixed", "pad_value", "columns", "sort_by",
-                "descending", "padding", "truncating", "dtype", "multiple_of")
+RAGGED_KEYS = ("values", "offsets", "parts", "max_len", "fixed", "pad_value", "columns", "sort_by",
+               "descending", "padding", "truncating", "dtype", "multiple_of")
 
 
 class RaggedJob(NamedTuple):
@@ -140,6 +159,10 @@ class RaggedJob(NamedTuple):
     dtype: np.dtype
     flat: bool
     multiple_of: int | None = None  # round a per-batch width up to a multiple of this (capped at max_len)
+    #: every part as (values, offsets): one dtype, strides and offsets dtype; part 0 is (values, offsets)
+    parts: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
+    #: int64 (n_parts + 1,): the first row of each part, then the number of rows
+    part_rows: np.ndarray | None = None
 
 
 def as_multiple_of(multiple_of: Any) -> int | None:
@@ -164,10 +187,8 @@ def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
     unknown = sorted(set(job) - set(RAGGED_KEYS))
     if unknown:
         raise TypeError(f"unknown ragged job keys {unknown}; expected some of {list(RAGGED_KEYS)}")
-    if "values" not in job or "offsets" not in job:
-        raise TypeError("a ragged job needs 'values' and 'offsets'")
-    values, offsets = check_ragged(job["values"], job["offsets"])
-    offsets = np.ascontiguousarray(offsets)
+    parts, part_rows = prepare_parts(job)
+    values, offsets = parts[0]
     flat = values.ndim == 1
     n_vars = 1 if flat else values.shape[1]
     columns = job.get("columns")
@@ -183,7 +204,71 @@ def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
                      cols, as_sort_column(job.get("sort_by"), n_vars),
                      bool(job.get("descending", True)), padding, truncating,
                      check_dtype(job.get("dtype", np.float32)), flat,
-                     as_multiple_of(job.get("multiple_of")))
+                     as_multiple_of(job.get("multiple_of")), parts, part_rows)
+
+
+def prepare_parts(job: Mapping[str, Any]) -> tuple[tuple[tuple[np.ndarray, np.ndarray], ...], np.ndarray]:
+    """The parts of a ragged job, checked, and the first row of each.
+
+    A job holds either ``values`` and ``offsets`` (one part) or ``parts``: a
+    sequence of ``(values, offsets)`` pairs whose rows are numbered one after
+    another, as the files of a dataset are. Parts must share the values' dtype,
+    number of variables and (after making them contiguous) strides; offsets become
+    int64 when the parts' offsets differ in dtype. Nothing is copied otherwise.
+    """
+    if "parts" in job:
+        if "values" in job or "offsets" in job:
+            raise TypeError("a ragged job takes 'parts' or 'values' and 'offsets', not both")
+        given = list(job["parts"])
+        if not given:
+            raise ValueError("parts must hold at least one (values, offsets) pair")
+    elif "values" not in job or "offsets" not in job:
+        raise TypeError("a ragged job needs 'values' and 'offsets' (or 'parts')")
+    else:
+        given = [(job["values"], job["offsets"])]
+    checked = []
+    for i, pair in enumerate(given):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"part {i} must be a (values, offsets) pair")
+        checked.append(check_ragged(*pair))
+    first = checked[0][0]
+    for i, (values, _) in enumerate(checked[1:], 1):
+        if values.dtype != first.dtype or values.ndim != first.ndim or values.shape[1:] != first.shape[1:]:
+            raise TypeError(f"part {i} holds {values.dtype} {values.shape[1:]} values, part 0 "
+                            f"{first.dtype} {first.shape[1:]}: parts must share dtype and variables")
+    if len(checked) > 1:  # one stride rule for every part: C-contiguous records (copies only strided parts)
+        checked = [(np.ascontiguousarray(v), o) for v, o in checked]
+    off_dtypes = {o.dtype for _, o in checked}
+    wide = len(off_dtypes) > 1
+    parts = tuple((v, np.ascontiguousarray(o, dtype=np.int64) if wide else np.ascontiguousarray(o))
+                  for v, o in checked)
+    part_rows = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(o) - 1 for _, o in parts], out=part_rows[1:])
+    return parts, part_rows
+
+
+def raise_bad_row(job: RaggedJob, row: int, out_of_range: bool) -> None:
+    """Raise the ``ValueError`` of a bad batch ``row`` of ``job``: out of range, or bad offsets
+    (named in its part's own numbering when the job has several parts)."""
+    n_rows = int(job.part_rows[-1]) if job.part_rows is not None else len(job.offsets) - 1
+    if out_of_range:
+        raise ValueError(f"row {row} out of range for {n_rows} rows")
+    parts = job.parts or ((job.values, job.offsets),)
+    part, local = locate_rows(job.part_rows if job.part_rows is not None else np.array([0, n_rows]),
+                              np.array([row]))
+    values, offsets = parts[int(part[0])]
+    r = int(local[0])
+    where = f" (row {r} of part {int(part[0])})" if len(parts) > 1 else ""
+    raise ValueError(f"bad offsets at row {row}{where}: offsets[{r}]={offsets[r]}, "
+                     f"offsets[{r + 1}]={offsets[r + 1]} (must be non-decreasing within "
+                     f"[0, {len(values)}])")
+
+
+def locate_rows(part_rows: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(part, local row)`` of each of ``rows`` (in range) for parts starting at ``part_rows``."""
+    part = np.searchsorted(part_rows, rows, side="right") - 1
+    part = np.clip(part, 0, len(part_rows) - 2)
+    return part, rows - part_rows[part]
 
 
 def prepare_table(table: Any) -> np.ndarray:

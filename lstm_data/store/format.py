@@ -100,7 +100,7 @@ def compare_metadata(recorded: Mapping[str, Any], expected: Mapping[str, Any], *
             diffs.append(f"{key}: store has {have!r}, asked for {want!r}")
     if diffs:
         raise StoreMismatchError(f"{where} was precomputed with other settings or data; refusing to "
-                                 f"reuse it ({'; '.join(diffs)}). Recompute it (precompute --force) "
+                                 f"reuse it ({'; '.join(diffs)}). Recompute it (precompute --overwrite) "
                                  "or point to another output.")
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
+from lstm_data.batching.order_options import Order
 from lstm_data.cli import main
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.io.zarr import ZarrDataset
@@ -95,7 +96,9 @@ def test_precompute_stores_per_batch_widths(tmp_path, data, store, shuffle):
     opts = dict(bucket_by="input_png3d", bucket_window=4, pad_to_multiple_of=4)
     out = tmp_path / "b.zarr"
     precompute(src, _spec(), out, batch_size=250, seed=3, shuffle=shuffle, progress=False, **opts)
-    stored = open_batches(out, spec=_spec(), batch_size=250, seed=3)
+    stored = open_batches(out, spec=_spec().replace(pad_to_multiple_of=4),
+                          order=Order(batch_size=250, seed=3, shuffle=shuffle, bucket_by="input_png3d",
+                                      bucket_window=4))
     live = Batches(src, _spec(), batch_size=250, seed=3, shuffle=shuffle, **opts)
     assert len(stored) == len(live)
     widths = set()

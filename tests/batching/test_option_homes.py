@@ -121,3 +121,22 @@ def test_read_options_round_trip_and_leave_runtime_options_out(tmp_path):
     assert back == read.replace(progress=None)
     with pytest.warns(DeprecationWarning, match=r"use_threads=\.\.\.\) is deprecated: use threads"):
         lstm_data.io.read_options.read_options_from(None, {"use_threads": False})
+
+
+def test_batches_precompute_open_batches_and_the_cli_agree_on_one_toml_file(tmp_path, csv_path, ds):
+    from lstm_data.cli import main
+
+    spec = _spec(nan_to=0.0, pad_to_multiple_of=4)
+    order = Order(batch_size=96, seed=11, bucket_by="input_png", bucket_window=2)
+    path = tmp_path / "run.toml"
+    path.write_text(spec.to_toml() + "\n" + order.to_toml() + "\n" + ReadOptions(dtype="float32").to_toml())
+    out = tmp_path / "stored.zarr"
+    assert main(["precompute", "--data", str(csv_path), "--spec", str(path), "--out", str(out),
+                 "--no-progress", "--quiet"]) == 0
+    stored = lstm_data.open_batches(out, spec=BatchSpec.from_toml(path), order=Order.from_toml(path))
+    live = Batches(ds, spec, order)
+    assert len(stored) == len(live)
+    for i in range(len(live)):
+        _same(stored[i], live[i])
+    with pytest.raises(lstm_data.store.format.StoreMismatchError, match="batch_size"):
+        lstm_data.open_batches(out, order=Order(batch_size=95))

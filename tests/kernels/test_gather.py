@@ -131,7 +131,7 @@ def test_the_first_bad_batch_position_is_named(backend, rows, jobs, message):
 
 
 @pytest.mark.parametrize("job, error", [
-    (dict(values=np.zeros((2, 2), np.int32), offsets=[0, 2]), TypeError),
+    (dict(values=np.zeros((2, 2), np.float16), offsets=[0, 2]), TypeError),
     (dict(values=np.zeros((2, 2), np.float32), offsets=[0, 1]), ValueError),
     (dict(values=np.zeros((2, 2), np.float32), offsets=[0, 2], columns=[2]), ValueError),
     (dict(values=np.zeros((2, 2), np.float32), offsets=[0, 2], padding="mid"), ValueError),

@@ -18,17 +18,17 @@ the cache-warm buffer of one that just died; no lock is held while a batch is
 built, and a buffer the pool drops is freed with the GIL released.
 """
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
-from libc.stdint cimport int64_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint32_t
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy
 
 cimport numpy as cnp
 import numpy as np
 
-from .._args import arena_array, prepare_ragged, prepare_table
+from .._args import arena_array, prepare_ragged, prepare_table, raise_bad_row, source_kind
 
 from .bufpool cimport POOL_SLOTS, BufferPool, pool_give, pool_init, pool_take
-from .padrows cimport BAD_ROW, LD_PREFETCH, NO_MEMORY, pad_rows_any, row_bounds_any
+from .padrows cimport BAD_OFFSETS, BAD_ROW, LD_PREFETCH, NO_MEMORY, pad_rows_any
 
 cdef enum:
     TABLE_AHEAD = 16  # table rows prefetched this far ahead of the copy
@@ -41,12 +41,15 @@ cdef object _I64 = np.dtype(np.int64)
 
 
 ctypedef struct RaggedSpec:
-    const char *base
-    const void *offsets
+    const char **bases  # the values of each part
+    const void **offsets  # the offsets of each part (all int64 or all int32)
+    const int64_t *totals  # the records of each part
+    const int64_t *part_rows  # (n_parts + 1): the first row of each part, then the number of rows
     const Py_ssize_t *cols  # NULL: every column in order
-    Py_ssize_t row_stride, col_stride, n_vars, n_cols, total, n_rows, sort_col, max_len, multiple
+    Py_ssize_t n_parts, row_stride, col_stride, n_vars, n_cols, sort_col, max_len, multiple
     double pad
-    bint off64, in64, out64, flat, fixed, descending, pre_pad, pre_trunc
+    int in_kind  # the source dtype (padrows.IN_*)
+    bint off64, out64, flat, fixed, descending, pre_pad, pre_trunc
 
 
 ctypedef struct TableSpec:
@@ -117,9 +120,50 @@ cdef object _adopt(void *data, int nd, cnp.npy_intp *dims, int typenum, bint poo
     return arr
 
 
+cdef inline int _part_bounds(const RaggedSpec *job, const Py_ssize_t *rows, Py_ssize_t n_batch,
+                             const char **rowp, int64_t *lens, Py_ssize_t *bad,
+                             int64_t *longest) noexcept nogil:
+    """Find each batch row's part (a binary search over the parts' first rows), check its
+    offsets and record its first record (``rowp``) and length; 0, ``BAD_ROW`` or
+    ``BAD_OFFSETS`` with the batch position in ``bad``."""
+    cdef Py_ssize_t b, p, lo, hi, mid
+    cdef int64_t r, local, s, e, top = 0
+    cdef int64_t n_rows = job.part_rows[job.n_parts]
+    for b in range(n_batch):
+        r = rows[b]
+        if r < 0 or r >= n_rows:
+            bad[0] = b
+            return BAD_ROW
+        lo = 0
+        hi = job.n_parts
+        while hi - lo > 1:  # the last part that starts at or before r
+            mid = (lo + hi) >> 1
+            if job.part_rows[mid] <= r:
+                lo = mid
+            else:
+                hi = mid
+        p = lo
+        local = r - job.part_rows[p]
+        if job.off64:
+            s = (<const int64_t *> job.offsets[p])[local]
+            e = (<const int64_t *> job.offsets[p])[local + 1]
+        else:
+            s = (<const int32_t *> job.offsets[p])[local]
+            e = (<const int32_t *> job.offsets[p])[local + 1]
+        if s < 0 or e < s or e > job.totals[p]:
+            bad[0] = b
+            return BAD_OFFSETS
+        rowp[b] = job.bases[p] + s * job.row_stride
+        lens[b] = e - s
+        if e - s > top:
+            top = e - s
+    longest[0] = top
+    return 0
+
+
 cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec *tables,
                  Py_ssize_t n_tables, const Py_ssize_t *rows, Py_ssize_t n_batch,
-                 int64_t *starts, Output *outs, void **table_outs, bint *table_placed,
+                 const char **rowp, Output *outs, void **table_outs, bint *table_placed,
                  Arena *arena, Py_ssize_t *err_job, Py_ssize_t *err_pos) noexcept nogil:
     """Every output of one batch; 0, or a status with the failing job and batch position."""
     cdef Py_ssize_t j, b, r, width, size
@@ -137,8 +181,7 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
             outs[j].lengths = <int64_t *> malloc((n_batch if n_batch else 1) * sizeof(int64_t))
         if outs[j].lengths == NULL:
             return NO_MEMORY
-        status = row_bounds_any(job.offsets, job.off64, rows, n_batch, job.n_rows, job.total,
-                                starts, outs[j].lengths, err_pos, &longest)
+        status = _part_bounds(job, rows, n_batch, rowp, outs[j].lengths, err_pos, &longest)
         if status:
             return status
         width = longest  # the rule of the twin's batch_width
@@ -158,8 +201,8 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
         if outs[j].data == NULL:
             return NO_MEMORY
         if size:
-            status = pad_rows_any(job.base, job.in64, outs[j].data, job.out64, job.row_stride,
-                                  job.col_stride, n_batch, width, starts, outs[j].lengths,
+            status = pad_rows_any(rowp, job.in_kind, outs[j].data, job.out64, job.row_stride,
+                                  job.col_stride, n_batch, width, outs[j].lengths,
                                   job.cols, job.n_cols, job.n_vars, job.sort_col, job.descending,
                                   job.pre_pad, job.pre_trunc, job.pad, longest)
             if status:
@@ -221,6 +264,11 @@ cdef class BatchGather:
         self._tables = NULL
 
     def __dealloc__(self):
+        cdef Py_ssize_t j
+        if self._ragged != NULL:
+            for j in range(self._n_ragged):
+                free(self._ragged[j].bases)
+                free(self._ragged[j].offsets)
         free(self._ragged)
         free(self._tables)
 
@@ -241,18 +289,32 @@ cdef class BatchGather:
             self._tables[j].n_rows = table.shape[0]
             self._tables[j].row_bytes = table.shape[1] * table.itemsize
 
-    cdef void _describe(self, RaggedSpec *spec, object job):
+    cdef int _describe(self, RaggedSpec *spec, object job) except -1:
         cdef cnp.ndarray values = job.values
         cdef cnp.ndarray cols
-        spec.base = <const char *> cnp.PyArray_DATA(values)
-        spec.offsets = cnp.PyArray_DATA(job.offsets)
+        cdef Py_ssize_t p, n_parts = len(job.parts)
+        cdef cnp.ndarray part_rows = job.part_rows
+        cdef cnp.ndarray totals = np.array([len(v) for v, _ in job.parts], dtype=np.int64)
+        self._columns.append(totals)
+        spec.bases = <const char **> malloc(n_parts * sizeof(char *))
+        spec.offsets = <const void **> malloc(n_parts * sizeof(void *))
+        if spec.bases == NULL or spec.offsets == NULL:
+            raise MemoryError()
+        for p in range(n_parts):
+            spec.bases[p] = <const char *> cnp.PyArray_DATA(job.parts[p][0])
+            spec.offsets[p] = cnp.PyArray_DATA(job.parts[p][1])
+        spec.totals = <const int64_t *> cnp.PyArray_DATA(totals)
+        spec.part_rows = <const int64_t *> cnp.PyArray_DATA(part_rows)
+        spec.n_parts = n_parts
         spec.off64 = job.offsets.dtype == _I64
         spec.flat = job.flat
-        spec.total = values.shape[0]
-        spec.n_rows = job.offsets.shape[0] - 1
         spec.n_vars = 1 if job.flat else values.shape[1]
         spec.row_stride = values.strides[0]
         spec.col_stride = values.itemsize if job.flat else values.strides[1]
+        if n_parts > 1:  # every part C-contiguous (an empty one may report zero strides)
+            spec.row_stride = values.itemsize * spec.n_vars
+            spec.col_stride = values.itemsize
+        spec.in_kind = source_kind(values)
         spec.cols = NULL
         spec.n_cols = spec.n_vars
         if job.columns is not None:
@@ -265,11 +327,11 @@ cdef class BatchGather:
         spec.fixed = job.fixed
         spec.multiple = 1 if job.multiple_of is None else job.multiple_of
         spec.pad = job.pad_value
-        spec.in64 = values.dtype == _F64
         spec.out64 = job.dtype == _F64
         spec.descending = job.descending
         spec.pre_pad = job.padding == "pre"
         spec.pre_trunc = job.truncating == "pre"
+        return 0
 
     def __call__(self, rows, arena=None):
         """Build every output for ``rows``; returns ``(ragged, tables)`` as the twin does,
@@ -295,14 +357,14 @@ cdef class BatchGather:
         cdef Output *outs = <Output *> calloc(max(self._n_ragged, 1), sizeof(Output))
         cdef void **table_outs = <void **> calloc(max(self._n_tables, 1), sizeof(void *))
         cdef bint *table_placed = <bint *> calloc(max(self._n_tables, 1), sizeof(bint))
-        cdef int64_t *starts = <int64_t *> malloc(max(n_batch, 1) * sizeof(int64_t))
+        cdef const char **rowp = <const char **> malloc(max(n_batch, 1) * sizeof(char *))
         cdef Py_ssize_t err_job = 0, err_pos = 0, j
         cdef int status = NO_MEMORY
         try:
-            if outs != NULL and table_outs != NULL and table_placed != NULL and starts != NULL:
+            if outs != NULL and table_outs != NULL and table_placed != NULL and rowp != NULL:
                 with nogil:
                     status = _gather(self._ragged, self._n_ragged, self._tables, self._n_tables,
-                                     row_ptr, n_batch, starts, outs, table_outs, table_placed,
+                                     row_ptr, n_batch, rowp, outs, table_outs, table_placed,
                                      &place, &err_job, &err_pos)
             if status:
                 self._raise(status, err_job, row_ptr[err_pos] if n_batch else 0)
@@ -321,20 +383,14 @@ cdef class BatchGather:
             free(outs)
             free(table_outs)
             free(table_placed)
-            free(starts)
+            free(rowp)
 
     cdef object _raise(self, int status, Py_ssize_t job, Py_ssize_t r):
         if status == NO_MEMORY:
             raise MemoryError("BatchGather: no memory for the batch")
         if job >= self._n_ragged:
             raise ValueError(f"row {r} out of range for {self.tables[job - self._n_ragged].shape[0]} rows")
-        spec = self.ragged[job]
-        n_rows = len(spec.offsets) - 1
-        if status == BAD_ROW:
-            raise ValueError(f"row {r} out of range for {n_rows} rows")
-        raise ValueError(f"bad offsets at row {r}: offsets[{r}]={spec.offsets[r]}, "
-                         f"offsets[{r + 1}]={spec.offsets[r + 1]} (must be non-decreasing within "
-                         f"[0, {len(spec.values)}])")
+        raise_bad_row(self.ragged[job], r, status == BAD_ROW)
 
     cdef object _adopt_all(self, Output *outs, void **table_outs, const bint *table_placed,
                            Py_ssize_t n_batch, object owner):

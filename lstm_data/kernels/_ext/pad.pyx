@@ -21,9 +21,9 @@ from libc.stdlib cimport free, malloc
 cimport numpy as cnp
 import numpy as np
 
-from .._args import as_columns, as_out, check_dtype
+from .._args import SOURCE_KINDS, as_columns, as_out, check_dtype
 
-from .padrows cimport BAD_ROW, pad_rows_any, row_bounds_any
+from .padrows cimport BAD_ROW, NO_MEMORY, pad_rows_any, row_bounds_any, row_pointers
 
 cnp.import_array()
 
@@ -78,9 +78,12 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
     """
     cdef object dt = _check_dtype(dtype)
     cdef cnp.ndarray vals = values if isinstance(values, np.ndarray) else np.asarray(values)
+    if vals.dtype == np.bool_:
+        vals = vals.view(np.uint8)
     cdef object vdt = vals.dtype
-    if vdt != _F32 and vdt != _F64:
-        raise TypeError(f"values must be float32 or float64, got {vdt}")
+    if vdt not in SOURCE_KINDS or not vdt.isnative:
+        raise TypeError(f"values must be float32, float64, a native integer or boolean dtype, got {vdt}")
+    cdef int in_kind = SOURCE_KINDS.index(vdt)
     cdef int ndim = vals.ndim
     if ndim != 1 and ndim != 2:
         raise ValueError(f"values must be 1-D or 2-D, got shape {(<object> vals).shape}")
@@ -160,7 +163,7 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
             status = _dispatch(vals, out, row_stride, col_stride, n_batch, width, starts,
                                lens_ptr, col_ptr, n_cols, n_vars, sort_col, descending,
                                padding == "pre", truncating == "pre", pad,
-                               longest, vdt == _F64, dt == _F64)
+                               longest, in_kind, dt == _F64)
             if status:
                 raise MemoryError("pad_ragged: no memory for scratch buffers")
         if max_len is not None and n_batch:
@@ -174,12 +177,17 @@ cdef int _dispatch(cnp.ndarray vals, cnp.ndarray out, Py_ssize_t row_stride, Py_
                    Py_ssize_t n_batch, Py_ssize_t width, const int64_t *starts,
                    const int64_t *lens, const Py_ssize_t *cols, Py_ssize_t n_cols,
                    Py_ssize_t n_vars, Py_ssize_t sort_col, bint descending, bint pre_pad,
-                   bint pre_trunc, double pad, int64_t longest, bint in64, bint out64):
+                   bint pre_trunc, double pad, int64_t longest, int in_kind, bint out64):
     cdef const char *base = <const char *> cnp.PyArray_DATA(vals)
     cdef void *dst = cnp.PyArray_DATA(out)
-    cdef int status
+    cdef int status = NO_MEMORY
+    cdef const char **rowp = <const char **> malloc(max(n_batch, 1) * sizeof(char *))
+    if rowp == NULL:
+        return status
     with nogil:
-        status = pad_rows_any(base, in64, dst, out64, row_stride, col_stride, n_batch, width,
-                              starts, lens, cols, n_cols, n_vars, sort_col, descending, pre_pad,
+        row_pointers(base, row_stride, starts, n_batch, rowp)
+        status = pad_rows_any(rowp, in_kind, dst, out64, row_stride, col_stride, n_batch, width,
+                              lens, cols, n_cols, n_vars, sort_col, descending, pre_pad,
                               pre_trunc, pad, longest)
+    free(rowp)
     return status

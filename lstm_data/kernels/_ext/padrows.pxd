@@ -15,7 +15,7 @@ Two passes over the batch rows:
 Everything here is ``inline`` and ``nogil``: no Python objects, no exceptions;
 errors come back as status codes.
 """
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
@@ -24,9 +24,17 @@ from .stable_sort cimport stable_order
 cdef extern from "platform.h":
     void LD_PREFETCH(const void *p) nogil
 
-ctypedef fused in_t:
+ctypedef fused in_t:  # the source values: floats, integers and booleans (as uint8)
     float
     double
+    int8_t
+    int16_t
+    int32_t
+    int64_t
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
 
 ctypedef fused out_t:
     float
@@ -42,6 +50,17 @@ cdef enum:
     BAD_ROW = 1  # row_bounds: a row index out of range
     BAD_OFFSETS = 2  # row_bounds: offsets decreasing or outside [0, total]
     NO_MEMORY = -1
+    # source kinds of pad_rows_any (the order of _args.SOURCE_KINDS)
+    IN_F32 = 0
+    IN_F64 = 1
+    IN_I8 = 2
+    IN_I16 = 3
+    IN_I32 = 4
+    IN_I64 = 5
+    IN_U8 = 6
+    IN_U16 = 7
+    IN_U32 = 8
+    IN_U64 = 9
 
 
 cdef inline int row_bounds(const idx_t *off, const Py_ssize_t *rows, Py_ssize_t n_batch,
@@ -93,18 +112,23 @@ cdef inline bint _all_zero_bytes(const void *p, size_t n) noexcept nogil:
     return True
 
 
-cdef inline int pad_rows(const char *base, Py_ssize_t row_stride, Py_ssize_t col_stride,
-                         const in_t *in_type, out_t *out, Py_ssize_t n_batch, Py_ssize_t width,
-                         const int64_t *starts, const int64_t *lens, const Py_ssize_t *cols,
+cdef inline int pad_rows(const char * const *rowp, Py_ssize_t row_stride, Py_ssize_t col_stride,
+                         const in_t *in_type, out_t *out, bint same_type, Py_ssize_t n_batch,
+                         Py_ssize_t width, const int64_t *lens, const Py_ssize_t *cols,
                          Py_ssize_t n_cols, Py_ssize_t n_vars, Py_ssize_t sort_col,
                          bint descending, bint pre_pad, bint pre_trunc, out_t pad,
                          int64_t longest) noexcept nogil:
-    """Copy and pad every batch row into ``out``; returns ``NO_MEMORY`` or 0."""
+    """Copy and pad every batch row into ``out``; returns ``NO_MEMORY`` or 0.
+
+    ``rowp[b]`` points at the first record of batch row ``b`` (rows may lie in
+    different arrays: the parts of a dataset); ``same_type``: ``in_t`` is ``out_t``,
+    so rows whose records are contiguous are copied with one ``memcpy``.
+    """
     cdef Py_ssize_t b, p, j, n, slot, first, line, ahead, span
     cdef Py_ssize_t row_out = width * n_cols
     cdef bint contiguous = (col_stride == sizeof(in_t) and row_stride == n_vars * sizeof(in_t)
                             and cols == NULL)
-    cdef bint raw_copy = contiguous and sizeof(in_t) == sizeof(out_t)
+    cdef bint raw_copy = contiguous and same_type
     cdef const char *rec
     cdef const char *row_base
     cdef out_t *dst
@@ -130,7 +154,7 @@ cdef inline int pad_rows(const char *base, Py_ssize_t row_stride, Py_ssize_t col
         # prefetch the records of a row a few steps ahead: random rows miss the cache
         ahead = b + PREFETCH_AHEAD
         if ahead < n_batch and lens[ahead] > 0:
-            rec = base + starts[ahead] * row_stride
+            rec = rowp[ahead]
             span = lens[ahead] * row_stride
             if span > 16 * CACHE_LINE:
                 span = 16 * CACHE_LINE
@@ -141,7 +165,7 @@ cdef inline int pad_rows(const char *base, Py_ssize_t row_stride, Py_ssize_t col
         n = lens[b] if lens[b] < width else width
         slot = width - n if pre_pad else 0
         dst = out + b * row_out
-        row_base = base + starts[b] * row_stride
+        row_base = rowp[b]
         if keys != NULL and lens[b] > 1:
             for p in range(lens[b]):
                 keys[p] = <double> (<const in_t *> (row_base + p * row_stride + sort_col * col_stride))[0]
@@ -176,25 +200,74 @@ cdef inline int pad_rows(const char *base, Py_ssize_t row_stride, Py_ssize_t col
     return 0
 
 
-cdef inline int pad_rows_any(const char *base, bint in64, void *out, bint out64,
-                             Py_ssize_t row_stride, Py_ssize_t col_stride, Py_ssize_t n_batch,
-                             Py_ssize_t width, const int64_t *starts, const int64_t *lens,
-                             const Py_ssize_t *cols, Py_ssize_t n_cols, Py_ssize_t n_vars,
-                             Py_ssize_t sort_col, bint descending, bint pre_pad, bint pre_trunc,
-                             double pad, int64_t longest) noexcept nogil:
-    """:func:`pad_rows` for float32/float64 input (``in64``) and output (``out64``)."""
-    if in64 and out64:
-        return pad_rows(base, row_stride, col_stride, <const double *> NULL, <double *> out,
-                        n_batch, width, starts, lens, cols, n_cols, n_vars, sort_col,
-                        descending, pre_pad, pre_trunc, pad, longest)
-    if in64:
-        return pad_rows(base, row_stride, col_stride, <const double *> NULL, <float *> out,
-                        n_batch, width, starts, lens, cols, n_cols, n_vars, sort_col,
-                        descending, pre_pad, pre_trunc, <float> pad, longest)
+cdef inline int _pad_from(const char * const *rowp, void *out, bint out64, bint same_type,
+                          Py_ssize_t row_stride, Py_ssize_t col_stride, Py_ssize_t n_batch,
+                          Py_ssize_t width, const int64_t *lens, const Py_ssize_t *cols,
+                          Py_ssize_t n_cols, Py_ssize_t n_vars, Py_ssize_t sort_col, bint descending,
+                          bint pre_pad, bint pre_trunc, double pad, int64_t longest,
+                          const in_t *in_type) noexcept nogil:
+    """:func:`pad_rows` from source type ``in_t`` into float64 (``out64``) or float32."""
     if out64:
-        return pad_rows(base, row_stride, col_stride, <const float *> NULL, <double *> out,
-                        n_batch, width, starts, lens, cols, n_cols, n_vars, sort_col,
-                        descending, pre_pad, pre_trunc, pad, longest)
-    return pad_rows(base, row_stride, col_stride, <const float *> NULL, <float *> out,
-                    n_batch, width, starts, lens, cols, n_cols, n_vars, sort_col,
-                    descending, pre_pad, pre_trunc, <float> pad, longest)
+        return pad_rows(rowp, row_stride, col_stride, in_type, <double *> out, same_type, n_batch,
+                        width, lens, cols, n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc,
+                        pad, longest)
+    return pad_rows(rowp, row_stride, col_stride, in_type, <float *> out, same_type, n_batch, width,
+                    lens, cols, n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc,
+                    <float> pad, longest)
+
+
+cdef inline int pad_rows_any(const char * const *rowp, int in_kind, void *out, bint out64,
+                             Py_ssize_t row_stride, Py_ssize_t col_stride, Py_ssize_t n_batch,
+                             Py_ssize_t width, const int64_t *lens, const Py_ssize_t *cols,
+                             Py_ssize_t n_cols, Py_ssize_t n_vars, Py_ssize_t sort_col,
+                             bint descending, bint pre_pad, bint pre_trunc, double pad,
+                             int64_t longest) noexcept nogil:
+    """:func:`pad_rows` for any source kind (``IN_*``) into float32 or float64 (``out64``)."""
+    cdef bint same = (in_kind == IN_F64 and out64) or (in_kind == IN_F32 and not out64)
+    if in_kind == IN_F32:
+        return _pad_from(rowp, out, out64, same, row_stride, col_stride, n_batch, width, lens, cols,
+                         n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc, pad, longest,
+                         <const float *> NULL)
+    if in_kind == IN_F64:
+        return _pad_from(rowp, out, out64, same, row_stride, col_stride, n_batch, width, lens, cols,
+                         n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc, pad, longest,
+                         <const double *> NULL)
+    if in_kind == IN_I8:
+        return _pad_from(rowp, out, out64, same, row_stride, col_stride, n_batch, width, lens, cols,
+                         n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc, pad, longest,
+                         <const int8_t *> NULL)
+    if in_kind == IN_I16:
+        return _pad_from(rowp, out, out64, same, row_stride, col_stride, n_batch, width, lens, cols,
+                         n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc, pad, longest,
+                         <const int16_t *> NULL)
+    if in_kind == IN_I32:
+        return _pad_from(rowp, out, out64, same, row_stride, col_stride, n_batch, width, lens, cols,
+                         n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc, pad, longest,
+                         <const int32_t *> NULL)
+    if in_kind == IN_I64:
+        return _pad_from(rowp, out, out64, same, row_stride, col_stride, n_batch, width, lens, cols,
+                         n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc, pad, longest,
+                         <const int64_t *> NULL)
+    if in_kind == IN_U8:
+        return _pad_from(rowp, out, out64, same, row_stride, col_stride, n_batch, width, lens, cols,
+                         n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc, pad, longest,
+                         <const uint8_t *> NULL)
+    if in_kind == IN_U16:
+        return _pad_from(rowp, out, out64, same, row_stride, col_stride, n_batch, width, lens, cols,
+                         n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc, pad, longest,
+                         <const uint16_t *> NULL)
+    if in_kind == IN_U32:
+        return _pad_from(rowp, out, out64, same, row_stride, col_stride, n_batch, width, lens, cols,
+                         n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc, pad, longest,
+                         <const uint32_t *> NULL)
+    return _pad_from(rowp, out, out64, same, row_stride, col_stride, n_batch, width, lens, cols,
+                     n_cols, n_vars, sort_col, descending, pre_pad, pre_trunc, pad, longest,
+                     <const uint64_t *> NULL)
+
+
+cdef inline void row_pointers(const char *base, Py_ssize_t row_stride, const int64_t *starts,
+                              Py_ssize_t n_batch, const char **rowp) noexcept nogil:
+    """``rowp[b] = base + starts[b] * row_stride``: the first record of each batch row."""
+    cdef Py_ssize_t b
+    for b in range(n_batch):
+        rowp[b] = base + starts[b] * row_stride

@@ -17,10 +17,12 @@ from lstm_data.kernels._args import (
     ARENA_ALIGN,
     RaggedJob,
     arena_array,
+    locate_rows,
     prepare_ragged,
     prepare_table,
+    raise_bad_row,
 )
-from lstm_data.kernels._py.pad import pad_ragged, row_bounds
+from lstm_data.kernels._py.pad import pad_ragged
 
 __all__ = ["BatchGather", "batch_width"]
 
@@ -41,7 +43,13 @@ class BatchGather:
     ----------
     ragged : sequence of mapping
         One mapping per padded output: :func:`pad_ragged`'s arguments by name plus
-        ``fixed`` (see :func:`prepare_ragged`). Checked here, once.
+        ``fixed`` and ``multiple_of`` (see :func:`prepare_ragged`). Checked here, once.
+        Instead of ``values`` and ``offsets``, ``parts`` gives several
+        ``(values, offsets)`` pairs whose rows are numbered one after another (the
+        files of a dataset): a batch gathers across them in one pass, and nothing
+        is concatenated. Values may be float32, float64, any native integer dtype or
+        boolean; each converts to the output dtype as C converts it (exactly when
+        it fits; whether it fits is for the caller to check).
     tables : sequence of array
         2-D float32/float64 tables ``(N, S)``; each output is ``table[rows]``.
 
@@ -98,13 +106,9 @@ class BatchGather:
         rows = rows.reshape(-1).astype(np.intp)
         ragged = []
         for job in self.ragged:  # job by job; in each, the first bad batch position is named
-            starts, stops = row_bounds(job.offsets, rows, len(job.values))
-            longest = int((stops - starts).max()) if len(rows) else 0
-            batch, lengths = pad_ragged(
-                job.values, job.offsets, rows, max_len=batch_width(job, longest),
-                pad_value=job.pad_value, columns=job.columns, sort_by=job.sort_by,
-                descending=job.descending, padding=job.padding, truncating=job.truncating,
-                dtype=job.dtype)
+            part, local, lens = _part_bounds(job, rows)
+            width = batch_width(job, int(lens.max()) if len(rows) else 0)
+            batch, lengths = _pad_parts(job, part, local, width)
             if space is not None:
                 lengths = space.place(lengths)
                 batch = space.place(batch)
@@ -113,6 +117,47 @@ class BatchGather:
         if space is not None:
             tables = [space.place(t) for t in tables]
         return ragged, tables
+
+
+def _part_bounds(job: RaggedJob, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Part, row inside it and length of each batch row; the first bad position is named."""
+    assert job.part_rows is not None  # prepare_ragged always sets it
+    n_rows = int(job.part_rows[-1])
+    inside = (rows >= 0) & (rows < n_rows)
+    part, local = locate_rows(job.part_rows, np.where(inside, rows, 0))
+    starts = np.zeros(len(rows), dtype=np.int64)
+    stops = np.zeros(len(rows), dtype=np.int64)
+    bad = ~inside
+    for p, (values, offsets) in enumerate(job.parts):
+        mine = inside & (part == p)
+        starts[mine] = offsets[local[mine]]
+        stops[mine] = offsets[local[mine] + 1]
+        bad |= mine & ((stops < starts) | (starts < 0) | (stops > len(values)))
+    first = np.flatnonzero(bad)
+    if len(first):
+        b = int(first[0])
+        raise_bad_row(job, int(rows[b]), not inside[b])
+    return part, local, stops - starts
+
+
+def _pad_parts(job: RaggedJob, part: np.ndarray, local: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pad each part's batch rows to ``width`` and put them in batch order."""
+    if len(job.parts) == 1:
+        return pad_ragged(job.values, job.offsets, local, max_len=width, pad_value=job.pad_value,
+                          columns=job.columns, sort_by=job.sort_by, descending=job.descending,
+                          padding=job.padding, truncating=job.truncating, dtype=job.dtype)
+    n_cols = 1 if job.flat else (len(job.columns) if job.columns is not None else job.values.shape[1])
+    shape = (len(part), width) if job.flat else (len(part), width, n_cols)
+    batch = np.empty(shape, dtype=job.dtype)
+    lengths = np.zeros(len(part), dtype=np.int64)
+    for p, (values, offsets) in enumerate(job.parts):
+        mine = np.flatnonzero(part == p)
+        if len(mine):
+            batch[mine], lengths[mine] = pad_ragged(
+                values, offsets, local[mine], max_len=width, pad_value=job.pad_value, columns=job.columns,
+                sort_by=job.sort_by, descending=job.descending, padding=job.padding,
+                truncating=job.truncating, dtype=job.dtype)
+    return batch, lengths
 
 
 class _Arena:

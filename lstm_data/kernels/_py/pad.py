@@ -145,8 +145,8 @@ def _fill(batch, table, starts, stops, lengths, width, cols, key, descending, pa
     view = batch.reshape(len(batch), width, len(cols))
     for b in range(len(batch)):
         prongs = table[starts[b]:stops[b]]
-        if key is not None:
-            keys = prongs[:, key]
+        if key is not None:  # compared as float64, as the compiled kernel does (integers too)
+            keys = prongs[:, key].astype(np.float64)
             prongs = prongs[np.argsort(-keys if descending else keys, kind="stable")]
         kept = prongs[:width] if truncating == "post" else prongs[len(prongs) - lengths[b]:]
         slot = 0 if padding == "post" else width - lengths[b]

@@ -1,0 +1,82 @@
+"""A dataset of many in-RAM parts batches as one: bitwise the batches of the same rows in one
+file, gathered in one kernel pass without concatenating; integer groups batch exactly."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lstm_data
+from lstm_data import Batches, BatchSpec, Ragged, Scalars
+from lstm_data.batching.exactness import InexactIntegerWarning
+from lstm_data.batching.order_options import Order
+from lstm_data.data.concat import ConcatDataset
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup
+from lstm_data.data.synthetic import make_dataset
+
+SPEC = BatchSpec(inputs={"input_png": Ragged(["png.calE", "png.nhit", "png.len"], max_len=8, sort_by="png.calE"),
+                         "input_slice": Scalars(["calE", "nHit"])},
+                 targets={"target": Scalars(["trueE"])}, nan_to=0.0)
+
+
+def _same(a, b):
+    for part_a, part_b in zip(a, b):
+        for k in part_a:
+            assert part_a[k].tobytes() == part_b[k].tobytes() and part_a[k].shape == part_b[k].shape, k
+
+
+@pytest.mark.parametrize("n_files", [2, 7])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_many_files_give_the_batches_of_one(tmp_path, n_files, shuffle):
+    whole = make_dataset(1400, seed=5)
+    cuts = np.linspace(0, len(whole), n_files + 1).astype(int)
+    paths = []
+    for i in range(n_files):
+        path = tmp_path / f"part{i:02d}.zarr"
+        whole.take(np.arange(cuts[i], cuts[i + 1])).to_zarr(path)
+        paths.append(path)
+    one = tmp_path / "one.zarr"
+    whole.to_zarr(one)
+    # in RAM: each zarr part taken into memory, then one ConcatDataset
+    parts = ConcatDataset([lstm_data.open(p).take(np.arange(len(lstm_data.open(p)))) for p in paths])
+    assert parts.in_ram
+    single = lstm_data.open(one).take(np.arange(len(whole)))
+    order = Order(batch_size=128, seed=2, shuffle=shuffle)
+    a, b = Batches(parts, SPEC, order), Batches(single, SPEC, order)
+    assert a.builder.in_ram and len(a) == len(b)
+    for epoch in (0, 1):
+        for i in range(len(a)):
+            _same(a.batch(i, epoch), b.batch(i, epoch))
+
+
+def test_block_shuffle_over_on_disk_parts_cuts_blocks_at_every_files_chunks(tmp_path):
+    whole = make_dataset(900, seed=1)
+    paths = []
+    for i, (lo, hi) in enumerate([(0, 300), (300, 900)]):
+        paths.append(tmp_path / f"p{i}.zarr")
+        whole.take(np.arange(lo, hi)).to_zarr(paths[-1])
+    ds = lstm_data.open(paths)
+    starts = ds.value_chunk_starts("png")
+    assert 300 in starts.tolist() and 0 in starts.tolist()
+    b = Batches(ds, SPEC, Order(batch_size=64, seed=0, shuffle="block"))
+    seen = np.concatenate([b.rows_of(i) for i in range(len(b))])
+    assert sorted(seen.tolist()) == list(range(900))
+
+
+def test_integer_and_boolean_groups_batch_exactly_and_large_ids_warn():
+    rng = np.random.default_rng(0)
+    lens = rng.integers(0, 4, 50)
+    offsets = np.zeros(51, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    charge = rng.choice(np.array([-1, 1], np.int8), offsets[-1])
+    jet_id = rng.integers(0, 7, offsets[-1]).astype(np.int32)
+    values = np.stack([charge.astype(np.int32), jet_id], axis=1)
+    ds = InMemoryDataset({"event": np.arange(50, dtype=np.int64) + 2**24 + 1},
+                         {"Muon": RaggedGroup(["Muon.charge", "Muon.jetId"], values, offsets)})
+    spec = BatchSpec(inputs={"mu": Ragged(["Muon.charge", "Muon.jetId"], max_len=4, pad_value=0.0)})
+    batch = Batches(ds, spec, Order(batch_size=50, shuffle=False))[0][0]["mu"]
+    for r in range(50):
+        n = min(4, lens[r])
+        np.testing.assert_array_equal(batch[r, :n], values[offsets[r]:offsets[r] + n].astype(np.float32))
+    with pytest.warns(InexactIntegerWarning, match=r"'event'.*16777218 becomes 16777218|integer 16777\d+ becomes"):
+        Batches(ds, BatchSpec(inputs={"ev": Scalars(["event"])}), Order(batch_size=10, shuffle=False))[0]
