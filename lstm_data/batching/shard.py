@@ -35,11 +35,19 @@ class Shardable(Protocol):
     """What a shard reads off its parent (:class:`~lstm_data.batching.batches.Batches`)."""
 
     spec: BatchSpec
-    batch_size: int
-    shuffle: bool | str
-    seed: int
-    nan_to: float | None
     epoch: int
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @property
+    def shuffle(self) -> bool | str: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def nan_to(self) -> float | None: ...
 
     def __len__(self) -> int: ...
 

@@ -316,13 +316,14 @@ class BatchSpec:
 
     def replace(self, **changes: Any) -> "BatchSpec":
         """A copy with ``changes`` to ``inputs``, ``targets``, ``nan_to`` or ``pad_to_multiple_of``."""
-        current = {"inputs": self.inputs, "targets": self.targets, "nan_to": self.nan_to,
-                   "pad_to_multiple_of": self.pad_to_multiple_of}
+        current: dict[str, Any] = {"inputs": self.inputs, "targets": self.targets, "nan_to": self.nan_to,
+                                   "pad_to_multiple_of": self.pad_to_multiple_of}
         for name in changes:
             if name not in current:
                 raise unknown_option(name, current, "BatchSpec")
         current.update(changes)
-        return BatchSpec(**current)
+        return BatchSpec(current["inputs"], current["targets"], nan_to=current["nan_to"],
+                         pad_to_multiple_of=current["pad_to_multiple_of"])
 
     def to_toml(self) -> str:
         """The TOML text :meth:`from_toml` reads back (bitwise the same batches)."""
