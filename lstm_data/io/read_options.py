@@ -28,7 +28,7 @@ option             meaning                                                     f
 ``relations``      L5Kit: child array -> interval column of the parent         l5kit
 ``cache_chunks``   L5Kit: decoded chunks kept per array                        l5kit
 ``read_ahead``     read the next block-shuffle window while batches are built  (batching)
-``progress``       a progress callback or bar (not written to TOML)            csv
+``progress``       a progress callback or bar (not written to TOML)            csv, root
 =================  ==========================================================  =====================
 
 Older spellings (``use_threads``, ``block_size``, ``step_bytes``) still work for one
@@ -191,7 +191,8 @@ READER_OPTIONS: dict[str, dict[str, tuple[str, Any]]] = {
     "hdf5": _keep("dtype", "root", "max_run_chunks", "trust_external"),
     "nova": {**_keep("dtype", "slice_table", "aliases", "trust_external"), "tables": ("tables", list)},
     "parquet": {**_keep("dtype", "in_ram"), "threads": ("use_threads", lambda n: n > 1)},
-    "root": {**_keep("dtype", "tree", "columns", "exclude"), "block_bytes": ("step_bytes", None)},
+    "root": {**_keep("dtype", "tree", "columns", "exclude", "threads", "progress"),
+             "block_bytes": ("step_bytes", None)},
     "zarr": _keep("dtype", "max_run_chunks"),
     "l5kit": _keep("dtype", "parent", "relations", "cache_chunks"),
 }

@@ -33,9 +33,14 @@ are float32, float64, a signed or unsigned integer type, or bool (``Muon_charge`
 int32 and ``Muon_jetIdx`` int16: int32; float32 with int32: float64); with
 ``dtype=`` every column is cast to it.
 
-Jagged branches are read in entry ranges of about ``step_bytes`` uncompressed
-bytes, aligned to the tree's clusters; each range is interleaved into its
-group's ``(total, V)`` block (no Python per entry). Values equal
+Numeric branches of the common kinds (one number per entry, counted arrays
+``x[n]``) are read basket by basket on ``threads`` threads straight into their
+final arrays (:mod:`lstm_data.io.root.fast`), inflating zlib baskets with
+libdeflate or ISA-L when the ``deflate`` or ``isal`` package is installed (extra
+``root-fast``). Other jagged branches (``std::vector``) are read through uproot in
+entry ranges of about ``step_bytes`` uncompressed bytes, aligned to the tree's
+clusters; each range is interleaved into its group's ``(total, V)`` block (no
+Python per entry). Values equal
 ``tree.arrays(library="np")`` bitwise (a group of mixed dtypes, e.g. float32 and
 int32, takes their common type, float64).
 
@@ -53,7 +58,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -66,6 +71,7 @@ from lstm_data.io.column_groups import build_group, interleave_pieces
 from lstm_data.io.column_select import ColumnSelection
 from lstm_data.io.jagged_groups import check_equal_lengths, plan_groups, split_by_lengths
 from lstm_data.io.layout import value_dtype
+from lstm_data.io.root.fast import read_fast
 from lstm_data.io.root.tree import (
     RNTUPLE_CLASS,
     TreeColumns,
@@ -84,7 +90,8 @@ _log = logging.getLogger("lstm_data")
 
 def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: Any = None,
               step_bytes: int = STEP_BYTES, columns: Sequence[str] | str | None = None,
-              exclude: Sequence[str] | str | None = None) -> InMemoryDataset:
+              exclude: Sequence[str] | str | None = None, threads: int | None = None,
+              progress: Callable[[int, int], None] | None = None) -> InMemoryDataset:
     """Read one TTree of a ROOT file (see the module documentation).
 
     Parameters
@@ -104,6 +111,11 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
         Branch names or globs to read / never to read (a counter group's name picks
         the whole group, see :mod:`lstm_data.io.column_select`); other branches are
         not read at all.
+    threads
+        Threads that read and inflate baskets (``None``: every core).
+    progress
+        Called as ``progress(compressed_bytes_done, compressed_bytes_total)`` while
+        baskets are read (e.g. :class:`lstm_data._util.progress.ByteProgress`).
 
     Returns
     -------
@@ -161,9 +173,14 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
             _log.info("%s: %sskipped %d branches that are not numbers or jagged lists of numbers: %s",
                       name, where, len(cols.skipped), cols.describe_skipped())
         dt = dt if dt is not None else schema_dtype
-        out_scalars = {s: _cast(cols.read(s), dt) for s in scalars}
         declared = set(getattr(_schema(schema), "groups", None) or ())
-        out_groups = _read_groups(cols, groups, dt, step_bytes, declared, taken=scalars)
+        fast_scalars, fast_groups = read_fast(cols, scalars, groups, dt, threads, progress)
+        out_scalars = {s: fast_scalars[s] if s in fast_scalars else _cast(cols.read(s), dt) for s in scalars}
+        rest = {g: names for g, names in groups.items() if g not in fast_groups}
+        slow = _read_groups(cols, rest, dt, step_bytes, declared, taken=scalars)
+        out_groups = {g: fast_groups[g] if g in fast_groups else slow.pop(g)
+                      for g in groups if g in fast_groups or g in slow}
+        out_groups.update(slow)  # groups cut from an inferred one by lengths
     dataset = InMemoryDataset(out_scalars, out_groups, source=(name,))
     dataset.skipped = dict(cols.skipped)
     return dataset

@@ -191,6 +191,22 @@ class TreeColumns:
         """Every column name, read or skipped (for messages)."""
         return list(self._all)
 
+    def part(self, name: str) -> tuple[str, tuple[int, ...]]:
+        """The branch key of column ``name`` and its element index (``()`` for a whole branch)."""
+        return self._part[name]
+
+    def branch(self, name: str) -> Any:
+        """The uproot branch that holds column ``name``."""
+        return self._branch[name]
+
+    def cached(self, name: str) -> np.ndarray | None:
+        """Column ``name`` if it was read whole already."""
+        return self._cache.get(name)
+
+    def remember(self, name: str, array: np.ndarray) -> None:
+        """Keep a whole column read elsewhere, so :meth:`read` does not read it again."""
+        self._cache[name] = array
+
     def describe_skipped(self) -> str:
         items = list(self.skipped.items())
         text = ", ".join(f"{k!r} ({t})" for k, t in items[:6])

@@ -1,0 +1,298 @@
+"""Numeric TTree branches read basket by basket, straight into their final arrays, on several threads.
+
+uproot gives each branch's basket table (file offset, size and first entry of each
+basket). For the common branch kinds, a flat number per entry (``AsDtype``) and a
+counted array of numbers (``float x[n]``, ``AsJagged(AsDtype)`` with no per-entry
+header), a basket is:
+
+1. read with one ``os.pread`` (no Python file object, so threads do not queue);
+2. its ROOT key parsed (key length, uncompressed size) and its compressed blocks
+   (ROOT's 9-byte block headers) inflated: zlib blocks with the fastest exact
+   inflater installed (libdeflate through the ``deflate`` package, else ISA-L through
+   ``isal``, else zlib), LZMA, LZ4 and ZSTD blocks with uproot's own codecs;
+3. its big-endian numbers written, byte-swapped and cast in one numpy assignment,
+   into the rows it owns of the caller's array (a scalar column or one column of a
+   group's ``(total, V)`` block).
+
+Every step of a basket releases the GIL for its bulk work (``pread``, the inflaters,
+numpy's cast), so a pool of ``threads`` threads keeps every core busy, and memory
+holds at most ``threads`` baskets beyond the final arrays. Branches of other kinds
+(``std::vector`` with per-entry headers, objects, embedded baskets) are read by the
+caller through uproot instead: :func:`plan_branch` returns ``None`` for them.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from lstm_data.errors import FormatError
+
+__all__ = ["BranchPlan", "plan_branch", "inflater_name", "set_inflater", "INFLATERS", "read_basket",
+           "BasketTask"]
+
+_KEY = struct.Struct(">ihiIhh")
+_BLOCK_HEADER = 9
+
+
+def _make_inflater(name: str) -> Callable[[Any, int], bytes]:
+    """``inflate(data, size)`` of the zlib inflater ``name``; ImportError if it is not installed."""
+    if name == "libdeflate":
+        import deflate
+
+        def inflate_libdeflate(data: Any, size: int) -> bytes:
+            return deflate.zlib_decompress(data, size)
+        return inflate_libdeflate
+    if name == "isal":
+        from isal import isal_zlib
+
+        def inflate_isal(data: Any, size: int) -> bytes:
+            return isal_zlib.decompress(data, bufsize=size)
+        return inflate_isal
+    if name == "zlib":
+        def inflate_zlib(data: Any, size: int) -> bytes:
+            return zlib.decompress(data, bufsize=size)
+        return inflate_zlib
+    raise ValueError(f"no zlib inflater {name!r}; choose one of {', '.join(INFLATERS)}")
+
+
+#: zlib inflaters, fastest first (measured on ROOT's level-1 baskets: libdeflate, then ISA-L)
+INFLATERS = ("libdeflate", "isal", "zlib")
+_INFLATER: tuple[str, Callable[[Any, int], bytes]] | None = None
+
+
+def inflater_name() -> str:
+    """Which zlib inflater baskets use: ``"libdeflate"``, ``"isal"`` or ``"zlib"``."""
+    return _inflater()[0]
+
+
+def set_inflater(name: str | None) -> str:
+    """Use the zlib inflater ``name`` (``None``: the fastest installed); returns its name.
+
+    Raises
+    ------
+    ImportError
+        Its package (``deflate`` for libdeflate, ``isal``) is not installed.
+    """
+    global _INFLATER
+    if name is None:
+        _INFLATER = None
+        return inflater_name()
+    _INFLATER = (name, _make_inflater(name))
+    return name
+
+
+def _inflater() -> tuple[str, Callable[[Any, int], bytes]]:
+    global _INFLATER
+    if _INFLATER is None:
+        for name in INFLATERS:
+            try:
+                _INFLATER = (name, _make_inflater(name))
+                break
+            except ImportError:
+                continue
+    assert _INFLATER is not None
+    return _INFLATER
+
+
+@dataclass
+class BranchPlan:
+    """Where one branch's baskets are and how to decode them.
+
+    Attributes
+    ----------
+    seeks, sizes, starts, stops : list of int
+        Per basket: file offset, bytes on disk, first entry, entry after the last.
+    dtype : numpy dtype
+        The big-endian dtype of one stored number.
+    jagged : bool
+        A counted array (values of several entries per basket) or one number per entry.
+    """
+
+    name: str
+    seeks: list[int]
+    sizes: list[int]
+    starts: list[int]
+    stops: list[int]
+    dtype: np.dtype
+    jagged: bool
+
+    @property
+    def compressed_bytes(self) -> int:
+        return sum(self.sizes)
+
+
+def plan_branch(branch: Any, name: str, n_entries: int, uproot: Any) -> BranchPlan | None:
+    """The basket plan of a numeric branch this module reads, or ``None`` (read it through uproot)."""
+    try:
+        interp = branch.interpretation
+        if isinstance(interp, uproot.AsJagged):
+            if interp.header_bytes != 0 or not isinstance(interp.content, uproot.AsDtype):
+                return None
+            dtype, jagged = np.dtype(interp.content.from_dtype), True
+        elif isinstance(interp, uproot.AsDtype):
+            dtype, jagged = np.dtype(interp.from_dtype), False
+        else:
+            return None
+        if dtype.shape != () or dtype.fields is not None or dtype.kind not in "fiub":
+            return None
+        if len(branch.embedded_baskets or ()) or branch.member("fEntryOffsetLen") and not jagged:
+            return None
+        count = int(branch.member("fWriteBasket"))
+        seeks = [int(x) for x in branch.member("fBasketSeek")[:count]]
+        sizes = [int(x) for x in branch.member("fBasketBytes")[:count]]
+        entries = [int(x) for x in branch.member("fBasketEntry")[:count + 1]]
+    except Exception:  # anything unusual: uproot's own path reads it, with its own errors
+        return None
+    if len(entries) < count + 1:
+        entries = entries + [n_entries]
+    starts, stops = entries[:count], entries[1:count + 1]
+    if count and stops[-1] != n_entries or any(s <= 0 for s in sizes):
+        return None
+    return BranchPlan(name, seeks, sizes, starts, stops, dtype, jagged)
+
+
+def _skip_string(buf: bytes, pos: int) -> int:
+    n = buf[pos]
+    return pos + 1 + n if n < 255 else pos + 5 + struct.unpack_from(">i", buf, pos + 1)[0]
+
+
+def read_basket(fd: int, plan: BranchPlan, i: int, file: str,
+                tree: str) -> tuple[memoryview, np.ndarray | None]:
+    """The data bytes of basket ``i`` (its numbers) and, for a counted array, the byte offset
+    of each entry in them (``None`` when the basket stores none).
+
+    Raises
+    ------
+    FormatError
+        The key or a compressed block is not what ROOT writes (names file, tree, branch,
+        basket and its entries).
+    """
+    seek, size = plan.seeks[i], plan.sizes[i]
+    raw = os.pread(fd, size, seek)
+    try:
+        if len(raw) != size:
+            raise ValueError(f"the file ends {size - len(raw)} bytes into it")
+        nbytes, version, objlen, _, keylen, _ = _KEY.unpack_from(raw, 0)
+        if nbytes != size or not 0 < keylen <= size:
+            raise ValueError(f"its key says {nbytes} bytes and a {keylen}-byte header, the branch {size}")
+        pos = 18 + (16 if version > 1000 else 8)
+        for _ in range(3):  # class name, name, title
+            pos = _skip_string(raw, pos)
+        last = struct.unpack_from(">hiiiib", raw, pos)[4]  # TBasket: version, sizes, nev, fLast, flag
+        border = last - keylen
+        data = _inflate(raw, keylen, size, objlen)
+        if not 0 <= border <= len(data):
+            raise ValueError(f"its data end {border} is outside its {len(data)} bytes")
+        entry_offsets = None
+        n = plan.stops[i] - plan.starts[i]
+        if plan.jagged and len(data) >= border + 4 * (n + 1):  # [n + 1][offset of each entry]
+            entry_offsets = np.empty(n + 1, dtype=np.int64)
+            entry_offsets[:n] = np.frombuffer(data, dtype=">i4", count=n, offset=border + 4)
+            entry_offsets[:n] -= keylen
+            entry_offsets[n] = border
+    except FormatError:
+        raise
+    except Exception as exc:
+        raise FormatError(f"tree {tree!r}: cannot read basket {i} (entries {plan.starts[i]}:{plan.stops[i]}) "
+                          f"of branch {plan.name!r}; damaged file? ({type(exc).__name__}: {exc})",
+                          file=file, variable=plan.name, row=plan.starts[i]) from exc
+    return memoryview(data)[:border], entry_offsets
+
+
+def _inflate(raw: bytes, start: int, stop: int, size: int) -> bytes | bytearray:
+    """The ``size`` uncompressed bytes of ``raw[start:stop]``: stored as they are, or ROOT blocks."""
+    if stop - start == size:
+        return raw[start:stop]
+    inflate = _inflater()[1]
+    view = memoryview(raw)  # slices of it are not copies
+    pieces: list[bytes] = []
+    pos, filled = start, 0
+    while pos < stop:
+        head = raw[pos:pos + _BLOCK_HEADER]
+        if len(head) < _BLOCK_HEADER:
+            raise ValueError("a compressed block header is cut short")
+        algo = bytes(head[:2])
+        csize = head[3] | head[4] << 8 | head[5] << 16
+        usize = head[6] | head[7] << 8 | head[8] << 16
+        body = view[pos + _BLOCK_HEADER:pos + _BLOCK_HEADER + csize]
+        if len(body) != csize:
+            raise ValueError("a compressed block is cut short")
+        if algo == b"ZL":
+            block = inflate(body, usize)
+        else:
+            block = _other_codec(algo, body, usize)
+        if len(block) != usize:
+            raise ValueError(f"a block inflated to {len(block)} bytes, its header says {usize}")
+        pieces.append(block)
+        filled += usize
+        pos += _BLOCK_HEADER + csize
+    if filled != size:
+        raise ValueError(f"its blocks inflate to {filled} bytes, its key says {size}")
+    if len(pieces) == 1:
+        return pieces[0]
+    out = bytearray(size)
+    at = 0
+    for block in pieces:
+        out[at:at + len(block)] = block
+        at += len(block)
+    return out
+
+
+def _other_codec(algo: bytes, body: memoryview, usize: int) -> bytes:
+    import uproot
+
+    if algo == b"XZ":
+        return uproot.LZMA(1).decompress(body, usize)
+    body = bytes(body)
+    if algo == b"L4":  # an 8-byte xxhash checksum, then the LZ4 block
+        return uproot.LZ4(1).decompress(body[8:], usize)
+    if algo == b"ZS":
+        return uproot.ZSTD(1).decompress(body, usize)
+    raise ValueError(f"compression {algo!r} is not one this reader knows (ZL, XZ, L4, ZS)")
+
+
+@dataclass
+class BasketTask:
+    """Decode basket ``i`` of ``plan`` into ``out[lo:hi]`` (``out`` a 1-D array or column view)."""
+
+    plan: BranchPlan
+    i: int
+    out: np.ndarray
+    lo: int
+    hi: int
+
+    counts: np.ndarray | None = None
+
+    def run(self, fd: int, file: str, tree: str) -> None:
+        data, entry_offsets = read_basket(fd, self.plan, self.i, file, tree)
+        if self.counts is not None:
+            self._check_counts(entry_offsets, file, tree)
+        itemsize = self.plan.dtype.itemsize
+        count = self.hi - self.lo
+        if len(data) != count * itemsize:
+            what = (f"{len(data) // itemsize} values where the counter says {count}" if self.plan.jagged
+                    else f"{len(data)} bytes for {count} entries")
+            raise FormatError(f"tree {tree!r}: basket {self.i} (entries {self.plan.starts[self.i]}:"
+                              f"{self.plan.stops[self.i]}) of branch {self.plan.name!r} holds {what}; "
+                              "damaged file?", file=file, variable=self.plan.name,
+                              row=self.plan.starts[self.i])
+        self.out[self.lo:self.hi] = np.frombuffer(data, dtype=self.plan.dtype, count=count)
+
+    def _check_counts(self, entry_offsets: np.ndarray | None, file: str, tree: str) -> None:
+        """Each entry's number of values, from the basket's entry offsets, against the counter."""
+        assert self.counts is not None
+        start = self.plan.starts[self.i]
+        if entry_offsets is None or len(entry_offsets) != len(self.counts) + 1:
+            return  # no per-entry offsets stored: the basket's total is checked
+        lengths = np.diff(entry_offsets) // self.plan.dtype.itemsize
+        bad = np.flatnonzero(lengths != self.counts)
+        if len(bad):
+            e = start + int(bad[0])
+            raise FormatError(f"tree {tree!r}: branch {self.plan.name!r} holds {int(lengths[bad[0]])} values "
+                              f"in entry {e} but its counter says {int(self.counts[bad[0]])}; damaged file?",
+                              file=file, variable=self.plan.name, row=e)

@@ -1,0 +1,145 @@
+"""The threaded basket path of :func:`lstm_data.io.root.read_root`.
+
+Scalars and counter groups whose branches :func:`~lstm_data.io.root.baskets.plan_branch`
+can read are decoded basket by basket on a thread pool straight into their final
+arrays: a scalar column, or the columns of a group's ``(total, V)`` block at the rows
+its counter gives. What it cannot read (fixed-size parts, ``std::vector`` branches,
+groups without a readable counter) is left to uproot's path; the values are the same
+either way (bitwise those of ``tree.arrays(library="np")``).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from lstm_data.data.ragged import RaggedGroup
+from lstm_data.io.root.baskets import BasketTask, BranchPlan, inflater_name, plan_branch
+from lstm_data.io.root.tree import TreeColumns, import_uproot
+
+__all__ = ["read_fast", "default_threads"]
+
+_log = logging.getLogger("lstm_data")
+
+
+def default_threads() -> int:
+    """Threads used when ``threads=None``: every core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[str]],
+              dt: np.dtype | None, threads: int | None,
+              progress: Callable[[int, int], None] | None = None
+              ) -> tuple[dict[str, np.ndarray], dict[str, RaggedGroup]]:
+    """The scalars and groups this path can read, read; the rest is left to the caller.
+
+    Returns
+    -------
+    scalars : dict
+        Column -> array, for the scalars read here.
+    groups : dict
+        Group -> :class:`RaggedGroup`, for the groups read here.
+    """
+    uproot = import_uproot()
+    plans: dict[str, BranchPlan | None] = {}
+
+    def plan(name: str) -> BranchPlan | None:
+        if name not in plans:
+            key, idx = cols.part(name)
+            plans[name] = None if idx else plan_branch(cols.branch(name), name, cols.n, uproot)
+        return plans[name]
+
+    n_threads = default_threads() if threads is None else int(threads)
+    pending: list[tuple[str, list[str], str]] = []
+    for g, names in groups.items():
+        counter = cols.shared_counter(names)
+        c_plan = None if counter is None else plan(counter)
+        if c_plan is None or c_plan.jagged or any(plan(v) is None or not plan(v).jagged for v in names):
+            continue  # uproot's path
+        pending.append((g, names, counter))
+    counts: dict[str, np.ndarray] = {}
+    first: list[BasketTask] = []
+    for c in dict.fromkeys(c for _, _, c in pending):
+        counts[c] = cols.cached(c)
+        if counts[c] is None:
+            counts[c] = np.empty(cols.n, dtype=cols.dtype(c))
+            first += _tasks(plan(c), counts[c])
+    _run(first, cols, n_threads, None)
+    for c, array in counts.items():
+        cols.remember(c, array)
+    tasks: list[BasketTask] = []
+    out_scalars: dict[str, np.ndarray] = {}
+    for s in scalars:
+        if s in counts:
+            out_scalars[s] = counts[s] if dt is None else counts[s].astype(dt)
+            continue
+        p = plan(s)
+        if p is None or p.jagged:
+            continue
+        out_scalars[s] = np.empty(cols.n, dtype=dt if dt is not None else cols.dtype(s))
+        tasks += _tasks(p, out_scalars[s])
+    out_groups: dict[str, RaggedGroup] = {}
+    for g, names, counter in pending:
+        offsets = np.zeros(cols.n + 1, dtype=np.int64)
+        np.cumsum(counts[counter], out=offsets[1:])
+        dtype = np.dtype(dt if dt is not None else np.result_type(*[cols.dtype(v) for v in names]))
+        block = np.empty((int(offsets[-1]), len(names)), dtype=dtype)
+        for j, v in enumerate(names):
+            tasks += _tasks(plan(v), block[:, j], offsets, counts[counter])
+        out_groups[g] = RaggedGroup(names, block, offsets)
+    _run(tasks, cols, n_threads, progress)
+    return out_scalars, out_groups
+
+
+def _tasks(plan: BranchPlan | None, out: np.ndarray, offsets: np.ndarray | None = None,
+           counts: np.ndarray | None = None) -> list[BasketTask]:
+    """One task per basket of ``plan``, writing its entries' values into ``out``."""
+    assert plan is not None
+    if offsets is None:
+        return [BasketTask(plan, i, out, a, z) for i, (a, z) in enumerate(zip(plan.starts, plan.stops))]
+    return [BasketTask(plan, i, out, int(offsets[a]), int(offsets[z]), counts=counts[a:z])
+            for i, (a, z) in enumerate(zip(plan.starts, plan.stops))]
+
+
+def _run(tasks: list[BasketTask], cols: TreeColumns, threads: int,
+         progress: Callable[[int, int], None] | None) -> None:
+    """Every task, largest baskets first, on ``threads`` threads (at most ``threads`` baskets in memory)."""
+    if not tasks:
+        return
+    tasks = sorted(tasks, key=lambda t: -t.plan.sizes[t.i])
+    total = sum(t.plan.sizes[t.i] for t in tasks)
+    started = time.perf_counter()
+    fd = os.open(cols.file, os.O_RDONLY)
+    try:
+        if threads <= 1 or len(tasks) == 1:
+            done = 0
+            for t in tasks:
+                t.run(fd, cols.file, cols.tree)
+                done += t.plan.sizes[t.i]
+                if progress is not None:
+                    progress(done, total)
+        else:
+            with ThreadPoolExecutor(threads, thread_name_prefix="lstm_data-root") as pool:
+                futures = [pool.submit(t.run, fd, cols.file, cols.tree) for t in tasks]
+                done = 0
+                try:
+                    for t, f in zip(tasks, futures):
+                        f.result()
+                        done += t.plan.sizes[t.i]
+                        if progress is not None:
+                            progress(done, total)
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+    finally:
+        os.close(fd)
+    _log.debug("%s: %d baskets (%.1f MB compressed) in %.3f s on %d threads (%s)", cols.file, len(tasks),
+               total / 1e6, time.perf_counter() - started, threads, inflater_name())

@@ -1,0 +1,118 @@
+"""The threaded basket path of the ROOT reader: bitwise equal to uproot, whatever the threads, codecs and
+inflater; only the chosen branches are read; damage is located."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lstm_data
+from lstm_data.errors import FormatError
+from tests.helpers import assert_bitwise, assert_same_dataset, root_events
+
+uproot = pytest.importorskip("uproot")
+ak = pytest.importorskip("awkward")
+from lstm_data.io.root import read_root  # noqa: E402
+from lstm_data.io.root import baskets  # noqa: E402
+
+
+def _write(path, cols, compression, parts=7):
+    with uproot.recreate(path, compression=compression) as fh:
+        types = {k: v.type.content if isinstance(v, ak.Array) else v.dtype for k, v in cols.items()}
+        tree = fh.mktree("Events", types)
+        n = len(next(iter(cols.values())))
+        cuts = np.linspace(0, n, parts + 1).astype(int)
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            tree.extend({k: v[a:b] for k, v in cols.items()})
+    return path
+
+
+def _columns(n=2000, seed=9):
+    cols = root_events(n, seed)
+    rng = np.random.default_rng(seed)
+    k = ak.num(cols["Muon"]).to_numpy()
+    cols["Trig"] = ak.unflatten(ak.zip({"bit": rng.random(k.sum()) < 0.3,
+                                        "idx": rng.integers(-5, 5, k.sum()).astype(np.int8)}), k)
+    return cols
+
+
+def _check_equals_uproot(ds, path):
+    with uproot.open(path) as fh:
+        ref = fh["Events"].arrays(library="np")
+    for s in ds.scalar_names:
+        assert_bitwise(ds.scalar(s), ref[s], s)
+    for g, names in ds.groups.items():
+        values, offsets = ds.ragged(g)
+        for j, v in enumerate(names):
+            flat = np.concatenate(list(ref[v])) if len(ref[v]) else np.zeros(0)
+            assert_bitwise(values[:, j], flat.astype(values.dtype), v)
+        assert_bitwise(np.diff(offsets), np.array([len(x) for x in ref[names[0]]], dtype=np.int64), g)
+
+
+CODECS = {"zlib1": lambda: uproot.ZLIB(1), "zlib9": lambda: uproot.ZLIB(9), "lzma": lambda: uproot.LZMA(1),
+          "lz4": lambda: uproot.LZ4(1), "zstd": lambda: uproot.ZSTD(1), "none": lambda: None}
+
+
+@pytest.mark.parametrize("codec", list(CODECS))
+def test_every_codec_and_thread_count_equals_uproot(tmp_path, codec):
+    try:
+        path = _write(tmp_path / f"{codec}.root", _columns(), CODECS[codec]())
+    except (ImportError, ModuleNotFoundError) as exc:
+        pytest.skip(f"uproot cannot write {codec} here ({exc})")
+    one = read_root(path, threads=1)
+    assert one.ragged("Trig")[0].dtype == np.int8 and one.ragged("Muon")[0].dtype == np.float64
+    _check_equals_uproot(one, path)
+    for threads in (2, 5):
+        assert_same_dataset(read_root(path, threads=threads), one)
+
+
+@pytest.mark.parametrize("name", baskets.INFLATERS)
+def test_every_inflater_gives_the_same_values(tmp_path, name):
+    path = _write(tmp_path / "z.root", _columns(800), uproot.ZLIB(1), parts=3)
+    try:
+        baskets.set_inflater(name)
+    except ImportError:
+        pytest.skip(f"{name} is not installed")
+    try:
+        assert baskets.inflater_name() == name
+        ds = read_root(path, threads=2)
+    finally:
+        baskets.set_inflater(None)
+    _check_equals_uproot(ds, path)
+
+
+def test_only_the_chosen_branches_are_read(tmp_path):
+    """The progress callback counts the compressed bytes read: those of the chosen branches and the
+    counter of their group, nothing else."""
+    path = _write(tmp_path / "sel.root", _columns(), uproot.ZLIB(1))
+    seen = []
+    ds = lstm_data.open(path, columns=["Muon_pt", "Muon_eta", "MET_pt"], threads=2,
+                        progress=lambda done, total: seen.append((done, total)))
+    assert ds.groups == {"Muon": ["Muon_pt", "Muon_eta"]} and ds.scalar_names == ["MET_pt"]
+    with uproot.open(path) as fh:
+        tree = fh["Events"]
+        want = sum(int(tree[b].compressed_bytes) for b in ("Muon_pt", "Muon_eta", "MET_pt"))
+        everything = sum(int(b.compressed_bytes) for b in tree.branches)
+    assert seen and seen[-1] == (want, want) and want < everything / 2
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_a_basket_whose_values_disagree_with_the_counter_is_located(tmp_path):
+    """Rewrite one entry offset of one basket of Muon_pt (uncompressed file): the entry is named."""
+    cols = _columns(300)
+    path = _write(tmp_path / "plain.root", cols, None, parts=3)
+    with uproot.open(path) as fh:
+        branch = fh["Events"]["Muon_pt"]
+        seek = int(branch.member("fBasketSeek")[1])
+        last = int(branch.basket(1).member("fLast"))
+        first = int(branch.member("fBasketEntry")[1])
+        counts = ak.num(cols["Muon"]).to_numpy()[first:]
+    e = int(np.flatnonzero(counts > 0)[0])  # an entry with a muon: claim it has one value fewer
+    at = seek + last + 4 + 4 * (e + 1)  # the offset of entry e + 1 (after the count)
+    data = bytearray(path.read_bytes())
+    offset = int.from_bytes(data[at:at + 4], "big")
+    data[at:at + 4] = (offset - 4).to_bytes(4, "big")
+    path.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match=rf"branch 'Muon_pt' holds {counts[e] - 1} values in entry "
+                                          rf"{first + e} but its counter says {counts[e]}") as err:
+        read_root(path)
+    assert (err.value.variable, err.value.row) == ("Muon_pt", first + e)
