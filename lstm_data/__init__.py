@@ -3,7 +3,8 @@
 Public API (design §3)::
 
     lstm_data.open(path_or_paths, schema=None, **options) -> Dataset
-    lstm_data.BatchSpec, Scalars, Ragged, Batches, open_batches, precompute, convert, Schema
+    lstm_data.BatchSpec, Scalars, Ragged, Order, ReadOptions, Batches, open_batches, precompute,
+    convert, Schema
     lstm_data.from_arrow, from_awkward
     lstm_data.kernels.parse_float_lists / pad_ragged / BatchGather / CsvBlockParser
     lstm_data.keras.KerasBatches, lstm_data.torch.TorchBatches
@@ -31,7 +32,7 @@ from typing import Any, Callable
 logging.getLogger("lstm_data").addHandler(logging.NullHandler())
 
 from lstm_data.data import dataset as _dataset
-from lstm_data.errors import BrokenRowsWarning, FormatError, ParseError, SchemaError
+from lstm_data.errors import BrokenRowsWarning, FormatError, OptionError, ParseError, SchemaError
 
 __version__ = "0.1.0"
 
@@ -43,6 +44,8 @@ _LAZY = {
     "Scalars": ("lstm_data.batching.spec", "Scalars"),
     "Ragged": ("lstm_data.batching.spec", "Ragged"),
     "Batches": ("lstm_data.batching.batches", "Batches"),
+    "Order": ("lstm_data.batching.order_options", "Order"),
+    "ReadOptions": ("lstm_data.io.read_options", "ReadOptions"),
     "open_batches": ("lstm_data.store.read", "open_batches"),
     "precompute": ("lstm_data.store.write", "precompute"),
     "convert": ("lstm_data.scale.convert", "convert"),
@@ -54,7 +57,7 @@ _LAZY = {
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
                "data", "io", "batching", "store", "scale", "adapters", "cli")
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "BrokenRowsWarning", "__version__", *_LAZY]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning", "__version__", *_LAZY]
 
 
 #: format -> (io module, function) of Dataset.to_<format>

@@ -3,7 +3,7 @@
 Example
 -------
 >>> from lstm_data.keras import KerasBatches
->>> train = KerasBatches(Batches(ds, spec, seed=1, nan_to=0.0), workers=2)   # doctest: +SKIP
+>>> train = KerasBatches(Batches(ds, spec.replace(nan_to=0.0), Order(seed=1)), workers=2)   # doctest: +SKIP
 >>> model.fit(train, epochs=10, shuffle=False)                                 # doctest: +SKIP
 
 Each item is ``(inputs, targets, weights)``: dicts keyed by the spec's output
@@ -42,7 +42,7 @@ of every batch into freshly allocated memory, and passes tensors through. Under
 other backends, items are NumPy arrays.
 
 NaN. Keras cannot train on NaN: an input holding NaN padding (a ``Ragged``
-field with ``pad_value=nan`` and no ``Batches(nan_to=...)``) or NaN values
+field with ``pad_value=nan`` and no ``nan_to`` in the spec) or NaN values
 makes the loss NaN. :class:`KerasBatches` warns once when it hands Keras such an
 input (known from the spec; other inputs of the first batch are scanned once).
 """
@@ -68,7 +68,7 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 
 __all__ = ["KerasBatches", "keras_inputs"]
 
-NAN_FIX = ("use Batches(..., nan_to=0.0), or a finite pad_value in the spec with "
+NAN_FIX = ("use a spec with nan_to=0.0 (spec.replace(nan_to=0.0)), or a finite pad_value in the spec with "
            "keras.layers.Masking(mask_value=<that value>) on that input")
 
 
@@ -238,7 +238,7 @@ def _warn_nan(batches: Any, inputs: dict) -> None:
     if padded:
         names = ", ".join(repr(n) for n in padded)
         warnings.warn(f"lstm_data KerasBatches: input {names} holds NaN padding (pad_value=nan and no "
-                      "Batches(nan_to=...)): Keras trains to loss: nan (and Masking cannot match NaN). "
+                      "nan_to in the spec): Keras trains to loss: nan (and Masking cannot match NaN). "
                       f"Fix: {NAN_FIX}", UserWarning, stacklevel=3)
         return
     if getattr(batches, "nan_to", None) is not None:
@@ -247,7 +247,7 @@ def _warn_nan(batches: Any, inputs: dict) -> None:
     if found:
         names = ", ".join(repr(n) for n in found)
         warnings.warn(f"lstm_data KerasBatches: input {names} holds NaN values (in the first batch): Keras "
-                      "trains to loss: nan. Fix: use Batches(..., nan_to=0.0)", UserWarning, stacklevel=3)
+                      "trains to loss: nan. Fix: use spec.replace(nan_to=0.0)", UserWarning, stacklevel=3)
 
 
 def keras_inputs(spec) -> dict:
