@@ -25,7 +25,7 @@ def group_prefix(name: str) -> str:
 
 
 def resolve_schema(schema: Any, scalar_names: list[str], ragged_names: list[str], *,
-                   file: str | None = None):
+                   file: str | None = None, keys: Mapping[str, str] | None = None):
     """Groups, scalars and dtype for a file whose columns are known up front.
 
     Parameters
@@ -34,6 +34,9 @@ def resolve_schema(schema: Any, scalar_names: list[str], ragged_names: list[str]
         ``None``, a :class:`~lstm_data.io.schema.Schema`, a TOML path or a mapping.
     scalar_names, ragged_names
         The file's 1-D and variable-length columns, in file order.
+    keys
+        Ragged column -> the group its source puts it in (e.g. the elements
+        ``dir[0]``, ``dir[1]`` of one column); others group by :func:`group_prefix`.
 
     Returns
     -------
@@ -71,7 +74,7 @@ def resolve_schema(schema: Any, scalar_names: list[str], ragged_names: list[str]
     groups = {g: list(v) for g, v in declared.items()}
     used = {v for vs in groups.values() for v in vs}
     for v in ragged_names:
-        g = group_prefix(v)
+        g = (keys or {}).get(v) or group_prefix(v)
         if v not in used and g not in declared:
             groups.setdefault(g, []).append(v)
     return groups, list(scalar_names if scalars is None else scalars), dtype

@@ -47,11 +47,11 @@ class ColumnSelection:
     def wants(self, name: str, group: str | None = None) -> bool:
         """Whether the column ``name`` (of source group ``group``) is read."""
         names = (name,) if group is None else (name, group)
-        if any(fnmatch.fnmatchcase(n, p) for p in self.exclude for n in names):
+        if any(_match(n, p) for p in self.exclude for n in names):
             return False
         if self.columns is None:
             return True
-        hit = [p for p in self.columns if any(fnmatch.fnmatchcase(n, p) for n in names)]
+        hit = [p for p in self.columns if any(_match(n, p) for n in names)]
         self._used.update(hit)
         return bool(hit)
 
@@ -76,6 +76,12 @@ class ColumnSelection:
             f"; there are {len(names)} columns: {', '.join(repr(n) for n in names[:8])}" \
             f"{' ...' if len(names) > 8 else ''}"
         raise SchemaError(f"{where}columns={p!r} matches no column{hint}", file=file, variable=p)
+
+
+def _match(name: str, pattern: str) -> bool:
+    """``name`` is ``pattern`` itself (an element name such as ``dir[1]`` holds glob brackets) or
+    matches it as a glob."""
+    return name == pattern or fnmatch.fnmatchcase(name, pattern)
 
 
 def _tuple(value: Sequence[str] | str | None, what: str) -> tuple[str, ...] | None:

@@ -22,14 +22,15 @@ reads as other numbers.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Sequence
 
 import h5py
 import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.column_groups import build_group, resolve_schema
+from lstm_data.io.column_groups import build_group, group_prefix, resolve_schema
+from lstm_data.io.column_select import ColumnSelection
 from lstm_data.io.hdf5_checks import load_filter_plugins, member, missing_filter_error
 from lstm_data.io.hdf5_columns import Columns, classify, read_compound
 from lstm_data.io.layout import (
@@ -118,7 +119,8 @@ def read_hdf5(path, *, schema: Any = None, **options):
         and values; default keeps the file's), ``max_run_chunks`` (our layout),
         ``trust_external`` (both layouts: follow external links, external storage and
         virtual datasets of other files; default: refuse them, see
-        :mod:`lstm_data.io.hdf5_checks`).
+        :mod:`lstm_data.io.hdf5_checks`), ``columns`` and ``exclude`` (both layouts:
+        names or globs of the columns to read).
 
     Returns
     -------
@@ -152,6 +154,10 @@ class HDF5Dataset(OnDiskDataset):
     trust_external
         Follow external links, external storage and virtual datasets of other
         files (default: refuse them; see :mod:`lstm_data.io.hdf5_checks`).
+    columns, exclude
+        Names or globs of the scalars and groups to load (see
+        :mod:`lstm_data.io.column_select`); a group is loaded whole when its name or
+        one of its variables is chosen (its values are stored interleaved).
 
     Raises
     ------
@@ -174,16 +180,19 @@ class HDF5Dataset(OnDiskDataset):
     """
 
     def __init__(self, path, *, max_run_chunks: int = 32, dtype: Any = None,
-                 trust_external: bool = False) -> None:
+                 trust_external: bool = False, columns: Sequence[str] | str | None = None,
+                 exclude: Sequence[str] | str | None = None) -> None:
         self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype,
-                                  "trust_external": trust_external})
+                                  "trust_external": trust_external, "columns": columns,
+                                  "exclude": exclude})
         name = str(path)
         dt = value_dtype(dtype, file=name)
         self._max_run_chunks = max_run_chunks
         self._trust_external = trust_external
         self._file = h5py.File(path, "r")
         try:
-            layout = parse_layout(dict(self._file.attrs), file=name)
+            layout = _chosen(parse_layout(dict(self._file.attrs), file=name),
+                             ColumnSelection(columns, exclude), name)
             n = layout["n_rows"]
             scalars = {var: scalar_column(var, key, read_rows(self._node(key, name, var),
                                                               file=name, variable=var),
@@ -226,6 +235,21 @@ class HDF5Dataset(OnDiskDataset):
         self._file.close()
 
 
+def _chosen(layout: dict, selection: ColumnSelection, file: str) -> dict:
+    """``layout`` with only the scalars and groups ``selection`` wants (a group: when its name or
+    any of its variables is wanted, whole, as its values are stored interleaved)."""
+    if not selection:
+        return layout
+    scalars = {v: k for v, k in layout["scalars"].items() if selection.wants(v)}
+    groups = {}
+    for g, spec in layout["groups"].items():
+        if any([selection.wants(v, g) for v in spec["names"]]):  # a list: every pattern is marked used
+            groups[g] = spec
+    selection.check_all_used(list(layout["scalars"]) + list(layout["groups"])
+                             + [v for spec in layout["groups"].values() for v in spec["names"]], file=file)
+    return dict(layout, scalars=scalars, groups=groups)
+
+
 def _checksum_notes(fh: h5py.File, layout: dict, name: str) -> tuple[str, ...]:
     """A note naming the chunked datasets of our layout that carry no ``fletcher32``."""
     keys = list(layout["scalars"].values()) + [
@@ -256,7 +280,8 @@ def _read_vlen(ds: h5py.Dataset, dtype, file: str) -> tuple[np.ndarray, np.ndarr
 
 
 def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None,
-                   trust_external: bool = False) -> InMemoryDataset:
+                   trust_external: bool = False, columns: Sequence[str] | str | None = None,
+                   exclude: Sequence[str] | str | None = None) -> InMemoryDataset:
     """Read lstm_ee's HDF5 layout (or any group of plain h5py / PyTables arrays) into RAM.
 
     Every dataset under ``root`` gives columns as :mod:`lstm_data.io.hdf5_columns`
@@ -265,7 +290,10 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None,
     ``name.field``, variable-length numbers prong variables. Prong variables form
     groups by prefix (``png.calE`` -> ``png``) or as the schema declares. What is
     not numbers (strings, time, complex, objects) is skipped: listed in the
-    result's ``skipped`` attribute and logged once.
+    result's ``skipped`` attribute and logged once. ``columns`` and ``exclude``
+    (names or globs, matched against a column's name and its dataset's, see
+    :mod:`lstm_data.io.column_select`) choose the columns; only the datasets of
+    chosen columns are read (of a compound, only the chosen fields).
 
     Returns
     -------
@@ -280,17 +308,24 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None,
         storage or a virtual dataset of other files under ``root`` (unless
         ``trust_external``), naming it and its target.
     SchemaError
-        A declared name is not a column (or names a skipped one: says why);
-        variables of one group differ in length in some row (names row and
+        A declared or chosen name is not a column (or names a skipped one: says
+        why); variables of one group differ in length in some row (names row and
         variables).
     """
     name = str(path)
+    selection = ColumnSelection(columns, exclude)
     with h5py.File(path, "r") as fh:
         node = member(fh, root, file=name, trust_external=trust_external)
         if not isinstance(node, h5py.Group):
             raise FormatError(f"no HDF5 group {root!r}", file=name)
         found = classify(node, lambda k: member(node, k, file=name, trust_external=trust_external),
+                         keep=lambda col, key: selection.wants(col, key if key != col else group_prefix(col)),
                          file=name)
+        selection.check_all_used(list(found.columns) + list(found.skipped), file=name)
+        for p in selection.columns or ():
+            if p in found.skipped:
+                raise SchemaError(f"columns names {p!r}, which holds {found.skipped[p]}, not numbers",
+                                  file=name, variable=p)
         if not found.columns:
             what = f"; skipped {describe_skipped(found.skipped)}" if found.skipped else ""
             raise FormatError(f"no numeric datasets in HDF5 group {root!r}; expected lstm_ee's layout "

@@ -143,8 +143,10 @@ def skip_reason(tid: Any) -> str | None:
     return _TYPE_WORDS.get(cls, "values of an unknown HDF5 type")
 
 
-def _leaves(tid: Any, path: tuple[str, ...], key: str, out: Columns,
-            keep: Callable[[str], bool]) -> Any:
+Keep = Callable[[str, str], bool]
+
+
+def _leaves(tid: Any, path: tuple[str, ...], key: str, out: Columns, keep: Keep) -> Any:
     """Add the numeric leaves of compound type ``tid`` as columns; return their numpy dtype (or None)."""
     fields = []
     for i in range(tid.get_nmembers()):
@@ -159,12 +161,12 @@ def _leaves(tid: Any, path: tuple[str, ...], key: str, out: Columns,
             continue
         why = skip_reason(sub)
         if why is not None:
-            if keep(where):
+            if keep(where, key):
                 out.skipped[where] = why
             continue
         shape = tuple(sub.get_array_dims()) if cls == h5t.ARRAY else ()
         base = sub.get_super() if cls == h5t.ARRAY else sub
-        taken = [(idx, s) for idx, s in _suffixes(shape) if keep(where + s)]
+        taken = [(idx, s) for idx, s in _suffixes(shape) if keep(where + s, key)]
         if not taken:
             continue
         for idx, s in taken:
@@ -176,7 +178,7 @@ def _leaves(tid: Any, path: tuple[str, ...], key: str, out: Columns,
     return np.dtype(fields) if fields else None
 
 
-def classify(group: h5py.Group, get: Callable[[str], Any], *, keep: Callable[[str], bool] = lambda _: True,
+def classify(group: h5py.Group, get: Callable[[str], Any], *, keep: Keep = lambda name, key: True,
              file: str) -> Columns:
     """The columns of every dataset of ``group`` (see the module documentation).
 
@@ -187,8 +189,8 @@ def classify(group: h5py.Group, get: Callable[[str], Any], *, keep: Callable[[st
     get
         Member name -> the object (links checked: see :func:`lstm_data.io.hdf5_checks.member`).
     keep
-        Column name -> whether it is wanted (``columns``/``exclude``); datasets without
-        a wanted column are not looked into further.
+        ``(column name, dataset name)`` -> whether the column is wanted
+        (``columns``/``exclude``); datasets without a wanted column are not read.
     """
     out = Columns()
     for key in group:
@@ -196,7 +198,7 @@ def classify(group: h5py.Group, get: Callable[[str], Any], *, keep: Callable[[st
         if obj is None:
             continue
         if not isinstance(obj, h5py.Dataset):
-            if keep(key):
+            if keep(key, key):
                 out.skipped[key] = "a group (open it with root=...)"
             continue
         try:
@@ -206,16 +208,16 @@ def classify(group: h5py.Group, get: Callable[[str], Any], *, keep: Callable[[st
     return out
 
 
-def _dataset(ds: h5py.Dataset, key: str, out: Columns, keep: Callable[[str], bool]) -> None:
+def _dataset(ds: h5py.Dataset, key: str, out: Columns, keep: Keep) -> None:
     tid = ds.id.get_type()
     cls = tid.get_class()
     if ds.ndim == 0:
-        if keep(key):
+        if keep(key, key):
             out.skipped[key] = "a single value (shape ()), not a column"
         return
     if cls == h5t.COMPOUND and skip_reason(tid) == "records":
         if ds.ndim != 1:
-            if keep(key):
+            if keep(key, key):
                 out.skipped[key] = f"records of shape {ds.shape}"
             return
         dt = _leaves(tid, (), key, out, keep)
@@ -233,7 +235,7 @@ def _dataset(ds: h5py.Dataset, key: str, out: Columns, keep: Callable[[str], boo
             why = f"variable-length numbers of shape {ds.shape}"
         else:
             why = None
-        if keep(key):
+        if keep(key, key):
             if why is not None:
                 out.skipped[key] = why
             else:
@@ -244,14 +246,14 @@ def _dataset(ds: h5py.Dataset, key: str, out: Columns, keep: Callable[[str], boo
     if why is None and _pseudo_atom(ds) is not None:
         why = _PSEUDO_ATOMS.get(_pseudo_atom(ds), "PyTables pseudo-atoms")
     if why is not None:
-        if keep(key):
+        if keep(key, key):
             out.skipped[key] = why
         return
     if cls == h5t.ARRAY:  # an array type per element: as one more dimension
         shape = ds.shape[1:] + tuple(tid.get_array_dims())
     else:
         shape = ds.shape[1:]
-    taken = [(idx, s) for idx, s in _suffixes(shape) if keep(key + s)]
+    taken = [(idx, s) for idx, s in _suffixes(shape) if keep(key + s, key)]
     for idx, s in taken:
         out.add(Column(key + s, key, (), idx))
     if taken:

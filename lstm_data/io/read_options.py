@@ -16,8 +16,8 @@ option             meaning                                                     f
 ``sep``            CSV field separator                                         csv
 ``list_sep``       separator of the numbers inside a CSV list cell             csv
 ``tree``           the TTree (or RNTuple) of a ROOT file                       root
-``columns``        read only these columns (names or globs ``Muon_*``)          root
-``exclude``        never read these columns (names or globs; beats columns)    root
+``columns``        read only these columns (names or globs ``Muon_*``)          root, parquet, hdf5, nova
+``exclude``        never read these columns (names or globs; beats columns)    root, parquet, hdf5, nova
 ``root``           the HDF5 group holding lstm_ee's arrays                     hdf5
 ``trust_external`` follow HDF5 external links, external storage, virtual      hdf5, nova
                    datasets of other files (default: refuse them)
@@ -188,9 +188,11 @@ def _keep(*names: str) -> dict[str, tuple[str, Any]]:
 #: format -> {option: (the reader's keyword, conversion or None)}: what each reader takes
 READER_OPTIONS: dict[str, dict[str, tuple[str, Any]]] = {
     "csv": {**_keep("dtype", "sep", "list_sep", "progress", "threads"), "block_bytes": ("block_size", None)},
-    "hdf5": _keep("dtype", "root", "max_run_chunks", "trust_external"),
-    "nova": {**_keep("dtype", "slice_table", "aliases", "trust_external"), "tables": ("tables", list)},
-    "parquet": {**_keep("dtype", "in_ram"), "threads": ("use_threads", lambda n: n > 1)},
+    "hdf5": _keep("dtype", "root", "max_run_chunks", "trust_external", "columns", "exclude"),
+    "nova": {**_keep("dtype", "slice_table", "aliases", "trust_external", "columns", "exclude"),
+             "tables": ("tables", list)},
+    "parquet": {**_keep("dtype", "in_ram", "columns", "exclude"),
+                "threads": ("use_threads", lambda n: n > 1)},
     "root": {**_keep("dtype", "tree", "columns", "exclude", "threads", "progress"),
              "block_bytes": ("step_bytes", None)},
     "zarr": _keep("dtype", "max_run_chunks"),

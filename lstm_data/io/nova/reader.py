@@ -19,6 +19,7 @@ memory is the output plus one table's key columns plus one block.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Mapping, Sequence
 
 import h5py
@@ -26,6 +27,7 @@ import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, SchemaError
+from lstm_data.io.column_select import ColumnSelection
 from lstm_data.io.hdf5 import read_rows
 from lstm_data.io.layout import value_dtype
 from lstm_data.io.nova.columns import ColumnReader, PrecisionWarning
@@ -48,6 +50,7 @@ from lstm_data.io.schema import Schema
 
 __all__ = ["read_nova", "NovaDataset", "PrecisionWarning"]
 
+_log = logging.getLogger("lstm_data")
 #: HDF5 chunk cache per open dataset: reads are whole chunks, so it only keeps a chunk that
 #: straddles two blocks (HDF5 2's default, 8 MiB, stays allocated while the dataset is open)
 _CHUNK_CACHE = 1 << 20
@@ -79,7 +82,9 @@ def _pick(option: str, given: Any, in_schema: Any, file: str) -> Any:
 
 def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
               slice_table: str | None = None, aliases: Mapping[str, str] | None = None,
-              dtype: Any = None, trust_external: bool = False) -> NovaDataset:
+              dtype: Any = None, trust_external: bool = False,
+              columns: Sequence[str] | str | None = None,
+              exclude: Sequence[str] | str | None = None) -> NovaDataset:
     """Read a NOvA-style HDF5 file of tables (one group per table, one dataset per column).
 
     Parameters
@@ -119,6 +124,12 @@ def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
         Follow external links, external storage and virtual datasets of other
         files (default: refuse them, naming the link or dataset and its target;
         see :mod:`lstm_data.io.hdf5_checks`).
+    columns, exclude
+        Names or globs of the variables to read / never to read (see
+        :mod:`lstm_data.io.column_select`), matched against a variable's name
+        after aliasing and against its table's (aliased) name: ``columns=["png"]``
+        reads the group ``png``. Only the chosen columns' datasets are read (and the
+        key columns, which place every row).
 
     Returns
     -------
@@ -159,6 +170,7 @@ def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
         tbls = list_tables(fh, tables=tables, slice_table=slice_table, file=name,
                            trust_external=trust_external)
         key_names = apply_aliases(tbls, aliases, file=name)
+        dropped = _choose(tbls, key_names, ColumnSelection(columns, exclude), name)
         declared, scalars = _resolve(parsed, tbls, key_names, name)
         forced = {table_of(tbls)[v][0].name for vs in declared.values() for v in vs}
         keys = {t.name: read_keys(t.name, t.n_rows, fh[t.name], file=name) for t in tbls}
@@ -172,9 +184,10 @@ def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
         positions = {t.name: match(slices, keys[t.name], where, file=name) for t in tbls}
         ragged = {t.name for t in tbls if t.name in forced or not keys[t.name].per_slice}
         if scalars is None:
-            scalars = list(key_names.values()) + [
-                v for t in tbls if t.name not in ragged for c in t.columns for v in c.variables]
-        groups = _groups(fh, tbls, declared, ragged, keys, name)
+            scalars = [v for v in key_names.values() if v not in dropped] + [
+                v for t in tbls if t.name not in ragged for c in t.columns for v in c.variables
+                if v not in dropped]
+        groups = _groups(fh, tbls, declared, ragged, keys, name, dropped)
         reader = ColumnReader(fh, tbls, dt, len(slices), name)
         key_scalars = {v: reader.key_scalar(i, keys, positions, sources)
                        for i, v in enumerate(key_names.values()) if v in scalars}
@@ -183,9 +196,35 @@ def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
         out_scalars = reader.scalars(scalars, key_scalars, keys, positions, ragged)
         out_groups = {g: reader.group(names, keys, positions) for g, names in groups.items()}
         notes = _notes(tbls, name)
+    skipped = {k: v for t in tbls for k, v in t.skipped.items()}
+    if skipped:
+        _log.info("%s: skipped %d columns that are not numbers: %s", name, len(skipped),
+                  _short([f"{k} ({v})" for k, v in skipped.items()]))
     ds = NovaDataset(out_scalars, out_groups, source=(name,))
-    ds.notes, ds.slice_tables = notes, tuple(sources)
+    ds.notes, ds.slice_tables, ds.skipped = notes, tuple(sources), skipped
     return ds
+
+
+def _choose(tbls: list[Table], key_names: dict[str, str], selection: ColumnSelection,
+            file: str) -> set[str]:
+    """Drop the columns ``selection`` does not want from ``tbls``; return every unwanted variable
+    (of the columns kept in part, and key columns, which are still read to place the rows)."""
+    if not selection:
+        return set()
+    dropped = {v for v in key_names.values() if not selection.wants(v)}
+    every = list(key_names.values())
+    for t in tbls:
+        kept = []
+        for c in t.columns:
+            flags = [selection.wants(v, t.alias) for v in c.variables]
+            every += c.variables
+            dropped.update(v for v, f in zip(c.variables, flags) if not f)
+            if any(flags):
+                kept.append(c)
+        t.columns = kept
+        every += [k for k in t.skipped if selection.wants(k, t.alias)]
+    selection.check_all_used(every, file=file)
+    return dropped
 
 
 def _short(names: Sequence[str]) -> str:
@@ -231,7 +270,7 @@ def _slice_sources(tbls: list[Table], keys: dict[str, TableKeys], forced: set[st
 
 
 def _groups(fh: h5py.File, tbls: list[Table], declared: dict[str, list[str]], ragged: set[str],
-            keys: dict[str, TableKeys], file: str) -> dict[str, list[str]]:
+            keys: dict[str, TableKeys], file: str, dropped: set[str]) -> dict[str, list[str]]:
     """Group name -> variables: the declared groups, then one per other ragged table."""
     where = table_of(tbls)
     groups = dict(declared)
@@ -246,8 +285,10 @@ def _groups(fh: h5py.File, tbls: list[Table], declared: dict[str, list[str]], ra
             if t.alias in groups:
                 raise SchemaError(f"two groups are named {t.alias!r}: table {t.name!r} and "
                                   f"{owner[t.alias]}", file=file, variable=t.alias)
-            groups[t.alias] = [v for c in t.columns for v in c.variables]
-            owner[t.alias] = f"table {t.name!r}"
+            names = [v for c in t.columns for v in c.variables if v not in dropped]
+            if names:
+                groups[t.alias] = names
+                owner[t.alias] = f"table {t.name!r}"
     return groups
 
 

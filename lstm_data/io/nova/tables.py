@@ -19,6 +19,7 @@ import h5py
 from lstm_data.data.dataset import unknown_name_error
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.hdf5_checks import member, root_names
+from lstm_data.io.hdf5_columns import skip_reason
 
 __all__ = ["KEY_COLUMNS", "Column", "Table", "is_nova_file", "list_tables", "apply_aliases", "table_of"]
 
@@ -63,6 +64,9 @@ class Table:
     unchecked : list of str
         Its datasets (keys included) with neither a fletcher32 checksum nor gzip,
         whose damage reads as other numbers.
+    skipped : dict
+        ``table.column`` -> what it holds, for its columns that are not numbers
+        (strings, time, compound records...): left out.
     """
 
     name: str
@@ -70,6 +74,7 @@ class Table:
     n_rows: int
     columns: list[Column]
     unchecked: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 def is_nova_file(path: str | Path) -> bool:
@@ -128,8 +133,9 @@ def list_tables(fh: h5py.File, *, tables: Sequence[str] | None, slice_table: str
         A requested table (or pattern) is not in the file.
     FormatError
         A table without one of the key columns, a key column that is not
-        integers, a column that is not numbers, not 1-D or ``(n, k)``, or of
-        another length than the table's keys; an outside reference (see above).
+        integers, a column that is not 1-D or ``(n, k)``, or of another length
+        than the table's keys; an outside reference (see above). A column that is
+        not numbers (strings, time, records) is skipped: listed in ``Table.skipped``.
     """
     names = root_names(fh, groups_only=True, trust_external=trust_external)
     if not names:
@@ -152,17 +158,25 @@ def _table(group: h5py.Group, name: str, file: str, trust_external: bool) -> Tab
                           "(leave this group out with tables=[...])", file=file, variable=name)
     n_rows = None
     columns, unchecked = [], []
+    skipped: dict[str, str] = {}
     for col in group:
         ds = member(group, col, file=file, trust_external=trust_external)
         where = f"{name}/{col}"
         if not isinstance(ds, h5py.Dataset):
             raise FormatError(f"{where!r} is a group inside table {name!r}; a table holds one "
                               "dataset per column", file=file, variable=f"{name}.{col}")
+        why = skip_reason(ds.id.get_type())
+        if why is not None:
+            if col not in KEY_COLUMNS:
+                skipped[f"{name}.{col}"] = why
+                continue
+            raise FormatError(f"key column {where!r} holds {why}; expected integers", file=file,
+                              variable=f"{name}.{col}")
         kinds = "iu" if col in KEY_COLUMNS else "fiub"
         if ds.dtype.kind not in kinds or ds.ndim not in (1, 2) or (ds.ndim == 2 and ds.shape[1] < 1):
             what = "integers" if col in KEY_COLUMNS else "numbers"
-            raise FormatError(f"column {where!r} has dtype {ds.dtype} and shape {ds.shape}; expected "
-                              f"{what} of shape (n,) or (n, k)"
+            raise FormatError(f"column {where!r} has dtype {ds.dtype} and shape {ds.shape}; "
+                              f"expected {what} of shape (n,) or (n, k)"
                               + (" (a key column, width 1)" if col in KEY_COLUMNS else ""),
                               file=file, variable=f"{name}.{col}")
         if col in KEY_COLUMNS and ds.ndim == 2 and ds.shape[1] != 1:
@@ -179,7 +193,7 @@ def _table(group: h5py.Group, name: str, file: str, trust_external: bool) -> Tab
         filters = {dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())}
         if not filters & {h5py.h5z.FILTER_FLETCHER32, h5py.h5z.FILTER_DEFLATE}:
             unchecked.append(where)
-    return Table(name, name, int(n_rows or 0), columns, unchecked)
+    return Table(name, name, int(n_rows or 0), columns, unchecked, skipped)
 
 
 def apply_aliases(tables: list[Table], aliases: Mapping[str, str], *, file: str) -> dict[str, str]:

@@ -28,18 +28,15 @@ and reads whole row groups on demand (:class:`~lstm_data.io.parquet.disk.Parquet
 """
 from __future__ import annotations
 
+import logging
 import os
-from typing import Any
+from typing import Any, Sequence
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.io.column_groups import build_group
-from lstm_data.io.parquet.columns import (
-    import_pyarrow,
-    list_column,
-    plan_columns,
-    scalar_column,
-)
+from lstm_data.io.parquet.columns import import_pyarrow, list_column, scalar_column
 from lstm_data.io.parquet.disk import ParquetDataset
+from lstm_data.io.parquet.plan import ColumnPlan, describe_skipped, plan_columns
 from lstm_data.io.parquet.read import (
     decoded_bytes,
     open_sources,
@@ -48,6 +45,10 @@ from lstm_data.io.parquet.read import (
 )
 from lstm_data.io.parquet.write import to_arrow, write_parquet
 
+_log = logging.getLogger("lstm_data")
+#: how errors and messages name an Arrow table given in memory
+_ARROW = "arrow table"
+
 __all__ = ["read_parquet", "from_arrow", "to_arrow", "write_parquet", "ParquetDataset",
            "RAM_FRACTION"]
 
@@ -55,7 +56,9 @@ __all__ = ["read_parquet", "from_arrow", "to_arrow", "write_parquet", "ParquetDa
 RAM_FRACTION = 0.25
 
 
-def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None) -> InMemoryDataset:
+def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None,
+               columns: Sequence[str] | str | None = None,
+               exclude: Sequence[str] | str | None = None) -> InMemoryDataset:
     """An in-RAM dataset from a ``pyarrow.Table`` (or ``RecordBatch``) of scalar and list columns.
 
     Parameters
@@ -70,21 +73,27 @@ def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None) -> InMemory
     dtype
         float32 or float64 for every scalar and value (default: keep the table's; a
         group's block is float32 when all its columns are, else float64).
+    columns, exclude
+        Column names or globs to read / never to read (see
+        :mod:`lstm_data.io.parquet.plan`).
 
     Returns
     -------
     InMemoryDataset
         Scalars without nulls, kept at their dtype and in one chunk, are read-only views
         of the table's buffers; each group's values are one new ``(total, V)`` block.
+        Its ``skipped`` attribute maps the columns that are not numbers to their types
+        (also logged once).
 
     Raises
     ------
     TypeError
         ``table`` is no Arrow table.
     FormatError
-        A column to read is not numeric; an integer that does not convert exactly.
+        Nothing numeric to read; an integer that does not convert exactly.
     SchemaError
-        Columns of one group differ in length in some row (names the row and column).
+        Columns of one group differ in length in some row (names the row and column);
+        a declared or selected name that is not a column, or is not numbers.
     """
     pa = import_pyarrow()
     if isinstance(table, pa.RecordBatch):
@@ -93,14 +102,24 @@ def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None) -> InMemory
         if not hasattr(table, "__arrow_c_stream__"):
             raise TypeError(f"from_arrow needs a pyarrow.Table or RecordBatch, got {type(table).__name__}")
         table = pa.table(table)
-    plan = plan_columns(table.schema, schema, dtype)
-    scalars = {s: scalar_column(table.column(s), s, plan.dtype) for s in plan.scalars}
+    plan = plan_columns(table.schema, schema, dtype, columns=columns, exclude=exclude, file=_ARROW)
+    _log_skipped(plan, _ARROW)
+    scalars = {s: scalar_column(plan.column(table, s), s, plan.dtype) for s in plan.scalars}
     groups = {}
     for g, names in plan.groups.items():
         dt = plan.group_dtypes[g]
-        cols = {v: list_column(table.column(v), v, dt) for v in names}
+        cols = {v: list_column(table.column(plan.source(v)[0]), v, dt, element=plan.source(v)[1])
+                for v in names}
         groups[g] = build_group(g, {v: (c.pieces, c.lengths) for v, c in cols.items()}, dtype=dt)
-    return InMemoryDataset(scalars, groups)
+    out = InMemoryDataset(scalars, groups)
+    out.skipped = dict(plan.skipped)
+    return out
+
+
+def _log_skipped(plan: ColumnPlan, where: str) -> None:
+    if plan.skipped:
+        _log.info("%s: skipped %d columns that are not numbers: %s", where, len(plan.skipped),
+                  describe_skipped(plan.skipped))
 
 
 def _memory_bytes() -> int:
@@ -111,7 +130,9 @@ def _memory_bytes() -> int:
 
 
 def read_parquet(path: str | os.PathLike, *, schema: Any = None, dtype: Any = None,
-                 in_ram: bool | None = None, use_threads: bool = True) -> Any:
+                 in_ram: bool | None = None, use_threads: bool = True,
+                 columns: Sequence[str] | str | None = None,
+                 exclude: Sequence[str] | str | None = None) -> Any:
     """Open a Parquet file, or a directory of them (sorted by name, as one dataset).
 
     Parameters
@@ -129,24 +150,35 @@ def read_parquet(path: str | os.PathLike, *, schema: Any = None, dtype: Any = No
         :data:`RAM_FRACTION` of the machine's memory.
     use_threads
         Let pyarrow decode columns on several threads.
+    columns, exclude
+        Column names or globs to read / never to read (see
+        :mod:`lstm_data.io.parquet.plan`); only the chosen columns are read and
+        decompressed.
 
     Returns
     -------
     InMemoryDataset or ParquetDataset
+        Its ``skipped`` attribute maps the columns that are not numbers to their
+        types (also logged once).
 
     Raises
     ------
     FormatError
         Not Parquet, or damaged (names the file, and the row group when reading it);
-        files with different columns; a non-numeric column.
+        files with different columns; nothing numeric to read.
     SchemaError
         Columns of one group differ in length (names the file, row and column).
     """
     import_pyarrow()
     sources = open_sources(parquet_files(path))
-    plan = plan_columns(sources[0].schema, schema, dtype, file=sources[0].path)
+    plan = plan_columns(sources[0].schema, schema, dtype, file=sources[0].path, columns=columns,
+                        exclude=exclude)
+    _log_skipped(plan, str(path))
     if in_ram is None:
         in_ram = decoded_bytes(sources, plan) <= RAM_FRACTION * _memory_bytes()
     if not in_ram:
-        return ParquetDataset(path, schema=schema, dtype=dtype, use_threads=use_threads)
-    return read_in_ram(sources, plan, use_threads=use_threads)
+        return ParquetDataset(path, schema=schema, dtype=dtype, use_threads=use_threads,
+                              columns=columns, exclude=exclude)
+    out = read_in_ram(sources, plan, use_threads=use_threads)
+    out.skipped = dict(plan.skipped)
+    return out

@@ -6,7 +6,8 @@ on-disk :class:`~lstm_data.io.parquet.disk.ParquetDataset`.
 * Scalar columns: float, integer or bool. A column without nulls in one chunk is a
   view of Arrow's buffer (read-only); a null is NaN (an integer or bool column with
   nulls becomes float64).
-* List columns (``list`` or ``large_list`` of float or integer): the offsets and
+* List columns (``list`` or ``large_list`` of float, integer or bool; or of
+  fixed-size lists of them, one element at a time): the offsets and
   values buffers are used as they are, honouring the slice offset of a sliced array;
   a null list is an empty list (if its slot spans values, Arrow allows it, they are
   dropped); a null inside a list is NaN.
@@ -25,16 +26,16 @@ import numpy as np
 
 from lstm_data._util.optional import require
 from lstm_data.errors import FormatError
-from lstm_data.io.column_groups import check_group_lengths, resolve_schema
-from lstm_data.io.layout import value_dtype
+from lstm_data.io.column_groups import check_group_lengths
 
-__all__ = ["import_pyarrow", "ColumnPlan", "plan_columns", "ListColumn", "list_column",
-           "scalar_column", "join_scalar_pieces", "METADATA_KEY", "arrow_metadata", "check_list_columns"]
+__all__ = ["import_pyarrow", "ListColumn", "list_column", "scalar_column", "join_scalar_pieces",
+           "METADATA_KEY", "arrow_metadata", "check_list_columns", "is_list", "numeric",
+           "recorded_groups", "PANDAS_INDEX"]
 
 #: key of the Arrow schema metadata in which :func:`~lstm_data.io.parquet.to_arrow` records groups
 METADATA_KEY = b"lstm_data"
 #: the unnamed index that pandas' ``to_parquet`` stores as a column (left out)
-_PANDAS_INDEX = re.compile(r"__index_level_\d+__")
+PANDAS_INDEX = re.compile(r"__index_level_\d+__")
 _EXACT_INT_BITS = {np.dtype(np.float32): 24, np.dtype(np.float64): 53}
 
 
@@ -48,7 +49,7 @@ def arrow_metadata(groups: dict[str, list[str]]) -> dict[bytes, bytes]:
     return {METADATA_KEY: json.dumps({"format": 1, "groups": groups}).encode()}
 
 
-def _recorded_groups(arrow_schema: Any, ragged: list[str]) -> dict[str, list[str]] | None:
+def recorded_groups(arrow_schema: Any, ragged: list[str]) -> dict[str, list[str]] | None:
     """Groups recorded by :func:`arrow_metadata`, if every variable is still a list column."""
     raw = (arrow_schema.metadata or {}).get(METADATA_KEY)
     if raw is None:
@@ -64,92 +65,16 @@ def _recorded_groups(arrow_schema: Any, ragged: list[str]) -> dict[str, list[str
     return {str(g): [str(x) for x in v] for g, v in groups.items()}
 
 
-def _is_list(t: Any) -> bool:
+def is_list(t: Any) -> bool:
+    """Whether Arrow type ``t`` is a variable-length list (``list`` or ``large_list``)."""
     import pyarrow as pa
     return pa.types.is_list(t) or pa.types.is_large_list(t)
 
 
-def _numeric(t: Any, *, lists: bool) -> bool:
+def numeric(t: Any) -> bool:
+    """Whether Arrow type ``t`` is numbers: float, integer or bool."""
     import pyarrow as pa
-    return pa.types.is_floating(t) or pa.types.is_integer(t) or (pa.types.is_boolean(t) and not lists)
-
-
-@dataclass
-class ColumnPlan:
-    """The columns to read and the dtypes they become.
-
-    Attributes
-    ----------
-    scalars : list of str
-    groups : dict
-        Group -> its list columns, in values order.
-    group_dtypes : dict
-        Group -> dtype of its values block: the ``dtype`` asked for, else float32 when
-        every column converts exactly to float32 (float16/32, small integers), else float64.
-    dtype : numpy dtype or None
-        The ``dtype`` asked for (scalars too); ``None`` keeps the file's.
-    """
-
-    scalars: list[str]
-    groups: dict[str, list[str]]
-    group_dtypes: dict[str, np.dtype]
-    dtype: np.dtype | None
-
-    @property
-    def columns(self) -> list[str]:
-        """Every column to read: scalars first, then the groups' variables."""
-        return self.scalars + [v for names in self.groups.values() for v in names]
-
-
-def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
-                 file: str | None = None) -> ColumnPlan:
-    """Which columns of ``arrow_schema`` to read, grouped, and as which dtypes.
-
-    List columns group by the prefix before their first ``.`` (``png.calE`` -> ``png``)
-    unless ``schema`` declares the groups, or the table records them (written by
-    :func:`~lstm_data.io.parquet.to_arrow`). The unnamed index that pandas stores
-    (``__index_level_0__``) is not read.
-
-    Raises
-    ------
-    FormatError
-        Two columns share a name, or a column to read is not numeric (a string, a
-        timestamp, a struct, a list of non-numbers...).
-    SchemaError
-        A declared name is not a column, or a declared group variable is not a list.
-    ValueError
-        ``dtype`` is not float32 or float64.
-    """
-    names = [n for n in arrow_schema.names if not _PANDAS_INDEX.fullmatch(n)]
-    seen: set[str] = set()
-    for n in names:
-        if n in seen:
-            raise FormatError(f"two columns are named {n!r}", file=file, variable=n)
-        seen.add(n)
-    types = {f.name: f.type for f in arrow_schema}
-    scalar_names = [n for n in names if not _is_list(types[n])]
-    ragged_names = [n for n in names if _is_list(types[n])]
-    recorded = _recorded_groups(arrow_schema, ragged_names) if schema is None else None
-    declared = {"groups": recorded} if recorded else schema
-    groups, scalars, schema_dtype = resolve_schema(declared, scalar_names, ragged_names, file=file)
-    if recorded:
-        schema_dtype = None  # the recorded groups say nothing about dtypes: keep the file's
-    dt = value_dtype(dtype if dtype is not None else schema_dtype, file=str(file))
-    for s in scalars:
-        if not _numeric(types[s], lists=False):
-            raise FormatError(f"column {s!r} holds {types[s]}, not numbers; choose the columns to read "
-                              "with a schema (scalars = [...])", file=file, variable=s)
-    group_dtypes = {}
-    for g, members in groups.items():
-        value_types = []
-        for v in members:
-            inner = types[v].value_type
-            if not _numeric(inner, lists=True):
-                raise FormatError(f"list column {v!r} holds {inner}, not float or integer numbers",
-                                  file=file, variable=v)
-            value_types.append(np.dtype(inner.to_pandas_dtype()))
-        group_dtypes[g] = dt if dt is not None else np.result_type(np.float32, *value_types)
-    return ColumnPlan(list(scalars), groups, group_dtypes, dt)
+    return pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_boolean(t)
 
 
 def _to_float(values: np.ndarray, dtype: np.dtype, *, name: str, file: str | None,
@@ -268,7 +193,7 @@ class ListColumn:
 
 
 def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = None,
-                first_row: int = 0) -> ListColumn:
+                first_row: int = 0, element: int | None = None) -> ListColumn:
     """A ``list``/``large_list`` column (``ChunkedArray`` or ``Array``) as offsets and value pieces.
 
     Parameters
@@ -278,8 +203,11 @@ def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = 
         ``FormatError``); float values keep their dtype (the interleave converts them).
     first_row
         Row number of the column's first row in the file, for errors.
+    element
+        For a list of fixed-size lists: the element ``j`` of each inner list to take.
     """
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     chunks = chunked.chunks if hasattr(chunked, "chunks") else [chunked]
     all_offsets, pieces, row = [], [], first_row
@@ -292,6 +220,8 @@ def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = 
             return start + int(np.searchsorted(offsets, offsets[0] + k, side="right")) - 1
 
         child = arr.values.slice(lo, hi - lo)
+        if element is not None:
+            child = pc.list_element(child, element)
         keep = pa.types.is_float32(child.type) or pa.types.is_float64(child.type)
         values = _chunk_numbers(child, None if keep else dtype, name=name, file=file, row_of=row_of)
         if arr.null_count:

@@ -26,9 +26,9 @@ from lstm_data.io.parquet.columns import (
     check_list_columns,
     join_scalar_pieces,
     list_column,
-    plan_columns,
     scalar_column,
 )
+from lstm_data.io.parquet.plan import plan_columns
 from lstm_data.io.parquet.read import open_sources, parquet_files, read_columns
 from lstm_data.kernels import interleave_columns
 
@@ -66,12 +66,16 @@ class ParquetDataset(OnDiskDataset):
         First row of every row group (in the whole dataset), plus the row count at the end.
     """
 
-    def __init__(self, path: Any, *, schema: Any = None, dtype: Any = None, use_threads: bool = True) -> None:
-        self._reopen = ((path,), {"schema": schema, "dtype": dtype, "use_threads": use_threads})
+    def __init__(self, path: Any, *, schema: Any = None, dtype: Any = None, use_threads: bool = True,
+                 columns: Any = None, exclude: Any = None) -> None:
+        self._reopen = ((path,), {"schema": schema, "dtype": dtype, "use_threads": use_threads,
+                                  "columns": columns, "exclude": exclude})
         self._use_threads = use_threads
         self._sources = open_sources(parquet_files(path))
         first = self._sources[0].path
-        self._plan = plan_columns(self._sources[0].schema, schema, dtype, file=first)
+        self._plan = plan_columns(self._sources[0].schema, schema, dtype, file=first, columns=columns,
+                                  exclude=exclude)
+        self.skipped = dict(self._plan.skipped)
         self._rg_source, self._rg_index, counts = [], [], []
         for si, s in enumerate(self._sources):
             rows = s.row_group_rows()
@@ -87,14 +91,14 @@ class ParquetDataset(OnDiskDataset):
         firsts = {g: names[0] for g, names in self._plan.groups.items()}
         lengths: dict[str, list[np.ndarray]] = {g: [] for g in firsts}
         for k in range(len(counts_all)):  # scalars and the first column of each group
-            table = self._read(k, self._plan.scalars + list(firsts.values()))
+            needed = self._plan.scalars + list(firsts.values())
+            table = self._read(k, list(dict.fromkeys(self._plan.source(v)[0] for v in needed)))
             path, row0 = self._where(k)
             for s in self._plan.scalars:
-                scalars[s].append(scalar_column(table.column(s), s, self._plan.dtype, file=path,
+                scalars[s].append(scalar_column(self._plan.column(table, s), s, self._plan.dtype, file=path,
                                                 first_row=row0))
             for g, v in firsts.items():
-                lengths[g].append(list_column(table.column(v), v, self._plan.group_dtypes[g], file=path,
-                                              first_row=row0).lengths)
+                lengths[g].append(self._list(table, v, g, path, row0).lengths)
         self._offsets_of = {}
         for g, parts in lengths.items():
             lens = np.concatenate(parts) if parts else np.zeros(0, np.int64)
@@ -122,6 +126,12 @@ class ParquetDataset(OnDiskDataset):
         with self._locks[si]:
             return read_columns(self._sources[si], self._rg_index[k], columns, use_threads=self._use_threads)
 
+    def _list(self, table: Any, v: str, group: str, path: str, row0: int) -> ListColumn:
+        """Prong variable ``v`` of ``group`` from a row group's table."""
+        arrow, element = self._plan.source(v)
+        return list_column(table.column(arrow), v, self._plan.group_dtypes[group], file=path,
+                           first_row=row0, element=element)
+
     def value_chunk_len(self, group: str) -> int:
         """Mean values per row group of ``group`` (row groups differ in size: an approximation)."""
         super(OnDiskDataset, self).value_chunk_len(group)  # the unknown-group error
@@ -135,10 +145,9 @@ class ParquetDataset(OnDiskDataset):
     def _row_group_values(self, group: str, k: int) -> list[np.ndarray]:
         """Every list column of ``group`` in row group ``k``, as flat arrays, checked against the offsets."""
         names = self._groups[group]
-        table = self._read(k, names)
+        table = self._read(k, list(dict.fromkeys(self._plan.source(v)[0] for v in names)))
         path, row0 = self._where(k)
-        cols = {v: list_column(table.column(v), v, self._plan.group_dtypes[group], file=path, first_row=row0)
-                for v in names}
+        cols = {v: self._list(table, v, group, path, row0) for v in names}
         a, b = int(self.row_group_rows[k]), int(self.row_group_rows[k + 1])
         known = ListColumn([self._offsets_of[group][a:b + 1]], [])
         check_list_columns(group, cols, ref=known, ref_name=names[0], file=path, first_row=row0)

@@ -30,13 +30,13 @@ from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import FormatError
 from lstm_data.io.column_groups import interleave_pieces
 from lstm_data.io.parquet.columns import (
-    ColumnPlan,
     check_list_columns,
     import_pyarrow,
     join_scalar_pieces,
     list_column,
     scalar_column,
 )
+from lstm_data.io.parquet.plan import ColumnPlan
 
 __all__ = ["parquet_files", "ParquetSource", "open_sources", "read_in_ram", "read_columns",
            "decoded_bytes", "BATCH_BYTES"]
@@ -178,7 +178,7 @@ def _capacity(sources: list[ParquetSource], names: list[str]) -> int:
     for s in sources:
         leaf, md = _leaf_index(s.schema), s.file.metadata
         for rg in range(md.num_row_groups):
-            cap += max(md.row_group(rg).column(leaf[v]).num_values for v in names)
+            cap += max(md.row_group(rg).column(leaf[c]).num_values for c in names)
     return cap
 
 
@@ -203,17 +203,20 @@ class _Assembler:
         self.scalars: dict[str, list[np.ndarray]] = {s: [] for s in plan.scalars}
         self.lengths: dict[str, list[np.ndarray]] = {g: [] for g in plan.groups}
         self.cursor = {g: 0 for g in plan.groups}
-        self.blocks = {g: _empty((_capacity(sources, names), len(names)), plan.group_dtypes[g])
+        self.blocks = {g: _empty((_capacity(sources, [plan.source(v)[0] for v in names]), len(names)),
+                                 plan.group_dtypes[g])
                        for g, names in plan.groups.items()}
 
     def add(self, batch: Any, path: str, row0: int) -> None:
         """Append a record batch holding every planned column; ``row0`` is its first row in ``path``."""
         plan = self.plan
         for s in plan.scalars:
-            self.scalars[s].append(scalar_column(batch.column(s), s, plan.dtype, file=path, first_row=row0))
+            self.scalars[s].append(scalar_column(plan.column(batch, s), s, plan.dtype, file=path,
+                                                 first_row=row0))
         for g, names in plan.groups.items():
             dt = plan.group_dtypes[g]
-            cols = {v: list_column(batch.column(v), v, dt, file=path, first_row=row0) for v in names}
+            cols = {v: list_column(batch.column(plan.source(v)[0]), v, dt, file=path, first_row=row0,
+                                   element=plan.source(v)[1]) for v in names}
             ref = check_list_columns(g, cols, file=path, first_row=row0)
             start, total = self.cursor[g], ref.total
             self._reserve(g, start + total)
