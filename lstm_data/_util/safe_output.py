@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import socket
+import time
 import uuid
 from pathlib import Path
 from typing import Iterable
@@ -202,13 +203,24 @@ def remove_stale_temporaries(target: str | Path) -> list[tuple[Path, int]]:
     return removed
 
 
-def remove_path(path: str | Path) -> None:
-    """Remove a file or a directory tree, if it is there."""
+def remove_path(path: str | Path, attempts: int = 5) -> None:
+    """Remove a file or a directory tree, if it is there.
+
+    A tree that a straggling writer thread still adds to is removed again, up to
+    ``attempts`` times; what then remains is logged (the next writer to the same
+    output removes it, see :func:`remove_stale_temporaries`).
+    """
     path = Path(path)
-    if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    elif path.exists():
-        path.unlink()
+    for attempt in range(attempts):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists() or path.is_symlink():
+            path.unlink(missing_ok=True)
+        if not (path.exists() or path.is_symlink()):
+            return
+        time.sleep(0.05 * (attempt + 1))
+    _log.warning("could not remove %s (still written to?); the next write of that output removes it",
+                 path)
 
 
 def move_into_place(tmp: str | Path, target: str | Path) -> None:

@@ -17,6 +17,7 @@ readers say so in their ``notes``).
 """
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -28,7 +29,8 @@ from lstm_data.io.layout import every_chunk_stored
 from lstm_data.io.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, split_key
 from lstm_data.io.remote import is_url
 
-__all__ = ["CheckedStore", "open_checked", "base_store"]
+__all__ = ["CheckedStore", "open_checked", "base_store", "quiet_leftover_tasks",
+           "settle_zarr"]
 
 
 class _State:
@@ -108,6 +110,7 @@ def open_checked(path: Any, name: str):
     from zarr.core.sync import sync
 
     name = redact(name)
+    quiet_leftover_tasks()
     base = base_store(path)
     manifest_file = f"{MANIFEST_KEY}/zarr.json"
     try:
@@ -125,3 +128,52 @@ def open_checked(path: Any, name: str):
                           file=name)
     state.every_chunk = every_chunk_stored(attrs)
     return root, manifest
+
+
+#: asyncio's words for the tasks zarr-python leaves behind when one read or write of a batch fails
+_LEFTOVERS = ("Task exception was never retrieved", "Task was destroyed but it is pending!")
+
+
+def _on_loop_error(loop: Any, context: dict) -> None:
+    if context.get("message") in _LEFTOVERS:  # siblings of an error already raised to the caller
+        logging.getLogger("lstm_data").debug("zarr: %s (%s)", context.get("message"),
+                                              redact(context.get("exception") or ""))
+        return
+    loop.default_exception_handler(context)
+
+
+def quiet_leftover_tasks() -> None:
+    """Log at DEBUG, not on stderr, the sibling tasks zarr-python abandons when one chunk of a
+    read or write fails (the failure itself is raised, as a located error, to the caller)."""
+    from zarr.core.sync import _get_loop
+
+    loop = _get_loop()
+    if loop.get_exception_handler() is not _on_loop_error:
+        loop.set_exception_handler(_on_loop_error)
+
+
+def settle_zarr(timeout: float = 60.0) -> None:
+    """Wait until the tasks zarr-python still runs have ended (at most ``timeout`` seconds).
+
+    When one chunk write of a batch fails, zarr raises at once while its sibling
+    writes keep running: a temporary output removed before they end is written
+    into again and left behind. Called before such a removal.
+    """
+    import asyncio
+
+    from zarr.core import sync as zsync
+
+    loop = zsync.loop[0]
+    if loop is None or not loop.is_running():
+        return
+
+    async def _others() -> None:
+        me = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
+    try:
+        asyncio.run_coroutine_threadsafe(_others(), loop).result(timeout + 5)
+    except Exception:  # noqa: BLE001 - best effort: the removal that follows retries
+        logging.getLogger("lstm_data").debug("zarr tasks still running after %.0f s", timeout)

@@ -17,6 +17,7 @@ checksum filter.
 """
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,8 @@ from lstm_data._util.safe_output import (
     remove_stale_temporaries,
     temp_path,
 )
+from lstm_data.io.checked_store import quiet_leftover_tasks, settle_zarr
+from lstm_data.io.hdf5_out import HDF5Sink
 from lstm_data.io.layout import (
     CHUNK_BYTES,
     EVERY_CHUNK_ATTR,
@@ -52,6 +55,8 @@ __all__ = ["write_zarr", "write_hdf5", "Progress", "ZarrOutput", "OutputArrays"]
 Progress = Callable[[int, int], None]
 
 _BLOCK_BYTES = BLOCK_BYTES
+#: errors of a device that cannot take the output (named as the output's, not a chunk file's)
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS)
 
 
 class _GrowingAppender:
@@ -210,6 +215,7 @@ class _ZarrSink:
         import zarr
         from zarr.codecs import BloscCodec, Crc32cCodec
 
+        quiet_leftover_tasks()
         self._path = Path(path)
         self._root = zarr.open_group(str(path), mode="w", zarr_format=3)
         blosc = BloscCodec(cname=cname, clevel=clevel, shuffle="shuffle")
@@ -232,36 +238,6 @@ class _ZarrSink:
 
     def close(self) -> None:
         pass
-
-
-class _HDF5Sink:
-    def __init__(self, path: Path, compression: str | None, level: int | None) -> None:
-        import h5py
-
-        self._file = h5py.File(path, "w")
-        # fletcher32 checksums every chunk as stored (after compression), so a damaged
-        # chunk is a read error whatever the filter; lzf alone would decode it to numbers
-        self._filters: dict = {"fletcher32": True}
-        if compression is not None:
-            self._filters.update(compression=compression, shuffle=True)
-        if compression == "gzip":
-            self._filters["compression_opts"] = 4 if level is None else level
-
-    def group(self, key: str, attrs: dict) -> None:
-        grp = self._file.create_group(key)
-        grp.attrs["names"] = list(attrs["names"])
-
-    def array(self, key: str, row_shape: tuple[int, ...], dtype, chunk_len: int, length: int = 0):
-        """A resizable dataset of ``length`` rows of ``row_shape``, chunked ``chunk_len`` rows."""
-        chunks = (max(1, chunk_len),) + tuple(max(1, d) for d in row_shape)
-        return self._file.create_dataset(key, shape=(length,) + row_shape, maxshape=(None,) + row_shape,
-                                         dtype=dtype, chunks=chunks, **self._filters)
-
-    def finish(self, layout: dict) -> None:
-        self._file.attrs.update(layout_attrs(layout, as_json=True))
-
-    def close(self) -> None:
-        self._file.close()
 
 
 def _blocks_of(data, permutation, block_bytes: int) -> RowBlocks:
@@ -296,7 +272,15 @@ def _atomic(path, make_sink, dataset, overwrite: bool, *, permutation=None, bloc
                 sink.close()
             remove_path(tmp)
         move_into_place(tmp, target)
+    except OSError as exc:
+        settle_zarr()  # zarr's sibling writes of a failed one still run: let them end first
+        remove_path(tmp)
+        if exc.errno in _NO_SPACE and exc.filename != str(target):
+            raise OSError(exc.errno, f"cannot write {target}: {exc.strerror or exc}",
+                          str(target)) from exc
+        raise
     except BaseException:
+        settle_zarr()
         remove_path(tmp)
         raise
 
@@ -353,6 +337,6 @@ def write_hdf5(dataset, path, *, permutation=None, progress: Progress | None = N
     """
     if compression not in ("gzip", "lzf", None):
         raise ValueError(f"compression must be 'gzip', 'lzf' or None, got {compression!r}")
-    _atomic(path, lambda tmp: _HDF5Sink(tmp, compression, level), dataset, overwrite,
+    _atomic(path, lambda tmp: HDF5Sink(tmp, compression, level, name=str(path)), dataset, overwrite,
             permutation=permutation, progress=progress, chunk_bytes=chunk_bytes,
             block_bytes=block_bytes)

@@ -11,9 +11,9 @@ damaged chunk reads as an error (see :mod:`lstm_data.store.read`).
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
-import shutil
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -25,6 +25,7 @@ import numpy as np
 from lstm_data._util.safe_output import (
     check_not_input,
     move_into_place,
+    remove_path,
     remove_stale_temporaries,
     temp_path,
 )
@@ -34,6 +35,7 @@ from lstm_data.batching.legacy_options import legacy_options
 from lstm_data.batching.order_options import Order
 from lstm_data.batching.spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
+from lstm_data.io.checked_store import settle_zarr
 from lstm_data.io.layout import EVERY_CHUNK_ATTR
 from lstm_data.io.manifest import MANIFEST_ATTR, write_manifest
 from lstm_data.store.format import (
@@ -53,6 +55,8 @@ from lstm_data.store.read import (
 _log = logging.getLogger("lstm_data")
 __all__ = ["precompute", "open_batches", "PrecomputedBatches", "PrecomputeSummary"]
 
+#: errors of a device that cannot take the store (named as the store's, not a chunk file's)
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS)
 #: target uncompressed bytes per chunk of an output array
 _CHUNK_BYTES = 1 << 21
 
@@ -280,8 +284,13 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
         root.attrs.update({EVERY_CHUNK_ATTR: True, MANIFEST_ATTR: True, ATTR: meta})
         write_manifest(tmp)
         move_into_place(tmp, out)
+    except OSError as exc:
+        if exc.errno in _NO_SPACE and exc.filename != str(out):
+            raise OSError(exc.errno, f"cannot write {out}: {exc.strerror or exc}", str(out)) from exc
+        raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        settle_zarr()  # zarr's sibling writes of a failed one may still run
+        remove_path(tmp)
     return _summary_of(out, time.perf_counter() - started)
 
 

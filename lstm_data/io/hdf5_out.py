@@ -1,0 +1,185 @@
+"""The HDF5 output of our layout, written so that a failed write never takes the process down.
+
+When a write fails inside HDF5 (a full disk, a quota, an I/O error), HDF5 leaves
+its objects half closed: the file's close fails too, and h5py releasing those
+objects later (at the next garbage collection, or at exit) crashes the process
+with a signal. So HDF5 never sees a failed write here: it writes through a
+:class:`GuardedFile` (h5py's file-object driver), which remembers the first
+failure and from then on discards writes. HDF5 then closes cleanly, and
+:class:`HDF5Sink` raises the remembered ``OSError``, naming the output, at the
+next write of ours (or at :meth:`HDF5Sink.close`). The caller removes the
+temporary file.
+"""
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["GuardedFile", "HDF5Sink"]
+
+
+class GuardedFile(io.RawIOBase):
+    """A read/write file for h5py's ``fileobj`` driver that never hands HDF5 a write error.
+
+    Attributes
+    ----------
+    error : OSError or None
+        The first failed write, flush or truncate; later writes are discarded
+        (their position is kept, so HDF5's bookkeeping stays consistent).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__()
+        self.path = str(path)
+        self._fh = open(path, "w+b", buffering=0)  # noqa: SIM115 - closed in close()
+        self.error: OSError | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        return self._fh.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def readinto(self, buffer: Any) -> int:
+        return self._fh.readinto(buffer)
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        n = len(view)
+        if self.error is None:
+            done = 0
+            try:
+                while done < n:  # a raw write may be short when the disk fills
+                    wrote = self._fh.write(view[done:])
+                    if not wrote:
+                        raise OSError(28, os.strerror(28))
+                    done += wrote
+                return n
+            except OSError as exc:
+                self.error = exc
+                self._fh.seek(n - done, 1)
+                return n
+        self._fh.seek(n, 1)
+        return n
+
+    def truncate(self, size: int | None = None) -> int:
+        if self.error is None:
+            try:
+                return self._fh.truncate(size)
+            except OSError as exc:
+                self.error = exc
+        return self.tell() if size is None else size
+
+    def flush(self) -> None:
+        if self.error is None and not self._fh.closed:
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self.error = exc
+
+    def close(self) -> None:
+        if not self.closed:
+            super().close()  # flushes
+            try:
+                self._fh.close()
+            except OSError as exc:
+                self.error = self.error or exc
+
+
+class _Checked:
+    """An h5py dataset whose writes raise the output's first failed write right away."""
+
+    def __init__(self, dataset: Any, sink: "HDF5Sink") -> None:
+        self._dataset, self._sink = dataset, sink
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._dataset.shape
+
+    def resize(self, shape: tuple[int, ...]) -> None:
+        self._dataset.resize(shape)
+        self._sink.check()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._dataset[key] = value
+        self._sink.check()
+
+
+class HDF5Sink:
+    """Our layout's arrays in a new HDF5 file at ``path`` (see the module notes).
+
+    Parameters
+    ----------
+    path
+        The (temporary) file to write.
+    compression, level
+        ``"gzip"`` (``level`` 0-9, default 4), ``"lzf"`` or ``None``; every dataset
+        also carries ``fletcher32``.
+    name
+        The output, named in errors (default: ``path``).
+    """
+
+    def __init__(self, path: Path, compression: str | None, level: int | None, *,
+                 name: str | None = None) -> None:
+        import h5py
+
+        self.name = str(path) if name is None else name
+        self._guard = GuardedFile(path)
+        try:
+            self._file = h5py.File(self._guard, "w")
+        except BaseException:
+            self._guard.close()
+            raise
+        # fletcher32 checksums every chunk as stored (after compression), so a damaged
+        # chunk is a read error whatever the filter; lzf alone would decode it to numbers
+        self._filters: dict = {"fletcher32": True}
+        if compression is not None:
+            self._filters.update(compression=compression, shuffle=True)
+        if compression == "gzip":
+            self._filters["compression_opts"] = 4 if level is None else level
+
+    def check(self) -> None:
+        """Raise the first failed write as an ``OSError`` naming the output."""
+        exc = self._guard.error
+        if exc is not None:
+            raise OSError(exc.errno, f"cannot write {self.name}: {exc.strerror or exc}",
+                          self.name) from exc
+
+    def group(self, key: str, attrs: dict) -> None:
+        grp = self._file.create_group(key)
+        grp.attrs["names"] = list(attrs["names"])
+        self.check()
+
+    def array(self, key: str, row_shape: tuple[int, ...], dtype, chunk_len: int, length: int = 0):
+        """A resizable dataset of ``length`` rows of ``row_shape``, chunked ``chunk_len`` rows."""
+        chunks = (max(1, chunk_len),) + tuple(max(1, d) for d in row_shape)
+        ds = self._file.create_dataset(key, shape=(length,) + row_shape, maxshape=(None,) + row_shape,
+                                       dtype=dtype, chunks=chunks, **self._filters)
+        self.check()
+        return _Checked(ds, self)
+
+    def finish(self, layout: dict) -> None:
+        from lstm_data.io.layout import layout_attrs
+
+        self._file.attrs.update(layout_attrs(layout, as_json=True))
+        self._file.flush()
+        self.check()
+
+    def close(self) -> None:
+        """Close the file (HDF5 closes cleanly even after a failed write), then raise that failure."""
+        try:
+            self._file.close()
+        finally:
+            self._guard.close()
+        self.check()
