@@ -23,6 +23,7 @@ STAGES = {
     "batches": "batches",
     "scale": "scale",
     "consumers": "consumers",
+    "many_files": "many_files",
 }
 
 #: a stage whose ratio misses its floor is measured this many times in all (median reported)
