@@ -21,6 +21,7 @@ from lstm_data.batching.block_shuffle import BlockSource
 from lstm_data.batching.bucketing import make_bucketing
 from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.epoch import EpochIteration
+from lstm_data.batching.identity import data_fingerprint, identity_digest, order_settings
 from lstm_data.batching.legacy_options import legacy_options
 from lstm_data.batching.options import freeze_batch, resolve_weights
 from lstm_data.batching.order_options import Order
@@ -162,6 +163,7 @@ class Batches(EpochIteration):
         """Objects that are rebuilt, not pickled: builder, locks, plans, caches."""
         self._lock = threading.Lock()
         forksafe.register(self)
+        self._identity_digest: str | None = None  # made at the first state_dict
         self._target_names = self.spec.target_names
         self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to,
                                      pad_to_multiple_of=self.spec.pad_to_multiple_of)
@@ -374,8 +376,14 @@ class Batches(EpochIteration):
         return ShardedBatches(self, rank, world_size)
 
     def _state_identity(self) -> dict[str, Any]:
-        return {"n_batches": len(self), "batch_size": self.batch_size, "seed": self.seed,
-                "n_rows": self.n_rows}
+        """The order's settings by name, the rows, and one digest of spec, settings and data
+        (rank, world size, workers and the epoch's batch count are left out)."""
+        settings = order_settings(self.order)
+        digest = self._identity_digest
+        if digest is None:
+            digest = identity_digest(self.spec, settings, data_fingerprint(self.dataset, self._view))
+            self._identity_digest = digest
+        return {**settings, "n_rows": self.n_rows, "identity": digest}
 
     def signature(self) -> dict[str, OutputSignature]:
         """The spec's output signature (see :meth:`BatchSpec.signature`)."""

@@ -113,8 +113,11 @@ class EpochIteration:
         """
         if not isinstance(state, Mapping) or "epoch" not in state or "next_batch" not in state:
             raise ValueError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
+        identity = self._state_identity()
         diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
-                 for k, v in self._state_identity().items() if state.get(k) != v]
+                 for k, v in identity.items() if k != "identity" and state.get(k) != v]
+        if not diffs and state.get("identity") != identity.get("identity"):
+            diffs = ["the spec or the data differ (the state's identity digest does not match)"]
         if diffs:
             raise ValueError("state saved by another batch sequence: " + "; ".join(diffs))
         epoch = check_count(state["epoch"], "epoch")

@@ -20,6 +20,7 @@ The shard is a view: it shares the parent's dataset, caches and row orders.
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
@@ -103,6 +104,10 @@ class ShardedBatches(EpochIteration):
         self.rank, self.world_size = check_shard(rank, world_size)
         self.epoch = batches.epoch
         self._lock = threading.Lock()
+        if len(batches) < self.world_size:
+            warnings.warn(f"{len(batches)} batches per epoch for {self.world_size} ranks: every rank gets "
+                          f"{len(self)} batches; use fewer ranks or a smaller batch size",
+                          UserWarning, stacklevel=3)
 
     def __len__(self) -> int:
         return len(self.batches) // self.world_size

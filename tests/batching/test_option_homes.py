@@ -140,3 +140,33 @@ def test_batches_precompute_open_batches_and_the_cli_agree_on_one_toml_file(tmp_
         _same(stored[i], live[i])
     with pytest.raises(lstm_data.store.format.StoreMismatchError, match="batch_size"):
         lstm_data.open_batches(out, order=Order(batch_size=95))
+
+
+@pytest.mark.parametrize("change, named", [
+    (dict(seed=4), "seed: state has 3"),
+    (dict(shuffle=False), "shuffle: state has True"),
+    (dict(batch_size=65), "batch_size: state has 64"),
+    (dict(bucket_by="input_png"), "bucket_by: state has None"),
+])
+def test_a_state_of_other_order_settings_is_refused_naming_the_setting(ds, change, named):
+    saved = Batches(ds, _spec(), Order(batch_size=64, seed=3)).state_dict()
+    other = Batches(ds, _spec(), Order(batch_size=64, seed=3).replace(**change))
+    with pytest.raises(ValueError, match=named):
+        other.load_state_dict(saved)
+
+
+def test_a_state_of_other_data_or_spec_is_refused(ds, tmp_path):
+    saved = Batches(ds, _spec(), Order(batch_size=64, seed=3)).state_dict()
+    path = tmp_path / "other.csv"
+    write_csv(path, 700, seed=5)  # same rows and columns, other values
+    with pytest.raises(ValueError, match="the spec or the data differ"):
+        Batches(lstm_data.open(path), _spec(), Order(batch_size=64, seed=3)).load_state_dict(saved)
+    with pytest.raises(ValueError, match="the spec or the data differ"):
+        Batches(ds, _spec(nan_to=1.0), Order(batch_size=64, seed=3)).load_state_dict(saved)
+    Batches(ds, _spec(), Order(batch_size=64, seed=3)).load_state_dict(saved)  # the same: accepted
+
+
+def test_more_ranks_than_batches_warns_with_the_numbers(ds):
+    b = Batches(ds, _spec(), Order(batch_size=300, seed=3))
+    with pytest.warns(UserWarning, match="3 batches per epoch for 4 ranks"):
+        b.shard(0, 4)
