@@ -13,7 +13,7 @@ each in a fresh process so no page cache or import state is shared beyond the OS
 The figure is the median over runs of the per-run ratio uproot / ours (> 1: ours is
 faster). Run from a checkout::
 
-    python bench/root_read.py --jets 200000 --runs 7 --threads 2
+    python bench/root_read.py --jets 200000 --runs 7 --threads 2 [--inflate zlib]
 """
 from __future__ import annotations
 
@@ -76,6 +76,8 @@ import lstm_data
 from lstm_data import Batches, BatchSpec, Ragged, Scalars
 files, threads = json.loads(sys.argv[1]), int(sys.argv[2])
 needed_part, needed_scalars = json.loads(sys.argv[3]), json.loads(sys.argv[4])
+from lstm_data.io.root.baskets import set_inflater
+set_inflater(sys.argv[5] if sys.argv[5] != "auto" else None)
 t1 = time.perf_counter()
 ds = lstm_data.open(files, columns=needed_part + needed_scalars, threads=threads)
 t2 = time.perf_counter()
@@ -118,6 +120,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--folder", default=None, help="keep the files here (default: a temp folder)")
+    parser.add_argument("--inflate", default="auto", choices=["auto", "libdeflate", "isal", "zlib"],
+                        help="our zlib inflater (auto: the fastest installed)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(args.folder or tmp)
@@ -130,18 +134,19 @@ def main() -> None:
                   f"in {time.perf_counter() - t:.1f} s")
         names = json.dumps([str(f) for f in files])
         ours, theirs, ratios = [], [], []
-        _run(_OURS, names, str(args.threads), json.dumps([f"part_{v}" for v in NEEDED_PART]),
-             json.dumps(NEEDED_SCALARS))  # warm the page cache and imports once
+        ours_args = (names, str(args.threads), json.dumps([f"part_{v}" for v in NEEDED_PART]),
+                     json.dumps(NEEDED_SCALARS), args.inflate)
+        _run(_OURS, *ours_args)  # warm the page cache and imports once
         for _ in range(args.runs):
-            o = _run(_OURS, names, str(args.threads), json.dumps([f"part_{v}" for v in NEEDED_PART]),
-                     json.dumps(NEEDED_SCALARS))
+            o = _run(_OURS, *ours_args)
             u = _run(_UPROOT, names, str(args.threads), json.dumps(NEEDED))
             ours.append(o)
             theirs.append(u["total"])
             ratios.append(u["total"] / o["total"])
         med = statistics.median
-        print(f"ours (open + epoch, threads={args.threads}): {med(o['total'] for o in ours):.3f} s "
-              f"(open {med(o['open'] for o in ours):.3f} s, epoch {med(o['epoch'] for o in ours):.3f} s)")
+        print(f"ours (open + epoch, threads={args.threads}, inflate={args.inflate}): "
+              f"{med(o['total'] for o in ours):.3f} s (open {med(o['open'] for o in ours):.3f} s, "
+              f"epoch {med(o['epoch'] for o in ours):.3f} s)")
         print(f"uproot.concatenate of {len(NEEDED)} of 14 branches, {args.threads}-thread "
               f"decompression_executor: {med(theirs):.3f} s")
         print(f"ratio uproot / ours (median of {args.runs} interleaved runs): {med(ratios):.2f}x")

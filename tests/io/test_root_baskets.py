@@ -116,3 +116,32 @@ def test_a_basket_whose_values_disagree_with_the_counter_is_located(tmp_path):
                                           rf"{first + e} but its counter says {counts[e]}") as err:
         read_root(path)
     assert (err.value.variable, err.value.row) == ("Muon_pt", first + e)
+
+
+_LIMITED = r"""
+import resource, sys
+from lstm_data.io.root.memory import _status
+path, extra = sys.argv[1], int(sys.argv[2])
+import awkward, uproot, lstm_data, lstm_data.io.root  # imported before the limit is set
+resource.setrlimit(resource.RLIMIT_DATA, (_status("VmData") + extra, resource.RLIM_INFINITY))
+try:
+    lstm_data.open(path, columns=sys.argv[3:] or None)
+    print("OPENED")
+except MemoryError as exc:
+    print("MEMORY", exc)
+"""
+
+
+def test_values_larger_than_the_memory_left_fail_before_reading_with_the_routes(tmp_path):
+    import subprocess
+    import sys
+
+    counts = np.full(4_000, 500)
+    cols = {"big_a": ak.unflatten(np.zeros(counts.sum(), np.float32), counts),
+            "big_b": ak.unflatten(np.zeros(counts.sum(), np.float32), counts)}  # 8 MB each once read
+    path = _write(tmp_path / "big.root", cols, uproot.ZLIB(1), parts=2)
+    res = subprocess.run([sys.executable, "-c", _LIMITED, str(path), str(10 << 20)], capture_output=True,
+                         text=True)
+    assert res.stdout.startswith("MEMORY"), res.stdout + res.stderr[-2000:]
+    assert "its 4 columns decode to about 0.01 GiB" in res.stdout  # 2 jagged, their 2 counters
+    assert f"lstm-data convert '{path}:Events' data.zarr" in res.stdout and "columns=[...]" in res.stdout

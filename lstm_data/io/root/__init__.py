@@ -72,6 +72,7 @@ from lstm_data.io.column_select import ColumnSelection
 from lstm_data.io.jagged_groups import check_equal_lengths, plan_groups, split_by_lengths
 from lstm_data.io.layout import value_dtype
 from lstm_data.io.root.fast import read_fast
+from lstm_data.io.root.memory import check_fits
 from lstm_data.io.root.tree import (
     RNTUPLE_CLASS,
     TreeColumns,
@@ -126,6 +127,9 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
     ------
     ImportError
         uproot or awkward is missing (``pip install 'lstm_data[root]'``).
+    MemoryError
+        The chosen columns would not fit in the memory left (checked before reading;
+        the message gives the routes: fewer columns, or convert to an on-disk store).
     FormatError
         Not a readable ROOT file, no TTree, or a branch that cannot be read (names
         file, tree, branch and entries).
@@ -174,6 +178,7 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
                       name, where, len(cols.skipped), cols.describe_skipped())
         dt = dt if dt is not None else schema_dtype
         declared = set(getattr(_schema(schema), "groups", None) or ())
+        _check_fits(cols, scalars, groups, dt)
         fast_scalars, fast_groups = read_fast(cols, scalars, groups, dt, threads, progress)
         out_scalars = {s: fast_scalars[s] if s in fast_scalars else _cast(cols.read(s), dt) for s in scalars}
         rest = {g: names for g, names in groups.items() if g not in fast_groups}
@@ -184,6 +189,17 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
     dataset = InMemoryDataset(out_scalars, out_groups, source=(name,))
     dataset.skipped = dict(cols.skipped)
     return dataset
+
+
+def _check_fits(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[str]],
+                dt: np.dtype | None) -> None:
+    """MemoryError (with the routes that work) when the chosen columns cannot fit in memory."""
+    dtypes = {s: dt if dt is not None else cols.dtype(s) for s in scalars}
+    for names in groups.values():
+        common = dt if dt is not None else np.result_type(*[cols.dtype(v) for v in names])
+        dtypes.update({v: common for v in names})
+    need = cols.decoded_bytes(list(dtypes), dtypes)
+    check_fits(need, file=cols.file, tree=cols.tree, columns=len(dtypes))
 
 
 def _check_collisions(cols: TreeColumns, file: str) -> None:

@@ -245,6 +245,21 @@ class TreeColumns:
     def uncompressed_bytes(self, name: str) -> int:
         return int(self._branch[name].uncompressed_bytes)
 
+    def decoded_bytes(self, names: Sequence[str], dtypes: dict[str, np.dtype]) -> int:
+        """About how many bytes columns ``names`` take once read, each as ``dtypes[name]``."""
+        parts: dict[str, int] = {}
+        for v in names:
+            parts[self._part[v][0]] = parts.get(self._part[v][0], 0) + 1
+        total = 0
+        for v in names:
+            own, want = self._dtype[v].itemsize, np.dtype(dtypes[v]).itemsize
+            if v in self._numeric_scalars:
+                total += self.n * want
+            else:  # a jagged branch's bytes hold its values and 4 bytes of offset per entry
+                stored = max(0, self.uncompressed_bytes(v) - 4 * self.n)
+                total += stored * want // own // parts[self._part[v][0]]
+        return total
+
     def cluster_bounds(self, names: Sequence[str]) -> np.ndarray:
         """Entries at which every branch of ``names`` starts a basket (0 and N included)."""
         offsets = [np.asarray(self._branch[v].entry_offsets, dtype=np.int64) for v in names]
