@@ -66,14 +66,20 @@ class ConcatDataset(Dataset):
         same order).
     names
         A label per dataset for error messages (file paths); default ``source``.
+    part_values
+        Scalar columns taken from the part rather than its rows: column name -> one
+        value per dataset (e.g. the file's index, or a label or weight per file).
+        Every row of a part holds its part's value.
 
     Raises
     ------
     SchemaError
-        The datasets' columns differ (names the file and the difference).
+        The datasets' columns differ (names the file and the difference), or a
+        ``part_values`` column has a name the data has, or not one value per dataset.
     """
 
-    def __init__(self, datasets: Sequence[Dataset], names: Sequence[str] | None = None) -> None:
+    def __init__(self, datasets: Sequence[Dataset], names: Sequence[str] | None = None,
+                 part_values: dict[str, Sequence[float]] | None = None) -> None:
         if not datasets:
             raise ValueError("ConcatDataset needs at least one dataset")
         labels = list(names) if names is not None else [
@@ -91,6 +97,24 @@ class ConcatDataset(Dataset):
         self._scalar_names = first.scalar_names
         self._groups = first.groups
         self.source = sources
+        self.part_values = self._check_part_values(part_values or {}, len(datasets))
+        if self.part_values and len(self.datasets) != len(datasets):  # row-less parts were left out
+            kept = [i for i, d in enumerate(datasets) if any(d is k for k in self.datasets)]
+            self.part_values = {k: v[kept] for k, v in self.part_values.items()}
+        self._scalar_names = self._scalar_names + list(self.part_values)
+
+    def _check_part_values(self, given: dict[str, Sequence[float]], n_parts: int) -> dict[str, np.ndarray]:
+        out = {}
+        for name, values in given.items():
+            if name in self._scalar_names or any(name in v for v in self._groups.values()):
+                raise SchemaError(f"per-file column {name!r} has the name of a column of the data; "
+                                  "choose another name", variable=name)
+            arr = np.asarray(values)
+            if arr.shape != (n_parts,) or arr.dtype.kind not in "biuf":
+                raise SchemaError(f"per-file column {name!r} needs one number per file ({n_parts}), "
+                                  f"got {values!r}", variable=name)
+            out[name] = arr
+        return out
 
     @staticmethod
     def _check_same_columns(first: Dataset, other: Dataset, first_label: str, label: str) -> None:
@@ -154,6 +178,11 @@ class ConcatDataset(Dataset):
                 yield f, pos, local[pos].astype(np.intp)
 
     def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:
+        per_part = self.part_values.get(name)
+        if per_part is not None:
+            if rows is None:
+                return np.repeat(per_part, np.diff(self.cumulative))
+            return per_part[self.locate(np.asarray(rows, dtype=np.int64))[0]]
         if rows is None:
             return np.concatenate([d.scalar(name) for d in self.datasets])
         parts = [(pos, self.datasets[f].scalar(name, loc)) for f, pos, loc in self._split(rows)]

@@ -32,8 +32,9 @@ from typing import Any, Sequence
 
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.read_options import ReadOptions, read_options_from
+from lstm_data.io.read_options import ReadOptions, file_value_columns, read_options_from
 from lstm_data.io.remote import is_url, remote_format
+from lstm_data.io.special import STDIN, check_readable_kind, is_stream
 
 __all__ = ["open", "detect_format", "expand_paths", "split_member", "input_bytes"]
 
@@ -68,6 +69,8 @@ def split_member(path: str | os.PathLike) -> tuple[str, str | None]:
 def input_bytes(path: str | os.PathLike) -> int:
     """Bytes on disk of an input: a file, every file of a directory (a store), or the
     file of ``file.root:tree``."""
+    if is_stream(path):
+        return 0
     p = Path(split_member(path)[0])
     if p.is_dir():
         return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
@@ -100,6 +103,8 @@ def detect_format(path: str | os.PathLike) -> str:
     """
     if is_url(path):
         return remote_format(str(path))
+    if check_readable_kind(path) is not None:  # a pipe or stdin: CSV text, read once
+        return "csv"
     file, member = split_member(path)
     if member is not None:
         fmt = detect_format(file)
@@ -156,7 +161,7 @@ def expand_paths(path_or_paths) -> list[str]:
     out: list[str] = []
     for item in items:
         text = os.fspath(item)
-        if is_url(text):  # a remote store: checked when opened
+        if is_url(text) or text == STDIN:  # a remote store: checked when opened; stdin
             out.append(text)
             continue
         file, member = split_member(text)
@@ -269,8 +274,16 @@ def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     """
     read = read_options_from(read, options)
     paths = expand_paths(path_or_paths)
+    per_file = read.file_values
+    if per_file is not None:
+        read = read.replace(file_values=None)
     datasets = [_open_one(p, schema, read) for p in paths]
-    if len(datasets) == 1:
+    if len(datasets) == 1 and per_file is None:
         return datasets[0]
+    if len(datasets) > 1:
+        from lstm_data.io.csv.kinds import unify_kinds  # CSV column kinds decided across the files
+        datasets = unify_kinds(datasets, paths, lambda p, s: _open_one(p, s, read), schema,
+                               is_csv=lambda p: not is_url(p) and detect_format(p) == "csv")
     from lstm_data.data.concat import ConcatDataset
-    return ConcatDataset(datasets, names=paths)
+    part_values = None if per_file is None else file_value_columns(per_file, paths)
+    return ConcatDataset(datasets, names=paths, part_values=part_values)

@@ -27,6 +27,9 @@ option             meaning                                                     f
 ``parent``         L5Kit: the array whose rows are the events                  l5kit
 ``relations``      L5Kit: child array -> interval column of the parent         l5kit
 ``cache_chunks``   L5Kit: decoded chunks kept per array                        l5kit
+``file_values``    scalar columns taken from the file, not its rows: name ->    every format (open)
+                   ``"index"`` (the file's position) or ``{glob: number}``
+                   (a label or weight per path pattern; first match wins)
 ``read_ahead``     read the next block-shuffle window while batches are built  (batching)
 ``progress``       a progress callback or bar (not written to TOML)            csv, root
 =================  ==========================================================  =====================
@@ -45,7 +48,7 @@ import numpy as np
 from lstm_data._util.declared import DeclaredOptions, unknown_option
 from lstm_data.errors import OptionError
 
-__all__ = ["ReadOptions", "READER_OPTIONS", "read_options_from"]
+__all__ = ["ReadOptions", "READER_OPTIONS", "read_options_from", "file_value_columns"]
 
 
 def _dtype(value: Any) -> str:
@@ -106,6 +109,23 @@ def _mapping(name: str) -> Any:
     return check
 
 
+def _file_values(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise OptionError(f"file_values must be a table of column name -> 'index' or {{pattern: number}}, "
+                          f"got {value!r}")
+    out: dict[str, Any] = {}
+    for name, rule in value.items():
+        if rule == "index":
+            out[str(name)] = "index"
+            continue
+        if not isinstance(rule, Mapping) or not rule or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in rule.values()):
+            raise OptionError(f"file_values[{name!r}] must be 'index' or a table of path pattern -> "
+                              f"number, got {rule!r}")
+        out[str(name)] = {str(k): v for k, v in rule.items()}
+    return out
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ReadOptions(DeclaredOptions):
     """How data is read; see the table of :mod:`lstm_data.io.read_options`.
@@ -134,6 +154,7 @@ class ReadOptions(DeclaredOptions):
     cache_chunks: int | None = None
     read_ahead: bool | None = None
     trust_external: bool | None = None
+    file_values: Mapping[str, Any] | None = None
     progress: Any = None
 
     TOML_TABLE: ClassVar[str] = "read"
@@ -145,6 +166,7 @@ class ReadOptions(DeclaredOptions):
         "slice_table": _text("slice_table"), "aliases": _mapping("aliases"), "parent": _text("parent"),
         "relations": _mapping("relations"), "cache_chunks": _positive("cache_chunks"),
         "read_ahead": _flag("read_ahead"), "trust_external": _flag("trust_external"),
+        "file_values": _file_values,
     }
     #: options that live only in the running process (never written to TOML)
     RUNTIME: ClassVar[frozenset[str]] = frozenset({"progress"})
@@ -174,8 +196,36 @@ class ReadOptions(DeclaredOptions):
         return out
 
 
+def file_value_columns(rules: Mapping[str, Any], paths: list[str]) -> dict[str, list[float]]:
+    """Each ``file_values`` column's value for each of ``paths`` (``fnmatch`` on the whole path).
+
+    Raises
+    ------
+    OptionError
+        A path matches no pattern of a column (names the path and the patterns).
+    """
+    import fnmatch
+
+    out: dict[str, list[float]] = {}
+    for name, rule in rules.items():
+        if rule == "index":
+            out[name] = list(range(len(paths)))
+            continue
+        column = []
+        for path in paths:
+            value = next((v for pattern, v in rule.items() if fnmatch.fnmatch(path, pattern)), None)
+            if value is None:
+                raise OptionError(f"file_values[{name!r}]: {path} matches none of the patterns "
+                                  f"{list(rule)}; add one (e.g. '*' for a default)")
+            column.append(value)
+        out[name] = column
+    return out
+
+
 def _where_it_applies(name: str) -> str:
     formats = [fmt for fmt, opts in READER_OPTIONS.items() if name in opts]
+    if name == "file_values":
+        return " (it is applied by lstm_data.open)"
     if not formats:
         return " (it is used by Batches, not by readers)" if name == "read_ahead" else ""
     return f" (only to {', '.join(formats)})"
