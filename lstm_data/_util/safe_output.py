@@ -14,6 +14,7 @@ writer before it starts, removes those of the same output whose process is gone.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -223,10 +224,26 @@ def remove_path(path: str | Path, attempts: int = 5) -> None:
                  path)
 
 
-def move_into_place(tmp: str | Path, target: str | Path) -> None:
-    """Rename the complete output ``tmp`` to ``target``; an old ``target`` is moved aside first and
-    removed only once the new one is in place, so ``target`` never names a partial output."""
+def move_into_place(tmp: str | Path, target: str | Path, *, replace: bool = True) -> None:
+    """Rename the complete output ``tmp`` to ``target``.
+
+    With ``replace``, an old ``target`` is moved aside first and removed only once
+    the new one is in place, so ``target`` never names a partial output. Without
+    it the rename is exclusive: if ``target`` exists (another process created it
+    while this one wrote), nothing is replaced and ``FileExistsError`` says so.
+    """
+    from lstm_data._util.exclusive import rename_noreplace
+
     tmp, target = Path(tmp), Path(target)
+    if not replace:
+        try:
+            rename_noreplace(tmp, target)
+        except FileExistsError:
+            raise FileExistsError(errno.EEXIST, f"{target} was created by another process while "
+                                  "this one wrote it; it was left as it is and this output was "
+                                  "discarded (pass overwrite=True / --force to replace it)",
+                                  str(target)) from None
+        return
     if target.exists():
         trash = temp_path(target, "old")
         os.replace(target, trash)

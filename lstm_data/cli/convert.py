@@ -43,7 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from lstm_data.cli.csv_options import add_csv_arguments
 
     add_csv_arguments(parser)
-    parser.add_argument("--force", action="store_true", help="replace an existing output")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing output, if it is a store or file that lstm_data "
+                             "wrote (anything else is refused)")
     parser.add_argument("--chunk-kib", type=_at_least(1), default=1024, metavar="KIB",
                         help="uncompressed chunk size of the output (default 1024)")
     parser.add_argument("--threads", type=_at_least(1), default=None, metavar="N",
@@ -75,6 +77,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"lstm-data convert: error: {dst} exists (use --force to replace it)",
               file=sys.stderr)
         return 1
+    if args.force:
+        from lstm_data.io.ownership import why_not_ours
+
+        why = why_not_ours(dst)
+        if why is not None:
+            print(f"lstm-data convert: error: {dst} exists and is {why}; --force replaces only a "
+                  "store or file that lstm_data wrote: remove it yourself or choose another output",
+                  file=sys.stderr)
+            return 1
     start = time.perf_counter()
     from lstm_data.cli.csv_options import csv_options
 

@@ -25,9 +25,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
     check_not_input,
-    move_into_place,
     remove_path,
     remove_stale_temporaries,
     temp_path,
@@ -42,6 +42,7 @@ from lstm_data.io.layout import (
     node_keys,
 )
 from lstm_data.io.manifest import MANIFEST_ATTR, write_manifest
+from lstm_data.io.ownership import check_target, put_in_place
 from lstm_data.io.row_blocks import (
     BLOCK_BYTES,
     RestartStream,
@@ -255,34 +256,34 @@ def _atomic(path, make_sink, dataset, overwrite: bool, *, permutation=None, bloc
     target = Path(path)
     source = _blocks_of(dataset, permutation, block_bytes)
     check_not_input(target, source.source)
-    if target.exists() and not overwrite:
-        raise FileExistsError(f"{target} exists; pass overwrite=True (or --force) to replace it")
-    remove_stale_temporaries(target)
-    tmp = temp_path(target)
-    try:
-        for attempt in (1, 2):
-            sink = make_sink(tmp)
-            try:
-                _stream(source, sink, **stream_options)
-                break
-            except RestartStream:  # the stream made its blocks wrong; it makes them right once more
-                if attempt == 2:
-                    raise
-            finally:
-                sink.close()
+    with output_lock(target):  # a second writer of the same output fails here, at once
+        check_target(target, overwrite)
+        remove_stale_temporaries(target)
+        tmp = temp_path(target)
+        try:
+            for attempt in (1, 2):
+                sink = make_sink(tmp)
+                try:
+                    _stream(source, sink, **stream_options)
+                    break
+                except RestartStream:  # the stream made its blocks wrong; it makes them right once more
+                    if attempt == 2:
+                        raise
+                finally:
+                    sink.close()
+                remove_path(tmp)
+            put_in_place(tmp, target, overwrite)
+        except OSError as exc:
+            settle_zarr()  # zarr's sibling writes of a failed one still run: let them end first
             remove_path(tmp)
-        move_into_place(tmp, target)
-    except OSError as exc:
-        settle_zarr()  # zarr's sibling writes of a failed one still run: let them end first
-        remove_path(tmp)
-        if exc.errno in _NO_SPACE and exc.filename != str(target):
-            raise OSError(exc.errno, f"cannot write {target}: {exc.strerror or exc}",
-                          str(target)) from exc
-        raise
-    except BaseException:
-        settle_zarr()
-        remove_path(tmp)
-        raise
+            if exc.errno in _NO_SPACE and exc.filename != str(target):
+                raise OSError(exc.errno, f"cannot write {target}: {exc.strerror or exc}",
+                              str(target)) from exc
+            raise
+        except BaseException:
+            settle_zarr()
+            remove_path(tmp)
+            raise
 
 
 def write_zarr(dataset, path, *, permutation=None, progress: Progress | None = None,
@@ -304,7 +305,10 @@ def write_zarr(dataset, path, *, permutation=None, progress: Progress | None = N
     progress
         Called as ``progress(bytes_done, bytes_total)`` after each row block.
     overwrite
-        Replace an existing ``path`` (only after the new store is complete).
+        Replace an existing ``path`` (only after the new store is complete), if it is a
+        store or file lstm_data wrote (:mod:`lstm_data.io.ownership`); anything else is
+        refused. Without it, an output that another process creates meanwhile is never
+        replaced, and a second writer of the same output fails at once.
     chunk_bytes
         Uncompressed size of one chunk (about 1 MiB).
     clevel, cname

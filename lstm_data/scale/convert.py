@@ -31,19 +31,20 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
     check_not_input,
-    move_into_place,
+    remove_path,
     remove_stale_temporaries,
     temp_path,
 )
+from lstm_data.io.checked_store import settle_zarr
 from lstm_data.io.chunk_ranges import Piece, RangeWriter, write_shared_chunks
 from lstm_data.io.convert import (
     check_like,
@@ -54,6 +55,7 @@ from lstm_data.io.convert import (
 )
 from lstm_data.io.dispatch import detect_format, input_bytes, split_member
 from lstm_data.io.external_shuffle import BUCKET_BYTES, external_shuffle, n_buckets_for
+from lstm_data.io.ownership import check_target, put_in_place
 from lstm_data.io.row_blocks import RestartStream, RowBlocks, dataset_blocks
 from lstm_data.io.write import ZarrOutput, write_hdf5, write_zarr
 
@@ -218,8 +220,21 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
     paths = [os.fspath(p) for p in sources]
     target = Path(dst)
     check_not_input(target, paths)
-    if target.exists() and not overwrite:
-        raise FileExistsError(f"{dst} exists; pass overwrite=True (or --force) to replace it")
+    with output_lock(target):  # a second writer of the same output fails here, at once
+        check_target(target, overwrite)
+        return _convert_locked(paths, target, kind, client=client, schema=schema,
+                               shuffle=shuffle, overwrite=overwrite, progress=progress,
+                               chunk_bytes=chunk_bytes, compression=compression,
+                               split_bytes=split_bytes, bucket_bytes=bucket_bytes, **options)
+
+
+def _convert_locked(paths: list[str], target: Path, kind: str, *, client: Any,
+                    schema: Any, shuffle: int | None, overwrite: bool,
+                    progress: Callable[[int, int], None] | None, chunk_bytes: int | None,
+                    compression: str | None, split_bytes: int, bucket_bytes: int | None,
+                    **options: Any) -> RowBlocks:
+    """:func:`convert_distributed` once the output is locked and checked."""
+    dst = target
     remove_stale_temporaries(target)
     partitions = plan_partitions(paths, split_bytes)
     parts_dir = temp_path(target, "parts")
@@ -267,7 +282,7 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
             progress(total, total)
         return columns
     finally:
-        shutil.rmtree(parts_dir, ignore_errors=True)
+        remove_path(parts_dir)
 
 
 def _from_parts(infos: list[PartInfo], columns: RowBlocks, paths: list[str], schema: Any,
@@ -314,9 +329,10 @@ def _link(client: Any, infos: list[PartInfo], columns: RowBlocks, target: Path, 
         for k, p in pieces.items():
             write_shared_chunks(out.arrays.arrays[k], chunks[k], p)
         out.finish()
-        move_into_place(tmp, target)
+        put_in_place(tmp, target, overwrite)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        settle_zarr()
+        remove_path(tmp)
         raise
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
     check_not_input,
     move_into_place,
@@ -232,66 +233,68 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
     meta = _metadata(dataset, spec, order, bucketing)
     if bucketing is not None:
         meta["batch_spec"] = batches.spec.to_dict()
-    if out.exists():
-        try:
-            recorded = read_metadata(out)
-        except Exception as exc:  # noqa: BLE001 - not a batch store: never replaced, even with force
-            if not (force and _is_batch_store(out)):  # force may replace an old-version store
-                raise FileExistsError(f"{out} exists and is not a precomputed batch store ({exc}); "
-                                      "remove it yourself or choose another output") from None
-            recorded = None
-        if recorded is not None and not force:
-            compare_metadata({"bucketing": {}, "order": {}, **recorded}, {k: meta[k] for k in _REUSE_KEYS},
-                             where=str(out))
-            _log.info("precompute: %s already holds these batches (same spec, batch size, seed, "
-                      "shuffle and data fingerprint): reused", out)
-            return _summary_of(out, time.perf_counter() - started, reused=True)
+    with output_lock(out):  # a second writer of the same store fails here, at once
+        if out.exists():
+            try:
+                recorded = read_metadata(out)
+            except Exception as exc:  # noqa: BLE001 - not a batch store: never replaced, even with force
+                if not (force and _is_batch_store(out)):  # force may replace an old-version store
+                    raise FileExistsError(f"{out} exists and is not a precomputed batch store ({exc}); "
+                                          "remove it yourself or choose another output") from None
+                recorded = None
+            if recorded is not None and not force:
+                compare_metadata({"bucketing": {}, "order": {}, **recorded}, {k: meta[k] for k in _REUSE_KEYS},
+                                 where=str(out))
+                _log.info("precompute: %s already holds these batches (same spec, batch size, seed, "
+                          "shuffle and data fingerprint): reused", out)
+                return _summary_of(out, time.perf_counter() - started, reused=True)
 
-    names = spec.flat_names(weights=True)
-    shapes = _batch_shapes(batches)
-    sig = spec.signature()
-    dtypes = {n: (sig[n].dtype if n in sig else np.dtype(np.float32)) for n in names}
-    remove_stale_temporaries(out)  # of precomputes that were killed
-    tmp = temp_path(out)
-    try:
-        root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
-        data, index = root.create_group("data"), root.create_group("_index")
-        writers, element_offsets, chunks = {}, {}, {}
-        for n in names:
-            counts = np.prod(shapes[n], axis=1)
-            offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-            np.cumsum(counts, out=offsets[1:])
-            chunk = max(1, _CHUNK_BYTES // dtypes[n].itemsize)
-            arr = data.create_array(n, shape=(int(offsets[-1]),), chunks=(chunk,), dtype=dtypes[n],
-                                    **_codecs(compress))
-            index.create_array(f"{n}.offsets", data=offsets, **_codecs(True))
-            index.create_array(f"{n}.shapes", data=shapes[n].astype(np.int64), **_codecs(True))
-            writers[n] = _ChunkWriter(arr, chunk)
-            element_offsets[n], chunks[n] = offsets, chunk
-        bar = _progress(len(batches), progress)
+        replacing = out.exists()  # a batch store, recomputed with overwrite
+        names = spec.flat_names(weights=True)
+        shapes = _batch_shapes(batches)
+        sig = spec.signature()
+        dtypes = {n: (sig[n].dtype if n in sig else np.dtype(np.float32)) for n in names}
+        remove_stale_temporaries(out)  # of precomputes that were killed
+        tmp = temp_path(out)
         try:
-            if client is not None:
-                from lstm_data.store.ranges import write_ranges
-                write_ranges(client, batches, str(tmp), names, element_offsets, chunks,
-                             on_done=None if bar is None else bar.update)
-            else:
-                _write_in_order(batches, shapes, writers, workers, bar)
+            root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+            data, index = root.create_group("data"), root.create_group("_index")
+            writers, element_offsets, chunks = {}, {}, {}
+            for n in names:
+                counts = np.prod(shapes[n], axis=1)
+                offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+                np.cumsum(counts, out=offsets[1:])
+                chunk = max(1, _CHUNK_BYTES // dtypes[n].itemsize)
+                arr = data.create_array(n, shape=(int(offsets[-1]),), chunks=(chunk,), dtype=dtypes[n],
+                                        **_codecs(compress))
+                index.create_array(f"{n}.offsets", data=offsets, **_codecs(True))
+                index.create_array(f"{n}.shapes", data=shapes[n].astype(np.int64), **_codecs(True))
+                writers[n] = _ChunkWriter(arr, chunk)
+                element_offsets[n], chunks[n] = offsets, chunk
+            bar = _progress(len(batches), progress)
+            try:
+                if client is not None:
+                    from lstm_data.store.ranges import write_ranges
+                    write_ranges(client, batches, str(tmp), names, element_offsets, chunks,
+                                 on_done=None if bar is None else bar.update)
+                else:
+                    _write_in_order(batches, shapes, writers, workers, bar)
+            finally:
+                if bar is not None:
+                    bar.close()
+            meta.update(n_batches=len(batches), n_rows=batches.n_rows, outputs=names)
+            # written last: a half-written store is never taken as complete; then the manifest
+            root.attrs.update({EVERY_CHUNK_ATTR: True, MANIFEST_ATTR: True, ATTR: meta})
+            write_manifest(tmp)
+            move_into_place(tmp, out, replace=replacing)
+        except OSError as exc:
+            if exc.errno in _NO_SPACE and exc.filename != str(out):
+                raise OSError(exc.errno, f"cannot write {out}: {exc.strerror or exc}", str(out)) from exc
+            raise
         finally:
-            if bar is not None:
-                bar.close()
-        meta.update(n_batches=len(batches), n_rows=batches.n_rows, outputs=names)
-        # written last: a half-written store is never taken as complete; then the manifest
-        root.attrs.update({EVERY_CHUNK_ATTR: True, MANIFEST_ATTR: True, ATTR: meta})
-        write_manifest(tmp)
-        move_into_place(tmp, out)
-    except OSError as exc:
-        if exc.errno in _NO_SPACE and exc.filename != str(out):
-            raise OSError(exc.errno, f"cannot write {out}: {exc.strerror or exc}", str(out)) from exc
-        raise
-    finally:
-        settle_zarr()  # zarr's sibling writes of a failed one may still run
-        remove_path(tmp)
-    return _summary_of(out, time.perf_counter() - started)
+            settle_zarr()  # zarr's sibling writes of a failed one may still run
+            remove_path(tmp)
+        return _summary_of(out, time.perf_counter() - started)
 
 
 def _write_in_order(batches: Batches, shapes: dict[str, np.ndarray], writers: dict[str, _ChunkWriter],
