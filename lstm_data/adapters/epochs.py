@@ -12,6 +12,7 @@ from typing import Any
 
 from lstm_data._util import forksafe
 from lstm_data._util.checks import check_count
+from lstm_data.batching.source import BuildsInArena
 
 __all__ = ["batch_of"]
 
@@ -41,14 +42,14 @@ def batch_of(batches: Any, index: int, epoch: int, arena: Any = None) -> Any:
     index, epoch
         Which batch, of which epoch.
     arena
-        A buffer to build the batch in, for sequences that say they take one
-        (``accepts_arena``); ignored by the others.
+        A buffer to build the batch in, for sources that can
+        (:class:`~lstm_data.batching.source.BuildsInArena`); ignored by the others.
     """
     epoch = check_count(epoch, "epoch")
+    if arena is not None and isinstance(batches, BuildsInArena):
+        return batches.batch_into(index, epoch, arena)
     get = getattr(batches, "batch", None)
     if callable(get):
-        if arena is not None and getattr(batches, "accepts_arena", False):
-            return get(index, epoch=epoch, arena=arena)
         return get(index, epoch=epoch)
     with _LOCK:
         saved = batches.epoch

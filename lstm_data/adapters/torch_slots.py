@@ -14,7 +14,7 @@ How
 ---
 Each worker process keeps a few shared-memory segments (``memfd``), each holding
 one batch at a time. A worker claims a free segment as large as its largest batch so far
-and builds the next batch right in it (``Batches.batch(..., arena=)``: the kernel
+and builds the next batch right in it (``Batches.batch_into(index, epoch, arena)``: the kernel
 writes the padded fields there); what did not fit, or was not built there (a RAM
 cache, on-disk blocks, the weights), is copied after it, and a batch that
 outgrew the segment moves whole to a larger one. Its tensors are
@@ -86,7 +86,7 @@ class _Segment:
         self.state = np.frombuffer(self.map, np.int32, 1, 0)
         self.whole = np.frombuffer(self.map, np.uint8)
         self.address = self.whole.ctypes.data
-        self.arena = self.whole[HEADER:]  # where a batch is built (Batches.batch(arena=))
+        self.arena = self.whole[HEADER:]  # where a batch is built (Batches.batch_into)
         self.sent = False  # the descriptor went with a batch
         self.claimed = 0  # when it was last claimed (a counter)
 

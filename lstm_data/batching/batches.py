@@ -272,10 +272,7 @@ class Batches(EpochIteration):
     def __getitem__(self, index: int) -> Batch:
         return self.batch(index)
 
-    #: :meth:`batch` takes an ``arena`` to build in
-    accepts_arena = True
-
-    def batch(self, index: int, epoch: int | None = None, arena: Any = None) -> Batch:
+    def batch(self, index: int, epoch: int | None = None) -> Batch:
         """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`), which stays as it is.
 
         ``b.batch(i, epoch=e)`` equals ``b.set_epoch(e); b[i]`` without changing
@@ -290,12 +287,21 @@ class Batches(EpochIteration):
             Batch index (negative counts from the end).
         epoch
             An int >= 0.
-        arena
-            A writable, C-contiguous buffer to build the batch's arrays in where
-            they fit (in-RAM datasets without a cache; see
-            :class:`kernels.BatchGather`), e.g. shared memory another process
-            reads; the arrays are views of it. Other arrays are allocated.
         """
+        return self._batch(index, epoch, None)
+
+    def batch_into(self, index: int, epoch: int, arena: Any) -> Batch:
+        """Batch ``index`` of ``epoch``, built in ``arena`` where its arrays fit.
+
+        ``arena`` is a writable, C-contiguous buffer (e.g. shared memory another
+        process reads), used for in-RAM datasets without a cache (see
+        :class:`lstm_data.kernels.BatchGather`); the arrays placed are views of it,
+        the others are allocated. This is the
+        :class:`~lstm_data.batching.source.BuildsInArena` capability.
+        """
+        return self._batch(index, epoch, arena)
+
+    def _batch(self, index: int, epoch: int | None, arena: Any) -> Batch:
         epoch = self._epoch_arg(epoch)
         slot = self._batch_slot(self._check_index(index), epoch)
         if self.cache == "ram":

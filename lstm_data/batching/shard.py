@@ -28,6 +28,8 @@ import numpy as np
 from lstm_data._util.checks import check_count, check_index
 from lstm_data.batching.epoch import EpochIteration
 
+from lstm_data.batching.source import BuildsInArena
+
 if TYPE_CHECKING:
     from lstm_data.batching.spec import Batch, BatchSpec, OutputSignature
 
@@ -115,19 +117,18 @@ class ShardedBatches(EpochIteration):
     def _parent_index(self, index: int) -> int:
         return self.rank * len(self) + check_index(index, len(self))
 
-    @property
-    def accepts_arena(self) -> bool:
-        """:meth:`batch` builds in an ``arena`` (the sharded sequence does)."""
-        return bool(getattr(self.batches, "accepts_arena", False))
-
-    def batch(self, index: int, epoch: int | None = None, arena: Any = None) -> Batch:
-        """Batch ``index`` of this rank's share of ``epoch`` (default: the current one);
-        ``arena`` as :meth:`Batches.batch` takes it (passed on when given)."""
+    def batch(self, index: int, epoch: int | None = None) -> Batch:
+        """Batch ``index`` of this rank's share of ``epoch`` (default: the current one)."""
         epoch = self.epoch if epoch is None else check_count(epoch, "epoch")
-        if arena is None or not self.accepts_arena:
-            return self.batches.batch(self._parent_index(index), epoch=epoch)
-        builds: Any = self.batches  # a Batches (accepts_arena), not every Shardable
-        return builds.batch(self._parent_index(index), epoch=epoch, arena=arena)  # type: ignore[no-any-return]
+        return self.batches.batch(self._parent_index(index), epoch=epoch)
+
+    def batch_into(self, index: int, epoch: int, arena: Any) -> Batch:
+        """:meth:`batch` built in ``arena`` when the parent can (see
+        :class:`~lstm_data.batching.source.BuildsInArena`), else as :meth:`batch`."""
+        epoch = check_count(epoch, "epoch")
+        if isinstance(self.batches, BuildsInArena):
+            return self.batches.batch_into(self._parent_index(index), epoch, arena)
+        return self.batches.batch(self._parent_index(index), epoch=epoch)
 
     def __getitem__(self, index: int) -> Batch:
         return self.batch(index)

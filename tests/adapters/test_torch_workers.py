@@ -127,7 +127,7 @@ def test_batches_are_built_in_the_segment_and_a_bigger_one_moves():
     assert slots.arena() is None  # nothing shared yet: no size to go by
     slots.share(batches.batch(0, epoch=0))
     seg = slots.arena()  # as large as the last batch
-    built = batches.batch(1, epoch=0, arena=seg.arena)
+    built = batches.batch_into(1, 0, seg.arena)
     big = built[0]["input_png3d"]
     assert np.shares_memory(big, seg.arena)  # the padded field was written in shared memory
     got = slots.share(built, seg)
@@ -139,7 +139,7 @@ def test_batches_are_built_in_the_segment_and_a_bigger_one_moves():
     # an arena too small for a whole-table batch: everything moves to a segment that fits
     whole = _batches(batch_size=3000)
     small = slots._claim(4096)  # one GRAIN, less than the batch
-    built = whole.batch(0, epoch=0, arena=small.arena)
+    built = whole.batch_into(0, 0, small.arena)
     assert not np.shares_memory(built[0]["input_png3d"], small.arena)
     moved = slots.share(built, small)
     assert small.state[0] == 0  # given back

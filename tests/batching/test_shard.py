@@ -10,6 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from lstm_data.batching.source import BuildsInArena
 from lstm_data import Batches, BatchSpec, Ragged, Scalars
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.io.zarr import ZarrDataset
@@ -172,9 +173,9 @@ def test_keras_batches_over_a_shard(data):
 def test_a_shard_builds_in_an_arena_like_its_batches(data):
     batches = Batches(data, _spec(), batch_size=64, seed=1)
     shard = batches.shard(1, 3)
-    assert shard.accepts_arena
+    assert isinstance(shard, BuildsInArena) and isinstance(batches, BuildsInArena)
     space = np.zeros((1 << 20) + 64, np.uint8)
     arena = space[(-space.ctypes.data) % 64:][:1 << 20]  # an arena starts 64-byte aligned
-    got = shard.batch(2, epoch=4, arena=arena)
+    got = shard.batch_into(2, 4, arena)
     assert_same_batch(got, shard.batch(2, epoch=4))
     assert np.shares_memory(got[0]["input_png3d"], arena)
