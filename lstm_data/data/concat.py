@@ -182,7 +182,8 @@ class ConcatDataset(Dataset):
         if per_part is not None:
             if rows is None:
                 return np.repeat(per_part, np.diff(self.cumulative))
-            return per_part[self.locate(np.asarray(rows, dtype=np.int64))[0]]
+            picked: np.ndarray = per_part[self.locate(np.asarray(rows, dtype=np.int64))[0]]
+            return picked
         if rows is None:
             return np.concatenate([d.scalar(name) for d in self.datasets])
         parts = [(pos, self.datasets[f].scalar(name, loc)) for f, pos, loc in self._split(rows)]
