@@ -48,6 +48,9 @@ __all__ = ["CsvBlockParser", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps
 cdef extern from "platform.h":
     int ld_find2(const char *p, char a, char b) nogil
 
+cdef extern from *:
+    bint unlikely(bint) nogil  # Cython's __builtin_expect macro
+
 @cython.final
 cdef class CsvBlockParser(CsvColumns):
     """Parse CSV records, block by block, into columnar buffers (compiled).
@@ -323,7 +326,7 @@ cdef class CsvBlockParser(CsvColumns):
             (<float *> slot)[0] = <float> v
         else:
             (<double *> slot)[0] = v
-        if fabs(v) >= self.int_limit:  # rare: only integers this large can change
+        if unlikely(fabs(v) >= self.int_limit):  # rare: only integers this large can change
             self._note_int(buf + tok, end - tok, col, v, line)
         if is_lsep and self.kind[col] == K_SCALAR:
             return self._fail(E_SCALAR_LIST, line, col, tok, end, cell, escaped)

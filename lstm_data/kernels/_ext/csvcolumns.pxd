@@ -48,6 +48,7 @@ cdef class CsvColumns:
     cdef int64_t *current
     # the first integer token per column that the dtype changes: committed, and of the current record
     cdef double int_limit
+    cdef bint rec_inexact  # some column of the current record has F_INEXACT
     cdef int64_t *first_line
     cdef int64_t *first_len
     cdef char *first_tok
@@ -64,6 +65,7 @@ cdef class CsvColumns:
     cdef void _note_int(self, const char *s, Py_ssize_t n, Py_ssize_t col, double v,
                         Py_ssize_t line) noexcept nogil
     cdef int _commit(self) noexcept nogil
+    cdef void _commit_inexact(self) noexcept nogil
     cdef void _keep_first(self, Py_ssize_t c, int64_t line, int64_t length,
                           const char *toks) noexcept nogil
     cdef int _append(self, CsvColumns other) noexcept nogil

@@ -184,6 +184,7 @@ cdef class CsvColumns:
         if self.rec_flags[col] & F_INEXACT or not int_token_changed(s, n, stored):
             return
         self.rec_flags[col] |= F_INEXACT
+        self.rec_inexact = True
         while b > a and is_space(s[b - 1]):
             b -= 1
         while a < b and is_space(s[a]):
@@ -201,13 +202,21 @@ cdef class CsvColumns:
             if slot == NULL:
                 return -1
             (<int64_t *> slot)[0] = self.total[g]
+        if self.rec_inexact:
+            self._commit_inexact()
         for c in range(self.ncols):
-            if self.rec_flags[c] & F_INEXACT and not self.flags[c] & F_INEXACT:
-                self._keep_first(c, self.pend_line[c], self.pend_len[c], self.pend_tok)
             self.flags[c] |= self.rec_flags[c]
             self.rec_flags[c] = 0
         self._rows += 1
         return 0
+
+    cdef void _commit_inexact(self) noexcept nogil:
+        """Keep the current record's changed integers of columns that had none yet."""
+        cdef Py_ssize_t c
+        for c in range(self.ncols):
+            if self.rec_flags[c] & F_INEXACT and not self.flags[c] & F_INEXACT:
+                self._keep_first(c, self.pend_line[c], self.pend_len[c], self.pend_tok)
+        self.rec_inexact = False
 
     cdef inline void _keep_first(self, Py_ssize_t c, int64_t line, int64_t length,
                                  const char *toks) noexcept nogil:
@@ -276,6 +285,7 @@ cdef class CsvColumns:
         self._rows = 0
         for g in range(self.ngroups):
             self.total[g] = 0
+        self.rec_inexact = False
         for c in range(self.ncols):
             self.flags[c] = 0
             self.rec_flags[c] = 0  # of a record left incomplete at the end of the last block
