@@ -15,6 +15,7 @@ import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError, warn_user
+from lstm_data.io.exact_ints import PrecisionWarning
 from lstm_data.io.hdf5 import read_rows
 from lstm_data.io.nova.keys import TableKeys, blocks
 from lstm_data.io.nova.tables import Table, table_of
@@ -23,10 +24,6 @@ __all__ = ["ColumnReader", "PrecisionWarning"]
 
 #: bytes of interleaved group values filled per block (few HDF5 calls, mostly in the CPU cache)
 _GROUP_BLOCK_BYTES = 8 << 20
-
-
-class PrecisionWarning(UserWarning):
-    """Integers of a column that the requested float dtype does not hold exactly."""
 
 
 class ColumnReader:

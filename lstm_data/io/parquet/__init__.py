@@ -104,12 +104,12 @@ def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None,
         table = pa.table(table)
     plan = plan_columns(table.schema, schema, dtype, columns=columns, exclude=exclude, file=_ARROW)
     _log_skipped(plan, _ARROW)
-    scalars = {s: scalar_column(plan.column(table, s), s, plan.dtype) for s in plan.scalars}
+    scalars = {s: scalar_column(plan.column(table, s), s, plan.dtype, exact=plan.exact) for s in plan.scalars}
     groups = {}
     for g, names in plan.groups.items():
         dt = plan.group_dtypes[g]
-        cols = {v: list_column(table.column(plan.source(v)[0]), v, dt, element=plan.source(v)[1])
-                for v in names}
+        cols = {v: list_column(table.column(plan.source(v)[0]), v, dt, element=plan.source(v)[1],
+                               exact=plan.exact) for v in names}
         groups[g] = build_group(g, {v: (c.pieces, c.lengths) for v, c in cols.items()}, dtype=dt)
     out = InMemoryDataset(scalars, groups)
     out.skipped = dict(plan.skipped)

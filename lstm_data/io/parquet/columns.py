@@ -12,8 +12,10 @@ on-disk :class:`~lstm_data.io.parquet.disk.ParquetDataset`.
   a null list is an empty list (if its slot spans values, Arrow allows it, they are
   dropped); a null inside a list is NaN.
 * Integers are converted to the float dtype of their group (or to the ``dtype``
-  asked for) only when every value converts exactly; otherwise a ``FormatError``
-  names the column, the row and the value.
+  asked for, or to float64 when a null becomes NaN); a value that does not convert
+  exactly is warned about once per column (a
+  :class:`~lstm_data.io.exact_ints.PrecisionWarning` naming the column, the row and
+  the value). An integer scalar read without a ``dtype`` stays integer, exact.
 """
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from lstm_data._util.optional import require
-from lstm_data.errors import FormatError
 from lstm_data.io.column_groups import check_group_lengths
+from lstm_data.io.exact_ints import ExactInts
 
 __all__ = ["import_pyarrow", "ListColumn", "list_column", "scalar_column", "join_scalar_pieces",
            "METADATA_KEY", "arrow_metadata", "check_list_columns", "is_list", "numeric",
@@ -36,7 +38,6 @@ __all__ = ["import_pyarrow", "ListColumn", "list_column", "scalar_column", "join
 METADATA_KEY = b"lstm_data"
 #: the unnamed index that pandas' ``to_parquet`` stores as a column (left out)
 PANDAS_INDEX = re.compile(r"__index_level_\d+__")
-_EXACT_INT_BITS = {np.dtype(np.float32): 24, np.dtype(np.float64): 53}
 
 
 def import_pyarrow() -> Any:
@@ -78,26 +79,16 @@ def numeric(t: Any) -> bool:
 
 
 def _to_float(values: np.ndarray, dtype: np.dtype, *, name: str, file: str | None,
-              row_of: Any) -> np.ndarray:
-    """``values`` as ``dtype``; integers must convert exactly (``row_of(index)`` names the row)."""
+              row_of: Any, exact: ExactInts | None = None) -> np.ndarray:
+    """``values`` as ``dtype``; integers that do not convert exactly are warned about once per
+    column (``row_of(index)`` names the row; see :mod:`lstm_data.io.exact_ints`)."""
     if values.dtype == dtype:
         return values
-    if values.dtype.kind in "iu" and len(values):
-        bound = 1 << _EXACT_INT_BITS[dtype]
-        if int(values.min()) < -bound or int(values.max()) > bound:
-            converted = values.astype(dtype)
-            with np.errstate(invalid="ignore", over="ignore"):
-                bad = np.flatnonzero(converted.astype(values.dtype) != values)
-            if len(bad):
-                k = int(bad[0])
-                raise FormatError(f"integer {int(values[k])} of column {name!r} is not exactly a {dtype}; "
-                                  "open with dtype=float64", file=file, row=row_of(k), variable=name)
-            return converted
-    return values.astype(dtype)
+    return (exact or ExactInts(file)).cast(values, dtype, name, row_of=row_of, file=file)
 
 
 def _chunk_numbers(arr: Any, dtype: np.dtype | None, *, name: str, file: str | None,
-                   row_of: Any) -> np.ndarray:
+                   row_of: Any, exact: ExactInts | None = None) -> np.ndarray:
     """One Arrow array of numbers as numpy (a view when it has no nulls); nulls are NaN."""
     if arr.null_count == 0:
         out = arr.to_numpy(zero_copy_only=False)  # numbers: a view of the buffer (bool: a copy)
@@ -106,18 +97,18 @@ def _chunk_numbers(arr: Any, dtype: np.dtype | None, *, name: str, file: str | N
         filled = arr.fill_null(False if pa.types.is_boolean(arr.type) else 0).to_numpy(zero_copy_only=False)
         target = dtype if dtype is not None else (
             filled.dtype if filled.dtype.kind == "f" else np.dtype(np.float64))
-        out = _to_float(filled, target, name=name, file=file, row_of=row_of)
+        out = _to_float(filled, target, name=name, file=file, row_of=row_of, exact=exact)
         if out is filled:
             out = out.copy()
         out[~arr.is_valid().to_numpy(zero_copy_only=False)] = np.nan
         return out
     if out.dtype == np.float16:
         out = out.astype(np.float32 if dtype is None else dtype)
-    return out if dtype is None else _to_float(out, dtype, name=name, file=file, row_of=row_of)
+    return out if dtype is None else _to_float(out, dtype, name=name, file=file, row_of=row_of, exact=exact)
 
 
 def scalar_column(chunked: Any, name: str, dtype: np.dtype | None, *, file: str | None = None,
-                  first_row: int = 0) -> np.ndarray:
+                  first_row: int = 0, exact: ExactInts | None = None) -> np.ndarray:
     """A scalar column (``ChunkedArray`` or ``Array``) as one 1-D array.
 
     One chunk without nulls, kept at its dtype, is a read-only view of Arrow's buffer.
@@ -125,13 +116,14 @@ def scalar_column(chunked: Any, name: str, dtype: np.dtype | None, *, file: str 
     chunks = chunked.chunks if hasattr(chunked, "chunks") else [chunked]
     pieces, row = [], first_row
     for arr in chunks:
-        pieces.append(_chunk_numbers(arr, dtype, name=name, file=file, row_of=lambda k, start=row: start + k))
+        pieces.append(_chunk_numbers(arr, dtype, name=name, file=file, row_of=lambda k, start=row: start + k,
+                                     exact=exact))
         row += len(arr)
-    return join_scalar_pieces(pieces, name, file=file, first_row=first_row)
+    return join_scalar_pieces(pieces, name, file=file, first_row=first_row, exact=exact)
 
 
 def join_scalar_pieces(pieces: Sequence[np.ndarray], name: str, *, file: str | None = None,
-                       first_row: int = 0) -> np.ndarray:
+                       first_row: int = 0, exact: ExactInts | None = None) -> np.ndarray:
     """Consecutive pieces of one scalar column as one array (integers exactly to float if needed)."""
     if not pieces:
         return np.zeros(0, dtype=np.float64)
@@ -141,7 +133,8 @@ def join_scalar_pieces(pieces: Sequence[np.ndarray], name: str, *, file: str | N
     if target.kind == "f":
         out, row = [], first_row
         for p in pieces:
-            out.append(_to_float(p, target, name=name, file=file, row_of=lambda k, start=row: start + k))
+            out.append(_to_float(p, target, name=name, file=file, row_of=lambda k, start=row: start + k,
+                                 exact=exact))
             row += len(p)
         pieces = out
     return np.concatenate(pieces)
@@ -193,14 +186,16 @@ class ListColumn:
 
 
 def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = None,
-                first_row: int = 0, element: int | None = None) -> ListColumn:
+                first_row: int = 0, element: int | None = None,
+                exact: ExactInts | None = None) -> ListColumn:
     """A ``list``/``large_list`` column (``ChunkedArray`` or ``Array``) as offsets and value pieces.
 
     Parameters
     ----------
     dtype
-        Float dtype of the group: integer values are converted to it (exactly, or a
-        ``FormatError``); float values keep their dtype (the interleave converts them).
+        Float dtype of the group: integer values are converted to it (a value that
+        changes is warned about once); float values keep their dtype (the interleave
+        converts them).
     first_row
         Row number of the column's first row in the file, for errors.
     element
@@ -223,7 +218,8 @@ def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = 
         if element is not None:
             child = pc.list_element(child, element)
         keep = pa.types.is_float32(child.type) or pa.types.is_float64(child.type)
-        values = _chunk_numbers(child, None if keep else dtype, name=name, file=file, row_of=row_of)
+        values = _chunk_numbers(child, None if keep else dtype, name=name, file=file, row_of=row_of,
+                                exact=exact)
         if arr.null_count:
             valid = arr.is_valid().to_numpy(zero_copy_only=False)
             lengths = np.diff(offsets)

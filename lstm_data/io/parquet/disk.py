@@ -96,7 +96,7 @@ class ParquetDataset(OnDiskDataset):
             path, row0 = self._where(k)
             for s in self._plan.scalars:
                 scalars[s].append(scalar_column(self._plan.column(table, s), s, self._plan.dtype, file=path,
-                                                first_row=row0))
+                                                first_row=row0, exact=self._plan.exact))
             for g, v in firsts.items():
                 lengths[g].append(self._list(table, v, g, path, row0).lengths)
         self._offsets_of = {}
@@ -106,7 +106,7 @@ class ParquetDataset(OnDiskDataset):
             np.cumsum(lens, out=off[1:])
             self._offsets_of[g] = off
         self._setup(int(self.row_group_rows[-1]),
-                    {s: join_scalar_pieces(p, s) for s, p in scalars.items()}, {},
+                    {s: join_scalar_pieces(p, s, exact=self._plan.exact) for s, p in scalars.items()}, {},
                     tuple(s.path for s in self._sources))
         self._groups = {g: list(names) for g, names in self._plan.groups.items()}
 
@@ -130,7 +130,7 @@ class ParquetDataset(OnDiskDataset):
         """Prong variable ``v`` of ``group`` from a row group's table."""
         arrow, element = self._plan.source(v)
         return list_column(table.column(arrow), v, self._plan.group_dtypes[group], file=path,
-                           first_row=row0, element=element)
+                           first_row=row0, element=element, exact=self._plan.exact)
 
     def value_chunk_len(self, group: str) -> int:
         """Mean values per row group of ``group`` (row groups differ in size: an approximation)."""

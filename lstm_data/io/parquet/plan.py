@@ -32,6 +32,7 @@ import numpy as np
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.column_groups import group_prefix, resolve_schema
 from lstm_data.io.column_select import ColumnSelection
+from lstm_data.io.exact_ints import ExactInts
 from lstm_data.io.layout import value_dtype
 from lstm_data.io.parquet.columns import PANDAS_INDEX, is_list, numeric, recorded_groups
 
@@ -93,6 +94,8 @@ class ColumnPlan:
         fixed-size list, else ``None``.
     skipped : dict
         Arrow column -> its type and why it is not read (not numbers).
+    exact : ExactInts
+        Warns once per column about integers that a float dtype changes.
     """
 
     scalars: list[str]
@@ -101,6 +104,7 @@ class ColumnPlan:
     dtype: np.dtype | None
     sources: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    exact: ExactInts = field(default_factory=lambda: ExactInts(None))
 
     @property
     def columns(self) -> list[str]:
@@ -198,7 +202,8 @@ def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
         group_dtypes[g] = dt if dt is not None else np.result_type(np.float32, *value_types)
     used = set(scalars) | {v for vs in groups.values() for v in vs}
     return ColumnPlan(list(scalars), groups, group_dtypes, dt,
-                      {v: s for v, s in sources.items() if v in used and s[1] is not None}, skipped)
+                      {v: s for v, s in sources.items() if v in used and s[1] is not None}, skipped,
+                      ExactInts(file))
 
 
 def _check_unique(names: list[str], file: str | None) -> None:

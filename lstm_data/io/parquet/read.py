@@ -212,11 +212,11 @@ class _Assembler:
         plan = self.plan
         for s in plan.scalars:
             self.scalars[s].append(scalar_column(plan.column(batch, s), s, plan.dtype, file=path,
-                                                 first_row=row0))
+                                                 first_row=row0, exact=plan.exact))
         for g, names in plan.groups.items():
             dt = plan.group_dtypes[g]
             cols = {v: list_column(batch.column(plan.source(v)[0]), v, dt, file=path, first_row=row0,
-                                   element=plan.source(v)[1]) for v in names}
+                                   element=plan.source(v)[1], exact=plan.exact) for v in names}
             ref = check_list_columns(g, cols, file=path, first_row=row0)
             start, total = self.cursor[g], ref.total
             self._reserve(g, start + total)
@@ -233,7 +233,7 @@ class _Assembler:
             self.blocks[g] = bigger
 
     def finish(self, source: tuple[str, ...]) -> InMemoryDataset:
-        scalars = {s: join_scalar_pieces(pieces, s) for s, pieces in self.scalars.items()}
+        scalars = {s: join_scalar_pieces(pieces, s, exact=self.plan.exact) for s, pieces in self.scalars.items()}
         groups = {}
         for g, names in self.plan.groups.items():
             parts = self.lengths[g]

@@ -1,0 +1,83 @@
+"""Integers cast to a float dtype: never changed without a word.
+
+float32 holds every integer up to 2**24 exactly, float64 up to 2**53. Event
+numbers, run numbers and hashed ids go beyond. Readers keep integer columns as
+integers where their layout allows (a scalar column read without a ``dtype``);
+where a column must become floats (a ``dtype`` asked for, a null that becomes NaN,
+a ragged group's float values block), :class:`ExactInts` checks the cast and warns
+once per column (:class:`PrecisionWarning`) naming the file, the column, the first
+changed value, its row and what it reads as. The check costs a min and a max while
+the values are small.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from lstm_data.errors import warn_user
+
+__all__ = ["PrecisionWarning", "ExactInts", "exact_limit"]
+
+
+class PrecisionWarning(UserWarning):
+    """Integers of a column that the requested float dtype does not hold exactly."""
+
+
+def exact_limit(dtype: np.dtype) -> int:
+    """The largest integer magnitude below which every integer is exact in float ``dtype``."""
+    return 1 << (np.finfo(dtype).nmant + 1)
+
+
+class ExactInts:
+    """Casts integers to floats, warning once per column when a value changes.
+
+    Parameters
+    ----------
+    file
+        Named in the warning.
+    """
+
+    def __init__(self, file: str | None) -> None:
+        self.file = file
+        self.warned: set[str] = set()
+
+    def cast(self, values: np.ndarray, dtype: np.dtype, name: str, *,
+             row_of: Callable[[int], int] = lambda k: k, where: str = "row",
+             file: str | None = None) -> np.ndarray:
+        """``values`` as ``dtype`` (a copy unless already so), after :meth:`check`."""
+        self.check(values, dtype, name, row_of=row_of, where=where, file=file)
+        return values.astype(dtype, copy=False)
+
+    def check(self, values: np.ndarray, dtype: np.dtype, name: str, *,
+              row_of: Callable[[int], int] = lambda k: k, where: str = "row",
+              file: str | None = None) -> None:
+        """Warn (once for ``name``) if integer ``values`` do not survive the cast to float ``dtype``.
+
+        ``row_of(index)`` gives the row the warning names (``where`` says what a row is);
+        ``file`` names the file when it is not the one given at construction.
+        """
+        dt = np.dtype(dtype)
+        if values.dtype.kind not in "iu" or dt.kind != "f" or name in self.warned or not len(values):
+            return
+        limit = exact_limit(dt)
+        if values.dtype.itemsize * 8 <= np.finfo(dt).nmant + 1:
+            return
+        if max(abs(int(values.min())), int(values.max())) <= limit:
+            return
+        with np.errstate(invalid="ignore", over="ignore"):
+            back = values.astype(dt).astype(values.dtype)
+        bad = np.flatnonzero(back != values)
+        if not len(bad):
+            return
+        self.warned.add(name)
+        k = int(bad[0])
+        value = int(values[k])
+        became = values[k:k + 1].astype(dt)[0]
+        fix = ("read with dtype=float64 (exact up to 2**53)" if dt == np.float32 else
+               "float64 holds integers exactly only up to 2**53: leave the column out "
+               "(exclude=[...]) or keep it an integer scalar (no dtype)")
+        shown = f"{int(became)}" if np.isfinite(became) else repr(became)
+        prefix = f"{file or self.file}: " if (file or self.file) else ""
+        warn_user(f"{prefix}column {name!r} holds integers that {dt.name} does not hold exactly (first at "
+                  f"{where} {row_of(k)}: {value} reads as {shown}); {fix}", PrecisionWarning)
