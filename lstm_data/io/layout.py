@@ -59,19 +59,41 @@ _NUMERIC_KINDS = "fiub"
 #: what the ``dtype`` option may ask for
 _VALUE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
-_SAFE_KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_SAFE_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+#: node keys readers accept (those of every version of our writers)
+_STORED_KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
+#: longest name used as a node key (file systems allow 255 bytes per path component)
+_MAX_KEY = 100
+#: names that mean something in a store, never a variable's node: zarr's metadata files, and
+#: our own nodes (the manifest), whatever their case
+_RESERVED = {"zarr.json", "c", "_lstm_data_manifest"}
+
+
+def _usable(name: str) -> bool:
+    """Whether ``name`` can be a node key as it is: one plain path component of our store."""
+    return (bool(_SAFE_KEY.match(name)) and len(name) <= _MAX_KEY and not name.startswith("__")
+            and name.casefold() not in _RESERVED and not name.casefold().startswith("_lstm_data"))
 
 
 def _key_for(name: str, fallback: str, taken: set[str]) -> str:
-    """``name`` when it is a safe node name, else ``fallback``; never a taken key."""
-    ok = bool(_SAFE_KEY.match(name)) and not name.startswith("__") and name not in (".", "..")
-    key = name if ok and name not in taken else fallback
-    taken.add(key)
+    """``name`` when it is a usable node name (see :func:`_usable`), else ``fallback``; never a
+    key taken already, case-insensitively (``A`` and ``a`` are one file on some file systems)."""
+    key = name if _usable(name) and name.casefold() not in taken else fallback
+    k = 0
+    while key.casefold() in taken:
+        k += 1
+        key = f"{fallback}_{k}"
+    taken.add(key.casefold())
     return key
 
 
 def node_keys(scalar_names: list[str], groups: Mapping[str, list[str]]):
     """Store keys for scalars and groups: the names themselves when safe and unique.
+
+    A name that is not one plain path component (``/``, ``..``, a leading ``.``,
+    too long) or that means something in a store (``zarr.json``, ``c``, our
+    manifest) is stored under a generated key (``_scalar3``, ``_group1``); the
+    layout attribute maps every variable to its key, so names come back exactly.
 
     Returns
     -------
@@ -135,6 +157,11 @@ def parse_layout(attrs: Mapping[str, Any], *, file: str) -> dict[str, Any]:
                             for g, v in dict(layout["groups"]).items()}
     except (TypeError, KeyError, ValueError) as exc:
         raise FormatError(f"damaged 'lstm_data_layout' attribute ({exc})", file=file) from None
+    keys = list(layout["scalars"].values()) + [v["key"] for v in layout["groups"].values()]
+    for key in keys:  # what our writers make: one plain path component, never outside the store
+        if not (isinstance(key, str) and _STORED_KEY.match(key)) or key in (".", ".."):
+            raise FormatError(f"damaged 'lstm_data_layout' attribute: node key {key!r} is not one "
+                              "plain name inside the store", file=file)
     return layout
 
 

@@ -21,7 +21,7 @@ from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.io.layout import BATCH_STORE_ATTR
 
 __all__ = ["STORE_FORMAT", "STORE_VERSION", "ATTR", "fingerprint", "StoreMismatchError",
-           "compare_metadata"]
+           "compare_metadata", "output_keys", "output_key"]
 
 STORE_FORMAT = "lstm_data.batches"
 STORE_VERSION = 1
@@ -31,6 +31,21 @@ ATTR = BATCH_STORE_ATTR
 _HASH_ROWS = 1 << 16
 #: changes when the hashed content changes, so a store fingerprinted another way never matches
 _SCHEME = "sha256-all-v2"
+
+
+def output_keys(names: list[str]) -> dict[str, str]:
+    """Node keys of the outputs ``names``: the names themselves when they are plain, safe path
+    components, else generated ones (an output named ``a/b`` or ``zarr.json`` must not become a
+    path inside the store); recorded in the metadata as ``keys``."""
+    from lstm_data.io.layout import node_keys
+
+    keys, _ = node_keys(list(names), {})
+    return {n: k.replace("_scalar", "_output", 1) if k != n else k for n, k in keys.items()}
+
+
+def output_key(meta: Mapping[str, Any], name: str) -> str:
+    """The node key of output ``name`` in a store with metadata ``meta`` (older stores: the name)."""
+    return str((meta.get("keys") or {}).get(name, name))
 
 
 class StoreMismatchError(ValueError):

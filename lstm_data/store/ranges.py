@@ -38,7 +38,8 @@ def task_ranges(n_batches: int, n_tasks: int) -> list[tuple[int, int]]:
 
 
 def build_range(batches: Batches, store: str, names: list[str], offsets: Mapping[str, np.ndarray],
-                chunks: Mapping[str, int], lo: int, hi: int) -> dict[str, list[Piece]]:
+                chunks: Mapping[str, int], lo: int, hi: int,
+                keys: Mapping[str, str] | None = None) -> dict[str, list[Piece]]:
     """Build batches ``lo .. hi - 1`` of epoch 0, write the chunks wholly theirs, return the others.
 
     Returns
@@ -50,7 +51,8 @@ def build_range(batches: Batches, store: str, names: list[str], offsets: Mapping
     import zarr
 
     root = zarr.open_group(store, mode="r+", zarr_format=3)
-    writers = {n: RangeWriter(root[f"data/{n}"], int(offsets[n][lo]), int(offsets[n][hi]), chunks[n])
+    keys = keys or {}
+    writers = {n: RangeWriter(root[f"data/{keys.get(n, n)}"], int(offsets[n][lo]), int(offsets[n][hi]), chunks[n])
                for n in names}
     for i in range(lo, hi):
         flat = batches.spec.flatten(batches.batch(i, epoch=0), as_dict=True)
@@ -64,7 +66,8 @@ def build_range(batches: Batches, store: str, names: list[str], offsets: Mapping
 
 def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
                  offsets: Mapping[str, np.ndarray], chunks: Mapping[str, int],
-                 on_done: Callable[[int], None] | None = None) -> None:
+                 on_done: Callable[[int], None] | None = None,
+                 keys: Mapping[str, str] | None = None) -> None:
     """Build and write every batch of epoch 0 on the workers of the Dask ``client``.
 
     Parameters
@@ -74,6 +77,8 @@ def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
     batches, store, names, offsets, chunks
         The batch sequence, the (temporary) store, its outputs, their planned
         element offsets per batch and chunk lengths.
+    keys
+        Output -> its node key under ``data/`` (default: the output's name).
     on_done
         Called with the number of batches of each finished task (progress).
 
@@ -89,7 +94,7 @@ def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
     ranges = task_ranges(len(batches), 4 * n_workers)
     # each task carries the Batches (a path, or shared memory, plus the spec: small), rather than one
     # scattered copy that a dying worker could take with it
-    futures = {client.submit(build_range, batches, store, names, offsets, chunks, a, b,
+    futures = {client.submit(build_range, batches, store, names, offsets, chunks, a, b, keys,
                              key=f"lstm-data-precompute-{a}-{b}-{id(batches)}", pure=False): (a, b)
                for a, b in ranges}
     _log.info("precompute: %d batches in %d tasks on %d Dask workers", len(batches), len(ranges), n_workers)
@@ -108,4 +113,4 @@ def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
 
     root = zarr.open_group(store, mode="r+", zarr_format=3)
     for n in names:
-        write_shared_chunks(root[f"data/{n}"], chunks[n], pieces[n])
+        write_shared_chunks(root[f"data/{(keys or {}).get(n, n)}"], chunks[n], pieces[n])

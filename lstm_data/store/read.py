@@ -37,6 +37,7 @@ from lstm_data.store.format import (
     STORE_VERSION,
     compare_metadata,
     fingerprint,
+    output_key,
 )
 
 __all__ = ["open_batches", "PrecomputedBatches", "read_metadata"]
@@ -120,10 +121,11 @@ class PrecomputedBatches(EpochIteration):
         else:
             self.notes = ()
         self._names = list(self.meta["outputs"])
-        self._arrays = {n: root[f"data/{n}"] for n in self._names}
+        keys = {n: output_key(self.meta, n) for n in self._names}
+        self._arrays = {n: root[f"data/{keys[n]}"] for n in self._names}
         index = root["_index"]
-        self._offsets = {n: self._whole(index[f"{n}.offsets"]) for n in self._names}
-        self._shapes = {n: self._whole(index[f"{n}.shapes"]) for n in self._names}
+        self._offsets = {n: self._whole(index[f"{keys[n]}.offsets"]) for n in self._names}
+        self._shapes = {n: self._whole(index[f"{keys[n]}.shapes"]) for n in self._names}
         self._n_batches = int(self.meta["n_batches"])
         self._lock = threading.Lock()
 

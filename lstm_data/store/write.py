@@ -45,6 +45,8 @@ from lstm_data.store.format import (
     STORE_VERSION,
     compare_metadata,
     fingerprint,
+    output_key,
+    output_keys,
 )
 from lstm_data.store.read import (
     PrecomputedBatches,
@@ -251,6 +253,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
 
         replacing = out.exists()  # a batch store, recomputed with overwrite
         names = spec.flat_names(weights=True)
+        keys = output_keys(names)  # an output named like a path gets a plain node key
         shapes = _batch_shapes(batches)
         sig = spec.signature()
         dtypes = {n: (sig[n].dtype if n in sig else np.dtype(np.float32)) for n in names}
@@ -265,24 +268,24 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
                 offsets = np.zeros(len(counts) + 1, dtype=np.int64)
                 np.cumsum(counts, out=offsets[1:])
                 chunk = max(1, _CHUNK_BYTES // dtypes[n].itemsize)
-                arr = data.create_array(n, shape=(int(offsets[-1]),), chunks=(chunk,), dtype=dtypes[n],
+                arr = data.create_array(keys[n], shape=(int(offsets[-1]),), chunks=(chunk,), dtype=dtypes[n],
                                         **_codecs(compress))
-                index.create_array(f"{n}.offsets", data=offsets, **_codecs(True))
-                index.create_array(f"{n}.shapes", data=shapes[n].astype(np.int64), **_codecs(True))
+                index.create_array(f"{keys[n]}.offsets", data=offsets, **_codecs(True))
+                index.create_array(f"{keys[n]}.shapes", data=shapes[n].astype(np.int64), **_codecs(True))
                 writers[n] = _ChunkWriter(arr, chunk)
                 element_offsets[n], chunks[n] = offsets, chunk
             bar = _progress(len(batches), progress)
             try:
                 if client is not None:
                     from lstm_data.store.ranges import write_ranges
-                    write_ranges(client, batches, str(tmp), names, element_offsets, chunks,
+                    write_ranges(client, batches, str(tmp), names, element_offsets, chunks, keys=keys,
                                  on_done=None if bar is None else bar.update)
                 else:
                     _write_in_order(batches, shapes, writers, workers, bar)
             finally:
                 if bar is not None:
                     bar.close()
-            meta.update(n_batches=len(batches), n_rows=batches.n_rows, outputs=names)
+            meta.update(n_batches=len(batches), n_rows=batches.n_rows, outputs=names, keys=keys)
             # written last: a half-written store is never taken as complete; then the manifest
             root.attrs.update({EVERY_CHUNK_ATTR: True, MANIFEST_ATTR: True, ATTR: meta})
             write_manifest(tmp)
@@ -350,6 +353,6 @@ def _summary_of(path: Path, seconds: float, *, reused: bool = False) -> Precompu
     outputs = {}
     for n in meta["outputs"]:
         dtype = str(sig[n].dtype) if n in sig else "float32"
-        outputs[n] = {"dtype": dtype, "shape": _describe(index[f"{n}.shapes"][:])}
+        outputs[n] = {"dtype": dtype, "shape": _describe(index[f"{output_key(meta, n)}.shapes"][:])}
     return PrecomputeSummary(str(path), int(meta["n_batches"]), int(meta["n_rows"]), seconds, outputs,
                              reused)
