@@ -2,8 +2,9 @@
 
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``
 and a one-line module docstring used as its help. Modules import lazily, so
-``lstm-data --help`` stays fast. Every command takes ``-q/--quiet`` (no progress
-bars, no messages on stderr, only results on stdout) and ``-v/--verbose`` (the
+``lstm-data --help`` stays fast. Every command takes, before or after its name,
+``-q/--quiet`` (no progress bars, no messages on stderr; results still go to
+stdout) and ``-v/--verbose`` (the
 ``lstm_data`` logger's diagnostics on stderr; ``-vv`` for debug detail);
 ``lstm-data --version`` names the version and the kernel backend.
 """
@@ -33,8 +34,9 @@ class _Version(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
         import lstm_data
         from lstm_data import kernels
-        parser.exit(message=f"lstm-data {lstm_data.__version__} (kernels: {kernels.BACKEND}; "
-                            f"Python {sys.version.split()[0]})\n")
+        print(f"lstm-data {lstm_data.__version__} (kernels: {kernels.BACKEND}; "
+              f"Python {sys.version.split()[0]})")  # on stdout, as --version conventionally is
+        parser.exit()
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -110,9 +112,23 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object]:
     return parser, module
 
 
+#: options every command takes, also accepted before the command (``lstm-data -v inspect x``)
+_COMMON = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose")
+
+
+def _common_first(argv: list[str]) -> list[str]:
+    """``argv`` with the common options given before the command moved after it."""
+    lead = 0
+    while lead < len(argv) and argv[lead] in _COMMON:
+        lead += 1
+    if lead and lead < len(argv) and argv[lead] in COMMANDS:
+        return [argv[lead], *argv[:lead], *argv[lead + 1:]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``lstm-data`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _common_first(list(sys.argv[1:] if argv is None else argv))
     parser, module = _parser(argv)
     args = parser.parse_args(argv)
     if module is None:

@@ -101,14 +101,13 @@ def run(args: argparse.Namespace) -> int:
 
             with connect(args.scheduler) as client:
                 table = convert_distributed(paths, dst, client=client, progress=bar, **options)
-    if not args.quiet:
-        import lstm_data.io.dispatch as dispatch
-        from lstm_data.io.dispatch import input_bytes
+    import lstm_data.io.dispatch as dispatch  # the result goes to stdout, with -q too
+    from lstm_data.io.dispatch import input_bytes
 
-        out = dispatch.open(dst)
-        groups = ", ".join(f"{g}[{len(v)}]" for g, v in table.groups.items()) or "none"
-        shuffled = f", shuffled with seed {args.shuffle}" if args.shuffle is not None else ""
-        print(f"wrote {dst}: {len(out)} rows, {len(table.scalar_names)} scalars, "
-              f"groups {groups}{shuffled}; "
-              f"{input_bytes(dst) / 2**20:.1f} MiB in {time.perf_counter() - start:.1f} s")
+    out = dispatch.open(dst)
+    groups = ", ".join(f"{g}[{len(v)}]" for g, v in table.groups.items()) or "none"
+    shuffled = f", shuffled with seed {args.shuffle}" if args.shuffle is not None else ""
+    print(f"wrote {dst}: {len(out)} rows, {len(table.scalar_names)} scalars, "
+          f"groups {groups}{shuffled}; "
+          f"{input_bytes(dst) / 2**20:.1f} MiB in {time.perf_counter() - start:.1f} s")
     return 0

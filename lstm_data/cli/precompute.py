@@ -89,6 +89,5 @@ def run(args: argparse.Namespace) -> int:
 
         with connect(args.scheduler) as client:
             summary = precompute(dataset, spec, args.out, order, client=client, **options)
-    if not args.quiet:
-        print(summary.table())
+    print(summary.table())  # the result goes to stdout, with -q too
     return 0

@@ -1,4 +1,4 @@
-"""What every command shares (issue 16, item 8): ``--version``, ``-q/--quiet``, ``-v`` logging, silence by default."""
+"""What every command shares: ``--version``, ``-q/--quiet``, ``-v`` logging, silence by default."""
 from __future__ import annotations
 
 import logging
@@ -46,8 +46,8 @@ def test_quiet_commands_print_nothing_but_results(csv_path, tmp_path, capsys):
     assert main(["convert", str(csv_path), str(tmp_path / "a.zarr"), "--quiet"]) == 0
     assert main(["precompute", "--data", str(tmp_path / "a.zarr"), "--spec", str(SPEC), "--batch-size", "256",
                  "--out", str(tmp_path / "b.zarr"), "-q"]) == 0
-    out = capsys.readouterr()
-    assert out.out == "" and out.err == ""
+    out = capsys.readouterr()  # the results (what was written) and nothing on stderr
+    assert "wrote" in out.out and "input_png3d" in out.out and out.err == ""
     assert main(["inspect", str(tmp_path / "a.zarr"), "--quiet", "--no-stats"]) == 0
     out = capsys.readouterr()
     assert "rows: 800" in out.out and out.err == ""
@@ -88,3 +88,20 @@ def test_gitignore_covers_the_readme_main_job_output():
     assert "--out numu_v3_batches.zarr" in readme
     done = subprocess.run([git, "check-ignore", "-q", "numu_v3_batches.zarr/"], cwd=REPO)
     assert done.returncode == 0
+
+
+def test_common_options_before_the_command_and_results_on_stdout_with_quiet(tmp_path, capsys):
+    import lstm_data
+    from lstm_data.synthetic import write_csv
+
+    src = tmp_path / "x.csv"
+    write_csv(src, 50, seed=1)
+    assert main(["-v", "inspect", str(src)]) == 0
+    assert "opened" in capsys.readouterr().err
+    assert main(["-q", "convert", str(src), str(tmp_path / "x.zarr")]) == 0
+    out = capsys.readouterr()
+    assert "wrote" in out.out and "50 rows" in out.out and out.err == ""
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    out = capsys.readouterr()
+    assert out.out.startswith(f"lstm-data {lstm_data.__version__}") and out.err == ""
