@@ -1,21 +1,19 @@
 """lstm_data: fast padded batches of ragged event data for sequence models.
 
-Public API (design §3)::
+Open data with :func:`lstm_data.open` (CSV, HDF5, Parquet, ROOT, zarr; one file
+or many), describe what a batch looks like with a :class:`BatchSpec` of
+:class:`Scalars` and :class:`Ragged` fields, how rows are ordered with an
+:class:`Order`, and get ``(inputs, targets, weights)`` dicts of numpy arrays from
+:class:`Batches`. :mod:`lstm_data.keras` and :mod:`lstm_data.torch` adapt them to
+Keras 3 and torch; :func:`precompute` stores an epoch of batches and
+:func:`open_batches` reads it back.
 
-    lstm_data.open(path_or_paths, schema=None, **options) -> Dataset
-    lstm_data.BatchSpec, Scalars, Ragged, Order, ReadOptions, Batches, open_batches, precompute,
-    convert, Schema
-    lstm_data.from_arrow, from_awkward
-    lstm_data.kernels.parse_float_lists / pad_ragged / BatchGather / CsvBlockParser
-    lstm_data.keras.KerasBatches, lstm_data.torch.TorchBatches
-    lstm_data.compat.join_varr_arrays
-
-The package is layered along the data flow, each layer importing only from the
-layers before it: ``kernels`` -> ``data`` -> ``io`` -> ``batching`` -> ``store``
--> ``adapters`` -> ``cli`` (``errors`` and ``_util`` serve all of them). The
-modules ``keras``, ``torch``, ``compat`` and ``synthetic`` at the top are the
-public paths of adapters and sample data. Heavy submodules load lazily on first
-attribute access.
+Example
+-------
+>>> import lstm_data                                                  # doctest: +SKIP
+>>> ds = lstm_data.open("examples/numu_v3.csv.xz")                    # doctest: +SKIP
+>>> spec = lstm_data.BatchSpec.from_toml("examples/numu_v3.toml")     # doctest: +SKIP
+>>> inputs, targets, weights = lstm_data.Batches(ds, spec, lstm_data.Order(batch_size=256))[0]  # doctest: +SKIP
 
 Diagnostics (the kernel backend chosen, files opened, windows read ahead, a
 precomputed store reused, stale temporaries removed) go to the ``lstm_data``
@@ -27,7 +25,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 logging.getLogger("lstm_data").addHandler(logging.NullHandler())
 
@@ -35,6 +33,20 @@ from lstm_data.data import dataset as _dataset
 from lstm_data.errors import BrokenRowsWarning, FormatError, OptionError, ParseError, SchemaError
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazily at run time)
+    from lstm_data.batching.batches import Batches
+    from lstm_data.batching.order_options import Order
+    from lstm_data.batching.spec import BatchSpec, Ragged, Scalars
+    from lstm_data.data.dataset import Dataset, InMemoryDataset
+    from lstm_data.io.awkward import from_awkward
+    from lstm_data.io.dispatch import open
+    from lstm_data.io.parquet import from_arrow
+    from lstm_data.io.read_options import ReadOptions
+    from lstm_data.io.schema import Schema
+    from lstm_data.scale.convert import convert
+    from lstm_data.store.read import open_batches
+    from lstm_data.store.write import precompute
 
 _LAZY = {
     "open": ("lstm_data.io.dispatch", "open"),
@@ -93,4 +105,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(__all__) | {"kernels", "keras", "torch", "compat", "synthetic"})
