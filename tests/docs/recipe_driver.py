@@ -1,0 +1,69 @@
+"""Run one training recipe of ``docs/recipes.md`` and record what it trained on.
+
+``python tests/docs/recipe_driver.py NAME CODE_FILE OUT_FILE``, from the repository
+root, in the environment the page sets. The recipe runs statement by statement;
+just before its training statement (the first ``for`` loop or ``.fit(`` call) the
+driver starts watching what the model is given (``train_step`` of the Keras model,
+a forward pre-hook of the torch module). ``OUT_FILE`` receives a pickle of the
+``input_slice`` arrays seen step by step, the same output of
+``train.batch(i, epoch=e)`` for every step the recipe should have taken, the
+losses, and the warnings lstm_data raised.
+"""
+from __future__ import annotations
+
+import ast
+import pickle
+import sys
+import warnings
+
+
+def _trains(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.For) or ".fit(" in ast.unparse(stmt)
+
+
+def _watch_keras(ns: dict, seen: list) -> None:
+    import keras
+
+    model = ns["model"]
+    step = model.train_step
+
+    def train_step(data):
+        seen.append(keras.ops.convert_to_numpy(data[0]["input_slice"]).copy())
+        return step(data)
+
+    model.train_step = train_step
+
+
+def _watch_torch(ns: dict, seen: list) -> None:
+    ns["net"].register_forward_pre_hook(lambda module, args: seen.append(args[0]["input_slice"].numpy().copy()))
+
+
+def _losses(name: str, ns: dict) -> dict:
+    if name == "keras":
+        history = ns["history"].history
+        return {"loss": list(history["loss"]), "val_loss": list(history["val_loss"])}
+    return {"loss": list(ns["losses"])}
+
+
+def main(name: str, code_file: str, out_file: str, epochs: int = 2) -> None:
+    with open(code_file) as f:
+        body = ast.parse(f.read(), f"docs/recipes.md recipe {name}").body
+    start = next(k for k, stmt in enumerate(body) if _trains(stmt))
+    ns: dict = {"__name__": "__main__"}
+    seen: list = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(compile(ast.Module(body[:start], []), f"recipe {name}", "exec"), ns)
+        {"keras": _watch_keras, "torch": _watch_torch}[name](ns, seen)
+        exec(compile(ast.Module(body[start:], []), f"recipe {name}", "exec"), ns)
+    train = ns["train"]
+    want = [train.batch(i, epoch=e)[0]["input_slice"] for e in range(epochs) for i in range(len(train))]
+    ours = [f"{w.category.__name__}: {w.message}" for w in caught
+            if "lstm_data" in str(w.filename) + str(w.message)]
+    with open(out_file, "wb") as f:
+        pickle.dump({"seen": seen, "want": want, "n_batches": len(train), "warnings": ours,
+                     **_losses(name, ns)}, f)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])

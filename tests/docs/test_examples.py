@@ -1,0 +1,43 @@
+"""The examples of the documentation pages run as written.
+
+Each ``<!-- run -->`` (or ``<!-- run if: MODULE -->``) python block of ``docs/*.md`` and ``README.md`` (see
+:mod:`tests.docs.pages`) runs in a fresh interpreter, from the repository root,
+with only the environment its page tells the reader to set. It must exit 0, warn
+nothing from lstm_data, and leave no file behind in the repository.
+"""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from tests.docs.pages import ROOT, all_blocks, reader_environment
+
+EXAMPLES = [b for b in all_blocks() if b.runnable and b.recipe is None]
+
+
+def test_the_pages_have_examples():
+    pages = {b.page for b in EXAMPLES}
+    assert {"README.md", "docs/getting-started.md", "docs/formats.md", "docs/specs-and-batches.md"} <= pages
+
+
+def test_every_python_block_is_marked():
+    unmarked = [b.id for b in all_blocks()
+                if b.lang == "python" and not b.runnable and not (b.mark or "").startswith("not run:")]
+    assert unmarked == [], ("python blocks need <!-- run -->, <!-- recipe: NAME --> or "
+                            f"<!-- not run: REASON --> on the line before: {unmarked}")
+
+
+@pytest.mark.parametrize("block", EXAMPLES, ids=[b.id for b in EXAMPLES])
+def test_example_runs_as_written(block):
+    if block.needs and importlib.util.find_spec(block.needs) is None:
+        pytest.skip(f"{block.id} needs {block.needs}")
+    before = sorted(p.name for p in ROOT.iterdir())
+    done = subprocess.run([sys.executable, "-c", block.code], cwd=ROOT, env=reader_environment(block),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"{block.id} failed:\n{done.stderr[-3000:]}"
+    ours = [line for line in done.stderr.splitlines() if "Warning:" in line and "lstm_data" in line]
+    assert ours == [], f"{block.id} warns:\n" + "\n".join(ours)
+    assert sorted(p.name for p in ROOT.iterdir()) == before, f"{block.id} left files in the repository"
