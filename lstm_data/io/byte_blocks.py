@@ -7,7 +7,8 @@ parsing of this one. A gzip member's CRC32 is computed by the reader of the
 text, not by the inflating thread (:mod:`lstm_data.io.gzip_raw`). With ``threads > 1``, the blocks of a multi-block ``.xz``
 (``xz -T0``) decompress on that many threads (:mod:`lstm_data.io.xz_blocks`).
 A truncated or damaged stream raises :class:`~lstm_data.FormatError` naming
-the file.
+the file. A named pipe or ``-`` (standard input) is read the same way, once: its
+compression is found from the first bytes read (:mod:`lstm_data.io.special`).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from typing import BinaryIO, Iterator
 
 from lstm_data.errors import FormatError
 from lstm_data.io.gzip_raw import Check, Trailer, gzip_chunks
+from lstm_data.io.special import is_stream, open_stream
 from lstm_data.io.xz_blocks import decode_blocks, xz_blocks
 
 __all__ = ["compression_of", "BlockReader", "DEFAULT_BLOCK_SIZE"]
@@ -34,9 +36,19 @@ _DAMAGE = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError, Valu
 
 
 def compression_of(path: str | os.PathLike) -> str | None:
-    """``"gzip"``, ``"xz"``, ``"bzip2"`` or ``None`` (plain), from the magic bytes."""
+    """``"gzip"``, ``"xz"``, ``"bzip2"`` or ``None`` (plain), from the magic bytes.
+
+    ``None`` for a stream (a pipe, ``-``), which is not read here: a
+    :class:`BlockReader` finds its compression as it reads it.
+    """
+    if is_stream(path):
+        return None
     with open(path, "rb") as fh:
         head = fh.read(6)
+    return _compression(head)
+
+
+def _compression(head: bytes) -> str | None:
     for magic, name in _MAGIC:
         if head.startswith(magic):
             return name
@@ -118,8 +130,14 @@ class BlockReader:
         self.path = os.fspath(path)
         self.block_size = int(block_size)
         self.threads = max(1, int(threads))
-        self.compression = compression_of(self.path)
-        self.size = os.path.getsize(self.path)
+        self._stream = None
+        if is_stream(self.path):  # read once: the first bytes tell the compression
+            self._stream = _Prefixed(open_stream(self.path))
+            self.compression = _compression(self._stream.head(6))
+            self.size = 0
+        else:
+            self.compression = compression_of(self.path)
+            self.size = os.path.getsize(self.path)
         self.position = 0
         self._replay: list[bytes] = []  # peeked blocks, yielded again by iteration
         self._check = Check() if self.compression == "gzip" else None
@@ -140,7 +158,7 @@ class BlockReader:
 
     def _run(self) -> None:
         try:
-            with open(self.path, "rb", buffering=0) as raw:
+            with (self._stream or open(self.path, "rb", buffering=0)) as raw:
                 if self.compression is None:
                     while not self._stop.is_set():
                         block = raw.read(self.block_size)
@@ -167,7 +185,7 @@ class BlockReader:
     def _decompressed(self, raw) -> Iterator[tuple[bytes, int]]:
         """``(block of text, compressed bytes consumed)``, on threads for a multi-block .xz."""
         blocks = None
-        if self.compression == "xz" and self.threads > 1 and hasattr(os, "pread"):
+        if self.compression == "xz" and self.threads > 1 and hasattr(os, "pread") and not self._stream:
             blocks = xz_blocks(raw)
         if blocks is not None and len(blocks) > 1:
             yield from decode_blocks(raw.fileno(), blocks, self.threads, self._stop.is_set)
@@ -226,6 +244,48 @@ class BlockReader:
                 break
 
     def __enter__(self) -> "BlockReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _Prefixed:
+    """A raw stream whose first bytes were read ahead (to see its magic) and are read again."""
+
+    def __init__(self, raw) -> None:
+        self.raw, self._head, self._pos = raw, b"", 0
+
+    def head(self, n: int) -> bytes:
+        """The first ``n`` bytes (fewer at the end of the stream), kept to be read again."""
+        while len(self._head) < n:
+            more = self.raw.read(n - len(self._head))
+            if not more:
+                break
+            self._head += more
+        return self._head[:n]
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            out, self._head = self._head[:n] if n >= 0 else self._head, \
+                self._head[n:] if n >= 0 else b""
+        else:
+            out = self.raw.read(n)
+        self._pos += len(out)
+        return out
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> "_Prefixed":
         return self
 
     def __exit__(self, *exc) -> None:

@@ -209,6 +209,12 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
     if len(paths) == 1:
         table = open_blocks(paths[0], schema=schema, block_bytes=block_bytes, **options)
     else:  # opened one at a time, when reached; progress in file bytes
+        from lstm_data.io.dispatch import detect_format
+
+        if all(detect_format(p) == "csv" for p in paths):  # column kinds decided across the files
+            from lstm_data.io.csv.kinds import common_schema
+
+            schema = common_schema(paths, schema, **options)
         openers = [functools.partial(open_blocks, p, schema=schema, block_bytes=block_bytes, **options)
                    for p in paths]
         table = concat_blocks(openers, paths, sizes=[input_bytes(p) for p in paths])

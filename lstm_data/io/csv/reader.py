@@ -52,6 +52,7 @@ from lstm_data.io.csv.plan import (
 )
 from lstm_data.io.csv.precision import Inexact, note_inexact, warn_inexact
 from lstm_data.io.schema import Schema
+from lstm_data.io.special import check_readable_kind, is_stream
 
 __all__ = ["read_csv", "DEFAULT_BLOCK_SIZE", "peek_sample", "sample_plan"]
 
@@ -61,6 +62,11 @@ SAMPLE_SIZE = 1 << 20
 PEEK_EXTRA = 1 << 16
 
 Progress = Callable[[int, int], Any]
+
+
+def _size(path: str) -> int:
+    """Bytes of ``path`` on disk (0 for a stream, whose size is not known)."""
+    return 0 if is_stream(path) else os.path.getsize(path)
 
 
 class _Replan(Exception):
@@ -131,10 +137,13 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     threads = resolve_threads(threads)
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
         raise ValueError(f"block_size must be a positive number of bytes, got {block_size!r}")
-    # a compressed first file starts decompressing for the full parse at once; the
-    # peek reads its first blocks, which the parse then gets again without a second
-    # decompression
-    ahead = BlockReader(paths[0], block_size, threads=threads) if compression_of(paths[0]) else None
+    for path in paths:
+        check_readable_kind(path)  # devices and sockets are refused
+    # a compressed first file (or a stream) starts decompressing for the full parse at
+    # once; the peek reads its first blocks, which the parse then gets again without a
+    # second decompression
+    ahead = BlockReader(paths[0], block_size, threads=threads) \
+        if is_stream(paths[0]) or compression_of(paths[0]) else None
     try:
         return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead, threads)
     finally:
@@ -150,7 +159,7 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None
     general = declared_plan(names, schema)
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
     plan = general
-    if general.general:
+    if general.general and not any(is_stream(p) for p in paths):  # a stream is read once
         plan = sample_plan(general, sample, sample_final, options)
     run = _Run(paths, names, options, progress, block_size, ahead, threads)
     try:
@@ -241,7 +250,7 @@ class _Run:
         self.paths, self.names, self.options, self.threads = paths, names, options, threads
         self.ahead = ahead  # an already started reader of the first file (used once)
         self.progress, self.block_size = progress, block_size
-        self.total = sum(os.path.getsize(p) for p in paths)
+        self.total = sum(_size(p) for p in paths)
 
     def parse(self, plan: Plan):
         """Return ``(scalars, groups, column flags)``; raise :class:`_Replan` on a surprise."""
@@ -260,13 +269,13 @@ class _Run:
                 raise exc.located(file=path) from None
             except _Located as exc:
                 raise exc.located(file=path) from None
-            done += os.path.getsize(path)
+            done += _size(path)
         flags = parser.column_flags()
         scalars, groups = parser.finish()
         return scalars, groups, flags
 
     def _parse_file(self, parser, path: str, done: int) -> None:
-        if compression_of(path) is None and os.path.getsize(path) > 0 and self._parse_mapped(
+        if not is_stream(path) and compression_of(path) is None and _size(path) > 0 and self._parse_mapped(
                 parser, path, done):
             return
         carry: bytes | memoryview = b""
@@ -297,7 +306,7 @@ class _Run:
         if header is None or workers <= 1:
             parser.feed(carry, final=True)
         if self.progress is not None:
-            self.progress(done + os.path.getsize(path), self.total)
+            self.progress(done + _size(path), self.total)
 
     def _parse_mapped(self, parser, path: str, done: int) -> bool:
         """Parse a plain file straight from a read-only memory map: no copy, no thread.

@@ -42,6 +42,7 @@ from lstm_data.io.row_blocks import (
 )
 from lstm_data.io.csv.precision import Inexact, note_inexact, warn_inexact
 from lstm_data.io.schema import Schema
+from lstm_data.io.special import is_stream
 
 __all__ = ["csv_blocks"]
 
@@ -156,6 +157,13 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
     are the file's bytes on disk.
     """
     schema = Schema.coerce(schema)
+    if is_stream(path):  # a pipe is read once: whole, its columns decided from all of it
+        _log.info("%s: a stream: read into RAM", path)
+        table = dataset_blocks(reader.read_csv(path, schema=schema, dtype=dtype, sep=sep,
+                                               list_sep=list_sep, threads=threads, block_size=block_size),
+                               block_bytes=block_bytes)
+        return RowBlocks(table.scalar_dtypes, table.groups, table.group_dtypes, table.blocks, 0,
+                         (path,), table.n_rows)
     block_size = min(block_size, max(1 << 16, block_bytes))  # rows leave at the end of a fed block
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
     list_sep = LIST_SEP if list_sep is None else list_sep
