@@ -26,7 +26,7 @@ import h5py
 import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
-from lstm_data.errors import FormatError, SchemaError
+from lstm_data.errors import FormatError, SchemaError, warn_user
 from lstm_data.io.column_select import ColumnSelection
 from lstm_data.io.hdf5 import read_rows
 from lstm_data.io.layout import value_dtype
@@ -138,6 +138,16 @@ def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
 
     Notes
     -----
+    A table without rows says neither whether it holds one row per slice or
+    prongs: it is read as a group with no prongs in any slice (a warning names it)
+    unless the schema declares it a group, or lists its variables as scalars (NaN
+    in every slice). A file whose tables are all empty has no slices.
+
+    A table with several rows for a few keys only (one key, or at most 1% of them) and
+    no index column (``..._idx``) looks like a per-slice table with a duplicated
+    key: it is read as a group, with a warning naming the table, the key and its
+    row; ``slice_table`` makes such a duplicate an error.
+
     Several files (``lstm_data.open("dir/*.h5")``) are read one by one and put
     one after another. A table with at most one row per key in one file and
     several in another would be scalars in one and a group in the other, which
@@ -177,12 +187,15 @@ def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
         pack_codes(list(keys.values()))
         for k in keys.values():
             check_sorted(k, file=name)
-        sources = _slice_sources(tbls, keys, forced, slice_table, name)
+        empty = _empty_tables(tbls, scalars, forced, slice_table, name)
+        _warn_rare_repeats(tbls, keys, forced | {slice_table}, name)
+        sources = _slice_sources(tbls, keys, forced, slice_table, name, empty)
         slices = slice_codes([keys[s] for s in sources])
         where = (f"slice table {slice_table!r}" if slice_table is not None
                  else f"the tables with one row per key ({_short(sources)})")
         positions = {t.name: match(slices, keys[t.name], where, file=name) for t in tbls}
-        ragged = {t.name for t in tbls if t.name in forced or not keys[t.name].per_slice}
+        ragged = {t.name for t in tbls if t.name in forced or t.name in empty
+                  or not keys[t.name].per_slice}
         if scalars is None:
             scalars = [v for v in key_names.values() if v not in dropped] + [
                 v for t in tbls if t.name not in ragged for c in t.columns for v in c.variables
@@ -251,9 +264,53 @@ def _resolve(parsed: Schema | None, tbls: list[Table], key_names: dict[str, str]
     return declared, scalars
 
 
+def _empty_tables(tbls: list[Table], scalars: list[str] | None, forced: set[str], slice_table: str | None,
+                  file: str) -> set[str]:
+    """The tables without rows that are read as groups (no prongs in any slice).
+
+    A table without rows says neither whether it is per slice or per prong. It is
+    a group whose slices all have no prongs, unless the schema lists its variables
+    as scalars (then NaN in every slice); without a schema that says which, a
+    warning names it.
+    """
+    declared = set(scalars or ())
+    out = set()
+    for t in tbls:
+        if t.n_rows or t.name == slice_table or any(v in declared for c in t.columns for v in c.variables):
+            continue
+        out.add(t.name)
+        if t.name not in forced and t.columns:
+            warn_user(f"{file}: table {t.name!r} has no rows: read as the group {t.alias!r} with no "
+                      "prongs in any slice; declare it in the schema (a group, or its variables as "
+                      "scalars: NaN in every slice) so that every file reads it alike", UserWarning)
+    return out
+
+
+#: at most this fraction of a table's keys (or one key) with several rows looks like duplicated keys
+_RARE_REPEATS = 0.01
+
+
+def _warn_rare_repeats(tbls: list[Table], keys: dict[str, TableKeys], declared: set[str | None],
+                       file: str) -> None:
+    """Warn about a table read as a group although almost every key has one row and the table has
+    no index column (``..._idx``) to number its rows: likely a per-slice table with a duplicated key."""
+    for t in tbls:
+        k = keys[t.name]
+        if k.per_slice or t.name in declared or any(c.name.endswith("_idx") for c in t.columns):
+            continue
+        assert k.counts is not None
+        repeated = int(np.count_nonzero(k.counts > 1))
+        if repeated <= max(1.0, _RARE_REPEATS * k.n_runs):
+            warn_user(f"{file}: table {t.name!r} {k.describe_repeat()}, and only {repeated} of its "
+                      f"{k.n_runs} keys have several rows: read as the group {t.alias!r}. If it has one "
+                      f"row per slice, that key is duplicated (a damaged file?): name it as slice_table "
+                      "to have it refused; declare it a group in the schema to silence this",
+                      UserWarning)
+
+
 def _slice_sources(tbls: list[Table], keys: dict[str, TableKeys], forced: set[str],
-                   slice_table: str | None, file: str) -> list[str]:
-    """The tables whose keys are the slices."""
+                   slice_table: str | None, file: str, empty: set[str]) -> list[str]:
+    """The tables whose keys are the slices (none when every table is empty: no slices)."""
     if slice_table is not None:
         k = keys[slice_table]
         if not k.per_slice or slice_table in forced:
@@ -261,7 +318,9 @@ def _slice_sources(tbls: list[Table], keys: dict[str, TableKeys], forced: set[st
             raise SchemaError(f"slice table {slice_table!r} {why}; the slice table needs one row per "
                               "slice", file=file, variable=slice_table)
         return [slice_table]
-    sources = [t.name for t in tbls if keys[t.name].per_slice and t.name not in forced]
+    sources = [t.name for t in tbls if keys[t.name].per_slice and t.name not in forced | empty]
+    if not sources and all(t.n_rows == 0 for t in tbls):
+        return []
     if not sources:
         raise FormatError("no table has at most one row per key, so there are no slices: "
                           f"every table ({_short([t.name for t in tbls])}) has several rows for some "
@@ -309,14 +368,19 @@ def _check_shared_rows(fh: h5py.File, g: str, a: Table, b: Table, keys: dict[str
                           f"{b.name!r}", file=file, variable=b.name)
     shared = [c.name for c in a.columns if c.name.endswith("_idx") and c.name in {d.name for d in b.columns}]
     for col in shared:
-        x = read_rows(fh[a.name][col], file=file, variable=f"{a.name}.{col}").reshape(a.n_rows, -1)
-        y = read_rows(fh[b.name][col], file=file, variable=f"{b.name}.{col}").reshape(b.n_rows, -1)
+        x = _rows(read_rows(fh[a.name][col], file=file, variable=f"{a.name}.{col}"))
+        y = _rows(read_rows(fh[b.name][col], file=file, variable=f"{b.name}.{col}"))
         bad = np.flatnonzero((x != y).any(axis=1)) if x.shape == y.shape else np.zeros(1, np.int64)
         if len(bad):
             row = int(bad[0])
             raise SchemaError(f"{why} but their index column {col!r} differs at row {row} (key "
                               f"{describe(ka.key(int(np.searchsorted(np.cumsum(ka.run_counts()), row, 'right'))))})",
                               file=file, variable=f"{b.name}.{col}", row=row)
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    """A column read as ``(n,)`` or ``(n, k)`` as ``(n, k)`` (``n`` may be 0)."""
+    return x.reshape(len(x), int(np.prod(x.shape[1:], dtype=np.int64)))
 
 
 def _first_difference(a: TableKeys, b: TableKeys) -> tuple[tuple[int, ...], int, int]:
