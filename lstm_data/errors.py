@@ -6,15 +6,37 @@ or character offset, whichever apply.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from typing import Any
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning"]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning", "redact"]
 
 _WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
 #: characters of a bad token quoted in a message; a longer one is cut and its length given
 TOKEN_QUOTE = 80
+
+
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/?#@]*@")
+#: names of query parameters (and options) that carry secrets
+SECRET_NAME = r"[^=&;#]*(?:token|key|secret|sig|pass|pwd|auth|credential|session|code)[^=&;#]*"
+_SECRET_PARAM = re.compile(rf"([?&;]{SECRET_NAME}=)[^&;#]*", re.IGNORECASE)
+
+
+def _redact_url(match: re.Match) -> str:
+    url = _USERINFO.sub(r"\g<1>***@", match.group(0))
+    return _SECRET_PARAM.sub(r"\g<1>***", url)
+
+
+def redact(text: Any) -> str:
+    """``str(text)`` with the credentials of every URL in it replaced by ``***``: the user
+    information of ``scheme://user:password@host/...`` and the values of query parameters
+    whose names carry secrets (``token``, ``key``, ``signature``, ``X-Amz-Credential``, ...).
+    Every error of lstm_data shows its message and file through it."""
+    text = str(text)
+    return _URL_IN_TEXT.sub(_redact_url, text) if "://" in text else text
 
 
 class _Located(ValueError):
@@ -48,7 +70,9 @@ class _Located(ValueError):
             self.token = token[:TOKEN_QUOTE]
         #: the bad token's full length when ``token`` holds only its start
         self.token_length: int | None = length if length is not None and length > TOKEN_QUOTE else None
-        self.message = message
+        if isinstance(self.file, str):
+            self.file = redact(self.file)
+        self.message = redact(message)
         super().__init__(self._render())
 
     def _render(self) -> str:

@@ -7,34 +7,35 @@ through :func:`redact`; the real URL is kept only where it is used to read.
 """
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any, Mapping
 
-__all__ = ["redact", "redact_options"]
+from lstm_data.errors import SECRET_NAME, redact
 
-_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://)[^/?#@]*@")
-_SECRET_NAME = r"[^=&;#]*(?:token|key|secret|sig|pass|pwd|auth|credential|session|code)[^=&;#]*"
-_SECRET_PARAM = re.compile(rf"([?&;]{_SECRET_NAME}=)[^&;#]*", re.IGNORECASE)
-_SECRET_KEY = re.compile(_SECRET_NAME, re.IGNORECASE)
+__all__ = ["redact", "redact_options", "RedactingFilter", "install_log_redaction"]
+
+_SECRET_KEY = re.compile(SECRET_NAME, re.IGNORECASE)
 #: what replaces a secret
 MASK = "***"
 
 
-def _redact_url(match: re.Match) -> str:
-    url = _USERINFO.sub(rf"\g<1>{MASK}@", match.group(0))
-    return _SECRET_PARAM.sub(rf"\g<1>{MASK}", url)
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts credentials in a record's message (see :func:`redact`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if "://" in text:
+            record.msg, record.args = redact(text), ()
+        return True
 
 
-def redact(text: Any) -> str:
-    """``str(text)`` with the credentials of every URL in it replaced by ``***``.
-
-    The user information of ``scheme://user:password@host/...`` (user and
-    password) and the values of query parameters whose names carry secrets
-    (``token``, ``key``, ``signature``, ``X-Amz-Credential``, ``password``, ...).
-    """
-    text = str(text)
-    return _URL_IN_TEXT.sub(_redact_url, text) if "://" in text else text
+def install_log_redaction(names: tuple[str, ...] = ("lstm_data", "lstm_data.cleanup")) -> None:
+    """Redact credentials in every record of lstm_data's loggers (once per logger)."""
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+            logger.addFilter(RedactingFilter())
 
 
 def redact_options(options: Mapping[str, Any] | None) -> dict[str, Any]:

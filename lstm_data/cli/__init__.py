@@ -137,8 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     _configure_logging(args)
     try:
         return int(module.run(args) or 0)
-    except (ValueError, OSError) as exc:  # user-facing errors: no traceback
-        print(f"lstm-data {args.command}: error: {exc}", file=sys.stderr)
+    except (ValueError, OSError) as exc:  # user-facing errors: no traceback, no credentials
+        from lstm_data.errors import redact
+
+        print(f"lstm-data {args.command}: error: {redact(exc)}", file=sys.stderr)
         return 1
     finally:
         _remove_handlers()

@@ -121,8 +121,10 @@ def skipped_columns(ds) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lstm_data.errors import redact
     from lstm_data.io.dispatch import open as open_dataset
 
+    shown = [redact(p) for p in args.paths]  # URLs without their credentials
     ds = open_dataset(args.paths if len(args.paths) > 1 else args.paths[0], schema=args.schema,
                       **csv_options(args))
     scalar_stats = [] if args.no_stats else variable_stats(ds)
@@ -131,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     notes = integrity_notes(ds)
     skipped = skipped_columns(ds)
     if args.json:
-        doc = {"paths": list(args.paths), "rows": len(ds), "format": type(ds).__name__,
+        doc = {"paths": shown, "rows": len(ds), "format": type(ds).__name__,
                "scalars": [asdict(s) for s in scalar_stats] or ds.scalar_names,
                "groups": {g: {"variables": [asdict(s) for s in groups[g]] or ds.groups[g],
                               "multiplicity": {**asdict(m),
@@ -141,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
                "skipped": skipped, "notes": notes}
         print(json.dumps(doc, indent=1, allow_nan=True))
     else:
-        lines = [f"{' '.join(args.paths)}: {type(ds).__name__}",
+        lines = [f"{' '.join(shown)}: {type(ds).__name__}",
                  f"rows: {len(ds)}",
                  f"columns: {len(ds.scalar_names)} scalars, "
                  f"{sum(len(v) for v in ds.groups.values())} prong variables in "
@@ -160,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         try:
             plot_multiplicities(multis, {g: np.diff(ds.offsets(g)) for g in ds.groups}, args.plot,
-                                " ".join(args.paths))
+                                " ".join(shown))
         except ImportError:
             print("lstm-data inspect: --plot needs matplotlib; install it with "
                   "pip install 'lstm_data[plot]'", file=sys.stderr)

@@ -117,6 +117,10 @@ def open_checked(path: Any, name: str):
         raw = sync(base.get(manifest_file, default_buffer_prototype()))
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raw = None
+    except Exception as exc:  # noqa: BLE001 - a server's refusal: said without credentials
+        if not (isinstance(path, str) and is_url(path)):
+            raise
+        raise OSError(f"cannot read {name}: {type(exc).__name__}: {redact(exc)}") from None
     manifest = None if raw is None else Manifest.parse(raw.to_bytes(), file=f"{name}/{manifest_file}")
     state = _State(name, manifest)
     store = CheckedStore(base, state)

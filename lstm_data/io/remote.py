@@ -7,6 +7,10 @@ fetches each chunk it touches once, so ``shuffle="block"`` fetches each chunk at
 most twice per epoch. Other formats are files read whole by their libraries:
 copy them locally, or convert them to zarr and serve that.
 
+Credentials in a URL (``https://user:password@host/...``, ``?token=...``) are used
+to read, and never shown: errors, logs and ``repr`` show the URL through
+:func:`lstm_data.errors.redact`.
+
 Needs ``fsspec`` and the filesystem of the protocol: ``aiohttp`` for http(s)
 (``pip install 'lstm_data[remote]'``), ``s3fs`` for s3, ``gcsfs`` for gs.
 """
@@ -17,7 +21,7 @@ import re
 from typing import Any
 
 from lstm_data._util.optional import require
-from lstm_data.errors import FormatError
+from lstm_data.errors import FormatError, redact
 
 __all__ = ["is_url", "remote_format", "remote_filesystem"]
 
@@ -42,12 +46,13 @@ def remote_filesystem(url: str) -> tuple[Any, str]:
     """
     protocol = url.split("://", 1)[0].lower()
     package = _PACKAGES.get(protocol, f"the fsspec filesystem for {protocol}://")
-    url_to_fs = require(f"reading {url}", "remote", "fsspec.core").url_to_fs
+    shown = redact(url)
+    url_to_fs = require(f"reading {shown}", "remote", "fsspec.core").url_to_fs
     try:
         return url_to_fs(url)  # type: ignore[no-any-return]
     except ImportError as exc:
-        raise ImportError(f"reading {url} needs {package} ({exc}): pip install {package.split()[0]}"
-                          ) from None
+        raise ImportError(f"reading {shown} needs {package} ({redact(exc)}): pip install "
+                          f"{package.split()[0]}") from None
 
 
 def remote_format(url: str) -> str:
@@ -63,12 +68,17 @@ def remote_format(url: str) -> str:
     """
     fs, path = remote_filesystem(url)
     root = path.rstrip("/")
-    if fs.exists(f"{root}/zarr.json"):
-        return "zarr"
-    if fs.exists(f"{root}/.zgroup") or fs.exists(f"{root}/.zarray"):
+    try:
+        if fs.exists(f"{root}/zarr.json"):
+            return "zarr"
+        v2 = fs.exists(f"{root}/.zgroup") or fs.exists(f"{root}/.zarray")
+        other = fs.exists(root)
+    except Exception as exc:  # noqa: BLE001 - the server's answer, shown without credentials
+        raise OSError(f"cannot reach {redact(url)}: {type(exc).__name__}: {redact(exc)}") from None
+    if v2:
         raise FormatError("a zarr v2 (L5Kit) store is read from local disk only; copy it, or convert it "
                           "to our zarr v3 layout (lstm-data convert) and serve that", file=url)
-    if fs.exists(root):
+    if other:
         raise FormatError("only zarr v3 stores (lstm-data convert ... OUT.zarr) are read from URLs; "
                           f"copy this {os.path.splitext(root)[1] or 'file'} locally", file=url)
-    raise FileNotFoundError(f"nothing at {url} (no zarr.json there)")
+    raise FileNotFoundError(f"nothing at {redact(url)} (no zarr.json there)")
