@@ -283,6 +283,19 @@ def parse_run(ns, case):
 
 
 # -- CsvBlockParser ------------------------------------------------------------------------
+def big_integer(rng) -> str:
+    """An integer token near or beyond 2**24 and 2**53, sometimes over 19 digits."""
+    u = rng.random()
+    if u < .4:
+        value = int(rng.choice([2**24, 2**53])) + int(rng.integers(-3, 4))
+    elif u < .8:
+        value = int(rng.integers(2**23, 2**63, dtype=np.uint64))
+    else:
+        value = int(rng.integers(1, 10**6)) * 10**int(rng.integers(13, 25)) + int(rng.integers(0, 99))
+    sign = str(rng.choice(["", "-", "+"], p=[.8, .15, .05]))
+    return sign + "0" * int(rng.choice([0, 0, 0, 2])) + str(value)
+
+
 def csv_layout(rng):
     n = int(rng.integers(1, 8))
     kinds = [str(k) for k in rng.choice(["scalar", "ragged", "skip"], p=[.45, .4, .15], size=n)]
@@ -316,15 +329,23 @@ def _csv_cell(rng, kind: str, n: int, sep: str, lsep: str, garbage: float) -> st
             return _quote(token(rng, garbage, ws))
         if rng.random() < garbage / 3:  # a list in a scalar column
             return _quote(lsep.join(number(rng) for _ in range(2)))
+        if rng.random() < .05:  # an id the float dtype may change
+            return big_integer(rng)
         return token(rng, garbage, ws)
     if rng.random() < garbage / 3:
         n = max(0, n + int(rng.choice([-1, 1])))
     tokens = [token(rng, garbage / 2, ws) for _ in range(n)]
     if n == 0:
-        return str(rng.choice(['""', "", '" "', '"\r\n"']))
+        return str(rng.choice(['""', "", '" "', '"\r\n"', '"[]"', "[]", '"[ ]"']))
     u = rng.random()
     if n == 1 and u < .2:
         return tokens[0]
+    if u > .92:  # pandas' bracketed list, sometimes broken
+        if rng.random() < .3:
+            tokens = [big_integer(rng) for _ in tokens]
+        inner = "[" + (lsep + str(rng.choice(["", " "]))).join(tokens)
+        inner += str(rng.choice(["]", "] ", " ]", ""] if garbage else ["]", "] ", " ]"]))
+        return inner if lsep != sep and rng.random() < .5 else _quote(inner)
     if lsep != sep and u < .4:
         return lsep.join(tokens)
     if rng.random() < .1:
@@ -401,7 +422,7 @@ def csv_run(ns, case):
         if text is None:
             break
         fed = outcome(_feed, parser, text, where)
-        results.append((fed, parser.rows, parser.line, parser.column_flags()))
+        results.append((fed, parser.rows, parser.line, parser.column_flags(), parser.inexact_ints()))
         if fed[0] != "ok":
             break
         results.append(parser.finish())
