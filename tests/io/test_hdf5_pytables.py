@@ -140,3 +140,17 @@ def test_h5py_string_and_object_datasets_are_skipped(tmp_path):
     np.testing.assert_array_equal(ds.scalar("m[1]"), [1, 3, 5, 7])
     assert ds.skipped == {"one": "a single value (shape ()), not a column",
                           "s": "variable-length strings", "sub": "a group (open it with root=...)"}
+
+
+def test_floats_numpy_cannot_represent_are_skipped(tmp_path):
+    """A 128-bit IEEE float (quad precision) as some tools write it: h5py has no numpy type for it."""
+    path = tmp_path / "quad.h5"
+    with h5py.File(path, "w") as fh:
+        fh["x"] = np.arange(3.0)
+        quad = h5py.h5t.IEEE_F64LE.copy()
+        quad.set_size(16)
+        quad.set_fields(127, 112, 15, 0, 112)
+        quad.set_ebias(16383)
+        h5py.h5d.create(fh.id, b"q", quad, h5py.h5s.create_simple((3,)))
+    ds = lstm_data.open(path)
+    assert ds.scalar_names == ["x"] and ds.skipped == {"q": "128-bit numbers that numpy cannot represent"}
