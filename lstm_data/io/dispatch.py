@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lstm_data.data.dataset import Dataset
-from lstm_data.errors import FormatError, SchemaError
+from lstm_data.errors import FormatError, OptionError, SchemaError, redact
 from lstm_data.io.read_options import ReadOptions, file_value_columns, read_options_from
 from lstm_data.io.remote import is_url, remote_format
 from lstm_data.io.special import STDIN, check_readable_kind, is_stream
@@ -272,7 +272,13 @@ def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     ------
     FileNotFoundError, FormatError, ParseError, SchemaError, OptionError
     """
-    read = read_options_from(read, options)
+    try:
+        read = read_options_from(read, options)
+    except OptionError as exc:  # name the data the options were given for
+        shown = path_or_paths if isinstance(path_or_paths, (str, os.PathLike)) else ", ".join(
+            map(str, path_or_paths))
+        raise OptionError(f"{redact(os.fspath(shown) if isinstance(shown, os.PathLike) else shown)}: "
+                          f"{exc}") from None
     paths = expand_paths(path_or_paths)
     per_file = read.file_values
     if per_file is not None:
