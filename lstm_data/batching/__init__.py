@@ -1,4 +1,4 @@
-"""From rows to padded batches (design §7).
+"""From rows to padded batches (the "Specs and batches" page of the documentation).
 
 Modules
 -------

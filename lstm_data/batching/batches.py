@@ -1,4 +1,4 @@
-"""``Batches``: the padded batches of an epoch, by index (design §7).
+"""``Batches``: the padded batches of an epoch, by index.
 
 ``Batches(dataset, spec)[i]`` returns ``(inputs, targets, weights)``: dicts of
 numpy arrays named by the spec, and per-target weights ``(B,)``. The row order is

@@ -1,4 +1,4 @@
-"""Assemble one batch of a :class:`~lstm_data.batching.spec.BatchSpec` from dataset rows (design §6, §7).
+"""Assemble one batch of a :class:`~lstm_data.batching.spec.BatchSpec` from dataset rows.
 
 In RAM, a batch is one :class:`kernels.BatchGather` call: it pads every ragged
 field straight from the full ``(values, offsets)`` and gathers every scalar field

@@ -1,4 +1,4 @@
-"""``BatchSpec``: the declared format of a batch (design §7).
+"""``BatchSpec``: the declared format of a batch.
 
 A spec names every output of a batch, its variables, dtype and shape before any
 data is read, like a blueprint: a Keras model's ``Input``s or a torch collate can

@@ -1,4 +1,4 @@
-"""``Dataset``: N rows of scalar columns plus ragged groups (design §2, §3).
+"""``Dataset``: N rows of scalar columns plus ragged groups.
 
 :class:`Dataset` is the interface every reader returns. :class:`InMemoryDataset`
 holds its columns in RAM; on-disk readers subclass :class:`Dataset` and implement
@@ -192,11 +192,27 @@ class Dataset:
 
     # -- writing -----------------------------------------------------------
     def to_zarr(self, path: str | os.PathLike[str], **options: Any) -> None:
-        """Write our zarr v3 layout (design §5) atomically: :func:`lstm_data.io.write_zarr`."""
+        """Write our zarr v3 layout atomically (a temporary name, then a rename).
+
+        Parameters
+        ----------
+        path
+            The store to write (``.zarr``).
+        **options
+            Options of :func:`lstm_data.io.write.write_zarr` (chunk size, compression, checksums).
+        """
         _writer("zarr")(self, path, **options)
 
     def to_hdf5(self, path: str | os.PathLike[str], **options: Any) -> None:
-        """Write our HDF5 layout (design §5) atomically: :func:`lstm_data.io.write_hdf5`."""
+        """Write our HDF5 layout atomically (a temporary name, then a rename).
+
+        Parameters
+        ----------
+        path
+            The file to write (``.h5``).
+        **options
+            Options of :func:`lstm_data.io.write.write_hdf5` (chunk size, compression).
+        """
         _writer("hdf5")(self, path, **options)
 
     def to_parquet(self, path: str | os.PathLike[str], **options: Any) -> None:

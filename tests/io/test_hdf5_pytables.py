@@ -149,6 +149,7 @@ def test_floats_numpy_cannot_represent_are_skipped(tmp_path):
         fh["x"] = np.arange(3.0)
         quad = h5py.h5t.IEEE_F64LE.copy()
         quad.set_size(16)
+        quad.set_precision(128)
         quad.set_fields(127, 112, 15, 0, 112)
         quad.set_ebias(16383)
         h5py.h5d.create(fh.id, b"q", quad, h5py.h5s.create_simple((3,)))

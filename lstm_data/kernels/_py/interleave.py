@@ -1,7 +1,7 @@
 """Pure-Python twin of ``lstm_data.kernels._ext.interleave``: columns side by side in one block.
 
 A ragged group's values are one ``(total, V)`` block, one record per prong with all V
-variables next to each other (design §2). Column stores (Arrow, Parquet, HDF5 vlen
+variables next to each other (the data model of docs/design.md). Column stores (Arrow, Parquet, HDF5 vlen
 datasets, CSV list cells) hold one flat array per variable; :func:`interleave_columns`
 writes V such arrays into the block.
 """

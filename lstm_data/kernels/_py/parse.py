@@ -1,7 +1,7 @@
 """Pure-Python twin of :mod:`lstm_data.kernels._ext.parse`: comma-string cells to ragged floats.
 
-Number grammar (design §4)
---------------------------
+Number grammar
+--------------
 A token is, after stripping ASCII whitespace (space, tab, CR, LF, VT, FF)::
 
     [+-] ( digits [ "." [digits] ] | "." digits ) [ (e|E) [+-] digits ]
