@@ -1,4 +1,4 @@
-"""The data model (design §2): a :class:`Dataset` of N rows, scalar columns and ragged groups.
+"""The data model: a :class:`Dataset` of N rows, scalar columns and ragged groups.
 
 Modules
 -------

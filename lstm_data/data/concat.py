@@ -1,4 +1,4 @@
-"""Several datasets seen as one (design §6, seed 002).
+"""Several datasets seen as one, rows numbered across them.
 
 A global row maps to ``(file, local row)`` through cumulative row counts and
 ``numpy.searchsorted``. A request is split per file, each file gathers its rows

@@ -1,4 +1,4 @@
-"""Columnar containers: the in-RAM form every reader produces (design §2)."""
+"""Columnar containers: the in-RAM form every reader produces."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,4 +1,4 @@
-"""Seeded NOvA-like event tables (design §1) for tests, benchmarks and examples.
+"""Seeded NOvA-like event tables for tests, benchmarks and examples.
 
 The numu "v3" workload: six slice scalars, two targets, a ``png`` group of 33 3D
 prong variables (mostly 1 to 5 prongs, a tail past 20) and a ``png2d`` group of

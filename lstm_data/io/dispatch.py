@@ -1,4 +1,4 @@
-"""``lstm_data.open``: one entry point for every format (design §3).
+"""``lstm_data.open``: one entry point for every format.
 
 The format is decided by content first (magic bytes, store metadata files) and
 by extension second:
@@ -241,8 +241,10 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
 
 def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
          schema: Any = None, read: ReadOptions | None = None, **options: Any) -> Dataset:
-    """Open a CSV (plain, .gz, .xz, .bz2), HDF5 (ours, lstm_ee's, NOvA tables), Parquet, ROOT or
-    zarr dataset, or several as one.
+    """Open a dataset of any format, or several files as one.
+
+    CSV (plain, .gz, .xz, .bz2), HDF5 (ours, lstm_ee's, NOvA tables), Parquet, ROOT
+    and zarr (ours, L5Kit) are told apart by their content first, their extension second.
 
     Parameters
     ----------
@@ -267,6 +269,8 @@ def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     Returns
     -------
     Dataset
+        The rows of every file, in order: in RAM (CSV, lstm_ee HDF5, small Parquet) or
+        read from disk on demand (our zarr and HDF5 layouts, L5Kit, large Parquet).
 
     Raises
     ------
