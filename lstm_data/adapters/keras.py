@@ -130,6 +130,7 @@ class KerasBatches(keras.utils.PyDataset):
 
     @property
     def num_batches(self) -> int:
+        """Batches per epoch (what Keras reads to size an epoch)."""
         return len(self.batches)
 
     @property
@@ -251,6 +252,20 @@ def _warn_nan(batches: Any, inputs: dict) -> None:
 
 
 def keras_inputs(spec) -> dict:
-    """One named ``keras.Input`` per input of ``spec``, shaped and typed by its signature."""
+    """One named ``keras.Input`` per input of ``spec``, shaped and typed by its signature.
+
+    Parameters
+    ----------
+    spec
+        A :class:`~lstm_data.batching.spec.BatchSpec`; its ``signature()`` gives each
+        input's shape without the batch dimension (``None`` where it varies per batch)
+        and its dtype.
+
+    Returns
+    -------
+    dict
+        Input name -> ``keras.Input``, in the spec's order, ready for
+        ``keras.Model(inputs, outputs)``.
+    """
     return {name: keras.Input(shape=sig.sample_shape, dtype=str(sig.dtype), name=name)
             for name, sig in spec.signature().items() if sig.role == "input"}

@@ -61,9 +61,11 @@ class Scalars:
 
     @property
     def np_dtype(self) -> np.dtype:
+        """The output dtype as a ``numpy.dtype``."""
         return np.dtype(self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
+        """The field as a table of a spec file: ``type``, ``vars`` and ``dtype``."""
         return {"type": "scalars", "vars": list(self.vars), "dtype": self.dtype}
 
     def __repr__(self) -> str:
@@ -139,9 +141,11 @@ class Ragged:
 
     @property
     def np_dtype(self) -> np.dtype:
+        """The output dtype as a ``numpy.dtype``."""
         return np.dtype(self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
+        """The field as a table of a spec file: ``type = "ragged"`` and every option."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["vars"] = list(self.vars)
         out["pad_value"] = _json_float(self.pad_value)

@@ -257,6 +257,8 @@ class InMemoryDataset(Dataset):
         Column name -> 1-D array of length N.
     groups
         Group name -> :class:`~lstm_data.data.ragged.RaggedGroup` with N rows.
+    source
+        The files the columns were read from (shown by ``repr`` and in messages).
     """
 
     def __init__(self, scalars: Mapping[str, np.ndarray], groups: Mapping[str, RaggedGroup],
@@ -282,6 +284,7 @@ class InMemoryDataset(Dataset):
         return self._ragged_groups[name]
 
     def load(self) -> "InMemoryDataset":
+        """This dataset itself: its rows are in RAM already."""
         return self
 
     @property

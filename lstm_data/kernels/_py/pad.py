@@ -66,6 +66,8 @@ def pad_ragged(values: ArrayLike, offsets: ArrayLike, rows: ArrayLike | None = N
     Returns
     -------
     batch : ndarray, shape ``(B, P, V')`` (or ``(B, P)`` for 1-D ``values``)
+        Row ``b`` holds the prongs of ``rows[b]`` (sorted and truncated as asked), then
+        ``pad_value``; ``out`` itself when given.
     lengths : ndarray of int64, shape ``(B,)``
         The number of prongs kept per row.
 

@@ -77,6 +77,7 @@ def parse_float_lists(cells: Sequence[Any] | np.ndarray[Any, Any], dtype: Any = 
     Returns
     -------
     values : ndarray of ``dtype``, shape ``(total,)``
+        Every number of every cell, in order.
     offsets : ndarray of int64, shape ``(len(cells) + 1,)``
         Cell ``i`` holds ``values[offsets[i]:offsets[i + 1]]``.
 
