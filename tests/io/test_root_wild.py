@@ -175,3 +175,16 @@ def test_rntuple_nested_records_flatten_and_strings_are_skipped(tmp_path):
     assert_bitwise(values[:, 1], np.array([0.1, 0.2, 0.3]))
     only = lstm_data.open(path, columns=["info.*"])
     assert only.scalar_names == ["info.run", "info.pos.x", "info.pos.y"] and only.groups == {}
+
+
+def test_leaf_list_branch_gives_dotted_columns_real_file():
+    """``struct {double x; int32_t y; int8_t z;}`` (uproot cannot write one): ``leaflist.x``, ... with
+    their own dtypes."""
+    path = DATA / "uproot-leaflist.root"
+    ds = lstm_data.open(path)
+    assert ds.scalar_names == ["leaflist.x", "leaflist.y", "leaflist.z"] and ds.skipped == {}
+    with uproot.open(path) as fh:
+        ref = fh["tree"]["leaflist"].array(library="np")
+    for f in ("x", "y", "z"):
+        want = np.ascontiguousarray(ref[f]).astype(ref.dtype[f].newbyteorder("="))
+        assert_bitwise(ds.scalar(f"leaflist.{f}"), want, f)

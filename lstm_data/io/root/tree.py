@@ -64,16 +64,44 @@ def pick_tree(fh: Any, tree: str | None, file: str) -> tuple[Any, str, str]:
                           file=file) from exc
 
 
-def _numeric(interp: Any, uproot: Any) -> tuple[np.dtype | None, tuple[int, ...]]:
-    """The native dtype of a numbers interpretation and its fixed item shape (``()`` for one
-    number, ``(3,)`` for ``float[3]``), else ``(None, ())``."""
+def _numeric(interp: Any, uproot: Any) -> list[tuple[str, np.dtype, tuple[Any, ...]]] | None:
+    """The numeric columns of a numbers interpretation: ``(name suffix, native dtype, index)``.
+
+    One number gives ``[("", dtype, ())]``; ``float[3]`` gives ``("[0]", float32, (0,))``, ...;
+    a leaf list ``struct {double x; int y[2];}`` gives ``(".x", float64, ("x",))``,
+    ``(".y[0]", int32, ("y", 0))``, ... ``None``: not numbers.
+    """
     if not isinstance(interp, uproot.interpretation.numerical.Numerical):
-        return None, ()
-    dt = np.dtype(interp.to_dtype)
+        return None
+    parts = _dtype_parts(np.dtype(interp.to_dtype), "", ())
+    return parts or None
+
+
+def _dtype_parts(dt: np.dtype, suffix: str,
+                 index: tuple[Any, ...]) -> list[tuple[str, np.dtype, tuple[Any, ...]]]:
+    if dt.fields is not None:
+        out = []
+        for f in dt.names or ():
+            out += _dtype_parts(dt.fields[f][0], f"{suffix}.{f}", index + (f,))
+        return out
     base = dt.base if dt.shape else dt
-    if base.kind not in _NUMERIC_KINDS or base.fields is not None:
-        return None, ()
-    return base.newbyteorder("="), tuple(dt.shape)
+    if base.kind not in _NUMERIC_KINDS:
+        return []
+    if base.fields is not None:
+        return [p for idx in np.ndindex(*dt.shape)
+                for p in _dtype_parts(base, suffix + "".join(f"[{i}]" for i in idx), index + idx)]
+    native = base.newbyteorder("=")
+    if not dt.shape:
+        return [(suffix, native, index)]
+    return [(suffix + "".join(f"[{i}]" for i in idx), native, index + tuple(idx))
+            for idx in np.ndindex(*dt.shape)]
+
+
+def _pick(array: Any, index: tuple[Any, ...], jagged: bool) -> Any:
+    """Part ``index`` (field names and element numbers) of a whole branch's array."""
+    for k in index:
+        array = array[k] if isinstance(k, str) else array[(slice(None),) * (1 + jagged) + (k,)]
+    return array
 
 
 class TreeColumns:
@@ -141,12 +169,12 @@ class TreeColumns:
             self._skip(key, f"{typename}: holds {stored} of the tree's {self.n} entries (no baskets "
                             "were written for the rest)")
             return
-        dt, shape = _numeric(interp, uproot)
+        parts = _numeric(interp, uproot)
         counter = None
         jagged = False
-        if dt is None:
+        if parts is None:
             if isinstance(interp, uproot.AsJagged):
-                dt, shape = _numeric(interp.content, uproot)
+                parts = _numeric(interp.content, uproot)
                 leaf = b.count_leaf
                 counter = None if leaf is None else str(leaf.member("fName"))
                 jagged = True
@@ -154,20 +182,19 @@ class TreeColumns:
                   and isinstance(interp.model, uproot.containers.AsVector)):
                 values = interp.model.values
                 if isinstance(values, np.dtype) and values.shape == () and values.kind in _NUMERIC_KINDS:
-                    dt, shape, jagged = values.newbyteorder("="), (), True
+                    parts, jagged = [("", values.newbyteorder("="), ())], True
                 elif isinstance(values, (uproot.containers.AsVector, uproot.containers.AsRVec,
                                          uproot.containers.AsArray)):
                     self._skip(key, f"{typename}: a list of lists (doubly jagged); which level is a "
                                     "row is not known")
                     return
-            if dt is None:
+            if parts is None:
                 why = "text, not numbers" if isinstance(interp, uproot.AsStrings) else \
                     "not numbers or lists of numbers"
                 self._skip(key, f"{typename}: {why}")
                 return
-        names = [key] if not shape else [key + "".join(f"[{i}]" for i in idx)
-                                          for idx in np.ndindex(*shape)]
-        for name, idx in zip(names, [()] if not shape else list(np.ndindex(*shape))):
+        for suffix, dt, idx in parts:
+            name = key + suffix
             (self.jagged if jagged else self.scalars).append(name)
             if jagged:
                 self._counter[name] = counter
@@ -274,7 +301,7 @@ class TreeColumns:
                 whole = np.asarray(self._call(name, 0, self.n, "np"))
                 if idx:
                     self._cache["\0" + key] = whole
-            array = whole[(slice(None),) + idx] if idx else whole
+            array = _pick(whole, idx, False)
             # never a view of the memory-mapped file, which is closed after reading
             self._cache[name] = np.ascontiguousarray(array) if idx or not array.flags.owndata \
                 else array
@@ -291,7 +318,7 @@ class TreeColumns:
         if cached_at != (key, start, stop):
             array = self._call(name, start, stop, "ak")
             self._range_cache = ((key, start, stop), array)
-        return array[(slice(None), slice(None)) + idx]
+        return _pick(array, idx, True)
 
     def _call(self, name: str, start: int, stop: int, library: str) -> Any:
         branch = self._branch[name]
