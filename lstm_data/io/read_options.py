@@ -133,6 +133,58 @@ class ReadOptions(DeclaredOptions):
     Every option defaults to ``None``: the reader's own default. Give options to
     :func:`lstm_data.open` as ``read=ReadOptions(...)`` or as keywords
     (``lstm_data.open(path, threads=2)``); both are checked against the format.
+    The formats in brackets are those that take the option.
+
+    Parameters
+    ----------
+    dtype
+        Float dtype of the values, ``"float32"`` or ``"float64"`` (every format).
+    threads
+        Threads that decompress and parse; ``None``: every core (csv, parquet, root).
+    block_bytes
+        Bytes handled per step: a parse block, a tree step (csv, root).
+    in_ram
+        Read every value at open; ``None``: the format's default (parquet).
+    max_run_chunks
+        Longest single read of an on-disk store, in chunks (hdf5, zarr).
+    sep
+        CSV field separator; ``None``: detected from the header (csv).
+    list_sep
+        Separator of the numbers inside a CSV list cell; default ``,`` (csv).
+    tree
+        The TTree or RNTuple of a ROOT file (root).
+    columns
+        Read only these columns: names or glob patterns such as ``Muon_*``
+        (root, parquet, hdf5, nova).
+    exclude
+        Never read these columns: names or globs; beats ``columns`` (root, parquet,
+        hdf5, nova).
+    root
+        The HDF5 group holding lstm_ee's arrays (hdf5).
+    tables
+        The NOvA tables to read, names or patterns (nova).
+    slice_table
+        The NOvA table whose rows are the events (nova).
+    aliases
+        NOvA renames, new name -> table or variable of the file (nova).
+    parent
+        L5Kit: the array whose rows are the events (l5kit).
+    relations
+        L5Kit: child array -> interval column of the parent (l5kit).
+    cache_chunks
+        L5Kit: decoded chunks kept per array (l5kit).
+    read_ahead
+        Read the next block-shuffle window while batches are built (used by
+        ``Batches``, not by readers).
+    trust_external
+        Follow HDF5 external links, external storage and virtual datasets of other
+        files, which are refused by default (hdf5, nova).
+    file_values
+        Scalar columns taken from the file rather than its rows: column name ->
+        ``"index"`` (the file's position) or ``{glob: number}`` (a label or weight
+        per path pattern, first match wins) (every format, several files).
+    progress
+        A progress callback or bar; never written to TOML (csv, root).
     """
 
     dtype: str | None = None
