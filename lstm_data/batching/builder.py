@@ -206,7 +206,9 @@ class BatchBuilder:
         dt = f.field.np_dtype
         out = np.empty((len(rows), len(f.field.vars)), dtype=dt)
         for j, v in enumerate(f.field.vars):  # one fancy index per column, not per row
-            out[:, j] = self.dataset.scalar(v, rows)
+            col = self.dataset.scalar(v, rows)
+            warn_if_inexact(col, dt, f"scalar {v!r} of output {f.name!r}")
+            out[:, j] = col
         if self._masks(f):
             np.copyto(out, dt.type(self.nan_to), where=np.isnan(out))
         return out
