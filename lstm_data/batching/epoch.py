@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from lstm_data._util.checks import check_count
@@ -45,26 +46,32 @@ class EpochIteration:
     def __iter__(self) -> Iterator[Batch]:
         return self.iter()
 
-    def iter(self, workers: int = 1,
-             prefetch_batches: int | None = None) -> Iterator[Batch]:
-        """Yield the batches of the current epoch in order, built ahead on ``workers`` threads.
+    def iter(self, threads: int = 1, prefetch_batches: int | None = None, *,
+             workers: int | None = None) -> Iterator[Batch]:
+        """Yield the batches of the current epoch in order, built ahead on ``threads`` threads.
 
         Parameters
         ----------
-        workers
-            Threads building batches at once, this one included: ``workers - 1``
+        threads
+            Threads building batches at once, this one included: ``threads - 1``
             build ahead in the background, and the calling thread builds whenever
             the batch it needs is not ready yet. The kernels release the GIL, so
-            they scale; ``workers`` = the number of cores keeps every core busy
+            they scale; ``threads`` = the number of cores keeps every core busy
             without oversubscribing them.
-            With two or more, a background worker first makes the next epoch's
+            With two or more, a background thread first makes the next epoch's
             row order, so the next epoch does not start by waiting for it.
         prefetch_batches
-            Batches built ahead of the consumer (default ``2 * workers``); bounds memory.
+            Batches built ahead of the consumer (default ``2 * threads``); bounds memory.
+        workers
+            The earlier name of ``threads`` (deprecated).
         """
+        if workers is not None:
+            warnings.warn("iter(workers=...) is deprecated: use iter(threads=...)", DeprecationWarning,
+                          stacklevel=2)
+            threads = workers
         start, self._resume_at = min(self._resume_at, len(self)), 0
         get = self.__getitem__ if start == 0 else (lambda i: self[start + i])
-        batches = prefetch(get, len(self) - start, workers, prefetch_batches,
+        batches = prefetch(get, len(self) - start, threads, prefetch_batches,
                            side_job=self._next_epoch_job())
         return self._counted(batches, start)
 

@@ -3,7 +3,7 @@
 Example::
 
     lstm-data precompute --data examples/numu_v3.csv.xz --spec examples/numu_v3.toml \\
-        --batch-size 1024 --seed 1 --out numu_v3_batches.zarr --workers 2
+        --batch-size 1024 --seed 1 --out numu_v3_batches.zarr --threads 2
 
 The store records the spec, the order and a fingerprint of every value of the data;
 running again with the same settings and data reuses it, with other settings or edited
@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="row order; auto (default, as Batches): true for data loaded into RAM (CSV), "
                              "block for on-disk zarr/HDF5, whose random row reads are slow")
     parser.add_argument("--out", required=True, metavar="OUT.zarr", help="store to write")
-    parser.add_argument("--workers", type=int, default=1, metavar="N", help="batch-building threads (default: 1)")
+    parser.add_argument("--threads", "--workers", dest="threads", type=int, default=1, metavar="N",
+                        help="batch-building threads (default: 1)")
     parser.add_argument("--overwrite", "--force", dest="overwrite", action="store_true",
                         help="replace a batch store made with other settings or data "
                              "(never anything that is not a batch store)")
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         spec = spec.replace(pad_to_multiple_of=args.pad_to_multiple_of)
     data = args.data[0] if len(args.data) == 1 else args.data
     dataset = open_dataset(data, schema=args.schema, read=read, **csv_options(args))
-    options = dict(workers=args.workers, overwrite=args.overwrite, progress=not (args.no_progress or args.quiet),
+    options = dict(threads=args.threads, overwrite=args.overwrite, progress=not (args.no_progress or args.quiet),
                    compress=not args.no_compress)
     if args.scheduler is None:
         summary = precompute(dataset, spec, args.out, order, **options)

@@ -174,7 +174,7 @@ def _metadata(dataset: Dataset, spec: BatchSpec, order: Order, bucketing: dict |
 
 
 def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order: Order | int | None = None, *,
-               workers: int = 1, overwrite: bool = False, progress: bool = True, compress: bool = True,
+               threads: int = 1, overwrite: bool = False, progress: bool = True, compress: bool = True,
                client: Any = None, **options: Any) -> PrecomputeSummary:
     """Write every batch of epoch 0 to the zarr v3 store ``out``, atomically.
 
@@ -189,7 +189,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
     out
         The store to write. If it exists and records the same spec, order and data
         fingerprint, it is reused as is.
-    workers
+    threads
         Threads building batches.
     overwrite
         Replace an existing batch store made with other settings or data. Anything
@@ -201,7 +201,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
     client
         A Dask ``distributed.Client``: build and write disjoint runs of batches on its
         workers (extra ``dask``; see :mod:`lstm_data.store.ranges`). The store is bitwise
-        the one written without it. ``workers`` is then unused.
+        the one written without it. ``threads`` is then unused.
     **options
         The keyword spellings of earlier releases (``batch_size=``, ``seed=``,
         ``shuffle=``, ``bucket_by=``, ``pad_to_multiple_of=``, ``force=``, ...), with
@@ -218,6 +218,9 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
     """
     import zarr
 
+    if "workers" in options:
+        warnings.warn("precompute(workers=...) is deprecated: use threads=...", DeprecationWarning, stacklevel=2)
+        threads = int(options.pop("workers"))
     if "force" in options:
         warnings.warn("precompute(force=...) is deprecated: use overwrite=...", DeprecationWarning, stacklevel=2)
         overwrite = bool(options.pop("force"))
@@ -236,6 +239,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
     if bucketing is not None:
         meta["batch_spec"] = batches.spec.to_dict()
     with output_lock(out):  # a second writer of the same store fails here, at once
+        remove_stale_temporaries(out)  # of precomputes that were killed (a reused store too)
         if out.exists():
             try:
                 recorded = read_metadata(out)
@@ -257,7 +261,6 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
         shapes = _batch_shapes(batches)
         sig = spec.signature()
         dtypes = {n: (sig[n].dtype if n in sig else np.dtype(np.float32)) for n in names}
-        remove_stale_temporaries(out)  # of precomputes that were killed
         tmp = temp_path(out)
         try:
             root = zarr.open_group(str(tmp), mode="w", zarr_format=3)
@@ -281,7 +284,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
                     write_ranges(client, batches, str(tmp), names, element_offsets, chunks, keys=keys,
                                  on_done=None if bar is None else bar.update)
                 else:
-                    _write_in_order(batches, shapes, writers, workers, bar)
+                    _write_in_order(batches, shapes, writers, threads, bar)
             finally:
                 if bar is not None:
                     bar.close()
@@ -301,9 +304,9 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
 
 
 def _write_in_order(batches: Batches, shapes: dict[str, np.ndarray], writers: dict[str, _ChunkWriter],
-                    workers: int, bar: Any) -> None:
-    """Build the batches on ``workers`` threads and append them in order, whole chunks at a time."""
-    for i, batch in enumerate(batches.iter(workers=workers)):
+                    threads: int, bar: Any) -> None:
+    """Build the batches on ``threads`` threads and append them in order, whole chunks at a time."""
+    for i, batch in enumerate(batches.iter(threads)):
         for n, values in batches.spec.flatten(batch, as_dict=True).items():
             if values.shape != tuple(shapes[n][i]):
                 raise RuntimeError(f"batch {i} output {n!r} has shape {values.shape}, "
