@@ -37,6 +37,8 @@ def mixed_table(n=N, seed=0):
                             pa.list_(pa.list_(pa.float32(), 3))),
         "png.good": pa.array([[bool(j % 2) for j in range(int(k))] for k in lens], pa.list_(pa.bool_())),
         "hits": pa.array([[[1.0, 2.0]] * int(k) for k in lens], pa.list_(pa.list_(pa.float32()))),
+        "trk": pa.array([[{"pt": float(j), "q": -1, "name": "mu"} for j in range(int(k) + 1)] for k in lens],
+                        pa.list_(pa.struct([("pt", pa.float32()), ("q", pa.int8()), ("name", pa.string())]))),
     })
 
 
@@ -52,9 +54,16 @@ def test_numbers_open_and_the_rest_is_listed_once(mixed_file, caplog, in_ram):
     with caplog.at_level(logging.INFO, logger="lstm_data"):
         ds = lstm_data.open(mixed_file, in_ram=in_ram)
     t = pq.read_table(mixed_file)
-    assert ds.scalar_names == ["calE", "vtx[0]", "vtx[1]", "vtx[2]"]
-    assert ds.groups == {"png": ["png.calE", "png.dir[0]", "png.dir[1]", "png.dir[2]", "png.good"]}
-    assert set(ds.skipped) == {"run_name", "tags", "meta", "when", "hits"}
+    assert ds.scalar_names == ["calE", "meta.a", "vtx[0]", "vtx[1]", "vtx[2]"]
+    assert ds.groups == {"png": ["png.calE", "png.dir[0]", "png.dir[1]", "png.dir[2]", "png.good"],
+                         "trk": ["trk.pt", "trk.q"]}
+    assert set(ds.skipped) == {"run_name", "tags", "meta.b", "when", "hits", "trk.name"}
+    np.testing.assert_array_equal(ds.scalar("meta.a"), np.ones(N))
+    trk, trk_off = ds.ragged("trk")
+    flat = [x for row in t.column("trk").to_pylist() for x in row]
+    np.testing.assert_array_equal(trk[:, 0], [x["pt"] for x in flat])
+    np.testing.assert_array_equal(trk[:, 1], [x["q"] for x in flat])
+    np.testing.assert_array_equal(np.diff(trk_off), [len(r) for r in t.column("trk").to_pylist()])
     assert "lists of lists" in ds.skipped["hits"] and "list<element: string>" in ds.skipped["tags"]
     np.testing.assert_array_equal(ds.scalar("vtx[1]"), [v[1] for v in t.column("vtx").to_pylist()])
     values, offsets = ds.ragged("png")
@@ -74,8 +83,8 @@ def test_columns_and_exclude_choose_by_name_and_glob(mixed_file):
     assert ds.skipped == {}
     ds = lstm_data.open(mixed_file, read=ReadOptions(columns=("vtx",)))  # a fixed-size list by its name
     assert ds.scalar_names == ["vtx[0]", "vtx[1]", "vtx[2]"] and ds.groups == {}
-    ds = lstm_data.open(mixed_file, exclude=["run_name", "t*", "meta", "when", "hits"])
-    assert ds.skipped == {}
+    ds = lstm_data.open(mixed_file, exclude=["run_name", "tags", "meta", "when", "hits", "trk.name"])
+    assert ds.skipped == {} and "trk" in ds.groups
     with pytest.raises(SchemaError, match="columns='cale' matches no column; did you mean 'calE'"):
         lstm_data.open(mixed_file, columns=["cale"])
     with pytest.raises(SchemaError, match="'run_name' cannot be read: it holds string"):
@@ -119,7 +128,7 @@ def test_from_arrow_lists_skipped_columns_too():
 def test_inspect_lists_skipped_parquet_columns(mixed_file, capsys):
     assert main(["inspect", str(mixed_file), "--no-stats", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc["skipped"]) == {"run_name", "tags", "meta", "when", "hits"}
+    assert set(doc["skipped"]) == {"run_name", "tags", "meta.b", "when", "hits", "trk.name"}
 
 
 def test_a_disk_dataset_reopens_with_its_column_choice(mixed_file):

@@ -108,7 +108,7 @@ def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None,
     groups = {}
     for g, names in plan.groups.items():
         dt = plan.group_dtypes[g]
-        cols = {v: list_column(table.column(plan.source(v)[0]), v, dt, element=plan.source(v)[1],
+        cols = {v: list_column(table.column(plan.source(v)[0]), v, dt, steps=plan.source(v)[1],
                                exact=plan.exact) for v in names}
         groups[g] = build_group(g, {v: (c.pieces, c.lengths) for v, c in cols.items()}, dtype=dt)
     out = InMemoryDataset(scalars, groups)

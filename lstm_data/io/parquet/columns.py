@@ -7,7 +7,7 @@ on-disk :class:`~lstm_data.io.parquet.disk.ParquetDataset`.
   view of Arrow's buffer (read-only); a null is NaN (an integer or bool column with
   nulls becomes float64).
 * List columns (``list`` or ``large_list`` of float, integer or bool; or of
-  fixed-size lists of them, one element at a time): the offsets and
+  structs or fixed-size lists of them, one field or element at a time): the offsets and
   values buffers are used as they are, honouring the slice offset of a sliced array;
   a null list is an empty list (if its slot spans values, Arrow allows it, they are
   dropped); a null inside a list is NaN.
@@ -32,7 +32,7 @@ from lstm_data.io.exact_ints import ExactInts
 
 __all__ = ["import_pyarrow", "ListColumn", "list_column", "scalar_column", "join_scalar_pieces",
            "METADATA_KEY", "arrow_metadata", "check_list_columns", "is_list", "numeric",
-           "recorded_groups", "PANDAS_INDEX"]
+           "recorded_groups", "PANDAS_INDEX", "Step", "apply_steps"]
 
 #: key of the Arrow schema metadata in which :func:`~lstm_data.io.parquet.to_arrow` records groups
 METADATA_KEY = b"lstm_data"
@@ -64,6 +64,20 @@ def recorded_groups(arrow_schema: Any, ragged: list[str]) -> dict[str, list[str]
             isinstance(v, list) and v and set(v) <= present for v in groups.values()):
         return None
     return {str(g): [str(x) for x in v] for g, v in groups.items()}
+
+
+#: one step from an Arrow array towards a column: ("field", i) of a struct, ("element", j) of a
+#: fixed-size list
+Step = tuple[str, int]
+
+
+def apply_steps(arr: Any, steps: Sequence[Step]) -> Any:
+    """The column that ``steps`` reach from an Arrow array (nulls of a parent kept)."""
+    import pyarrow.compute as pc
+
+    for kind, i in steps:
+        arr = pc.struct_field(arr, [i]) if kind == "field" else pc.list_element(arr, i)
+    return arr
 
 
 def is_list(t: Any) -> bool:
@@ -186,7 +200,7 @@ class ListColumn:
 
 
 def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = None,
-                first_row: int = 0, element: int | None = None,
+                first_row: int = 0, steps: Sequence[Step] = (),
                 exact: ExactInts | None = None) -> ListColumn:
     """A ``list``/``large_list`` column (``ChunkedArray`` or ``Array``) as offsets and value pieces.
 
@@ -198,11 +212,11 @@ def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = 
         converts them).
     first_row
         Row number of the column's first row in the file, for errors.
-    element
-        For a list of fixed-size lists: the element ``j`` of each inner list to take.
+    steps
+        For a list of structs or fixed-size lists: the field / element of each
+        value to take (see :func:`apply_steps`).
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     chunks = chunked.chunks if hasattr(chunked, "chunks") else [chunked]
     all_offsets, pieces, row = [], [], first_row
@@ -215,8 +229,7 @@ def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = 
             return start + int(np.searchsorted(offsets, offsets[0] + k, side="right")) - 1
 
         child = arr.values.slice(lo, hi - lo)
-        if element is not None:
-            child = pc.list_element(child, element)
+        child = apply_steps(child, steps)
         keep = pa.types.is_float32(child.type) or pa.types.is_float64(child.type)
         values = _chunk_numbers(child, None if keep else dtype, name=name, file=file, row_of=row_of,
                                 exact=exact)

@@ -128,9 +128,9 @@ class ParquetDataset(OnDiskDataset):
 
     def _list(self, table: Any, v: str, group: str, path: str, row0: int) -> ListColumn:
         """Prong variable ``v`` of ``group`` from a row group's table."""
-        arrow, element = self._plan.source(v)
+        arrow, steps = self._plan.source(v)
         return list_column(table.column(arrow), v, self._plan.group_dtypes[group], file=path,
-                           first_row=row0, element=element, exact=self._plan.exact)
+                           first_row=row0, steps=steps, exact=self._plan.exact)
 
     def value_chunk_len(self, group: str) -> int:
         """Mean values per row group of ``group`` (row groups differ in size: an approximation)."""

@@ -10,9 +10,12 @@ float, integer, bool                                   a scalar column
 ``list<number>`` / ``large_list<number>``               a prong variable (groups by the prefix
                                                        before the first ``.``)
 ``list<fixed_size_list<number, k>>``                    prong variables ``name[0]`` ...
-                                                       ``name[k-1]`` of group ``name``'s prefix
+                                                       ``name[k-1]`` (grouped by prefix)
+``struct<a: number, ...>``                              scalars ``name.a`` ... (nested: ``name.a.b``)
+``list<struct<a: number, ...>>``                        prong variables ``name.a`` ... of group ``name``
 anything else: strings, binary, timestamps, dates,      skipped: listed in ``skipped`` (name ->
-decimals, dictionaries, structs, maps, lists of lists   type and why) and logged once
+decimals, dictionaries, maps, lists of lists            type and why) and logged once
+(also a struct's fields of these types)
 =====================================================  ===========================================
 
 ``columns`` and ``exclude`` (names or globs, see :mod:`lstm_data.io.column_select`) choose
@@ -34,38 +37,56 @@ from lstm_data.io.column_groups import group_prefix, resolve_schema
 from lstm_data.io.column_select import ColumnSelection
 from lstm_data.io.exact_ints import ExactInts
 from lstm_data.io.layout import value_dtype
-from lstm_data.io.parquet.columns import PANDAS_INDEX, is_list, numeric, recorded_groups
+from lstm_data.io.parquet.columns import PANDAS_INDEX, Step, apply_steps, is_list, numeric, recorded_groups
 
-__all__ = ["ColumnPlan", "plan_columns", "column_kind", "describe_skipped"]
+__all__ = ["ColumnPlan", "plan_columns", "leaves", "apply_steps", "describe_skipped"]
 
 
-def column_kind(t: Any) -> tuple[str | None, int | None, Any, str | None]:
-    """``(kind, width, element type, why skipped)`` of an Arrow type.
+@dataclass
+class Leaf:
+    """One output column of an Arrow column: its name, kind, steps and value type."""
 
-    ``kind`` is ``"scalar"`` or ``"ragged"`` (``None`` when skipped); ``width`` is
-    ``k`` of a ``fixed_size_list`` of numbers (``None`` otherwise).
+    name: str
+    ragged: bool
+    steps: tuple[Step, ...]
+    type: Any
+
+
+def leaves(name: str, t: Any) -> tuple[list[Leaf], dict[str, str]]:
+    """The output columns of Arrow column ``name`` of type ``t``, and what is skipped in it.
+
+    Numbers are a scalar; a fixed-size list of numbers one scalar per element
+    (``name[j]``); a struct one column per field (``name.field``, nested:
+    ``name.a.b``); a list of any of these prong variables (the steps then apply
+    to the list's values).
     """
+    out: list[Leaf] = []
+    skipped: dict[str, tuple[Any, str]] = {}
+    _walk(name, t, (), False, out, skipped)
+    return out, {k: f"{t if k == name else u}: {why}" for k, (u, why) in skipped.items()}
+
+
+def _walk(name: str, t: Any, steps: tuple[Step, ...], ragged: bool, out: list[Leaf],
+          skipped: dict[str, tuple[Any, str]]) -> None:
     import pyarrow as pa
 
-    def fixed(u: Any) -> bool:
-        return pa.types.is_fixed_size_list(u)
-
     if numeric(t):
-        return "scalar", None, t, None
-    if fixed(t):
-        if numeric(t.value_type):
-            return "scalar", t.list_size, t.value_type, None
-        return None, None, None, f"{t}: fixed-size lists of {t.value_type}, not numbers"
-    if is_list(t):
-        inner = t.value_type
-        if numeric(inner):
-            return "ragged", None, inner, None
-        if fixed(inner) and numeric(inner.value_type):
-            return "ragged", inner.list_size, inner.value_type, None
-        if is_list(inner) or fixed(inner):
-            return None, None, None, f"{t}: lists of lists (a row level cannot be chosen)"
-        return None, None, None, f"{t}: lists of {inner}, not numbers"
-    return None, None, None, f"{t}: not numbers"
+        out.append(Leaf(name, ragged, steps, t))
+    elif pa.types.is_fixed_size_list(t) and numeric(t.value_type):
+        out.extend(Leaf(f"{name}[{j}]", ragged, steps + (("element", j),), t.value_type)
+                   for j in range(t.list_size))
+    elif pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            f = t.field(i)
+            _walk(f"{name}.{f.name}", f.type, steps + (("field", i),), ragged, out, skipped)
+    elif is_list(t) and not ragged:
+        _walk(name, t.value_type, steps, True, out, skipped)
+    elif is_list(t) or pa.types.is_fixed_size_list(t):
+        nested = ragged or is_list(t.value_type) or pa.types.is_fixed_size_list(t.value_type)
+        skipped[name] = (t, "lists of lists (a row level cannot be chosen)" if nested else "not numbers")
+    else:
+        skipped[name] = (t, f"{'lists of ' + str(t) if ragged else 'not numbers'}"
+                         + (", not numbers" if ragged else ""))
 
 
 def describe_skipped(skipped: dict[str, str], limit: int = 6) -> str:
@@ -90,8 +111,8 @@ class ColumnPlan:
     dtype : numpy dtype or None
         The ``dtype`` asked for (scalars too); ``None`` keeps the file's.
     sources : dict
-        Output column -> ``(Arrow column, element)``; ``element`` is the index inside a
-        fixed-size list, else ``None``.
+        Output column -> ``(Arrow column, steps)``: the struct fields and fixed-size
+        list elements to take (from the column, or from a list column's values).
     skipped : dict
         Arrow column -> its type and why it is not read (not numbers).
     exact : ExactInts
@@ -102,7 +123,7 @@ class ColumnPlan:
     groups: dict[str, list[str]]
     group_dtypes: dict[str, np.dtype]
     dtype: np.dtype | None
-    sources: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    sources: dict[str, tuple[str, tuple[Step, ...]]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     exact: ExactInts = field(default_factory=lambda: ExactInts(None))
 
@@ -112,19 +133,15 @@ class ColumnPlan:
         outputs = self.scalars + [v for names in self.groups.values() for v in names]
         return list(dict.fromkeys(self.source(v)[0] for v in outputs))
 
-    def source(self, name: str) -> tuple[str, int | None]:
-        """``(Arrow column, element or None)`` of output column ``name``."""
-        return self.sources.get(name, (name, None))
+    def source(self, name: str) -> tuple[str, tuple[Step, ...]]:
+        """``(Arrow column, steps)`` of output column ``name``."""
+        return self.sources.get(name, (name, ()))
 
     def column(self, table: Any, name: str) -> Any:
-        """Output scalar ``name`` of a ``pyarrow.Table`` or ``RecordBatch`` (an element of a
-        fixed-size list taken out, nulls kept)."""
-        arrow, element = self.source(name)
-        col = table.column(arrow)
-        if element is None:
-            return col
-        import pyarrow.compute as pc
-        return pc.list_element(col, element)
+        """Output scalar ``name`` of a ``pyarrow.Table`` or ``RecordBatch`` (struct fields and
+        fixed-size list elements taken out, parents' nulls kept)."""
+        arrow, steps = self.source(name)
+        return apply_steps(table.column(arrow), steps)
 
 
 def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
@@ -150,7 +167,7 @@ def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
     names = [n for n in arrow_schema.names if not PANDAS_INDEX.fullmatch(n)]
     types = {f.name: f.type for f in arrow_schema}
     selection = ColumnSelection(columns, exclude)
-    sources: dict[str, tuple[str, int | None]] = {}
+    sources: dict[str, tuple[str, tuple[Step, ...]]] = {}
     elements: dict[str, Any] = {}
     keys: dict[str, str] = {}
     scalar_names: list[str] = []
@@ -158,20 +175,18 @@ def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
     skipped: dict[str, str] = {}
     outputs: list[str] = []
     for n in names:
-        kind, width, element, why = column_kind(types[n])
-        if kind is None:
-            if selection.wants(n):
-                skipped[n] = why or "not numbers"
-            continue
-        for j in (range(width) if width is not None else [None]):
-            out = n if j is None else f"{n}[{j}]"
+        found, why = leaves(n, types[n])
+        skipped.update({k: v for k, v in why.items() if selection.wants(k, n)})
+        for leaf in found:
+            out = leaf.name
             outputs.append(out)
-            if not selection.wants(out, n if j is not None else group_prefix(n)):
+            if not selection.wants(out, n if out != n else group_prefix(n)):
                 continue
-            sources[out], elements[out] = (n, j), element
-            if kind == "ragged":
+            sources[out], elements[out] = (n, leaf.steps), leaf.type
+            if leaf.ragged:
                 ragged_names.append(out)
-                keys[out] = group_prefix(n)
+                # a list of structs is one group; a list of numbers (or fixed-size lists) joins its prefix's
+                keys[out] = n if leaf.steps and leaf.steps[0][0] == "field" else group_prefix(n)
             else:
                 scalar_names.append(out)
     _check_unique(outputs + list(skipped), file)
@@ -202,7 +217,7 @@ def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
         group_dtypes[g] = dt if dt is not None else np.result_type(np.float32, *value_types)
     used = set(scalars) | {v for vs in groups.values() for v in vs}
     return ColumnPlan(list(scalars), groups, group_dtypes, dt,
-                      {v: s for v, s in sources.items() if v in used and s[1] is not None}, skipped,
+                      {v: s for v, s in sources.items() if v in used and (s[1] or s[0] != v)}, skipped,
                       ExactInts(file))
 
 

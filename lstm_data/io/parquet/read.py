@@ -216,7 +216,7 @@ class _Assembler:
         for g, names in plan.groups.items():
             dt = plan.group_dtypes[g]
             cols = {v: list_column(batch.column(plan.source(v)[0]), v, dt, file=path, first_row=row0,
-                                   element=plan.source(v)[1], exact=plan.exact) for v in names}
+                                   steps=plan.source(v)[1], exact=plan.exact) for v in names}
             ref = check_list_columns(g, cols, file=path, first_row=row0)
             start, total = self.cursor[g], ref.total
             self._reserve(g, start + total)
