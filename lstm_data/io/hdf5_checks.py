@@ -14,8 +14,9 @@ through :func:`member`, which refuses them with a ``FormatError`` naming the lin
 or dataset and its target, unless the caller trusts the file
 (``trust_external=True``, an option of :class:`~lstm_data.io.read_options.ReadOptions`).
 Soft links and virtual datasets whose sources are in the same file stay inside it
-and are followed. A trusted dataset's external raw files with relative names are
-found next to its HDF5 file.
+and are followed. HDF5 looks for a trusted dataset's external raw files with
+relative names in the current directory (or ``HDF5_EXTFILE_PREFIX``; ``${ORIGIN}``
+there means next to the HDF5 file).
 
 A dataset compressed with a filter this machine's HDF5 library lacks (blosc,
 bitshuffle, zstd, lz4... registered by plugins) cannot be read; that is not damage.
@@ -97,12 +98,6 @@ def member(group: h5py.Group, path: str, *, file: str, trust_external: bool = Fa
         node = child
     if isinstance(node, h5py.Dataset):
         check_dataset(node, file=file, trust_external=trust_external)
-        if trust_external and node.id.get_create_plist().get_external_count():
-            where, name = node.file, node.name.encode()
-            del node, child  # closed: HDF5 reopens a dataset only with its first access properties
-            dapl = h5py.h5p.create(h5py.h5p.DATASET_ACCESS)
-            dapl.set_efile_prefix(b"${ORIGIN}")  # relative raw file names: next to the HDF5 file
-            return h5py.Dataset(h5py.h5d.open(where.id, name, dapl))
     return node
 
 

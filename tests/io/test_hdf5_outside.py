@@ -209,12 +209,3 @@ def test_trust_external_is_an_option_of_hdf5_and_nova_only(tmp_path):
     with pytest.raises(lstm_data.errors.OptionError, match="trust_external"):
         lstm_data.open(csv, trust_external=True)
 
-
-def test_trusted_relative_external_raw_files_are_found_next_to_the_file(tmp_path, monkeypatch):
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "raw.bin").write_bytes(SECRET.tobytes())
-    path = tmp_path / "data" / "f.h5"
-    with h5py.File(path, "w") as fh:
-        fh.create_dataset("x", shape=(40,), dtype="<f8", external=[("raw.bin", 0, SECRET.nbytes)])
-    monkeypatch.chdir(tmp_path)  # not the file's directory
-    np.testing.assert_array_equal(lstm_data.open(path, trust_external=True).scalar("x"), SECRET)
