@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.docs.pages import DOCS, ROOT, blocks, reader_environment
+from tests.docs.pages import DOCS, ROOT, blocks, duplicate_pass, reader_environment
 
 PAGE = DOCS / "recipes.md"
 
@@ -31,6 +31,8 @@ def recipe(name: str):
 
 
 def run_recipe(name: str, tmp_path) -> dict:
+    if duplicate_pass():
+        pytest.skip(duplicate_pass())
     block = recipe(name)
     code, out = tmp_path / f"{name}.py", tmp_path / f"{name}.pkl"
     code.write_text(block.code)
