@@ -108,7 +108,23 @@ class Dataset:
         return self.scalar_names + [v for vs in self._groups.values() for v in vs]
 
     def group_of(self, variable: str) -> str:
-        """The ragged group that holds ``variable``."""
+        """The ragged group that holds ``variable``.
+
+        Parameters
+        ----------
+        variable
+            A prong variable name.
+
+        Returns
+        -------
+        str
+            The group's name.
+
+        Raises
+        ------
+        SchemaError
+            No group holds ``variable`` (names the close match).
+        """
         for g, names in self._groups.items():
             if variable in names:
                 return g
@@ -122,7 +138,21 @@ class Dataset:
 
     # -- access ----------------------------------------------------------
     def scalar(self, name: str, rows: Any = None) -> np.ndarray:
-        """One scalar column, whole or at ``rows`` (any order, repeats allowed)."""
+        """One scalar column, whole or at ``rows``.
+
+        Parameters
+        ----------
+        name
+            The scalar column.
+        rows
+            Row indices in any order, repeats allowed (ints, an array, a slice);
+            ``None``: every row.
+
+        Returns
+        -------
+        numpy.ndarray
+            1-D, one value per row asked for.
+        """
         if name not in self._scalar_names:
             owner = next((g for g, names in self._groups.items() if name in names), None)
             if owner is not None:
@@ -132,19 +162,59 @@ class Dataset:
         return self._scalar(name, as_rows(rows, self._n_rows))
 
     def ragged(self, group: str, rows: Any = None) -> tuple[np.ndarray, np.ndarray]:
-        """A ragged group's ``(values (total, V), offsets (n + 1,))``, whole or at ``rows``."""
+        """A ragged group's values and offsets, whole or at ``rows``.
+
+        Parameters
+        ----------
+        group
+            The group's name.
+        rows
+            Row indices in any order, repeats allowed (ints, an array, a slice);
+            ``None``: every row.
+
+        Returns
+        -------
+        values : numpy.ndarray
+            ``(total, V)``: one record per prong, the group's variables side by side.
+        offsets : numpy.ndarray
+            ``(n + 1,)`` int64: row ``i`` (of those asked for) owns
+            ``values[offsets[i]:offsets[i + 1]]``.
+        """
         if group not in self._groups:
             raise unknown_name_error("group", group, list(self._groups))
         return self._ragged(group, as_rows(rows, self._n_rows))
 
     def offsets(self, group: str) -> np.ndarray:
-        """The full offsets (N + 1, int64) of ``group``, without reading its values."""
+        """The full offsets of ``group``, without reading its values.
+
+        Parameters
+        ----------
+        group
+            The group's name.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(N + 1,)`` int64, ``offsets[0] == 0``.
+        """
         if group not in self._groups:
             raise unknown_name_error("group", group, list(self._groups))
         return self._offsets(group)
 
     def take(self, rows: Any) -> "InMemoryDataset":
-        """An in-RAM dataset of ``rows``, in the order given."""
+        """An in-RAM dataset of ``rows``, in the order given.
+
+        Parameters
+        ----------
+        rows
+            Row indices in any order, repeats allowed (ints, an array, a slice);
+            ``None``: every row.
+
+        Returns
+        -------
+        InMemoryDataset
+            Those rows' scalars and groups.
+        """
         sel = as_rows(rows, self._n_rows)
         if sel is None:
             sel = np.arange(self._n_rows, dtype=np.intp)
@@ -153,7 +223,13 @@ class Dataset:
         return InMemoryDataset(scalars, groups)
 
     def load(self) -> "InMemoryDataset":
-        """All rows in RAM (a no-op for an in-RAM dataset)."""
+        """All rows in RAM.
+
+        Returns
+        -------
+        InMemoryDataset
+            Every row; an in-RAM dataset returns itself.
+        """
         return self.take(None)
 
     @property
@@ -171,6 +247,16 @@ class Dataset:
 
         Block shuffling aligns its blocks to these chunks, so that each chunk is
         decompressed at most twice per epoch.
+
+        Parameters
+        ----------
+        group
+            The group's name.
+
+        Returns
+        -------
+        int
+            Prong records per chunk, or 0.
         """
         if group not in self._groups:
             raise unknown_name_error("group", group, list(self._groups))
@@ -181,6 +267,16 @@ class Dataset:
 
         Empty when the values are not chunked on disk. Block shuffling cuts its
         blocks at these rows, so each chunk is decompressed at most twice per epoch.
+
+        Parameters
+        ----------
+        group
+            The group's name.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 row numbers, ascending.
         """
         chunk_len = self.value_chunk_len(group)
         if chunk_len <= 0:
@@ -216,23 +312,50 @@ class Dataset:
         _writer("hdf5")(self, path, **options)
 
     def to_parquet(self, path: str | os.PathLike[str], **options: Any) -> None:
-        """Write a Parquet file atomically, prong variables as list columns: :func:`lstm_data.io.parquet.write_parquet`.
+        """Write a Parquet file atomically, prong variables as list columns.
 
-        Needs the ``parquet`` extra (pyarrow).
+        Needs the ``parquet`` extra (pyarrow). Reading it back gives the same values bitwise.
+
+        Parameters
+        ----------
+        path
+            The file to write.
+        **options
+            Options of :func:`lstm_data.io.parquet.write_parquet`.
         """
         _writer("parquet")(self, path, **options)
 
     def to_arrow(self, **options: Any) -> Any:
-        """A ``pyarrow.Table``: scalars as columns, prong variables as list columns: :func:`lstm_data.io.parquet.to_arrow`.
+        """The dataset as a ``pyarrow.Table``.
 
         Needs the ``parquet`` extra (pyarrow).
+
+        Parameters
+        ----------
+        **options
+            Options of :func:`lstm_data.io.parquet.to_arrow`.
+
+        Returns
+        -------
+        pyarrow.Table
+            Scalars as columns, prong variables as list columns.
         """
         return _writer("arrow")(self, **options)
 
     def to_awkward(self, **options: Any) -> Any:
-        """An awkward record array: scalars as numbers, each group a ``var * record`` field: :func:`lstm_data.io.awkward.to_awkward`.
+        """The dataset as an awkward record array.
 
         Needs the ``awkward`` extra.
+
+        Parameters
+        ----------
+        **options
+            Options of :func:`lstm_data.io.awkward.to_awkward`.
+
+        Returns
+        -------
+        awkward.Array
+            Views of the dataset: scalars as numbers, each group a ``var * record`` field.
         """
         return _writer("awkward")(self, **options)
 
@@ -278,13 +401,30 @@ class InMemoryDataset(Dataset):
         self.source = tuple(str(s) for s in source)
 
     def group(self, name: str) -> RaggedGroup:
-        """The :class:`RaggedGroup` object of group ``name``."""
+        """The :class:`~lstm_data.data.ragged.RaggedGroup` object of a group.
+
+        Parameters
+        ----------
+        name
+            The group's name.
+
+        Returns
+        -------
+        RaggedGroup
+            Its names, values and offsets.
+        """
         if name not in self._ragged_groups:
             raise unknown_name_error("group", name, list(self._ragged_groups))
         return self._ragged_groups[name]
 
     def load(self) -> "InMemoryDataset":
-        """This dataset itself: its rows are in RAM already."""
+        """This dataset itself: its rows are in RAM already.
+
+        Returns
+        -------
+        InMemoryDataset
+            ``self``.
+        """
         return self
 
     @property
