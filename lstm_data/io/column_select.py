@@ -1,9 +1,10 @@
 """Which columns a reader reads: the ``columns`` and ``exclude`` read options.
 
 Both take column names or shell-style globs (``Muon_*``, ``Jet_?t``, ``png.*``),
-matched case-sensitively against a column's full name, or against the group
-its source puts it in (a ROOT counter group ``Muon``, an awkward list-of-records
-field): ``columns=["Muon"]`` reads every variable of the group ``Muon``.
+matched case-sensitively against a column's full name, against the group its
+source puts it in (a ROOT counter group ``Muon``, an awkward list-of-records
+field) or the branch it is a part of (``xyz`` for ``xyz[0]``): ``columns=["Muon"]``
+reads every variable of the group ``Muon``.
 
 * ``columns`` (include): only matching columns are read; a pattern that matches
   no column at all is a :class:`~lstm_data.errors.SchemaError` naming it and the
@@ -44,9 +45,10 @@ class ColumnSelection:
     def __bool__(self) -> bool:
         return self.columns is not None or bool(self.exclude)
 
-    def wants(self, name: str, group: str | None = None) -> bool:
-        """Whether the column ``name`` (of source group ``group``) is read."""
-        names = (name,) if group is None else (name, group)
+    def wants(self, name: str, *also: str | None) -> bool:
+        """Whether the column ``name`` is read; ``also``: names it is known by too (its source
+        group, the branch it is an element of), matched like ``name``."""
+        names = (name,) + tuple(a for a in also if a)
         if any(_match(n, p) for p in self.exclude for n in names):
             return False
         if self.columns is None:

@@ -145,3 +145,24 @@ def test_values_larger_than_the_memory_left_fail_before_reading_with_the_routes(
     assert res.stdout.startswith("MEMORY"), res.stdout + res.stderr[-2000:]
     assert "its 4 columns decode to about 0.01 GiB" in res.stdout  # 2 jagged, their 2 counters
     assert f"lstm-data convert '{path}:Events' data.zarr" in res.stdout and "columns=[...]" in res.stdout
+
+
+def test_root_written_baskets_without_entry_offsets_equal_uproot():
+    """A file ROOT wrote (NanoAOD-like, counted arrays whose baskets keep no entry offsets, which
+    uproot's arrays() refuses): the basket path parses ROOT's own keys and gives the values uproot reads
+    from the same tree written with offsets, on one thread or two."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    one = read_root(data / "uproot-small-dy-nooffsets.root", threads=1)
+    assert one.groups == {"Jet": ["Jet_jetId", "Jet_pt"], "Muon": ["Muon_charge", "Muon_pt"]}
+    with uproot.open(data / "uproot-small-dy-withoffsets.root") as fh:
+        ref = fh["tree"].arrays(library="np")
+    for s in one.scalar_names:
+        assert_bitwise(one.scalar(s), ref[s], s)
+    for g, names in one.groups.items():
+        values, offsets = one.ragged(g)
+        assert_bitwise(np.diff(offsets), np.array([len(x) for x in ref[names[0]]], dtype=np.int64), g)
+        for j, v in enumerate(names):
+            assert_bitwise(values[:, j], np.concatenate(list(ref[v])).astype(values.dtype), v)
+    assert_same_dataset(read_root(data / "uproot-small-dy-nooffsets.root", threads=2), one)

@@ -162,6 +162,9 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
         selection.check_all_used(cols.available(), file=name, where=where)
         refuse_named_skipped(selection, cols.skipped, name)
         _check_collisions(cols, name)
+        if not cols.scalars and not cols.jagged and selection and cols.readable:
+            raise SchemaError(f"{where}columns={list(selection.columns or ['*'])} with exclude="
+                              f"{list(selection.exclude)} leaves no column to read", file=name)
         if not cols.scalars and not cols.jagged:
             raise SchemaError(f"{where}nothing to read: {cols.n} entries but no branch of numbers or "
                               f"jagged lists of numbers; it holds {cols.describe_skipped()}", file=name)

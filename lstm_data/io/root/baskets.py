@@ -36,6 +36,7 @@ __all__ = ["BranchPlan", "plan_branch", "inflater_name", "set_inflater", "INFLAT
            "BasketTask"]
 
 _KEY = struct.Struct(">ihiIhh")
+_TBASKET = struct.Struct(">hiiiib")
 _BLOCK_HEADER = 9
 
 
@@ -156,11 +157,6 @@ def plan_branch(branch: Any, name: str, n_entries: int, uproot: Any) -> BranchPl
     return BranchPlan(name, seeks, sizes, starts, stops, dtype, jagged)
 
 
-def _skip_string(buf: bytes, pos: int) -> int:
-    n = buf[pos]
-    return pos + 1 + n if n < 255 else pos + 5 + struct.unpack_from(">i", buf, pos + 1)[0]
-
-
 def read_basket(fd: int, plan: BranchPlan, i: int, file: str,
                 tree: str) -> tuple[memoryview, np.ndarray | None]:
     """The data bytes of basket ``i`` (its numbers) and, for a counted array, the byte offset
@@ -177,13 +173,11 @@ def read_basket(fd: int, plan: BranchPlan, i: int, file: str,
     try:
         if len(raw) != size:
             raise ValueError(f"the file ends {size - len(raw)} bytes into it")
-        nbytes, version, objlen, _, keylen, _ = _KEY.unpack_from(raw, 0)
-        if nbytes != size or not 0 < keylen <= size:
+        nbytes, _, objlen, _, keylen, _ = _KEY.unpack_from(raw, 0)
+        if nbytes != size or not _KEY.size + _TBASKET.size <= keylen <= size:
             raise ValueError(f"its key says {nbytes} bytes and a {keylen}-byte header, the branch {size}")
-        pos = 18 + (16 if version > 1000 else 8)
-        for _ in range(3):  # class name, name, title
-            pos = _skip_string(raw, pos)
-        last = struct.unpack_from(">hiiiib", raw, pos)[4]  # TBasket: version, sizes, nev, fLast, flag
+        # TBasket's own fields end the key: version, buffer size, nev size, nev, fLast, flag
+        last = _TBASKET.unpack_from(raw, keylen - _TBASKET.size)[4]
         border = last - keylen
         data = _inflate(raw, keylen, size, objlen)
         if not 0 <= border <= len(data):

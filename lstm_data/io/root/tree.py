@@ -85,11 +85,11 @@ def _dtype_parts(dt: np.dtype, suffix: str,
             out += _dtype_parts(dt.fields[f][0], f"{suffix}.{f}", index + (f,))
         return out
     base = dt.base if dt.shape else dt
-    if base.kind not in _NUMERIC_KINDS:
-        return []
     if base.fields is not None:
         return [p for idx in np.ndindex(*dt.shape)
                 for p in _dtype_parts(base, suffix + "".join(f"[{i}]" for i in idx), index + idx)]
+    if base.kind not in _NUMERIC_KINDS:
+        return []
     native = base.newbyteorder("=")
     if not dt.shape:
         return [(suffix, native, index)]
@@ -148,17 +148,22 @@ class TreeColumns:
             self._add(key, b, uproot)
         self._numeric_scalars = set(self.scalars)  # counters stay readable when not selected
         self._all = self.scalars + self.jagged + list(self.skipped)
+        self.readable = len(self.scalars) + len(self.jagged)  # before columns / exclude
         if selection is not None:
             keys = self.counter_groups()
-            self.scalars = [v for v in self.scalars if selection.wants(v)]
-            self.jagged = [v for v in self.jagged if selection.wants(v, keys.get(v) or jagged_prefix(v))]
+            self.scalars = [v for v in self.scalars if selection.wants(v, self._part[v][0])]
+            self.jagged = [v for v in self.jagged
+                           if selection.wants(v, keys.get(v) or jagged_prefix(v), self._part[v][0])]
             self.skipped = {k: why for k, why in self.skipped.items() if selection.wants(k)}
 
     def _skip(self, key: str, why: str) -> None:
         self.skipped[key] = why
 
     def _add(self, key: str, b: Any, uproot: Any) -> None:
-        typename = b.typename or "?"
+        try:
+            typename = b.typename or "?"
+        except Exception:  # uproot cannot name some types (subarrays of structs): the C++ type then
+            typename = str(b.member("fClassName", none_if_missing=True) or "?")
         try:
             interp = b.interpretation
         except Exception as exc:  # a type uproot cannot interpret
@@ -328,8 +333,13 @@ class TreeColumns:
             if isinstance(exc, _NOT_DAMAGE):
                 raise
             where, row = self._damaged_basket(branch, start, stop, library)
-            raise FormatError(f"tree {self.tree!r}: cannot read {where} of branch {name!r}; damaged "
-                              f"file? ({type(exc).__name__}: {exc})", file=self.file,
+            key = self._part[name][0]
+            cause = "damaged file?"
+            if "for interpretation" in str(exc):  # uproot's reading of the type does not fit the bytes
+                cause = (f"its bytes do not fit uproot's reading of its type {branch.interpretation}: a "
+                         f"damaged file, or a type uproot cannot read (exclude={[key]!r} skips it)")
+            raise FormatError(f"tree {self.tree!r}: cannot read {where} of branch {key!r}; {cause} "
+                              f"({type(exc).__name__}: {exc})", file=self.file,
                               variable=name, row=row) from exc
 
     @staticmethod
