@@ -65,7 +65,13 @@ class Scalars:
         return np.dtype(self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
-        """The field as a table of a spec file: ``type``, ``vars`` and ``dtype``."""
+        """The field as a table of a spec file.
+
+        Returns
+        -------
+        dict
+            ``type = "scalars"``, ``vars`` and ``dtype``.
+        """
         return {"type": "scalars", "vars": list(self.vars), "dtype": self.dtype}
 
     def __repr__(self) -> str:
@@ -145,7 +151,13 @@ class Ragged:
         return np.dtype(self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
-        """The field as a table of a spec file: ``type = "ragged"`` and every option."""
+        """The field as a table of a spec file.
+
+        Returns
+        -------
+        dict
+            ``type = "ragged"``, ``vars`` and every option (NaN as a string).
+        """
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["vars"] = list(self.vars)
         out["pad_value"] = _json_float(self.pad_value)

@@ -159,6 +159,11 @@ class BatchSpec:
 
         Shapes start with the batch dimension ``None``. A ``Ragged`` field's prong
         dimension is ``max_len`` when it is fixed, else ``None`` (per batch).
+
+        Returns
+        -------
+        dict of str to OutputSignature
+            Output name -> its signature; ``<name>_lengths`` outputs included.
         """
         out: dict[str, OutputSignature] = {}
         for role, name, fld in self.fields():
@@ -183,7 +188,18 @@ class BatchSpec:
         return [n for n, s in self.signature().items() if s.role == "target"]
 
     def flat_names(self, weights: bool = False) -> list[str]:
-        """Output names in flat order: inputs, targets, then ``<target>_weights`` if asked."""
+        """Output names in flat order: inputs, targets, then the weights if asked.
+
+        Parameters
+        ----------
+        weights
+            Also name each target's weights, ``<target>_weights``.
+
+        Returns
+        -------
+        list of str
+            The names, in the order of :meth:`flatten`.
+        """
         names = self.input_names + self.target_names
         if weights:
             names += [t + WEIGHTS_SUFFIX for t in self.target_names]
@@ -192,7 +208,19 @@ class BatchSpec:
     # -- flattening at framework borders ---------------------------------------------
     def flatten(self, batch: Sequence[Mapping[str, Any]], *,
                 as_dict: bool = False) -> tuple[Any, ...] | dict[str, Any]:
-        """``(inputs, targets[, weights])`` dicts -> a flat tuple (or dict) in :meth:`flat_names` order.
+        """A batch's dicts as one flat tuple (or dict) in :meth:`flat_names` order.
+
+        Parameters
+        ----------
+        batch
+            ``(inputs, targets)`` or ``(inputs, targets, weights)`` dicts.
+        as_dict
+            Return a dict of flat name -> array instead of a tuple.
+
+        Returns
+        -------
+        tuple or dict
+            The arrays in flat order (weights last, when the batch has them).
 
         Raises
         ------
@@ -214,7 +242,19 @@ class BatchSpec:
         return flat if as_dict else tuple(flat.values())
 
     def unflatten(self, flat: Sequence[Any] | Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
-        """A flat tuple or dict (from :meth:`flatten`) -> ``(inputs, targets[, weights])``.
+        """A flat tuple or dict (from :meth:`flatten`) back as a batch's dicts.
+
+        Parameters
+        ----------
+        flat
+            Items in :meth:`flat_names` order (with or without weights), or a dict
+            of flat name -> array.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets)``, or ``(inputs, targets, weights)`` when every
+            weight is present.
 
         Raises
         ------
@@ -242,6 +282,11 @@ class BatchSpec:
     # -- validation ---------------------------------------------------------------------
     def validate(self, dataset: Dataset) -> list[ResolvedField]:
         """Check every variable against ``dataset`` and map names to columns.
+
+        Parameters
+        ----------
+        dataset
+            The data the batches will be made of.
 
         Returns
         -------
@@ -304,7 +349,14 @@ class BatchSpec:
 
     # -- serialisation ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (NaN and infinities as strings) that :meth:`from_dict` reads back."""
+        """The spec as plain data that :meth:`from_dict` reads back.
+
+        Returns
+        -------
+        dict
+            JSON-safe (NaN and infinities as strings): ``inputs`` and ``targets``
+            tables, and ``nan_to`` / ``pad_to_multiple_of`` when set.
+        """
         out: dict[str, Any] = {}
         if self.nan_to is not None:
             out["nan_to"] = self.nan_to
@@ -315,7 +367,18 @@ class BatchSpec:
         return out
 
     def replace(self, **changes: Any) -> "BatchSpec":
-        """A copy with ``changes`` to ``inputs``, ``targets``, ``nan_to`` or ``pad_to_multiple_of``."""
+        """A copy with some options changed.
+
+        Parameters
+        ----------
+        **changes
+            New values of ``inputs``, ``targets``, ``nan_to`` or ``pad_to_multiple_of``.
+
+        Returns
+        -------
+        BatchSpec
+            The new spec, checked as a new one is.
+        """
         current: dict[str, Any] = {"inputs": self.inputs, "targets": self.targets, "nan_to": self.nan_to,
                                    "pad_to_multiple_of": self.pad_to_multiple_of}
         for name in changes:
@@ -326,7 +389,13 @@ class BatchSpec:
                          pad_to_multiple_of=current["pad_to_multiple_of"])
 
     def to_toml(self) -> str:
-        """The TOML text :meth:`from_toml` reads back (bitwise the same batches)."""
+        """The spec as TOML text: ``[inputs.NAME]`` and ``[targets.NAME]`` tables.
+
+        Returns
+        -------
+        str
+            What :meth:`from_toml` reads back (bitwise the same batches).
+        """
         return toml_text(self.to_dict())
 
     @classmethod
@@ -335,6 +404,19 @@ class BatchSpec:
 
         Each field is a table with ``type = "scalars"`` or ``"ragged"``, ``vars`` and
         the options of that field type.
+
+        Parameters
+        ----------
+        data
+            The tables; ``order`` and ``read`` tables (other option objects' homes in a
+            shared file) are ignored.
+        source
+            Where the data came from, named in errors.
+
+        Returns
+        -------
+        BatchSpec
+            The spec.
         """
         known = {"inputs", "targets", "nan_to", "pad_to_multiple_of"}
         # the tables of the other option objects may share the file ([order], [read])
@@ -363,6 +445,17 @@ class BatchSpec:
             vars = ["png.calE", "png.len"]
             max_len = 20
             pad_value = nan
+
+        Parameters
+        ----------
+        path
+            The TOML file; its ``[order]`` and ``[read]`` tables are left to
+            ``Order.from_toml`` and ``ReadOptions.from_toml``.
+
+        Returns
+        -------
+        BatchSpec
+            The spec.
         """
         import tomllib
 
@@ -388,6 +481,16 @@ class BatchSpec:
         The other keys of lstm_ee's ``Config`` (``batch_size``, ``model``, ...)
         are accepted and ignored; ``noise`` and ``prong_sorters``, which change
         lstm_ee's batches, are not applied and give a warning.
+
+        Parameters
+        ----------
+        config
+            lstm_ee's configuration, a dict or an object with those attributes.
+
+        Returns
+        -------
+        BatchSpec
+            The spec of lstm_ee's batches.
 
         Raises
         ------
