@@ -48,12 +48,27 @@ def test_separator_is_detected(tmp_path, sep, cell):
     _check(read_csv(path, sep=sep))
 
 
-def test_semicolon_file_keeps_comma_lists_unquoted(tmp_path):
-    """``sep=";"`` alone: list cells split at ``,`` (quoted or not)."""
+def test_semicolon_file_bare_comma_lists_need_list_sep(tmp_path):
+    """Bare ``0.2,0.334`` in a ``;`` file may be decimal commas: read as lists only when told."""
     path = tmp_path / "ev.csv"
     path.write_text(_table(";", lambda xs: ",".join(repr(x) for x in xs)))
-    _check(read_csv(path, sep=";"))
-    _check(read_csv(path))
+    _check(read_csv(path, sep=";", list_sep=","))
+    _check(read_csv(path, list_sep=","))
+    with pytest.raises(FormatError, match=r"column 'png.x' .*decimal commas.*list_sep=','"):
+        read_csv(path)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["read_csv", "convert"])
+def test_decimal_commas_are_not_read_as_lists(tmp_path, stream):
+    path = tmp_path / "de.csv"
+    path.write_text("calE;nHit\n0,25;12\n1,5;7\n")
+    with pytest.raises(FormatError, match=r"column 'calE' .*decimal commas"):
+        if stream:
+            from lstm_data.io.convert import convert_streaming
+            convert_streaming([str(path)], tmp_path / "o.zarr")
+        else:
+            read_csv(path)
+    assert not (tmp_path / "o.zarr").exists()
 
 
 def test_compressed_file_is_sniffed_too(tmp_path):

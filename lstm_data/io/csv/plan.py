@@ -58,7 +58,7 @@ from lstm_data.io.schema import Schema
 from lstm_data.kernels import BARE, LISTED, MULTI, QUOTED
 
 __all__ = ["Plan", "split_header", "declared_plan", "plan_from_sample", "assemble",
-           "near_splits", "choose_sep", "SEPARATORS", "LIST_SEP"]
+           "near_splits", "choose_sep", "SEPARATORS", "LIST_SEP", "check_decimal_commas"]
 
 #: field separators recognised in a header, in the order that breaks a tie
 SEPARATORS = (",", ";", "\t", "|")
@@ -151,6 +151,30 @@ def choose_sep(data: bytes, final: bool, sep: str | None, path: str) -> str | No
             f"{_shown(found)}-separated; pass sep={found!r} (CLI: --sep {found!r}), or leave sep "
             "unset to detect it", file=path, line=1)
     return sep
+
+
+def check_decimal_commas(names: list[str], flags: np.ndarray, sep: str, list_sep: str | None,
+                         path: str) -> None:
+    """Refuse bare ``1,5`` cells in a file not separated by ``,`` when ``list_sep`` was not given.
+
+    Such a file may be written with decimal commas (``0,25;1,5``): read as lists at
+    ``,`` they would be other numbers. Lists that are quoted or bracketed are lists.
+
+    Raises
+    ------
+    FormatError
+        Some column's cells with several numbers are all bare (neither quoted nor
+        bracketed): names the column and how to choose.
+    """
+    if list_sep is not None or sep == LIST_SEP:
+        return
+    for c, name in enumerate(names):
+        if flags[c] & MULTI and not flags[c] & (QUOTED | LISTED):
+            raise FormatError(
+                f"column {name!r} holds bare cells with a ',' (like 0,25) in a {_shown(sep)}-"
+                "separated file: decimal commas are not read. If they are lists of numbers, pass "
+                "list_sep=',' (CLI: --list-sep ','); if they are decimal commas, convert them to "
+                "points first", file=path, variable=name)
 
 
 def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[str], int] | None:

@@ -43,6 +43,7 @@ from lstm_data.io.csv.plan import (
     LIST_SEP,
     Plan,
     assemble,
+    check_decimal_commas,
     choose_sep,
     declared_plan,
     near_splits,
@@ -99,7 +100,9 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     list_sep
         Separator of the numbers inside one cell (default ``,``, whatever ``sep``
         is). A cell may also hold a bracketed list as pandas writes it
-        (``"[0.2, 0.334]"``, ``[]``).
+        (``"[0.2, 0.334]"``, ``[]``). In a file not separated by ``,``, bare
+        (unquoted, unbracketed) cells like ``0,25`` may be decimal commas: unless
+        ``list_sep`` is given they are a ``FormatError``.
     progress
         Called as ``progress(bytes_done, bytes_total)`` after each block, in
         bytes of the files on disk (compressed bytes for compressed files).
@@ -133,6 +136,7 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
         raise ValueError("no CSV path given")
     schema = Schema.coerce(schema)
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
+    list_sep_given = list_sep
     list_sep = LIST_SEP if list_sep is None else list_sep
     threads = resolve_threads(threads)
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
@@ -145,7 +149,8 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     ahead = BlockReader(paths[0], block_size, threads=threads) \
         if is_stream(paths[0]) or compression_of(paths[0]) else None
     try:
-        return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead, threads)
+        return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead, threads,
+                     list_sep_given)
     finally:
         if ahead is not None:
             ahead.close()
@@ -153,8 +158,10 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
 
 def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None, list_sep: str,
           progress: Progress | None, block_size: int,
-          ahead: BlockReader | None, threads: int = 1) -> InMemoryDataset:
-    """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`)."""
+          ahead: BlockReader | None, threads: int = 1,
+          list_sep_given: str | None = LIST_SEP) -> InMemoryDataset:
+    """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`;
+    ``list_sep_given``: ``None`` when the caller left ``list_sep`` to its default)."""
     names, sample, sample_final, sep = peek_sample(paths[0], sep, ahead)
     general = declared_plan(names, schema)
     options = dict(dtype=dt, sep=sep, list_sep=list_sep)
@@ -169,6 +176,7 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None
     except _Replan:
         plan = general
         scalars, groups, flags = run.parse(plan)
+    check_decimal_commas(names, flags, sep, list_sep_given, ", ".join(paths))
     scalar_cols, group_cols = assemble(plan, scalars, groups, flags, dt)
     warn_inexact(run.inexact, dt)
     for message in near_splits(group_cols, general.inferred):

@@ -33,7 +33,14 @@ from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import _Located
 from lstm_data.io.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
 from lstm_data.io.csv import reader
-from lstm_data.io.csv.plan import LIST_SEP, Plan, assemble, declared_plan, surprised
+from lstm_data.io.csv.plan import (
+    LIST_SEP,
+    Plan,
+    assemble,
+    check_decimal_commas,
+    declared_plan,
+    surprised,
+)
 from lstm_data.io.row_blocks import (
     BLOCK_BYTES,
     RestartStream,
@@ -58,6 +65,7 @@ class _Flushing:
         self._parser, self._rows, self._plan, self._dtype = parser, rows, plan, dtype
         self._put, self._position = put, position
         self.emitted = 0
+        self.check: Any = None  # called with the column flags before rows are handed on
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._parser, name)
@@ -87,6 +95,8 @@ class _Flushing:
         """Hand the rows held so far on as one block (nothing when there are none)."""
         if not self._plan.general and surprised(self._plan, self._parser.column_flags()):
             raise RestartStream("the CSV plan from the first MiB does not fit a later row")
+        if self.check is not None:
+            self.check(self._parser.column_flags())
         n = self._parser.rows
         if not n:
             return
@@ -104,9 +114,9 @@ class _Flushing:
 class _StreamRun(reader._Run):
     """The reader's run, with a parser that streams its rows out."""
 
-    def __init__(self, *args: Any, rows: int, put: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, rows: int, put: Any, check: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._rows_per_block, self._put = rows, put
+        self._rows_per_block, self._put, self._check = rows, put, check
         self.position = [0]
         user = self.progress
 
@@ -123,6 +133,7 @@ class _StreamRun(reader._Run):
 
         parser = _Flushing(make_real(), self._rows_per_block, plan, self.options["dtype"], self._put,
                            self.position)
+        parser.check = self._check
         self._make = make_real
         done = 0
         inexact: Inexact = {}
@@ -166,6 +177,7 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
                          (path,), table.n_rows)
     block_size = min(block_size, max(1 << 16, block_bytes))  # rows leave at the end of a fed block
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
+    list_sep_given = list_sep
     list_sep = LIST_SEP if list_sep is None else list_sep
     n_threads = reader.resolve_threads(threads)
     ahead = BlockReader(path, block_size, threads=n_threads) if compression_of(path) else None
@@ -179,7 +191,7 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
     plan = reader.sample_plan(general, sample, final, options) if general.general \
         else general
     size = os.path.getsize(path)
-    read_options = dict(schema=schema, dtype=dt, sep=sep, list_sep=list_sep, threads=threads,
+    read_options = dict(schema=schema, dtype=dt, sep=sep, list_sep=list_sep_given, threads=threads,
                         block_size=block_size)
     whole = plan.general and general.general  # the first MiB cannot decide the columns
 
@@ -207,7 +219,9 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
         def produce() -> None:
             try:
                 run = _StreamRun([path], names, options, None, block_size, None, n_threads,
-                                 rows=rows, put=lambda item: _put(out, stop, item))
+                                 rows=rows, put=lambda item: _put(out, stop, item),
+                                 check=lambda flags: check_decimal_commas(names, flags, sep, list_sep_given,
+                                                                          path))
                 run.parse(plan)
                 _put(out, stop, (_DONE, None))
             except _Cancelled:
