@@ -260,7 +260,20 @@ class Batches(EpochIteration):
         return self.epoch if epoch is None else check_count(epoch, "epoch")
 
     def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray:
-        """The dataset rows of batch ``index`` of ``epoch`` (default: the current one), in batch order."""
+        """The dataset rows of one batch, in batch order.
+
+        Parameters
+        ----------
+        index
+            Batch index (negative counts from the end).
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        numpy.ndarray
+            Row numbers of the dataset.
+        """
         epoch = self._epoch_arg(epoch)
         pos = self._positions(self._batch_slot(self._check_index(index), epoch), epoch)
         if self._view is None:
@@ -287,6 +300,11 @@ class Batches(EpochIteration):
             Batch index (negative counts from the end).
         epoch
             An int >= 0.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``: output name -> array.
         """
         return self._batch(index, epoch, None)
 
@@ -298,6 +316,20 @@ class Batches(EpochIteration):
         :class:`lstm_data.kernels.BatchGather`); the arrays placed are views of it,
         the others are allocated. This is the
         :class:`~lstm_data.batching.source.BuildsInArena` capability.
+
+        Parameters
+        ----------
+        index
+            Batch index (negative counts from the end).
+        epoch
+            An int >= 0.
+        arena
+            The buffer, 64-byte aligned.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``: output name -> array.
         """
         return self._batch(index, epoch, arena)
 
@@ -370,6 +402,18 @@ class Batches(EpochIteration):
         rank gets ``len(self) // world_size`` consecutive batches of each epoch's order,
         made from ``(seed, epoch)`` alone. See :mod:`lstm_data.batching.shard`.
 
+        Parameters
+        ----------
+        rank
+            This process's rank, ``0 <= rank < world_size``.
+        world_size
+            The number of ranks.
+
+        Returns
+        -------
+        ShardedBatches
+            The rank's batches, with the interface of ``Batches``.
+
         Raises
         ------
         ValueError
@@ -392,7 +436,13 @@ class Batches(EpochIteration):
         return {**settings, "n_rows": self.n_rows, "identity": digest}
 
     def signature(self) -> dict[str, OutputSignature]:
-        """The spec's output signature (see :meth:`BatchSpec.signature`)."""
+        """The spec's output signature (see :meth:`BatchSpec.signature`).
+
+        Returns
+        -------
+        dict of str to OutputSignature
+            Output name -> name, role, dtype and shape (``None`` where it varies).
+        """
         return self.spec.signature()
 
     def __repr__(self) -> str:
