@@ -58,8 +58,11 @@ class ExactInts:
         ``file`` names the file when it is not the one given at construction.
         """
         dt = np.dtype(dtype)
-        if values.dtype.kind not in "iu" or dt.kind != "f" or name in self.warned or not len(values):
+        if values.dtype.kind not in "iu" or dt.kind != "f" or name in self.warned or not values.size:
             return
+        if values.ndim > 1:  # rows of several values: name the row
+            width = values.size // len(values)
+            values, row_of = values.reshape(-1), (lambda k, inner=row_of: inner(k // width))
         limit = exact_limit(dt)
         if values.dtype.itemsize * 8 <= np.finfo(dt).nmant + 1:
             return

@@ -9,7 +9,9 @@ dataset                                   columns
                                           reads as its integer codes)
 ``(n, k)``, ``(n, k, m)`` numbers          one scalar column per element: ``name[0]`` ...
                                           ``name[k-1]`` (``name[i][j]``)
-``(n,)`` variable-length numbers           one prong variable (PyTables ``VLArray``)
+``(n,)`` variable-length numbers           one prong variable (PyTables ``VLArray``);
+                                          of arrays (an atom of shape ``(k,)``): the
+                                          variables ``name[0]`` ... of one group
 ``(n,)`` compound (a PyTables ``Table``)   one scalar column per numeric field,
                                           ``name.field`` (nested: ``name.pos.x``; array
                                           fields: ``name.v[0]`` ...)
@@ -229,21 +231,26 @@ def _dataset(ds: h5py.Dataset, key: str, out: Columns, keep: Keep) -> None:
         return
     if cls == h5t.VLEN:
         atom = _pseudo_atom(ds)
-        inner = skip_reason(tid.get_super())
+        sup = tid.get_super()
+        inner = skip_reason(sup)
+        shape = tuple(sup.get_array_dims()) if sup.get_class() == h5t.ARRAY else ()
         if atom is not None:
             why = _PSEUDO_ATOMS.get(atom, f"PyTables {atom!r} pseudo-atoms")
-        elif inner is not None or tid.get_super().get_class() == h5t.ARRAY:
-            why = f"variable-length {inner or 'arrays'}"
+        elif inner is not None:
+            why = f"variable-length {inner}"
         elif ds.ndim != 1:
             why = f"variable-length numbers of shape {ds.shape}"
         else:
             why = None
-        if keep(key, key):
-            if why is not None:
+        if why is not None:
+            if keep(key, key):
                 out.skipped[key] = why
-            else:
-                out.add(Column(key, key, ragged=True))
-                out.datasets[key], out.rows[key] = ds, ds.shape[0]
+            return
+        taken = [(idx, s) for idx, s in _suffixes(shape) if keep(key + s, key)]
+        for idx, s in taken:  # arrays per value (a PyTables atom of shape (3,)): one variable each
+            out.add(Column(key + s, key, (), idx, ragged=True))
+        if taken:
+            out.datasets[key], out.rows[key] = ds, ds.shape[0]
         return
     why = skip_reason(tid)
     if why is None and _pseudo_atom(ds) is not None:

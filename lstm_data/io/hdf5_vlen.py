@@ -32,7 +32,8 @@ def _read_vlen(ds: h5py.Dataset, dtype, file: str, exact: ExactInts) -> tuple[np
     """One vlen dataset as ``(flat values, lengths)``, read in large slices (integers cast to
     ``dtype`` checked: a changed value is warned about once)."""
     n = ds.shape[0]
-    native = np.dtype(h5py.check_vlen_dtype(ds.dtype))
+    stored = np.dtype(h5py.check_vlen_dtype(ds.dtype))  # may be an array per value: (3,)f4
+    native = stored.base
     base = np.dtype(dtype if dtype is not None else native)
     key = ds.name.lstrip("/")
     chunk = ds.chunks[0] if ds.chunks else _VLEN_BLOCK_ROWS
@@ -47,7 +48,7 @@ def _read_vlen(ds: h5py.Dataset, dtype, file: str, exact: ExactInts) -> tuple[np
             ends = np.cumsum(lengths[a:a + len(objs)])
             pieces.append(exact.cast(flat, base, key, row_of=lambda k, a=a, ends=ends: a + int(
                 np.searchsorted(ends, k, side="right"))))
-    values = np.concatenate(pieces) if pieces else np.zeros(0, dtype=base)
+    values = np.concatenate(pieces) if pieces else np.zeros((0,) + stored.shape, dtype=base)
     return values, lengths
 
 
@@ -106,7 +107,8 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None,
         scalar_names = [c for c, col in found.columns.items() if not col.ragged]
         try:
             group_vars, scalar_names, schema_dtype = resolve_schema(
-                schema, scalar_names, ragged_names, file=name)
+                schema, scalar_names, ragged_names, file=name,
+                keys={v: group_prefix(found.columns[v].key) for v in ragged_names})
         except SchemaError as exc:
             if exc.variable in found.skipped:
                 raise SchemaError(f"{exc.variable!r} is skipped: it holds {found.skipped[exc.variable]}, "
@@ -118,7 +120,14 @@ def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None,
         scalars = _read_scalars(found, scalar_names, dtype, name, exact)
         groups = {}
         for g, names in group_vars.items():
-            cols = {v: _read_vlen(found.datasets[found.columns[v].key], dtype, name, exact) for v in names}
+            read: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # a dataset of arrays: read once
+            cols = {}
+            for v in names:
+                col = found.columns[v]
+                if col.key not in read:
+                    read[col.key] = _read_vlen(found.datasets[col.key], dtype, name, exact)
+                values, lengths = read[col.key]
+                cols[v] = (np.ascontiguousarray(col.take(values)), lengths)
             common = np.result_type(*[c[0].dtype for c in cols.values()])
             if common.kind == "f":  # integers next to floats: the group's block is floats
                 cols = {v: (_values_as(c[0], c[1], common, v, exact), c[1]) for v, c in cols.items()}

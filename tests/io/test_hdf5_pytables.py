@@ -155,3 +155,21 @@ def test_floats_numpy_cannot_represent_are_skipped(tmp_path):
         h5py.h5d.create(fh.id, b"q", quad, h5py.h5s.create_simple((3,)))
     ds = lstm_data.open(path)
     assert ds.scalar_names == ["x"] and ds.skipped == {"q": "128-bit numbers that numpy cannot represent"}
+
+
+def test_a_vlarray_of_arrays_gives_one_variable_per_element(tmp_path):
+    path = tmp_path / "vla.h5"
+    rows = [np.arange(6, dtype=np.float32).reshape(2, 3), np.zeros((0, 3), np.float32),
+            np.full((1, 3), 7.5, np.float32)]
+    with tables.open_file(str(path), "w") as f:
+        vl = f.create_vlarray("/", "dir", atom=tables.Float32Atom(shape=(3,)))
+        for r in rows:
+            vl.append(r)
+        f.create_earray("/", "calE", atom=tables.Float32Atom(), shape=(0,)).append(np.arange(3, dtype="f4"))
+    ds = lstm_data.open(path)
+    assert ds.groups == {"dir": ["dir[0]", "dir[1]", "dir[2]"]} and ds.skipped == {}
+    values, offsets = ds.ragged("dir")
+    np.testing.assert_array_equal(values, np.concatenate(rows))
+    np.testing.assert_array_equal(offsets, [0, 2, 2, 3])
+    ds = lstm_data.open(path, columns=["dir[1]"])
+    np.testing.assert_array_equal(ds.ragged("dir")[0][:, 0], np.concatenate(rows)[:, 1])
