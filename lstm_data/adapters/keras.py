@@ -183,7 +183,13 @@ class KerasBatches(keras.utils.PyDataset):
                 self._served[:] = False
 
     def set_epoch(self, epoch: int) -> None:
-        """Serve the order of ``epoch`` from now on (e.g. before a ``fit`` resumed at ``initial_epoch``)."""
+        """Serve the order of ``epoch`` from now on (e.g. before a ``fit`` resumed at ``initial_epoch``).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+        """
         epoch = check_count(epoch, "epoch")
         with self._lock:
             if epoch == self.epoch and not self._served.any():

@@ -135,23 +135,39 @@ class EpochSampler(_TorchSampler):
             yield epoch, i
 
     def set_epoch(self, epoch: int) -> None:
-        """Make ``epoch`` the next pass's epoch (from its first batch)."""
+        """Make ``epoch`` the next pass's epoch (from its first batch).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+        """
         self.epoch = check_count(epoch, "epoch")
         self._start = 0
         self._drawn = (self.epoch, 0)
 
     def state_dict(self) -> dict[str, Any]:
-        """Where the keys stand: ``epoch`` and ``next_batch`` of the pass being drawn, plus what
-        identifies the batches (``n_batches``, ``seed``, ``batch_size``, ``shard``, ...).
+        """Where the keys stand, to save with a checkpoint.
 
         torchdata's ``StatefulDataLoader`` saves it with its own state (taken as each
         batch is handed out, so keys drawn ahead for workers are not counted).
+
+        Returns
+        -------
+        dict
+            ``epoch`` and ``next_batch`` of the pass being drawn, plus what identifies
+            the batches (``n_batches``, ``seed``, ``batch_size``, ``shard``, ...): plain ints.
         """
         epoch, drawn = self._drawn
         return {"epoch": epoch, "next_batch": drawn, "n_batches": self.n_batches, **self.identity}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict`: the next pass draws the keys not drawn yet.
+
+        Parameters
+        ----------
+        state
+            A :meth:`state_dict` of a sampler of the same batches.
 
         Raises
         ------
@@ -271,8 +287,16 @@ class TorchBatches(_TorchDataset):
         return self._sampler
 
     def set_epoch(self, epoch: int) -> None:
-        """Use the row order of ``epoch``: for plain keys now (call before creating the epoch's
-        iterator), for the :attr:`sampler` from its next pass."""
+        """Use the row order of ``epoch``.
+
+        Plain keys read it at once (call before creating the epoch's iterator); the
+        :attr:`sampler` from its next pass.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+        """
         self.batches.set_epoch(epoch)
         if self._sampler is not None:
             self._sampler.set_epoch(epoch)

@@ -224,12 +224,30 @@ class ReadOptions(DeclaredOptions):
     RUNTIME: ClassVar[frozenset[str]] = frozenset({"progress"})
 
     def to_dict(self) -> dict[str, Any]:
-        """The options that differ from their defaults (runtime-only ones left out)."""
+        """The options that differ from their defaults (runtime-only ones left out).
+
+        Returns
+        -------
+        dict
+            Option name -> value, as the ``[read]`` table of a TOML file holds them.
+        """
         kept = self.replace(**{name: None for name in self.RUNTIME})
         return DeclaredOptions.to_dict(kept)
 
     def reader_keywords(self, fmt: str, where: str = "") -> dict[str, Any]:
         """The keywords for the reader of ``fmt``: each set option under the reader's name.
+
+        Parameters
+        ----------
+        fmt
+            A format of :data:`READER_OPTIONS` (``"csv"``, ``"hdf5"``, ...).
+        where
+            What the options were given for (a path), named in errors.
+
+        Returns
+        -------
+        dict
+            The reader function's keyword -> value.
 
         Raises
         ------
