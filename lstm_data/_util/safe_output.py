@@ -25,7 +25,8 @@ import uuid
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["check_not_input", "temp_path", "remove_stale_temporaries", "move_into_place", "remove_path"]
+__all__ = ["check_not_input", "temp_path", "remove_stale_temporaries", "move_into_place", "remove_path",
+           "spill_dir"]
 
 #: ``lstm_data.cleanup``: what was removed for the user (the CLI shows it unless ``--quiet``)
 _log = logging.getLogger("lstm_data.cleanup")
@@ -34,6 +35,8 @@ _log = logging.getLogger("lstm_data.cleanup")
 _KINDS = ("tmp", "old", "shuffle", "parts")
 #: seconds of clock slack when telling a reused PID from the writer that made a temporary
 _START_SLACK = 2.0
+#: temporaries this process handed out and still writes (others of this PID are leftovers)
+_ACTIVE: set[str] = set()
 
 
 def check_not_input(out: str | Path, sources: Iterable[str]) -> None:
@@ -74,8 +77,9 @@ def temp_path(target: str | Path, kind: str = "tmp") -> Path:
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {_KINDS}, got {kind!r}")
     target = Path(target)
-    return target.with_name(f".{target.name}.{kind}-{_host()}-{os.getpid()}-"
-                            f"{uuid.uuid4().hex[:8]}")
+    path = target.with_name(f".{target.name}.{kind}-{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    _ACTIVE.add(str(path))
+    return path
 
 
 def _parse(name: str, target_name: str) -> tuple[str | None, int] | None:
@@ -155,7 +159,8 @@ def remove_stale_temporaries(target: str | Path) -> list[tuple[Path, int]]:
 
     Only siblings named as :func:`temp_path` names them (or as earlier versions
     did) are considered, and only when their process ran on this host and is
-    gone. A live process's temporary, or one made on another host (a shared file
+    gone, or is this process, which no longer writes them (a failed write whose
+    straggling threads or Dask tasks wrote on after its removal). A live process's temporary, or one made on another host (a shared file
     system: its PID means nothing here), is left alone. Each removal is logged
     at INFO on the ``lstm_data`` logger (``lstm-data -v`` shows it) with the
     file, its size and the PID; temporaries of other hosts are logged too.
@@ -191,7 +196,8 @@ def remove_stale_temporaries(target: str | Path) -> list[tuple[Path, int]]:
                       "cannot check; remove it yourself if no process there writes %s", path,
                       size / 2**20, pid, host, target.name)
             continue
-        if _writer_alive(pid, made_at):
+        ours_left = pid == os.getpid() and host is not None and str(path) not in _ACTIVE
+        if not ours_left and _writer_alive(pid, made_at):
             continue
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
@@ -204,6 +210,40 @@ def remove_stale_temporaries(target: str | Path) -> list[tuple[Path, int]]:
     return removed
 
 
+def spill_dir(kind: str, parent: str | os.PathLike[str] | None = None) -> str:
+    """A new directory ``lstm_data_KIND_HOST-PID-XXXXXXXX`` in ``parent`` (default: the system
+    temp dir), for files one process shares with its workers.
+
+    Its maker removes it at exit; one that was killed (``kill -9``) cannot, so the
+    directories of this kind left by processes of this host that are gone are
+    removed first (logged at INFO on ``lstm_data.cleanup``).
+    """
+    import tempfile
+
+    parent = Path(parent or tempfile.gettempdir())
+    prefix = f"lstm_data_{kind}_"
+    try:
+        found = [p for p in parent.iterdir() if p.name.startswith(prefix) and p.is_dir()]
+    except OSError:
+        found = []
+    here = _host()
+    for path in found:
+        m = re.fullmatch(rf"{re.escape(prefix)}(?P<host>.+)-(?P<pid>\d+)-[^-]+", path.name)
+        if m is None or m.group("host") != here:
+            continue
+        pid = int(m.group("pid"))
+        try:
+            made_at, size = path.lstat().st_mtime, _size(path)
+        except OSError:
+            continue
+        if pid != os.getpid() and not _writer_alive(pid, made_at):
+            shutil.rmtree(path, ignore_errors=True)
+            if not path.exists():
+                _log.info("removed %s (%.1f MiB): left by process %d, which is gone (killed or "
+                          "crashed)", path, size / 2**20, pid)
+    return tempfile.mkdtemp(prefix=f"{prefix}{here}-{os.getpid()}-", dir=parent)
+
+
 def remove_path(path: str | Path, attempts: int = 5) -> None:
     """Remove a file or a directory tree, if it is there.
 
@@ -212,6 +252,7 @@ def remove_path(path: str | Path, attempts: int = 5) -> None:
     output removes it, see :func:`remove_stale_temporaries`).
     """
     path = Path(path)
+    _ACTIVE.discard(str(path))
     for attempt in range(attempts):
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
@@ -235,6 +276,7 @@ def move_into_place(tmp: str | Path, target: str | Path, *, replace: bool = True
     from lstm_data._util.exclusive import rename_noreplace
 
     tmp, target = Path(tmp), Path(target)
+    _ACTIVE.discard(str(tmp))
     if not replace:
         try:
             rename_noreplace(tmp, target)

@@ -6,7 +6,8 @@ copy every array into every worker. Instead its arrays are written once to a
 temporary directory and the pickle carries only that path; each worker maps the
 same files, so the page cache holds one copy for all of them.
 
-The spill directory is removed when the process that made it exits. Set
+The spill directory is removed when the process that made it exits; one left by a
+process that was killed is removed by the next spill on the same host. Set
 ``LSTM_DATA_SHARE_DIR`` to choose where it goes (default: the system temp dir).
 """
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import tempfile
 import threading
 import weakref
 from pathlib import Path
@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from lstm_data._util.safe_output import spill_dir
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 
@@ -85,7 +86,8 @@ def share(ds: InMemoryDataset) -> MappedDataset:
             return ref
         directory = _is_mapped(ds)
         if directory is None:
-            directory = tempfile.mkdtemp(prefix="lstm_data_share_", dir=os.environ.get("LSTM_DATA_SHARE_DIR"))
+            # named by host and PID: the next process removes it if this one is killed
+            directory = spill_dir("share", os.environ.get("LSTM_DATA_SHARE_DIR"))
             atexit.register(shutil.rmtree, directory, True)
             for i, s in enumerate(ds.scalar_names):
                 np.save(os.path.join(directory, f"s{i}.npy"), np.ascontiguousarray(ds.scalar(s)))

@@ -8,8 +8,10 @@ batches and writes the chunks that lie wholly inside its elements, each chunk
 whole, exactly as the one-process writer does; the (at most two) chunks it
 shares with its neighbours are returned as pieces, and the caller writes each
 shared chunk once, from its pieces. No chunk is written twice or partly, so the
-store is bitwise the one made in one process, whatever the number of tasks, and
-a task that Dask runs again (its worker died) writes the same bytes again.
+store is bitwise the one made in one process, whatever the number of tasks. A
+worker that dies while it runs a task of ours fails the precompute
+(:class:`WorkerLostError`, no store left), rather than trusting Dask's rerun;
+a task whose store was removed (the precompute failed) stops before writing more.
 
 Tasks receive the :class:`~lstm_data.batching.batches.Batches` object: an
 on-disk dataset travels as its path, an in-RAM one as shared memory
@@ -19,6 +21,7 @@ the workers share first).
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -27,7 +30,7 @@ from lstm_data.batching.batches import Batches
 from lstm_data.io.chunk_ranges import Piece, RangeWriter, write_shared_chunks
 
 _log = logging.getLogger("lstm_data")
-__all__ = ["write_ranges", "build_range", "task_ranges"]
+__all__ = ["write_ranges", "build_range", "task_ranges", "WorkerLostError"]
 
 
 def task_ranges(n_batches: int, n_tasks: int) -> list[tuple[int, int]]:
@@ -55,6 +58,8 @@ def build_range(batches: Batches, store: str, names: list[str], offsets: Mapping
     writers = {n: RangeWriter(root[f"data/{keys.get(n, n)}"], int(offsets[n][lo]), int(offsets[n][hi]), chunks[n])
                for n in names}
     for i in range(lo, hi):
+        if not os.path.isdir(store):  # the precompute failed and removed it: write nothing more
+            raise RuntimeError(f"the store {store} was removed (the precompute failed): task stopped")
         flat = batches.spec.flatten(batches.batch(i, epoch=0), as_dict=True)
         for n in names:
             want = int(offsets[n][i + 1] - offsets[n][i])
@@ -62,6 +67,33 @@ def build_range(batches: Batches, store: str, names: list[str], offsets: Mapping
                 raise RuntimeError(f"batch {i} output {n!r} has {flat[n].size} values, planned {want}")
             writers[n].append(flat[n].reshape(-1))
     return {n: w.close(int(offsets[n][hi])) for n, w in writers.items()}
+
+
+class WorkerLostError(ChildProcessError):
+    """A Dask worker died while it built batches: the precompute fails rather than trust a rerun."""
+
+
+def _workers(client: Any) -> set[tuple[str, str]]:
+    """``(address, id)`` of the client's workers (a restarted worker gets a new id)."""
+    info = client.scheduler_info().get("workers", {})
+    return {(addr, str(w.get("id", ""))) for addr, w in info.items()}
+
+
+def _check_no_worker_lost(client: Any, futures: list, before: set[tuple[str, str]]) -> None:
+    """Raise :class:`WorkerLostError` if a task of ours ran on a worker that died, or a worker
+    present at the start is gone."""
+    keys = [f.key for f in futures]
+
+    def suspicious(dask_scheduler: Any = None) -> dict[str, int]:  # runs on the scheduler
+        tasks = dask_scheduler.tasks
+        return {str(k): int(tasks[k].suspicious) for k in keys if k in tasks and tasks[k].suspicious}
+
+    hit = client.run_on_scheduler(suspicious)
+    gone = sorted(addr for addr, wid in before - _workers(client))
+    if hit or gone:
+        raise WorkerLostError(f"a Dask worker died during precompute ({len(hit)} task(s) were running "
+                              f"on it{'; workers gone: ' + ', '.join(gone) if gone else ''}); the "
+                              "store was not written: run it again")
 
 
 def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
@@ -84,6 +116,9 @@ def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
 
     Raises
     ------
+    WorkerLostError
+        A worker died while it ran a task of ours (Dask would run the task again, but
+        the store is not trusted to a rerun); the caller removes the store.
     Exception
         The first task's error (e.g. a damaged chunk of the dataset), as raised on
         the worker; the store is then incomplete and the caller removes it.
@@ -99,6 +134,7 @@ def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
                for a, b in ranges}
     _log.info("precompute: %d batches in %d tasks on %d Dask workers", len(batches), len(ranges), n_workers)
     pieces: dict[str, list[Piece]] = {n: [] for n in names}
+    workers = _workers(client)
     try:
         for future in as_completed(futures):
             for n, got in future.result().items():
@@ -106,6 +142,7 @@ def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
             if on_done is not None:
                 a, b = futures[future]
                 on_done(b - a)
+        _check_no_worker_lost(client, list(futures), workers)
     except BaseException:
         client.cancel(list(futures))
         raise

@@ -141,12 +141,20 @@ class DiesOnce(ZarrDataset):
         return super()._ragged(group, rows)
 
 
-def test_a_worker_that_dies_is_replaced_and_the_store_is_the_same(client, disk, tmp_path):
+def test_a_worker_that_dies_fails_the_precompute_and_leaves_nothing(client, disk, tmp_path):
+    """Dask would run the lost task again; the precompute fails instead (never exit 0 after a
+    lost worker), and leaves no store and no temporary."""
     marker = tmp_path / "died"
+    out = tmp_path / "many.zarr"
+    with pytest.raises(ranges.WorkerLostError, match="a Dask worker died during precompute"):
+        precompute(DiesOnce(disk, marker), _spec(), out, batch_size=128, seed=4, shuffle=True,
+                   progress=False, client=client)
+    assert marker.exists()  # a worker did die
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["died"]
+    # the cluster recovers: the next precompute is the one-process store
     ref = precompute(ZarrDataset(disk), _spec(), tmp_path / "one.zarr", batch_size=128, seed=4,
                      shuffle=True, progress=False)
-    many = precompute(DiesOnce(disk, marker), _spec(), tmp_path / "many.zarr", batch_size=128, seed=4,
-                      shuffle=True, progress=False, client=client)
-    assert marker.exists()  # a worker did die
-    assert ref.n_batches == many.n_batches
-    assert _digest(tmp_path / "one.zarr") == _digest(tmp_path / "many.zarr")
+    again = precompute(ZarrDataset(disk), _spec(), out, batch_size=128, seed=4, shuffle=True,
+                       progress=False, client=client)
+    assert ref.n_batches == again.n_batches
+    assert _digest(tmp_path / "one.zarr") == _digest(out)

@@ -20,8 +20,8 @@ from lstm_data.data.synthetic import make_dataset
 from lstm_data.store import write
 
 class Dies(write.Batches):
-    def iter(self, **options):
-        for k, batch in enumerate(super().iter(**options)):
+    def iter(self, *args, **options):
+        for k, batch in enumerate(super().iter(*args, **options)):
             if k == 1:
                 os.kill(os.getpid(), 9)
             yield batch

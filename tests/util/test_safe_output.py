@@ -66,7 +66,7 @@ def test_dead_writers_temporaries_are_removed_and_logged(tmp_path, caplog, targe
 def test_live_and_foreign_temporaries_and_other_files_are_kept(tmp_path, caplog):
     pid = dead_pid()
     host = _host()
-    kept = [_make(tmp_path / f".out.h5.tmp-{host}-{os.getpid()}-0123abcd"),  # this process: alive
+    kept = [_make(temp_path(tmp_path / "out.h5")),  # this process writes it now
             _make(tmp_path / f".out.h5.tmp-{os.getpid()}-0123abcd"),
             _make(tmp_path / f".out.h5.tmp-other-host-{pid}-0123abcd"),  # its PID means nothing here
             _make(tmp_path / f".out.h5.tmp-{host}-{pid}-notatag"),
