@@ -149,13 +149,24 @@ class CsvBlockParser:
 
         A cell's flags: :data:`QUOTED` (it was quoted), :data:`BARE` (unquoted,
         holding at least one number), :data:`MULTI` (two or more numbers).
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8, one byte of flags per column.
         """
         return np.frombuffer(bytes(self._flags), dtype=np.uint8).copy()
 
     def inexact_ints(self) -> dict[str, tuple[int, str, int]]:
-        """Column name -> ``(line, token, token length)`` of the first committed integer
-        token that the dtype changes (``token``: at most its first 32 bytes), for every
-        column with the :data:`~lstm_data.kernels.INEXACT` flag, in column order."""
+        """The first committed integer token the dtype changes, per column.
+
+        Returns
+        -------
+        dict
+            Column name -> ``(line, token, token length)`` (``token``: at most its
+            first 32 bytes), for every column with the
+            :data:`~lstm_data.kernels.INEXACT` flag, in column order.
+        """
         return {self._names[c]: (line, tok.decode("ascii"), length)
                 for c, (line, tok, length) in sorted(self._first.items())}
 
@@ -166,6 +177,18 @@ class CsvBlockParser:
         ``data[consumed:]`` is an incomplete last record: pass it again at the
         start of the next call. With ``final=True`` the end of ``data`` ends the
         last record and everything is consumed.
+
+        Parameters
+        ----------
+        data
+            The next bytes of the text.
+        final
+            ``data`` ends the input.
+
+        Returns
+        -------
+        int
+            The bytes consumed.
 
         Raises
         ------
@@ -418,6 +441,11 @@ class CsvBlockParser:
         this parser's :attr:`line` (feed ``other`` from line 0, as the threaded
         reader does). ``other`` is left empty, ready for another block:
         this stitches blocks parsed on several threads, in order.
+
+        Parameters
+        ----------
+        other
+            The parser of the next block.
 
         Raises
         ------
