@@ -216,9 +216,10 @@ def classify(group: h5py.Group, get: Callable[[str], Any], *, keep: Keep = lambd
 def _dataset(ds: h5py.Dataset, key: str, out: Columns, keep: Keep) -> None:
     tid = ds.id.get_type()
     cls = tid.get_class()
-    if ds.ndim == 0:
+    if ds.shape is None or ds.ndim == 0:
         if keep(key, key):
-            out.skipped[key] = "a single value (shape ()), not a column"
+            out.skipped[key] = ("no values (a null dataspace)" if ds.shape is None
+                                else "a single value (shape ()), not a column")
         return
     if cls == h5t.COMPOUND and skip_reason(tid) == "records":
         if ds.ndim != 1:

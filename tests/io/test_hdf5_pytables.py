@@ -133,12 +133,14 @@ def test_h5py_string_and_object_datasets_are_skipped(tmp_path):
         fh["x"] = np.arange(4.0)
         fh["s"] = np.array(["a", "bb", "c", "d"], dtype=h5py.string_dtype())
         fh["one"] = 3.0
+        fh["nothing"] = h5py.Empty("f8")
         fh["m"] = np.arange(8).reshape(4, 2)
         fh.create_group("sub")["y"] = np.arange(4.0)
     ds = lstm_data.open(path)
     assert ds.scalar_names == ["m[0]", "m[1]", "x"]
     np.testing.assert_array_equal(ds.scalar("m[1]"), [1, 3, 5, 7])
     assert ds.skipped == {"one": "a single value (shape ()), not a column",
+                          "nothing": "no values (a null dataspace)",
                           "s": "variable-length strings", "sub": "a group (open it with root=...)"}
 
 
