@@ -1,4 +1,4 @@
-"""Form ragged groups from per-variable ragged columns (design §2).
+"""Form ragged groups from per-variable ragged columns.
 
 Variables group by the prefix before their first ``.`` (``png.calE`` -> ``png``)
 unless a schema declares the groups. Every variable of a group must have the same

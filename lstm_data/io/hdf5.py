@@ -1,4 +1,4 @@
-"""HDF5 files: lstm_ee's layout (PyTables earrays + VLArrays) and ours (design §5).
+"""HDF5 files: lstm_ee's layout (PyTables earrays + VLArrays) and ours.
 
 * **Ours** (root attribute ``lstm_data_format``): scalars and offsets load on open
   and are checked (see :mod:`.layout`), values stay on disk and are read per
