@@ -13,7 +13,7 @@ Stages:
   epoch, which waits for its first window, reported on its own);
 * ``precompute``: ``lstm-data precompute`` rows/s, and peak RSS of
   ``--workers 2`` vs ``--workers 1`` in fresh subprocesses;
-* ``bucketing``: length-bucketed batches, see :mod:`lstm_data.bench.bucketing`.
+* ``bucketing``: length-bucketed batches, see :mod:`bench.bucketing`.
 """
 from __future__ import annotations
 
@@ -29,16 +29,18 @@ from typing import Callable
 import numpy as np
 
 from lstm_data.batching import Batches, BatchSpec
-from lstm_data.bench.bucketing import stage_bucketing
-from lstm_data.bench.ceiling import (
+from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS
+from lstm_data.io import open as open_dataset
+
+from bench import child_env
+from bench.bucketing import stage_bucketing
+from bench.ceiling import (
     machine_ceilings,
     waive_without_two_cores,
     write_scaling,
 )
-from lstm_data.bench.data import BenchData
-from lstm_data.bench.timing import Report, interleaved_medians
-from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS
-from lstm_data.io import open as open_dataset
+from bench.data import BenchData
+from bench.timing import Report, interleaved_medians
 
 __all__ = ["run"]
 
@@ -73,7 +75,7 @@ def _kernel_calls(batches: Batches, rows: np.ndarray) -> None:
 
 
 def stage_full_batch(report: Report, data: BenchData, quick: bool) -> None:
-    from lstm_data.bench.legacy_batches import LegacyCSVLoader, LegacyGenerator
+    from bench.legacy_batches import LegacyCSVLoader, LegacyGenerator
 
     spec = BatchSpec.from_lstm_ee(CONFIG)
     batches = Batches(data.dataset, spec, batch_size=BATCH, seed=0)
@@ -277,9 +279,10 @@ def _precompute(data: Path, spec: Path, out: Path, workers: int) -> tuple[float,
             f"'--batch-size', '{BATCH}', '--seed', '1', '--out', {str(out)!r}, "
             f"'--workers', '{workers}', '--force', '--no-progress'])\n"
             "seconds = time.perf_counter() - t0\n"
-            "from lstm_data.bench.memory import peak_rss_kib\n"
+            "from bench.memory import peak_rss_kib\n"
             "print('RESULT', seconds, peak_rss_kib())\nsys.exit(rc)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=child_env())
     seconds, kib = done.stdout.rsplit("RESULT", 1)[1].split()[:2]
     return float(seconds), int(kib)
 

@@ -15,10 +15,11 @@ from typing import Callable
 import numpy as np
 
 from lstm_data.batching import Batches, BatchSpec, Ragged, Scalars
-from lstm_data.bench.data import BenchData
-from lstm_data.bench.timing import Report, interleaved_medians
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
+
+from bench.data import BenchData
+from bench.timing import Report, interleaved_medians
 
 __all__ = ["stage_bucketing", "BUCKET_MAX_LEN"]
 

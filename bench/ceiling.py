@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from lstm_data.bench.timing import Ratio
+from bench.timing import Ratio
 
 __all__ = ["sort_scaling", "gather_scaling", "write_scaling", "machine_ceilings",
            "waive_without_two_cores", "MIN_CEILING"]

@@ -14,8 +14,8 @@ per batch as the median of interleaved passes in this run:
   the same keeping the last 10 (two foreign threads);
 * ``Batches.iter(workers=2)``;
 * a real Keras 3 ``PyDataset`` loop, ``KerasBatches(workers=1|2)``, and a torch
-  ``DataLoader(TorchBatches, num_workers=0|2)`` (:mod:`~lstm_data.bench.consumers_frameworks`);
-* in fresh processes (:mod:`~lstm_data.bench.consumers_fresh`): 48 batches kept
+  ``DataLoader(TorchBatches, num_workers=0|2)`` (:mod:`~bench.consumers_frameworks`);
+* in fresh processes (:mod:`~bench.consumers_fresh`): 48 batches kept
   alive, and an epoch collected into a list, first pass and later passes, and
   NumPy's own ``np.empty`` + ``fill`` of the same arrays ("NumPy fresh").
 
@@ -32,15 +32,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from lstm_data.batching import Batches
-from lstm_data.bench.ceiling import MIN_CEILING, sort_scaling, write_scaling
-from lstm_data.bench.consumers_frameworks import (
+
+from bench.ceiling import MIN_CEILING, sort_scaling, write_scaling
+from bench.consumers_frameworks import (
     close_loaders,
     keras_passes,
     torch_ceiling_passes,
     torch_passes,
 )
-from lstm_data.bench.consumers_fresh import fresh_passes, layouts_of, make_batches
-from lstm_data.bench.timing import Report, interleaved_medians
+from bench.consumers_fresh import fresh_passes, layouts_of, make_batches
+from bench.timing import Report, interleaved_medians
 
 __all__ = ["run"]
 

@@ -27,6 +27,8 @@ import numpy as np
 from lstm_data.batching import Batches, BatchSpec
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 
+from bench import child_env
+
 __all__ = ["PATTERNS", "fresh_passes", "layouts_of", "make_batches"]
 
 CONFIG = dict(vars_input_slice=SLICE_VARS, vars_input_png3d=PNG3D_VARS, vars_input_png2d=PNG2D_VARS,
@@ -92,8 +94,9 @@ def fresh_passes(pattern: str, n_rows: int, seed: int, passes: int,
 
     NumPy patterns need ``layouts`` (:func:`layouts_of` the same batches).
     """
-    code = ("import json, sys\nfrom lstm_data.bench.consumers_fresh import _child\n"
+    code = ("import json, sys\nfrom bench.consumers_fresh import _child\n"
             f"print('RESULT', json.dumps(_child({pattern!r}, {n_rows}, {seed}, {passes}, "
             f"{layouts!r}, {batch_size})))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env=child_env())
     return [float(x) for x in json.loads(done.stdout.rsplit("RESULT", 1)[1])]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import tomllib
 
-from lstm_data.bench.timing import Report
+from bench.timing import Report
 
 __all__ = ["DEFAULT_FLOORS", "load_floors", "apply_floors"]
 

@@ -15,7 +15,7 @@ Then the rows of NOvA HDF5 tables, Parquet and ROOT (:mod:`.formats_nova`,
 :mod:`.formats_parquet`, :mod:`.formats_root`), each when its extra is installed.
 
 Bounds live in ``floors.toml`` under ``[formats]``. Run by the suite's
-``readers`` group (:mod:`lstm_data.bench.readers`), with the same
+``readers`` group (:mod:`bench.readers`), with the same
 ``run(quick, seed, data) -> Report`` signature.
 """
 from __future__ import annotations
@@ -26,8 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lstm_data.bench.timing import Report, interleaved_medians
 from lstm_data.data.synthetic import make_dataset
+
+from bench.timing import Report, interleaved_medians
 
 __all__ = ["run", "write_vlen_hdf5", "naive_vlen_read"]
 
@@ -151,7 +152,7 @@ def _format_rows(name: str, quick: bool, seed: int) -> Report:
     import importlib
 
     try:
-        module = importlib.import_module(f"lstm_data.bench.{name}")
+        module = importlib.import_module(f"bench.{name}")
         return module.run(quick=quick, seed=seed)  # type: ignore[no-any-return]
     except ImportError as exc:  # the format's extra (pyarrow, uproot) is missing: no rows
         if (getattr(exc, "name", None) or "").startswith("lstm_data"):

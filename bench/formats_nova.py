@@ -22,7 +22,7 @@ Rows (stage ``formats``):
 * ``NOvA open peak RSS / (1.5 x columnar + 64 MB)``: ``VmHWM`` of a fresh process
   that opens the file, over the budget (lower is better, <= 1.0).
 
-Run alone: ``python -m lstm_data.bench.formats_nova [--quick]``.
+Run alone: ``python -m bench.formats_nova [--quick]``.
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lstm_data.bench.memory import fresh_process_peak
-from lstm_data.bench.timing import Report
+from bench.memory import fresh_process_peak
+from bench.timing import Report
 
 __all__ = ["run", "write_nova_like", "pandas_groupby_convert", "pandas_vectorised_convert",
            "nova_peak_rss", "PER_SLICE", "PER_PRONG"]

@@ -12,7 +12,7 @@ Measured in one run, round-robin:
   file: its time, and the row-group reads it makes against the row groups it touches
   (must be 1.0: each touched row group read once per ragged group).
 
-The files are generated once into the benchmark cache (:mod:`lstm_data.bench.data`).
+The files are generated once into the benchmark cache (:mod:`bench.data`).
 Bounds live in ``floors.toml`` under ``[formats]``.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lstm_data.bench.data import BenchData
-from lstm_data.bench.timing import Report, interleaved_medians
+from bench.data import BenchData
+from bench.timing import Report, interleaved_medians
 
 __all__ = ["run", "users_file"]
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from lstm_data.bench.timing import Report, interleaved_medians
+from bench.timing import Report, interleaved_medians
 
 __all__ = ["run", "write_nano_like", "naive_root_convert", "COLLECTIONS"]
 

@@ -3,7 +3,7 @@
 Baselines, all timed in the same run:
 
 * the Python twin (``lstm_data.kernels._py``);
-* lstm_ee's algorithm (:mod:`lstm_data.bench.legacy`);
+* lstm_ee's algorithm (:mod:`bench.legacy`);
 * the fastest vectorised NumPy gather+pad we could write;
 * ``np.copyto`` of the output's bytes (a memory-bandwidth bound);
 * one thread against two threads padding disjoint batches.
@@ -15,15 +15,16 @@ import threading
 import numpy as np
 
 from lstm_data import kernels
-from lstm_data.bench.ceiling import sort_scaling, waive_without_two_cores
-from lstm_data.bench.legacy import (
+from lstm_data.data.synthetic import make_dataset
+
+from bench.ceiling import sort_scaling, waive_without_two_cores
+from bench.legacy import (
     legacy_join_varr_arrays,
     legacy_parse_cells,
     to_object_columns,
 )
-from lstm_data.bench.peers import awkward_pad, pyarrow_parse
-from lstm_data.bench.timing import Report, interleaved_medians
-from lstm_data.data.synthetic import make_dataset
+from bench.peers import awkward_pad, pyarrow_parse
+from bench.timing import Report, interleaved_medians
 
 __all__ = ["numpy_gather_pad", "numpy_masked_pad", "run"]
 
@@ -215,7 +216,7 @@ def _ratio(report: Report, stage: str, name: str, value: float) -> None:
 def run(quick: bool = False, seed: int = 0, data=None) -> Report:
     """Run the kernel stages (``pad``, ``parse``); quick mode uses fewer repeats.
 
-    ``data`` (a :class:`~lstm_data.bench.data.BenchData`) is accepted for a
+    ``data`` (a :class:`~bench.data.BenchData`) is accepted for a
     uniform stage signature; the kernels generate their arrays in RAM.
     """
     report = Report()

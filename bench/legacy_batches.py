@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lstm_data.bench.legacy import legacy_join_varr_arrays
+from bench.legacy import legacy_join_varr_arrays
 
 __all__ = ["LegacyCSVLoader", "LegacyGenerator"]
 

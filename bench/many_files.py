@@ -37,12 +37,13 @@ import numpy as np
 
 from lstm_data.batching import Batches, BatchSpec
 from lstm_data.batching.order_options import Order
-from lstm_data.bench.data import FULL_ROWS, BenchData
-from lstm_data.bench.memory import fresh_process_peak
-from lstm_data.bench.timing import Report
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
+
+from bench.data import FULL_ROWS, BenchData
+from bench.memory import fresh_process_peak
+from bench.timing import Report
 
 __all__ = ["run", "split", "batches_over", "legacy_batches", "epoch_in_fresh_process"]
 

@@ -6,7 +6,8 @@ import os
 import resource
 import subprocess
 import sys
-from pathlib import Path
+
+from bench import child_env
 
 __all__ = ["peak_rss_kib", "fresh_process_peak"]
 
@@ -30,11 +31,8 @@ def fresh_process_peak(path: str | os.PathLike, reader: str) -> tuple[int, int] 
     """
     if not os.path.exists("/proc/self/status"):
         return None
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
     out = subprocess.run([sys.executable, "-c", _PEAK_CODE, reader, os.fspath(path)], check=True,
-                         capture_output=True, text=True, env=env).stdout
+                         capture_output=True, text=True, env=child_env()).stdout
     rss, nbytes = json.loads(out.strip().splitlines()[-1])
     return rss, nbytes
 

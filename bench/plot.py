@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lstm_data.bench.timing import Report
+from bench.timing import Report
 
 __all__ = ["plot_report"]
 

@@ -31,7 +31,7 @@ The ratios that count on a second core (all cores vs one, vs the lstm_ee path,
 vs the one-thread decompressors) are not judged when ``np.sort`` does not scale
 ``MIN_CEILING`` on 2 threads right before or after them (a loaded machine).
 ``formats``
-    HDF5 (lstm_ee layout) and zarr opens: :mod:`lstm_data.bench.formats`.
+    HDF5 (lstm_ee layout) and zarr opens: :mod:`bench.formats`.
 
 A stage module of the suite: ``run(quick, seed, data) -> Report``.
 """
@@ -48,13 +48,14 @@ from typing import Callable
 
 import numpy as np
 
-from lstm_data.bench import formats
-from lstm_data.bench.ceiling import sort_scaling, waive_without_two_cores
-from lstm_data.bench.data import BenchData
-from lstm_data.bench.memory import fresh_process_peak
-from lstm_data.bench.timing import Report, interleaved_medians
 from lstm_data.io.csv.parallel import available_cores
 from lstm_data.io.csv.reader import read_csv
+
+from bench import formats
+from bench.ceiling import sort_scaling, waive_without_two_cores
+from bench.data import BenchData
+from bench.memory import fresh_process_peak
+from bench.timing import Report, interleaved_medians
 
 __all__ = ["run", "lstm_ee_read", "peak_rss", "write_plain_numeric"]
 

@@ -25,8 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from lstm_data.bench.data import BenchData
-from lstm_data.bench.timing import Report
+from bench import child_env
+from bench.data import BenchData
+from bench.timing import Report
 
 __all__ = ["run", "repeat_csv"]
 
@@ -67,10 +68,8 @@ def repeat_csv(src: Path, dst: Path, target_bytes: int) -> int:
 
 def _convert(mode: str, sources: list[Path], dst: Path) -> tuple[int, float]:
     """``(peak RSS bytes, seconds)`` of a fresh process converting ``sources`` to ``dst``."""
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
     out = subprocess.run([sys.executable, "-c", _CONVERT_CODE, mode, *map(str, sources), str(dst)],
-                         check=True, capture_output=True, text=True, env=env).stdout
+                         check=True, capture_output=True, text=True, env=child_env()).stdout
     rss, seconds = json.loads(out.strip().splitlines()[-1])
     _remove(dst)
     return int(rss), float(seconds)
@@ -146,8 +145,7 @@ def _dask(report: Report, data: BenchData, tmp: Path, quick: bool) -> None:
     convert_streaming(files, tmp / "one.zarr")
     one = time.perf_counter() - t0
     _remove(tmp / "one.zarr")
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ, PYTHONPATH=str(root))
+    env = child_env()
     code = "import sys; from lstm_data.io.convert import convert_streaming; convert_streaming(sys.argv[1:-1], sys.argv[-1])"
     t0 = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, "-c", code, *files[k::2], str(tmp / f"half{k}.zarr")], env=env)

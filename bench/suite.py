@@ -10,13 +10,13 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from lstm_data.bench.floors import apply_floors, load_floors
-from lstm_data.bench.machine import machine_info
-from lstm_data.bench.timing import Ratio, Report
+from bench.floors import apply_floors, load_floors
+from bench.machine import machine_info
+from bench.timing import Ratio, Report
 
 __all__ = ["STAGES", "run_suite", "report_to_json", "compare"]
 
-#: stage group -> module under lstm_data.bench (each may report several stages)
+#: stage group -> module under bench (each may report several stages)
 STAGES = {
     "kernels": "kernels",
     "readers": "readers",
@@ -31,7 +31,7 @@ ATTEMPTS = 3
 
 
 def _run_group(name: str, quick: bool, seed: int, data) -> Report:
-    module = importlib.import_module(f"lstm_data.bench.{STAGES[name]}")
+    module = importlib.import_module(f"bench.{STAGES[name]}")
     return module.run(quick=quick, seed=seed, data=data)
 
 
@@ -69,7 +69,7 @@ def run_suite(groups: Iterable[str] | None = None, *, quick: bool = False, seed:
     a shared noisy machine one bad median must not fail CI, while a real
     regression misses in most runs.
     """
-    from lstm_data.bench.data import BenchData
+    from bench.data import BenchData
 
     chosen = list(groups) if groups else list(STAGES)
     unknown = [g for g in chosen if g not in STAGES]

@@ -15,7 +15,7 @@ import lstm_data
 
 PACKAGE = Path(lstm_data.__file__).resolve().parent
 REPO = PACKAGE.parent
-LAYERS = ["_util", "kernels", "data", "io", "batching", "store", "scale", "adapters", "bench", "cli"]
+LAYERS = ["_util", "kernels", "data", "io", "batching", "store", "scale", "adapters", "cli"]
 
 #: every name the README and the design page show, by the module users import it from
 DOCUMENTED = {
@@ -64,10 +64,24 @@ def test_to_zarr_of_a_dataset_made_without_io_writes_our_layout(tmp_path):
 
 def test_the_library_never_loads_the_benchmarks():
     code = ("import sys, lstm_data, lstm_data.io, lstm_data.batching, lstm_data.store, lstm_data.cli; "
-            "from lstm_data.cli import convert, inspect, precompute; "
-            "print(sorted(m for m in sys.modules if m.startswith('lstm_data.bench')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+            "from lstm_data.cli import bench, bench_own, convert, inspect, precompute; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'bench' or m.startswith('lstm_data.bench')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_benchmark_suite_lives_outside_the_package():
+    """The suite is the top-level ``bench`` package of a checkout: not a package the wheel finds."""
+    setuptools = pytest.importorskip("setuptools")
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = setuptools.find_packages(str(REPO), include=config["packages"]["find"]["include"])
+    assert found and all(p == "lstm_data" or p.startswith("lstm_data.") for p in found), found
+    assert not any(p.split(".")[1:2] == ["bench"] for p in found)
+    assert not any("bench" in pattern for pattern in config["package-data"]["lstm_data"])
+    assert (REPO / "bench" / "suite.py").is_file() and (REPO / "bench" / "floors.toml").is_file()
+    assert not (REPO / "bench" / "floors.toml").is_symlink()
 
 
 def _modules() -> dict[str, ast.Module]:

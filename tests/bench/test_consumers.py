@@ -6,8 +6,8 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "torch")
 
-from lstm_data.bench import consumers  # noqa: E402
-from lstm_data.bench.suite import STAGES  # noqa: E402
+from bench import consumers  # noqa: E402
+from bench.suite import STAGES  # noqa: E402
 
 
 def test_tiny_run_reports_every_pattern_and_the_acceptance_ratios(monkeypatch):

@@ -1,9 +1,9 @@
 """The many-files bench: a tiny run reports every row, and the floors file bounds its acceptance rows."""
 from __future__ import annotations
 
-from lstm_data.bench import many_files
-from lstm_data.bench.data import BenchData
-from lstm_data.bench.floors import apply_floors, load_floors
+from bench import many_files
+from bench.data import BenchData
+from bench.floors import apply_floors, load_floors
 
 
 def test_tiny_run_reports_the_rows_and_the_packaged_floors_bound_them(monkeypatch, tmp_path):

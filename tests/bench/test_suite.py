@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from lstm_data import kernels
-from lstm_data.bench import floors as floors_mod
-from lstm_data.bench import kernels as kernel_stage
-from lstm_data.bench.timing import Report, interleaved_medians
 from lstm_data.cli import main
+
+from bench import floors as floors_mod
+from bench import kernels as kernel_stage
+from bench.timing import Report, interleaved_medians
 
 
 @pytest.fixture
@@ -98,7 +99,7 @@ def test_unknown_stage_is_a_clear_error(capsys):
 
 
 def test_thread_floor_is_not_judged_without_a_free_core():
-    from lstm_data.bench.ceiling import waive_without_two_cores
+    from bench.ceiling import waive_without_two_cores
 
     report = Report()
     judged = waive_without_two_cores(report.ratio("threads", "a", 1.2, 1.7),
@@ -137,7 +138,7 @@ def test_interleaved_medians_times_blocks_of_calls_per_call():
 
 
 def test_legacy_csv_time_is_bracketed_by_our_reads():
-    from lstm_data.bench.readers import _bracketed
+    from bench.readers import _bracketed
 
     calls = []
 

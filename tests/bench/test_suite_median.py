@@ -1,8 +1,8 @@
 """A group re-measured after a missed floor reports the median of its runs, never the best."""
 from __future__ import annotations
 
-from lstm_data.bench import suite
-from lstm_data.bench.timing import Report
+from bench import suite
+from bench.timing import Report
 
 
 def _run(value: float, seconds: float) -> Report:
