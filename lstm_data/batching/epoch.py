@@ -64,6 +64,11 @@ class EpochIteration:
             Batches built ahead of the consumer (default ``2 * threads``); bounds memory.
         workers
             The earlier name of ``threads`` (deprecated).
+
+        Yields
+        ------
+        tuple of dict
+            ``(inputs, targets, weights)`` of each batch not yet handed out this epoch.
         """
         if workers is not None:
             warnings.warn("iter(workers=...) is deprecated: use iter(threads=...)", DeprecationWarning,
@@ -90,7 +95,13 @@ class EpochIteration:
         self.set_epoch(self.epoch + 1)
 
     def set_epoch(self, epoch: int) -> None:
-        """Jump to ``epoch`` (e.g. in a torch loop or to resume a run)."""
+        """Jump to ``epoch`` (e.g. in a torch loop or to resume a run).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0; its order is made from ``(seed, epoch)``.
+        """
         epoch = check_count(epoch, "epoch")
         with self._lock:
             self.epoch = epoch
@@ -102,15 +113,25 @@ class EpochIteration:
         return {"n_batches": len(self)}
 
     def state_dict(self) -> dict[str, Any]:
-        """Where iteration stands: ``epoch``, ``next_batch`` (batches of it already handed out by
-        :meth:`iter`) and what identifies this sequence (``n_batches``, and e.g. ``seed``).
+        """Where iteration stands, to save with the model checkpoint.
 
-        Plain ints: save it with the model checkpoint (``torch.save``, JSON).
+        Returns
+        -------
+        dict
+            ``epoch``, ``next_batch`` (batches of it already handed out by :meth:`iter`)
+            and what identifies this sequence (``n_batches``, and e.g. ``seed``): plain
+            ints, for ``torch.save`` or JSON.
         """
         return {"epoch": self.epoch, "next_batch": self._next_batch, **self._state_identity()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.
+
+        Parameters
+        ----------
+        state
+            A :meth:`state_dict` of the same batches (any rank of any world size, for
+            shards).
 
         Raises
         ------
