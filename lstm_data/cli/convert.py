@@ -4,7 +4,7 @@ Examples::
 
     lstm-data convert events.csv.xz events.zarr
     lstm-data convert part1.h5 part2.h5 'more/*.csv.gz' all.zarr --shuffle 42
-    lstm-data convert events.csv events.h5 --schema schema.toml --force
+    lstm-data convert events.csv events.h5 --schema schema.toml --overwrite
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from lstm_data.cli.csv_options import add_csv_arguments
 
     add_csv_arguments(parser)
-    parser.add_argument("--force", action="store_true",
+    parser.add_argument("--overwrite", "--force", dest="force", action="store_true",
                         help="replace an existing output, if it is a store or file that lstm_data "
                              "wrote (anything else is refused)")
     parser.add_argument("--chunk-kib", type=_at_least(1), default=1024, metavar="KIB",
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     paths = expand_paths(sources)
     check_not_input(dst, paths)  # before reading anything
     if os.path.exists(dst) and not args.force:
-        print(f"lstm-data convert: error: {dst} exists (use --force to replace it)",
+        print(f"lstm-data convert: error: {dst} exists (use --overwrite to replace it)",
               file=sys.stderr)
         return 1
     if args.force:
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
         why = why_not_ours(dst)
         if why is not None:
-            print(f"lstm-data convert: error: {dst} exists and is {why}; --force replaces only a "
+            print(f"lstm-data convert: error: {dst} exists and is {why}; --overwrite replaces only a "
                   "store or file that lstm_data wrote: remove it yourself or choose another output",
                   file=sys.stderr)
             return 1
