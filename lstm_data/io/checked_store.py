@@ -17,6 +17,7 @@ readers say so in their ``notes``).
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 from typing import Any
@@ -71,6 +72,12 @@ class CheckedStore(WrapperStore):
             return data
         if st.manifest is not None and byte_range is None:
             st.manifest.check(key, data.as_numpy_array(), file=st.name)
+        elif is_meta and byte_range is None:  # no manifest: at least never a raw parse error
+            try:
+                json.loads(data.to_bytes())
+            except ValueError as exc:
+                raise FormatError(f"metadata file {key!r} is damaged (not JSON: {exc})",
+                                  file=f"{st.name}/{key}" if st.name else key) from None
         return data
 
 

@@ -205,11 +205,17 @@ def _notes(strict: bool, placed: bool, arrays: list[zarr.Array], name: str) -> t
 
 
 def _node(root, key: str, name: str, variable: str) -> zarr.Array:
-    """Array ``key`` of the store (see :func:`._layout.stored_array`)."""
+    """Array ``key`` of the store (see :func:`._layout.stored_array`); metadata that zarr
+    cannot make sense of is a ``FormatError`` naming its file."""
     try:
         node = root[key]
     except KeyError:
         node = None
+    except FormatError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zarr's parse of a damaged zarr.json
+        raise FormatError(f"metadata file '{key}/zarr.json' is damaged ({type(exc).__name__}: "
+                          f"{exc})", file=f"{name}/{key}/zarr.json", variable=variable) from None
     return stored_array(node, isinstance(node, zarr.Array), key, file=name, variable=variable)
 
 

@@ -221,3 +221,20 @@ def test_edited_metadata_over_http_is_a_format_error(served):
     _edit_json(path / "png/values/zarr.json", _to_float64)
     with pytest.raises(FormatError, match="metadata file 'png/values/zarr.json' was changed"):
         lstm_data.open(url)
+
+
+def test_damaged_metadata_of_a_store_without_manifest_is_a_format_error(good, tmp_path):
+    """No digest to compare with, but never a raw library error: the file is named."""
+    path = without_manifest(shutil.copytree(good, tmp_path / "d.zarr"))
+    for file in ("zarr.json", "png/values/zarr.json", "calE/zarr.json"):
+        raw = (path / file).read_bytes()
+        (path / file).write_bytes(b"x" + raw[1:])  # not JSON any more
+        with pytest.raises(FormatError, match=f"metadata file '{file}' is damaged") as err:
+            ZarrDataset(path)
+        assert err.value.file == f"{path}/{file}"
+        (path / file).write_bytes(raw.replace(b'"float32"', b'"flo@t32"').replace(b'"float64"', b'"flo@t64"'))
+        if raw != (path / file).read_bytes():  # valid JSON that zarr cannot read
+            with pytest.raises(FormatError, match=f"metadata file '{file}' is damaged") as err:
+                ZarrDataset(path)
+        (path / file).write_bytes(raw)
+    ZarrDataset(path)
