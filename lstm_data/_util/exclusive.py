@@ -82,6 +82,7 @@ def output_lock(target: str | os.PathLike[str]) -> Iterator[None]:
 
 def _acquire(path: Path, target: str | os.PathLike[str]) -> int:
     """An open, locked descriptor of the lock file at ``path`` (which still names it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)  # as a zarr output's folders are made
     for _ in range(100):
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
