@@ -65,9 +65,9 @@ class EpochIteration:
         workers
             The earlier name of ``threads`` (deprecated).
 
-        Yields
-        ------
-        tuple of dict
+        Returns
+        -------
+        Iterator of tuple of dict
             ``(inputs, targets, weights)`` of each batch not yet handed out this epoch.
         """
         if workers is not None:
