@@ -9,7 +9,8 @@ import os
 import re
 import sys
 import warnings
-from typing import Any
+from types import FrameType
+from typing import Any, Callable
 
 __all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning", "redact"]
 
@@ -25,7 +26,7 @@ SECRET_NAME = r"[^=&;#]*(?:token|key|secret|sig|pass|pwd|auth|credential|session
 _SECRET_PARAM = re.compile(rf"([?&;]{SECRET_NAME}=)[^&;#]*", re.IGNORECASE)
 
 
-def _redact_url(match: re.Match) -> str:
+def _redact_url(match: re.Match[str]) -> str:
     url = _USERINFO.sub(r"\g<1>***@", match.group(0))
     return _SECRET_PARAM.sub(r"\g<1>***", url)
 
@@ -54,8 +55,15 @@ class _Located(ValueError):
         (``token_length``; a reader that cut it already passes ``token_length``).
     """
 
-    #: set in ``__init__`` like the other location keys; declared for type checkers
+    # set in ``__init__`` from the location keys (``None`` when not given); declared for type checkers
+    file: str | os.PathLike[str] | None
+    line: int | None
+    column: int | None
     variable: str | None
+    row: int | None
+    cell: int | None
+    offset: int | None
+    token: str | bytes | None
 
     def __init__(self, message: str, **where: Any) -> None:
         length = where.pop("token_length", None)
@@ -99,11 +107,11 @@ class _Located(ValueError):
         fields.update({k: v for k, v in where.items() if v is not None})
         return type(self)(self.message, **fields)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., _Located], tuple[type[_Located], str, dict[str, Any]]]:
         return (_rebuild, (type(self), self.message, self._fields()))
 
 
-def _rebuild(cls, message, fields):
+def _rebuild(cls: type[_Located], message: str, fields: dict[str, Any]) -> _Located:
     return cls(message, **fields)
 
 
@@ -144,7 +152,7 @@ def warn_user(message: str, category: type[Warning]) -> None:
     no ``skip_file_prefixes``. So the frames inside the package are counted.
     """
     level = 2  # warnings.warn counts warn_user as 1, its caller as 2
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
         level += 1

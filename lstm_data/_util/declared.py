@@ -47,6 +47,8 @@ class DeclaredOptions:
     """
 
     TOML_TABLE: ClassVar[str] = ""
+    # set by @dataclass on each subclass; declared so that type checkers see a dataclass
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
     CHECKS: ClassVar[Mapping[str, Callable[[Any], Any]]] = {}
 
     def __post_init__(self) -> None:
@@ -63,7 +65,7 @@ class DeclaredOptions:
     @classmethod
     def option_names(cls) -> tuple[str, ...]:
         """Every option this object holds, in declaration order."""
-        return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
     def check_names(cls, names: Iterable[str], where: str | None = None) -> None:
@@ -76,12 +78,12 @@ class DeclaredOptions:
     def replace(self: T, **changes: Any) -> T:
         """A copy with ``changes`` (names checked)."""
         self.check_names(changes)
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        return dataclasses.replace(self, **changes)
 
     def changed(self) -> dict[str, Any]:
         """The options whose value differs from the default, by name."""
         out = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             default = f.default if f.default is not dataclasses.MISSING else None
             if not _same(value, default):

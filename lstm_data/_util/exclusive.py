@@ -19,7 +19,7 @@ import os
 import socket
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 __all__ = ["output_lock", "rename_noreplace", "lock_path"]
 
@@ -107,7 +107,7 @@ def _acquire(path: Path, target: str | os.PathLike[str]) -> int:
     raise FileExistsError(errno.EEXIST, f"cannot lock {path}", os.fspath(target))
 
 
-def _renameat2():
+def _renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         fn = libc.renameat2

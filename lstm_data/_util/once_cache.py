@@ -33,7 +33,7 @@ class OnceCache(Generic[K, V]):
             raise ValueError(f"keep must be >= 1, got {keep}")
         self.keep = keep
         self._lock = threading.Lock()
-        self._entries: OrderedDict[K, Future] = OrderedDict()
+        self._entries: OrderedDict[K, Future[V]] = OrderedDict()
         forksafe.register(self)
 
     def _after_fork(self) -> None:
@@ -42,20 +42,20 @@ class OnceCache(Generic[K, V]):
         self._lock = threading.Lock()
         self._entries = OrderedDict()
 
-    def claim(self, key: K) -> tuple[Future, bool]:
+    def claim(self, key: K) -> tuple[Future[V], bool]:
         """The future of ``key``; ``True`` when the caller must :meth:`fill` it."""
         with self._lock:
-            future = self._entries.get(key)
-            if future is not None:
+            found = self._entries.get(key)
+            if found is not None:
                 self._entries.move_to_end(key)
-                return future, False
-            future = Future()
+                return found, False
+            future: Future[V] = Future()
             self._entries[key] = future
             while len(self._entries) > self.keep:
                 self._entries.popitem(last=False)
             return future, True
 
-    def fill(self, key: K, future: Future, make: Callable[[], V]) -> None:
+    def fill(self, key: K, future: Future[V], make: Callable[[], V]) -> None:
         """Run ``make`` into a claimed ``future``; on failure forget ``key``. Never raises."""
         try:
             future.set_result(make())
@@ -69,7 +69,7 @@ class OnceCache(Generic[K, V]):
         """The value of ``key``: cached, waited for, or made now by ``make``; raises its error."""
         return self.prepare(key, make).result()
 
-    def prepare(self, key: K, make: Callable[[], V]) -> Future:
+    def prepare(self, key: K, make: Callable[[], V]) -> Future[V]:
         """Make ``key``'s value now unless it is cached or under way; its future.
 
         Never raises: an error stays in the future (for a thread with nothing
@@ -81,7 +81,7 @@ class OnceCache(Generic[K, V]):
             self.fill(key, future, make)
         return future
 
-    def peek(self, key: K) -> Future | None:
+    def peek(self, key: K) -> Future[V] | None:
         """The future of ``key`` if it is cached or under way, without making or touching it."""
         with self._lock:
             return self._entries.get(key)

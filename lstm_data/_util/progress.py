@@ -1,10 +1,22 @@
 """Progress reporting for commands: a tqdm bar when tqdm is installed, plain lines otherwise."""
 from __future__ import annotations
 
+import importlib
 import sys
 import time
+from typing import Protocol, cast
 
 __all__ = ["ByteProgress"]
+
+
+class _Bar(Protocol):
+    """What :class:`ByteProgress` uses of a ``tqdm`` bar (tqdm ships no type information)."""
+
+    total: float | None
+
+    def update(self, n: float = 1) -> bool | None: ...
+
+    def close(self) -> None: ...
 
 
 class ByteProgress:
@@ -26,22 +38,22 @@ class ByteProgress:
     def __init__(self, desc: str, *, enabled: bool = True) -> None:
         self.desc = desc
         self.enabled = enabled
-        self._bar = None
+        self._bar: _Bar | None = None
         self._last_tenth = -1
         self._done = 0
         self._start = time.perf_counter()
         if not enabled:
             return
         try:
-            from tqdm.auto import tqdm
+            tqdm = importlib.import_module("tqdm.auto").tqdm
         except ImportError:
             if not ByteProgress._hinted:
                 print("(install tqdm for a progress bar: pip install 'lstm_data[progress]')",
                       file=sys.stderr)
                 ByteProgress._hinted = True
             return
-        self._bar = tqdm(desc=desc, unit="B", unit_scale=True, unit_divisor=1024,
-                         dynamic_ncols=True, leave=True, file=sys.stderr)
+        self._bar = cast(_Bar, tqdm(desc=desc, unit="B", unit_scale=True, unit_divisor=1024,
+                                    dynamic_ncols=True, leave=True, file=sys.stderr))
 
     def __call__(self, done: int, total: int) -> None:
         if not self.enabled:
@@ -67,6 +79,6 @@ class ByteProgress:
     def __enter__(self) -> "ByteProgress":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
