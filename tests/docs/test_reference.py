@@ -29,8 +29,8 @@ numpydoc_validate = pytest.importorskip("numpydoc.validate")
 #: numpydoc checks every public name passes: a docstring, a one-line summary ending in a period,
 #: every parameter documented, none unknown, in signature order, and what is returned described
 NAME_CHECKS = {"GL08", "SS01", "SS03", "SS06", "PR01", "PR02", "PR03", "PR10", "RT01", "RT03"}
-#: checks for the public methods and properties of public classes
-MEMBER_CHECKS = {"GL08", "SS01", "SS03", "PR02", "PR03", "PR10"}
+#: checks for the public methods and properties of public classes (inherited ones included)
+MEMBER_CHECKS = NAME_CHECKS
 
 #: public names whose docstrings live in files other sessions own; each still fails, so the test
 #: says when a line here can go
@@ -43,6 +43,13 @@ PENDING = {
     "lstm_data.convert": "lstm_data/scale/convert.py: **options not documented, no Returns section",
     "lstm_data.Schema": "lstm_data/io/schema.py: parameters documented as Attributes",
     "lstm_data.kernels.load_backend": "lstm_data/kernels/__init__.py: no Parameters or Returns section",
+}
+#: files owned elsewhere whose methods public classes inherit (Order/ReadOptions' from_toml, to_toml,
+#: replace, ...; the errors' located): their members are checked by test_pending_member_files_still_fail
+PENDING_MEMBER_FILES = {
+    "lstm_data/_util/declared.py": "from_toml, to_toml, from_dict, replace, changed, check_names: "
+                                   "no Parameters/Returns sections",
+    "lstm_data/errors.py": "located: no Parameters/Returns sections",
 }
 
 _ENTRY = re.compile(r"^::: ([\w.]+)\n((?:[ ]{4}.*\n)*)", re.M)
@@ -141,15 +148,23 @@ def _problems(path: str, checks: set[str]) -> list[str]:
     return [f"{code} {message}" for code, message in result["errors"] if code in checks]
 
 
-def _members(cls) -> list[str]:
-    out = []
-    for attr, value in vars(cls).items():
-        if attr.startswith("_"):
+def _members(cls, target: str) -> dict[str, tuple[str, str]]:
+    """Public methods and properties of ``cls`` and its lstm_data bases: name -> (dotted path, file)."""
+    out: dict[str, tuple[str, str]] = {}
+    for klass in cls.__mro__:
+        if not klass.__module__.startswith("lstm_data"):
             continue
-        func = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
-        if inspect.isfunction(func) and func.__module__.startswith("lstm_data"):
-            out.append(attr)
+        where = target if klass is cls else f"{klass.__module__}.{klass.__qualname__}"
+        for attr, value in vars(klass).items():
+            func = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+            if not attr.startswith("_") and attr not in out and inspect.isfunction(func):
+                source = Path(inspect.getsourcefile(func)).resolve().relative_to(ROOT)
+                out[attr] = (f"{where}.{attr}", str(source))
     return out
+
+
+def _public_classes() -> list[str]:
+    return [n for n in NAMES if not _kernel_constant(n) and inspect.isclass(runtime(n))]
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if not _kernel_constant(n)])
@@ -158,11 +173,21 @@ def test_public_docstring_is_valid(name):
     obj = runtime(name)
     problems = _problems(target, NAME_CHECKS)
     if inspect.isclass(obj):
-        problems += [f"{attr}: {p}" for attr in _members(obj) for p in _problems(f"{target}.{attr}", MEMBER_CHECKS)]
+        problems += [f"{attr}: {p}" for attr, (path, source) in _members(obj, target).items()
+                     if source not in PENDING_MEMBER_FILES for p in _problems(path, MEMBER_CHECKS)]
     if name in PENDING:
         assert problems, f"{name} passes now: remove it from PENDING ({PENDING[name]})"
         pytest.xfail(f"{PENDING[name]}: {problems}")
     assert problems == [], f"{name} ({target}):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("source", sorted(PENDING_MEMBER_FILES))
+def test_pending_member_files_still_fail(source):
+    """Members defined in files owned elsewhere: listed until their docstrings pass."""
+    found = {path for name in _public_classes()
+             for path, where in _members(runtime(name), entries()[name]).values() if where == source}
+    failing = sorted(p for p in found if _problems(p, MEMBER_CHECKS))
+    assert failing, f"every member from {source} passes now: remove it from PENDING_MEMBER_FILES"
 
 
 def test_docstrings_of_the_documented_layers_cite_no_planning_documents():
