@@ -1,0 +1,31 @@
+"""README.md is the front page: the two Quick start commands first and verbatim, links into the site."""
+from __future__ import annotations
+
+import re
+
+from tests.docs.pages import DOCS, ROOT, blocks
+
+README = ROOT / "README.md"
+#: the README's first two commands are a contract (CI runs the second one verbatim)
+COMMANDS = [
+    "pip install . && lstm-data precompute --data examples/numu_v3.csv.xz --spec examples/numu_v3.toml "
+    "--batch-size 1024 --seed 1 --out numu_v3_batches.zarr --force",
+    'pip install torch==2.13.0 -e ".[test]" && python -m pytest',
+]
+
+
+def test_the_two_commands_come_first_verbatim():
+    first = blocks(README)[0]
+    assert first.lang == "bash" and first.code.splitlines() == COMMANDS
+    assert COMMANDS[1] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_is_a_front_page_that_links_every_page_of_the_site():
+    text = README.read_text()
+    assert len(text.splitlines()) < 120, "the manual lives in docs/, the README is its front page"
+    links = set(re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text))
+    missing = [str(p.relative_to(ROOT)) for p in sorted(DOCS.glob("*.md"))
+               if p.name != "index.md" and str(p.relative_to(ROOT)) not in links]
+    assert missing == [], f"README.md should link {missing}"
+    broken = [link for link in links if "://" not in link and not (ROOT / link).exists()]
+    assert broken == [], f"README.md links to missing files: {broken}"
