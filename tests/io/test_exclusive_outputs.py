@@ -82,7 +82,7 @@ def test_convert_force_refuses_what_lstm_data_did_not_write(small, tmp_path, mak
     before = _snapshot(out)
     done = _cli("convert", src, out, "--force", "--quiet")
     assert done.returncode == 1
-    assert "--force replaces only a store or file that lstm_data wrote" in done.stderr
+    assert "replaces only a store or file that lstm_data wrote" in done.stderr
     assert _snapshot(out) == before
     # the library refuses too
     write = write_hdf5 if name.endswith(".h5") else write_zarr

@@ -102,11 +102,14 @@ def test_a_damaged_store_or_file_is_a_format_error_naming_it(tmp_path):
     (tmp_path / "cut.h5").write_bytes(data[: len(data) // 2])  # a truncated copy
     ds.to_zarr(tmp_path / "j.zarr")
     (tmp_path / "j.zarr" / "calE" / "zarr.json").write_text('{"zarr_format": 3, "node_')  # cut
-    for path, what in ((tmp_path / "m.zarr", "calE"), (tmp_path / "cut.h5", "truncated"),
-                       (tmp_path / "j.zarr", "JSONDecodeError")):
+    for path, what in ((tmp_path / "m.zarr", "calE"), (tmp_path / "cut.h5", "truncated")):
         with pytest.raises(FormatError, match=f"damaged or incomplete.*{what}") as err:
             lstm_data.open(path)
         assert err.value.file == str(path)
+    # a damaged metadata file: named itself (the store's manifest records its digest)
+    with pytest.raises(FormatError, match="metadata file 'calE/zarr.json' was changed or damaged") as err:
+        lstm_data.open(tmp_path / "j.zarr")
+    assert err.value.file == str(tmp_path / "j.zarr" / "calE" / "zarr.json")
     with pytest.raises(FormatError) as err:  # among several files: the damaged one is named
         lstm_data.open([tmp_path / "ok.h5", tmp_path / "cut.h5"])
     assert err.value.file == str(tmp_path / "cut.h5")
