@@ -39,6 +39,8 @@ def mixed_table(n=N, seed=0):
         "hits": pa.array([[[1.0, 2.0]] * int(k) for k in lens], pa.list_(pa.list_(pa.float32()))),
         "trk": pa.array([[{"pt": float(j), "q": -1, "name": "mu"} for j in range(int(k) + 1)] for k in lens],
                         pa.list_(pa.struct([("pt", pa.float32()), ("q", pa.int8()), ("name", pa.string())]))),
+        "info": pa.array([None if i == 5 else {"n": i, "hits": [0.5] * i} for i in range(n)],
+                         pa.struct([("n", pa.int32()), ("hits", pa.list_(pa.float64()))])),
     })
 
 
@@ -54,9 +56,12 @@ def test_numbers_open_and_the_rest_is_listed_once(mixed_file, caplog, in_ram):
     with caplog.at_level(logging.INFO, logger="lstm_data"):
         ds = lstm_data.open(mixed_file, in_ram=in_ram)
     t = pq.read_table(mixed_file)
-    assert ds.scalar_names == ["calE", "meta.a", "vtx[0]", "vtx[1]", "vtx[2]"]
+    assert ds.scalar_names == ["calE", "meta.a", "vtx[0]", "vtx[1]", "vtx[2]", "info.n"]
     assert ds.groups == {"png": ["png.calE", "png.dir[0]", "png.dir[1]", "png.dir[2]", "png.good"],
-                         "trk": ["trk.pt", "trk.q"]}
+                         "trk": ["trk.pt", "trk.q"], "info": ["info.hits"]}
+    n = ds.scalar("info.n")
+    assert np.isnan(n[5]) and n[6] == 6  # a null struct: NaN, and no values in its lists
+    np.testing.assert_array_equal(np.diff(ds.offsets("info")), [0 if i == 5 else i for i in range(N)])
     assert set(ds.skipped) == {"run_name", "tags", "meta.b", "when", "hits", "trk.name"}
     np.testing.assert_array_equal(ds.scalar("meta.a"), np.ones(N))
     trk, trk_off = ds.ragged("trk")

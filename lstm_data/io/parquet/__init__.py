@@ -108,8 +108,10 @@ def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None,
     groups = {}
     for g, names in plan.groups.items():
         dt = plan.group_dtypes[g]
-        cols = {v: list_column(table.column(plan.source(v)[0]), v, dt, steps=plan.source(v)[1],
-                               exact=plan.exact) for v in names}
+        cols = {}
+        for v in names:
+            arr, steps = plan.list_source(table, v)
+            cols[v] = list_column(arr, v, dt, steps=steps, exact=plan.exact)
         groups[g] = build_group(g, {v: (c.pieces, c.lengths) for v, c in cols.items()}, dtype=dt)
     out = InMemoryDataset(scalars, groups)
     out.skipped = dict(plan.skipped)

@@ -128,8 +128,8 @@ class ParquetDataset(OnDiskDataset):
 
     def _list(self, table: Any, v: str, group: str, path: str, row0: int) -> ListColumn:
         """Prong variable ``v`` of ``group`` from a row group's table."""
-        arrow, steps = self._plan.source(v)
-        return list_column(table.column(arrow), v, self._plan.group_dtypes[group], file=path,
+        arr, steps = self._plan.list_source(table, v)
+        return list_column(arr, v, self._plan.group_dtypes[group], file=path,
                            first_row=row0, steps=steps, exact=self._plan.exact)
 
     def value_chunk_len(self, group: str) -> int:

@@ -39,6 +39,9 @@ from lstm_data.io.exact_ints import ExactInts
 from lstm_data.io.layout import value_dtype
 from lstm_data.io.parquet.columns import PANDAS_INDEX, Step, apply_steps, is_list, numeric, recorded_groups
 
+#: the step into a list's values: what follows applies to them
+VALUES: Step = ("values", 0)
+
 __all__ = ["ColumnPlan", "plan_columns", "leaves", "apply_steps", "describe_skipped"]
 
 
@@ -50,6 +53,8 @@ class Leaf:
     ragged: bool
     steps: tuple[Step, ...]
     type: Any
+    #: a prong variable: the name of the list it comes from
+    list_name: str = ""
 
 
 def leaves(name: str, t: Any) -> tuple[list[Leaf], dict[str, str]]:
@@ -79,8 +84,11 @@ def _walk(name: str, t: Any, steps: tuple[Step, ...], ragged: bool, out: list[Le
         for i in range(t.num_fields):
             f = t.field(i)
             _walk(f"{name}.{f.name}", f.type, steps + (("field", i),), ragged, out, skipped)
-    elif is_list(t) and not ragged:
-        _walk(name, t.value_type, steps, True, out, skipped)
+    elif is_list(t) and not ragged:  # the steps after ("values", 0) apply to the list's values
+        n = len(out)
+        _walk(name, t.value_type, steps + (VALUES,), True, out, skipped)
+        for leaf in out[n:]:
+            leaf.list_name = name
     elif is_list(t) or pa.types.is_fixed_size_list(t):
         nested = ragged or is_list(t.value_type) or pa.types.is_fixed_size_list(t.value_type)
         skipped[name] = (t, "lists of lists (a row level cannot be chosen)" if nested else "not numbers")
@@ -137,6 +145,15 @@ class ColumnPlan:
         """``(Arrow column, steps)`` of output column ``name``."""
         return self.sources.get(name, (name, ()))
 
+    def list_source(self, table: Any, name: str) -> tuple[Any, tuple[Step, ...]]:
+        """Prong variable ``name``: its list array in a ``pyarrow.Table`` or ``RecordBatch``
+        (struct fields above the list taken out) and the steps to apply to the list's values."""
+        arrow, steps = self.source(name)
+        if VALUES not in steps:
+            return table.column(arrow), ()
+        k = steps.index(VALUES)
+        return apply_steps(table.column(arrow), steps[:k]), steps[k + 1:]
+
     def column(self, table: Any, name: str) -> Any:
         """Output scalar ``name`` of a ``pyarrow.Table`` or ``RecordBatch`` (struct fields and
         fixed-size list elements taken out, parents' nulls kept)."""
@@ -186,7 +203,8 @@ def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
             if leaf.ragged:
                 ragged_names.append(out)
                 # a list of structs is one group; a list of numbers (or fixed-size lists) joins its prefix's
-                keys[out] = n if leaf.steps and leaf.steps[0][0] == "field" else group_prefix(n)
+                records = any(k == "field" for k, _ in leaf.steps[leaf.steps.index(VALUES):])
+                keys[out] = leaf.list_name if records else group_prefix(leaf.list_name)
             else:
                 scalar_names.append(out)
     _check_unique(outputs + list(skipped), file)

@@ -215,8 +215,10 @@ class _Assembler:
                                                  first_row=row0, exact=plan.exact))
         for g, names in plan.groups.items():
             dt = plan.group_dtypes[g]
-            cols = {v: list_column(batch.column(plan.source(v)[0]), v, dt, file=path, first_row=row0,
-                                   steps=plan.source(v)[1], exact=plan.exact) for v in names}
+            cols = {}
+            for v in names:
+                arr, steps = plan.list_source(batch, v)
+                cols[v] = list_column(arr, v, dt, file=path, first_row=row0, steps=steps, exact=plan.exact)
             ref = check_list_columns(g, cols, file=path, first_row=row0)
             start, total = self.cursor[g], ref.total
             self._reserve(g, start + total)
