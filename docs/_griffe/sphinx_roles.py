@@ -1,0 +1,54 @@
+"""A griffe extension for the site: the docstrings' Sphinx roles as code, linked where documented.
+
+The package's docstrings write cross-references the Sphinx way (:class:`~lstm_data.x.Y`,
+:meth:`flatten`, :data:`QUOTED`), which Markdown shows as raw text. This extension turns
+each into inline code (``~`` keeps only the last name, as Sphinx does) wrapped in an
+optional autorefs reference: a link when the site documents that object, plain code
+otherwise (never a warning).
+"""
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+import griffe
+
+_ROLE = re.compile(r":(?:py:)?(class|func|meth|mod|data|attr|exc|obj|const):`(~?)([\w.]+)(\(\))?`")
+
+
+def _identifier(obj: griffe.Object, name: str) -> str:
+    """The full path of ``name`` as seen from ``obj``: itself if dotted from the package, else
+    the first enclosing class or module that holds it (an import followed to its target)."""
+    if name.startswith("lstm_data"):
+        return name
+    first, _, rest = name.partition(".")
+    scope: Any = obj
+    while scope is not None:
+        member = scope.members.get(first) if hasattr(scope, "members") else None
+        if member is not None:
+            try:
+                path = member.target_path if member.is_alias else member.path
+            except Exception:  # an alias griffe cannot resolve: keep the path where it is seen
+                path = member.path
+            return f"{path}.{rest}" if rest else path
+        scope = scope.parent
+    return name
+
+
+def rewrite(obj: griffe.Object, text: str) -> str:
+    """``text`` with every Sphinx role made optional-autoref inline code."""
+    def one(match: re.Match[str]) -> str:
+        role, short, name, call = match.groups()
+        title = (name.rsplit(".", 1)[-1] if short else name) + (call or ("()" if role in ("func", "meth") else ""))
+        identifier = html.escape(_identifier(obj, name), quote=True)
+        return f'<autoref identifier="{identifier}" optional><code>{html.escape(title)}</code></autoref>'
+    return _ROLE.sub(one, text)
+
+
+class SphinxRoles(griffe.Extension):
+    """Rewrite the Sphinx roles of every docstring once the object tree is built."""
+
+    def on_object(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        if obj.docstring is not None and ":" in obj.docstring.value:
+            obj.docstring.value = rewrite(obj, obj.docstring.value)
