@@ -48,6 +48,7 @@ def load_backend(name: str) -> types.SimpleNamespace:
     ImportError
         When ``name == "cython"`` and the compiled core is not built.
     """
+    mod: types.ModuleType
     if name == "python":
         from lstm_data.kernels import _py as mod
     elif name == "cython":

@@ -20,7 +20,7 @@ WHITESPACE = " \t\r\n\v\f"
 
 def check_dtype(dtype: Any) -> np.dtype:
     """Return ``dtype`` as float32 or float64, or raise ``TypeError``."""
-    dt = np.dtype(dtype)
+    dt: np.dtype = np.dtype(dtype)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"dtype must be float32 or float64, got {dt}")
     return dt
@@ -125,7 +125,7 @@ def as_max_len(max_len: Any) -> int:
     return int(max_len)
 
 
-def as_out(out: Any, shape: tuple, dt: np.dtype) -> np.ndarray:
+def as_out(out: Any, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
     if out is None:
         return np.empty(shape, dtype=dt)
     if not isinstance(out, np.ndarray):
@@ -338,7 +338,8 @@ def check_csv_seps(sep: str, list_sep: str) -> tuple[int, int]:
     return ord(sep), ord(list_sep)
 
 
-def csv_layout(names: Sequence[str], kinds: Sequence[str], groups: Mapping[str, Sequence[int]]):
+def csv_layout(names: Sequence[str], kinds: Sequence[str],
+               groups: Mapping[str, Sequence[int]]) -> tuple[list[str], list[int], list[int]]:
     """Validate kinds and groups; return ``(kinds, group of column, leaders)``."""
     if len(kinds) != len(names):
         raise ValueError(f"{len(kinds)} kinds for {len(names)} columns")
@@ -406,7 +407,7 @@ def check_interleave(columns: Any, out: Any) -> tuple[list[np.ndarray], np.ndarr
     return arrays, out
 
 
-def check_csv_extend(mine: tuple, theirs: tuple, same: bool) -> None:
+def check_csv_extend(mine: tuple[object, ...], theirs: tuple[object, ...], same: bool) -> None:
     """Check that ``CsvBlockParser.extend`` may append the other parser's rows.
 
     ``mine`` and ``theirs`` are the parsers' layouts (names, kinds, groups, dtype,

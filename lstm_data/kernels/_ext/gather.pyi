@@ -3,10 +3,34 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
+from typing_extensions import Buffer
+
+from lstm_data.kernels._args import RaggedJob
 
 class BatchGather:
-    """Every padded field and every ``table[rows]`` of one batch, in one GIL-free call."""
+    """Every padded field and every ``table[rows]`` of one batch, in one GIL-free call.
 
-    def __init__(self, ragged: Sequence[Mapping[str, Any]] = (), tables: Sequence[ArrayLike] = ()) -> None: ...
-    def __call__(self, rows: ArrayLike, arena: Any = None) -> tuple[list[tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]],
-                                                 list[np.ndarray[Any, Any]]]: ...
+    Each ragged job is a mapping of ``pad_ragged``'s arguments by name (``max_len``,
+    ``pad_value``, ``columns``, ``sort_by``, ``descending``, ``padding``,
+    ``truncating``, ``dtype``) plus ``fixed`` and ``multiple_of``, and its rows:
+    either ``values`` and ``offsets``, or ``parts=[(values, offsets), ...]``, pairs
+    whose rows are numbered one after another (gathered across in one pass, never
+    concatenated). Values are float32, float64, any native integer dtype or boolean,
+    converted to the output dtype as C converts them.
+    """
+
+    ragged: list[RaggedJob]
+    tables: list[np.ndarray]
+
+    def __init__(self, ragged: Sequence[Mapping[str, Any]] = (), tables: Sequence[ArrayLike] = ()) -> None:
+        """Check every ragged job and table once."""
+
+    def __call__(self, rows: ArrayLike, arena: Buffer | np.ndarray | None = None,
+                 ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
+        """``[(batch, lengths) per ragged job], [table[rows] per table]`` for ``rows``.
+
+        With ``arena`` (a writable, C-contiguous buffer starting at a multiple of 64
+        bytes in memory) the outputs are placed in it, in the order ``lengths`` then
+        ``batch`` of each job, then each table, each at the next multiple of 64 bytes
+        from its start while they fit; the others are allocated as usual.
+        """

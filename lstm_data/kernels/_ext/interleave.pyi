@@ -1,11 +1,10 @@
 """Type stub of the compiled ``interleave_columns`` (twin: ``lstm_data/kernels/_py/interleave.py``)."""
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 TILE_BYTES: int
 
-def interleave_columns(columns: Sequence[ArrayLike], out: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def interleave_columns(columns: Sequence[ArrayLike], out: np.ndarray) -> np.ndarray:
     """Write column ``j`` of ``columns`` into ``out[:, j]``, for every ``j``, in one GIL-free pass."""
-    ...

@@ -2,8 +2,7 @@
 from typing import Any, Sequence
 
 import numpy as np
-from numpy.typing import DTypeLike
 
-def parse_float_lists(cells: Sequence[Any] | np.ndarray[Any, Any], dtype: DTypeLike = ...,
+def parse_float_lists(cells: Sequence[Any] | np.ndarray[Any, Any], dtype: Any = ...,
                       sep: str = ",") -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Comma-string cells to ragged floats: ``(values, offsets (len(cells) + 1,))``."""

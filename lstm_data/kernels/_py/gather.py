@@ -9,7 +9,7 @@ instead of once per field (every hand-off is a chance for a thread to sleep).
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -23,6 +23,10 @@ from lstm_data.kernels._args import (
     raise_bad_row,
 )
 from lstm_data.kernels._py.pad import pad_ragged
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from typing_extensions import Buffer
 
 __all__ = ["BatchGather", "batch_width"]
 
@@ -58,11 +62,16 @@ class BatchGather:
     Calling is thread-safe: a call keeps no state between calls.
     """
 
-    def __init__(self, ragged: Sequence[Mapping[str, Any]] = (), tables: Sequence[Any] = ()) -> None:
+    #: the ragged jobs, checked
+    ragged: list[RaggedJob]
+    #: the tables, checked and C-contiguous
+    tables: list[np.ndarray]
+
+    def __init__(self, ragged: Sequence[Mapping[str, Any]] = (), tables: Sequence[ArrayLike] = ()) -> None:
         self.ragged = [prepare_ragged(job) for job in ragged]
         self.tables = [prepare_table(t) for t in tables]
 
-    def __call__(self, rows: Any, arena: Any = None,
+    def __call__(self, rows: ArrayLike, arena: Buffer | np.ndarray | None = None,
                  ) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray]]:
         """Build every output for ``rows`` (1-D ints, any order, repeats allowed).
 

@@ -7,16 +7,19 @@ writes V such arrays into the block.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from lstm_data.kernels._args import check_interleave
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
 __all__ = ["interleave_columns"]
 
 
-def interleave_columns(columns: Sequence[Any], out: np.ndarray) -> np.ndarray:
+def interleave_columns(columns: Sequence[ArrayLike], out: np.ndarray) -> np.ndarray:
     """Write column ``j`` of ``columns`` into ``out[:, j]``, for every ``j``.
 
     Parameters

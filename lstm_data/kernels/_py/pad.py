@@ -140,8 +140,9 @@ def row_bounds(offsets: np.ndarray, rows: np.ndarray, total: int) -> tuple[np.nd
     return starts, stops
 
 
-def _fill(batch, table, starts, stops, lengths, width, cols, key, descending, padding,
-          truncating, dt, pad_value) -> None:
+def _fill(batch: np.ndarray, table: np.ndarray, starts: np.ndarray, stops: np.ndarray, lengths: np.ndarray,
+          width: int, cols: np.ndarray, key: int | None, descending: bool, padding: str, truncating: str,
+          dt: np.dtype, pad_value: float) -> None:
     """Write every batch row: its (sorted, truncated) prongs, then the padding."""
     batch[...] = dt.type(pad_value)
     view = batch.reshape(len(batch), width, len(cols))
