@@ -96,6 +96,11 @@ def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype: DTypeLike = np.
         ``Poisson(10)`` more and 1% empty events, capped at 30: about
         ``png_mean + 1.2`` on average (``png_mean=2`` gives the ~3 of NOvA's
         numu_v3 selection).
+
+    Returns
+    -------
+    InMemoryDataset
+        The slice scalars, the targets and the ``png`` and ``png2d`` groups.
     """
     rng = np.random.default_rng(seed)
     out_dtype = np.float64 if exact else dtype
@@ -184,6 +189,24 @@ def write_csv(path: str | os.PathLike[str], n_rows: int = 100_000, seed: int = 0
     of :data:`TOKEN_FORMATS` in turn (``%g``, ``%.6f``, ``%.9g``, 17-digit
     ``repr``), so every format has columns. The default (short round-trip texts)
     is what the shipped sample was made with.
+
+    Parameters
+    ----------
+    path
+        The file to write; ``.gz``, ``.xz`` or ``.bz2`` compresses it.
+    n_rows, seed
+        As for :func:`make_dataset`.
+    level
+        Compression level (the codec's default when ``None``).
+    dtype
+        Value dtype of the returned dataset.
+    token_mix
+        Write the numbers in the spellings of real dumps (see above).
+
+    Returns
+    -------
+    InMemoryDataset
+        The data written, as a reader of the file must return it.
     """
     ds = make_dataset(n_rows, seed, exact=True)
     names = SLICE_VARS + [v for g in ("png", "png2d") for v in ds.groups[g]] + TARGET_VARS
