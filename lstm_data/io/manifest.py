@@ -207,9 +207,7 @@ class Manifest:
         import numpy as np
 
         entries = self.chunks.get(array)
-        if index is None:
-            index = _index_of(chunk)
-        what = f"chunk {index} of array {array!r} (chunk key {chunk!r})"
+        what = f"chunk {_index_of(chunk) if index is None else index} of array {array!r} (chunk key {chunk!r})"
         if entries is None or chunk not in entries:
             raise FormatError(f"{what} is not in the store's manifest: the array was changed or "
                               "the chunk comes from elsewhere", file=file)

@@ -123,4 +123,4 @@ def put_in_place(tmp: str | os.PathLike[str], target: str | os.PathLike[str], ov
 
     if overwrite:
         check_replaceable(target)  # again: it may have changed while the output was written
-    move_into_place(tmp, target, replace=overwrite)
+    move_into_place(Path(tmp), Path(target), replace=overwrite)
