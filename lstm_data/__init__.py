@@ -85,7 +85,8 @@ _WRITERS = {
 def _layout_writer(fmt: str) -> Callable[..., Any]:
     """The writer (or converter) for ``fmt``; its io module is imported on first use."""
     module, attr = _WRITERS[fmt]
-    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+    writer: Callable[..., Any] = getattr(importlib.import_module(module), attr)
+    return writer
 
 
 # The package root wires the layers together: Dataset.to_zarr/to_hdf5/to_parquet/to_arrow/

@@ -28,7 +28,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, OptionError, SchemaError, redact
@@ -49,7 +49,7 @@ _EXTENSIONS = {".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".zarr": "zarr",
 _NOT_DATA = {".toml", ".json", ".yaml", ".yml", ".ini", ".cfg", ".py", ".md", ".rst", ".ipynb"}
 
 
-def split_member(path: str | os.PathLike) -> tuple[str, str | None]:
+def split_member(path: str | os.PathLike[str]) -> tuple[str, str | None]:
     """``(file, tree)`` of ``"file.root:tree"``; ``(path, None)`` for any other path.
 
     The suffix is split off only when ``path`` itself does not exist and the part
@@ -66,7 +66,7 @@ def split_member(path: str | os.PathLike) -> tuple[str, str | None]:
     return text, None
 
 
-def input_bytes(path: str | os.PathLike) -> int:
+def input_bytes(path: str | os.PathLike[str]) -> int:
     """Bytes on disk of an input: a file, every file of a directory (a store), or the
     file of ``file.root:tree``."""
     if is_stream(path):
@@ -90,7 +90,7 @@ def _has_hdf5_signature(path: Path) -> bool:
     return False
 
 
-def detect_format(path: str | os.PathLike) -> str:
+def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of ``path``: ``"csv"``, ``"hdf5"``, ``"nova"`` (NOvA HDF5 tables), ``"parquet"``,
     ``"root"``, ``"zarr"`` (our v3 layout) or ``"l5kit"`` (zarr v2).
 
@@ -149,7 +149,7 @@ def detect_format(path: str | os.PathLike) -> str:
                       file=str(p))
 
 
-def expand_paths(path_or_paths) -> list[str]:
+def expand_paths(path_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
     """Expand a path, a glob pattern or a list of either into existing paths (globs sorted).
 
     Raises
@@ -207,13 +207,13 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
     """Open ``path`` with the reader of ``fmt``."""
     if fmt == "hdf5":
         from lstm_data.io.hdf5 import read_hdf5
-        return read_hdf5(path, schema=schema, **options)
+        return cast(Dataset, read_hdf5(path, schema=schema, **options))  # read_hdf5 is not annotated
     if fmt == "nova":
         from lstm_data.io.nova_hdf5 import read_nova
-        return read_nova(path, schema=schema, **options)
+        return cast(Dataset, read_nova(path, schema=schema, **options))  # read_nova is not annotated
     if fmt == "parquet":
         from lstm_data.io.parquet import read_parquet
-        return read_parquet(path, schema=schema, **options)
+        return cast(Dataset, read_parquet(path, schema=schema, **options))  # declared to return Any
     if fmt == "root":
         from lstm_data.io.root import read_root
         file, member = split_member(path)
@@ -239,7 +239,7 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
     return read_csv(path, schema=schema, **options)
 
 
-def open(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
+def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
          schema: Any = None, read: ReadOptions | None = None, **options: Any) -> Dataset:
     """Open a dataset of any format, or several files as one.
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -53,7 +53,7 @@ __all__ = ["ReadOptions", "READER_OPTIONS", "read_options_from", "file_value_col
 
 def _dtype(value: Any) -> str:
     try:
-        dt = np.dtype(value)
+        dt: np.dtype = np.dtype(value)
     except TypeError:
         raise OptionError(f"dtype must be float32 or float64, got {value!r}") from None
     if dt not in (np.float32, np.float64):
@@ -266,7 +266,7 @@ class ReadOptions(DeclaredOptions):
         return out
 
 
-def file_value_columns(rules: Mapping[str, Any], paths: list[str]) -> dict[str, list[float]]:
+def file_value_columns(rules: Mapping[str, Any], paths: list[str]) -> dict[str, Sequence[float]]:
     """Each ``file_values`` column's value for each of ``paths`` (``fnmatch`` on the whole path).
 
     Raises
@@ -276,7 +276,7 @@ def file_value_columns(rules: Mapping[str, Any], paths: list[str]) -> dict[str, 
     """
     import fnmatch
 
-    out: dict[str, list[float]] = {}
+    out: dict[str, Sequence[float]] = {}
     for name, rule in rules.items():
         if rule == "index":
             out[name] = list(range(len(paths)))
