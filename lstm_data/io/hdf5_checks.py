@@ -42,6 +42,8 @@ _log = logging.getLogger("lstm_data")
 PLUGIN_FILTERS = {307: "bzip2", 32001: "blosc", 32004: "lz4", 32008: "bitshuffle", 32013: "zfp",
                   32015: "zstd", 32017: "sz", 32018: "fcidecomp", 32024: "sz3", 32026: "blosc2",
                   32028: "sperr"}
+#: PyTables' LZO filter: compiled into PyTables only, no plugin package provides it
+_PYTABLES_LZO = 305
 _plugins_tried = False
 
 #: how an outside reference can be allowed (the end of every refusal)
@@ -199,6 +201,9 @@ def missing_filter_error(ds: h5py.Dataset, *, file: str, variable: str | None = 
     if len(known_ids) == len(missing):
         how = ("the hdf5plugin package provides it: pip install hdf5plugin (lstm_data loads it "
                "when installed)")
+    elif any(fid == _PYTABLES_LZO for fid, _ in missing):
+        how = ("PyTables' own build of HDF5 reads it; rewrite the file with another compressor, e.g. "
+               "ptrepack --complib=blosc:zstd --complevel=5 IN.h5 OUT.h5 (or h5repack -f GZIP=5)")
     else:
         how = ("find the filter's plugin in the HDF Group's list of registered filters and put it "
                "on HDF5_PLUGIN_PATH" + ("; hdf5plugin provides the others" if known_ids else ""))

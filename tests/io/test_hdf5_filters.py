@@ -93,3 +93,12 @@ def test_nova_names_the_filter(tmp_path):
     with pytest.raises(FormatError, match=f"filter id {UNKNOWN}") as err:
         lstm_data.open(path)
     assert err.value.variable == "rec.slc.calE"
+
+
+def test_pytables_lzo_says_how_to_rewrite_the_file(tmp_path):
+    path = tmp_path / "lzo.h5"
+    with h5py.File(path, "w") as fh:
+        filtered_dataset(fh, "x", np.arange(120, dtype=np.float32), 305)
+    with pytest.raises(FormatError, match="ptrepack") as err:
+        lstm_data.open(path)
+    assert "(HDF5 filter id 305)" in str(err.value) and "not damaged" in str(err.value)
