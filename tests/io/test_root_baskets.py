@@ -166,3 +166,26 @@ def test_root_written_baskets_without_entry_offsets_equal_uproot():
         for j, v in enumerate(names):
             assert_bitwise(values[:, j], np.concatenate(list(ref[v])).astype(values.dtype), v)
     assert_same_dataset(read_root(data / "uproot-small-dy-nooffsets.root", threads=2), one)
+
+
+def test_root_written_vectors_and_objects_equal_uproot():
+    """std::vector<float/int/bool> baskets (10-byte header per entry) are cut on threads; TVector2/3 and
+    TLorentzVector members are numeric columns (MET.fX, jetp4.fP.fX)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "uproot-HZZ-objects.root"
+    one = read_root(path, threads=1)
+    assert one.skipped == {} and len(one) == 2421
+    assert one.groups["jetp4"] == ["jetp4.fP.fX", "jetp4.fP.fY", "jetp4.fP.fZ", "jetp4.fE"]
+    assert one.ragged("jetid")[0].dtype == np.bool_ and one.ragged("muonq")[0].dtype == np.int32
+    with uproot.open(path) as fh:
+        tree = fh["events"]
+        assert_bitwise(one.scalar("MET.fY"), ak.to_numpy(tree["MET"].array().fY))
+        jets = tree["jetp4"].array()
+        assert_bitwise(one.ragged("jetp4")[0][:, 3], ak.to_numpy(ak.flatten(jets.fE)))
+        for v in ("jetbtag", "jetid", "muonq", "photoniso"):
+            ref = tree[v].array()
+            values, offsets = one.ragged(v)
+            assert_bitwise(values[:, 0], ak.to_numpy(ak.flatten(ref)), v)
+            assert_bitwise(np.diff(offsets), ak.to_numpy(ak.num(ref)).astype(np.int64), v)
+    assert_same_dataset(read_root(path, threads=2), one)

@@ -182,13 +182,14 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
         dt = dt if dt is not None else schema_dtype
         declared = set(getattr(_schema(schema), "groups", None) or ())
         _check_fits(cols, scalars, groups, dt)
-        fast_scalars, fast_groups = read_fast(cols, scalars, groups, dt, threads, progress)
+        fast_scalars, fast = read_fast(cols, scalars, groups, dt, threads, progress, declared)
         out_scalars = {s: fast_scalars[s] if s in fast_scalars else _cast(cols.read(s), dt) for s in scalars}
-        rest = {g: names for g, names in groups.items() if g not in fast_groups}
-        slow = _read_groups(cols, rest, dt, step_bytes, declared, taken=scalars)
-        out_groups = {g: fast_groups[g] if g in fast_groups else slow.pop(g)
-                      for g in groups if g in fast_groups or g in slow}
-        out_groups.update(slow)  # groups cut from an inferred one by lengths
+        done = {v for g in fast.values() for v in g.names}
+        rest = {g: names for g, names in groups.items() if not set(names) <= done}
+        slow = _read_groups(cols, rest, dt, step_bytes, declared, taken=list(scalars) + list(fast))
+        out_groups = {g: fast.pop(g) if g in fast else slow.pop(g) for g in groups if g in fast or g in slow}
+        out_groups.update(fast)  # groups cut from an inferred one by lengths
+        out_groups.update(slow)
     dataset = InMemoryDataset(out_scalars, out_groups, source=(name,))
     dataset.skipped = dict(cols.skipped)
     return dataset

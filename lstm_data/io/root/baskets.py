@@ -33,7 +33,7 @@ import numpy as np
 from lstm_data.errors import FormatError
 
 __all__ = ["BranchPlan", "plan_branch", "inflater_name", "set_inflater", "INFLATERS", "read_basket",
-           "BasketTask"]
+           "BasketTask", "PieceTask"]
 
 _KEY = struct.Struct(">ihiIhh")
 _TBASKET = struct.Struct(">hiiiib")
@@ -112,6 +112,8 @@ class BranchPlan:
         The big-endian dtype of one stored number.
     jagged : bool
         A counted array (values of several entries per basket) or one number per entry.
+    header : int
+        Bytes before each entry's values (10 for ``std::vector``: byte count, version, size).
     """
 
     name: str
@@ -121,6 +123,7 @@ class BranchPlan:
     stops: list[int]
     dtype: np.dtype
     jagged: bool
+    header: int = 0
 
     @property
     def compressed_bytes(self) -> int:
@@ -131,10 +134,11 @@ def plan_branch(branch: Any, name: str, n_entries: int, uproot: Any) -> BranchPl
     """The basket plan of a numeric branch this module reads, or ``None`` (read it through uproot)."""
     try:
         interp = branch.interpretation
+        header = 0
         if isinstance(interp, uproot.AsJagged):
-            if interp.header_bytes != 0 or not isinstance(interp.content, uproot.AsDtype):
+            if not isinstance(interp.content, uproot.AsDtype):
                 return None
-            dtype, jagged = np.dtype(interp.content.from_dtype), True
+            dtype, jagged, header = np.dtype(interp.content.from_dtype), True, int(interp.header_bytes)
         elif isinstance(interp, uproot.AsDtype):
             dtype, jagged = np.dtype(interp.from_dtype), False
         else:
@@ -154,7 +158,7 @@ def plan_branch(branch: Any, name: str, n_entries: int, uproot: Any) -> BranchPl
     starts, stops = entries[:count], entries[1:count + 1]
     if count and stops[-1] != n_entries or any(s <= 0 for s in sizes):
         return None
-    return BranchPlan(name, seeks, sizes, starts, stops, dtype, jagged)
+    return BranchPlan(name, seeks, sizes, starts, stops, dtype, jagged, header)
 
 
 def read_basket(fd: int, plan: BranchPlan, i: int, file: str,
@@ -290,3 +294,46 @@ class BasketTask:
             raise FormatError(f"tree {tree!r}: branch {self.plan.name!r} holds {int(lengths[bad[0]])} values "
                               f"in entry {e} but its counter says {int(self.counts[bad[0]])}; damaged file?",
                               file=file, variable=self.plan.name, row=e)
+
+
+@dataclass
+class PieceTask:
+    """Decode basket ``i`` of a jagged ``plan`` on its own: its values (native dtype) and the
+    number of values of each entry, from the basket's entry offsets (``std::vector`` entries
+    lose their ``header`` bytes). ``values`` stays ``None`` when the basket keeps no entry
+    offsets (only a counter branch can then cut it)."""
+
+    plan: BranchPlan
+    i: int
+    values: np.ndarray | None = None
+    lengths: np.ndarray | None = None
+
+    def run(self, fd: int, file: str, tree: str) -> None:
+        data, entry_offsets = read_basket(fd, self.plan, self.i, file, tree)
+        if entry_offsets is None:
+            return
+        h, dtype = self.plan.header, self.plan.dtype
+        nbytes = np.diff(entry_offsets) - h
+        if len(nbytes) and (nbytes.min() < 0 or np.any(nbytes % dtype.itemsize)):
+            bad = int(np.flatnonzero((nbytes < 0) | (nbytes % dtype.itemsize != 0))[0])
+            raise FormatError(f"tree {tree!r}: entry {self.plan.starts[self.i] + bad} of branch "
+                              f"{self.plan.name!r} holds {int(nbytes[bad]) + h} bytes, not a whole number of "
+                              f"{dtype.itemsize}-byte values; damaged file?", file=file,
+                              variable=self.plan.name, row=self.plan.starts[self.i] + bad)
+        raw = np.frombuffer(data, dtype=np.uint8)
+        lengths = nbytes // dtype.itemsize
+        if h:
+            heads = entry_offsets[:-1]
+            if h == 10:  # byte count, version, then the vector's size: it must agree
+                size = raw[(heads + 6)[:, None] + np.arange(4)].copy().view(">i4").ravel()
+                bad = np.flatnonzero(size != lengths)
+                if len(bad):
+                    e = self.plan.starts[self.i] + int(bad[0])
+                    raise FormatError(f"tree {tree!r}: entry {e} of branch {self.plan.name!r} says it "
+                                      f"holds {int(size[bad[0]])} values in {int(nbytes[bad[0]])} bytes; "
+                                      "damaged file?", file=file, variable=self.plan.name, row=e)
+            keep = np.ones(len(raw), dtype=bool)
+            keep[(heads[:, None] + np.arange(h)).ravel()] = False
+            raw = raw[keep]
+        self.values = raw.view(dtype).astype(dtype.newbyteorder("="))
+        self.lengths = lengths

@@ -18,7 +18,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
-from lstm_data.io.root.baskets import BasketTask, BranchPlan, inflater_name, plan_branch
+from lstm_data.io.column_groups import build_group
+from lstm_data.io.jagged_groups import check_equal_lengths, split_by_lengths
+from lstm_data.io.root.baskets import BasketTask, BranchPlan, PieceTask, inflater_name, plan_branch
 from lstm_data.io.root.tree import TreeColumns, import_uproot
 
 __all__ = ["read_fast", "default_threads"]
@@ -36,7 +38,7 @@ def default_threads() -> int:
 
 def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[str]],
               dt: np.dtype | None, threads: int | None,
-              progress: Callable[[int, int], None] | None = None
+              progress: Callable[[int, int], None] | None = None, declared: set[str] = frozenset()
               ) -> tuple[dict[str, np.ndarray], dict[str, RaggedGroup]]:
     """The scalars and groups this path can read, read; the rest is left to the caller.
 
@@ -45,7 +47,8 @@ def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[
     scalars : dict
         Column -> array, for the scalars read here.
     groups : dict
-        Group -> :class:`RaggedGroup`, for the groups read here.
+        Group -> :class:`RaggedGroup`, for the groups read here (an inferred group whose
+        branches share no counter and differ in length: the groups it is cut into).
     """
     uproot = import_uproot()
     plans: dict[str, BranchPlan | None] = {}
@@ -61,8 +64,9 @@ def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[
     for g, names in groups.items():
         counter = cols.shared_counter(names)
         c_plan = None if counter is None else plan(counter)
-        if c_plan is None or c_plan.jagged or any(plan(v) is None or not plan(v).jagged for v in names):
-            continue  # uproot's path
+        if c_plan is None or c_plan.jagged or any(plan(v) is None or not plan(v).jagged or plan(v).header
+                                                  for v in names):
+            continue  # read as pieces below, or by uproot's path
         pending.append((g, names, counter))
     counts: dict[str, np.ndarray] = {}
     first: list[BasketTask] = []
@@ -94,8 +98,42 @@ def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[
         for j, v in enumerate(names):
             tasks += _tasks(plan(v), block[:, j], offsets, counts[counter])
         out_groups[g] = RaggedGroup(names, block, offsets)
-    _run(tasks, cols, n_threads, progress)
+    counted = {g for g, _, _ in pending}
+    piece_groups = {g: names for g, names in groups.items() if g not in counted
+                    and all(plan(v) is not None and plan(v).jagged for v in names)}
+    pieces = {v: [PieceTask(plan(v), i) for i in range(len(plan(v).starts))]
+              for names in piece_groups.values() for v in names}
+    _run(tasks + [t for ts in pieces.values() for t in ts], cols, n_threads, progress)
+    taken = set(scalars) | set(groups)
+    for g, names in piece_groups.items():
+        if any(t.values is None for v in names for t in pieces[v]):
+            continue  # baskets without entry offsets and no counter: uproot's path
+        own = {v: cols.dtype(v) for v in names}
+        built = _assemble(g, names, pieces, own, dt, g in declared, taken | set(out_groups), cols.file,
+                          cols.tree)
+        out_groups.update(built)
     return out_scalars, out_groups
+
+
+def _assemble(group: str, names: list[str], pieces: dict[str, list[PieceTask]], own: dict[str, np.dtype],
+              dt: np.dtype | None, strict: bool, taken: set[str], file: str,
+              tree: str) -> dict[str, RaggedGroup]:
+    """A group from its branches' basket pieces; an inferred group is cut by equal lengths."""
+    lengths = {v: np.concatenate([t.lengths for t in pieces[v]]) if pieces[v] else np.zeros(0, np.int64)
+               for v in names}
+    values = {v: [t.values for t in pieces[v]] or [np.zeros(0, dtype=own[v])] for v in names}
+    if strict:
+        check_equal_lengths(group, lengths, file=file, row_word="entry", where=f"tree {tree!r}: ",
+                            hint="they share no counter branch; declare them in different groups with a schema")
+    parts = {group: names} if strict else split_by_lengths(group, lengths, taken)
+    if len(parts) > 1:
+        _log.info("%s: jagged branches %s share no counter and differ in length: read as the groups %s",
+                  file, names, parts)
+    out = {}
+    for g, members in parts.items():
+        dtype = dt if dt is not None else np.result_type(*[values[v][0].dtype for v in members])
+        out[g] = build_group(g, {v: (values[v], lengths[v]) for v in members}, file=file, dtype=dtype)
+    return out
 
 
 def _tasks(plan: BranchPlan | None, out: np.ndarray, offsets: np.ndarray | None = None,
@@ -108,7 +146,7 @@ def _tasks(plan: BranchPlan | None, out: np.ndarray, offsets: np.ndarray | None 
             for i, (a, z) in enumerate(zip(plan.starts, plan.stops))]
 
 
-def _run(tasks: list[BasketTask], cols: TreeColumns, threads: int,
+def _run(tasks: Sequence[BasketTask | PieceTask], cols: TreeColumns, threads: int,
          progress: Callable[[int, int], None] | None) -> None:
     """Every task, largest baskets first, on ``threads`` threads (at most ``threads`` baskets in memory)."""
     if not tasks:

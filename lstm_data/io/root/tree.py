@@ -82,7 +82,9 @@ def _dtype_parts(dt: np.dtype, suffix: str,
     if dt.fields is not None:
         out = []
         for f in dt.names or ():
-            out += _dtype_parts(dt.fields[f][0], f"{suffix}.{f}", index + (f,))
+            path = f.split("/")  # a member of a member (TLorentzVector's fP/fX): nested records
+            if not any(p.startswith("@") for p in path):  # uproot's own fields (version, byte count)
+                out += _dtype_parts(dt.fields[f][0], suffix + "." + ".".join(path), index + tuple(path))
         return out
     base = dt.base if dt.shape else dt
     if base.fields is not None:
@@ -95,6 +97,12 @@ def _dtype_parts(dt: np.dtype, suffix: str,
         return [(suffix, native, index)]
     return [(suffix + "".join(f"[{i}]" for i in idx), native, index + tuple(idx))
             for idx in np.ndindex(*dt.shape)]
+
+
+def _to_numpy(array: Any) -> np.ndarray:
+    import awkward as ak
+
+    return np.asarray(ak.to_numpy(array))
 
 
 def _pick(array: Any, index: tuple[Any, ...], jagged: bool) -> Any:
@@ -303,10 +311,14 @@ class TreeColumns:
             key, idx = self._part[name]
             whole = self._cache.get("\0" + key)
             if whole is None:
-                whole = np.asarray(self._call(name, 0, self.n, "np"))
+                by_field = any(isinstance(k, str) for k in idx)  # records (objects) are read as awkward
+                whole = self._call(name, 0, self.n, "ak" if by_field else "np")
+                whole = whole if by_field else np.asarray(whole)
                 if idx:
                     self._cache["\0" + key] = whole
             array = _pick(whole, idx, False)
+            if not isinstance(array, np.ndarray):
+                array = _to_numpy(array)
             # never a view of the memory-mapped file, which is closed after reading
             self._cache[name] = np.ascontiguousarray(array) if idx or not array.flags.owndata \
                 else array
