@@ -124,7 +124,8 @@ def _assemble(group: str, names: list[str], pieces: dict[str, list[PieceTask]], 
     values = {v: [t.values for t in pieces[v]] or [np.zeros(0, dtype=own[v])] for v in names}
     if strict:
         check_equal_lengths(group, lengths, file=file, row_word="entry", where=f"tree {tree!r}: ",
-                            hint="they share no counter branch; declare them in different groups with a schema")
+                            hint="they share no counter branch; declare them in different groups "
+                                 "with a schema")
     parts = {group: names} if strict else split_by_lengths(group, lengths, taken)
     if len(parts) > 1:
         _log.info("%s: jagged branches %s share no counter and differ in length: read as the groups %s",
