@@ -14,6 +14,7 @@ import argparse
 import importlib
 import logging
 import sys
+from types import ModuleType
 
 #: subcommand -> module under lstm_data.cli
 COMMANDS = {
@@ -51,7 +52,7 @@ def _common_options() -> argparse.ArgumentParser:
 
 def _stderr_handler(fmt: str) -> logging.Handler:
     handler = logging.StreamHandler(sys.stderr)
-    handler.lstm_data_cli = True  # type: ignore[attr-defined]
+    setattr(handler, "lstm_data_cli", True)  # the mark _remove_handlers looks for
     handler.setFormatter(logging.Formatter(fmt))
     return handler
 
@@ -86,7 +87,7 @@ def _configure_logging(args: argparse.Namespace) -> None:
     cleanup.propagate = True
 
 
-def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, object]:
+def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, ModuleType | None]:
     parser = argparse.ArgumentParser(prog="lstm-data", description="Ragged event data to padded batches.")
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

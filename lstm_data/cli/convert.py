@@ -13,12 +13,13 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 __all__ = ["add_arguments", "run"]
 
 
 
-def _at_least(low: int):
+def _at_least(low: int) -> Callable[[str], int]:
     """An argparse type: an int of at least ``low`` (rejected before any input is read)."""
     def parse(text: str) -> int:
         try:

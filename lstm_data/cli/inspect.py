@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from lstm_data.cli.stats import (
     multiplicity,
     variable_stats,
 )
+
+if TYPE_CHECKING:
+    from lstm_data.data.dataset import Dataset
 
 __all__ = ["add_arguments", "run", "plot_multiplicities", "integrity_notes", "skipped_columns"]
 
@@ -98,7 +102,7 @@ def plot_multiplicities(multis: list[Multiplicity], lengths: dict[str, np.ndarra
     plt.close(fig)
 
 
-def integrity_notes(ds) -> list[str]:
+def integrity_notes(ds: Dataset) -> list[str]:
     """What the files under ``ds`` cannot detect (their readers' ``notes``), e.g. a zarr store
     written before every chunk was stored, where a lost chunk reads as zeros."""
     parts = getattr(ds, "datasets", None)
@@ -107,7 +111,7 @@ def integrity_notes(ds) -> list[str]:
     return list(getattr(ds, "notes", ()))
 
 
-def skipped_columns(ds) -> dict[str, str]:
+def skipped_columns(ds: Dataset) -> dict[str, str]:
     """Columns the readers under ``ds`` left out because they are not numbers: name -> what they hold
     (the readers' ``skipped``; several files: every file's, first one wins)."""
     parts = getattr(ds, "datasets", None)

@@ -20,8 +20,8 @@ import argparse
 from lstm_data.cli.csv_options import add_csv_arguments, csv_options
 
 
-def _shuffle(text: str):
-    choices = {"auto": "auto", "true": True, "false": False, "block": "block"}
+def _shuffle(text: str) -> bool | str:
+    choices: dict[str, bool | str] = {"auto": "auto", "true": True, "false": False, "block": "block"}
     if text.lower() not in choices:
         raise argparse.ArgumentTypeError(f"expected auto, true, false or block, got {text!r}")
     return choices[text.lower()]

@@ -5,8 +5,12 @@ Group values stream in row blocks, so an on-disk dataset is never loaded whole.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from lstm_data.data.dataset import Dataset
 
 __all__ = ["VariableStats", "Multiplicity", "variable_stats", "group_stats", "multiplicity",
            "max_len_keeping"]
@@ -55,7 +59,7 @@ class _Accumulator:
                               float(self.max[j]), float(mean[j])) for j, n in enumerate(names)]
 
 
-def variable_stats(dataset) -> list[VariableStats]:
+def variable_stats(dataset: Dataset) -> list[VariableStats]:
     """Statistics of every scalar column (one vectorised pass per column)."""
     out = []
     for name in dataset.scalar_names:
@@ -65,7 +69,7 @@ def variable_stats(dataset) -> list[VariableStats]:
     return out
 
 
-def group_stats(dataset, group: str) -> list[VariableStats]:
+def group_stats(dataset: Dataset, group: str) -> list[VariableStats]:
     """Statistics of every variable of ``group``, reading values in row blocks."""
     names = dataset.groups[group]
     offsets = dataset.offsets(group)
@@ -102,8 +106,8 @@ def max_len_keeping(lengths: np.ndarray, fraction: float) -> int:
     return int(ordered[min(max(k, 0), len(ordered) - 1)])
 
 
-def multiplicity(dataset, group: str, *, quantiles=(0.5, 0.9, 0.99, 0.999),
-                 keeps=(0.9, 0.99, 0.999)) -> Multiplicity:
+def multiplicity(dataset: Dataset, group: str, *, quantiles: Sequence[float] = (0.5, 0.9, 0.99, 0.999),
+                 keeps: Sequence[float] = (0.9, 0.99, 0.999)) -> Multiplicity:
     """Length quantiles of ``group`` and the ``max_len`` that keeps given fractions whole."""
     lengths = np.diff(dataset.offsets(group))
     n = len(lengths)
