@@ -1,4 +1,4 @@
-"""Precompute every batch of an epoch into a zarr v3 store (design §7).
+"""Precompute every batch of an epoch into a zarr v3 store.
 
 :func:`precompute` builds the batches of epoch 0 of ``Batches(dataset, spec,
 batch_size, shuffle, seed)`` on worker threads (the kernels release the GIL, and
@@ -52,7 +52,6 @@ from lstm_data.store.read import (
     PrecomputedBatches,
     open_batches,
     read_metadata,
-    stored_metadata,
 )
 
 _log = logging.getLogger("lstm_data")
@@ -243,10 +242,13 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
         if out.exists():
             try:
                 recorded = read_metadata(out)
+                PrecomputedBatches(out)  # every array's metadata and the index: damage shows here
             except Exception as exc:  # noqa: BLE001 - not a batch store: never replaced, even with force
-                if not (force and _is_batch_store(out)):  # force may replace an old-version store
-                    raise FileExistsError(f"{out} exists and is not a precomputed batch store ({exc}); "
-                                          "remove it yourself or choose another output") from None
+                if not (force and _is_batch_store(out)):  # force may replace an old or damaged store
+                    raise FileExistsError(f"{out} exists and is not a precomputed batch store, or a "
+                                          f"damaged one ({exc}); recompute a damaged store with "
+                                          "overwrite (--overwrite), or remove it yourself or choose "
+                                          "another output") from None
                 recorded = None
             if recorded is not None and not force:
                 compare_metadata({"bucketing": {}, "order": {}, **recorded}, {k: meta[k] for k in _REUSE_KEYS},
@@ -319,11 +321,16 @@ def _write_in_order(batches: Batches, shapes: dict[str, np.ndarray], writers: di
 
 
 def _is_batch_store(path: Path) -> bool:
-    """Whether ``path`` is a batch store of any version (which ``force`` may replace)."""
+    """Whether ``path`` is a batch store of any version (which ``force`` may replace), damaged
+    ones included: its root ``zarr.json`` (read as plain JSON) records our batch metadata."""
+    import json
+
     try:
-        return stored_metadata(path) is not None
-    except Exception:  # noqa: BLE001 - unreadable: not ours to replace
+        attrs = json.loads((path / "zarr.json").read_bytes()).get("attributes") or {}
+        meta = attrs.get(ATTR)
+    except Exception:  # noqa: BLE001 - unreadable: not known to be ours, not replaced
         return False
+    return isinstance(meta, dict) and meta.get("format") == STORE_FORMAT
 
 
 def _codecs(compress: bool) -> dict:

@@ -169,3 +169,20 @@ def test_a_second_writer_fails_at_once_while_the_first_holds_the_output(small, t
     write_zarr(small, out)  # the lock went with its process
     assert len(lstm_data.open(out)) == N_ROWS
     assert sorted(os.listdir(tmp_path)) == ["out.zarr"]
+
+
+def test_a_damaged_batch_store_is_replaced_with_overwrite_but_never_reused(tmp_path):
+    from lstm_data import BatchSpec
+    from lstm_data.store.write import precompute
+    from tests.helpers import EXAMPLES
+
+    spec = BatchSpec.from_toml(EXAMPLES / "numu_v3.toml")
+    data = make_dataset(500, seed=5)
+    out = tmp_path / "b.zarr"
+    precompute(data, spec, out, progress=False)
+    meta = out / "_index" / "zarr.json"
+    meta.write_bytes(meta.read_bytes().replace(b'"group"', b'"gr0up"'))  # damaged metadata
+    with pytest.raises(FileExistsError, match=r"or a damaged one \(metadata file '_index/zarr.json'"):
+        precompute(data, spec, out, progress=False)
+    summary = precompute(data, spec, out, progress=False, overwrite=True)
+    assert not summary.reused and len(lstm_data.open_batches(out)) == summary.n_batches
