@@ -11,7 +11,7 @@ sampler would waste every batch built ahead).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Generator, cast
 
 from lstm_data.adapters.epochs import batch_of
 from lstm_data.batching.prefetch import prefetch
@@ -25,7 +25,9 @@ class Stream:
     def __init__(self, build: Callable[[int], Any], n: int, epoch: int, start: int,
                  workers: int, ahead: int) -> None:
         self.epoch, self.next = epoch, start
-        self._items: Iterator[Any] = prefetch(lambda j: build(start + j), n - start, workers, ahead)
+        # prefetch is a generator function (declared to return an Iterator): close() closes it
+        self._items = cast(Generator[Any, None, None],
+                           prefetch(lambda j: build(start + j), n - start, workers, ahead))
 
     def take(self) -> Any:
         item = next(self._items)

@@ -48,10 +48,11 @@ input (known from the spec; other inputs of the first batch are scanned once).
 """
 from __future__ import annotations
 
+import importlib
 import math
 import threading
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -60,11 +61,30 @@ from lstm_data.adapters.ahead import Ahead
 from lstm_data.batching.fields import Ragged
 
 try:
-    import keras
+    keras = importlib.import_module("keras")  # Keras ships no type information: its names are Any here
 except ImportError as _exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "lstm_data.keras needs Keras 3: pip install 'lstm_data[keras]' plus a backend "
         "(e.g. 'lstm_data[keras,torch]' with KERAS_BACKEND=torch)") from _exc
+
+if TYPE_CHECKING:
+    import torch
+
+    from lstm_data.batching.spec import BatchSpec
+
+    class PyDataset:
+        """What this module uses of ``keras.utils.PyDataset``, for type checkers."""
+
+        max_queue_size: int
+
+        def __init__(self, workers: int = 1, use_multiprocessing: bool = False,
+                     max_queue_size: int = 10) -> None: ...
+
+    class Callback:
+        """What this module uses of ``keras.callbacks.Callback``, for type checkers."""
+else:
+    PyDataset = keras.utils.PyDataset
+    Callback = keras.callbacks.Callback
 
 __all__ = ["KerasBatches", "keras_inputs"]
 
@@ -72,7 +92,7 @@ NAN_FIX = ("use a spec with nan_to=0.0 (spec.replace(nan_to=0.0)), or a finite p
            "keras.layers.Masking(mask_value=<that value>) on that input")
 
 
-class KerasBatches(keras.utils.PyDataset):
+class KerasBatches(PyDataset):
     """A ``keras.utils.PyDataset`` serving the batches of a ``Batches`` (or precomputed store).
 
     Parameters
@@ -138,7 +158,7 @@ class KerasBatches(keras.utils.PyDataset):
         """The epoch being served (that of the wrapped batches)."""
         return int(self.batches.epoch)
 
-    def __getitem__(self, index: int) -> tuple:
+    def __getitem__(self, index: int) -> tuple[dict[str, Any], ...]:
         index = check_index(index, len(self))
         with self._lock:
             self._check_order(index)
@@ -199,7 +219,7 @@ class KerasBatches(keras.utils.PyDataset):
             self._served[:] = False
 
     @property
-    def epoch_callback(self) -> keras.callbacks.Callback:
+    def epoch_callback(self) -> Callback:
         """A callback for ``fit(callbacks=[...])``: each epoch ``e`` of ``fit`` starts on order ``e``."""
         return _EpochSync(self)
 
@@ -213,18 +233,18 @@ class KerasBatches(keras.utils.PyDataset):
         self._ahead = Ahead(self.batches, self.build_workers, max(1, int(self.max_queue_size)))
 
 
-class _EpochSync(keras.callbacks.Callback):
+class _EpochSync(Callback):
     """Sets a :class:`KerasBatches` to the epoch ``fit`` is starting."""
 
     def __init__(self, data: KerasBatches) -> None:
         super().__init__()
         self.data = data
 
-    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self.data.set_epoch(epoch)
 
 
-def _as_tensors(part: dict) -> dict:
+def _as_tensors(part: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
     """Torch tensors sharing each array's memory (a copy of a read-only array: a RAM cache's)."""
     import torch
     return {k: torch.from_numpy(v) if v.flags.writeable else torch.tensor(v) for k, v in part.items()}
@@ -239,7 +259,7 @@ def nan_padded_inputs(batches: Any) -> list[str]:
             if isinstance(fld, Ragged) and math.isnan(fld.pad_value)]
 
 
-def _warn_nan(batches: Any, inputs: dict) -> None:
+def _warn_nan(batches: Any, inputs: Mapping[str, Any]) -> None:
     """Warn about NaN in the inputs: the spec's NaN padding, else NaN found in this batch."""
     padded = nan_padded_inputs(batches)
     if padded:
@@ -257,7 +277,7 @@ def _warn_nan(batches: Any, inputs: dict) -> None:
                       "trains to loss: nan. Fix: use spec.replace(nan_to=0.0)", UserWarning, stacklevel=3)
 
 
-def keras_inputs(spec) -> dict:
+def keras_inputs(spec: BatchSpec) -> dict[str, Any]:
     """One named ``keras.Input`` per input of ``spec``, shaped and typed by its signature.
 
     Parameters

@@ -1,7 +1,7 @@
 """Drop-in replacements for lstm_ee functions, built on the compiled kernels."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -10,7 +10,7 @@ from lstm_data import kernels
 __all__ = ["join_varr_arrays"]
 
 
-def _flatten(column) -> tuple[np.ndarray, np.ndarray]:
+def _flatten(column: Iterable[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """One variable's per-row arrays as ``(values (total,), offsets (rows + 1,))``."""
     arrays = list(column)
     offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
@@ -23,7 +23,8 @@ def _flatten(column) -> tuple[np.ndarray, np.ndarray]:
     return values, offsets
 
 
-def join_varr_arrays(raw_varr_list: Sequence, length_limit: int | None = None):
+def join_varr_arrays(raw_varr_list: Sequence[Iterable[np.ndarray]],
+                     length_limit: int | None = None) -> np.ndarray | None:
     """Join per-variable ragged columns into one NaN-padded float32 batch, as lstm_ee did.
 
     Parameters

@@ -53,8 +53,11 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 
 __all__ = ["TorchBatches", "EpochSampler"]
 
+#: one part of a batch (inputs, targets or weights) as tensors, by name
+_Tensors = dict[str, torch.Tensor]
 
-def _tensors(part: dict) -> dict:
+
+def _tensors(part: Mapping[str, np.ndarray]) -> _Tensors:
     """Tensors sharing each array's memory, or copies of read-only arrays (a RAM cache's)."""
     return {k: torch.from_numpy(np.ascontiguousarray(v)) if v.flags.writeable else torch.tensor(v)
             for k, v in part.items()}
@@ -93,7 +96,7 @@ def _check_sharded(batches: Any) -> None:
             stacklevel=3)
 
 
-class EpochSampler(_TorchSampler):
+class EpochSampler(_TorchSampler[tuple[int, int]]):
     """Keys ``(epoch, 0) .. (epoch, n - 1)`` per pass, the epoch going up by one each pass.
 
     Runs in the main process (a ``DataLoader`` draws its keys there), so worker
@@ -185,7 +188,7 @@ class EpochSampler(_TorchSampler):
         self.epoch, self._start, self._drawn = epoch, drawn, (epoch, drawn)
 
 
-class TorchBatches(_TorchDataset):
+class TorchBatches(_TorchDataset[tuple[_Tensors, _Tensors, _Tensors]]):
     """Whole batches of a ``Batches`` (or precomputed store) as torch tensors.
 
     Parameters
@@ -228,7 +231,7 @@ class TorchBatches(_TorchDataset):
     def __len__(self) -> int:
         return len(self.batches)
 
-    def __getitem__(self, key: int | tuple[int, int]) -> tuple[dict, dict, dict]:
+    def __getitem__(self, key: int | tuple[int, int]) -> tuple[_Tensors, _Tensors, _Tensors]:
         """Batch ``key`` of the current epoch, or for ``key = (epoch, i)`` batch ``i`` of ``epoch``."""
         if isinstance(key, tuple):
             epoch, index = key
@@ -242,7 +245,8 @@ class TorchBatches(_TorchDataset):
             try:
                 batch = batch_of(self.batches, index, epoch,
                                  arena=None if seg is None else seg.arena)
-                return slots.share(batch, seg)  # type: ignore[return-value]
+                inputs, targets, weights = slots.share(batch, seg)
+                return inputs, targets, weights
             except BaseException:
                 slots.release(seg)  # (share gives back any other segment it claimed)
                 raise

@@ -42,13 +42,17 @@ import threading
 import uuid
 import weakref
 from multiprocessing.reduction import DupFd, ForkingPickler
-from typing import Any
+from typing import Any, Callable, Mapping, cast
 
 import numpy as np
 import torch
 from torch.multiprocessing.reductions import reduce_tensor
 
 __all__ = ["AVAILABLE", "MAX_SEGMENTS", "SlotTensor", "worker_slots"]
+
+#: torch's own pickling of a tensor (not annotated in torch): a reconstructing function and its arguments
+_reduce_tensor = cast(Callable[[torch.Tensor], tuple[Callable[..., torch.Tensor], tuple[Any, ...]]],
+                      reduce_tensor)
 
 #: memfd and descriptor passing exist here
 AVAILABLE = hasattr(os, "memfd_create") and hasattr(os, "MFD_CLOEXEC")
@@ -62,16 +66,19 @@ GRAIN = 1 << 21  # segment sizes are whole 2 MiB
 class SlotTensor(torch.Tensor):
     """A tensor in a worker's shared segment: pickles as a reference to it (worker side only)."""
 
+    #: set on the tensors :meth:`WorkerSlots.share` makes: (lease, offset, bytes, shape, dtype)
+    _lstm_data_slot: tuple[_Lease, int, int, tuple[int, ...], str]
+
 
 class _Lease:
     """One batch's claim on a segment; the pickler reduces it once per batch (its memo)."""
 
     __slots__ = ("args",)
 
-    def __init__(self, args: tuple) -> None:
+    def __init__(self, args: tuple[str, int, int, int, Any]) -> None:
         self.args = args
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Callable[..., np.ndarray], tuple[str, int, int, int, Any]]:
         return (_open_lease, self.args)
 
 
@@ -138,7 +145,8 @@ class WorkerSlots:
         if seg is not None:
             seg.state[0] = 0
 
-    def share(self, parts: tuple[dict, ...], seg: _Segment | None = None) -> tuple[dict, ...]:
+    def share(self, parts: tuple[Mapping[str, np.ndarray], ...],
+              seg: _Segment | None = None) -> tuple[dict[str, torch.Tensor], ...]:
         """The same dicts of :class:`SlotTensor` viewing a segment that holds the arrays of
         ``parts`` (dicts of arrays).
 
@@ -171,8 +179,8 @@ class WorkerSlots:
             self.release(seg)
             raise
 
-    def _views(self, parts: tuple[dict, ...], arrays: list[np.ndarray], placed: list[int | None],
-               offsets: list[Any], seg: _Segment) -> tuple[dict, ...]:
+    def _views(self, parts: tuple[Mapping[str, np.ndarray], ...], arrays: list[np.ndarray],
+               placed: list[int | None], offsets: list[Any], seg: _Segment) -> tuple[dict[str, torch.Tensor], ...]:
         """:meth:`share`'s second half: copy what is not in ``seg`` yet; the tensors."""
         fd = None
         if not seg.sent:
@@ -180,7 +188,7 @@ class WorkerSlots:
         lease = _Lease((self.ring, seg.index, seg.gen, seg.capacity, fd))
         out, k = [], 0
         for part in parts:
-            shared = {}
+            shared: dict[str, torch.Tensor] = {}
             for name in part:
                 a, offset = arrays[k], offsets[k]
                 if placed[k] is None:  # copied in after what was built there
@@ -215,10 +223,10 @@ def worker_slots() -> WorkerSlots:
     return slots
 
 
-def _reduce_slot_tensor(t: SlotTensor) -> tuple:
+def _reduce_slot_tensor(t: SlotTensor) -> tuple[Callable[..., torch.Tensor], tuple[Any, ...]]:
     slot = getattr(t, "_lstm_data_slot", None)
     if slot is None:  # a tensor computed from ours in the worker: torch's own transfer
-        return reduce_tensor(t.as_subclass(torch.Tensor))
+        return _reduce_tensor(t.as_subclass(torch.Tensor))
     return (_view, slot)
 
 
@@ -275,5 +283,5 @@ def _open_lease(ring: str, index: int, gen: int, capacity: int, fd: Any) -> np.n
     return holder
 
 
-def _view(holder: np.ndarray, offset: int, nbytes: int, shape: tuple, dtype: str) -> torch.Tensor:
+def _view(holder: np.ndarray, offset: int, nbytes: int, shape: tuple[int, ...], dtype: str) -> torch.Tensor:
     return torch.from_numpy(holder[offset:offset + nbytes].view(np.ndarray).view(dtype).reshape(shape))
