@@ -53,11 +53,8 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 
 __all__ = ["TorchBatches", "EpochSampler"]
 
-#: one part of a batch (inputs, targets or weights) as tensors, by name
-_Tensors = dict[str, torch.Tensor]
 
-
-def _tensors(part: Mapping[str, np.ndarray]) -> _Tensors:
+def _tensors(part: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
     """Tensors sharing each array's memory, or copies of read-only arrays (a RAM cache's)."""
     return {k: torch.from_numpy(np.ascontiguousarray(v)) if v.flags.writeable else torch.tensor(v)
             for k, v in part.items()}
@@ -188,7 +185,7 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         self.epoch, self._start, self._drawn = epoch, drawn, (epoch, drawn)
 
 
-class TorchBatches(_TorchDataset[tuple[_Tensors, _Tensors, _Tensors]]):
+class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor]]]):
     """Whole batches of a ``Batches`` (or precomputed store) as torch tensors.
 
     Parameters
@@ -231,7 +228,8 @@ class TorchBatches(_TorchDataset[tuple[_Tensors, _Tensors, _Tensors]]):
     def __len__(self) -> int:
         return len(self.batches)
 
-    def __getitem__(self, key: int | tuple[int, int]) -> tuple[_Tensors, _Tensors, _Tensors]:
+    def __getitem__(self, key: int | tuple[int, int],
+                    ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """Batch ``key`` of the current epoch, or for ``key = (epoch, i)`` batch ``i`` of ``epoch``."""
         if isinstance(key, tuple):
             epoch, index = key
