@@ -73,7 +73,9 @@ Step = tuple[str, int]
 
 def apply_steps(arr: Any, steps: Sequence[Step]) -> Any:
     """The column that ``steps`` reach from an Arrow array (nulls of a parent kept)."""
-    import pyarrow.compute as pc
+    if not steps:
+        return arr
+    import pyarrow.compute as pc  # only when needed: its first import takes a while
 
     for kind, i in steps:
         arr = pc.struct_field(arr, [i]) if kind == "field" else pc.list_element(arr, i)
