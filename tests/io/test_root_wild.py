@@ -188,3 +188,17 @@ def test_leaf_list_branch_gives_dotted_columns_real_file():
     for f in ("x", "y", "z"):
         want = np.ascontiguousarray(ref[f]).astype(ref.dtype[f].newbyteorder("="))
         assert_bitwise(ds.scalar(f"leaflist.{f}"), want, f)
+
+
+def test_objects_uproot_cannot_read_are_skipped_the_rest_opens_real_file():
+    path = DATA / "uproot-issue475.root"
+    ds = lstm_data.open(f"{path}:Event/Elec/ElecEvent")
+    assert len(ds) == 10 and ds.scalar_names
+    assert "uproot cannot read this object type" in ds.skipped["ElecEvent/fmc_tepos"]
+
+
+def test_a_type_uproot_misreads_is_skipped_not_called_damage_real_file():
+    path = DATA / "uproot-issue501.root"
+    with pytest.raises(SchemaError, match=r"nothing to read: 1 entries .* 'point' \(AsDtype.*: uproot cannot "
+                                          r"read this object type"):
+        lstm_data.open(path)

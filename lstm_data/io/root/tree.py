@@ -99,6 +99,13 @@ def _dtype_parts(dt: np.dtype, suffix: str,
             for idx in np.ndindex(*dt.shape)]
 
 
+def _describe(b: Any) -> str:
+    try:
+        return str(b.interpretation)
+    except Exception:
+        return "?"
+
+
 def _to_numpy(array: Any) -> np.ndarray:
     import awkward as ak
 
@@ -170,8 +177,8 @@ class TreeColumns:
     def _add(self, key: str, b: Any, uproot: Any) -> None:
         try:
             typename = b.typename or "?"
-        except Exception:  # uproot cannot name some types (subarrays of structs): the C++ type then
-            typename = str(b.member("fClassName", none_if_missing=True) or "?")
+        except Exception:  # uproot cannot name some types (subarrays of structs)
+            typename = str(b.member("fClassName", none_if_missing=True) or "") or _describe(b)
         try:
             interp = b.interpretation
         except Exception as exc:  # a type uproot cannot interpret
@@ -206,6 +213,9 @@ class TreeColumns:
                     "not numbers or lists of numbers"
                 self._skip(key, f"{typename}: {why}")
                 return
+        if any(isinstance(k, str) for _, _, idx in parts for k in idx) and not self._probe(b):
+            self._skip(key, f"{typename}: uproot cannot read this object type here")
+            return
         for suffix, dt, idx in parts:
             name = key + suffix
             (self.jagged if jagged else self.scalars).append(name)
@@ -214,6 +224,18 @@ class TreeColumns:
             self._branch[name] = b
             self._part[name] = (key, tuple(idx))
             self._dtype[name] = dt
+
+    def _probe(self, b: Any) -> bool:
+        """Whether uproot reads the first basket of an object branch (struct members) at all."""
+        if self.n == 0:
+            return True
+        try:  # the first entry (a range ending on a basket boundary trips uproot for some objects)
+            b.array(entry_start=0, entry_stop=1, library="ak")
+            return True
+        except Exception as exc:
+            if isinstance(exc, (ImportError, MemoryError)):
+                raise
+            return False
 
     def collisions(self) -> dict[str, str]:
         """Renamed duplicate -> the name it shares, for the read columns only."""
