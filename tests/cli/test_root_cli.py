@@ -134,3 +134,19 @@ def test_a_tree_is_named_after_the_file_on_the_command_line(tmp_path, capsys):
     weird = tmp_path / "odd:name.csv"  # a real file with a colon opens as itself
     weird.write_text("a,b\n1,2\n")
     assert len(lstm_data.open(weird)) == 1
+
+
+def test_inspect_lists_skipped_branches_with_their_types(tmp_path, capsys):
+    import uproot
+
+    path = tmp_path / "labels.root"
+    with uproot.recreate(path) as fh:
+        fh.mktree("Events", {"x": np.float32, "label": "string"})
+        fh["Events"].extend({"x": np.arange(3, dtype=np.float32), "label": ["a", "b", "c"]})
+    capsys.readouterr()
+    assert main(["inspect", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"] == 3 and doc["skipped"] == {"label": "char*: text, not numbers"}
+    assert main(["inspect", str(path), "--no-stats"]) == 0
+    text = capsys.readouterr().out
+    assert "skipped (1, not numbers):" in text and "label: char*: text, not numbers" in text
