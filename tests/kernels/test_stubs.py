@@ -162,6 +162,12 @@ def test_every_kernel_has_a_stub(name: str) -> None:
     twin = getattr(twins, name)
     kind = ast.ClassDef if inspect.isclass(twin) else ast.FunctionDef
     assert isinstance(defs[name][1], kind), f"{name}: the stub declares a {type(defs[name][1]).__name__}"
+    try:
+        compiled = importlib.import_module("lstm_data.kernels._ext._all")
+    except ImportError:
+        return
+    home = getattr(compiled, name).__module__
+    assert home == f"lstm_data.kernels._ext.{defs[name][0]}", f"{name} is compiled in {home}"
 
 
 def _member_cases() -> list[Any]:
