@@ -1,4 +1,4 @@
-"""Chunk-aware gathering of ragged rows from a chunked on-disk ``values`` array (design §6).
+"""Chunk-aware gathering of ragged rows from a chunked on-disk ``values`` array.
 
 A batch asks for rows in any order. We sort the value indices it needs, find the
 chunks they touch, read each touched chunk once (contiguous touched chunks in one

@@ -1,4 +1,4 @@
-"""L5Kit zarr v2 datasets (seed 000): interval relations as ragged groups.
+"""L5Kit zarr v2 datasets: interval relations as ragged groups.
 
 An L5Kit store holds structured arrays (``scenes``, ``frames``, ``agents``,
 ``traffic_light_faces``). A parent record's ``[start, end)`` field such as

@@ -1,4 +1,4 @@
-"""Our on-disk layout (design §5), shared by the zarr v3 and HDF5 readers and writers.
+"""Our on-disk layout (docs: formats), shared by the zarr v3 and HDF5 readers and writers.
 
 Root attributes::
 

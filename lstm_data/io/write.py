@@ -1,4 +1,4 @@
-"""Write any :class:`~lstm_data.data.dataset.Dataset` in our layout (design §5), atomically.
+"""Write any :class:`~lstm_data.data.dataset.Dataset` in our layout, atomically.
 
 Rows stream in blocks, so a big on-disk dataset never sits in RAM whole. Output
 goes to a temporary sibling name that is renamed into place only when complete;

@@ -1,4 +1,4 @@
-"""Our layout in zarr v3 (design §5): read on demand, chunk-aware.
+"""Our layout in zarr v3: read on demand, chunk-aware.
 
 Scalars and offsets load into RAM when the store opens and are checked (see
 :mod:`._layout`); ``values`` stay on disk and a request reads each chunk it

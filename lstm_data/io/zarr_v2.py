@@ -1,4 +1,4 @@
-"""A minimal zarr v2 array reader for 1-D structured arrays (L5Kit, design §5).
+"""A minimal zarr v2 array reader for 1-D structured arrays (the L5Kit layout).
 
 zarr-python 3 refuses structured dtypes with subarray fields, so we read the
 ``.zarray`` JSON ourselves and decode chunk files with numcodecs. Decoded chunks

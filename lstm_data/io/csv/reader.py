@@ -10,7 +10,7 @@ With ``threads > 1`` the text is cut into pieces parsed on worker threads and
 stitched in file order (:mod:`lstm_data.io.csv.parallel`, which states the rule
 for multi-line quoted cells); the result and the errors are the one-thread ones.
 
-Numbers follow design §4: float64 values are bitwise equal to ``float(token)``,
+Numbers follow the number semantics of the docs (formats page): float64 values are bitwise equal to ``float(token)``,
 float32 values to ``numpy.float32(float(token))`` (lstm_ee's double rounding).
 Missing scalars are NaN, empty ragged cells empty lists, a single unquoted
 number in a ragged column a one-element list. Errors name the file, line,
