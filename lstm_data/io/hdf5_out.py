@@ -17,7 +17,57 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GuardedFile", "HDF5Sink"]
+__all__ = ["GuardedFile", "HDF5Sink", "LAYOUT_DIGEST_ATTR", "layout_digest", "check_layout_digest"]
+
+#: root attribute: CRC-32 of what the layout's meaning rests on (see :func:`layout_digest`)
+LAYOUT_DIGEST_ATTR = "lstm_data_layout_crc32"
+
+
+def layout_digest(fh: Any) -> int:
+    """CRC-32 of the layout-relevant metadata of an open HDF5 file in our layout.
+
+    Covers the layout attribute (variables, their order, node keys, rows), each
+    group's ``names`` attribute, and every stored array's dtype (byte order
+    included) and shape: editing any of them changes the numbers a reader would
+    give, so :func:`check_layout_digest` refuses such a file.
+    """
+    import json
+    import zlib
+
+    raw = fh.attrs["lstm_data_layout"]
+    raw = raw.decode() if isinstance(raw, bytes) else str(raw)
+    layout = json.loads(raw)
+    record: dict[str, Any] = {"layout": raw}
+    keys = list(layout["scalars"].values())
+    for spec in layout["groups"].values():
+        names = fh[spec["key"]].attrs.get("names")
+        record[spec["key"] + "@names"] = [n.decode() if isinstance(n, bytes) else str(n)
+                                          for n in ([] if names is None else list(names))]
+        keys += [f"{spec['key']}/offsets", f"{spec['key']}/values"]
+    for key in keys:
+        node = fh.get(key)
+        record[key] = None if node is None else [node.dtype.str, list(node.shape)]
+    return zlib.crc32(json.dumps(record, sort_keys=True).encode())
+
+
+def check_layout_digest(fh: Any, *, file: str) -> bool:
+    """Raise ``FormatError`` if the file records a layout digest that its metadata no longer
+    matches (naming the file); ``False`` for files written before the digest (unchecked)."""
+    from lstm_data.errors import FormatError
+
+    recorded = fh.attrs.get(LAYOUT_DIGEST_ATTR)
+    if recorded is None:
+        return False
+    try:
+        now = layout_digest(fh)
+    except Exception as exc:  # noqa: BLE001 - metadata too damaged to read
+        raise FormatError(f"the layout metadata is damaged ({type(exc).__name__}: {exc})",
+                          file=file) from None
+    if int(recorded) != now:
+        raise FormatError("the layout metadata (variables, their order, dtypes, byte order or "
+                          "shapes) was changed after the file was written: its digest does not "
+                          "match", file=file)
+    return True
 
 
 class GuardedFile(io.RawIOBase):
@@ -173,6 +223,7 @@ class HDF5Sink:
         from lstm_data.io.layout import layout_attrs
 
         self._file.attrs.update(layout_attrs(layout, as_json=True))
+        self._file.attrs[LAYOUT_DIGEST_ATTR] = layout_digest(self._file)
         self._file.flush()
         self.check()
 

@@ -238,3 +238,31 @@ def test_damaged_metadata_of_a_store_without_manifest_is_a_format_error(good, tm
                 ZarrDataset(path)
         (path / file).write_bytes(raw)
     ZarrDataset(path)
+
+
+# -- HDF5: a digest of the layout metadata (checked by the HDF5 reader through check_layout_digest)
+
+
+@pytest.mark.parametrize("edit", ["names", "dtype", "byte order"])
+def test_hdf5_layout_digest_detects_edited_metadata(ds, tmp_path, edit):
+    import h5py
+
+    from lstm_data.io.hdf5_out import check_layout_digest
+
+    path = tmp_path / "d.h5"
+    ds.to_hdf5(path)
+    with h5py.File(path, "r") as fh:
+        assert check_layout_digest(fh, file=str(path)) is True
+    with h5py.File(path, "r+") as fh:
+        if edit == "names":
+            names = list(fh["png"].attrs["names"])
+            fh["png"].attrs["names"] = names[1:2] + names[:1] + names[2:]
+        else:
+            data = fh["calE"][...]
+            del fh["calE"]
+            other = np.float64 if data.dtype == np.float32 else np.float32
+            fh["calE"] = data.astype(data.dtype.newbyteorder(">") if edit == "byte order" else other)
+    with h5py.File(path, "r") as fh:
+        with pytest.raises(FormatError, match="layout metadata .* was changed") as err:
+            check_layout_digest(fh, file=str(path))
+    assert err.value.file == str(path)
