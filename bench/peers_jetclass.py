@@ -14,13 +14,13 @@ every case once, in rotated order, so load on the shared machine hits both sides
    2 ROOT files vs the same rows in 1 file (``shuffle=True`` and ``False``; the batches
    are checked bitwise equal), and vs weaver-core's ``SimpleIterDataset(in_memory=True)``
    (the way ``weaver/train.py`` builds it, a data config equivalent to the spec, no
-   standardisation) on the same 2 files;
+   standardisation) on the same 2 files (``--weaver-stream STEP``: its streaming loader too);
 2. steady epoch of numpy batches (``Batches``) vs a hand-written vectorised numpy pad of the
    Parquet rows held by pyarrow, a naive torch ``pad_sequence`` collate, and awkward
    ``pad_none``/``fill_none`` per batch;
 3. fresh processes: ``lstm_data.open`` (9 of the 15 value branches, ``threads=2``) plus one
    ``shuffle=False`` epoch vs ``uproot.concatenate`` of just those branches with a 2-thread
-   ``decompression_executor`` (reading only);
+   ``decompression_executor`` (reading only; both clocks start after ``import uproot``);
 4. fresh processes: peak RSS (``VmHWM``) over open, ``Batches`` and one epoch, 2 files vs 1.
 
 Every batch over the 2 files is compared with weaver-core's tensors for the same rows
@@ -28,7 +28,7 @@ Every batch over the 2 files is compared with weaver-core's tensors for the same
 (``pip install -e weaver-core --no-deps`` plus ``numba``); without it those rows are skipped.
 Run from a checkout (several minutes)::
 
-    python bench/peers_jetclass.py --jets 200000 --runs 5 [--folder /tmp/jetclass_like]
+    python bench/peers_jetclass.py --jets 200000 --runs 5 [--folder /tmp/jetclass_like] [--weaver-stream 0.1]
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -169,8 +170,10 @@ observers: []
 """
 
 
-def weaver_loader(files: list[str], folder: Path, training: bool):
-    """weaver-core's in-memory loader as ``weaver/train.py`` builds it (None if not installed)."""
+def weaver_loader(files: list[str], folder: Path, training: bool, stream_step: float = 0.0):
+    """weaver-core's in-memory loader as ``weaver/train.py`` builds it (None if not installed);
+    with ``stream_step`` its streaming loader instead (files re-read each epoch, that fraction
+    of every file per fetch)."""
     try:
         from weaver.utils.dataset import SimpleIterDataset
     except ImportError as exc:
@@ -184,8 +187,9 @@ def weaver_loader(files: list[str], folder: Path, training: bool):
     config.write_text(WEAVER_YAML.format(max_len=MAX_LEN, part=json.dumps([[v, None] for v in PART]),
                                          jet=json.dumps(JET), labels=json.dumps(LABELS)))
     data = SimpleIterDataset({"_": list(files)}, str(config), batch_size=BATCH, for_training=training,
-                             load_range_and_fraction=((0, 1), 1, 1), fetch_by_files=False, fetch_step=1,
-                             infinity_mode=training, in_memory=True, name="train" if training else "test")
+                             load_range_and_fraction=((0, 1), 1, 1), fetch_by_files=False,
+                             fetch_step=stream_step or 1, infinity_mode=training and not stream_step,
+                             in_memory=not stream_step, name="train" if training else "test")
     return torch.utils.data.DataLoader(data, batch_size=BATCH, drop_last=training, pin_memory=False,
                                        num_workers=0)
 
@@ -196,6 +200,13 @@ def weaver_epoch(loader, n_batches: int):
         it = iter(loader)
         for _ in range(n_batches):
             next(it)
+    return epoch
+
+
+def streaming_epoch(loader, seen: list[int]):
+    """One pass of weaver's streaming loader (it ends); ``seen`` gets the rows it gave."""
+    def epoch():
+        seen.append(sum(len(y["_label_"]) for _, y, _ in loader))
     return epoch
 
 
@@ -245,7 +256,8 @@ def numpy_pad_epoch(table, rows: int, seed: int = 0):
             mask = slots < counts[:, None]
             src = (starts[:, None] + slots)[mask]
             out = np.zeros((len(idx), MAX_LEN, len(PART)), np.float32)
-            out[mask] = np.stack([v[src] for v in values], 1)
+            for j, v in enumerate(values):  # faster here than one mask over stacked columns
+                out[..., j][mask] = v[src]
             jet[idx], lab[idx]
     return epoch
 
@@ -355,8 +367,13 @@ def _vmhwm() -> int:
 
 
 def fresh(mode: str, **payload) -> dict:
+    """``child(mode, payload)`` in a fresh interpreter. Byte code is cached (in a temp folder,
+    not the checkout) even where PYTHONDONTWRITEBYTECODE is set, as an installed package has
+    it: a checkout would otherwise compile our modules in every process."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "peers_jetclass_pycache")
     res = subprocess.run([sys.executable, __file__, "--child", mode, json.dumps(payload)],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env)
     for line in res.stdout.splitlines():
         if line.startswith("RESULT"):
             return json.loads(line[6:])
@@ -375,7 +392,8 @@ def fresh_rounds(cases: dict[str, tuple[str, dict]], runs: int) -> dict[str, lis
 
 
 # -- main ---------------------------------------------------------------------------------------
-def steady(names: dict, folder: Path, runs: int, use_weaver: bool) -> tuple[dict, list[str]]:
+def steady(names: dict, folder: Path, runs: int, use_weaver: bool, stream_step: float,
+           scales: dict) -> tuple[dict, list[str]]:
     """Phase A: our N-file vs 1-file epochs alone (3x the rounds, each 3 epochs back to back);
     phase B: every peer against our epochs (ours 3 epochs back to back per round)."""
     import gc
@@ -412,6 +430,13 @@ def steady(names: dict, folder: Path, runs: int, use_weaver: bool) -> tuple[dict
             del check
             gc.collect()
             cases["weaver"] = weaver_epoch(weaver_loader(names["two"], folder, training=True), n_batches)
+            if stream_step:
+                seen: list[int] = []
+                cases["weaver_stream"] = streaming_epoch(
+                    weaver_loader(names["two"], folder, True, stream_step), seen)
+                notes.append(f"weaver-core streaming: fetch_step={stream_step}, async_load, timed "
+                             f"per pass (drop_last), scaled to {rows} rows")
+                scales["weaver_stream"] = lambda: rows / seen[-1]
             notes.append(f"weaver-core: equality check + load took {time.perf_counter() - t:.1f} s; timed "
                          f"{n_batches} batches of {BATCH} (its in-memory iterator never ends), scaled to "
                          f"{rows} rows")
@@ -433,6 +458,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="interleaved rounds of every row (>= 5)")
     parser.add_argument("--folder", default=None, help="keep the files here (default: a temp folder)")
     parser.add_argument("--no-weaver", action="store_true", help="skip weaver-core even if installed")
+    parser.add_argument("--weaver-stream", type=float, default=0.0, metavar="STEP",
+                        help="also time weaver-core's streaming loader with this fetch_step (e.g. 0.1)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -441,30 +468,31 @@ def main() -> None:
         folder = Path(args.folder or tmp)
         folder.mkdir(parents=True, exist_ok=True)
         names = write_data(folder, args.jets)
-        times, notes = steady(names, folder, args.runs, not args.no_weaver)
+        scales = {"weaver": lambda: args.jets / (math.ceil(args.jets / BATCH) * BATCH)}
+        times, notes = steady(names, folder, args.runs, not args.no_weaver, args.weaver_stream, scales)
         print("from open through one epoch, fresh processes:", flush=True)
         read = fresh_rounds({"ours_read": ("ours_read", {"files": names["two"]}),
                              "uproot": ("uproot", {"files": names["two"]})}, args.runs)
         print("peak RSS over open + Batches + one epoch, fresh processes:", flush=True)
         rss = fresh_rounds({"rss2": ("ours_rss", {"files": names["two"]}),
                             "rss1": ("ours_rss", {"files": names["one"]})}, args.runs)
-    report(times, read, rss, notes, args)
+    report(times, read, rss, notes, args, {k: f() for k, f in scales.items() if k in times})
 
 
-def report(times: dict, read: dict, rss: dict, notes: list[str], args) -> None:
+def report(times: dict, read: dict, rss: dict, notes: list[str], args, scales: dict) -> None:
     med = statistics.median
     rows = args.jets
-    scale = rows / (math.ceil(rows / BATCH) * BATCH)
-    secs = {n: med(t) for n, t in times.items()}
-    if "weaver" in secs:
-        secs["weaver"] *= scale
+    secs = {n: med(t) * scales.get(n, 1.0) for n, t in times.items()}
     lines = [("1", "epoch 2 ROOT files / 1 file, shuffle=True (torch)", ratio(times, "ours2_torch", "ours1_torch"),
               "<= 1.15"),
              ("1", "epoch 2 ROOT files / 1 file, shuffle=False (torch)",
               ratio(times, "ours2_torch_seq", "ours1_torch_seq"), "<= 1.15")]
     if "weaver" in times:
         lines.append(("1", "weaver-core in_memory / ours 2 files (torch)",
-                      ratio(times, "weaver", "ours2_torch_B", scale), ">= 10"))
+                      ratio(times, "weaver", "ours2_torch_B", scales["weaver"]), ">= 10"))
+    if "weaver_stream" in times:
+        lines.append(("1", f"weaver-core streaming (fetch_step={args.weaver_stream}) / ours 2 files (torch)",
+                      ratio(times, "weaver_stream", "ours2_torch_B", scales["weaver_stream"]), "-"))
     lines += [("2", "numpy pad of pyarrow rows / ours Parquet in RAM (numpy)",
                ratio(times, "numpy_pad", "oursPq_numpy_B"), ">= 3"),
               ("2", "numpy pad of pyarrow rows / ours 2 ROOT files (numpy)",
