@@ -154,6 +154,14 @@ class BatchSpec:
         for name, fld in self.targets.items():
             yield "target", name, fld
 
+    @property
+    def variables(self) -> list[str]:
+        """Every variable the spec reads (inputs then targets, each once, in order): the
+        columns a reader needs to make these batches."""
+        names = [v for _, _, fld in self.fields() for v in list(fld.vars) + (
+            [fld.sort_by] if isinstance(fld, Ragged) and fld.sort_by is not None else [])]
+        return list(dict.fromkeys(names))
+
     def signature(self) -> dict[str, OutputSignature]:
         """Every output's name, role, dtype and shape, in flat order, before any data.
 

@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
     order = order.replace(**{k: v for k, v in flags.items() if v is not None})
     if args.pad_to_multiple_of is not None:
         spec = spec.replace(pad_to_multiple_of=args.pad_to_multiple_of)
+    if read.columns is None and read.needed is None:  # read only what the spec (and weights) need
+        weights = [order.weights] if isinstance(order.weights, str) else []
+        read = read.replace(needed=tuple(spec.variables + weights))
     data = args.data[0] if len(args.data) == 1 else args.data
     dataset = open_dataset(data, schema=args.schema, read=read, **csv_options(args))
     options = dict(threads=args.threads, overwrite=args.overwrite, progress=not (args.no_progress or args.quiet),

@@ -27,6 +27,8 @@ option             meaning                                                     f
 ``parent``         L5Kit: the array whose rows are the events                  l5kit
 ``relations``      L5Kit: child array -> interval column of the parent         l5kit
 ``cache_chunks``   L5Kit: decoded chunks kept per array                        l5kit
+``needed``         the columns a spec needs: read only those where the format  root, parquet, hdf5, nova
+                   selects columns (a hint: ignored elsewhere)                 (a hint)
 ``file_values``    scalar columns taken from the file, not its rows: name ->    every format (open)
                    ``"index"`` (the file's position) or ``{glob: number}``
                    (a label or weight per path pattern; first match wins)
@@ -183,6 +185,11 @@ class ReadOptions(DeclaredOptions):
         Scalar columns taken from the file rather than its rows: column name ->
         ``"index"`` (the file's position) or ``{glob: number}`` (a label or weight
         per path pattern, first match wins) (every format, several files).
+    needed
+        The columns the caller needs (a spec's variables): a hint, not a rule.
+        Formats that read columns one by one (root, parquet, hdf5, nova) read only
+        these unless ``columns`` is given; the others read as usual. ``lstm-data
+        precompute`` sets it from the spec.
     progress
         A progress callback or bar; never written to TOML (csv, root).
     """
@@ -207,6 +214,7 @@ class ReadOptions(DeclaredOptions):
     read_ahead: bool | None = None
     trust_external: bool | None = None
     file_values: Mapping[str, Any] | None = None
+    needed: tuple[str, ...] | None = None
     progress: Any = None
 
     TOML_TABLE: ClassVar[str] = "read"
@@ -218,7 +226,7 @@ class ReadOptions(DeclaredOptions):
         "slice_table": _text("slice_table"), "aliases": _mapping("aliases"), "parent": _text("parent"),
         "relations": _mapping("relations"), "cache_chunks": _positive("cache_chunks"),
         "read_ahead": _flag("read_ahead"), "trust_external": _flag("trust_external"),
-        "file_values": _file_values,
+        "file_values": _file_values, "needed": _patterns("needed"),
     }
     #: options that live only in the running process (never written to TOML)
     RUNTIME: ClassVar[frozenset[str]] = frozenset({"progress"})
@@ -257,6 +265,11 @@ class ReadOptions(DeclaredOptions):
         declared = READER_OPTIONS[fmt]
         out: dict[str, Any] = {}
         for name, value in self.changed().items():
+            if name == "needed":  # a hint: pushed down where the format selects columns
+                if "columns" in declared and self.columns is None:
+                    keyword, convert = declared["columns"]
+                    out[keyword] = convert(value) if convert is not None else value
+                continue
             if name not in declared:
                 raise OptionError(
                     f"{where + ': ' if where else ''}option {name!r} does not apply to {fmt} data"
