@@ -51,6 +51,14 @@ cdef extern from "platform.h":
 cdef extern from *:
     bint unlikely(bint) nogil  # Cython's __builtin_expect macro
 
+cdef Py_ssize_t _bracket_end(const char *buf, Py_ssize_t tok, Py_ssize_t end) noexcept nogil:
+    """Where the last token of a bracketed list ends: before its ``]`` and the whitespace
+    after it; -1 when ``buf[tok:end]`` does not end so."""
+    while end > tok and is_space(buf[end - 1]):
+        end -= 1
+    return end - 1 if end > tok and buf[end - 1] == c']' else -1
+
+
 @cython.final
 cdef class CsvBlockParser(CsvColumns):
     """Parse CSV records, block by block, into columnar buffers (compiled).
@@ -160,8 +168,14 @@ cdef class CsvBlockParser(CsvColumns):
                     if pos >= n and not final:
                         return ST_INCOMPLETE
                 is_lsep = pos < n and buf[pos] == lsep and lsep != sep
-                st = self._token(buf, tok, pos, start, is_lsep, col, count, self._line, False,
-                                 have, v, bracket and not is_lsep)
+                end = pos
+                if unlikely(bracket) and not is_lsep:  # the list's last token ends with "]"
+                    end = _bracket_end(buf, tok, pos)
+                    if end < 0:
+                        return self._fail(E_BRACKET, self._line, col, tok, pos, start, False)
+                    have = False
+                st = self._token(buf, tok, end, start, is_lsep, col, count, self._line, False,
+                                 have, v)
                 if st < 0:
                     return st
                 count += st
@@ -209,8 +223,14 @@ cdef class CsvBlockParser(CsvColumns):
                             continue
                     break
                 is_lsep = buf[pos] == lsep
-                st = self._token(buf, tok, pos, start, is_lsep, col, count, tok_line, escaped,
-                                 have, v, bracket and not is_lsep)
+                end = pos
+                if unlikely(bracket) and not is_lsep:
+                    end = _bracket_end(buf, tok, pos)
+                    if end < 0:
+                        return self._fail(E_BRACKET, tok_line, col, tok, pos, start, escaped)
+                    have = False
+                st = self._token(buf, tok, end, start, is_lsep, col, count, tok_line, escaped,
+                                 have, v)
                 if st < 0:
                     return st
                 count += st
@@ -288,23 +308,12 @@ cdef class CsvBlockParser(CsvColumns):
 
     cdef inline int _token(self, const char *buf, Py_ssize_t tok, Py_ssize_t end, Py_ssize_t cell,
                     bint is_lsep, Py_ssize_t col, Py_ssize_t count, Py_ssize_t line,
-                    bint escaped, bint parsed, double v, bint closing) noexcept nogil:
+                    bint escaped, bint parsed, double v) noexcept nogil:
         """Parse (unless ``parsed`` gives ``v``) and store one complete token.
 
-        ``closing``: the last token of a bracketed list, whose ``]`` (and the
-        whitespace after it) is cut off first. Returns 1 (stored), 0 (an empty
-        cell) or an error status.
+        Returns 1 (stored), 0 (an empty cell) or an error status.
         """
         cdef int st = 1
-        cdef Py_ssize_t e
-        if closing:
-            e = end
-            while e > tok and is_space(buf[e - 1]):
-                e -= 1
-            if not (e > tok and buf[e - 1] == c']'):
-                return self._fail(E_BRACKET, line, col, tok, end, cell, escaped)
-            end = e - 1
-            parsed = False
         if not parsed:
             st = -1 if escaped else parse_number(buf + tok, end - tok, &v)
         cdef char *slot
