@@ -126,6 +126,8 @@ def _gather_vs(report: Report, batches: Batches, rows: list[np.ndarray], quick: 
         batch = []  # every output stays alive until the batch is complete, as in a batch
         for job in ragged:
             job = dict(job)
+            (values, offsets), = job.pop("parts")  # one dataset in RAM: one part
+            job.update(values=values, offsets=offsets)
             if job.pop("fixed") is False and job["max_len"] is not None:
                 off = job["offsets"]
                 job["max_len"] = min(job["max_len"], int((off[r + 1] - off[r]).max()))
