@@ -32,7 +32,6 @@ from lstm_data._util.safe_output import (
     remove_stale_temporaries,
     temp_path,
 )
-from lstm_data.io.checked_store import quiet_leftover_tasks, settle_zarr
 from lstm_data.io.hdf5_out import HDF5Sink
 from lstm_data.io.layout import (
     CHUNK_BYTES,
@@ -216,6 +215,8 @@ class _ZarrSink:
         import zarr
         from zarr.codecs import BloscCodec, Crc32cCodec
 
+        from lstm_data.io.checked_store import quiet_leftover_tasks
+
         quiet_leftover_tasks()
         self._path = Path(path)
         self._root = zarr.open_group(str(path), mode="w", zarr_format=3)
@@ -251,6 +252,16 @@ def _blocks_of(data, permutation, block_bytes: int) -> RowBlocks:
     return dataset_blocks(data, _check_permutation(permutation, len(data)), block_bytes)
 
 
+def _settle_zarr() -> None:
+    """Let zarr's pending writes end (imported here: importing ``lstm_data.io`` must not import zarr)."""
+    import sys
+
+    if "zarr" in sys.modules:
+        from lstm_data.io.checked_store import settle_zarr
+
+        settle_zarr()
+
+
 def _atomic(path, make_sink, dataset, overwrite: bool, *, permutation=None, block_bytes: int,
             **stream_options) -> None:
     target = Path(path)
@@ -274,14 +285,14 @@ def _atomic(path, make_sink, dataset, overwrite: bool, *, permutation=None, bloc
                 remove_path(tmp)
             put_in_place(tmp, target, overwrite)
         except OSError as exc:
-            settle_zarr()  # zarr's sibling writes of a failed one still run: let them end first
+            _settle_zarr()  # zarr's sibling writes of a failed one still run: let them end first
             remove_path(tmp)
             if exc.errno in _NO_SPACE and exc.filename != str(target):
                 raise OSError(exc.errno, f"cannot write {target}: {exc.strerror or exc}",
                               str(target)) from exc
             raise
         except BaseException:
-            settle_zarr()
+            _settle_zarr()
             remove_path(tmp)
             raise
 
