@@ -32,6 +32,7 @@ from lstm_data.io.exact_ints import ExactInts
 from lstm_data.io.hdf5_checks import member
 from lstm_data.io.hdf5_rows import read_rows
 from lstm_data.io.hdf5_vlen import read_vlen_hdf5
+from lstm_data.io.hdf5_out import check_layout_digest
 from lstm_data.io.layout import (
     check_group_arrays,
     is_ours,
@@ -141,6 +142,7 @@ class HDF5Dataset(OnDiskDataset):
         self._trust_external = trust_external
         self._file = h5py.File(path, "r")
         try:
+            digest_checked = check_layout_digest(self._file, file=name)
             layout = _chosen(parse_layout(dict(self._file.attrs), file=name),
                              ColumnSelection(columns, exclude), name)
             n = layout["n_rows"]
@@ -152,7 +154,9 @@ class HDF5Dataset(OnDiskDataset):
                        for var, key in layout["scalars"].items()}
             groups = {g: self._disk_group(g, spec, n, name, dt)
                       for g, spec in layout["groups"].items()}
-            self.notes = _checksum_notes(self._file, layout, name)
+            self.notes = _checksum_notes(self._file, layout, name) + (
+                () if digest_checked else ("written before layout digests: an edited dtype, byte order "
+                                           "or column order is not detected",))
             self._setup(n, scalars, groups, (name,))
         except BaseException:  # no file handle left open behind an error
             self._file.close()

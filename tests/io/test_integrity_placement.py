@@ -266,3 +266,20 @@ def test_hdf5_layout_digest_detects_edited_metadata(ds, tmp_path, edit):
         with pytest.raises(FormatError, match="layout metadata .* was changed") as err:
             check_layout_digest(fh, file=str(path))
     assert err.value.file == str(path)
+
+
+def test_opening_an_hdf5_file_with_edited_layout_metadata_is_a_format_error(ds, tmp_path):
+    import h5py
+
+    import lstm_data
+
+    path = tmp_path / "d.h5"
+    ds.to_hdf5(path)
+    opened = lstm_data.open(path)
+    assert not any("layout digest" in note for note in opened.notes)
+    opened.close()
+    with h5py.File(path, "r+") as fh:
+        names = list(fh["png"].attrs["names"])
+        fh["png"].attrs["names"] = names[1:2] + names[:1] + names[2:]
+    with pytest.raises(FormatError, match="layout metadata .* was changed"):
+        lstm_data.open(path)
