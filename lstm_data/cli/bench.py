@@ -76,15 +76,15 @@ def load_suite(root: Path, name: str = "suite") -> ModuleType:
 
     Raises
     ------
-    ImportError
-        Another module named ``bench`` was imported already, not the checkout's.
+    ValueError
+        Another package named ``bench`` was imported instead of the checkout's.
     """
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     module = importlib.import_module(f"bench.{name}")
     where = Path(module.__file__ or "").resolve().parent
     if where != root / "bench":
-        raise ImportError(f"'bench.{name}' was imported from {where}, not from the checkout's "
+        raise ValueError(f"'bench.{name}' was imported from {where}, not from the checkout's "
                           f"{root / 'bench'}: another package named 'bench' shadows the suite")
     return module
 
