@@ -17,12 +17,13 @@ import numpy as np
 
 from lstm_data._util.safe_output import (
     check_not_input,
-    move_into_place,
     remove_path,
     remove_stale_temporaries,
     temp_path,
 )
+from lstm_data._util.exclusive import output_lock
 from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.io.ownership import check_target, put_in_place
 from lstm_data.io.parquet.columns import arrow_metadata, import_pyarrow
 
 __all__ = ["to_arrow", "write_parquet", "ROW_GROUP_BYTES"]
@@ -133,8 +134,14 @@ def write_parquet(dataset: Any, path: str | os.PathLike, *, row_group_size: int 
     pa = import_pyarrow()
     target = Path(path)
     check_not_input(target, getattr(dataset, "source", ()))
-    if target.exists() and not overwrite:
-        raise FileExistsError(f"{target} exists; pass overwrite=True (or --force) to replace it")
+    with output_lock(target):  # a second writer of the same output fails here, at once
+        check_target(target, overwrite)  # only an output of ours is replaced
+        _write(pa, dataset, target, row_group_size, large_list, compression, progress, overwrite)
+
+
+def _write(pa: Any, dataset: Any, target: Path, row_group_size: int | None, large_list: bool | None,
+           compression: str, progress: Any, overwrite: bool) -> None:
+    """Write ``dataset`` to a temporary name beside ``target``, then rename it into place."""
     remove_stale_temporaries(target)
     n = len(dataset)
     step = int(row_group_size) if row_group_size is not None else _row_group_rows(dataset)
@@ -159,7 +166,7 @@ def write_parquet(dataset: Any, path: str | os.PathLike, *, row_group_size: int 
         finally:
             if writer is not None:
                 writer.close()
-        move_into_place(tmp, target)
+        put_in_place(tmp, target, overwrite)
     except BaseException:
         remove_path(tmp)
         raise
