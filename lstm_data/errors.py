@@ -12,7 +12,7 @@ import warnings
 from types import FrameType
 from typing import Any, Callable
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning", "redact"]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning", "redact", "PrecisionWarning"]
 
 _WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
 #: characters of a bad token quoted in a message; a longer one is cut and its length given
@@ -135,6 +135,12 @@ class OptionError(TypeError, ValueError):
     keyword argument") and a ``ValueError`` (as a bad value), so code catching
     either keeps working.
     """
+
+
+class PrecisionWarning(UserWarning):
+    """Integers that the float dtype asked for does not hold exactly (above 2**24 in float32,
+    2**53 in float64): raised once per column by every reader and by batch building, naming the
+    column and the first value changed."""
 
 
 class BrokenRowsWarning(UserWarning):

@@ -11,11 +11,9 @@ import warnings
 
 import numpy as np
 
-__all__ = ["warn_if_inexact", "InexactIntegerWarning"]
+from lstm_data.errors import PrecisionWarning
 
-
-class InexactIntegerWarning(UserWarning):
-    """An integer value changes when converted to the batch's float dtype."""
+__all__ = ["warn_if_inexact", "first_inexact"]
 
 
 #: (warned about) so that one output warns once per process, not once per batch
@@ -50,4 +48,4 @@ def warn_if_inexact(values: np.ndarray, dtype: np.dtype, what: str) -> None:
     changed = int(np.array(value).astype(dtype))
     warnings.warn(f"{what}: integer {value} becomes {changed} as {np.dtype(dtype)} (only integers up to "
                   f"2**{np.finfo(dtype).nmant + 1} are exact); use dtype='float64' for that output, or "
-                  "leave such identifiers out", InexactIntegerWarning, stacklevel=4)
+                  "leave such identifiers out", PrecisionWarning, stacklevel=4)

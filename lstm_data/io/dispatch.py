@@ -187,6 +187,10 @@ _log = logging.getLogger("lstm_data")
 _DAMAGE = (KeyError, OSError, RuntimeError, json.JSONDecodeError)
 
 
+def _is_csv(path: str) -> bool:
+    return not is_url(path) and detect_format(path) == "csv"
+
+
 def _open_one(path: str, schema: Any, read: ReadOptions) -> Dataset:
     fmt = detect_format(path)
     options = read.reader_keywords(fmt, where=path)
@@ -290,10 +294,9 @@ def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     datasets = [_open_one(p, schema, read) for p in paths]
     if len(datasets) == 1 and per_file is None:
         return datasets[0]
-    if len(datasets) > 1:
+    if len(datasets) > 1 and any(_is_csv(p) for p in paths):
         from lstm_data.io.csv.kinds import unify_kinds  # CSV column kinds decided across the files
-        datasets = unify_kinds(datasets, paths, lambda p, s: _open_one(p, s, read), schema,
-                               is_csv=lambda p: not is_url(p) and detect_format(p) == "csv")
+        datasets = unify_kinds(datasets, paths, lambda p, s: _open_one(p, s, read), schema, is_csv=_is_csv)
     from lstm_data.data.concat import ConcatDataset
     part_values = None if per_file is None else file_value_columns(per_file, paths)
     return ConcatDataset(datasets, names=paths, part_values=part_values)

@@ -15,13 +15,11 @@ from typing import Callable
 
 import numpy as np
 
+from lstm_data.errors import PrecisionWarning
+
 from lstm_data.errors import warn_user
 
 __all__ = ["PrecisionWarning", "ExactInts", "exact_limit"]
-
-
-class PrecisionWarning(UserWarning):
-    """Integers of a column that the requested float dtype does not hold exactly."""
 
 
 def exact_limit(dtype: np.dtype) -> int:

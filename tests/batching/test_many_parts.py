@@ -7,7 +7,7 @@ import pytest
 
 import lstm_data
 from lstm_data import Batches, BatchSpec, Ragged, Scalars
-from lstm_data.batching.exactness import InexactIntegerWarning
+from lstm_data.errors import PrecisionWarning
 from lstm_data.batching.order_options import Order
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import InMemoryDataset
@@ -78,5 +78,5 @@ def test_integer_and_boolean_groups_batch_exactly_and_large_ids_warn():
     for r in range(50):
         n = min(4, lens[r])
         np.testing.assert_array_equal(batch[r, :n], values[offsets[r]:offsets[r] + n].astype(np.float32))
-    with pytest.warns(InexactIntegerWarning, match=r"'event'.*16777218 becomes 16777218|integer 16777\d+ becomes"):
+    with pytest.warns(PrecisionWarning, match=r"'event'.*16777218 becomes 16777218|integer 16777\d+ becomes"):
         Batches(ds, BatchSpec(inputs={"ev": Scalars(["event"])}), Order(batch_size=10, shuffle=False))[0]
