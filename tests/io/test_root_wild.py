@@ -202,3 +202,21 @@ def test_a_type_uproot_misreads_is_skipped_not_called_damage_real_file():
     with pytest.raises(SchemaError, match=r"nothing to read: 1 entries .* 'point' \(AsDtype.*: uproot cannot "
                                           r"read this object type"):
         lstm_data.open(path)
+
+
+def test_rntuple_columns_read_only_the_fields_they_need(tmp_path):
+    arr = ak.Array({"evt": np.arange(4, dtype=np.int64), "x": np.arange(4.0),
+                    "Jet": ak.zip({"pt": ak.Array([[1.0], [], [2.0, 3.0], []]),
+                                   "m": ak.Array([[5.0], [], [6.0, 7.0], []])})})
+    path = tmp_path / "rn.root"
+    with uproot.recreate(path) as fh:
+        try:
+            fh["T"] = arr
+        except (TypeError, ValueError, NotImplementedError) as exc:
+            pytest.skip(f"this uproot cannot write RNTuples ({exc})")
+    ds = lstm_data.open(path, columns=["Jet_p*", "x"])
+    assert ds.scalar_names == ["x"] and ds.groups == {"Jet": ["Jet_pt"]}
+    assert_bitwise(ds.ragged("Jet")[0][:, 0], np.array([1.0, 2.0, 3.0]))
+    assert lstm_data.open(path, exclude="Jet").scalar_names == ["evt", "x"]
+    with pytest.raises(SchemaError, match=r"columns='Jet_eta' matches no column; did you mean 'Jet_pt'"):
+        lstm_data.open(path, columns=["Jet_eta"])

@@ -100,8 +100,10 @@ def from_awkward(array: Any, *, schema: Any = None, dtype: Any = None, sep: str 
     selection = ColumnSelection(columns, exclude)
     leaves: dict[str, Leaf] = {}
     skipped: dict[str, str] = {}
+    every: list[str] = []
     for f in fields:
         found, why = flatten_field(array[f], f, sep=sep)
+        every += [leaf.name for leaf in found] + list(why)
         for leaf in found:
             if leaf.name in leaves:
                 raise SchemaError(f"two fields give the variable {leaf.name!r}; rename one (or pass "
@@ -109,7 +111,7 @@ def from_awkward(array: Any, *, schema: Any = None, dtype: Any = None, sep: str 
             if selection.wants(leaf.name, leaf.key):
                 leaves[leaf.name] = leaf
         skipped.update({k: t for k, t in why.items() if selection.wants(k)})
-    selection.check_all_used(list(leaves) + list(skipped), file=where)
+    selection.check_all_used(every, file=where)
     refuse_named_skipped(selection, skipped, where)
     if not leaves:
         raise SchemaError(f"nothing to read: no column of numbers or lists of numbers"

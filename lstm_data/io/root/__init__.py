@@ -56,6 +56,7 @@ declared group of different lengths a ``SchemaError``.
 """
 from __future__ import annotations
 
+import fnmatch
 import logging
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -227,7 +228,8 @@ def _read_rntuple(ntuple: Any, ntuple_name: str, file: str, schema: Any,
     from lstm_data.io.awkward import from_awkward
 
     try:
-        array = ntuple.arrays(library="ak")
+        fields = _rntuple_fields(ntuple, selection)
+        array = ntuple.arrays(fields, library="ak") if fields is not None else ntuple.arrays(library="ak")
     except Exception as exc:
         if isinstance(exc, (ImportError, MemoryError)):
             raise
@@ -241,6 +243,31 @@ def _read_rntuple(ntuple: Any, ntuple_name: str, file: str, schema: Any,
                           row=exc.row) from None
     dataset.source = (file,)
     return dataset
+
+
+def _rntuple_fields(ntuple: Any, selection: ColumnSelection) -> list[str] | None:
+    """The top-level fields worth reading for ``selection`` (``None``: all of them).
+
+    A field is read when a ``columns`` pattern could match it or anything under it
+    (nested names are tried with ``.`` and with ``_``, as :func:`from_awkward` names
+    them); it is left unread only when ``exclude`` matches the field itself. The exact
+    selection is then made by :func:`from_awkward`.
+    """
+    if not selection:
+        return None
+    keys = [str(k) for k in ntuple.keys()]
+    tops = [k for k in keys if "." not in k]
+    out = []
+    for top in tops:
+        if any(fnmatch.fnmatchcase(top, p) for p in selection.exclude):
+            continue
+        if selection.columns is None:
+            out.append(top)
+            continue
+        names = [top] + [k.replace(".", sep) for k in keys if k.startswith(top + ".") for sep in (".", "_")]
+        if any(fnmatch.fnmatchcase(n, p) or p.startswith(top) for n in names for p in selection.columns):
+            out.append(top)
+    return out if out else None
 
 
 def _schema(schema: Any):
