@@ -9,7 +9,7 @@ float32, each target ``(B, 1)``; the weights were ones, one array per target.
 
 Written for clarity, not speed, with Python's ``csv`` module (no pandas), and
 independent of the library and of its benchmark baseline
-(``lstm_data/bench/legacy*.py``), so neither can drift into agreeing with the other.
+(``bench/legacy*.py``), so neither can drift into agreeing with the other.
 """
 from __future__ import annotations
 
