@@ -1,8 +1,20 @@
-"""Form ragged groups from per-variable ragged columns.
+"""Form ragged groups from per-variable ragged columns: the one rule every reader follows.
 
-Variables group by the prefix before their first ``.`` (``png.calE`` -> ``png``)
-unless a schema declares the groups. Every variable of a group must have the same
-length in every row; a mismatch is an error naming the row and the variables.
+The rule: a variable-length variable belongs to the group named by its prefix before
+the first ``.`` (``png.calE`` -> ``png``; a name without ``.`` is its own group),
+unless a schema declares the groups (declared groups win). Every variable of a group
+must have the same length in every row; a mismatch is an error naming the row and
+the variables. :func:`group_prefix` is that rule, used by the CSV, HDF5 (lstm_ee,
+h5py) and Parquet readers.
+
+Declared exceptions, where the format itself says which columns share a length:
+
+* ROOT: branches counted by the same counter branch (``nMuon``) form one group named
+  after the counter's prefix (``Muon``), whatever their names;
+* NOvA HDF5: the rows of one table (``rec.vtx.png``) form one group;
+* nested records (Parquet structs, awkward/RNTuple records): the fields of one list of
+  records form one group named after the list;
+* fixed-size arrays (``x[0]``, ``x[1]``, ...) inside a list stay in their list's group.
 """
 from __future__ import annotations
 

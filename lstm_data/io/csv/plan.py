@@ -54,6 +54,7 @@ import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import FormatError, SchemaError
+from lstm_data.io.column_groups import group_prefix
 from lstm_data.io.schema import Schema
 from lstm_data.kernels import BARE, LISTED, MULTI, QUOTED
 
@@ -239,16 +240,12 @@ def declared_plan(names: list[str], schema: Schema | None) -> Plan:
     return Plan(list(names), kinds, groups, inferred, general=bool(inferred))
 
 
-def _prefix(name: str) -> str:
-    return name.split(".", 1)[0]
-
-
 def _group_inferred(plan: Plan, ragged: list[int], offsets: dict[int, np.ndarray]) -> dict:
     """Group inferred ragged columns by prefix, then by identical ``offsets``."""
     used = {g for g in plan.groups if not g.startswith("\0")}
     classes: dict[str, list[list[int]]] = {}
     for c in ragged:
-        bucket = classes.setdefault(_prefix(plan.names[c]), [])
+        bucket = classes.setdefault(group_prefix(plan.names[c]), [])
         for members in bucket:
             if np.array_equal(offsets[members[0]], offsets[c]):
                 members.append(c)
@@ -268,11 +265,11 @@ def _group_inferred(plan: Plan, ragged: list[int], offsets: dict[int, np.ndarray
 def _kinds_from_flags(plan: Plan, flags: np.ndarray) -> list[int]:
     """The inferred columns that the inference rule (module docstring) makes ragged."""
     inferred = [c for c, n in enumerate(plan.names) if n in plan.inferred]
-    listed = {_prefix(plan.names[c]) for c in inferred if flags[c] & (MULTI | LISTED)}
+    listed = {group_prefix(plan.names[c]) for c in inferred if flags[c] & (MULTI | LISTED)}
     bare_elsewhere = bool(np.any(flags & BARE))
     return [c for c in inferred
             if flags[c] & (MULTI | LISTED) or flags[c] & QUOTED and (
-                _prefix(plan.names[c]) in listed or bare_elsewhere and not flags[c] & BARE)]
+                group_prefix(plan.names[c]) in listed or bare_elsewhere and not flags[c] & BARE)]
 
 
 def plan_from_sample(general: Plan, flags: np.ndarray, groups: dict) -> Plan:
@@ -341,7 +338,7 @@ def near_splits(groups: dict[str, RaggedGroup], inferred: set[str]) -> list[str]
     """
     messages = []
     for name, group in groups.items():
-        prefix = _prefix(group.names[0])
+        prefix = group_prefix(group.names[0])
         main = groups.get(prefix)
         if name == prefix or main is None or not set(group.names) <= inferred:
             continue
