@@ -102,7 +102,19 @@ class _Located(ValueError):
         return fields
 
     def located(self, **where: Any) -> "_Located":
-        """Return a copy of this error with more location fields filled in."""
+        """A copy of this error with more location fields filled in.
+
+        Parameters
+        ----------
+        **where
+            Location keys (``file``, ``line``, ``column``, ...) -> value; ``None`` values
+            are ignored.
+
+        Returns
+        -------
+        _Located
+            An error of the same class and message.
+        """
         fields = self._fields()
         fields.update({k: v for k, v in where.items() if v is not None})
         return type(self)(self.message, **fields)
@@ -138,9 +150,12 @@ class OptionError(TypeError, ValueError):
 
 
 class PrecisionWarning(UserWarning):
-    """Integers that the float dtype asked for does not hold exactly (above 2**24 in float32,
-    2**53 in float64): raised once per column by every reader and by batch building, naming the
-    column and the first value changed."""
+    """Integers that the float dtype asked for does not hold exactly.
+
+    Above 2**24 in float32 and 2**53 in float64 not every integer has a float: every
+    reader and batch building warn once per column, naming the column and the first
+    value changed.
+    """
 
 
 class BrokenRowsWarning(UserWarning):

@@ -64,24 +64,55 @@ class DeclaredOptions:
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:
-        """Every option this object holds, in declaration order."""
+        """Every option this object holds, in declaration order.
+
+        Returns
+        -------
+        tuple of str
+            The option names.
+        """
         return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
     def check_names(cls, names: Iterable[str], where: str | None = None) -> None:
-        """Raise :class:`OptionError` for the first of ``names`` this object does not hold."""
+        """Raise :class:`OptionError` for the first of ``names`` this object does not hold.
+
+        Parameters
+        ----------
+        names
+            Option names to check.
+        where
+            What the names were given to, for the message (default: the class name).
+        """
         known = cls.option_names()
         for name in names:
             if name not in known:
                 raise unknown_option(name, known, where or cls.__name__)
 
     def replace(self: T, **changes: Any) -> T:
-        """A copy with ``changes`` (names checked)."""
+        """A copy with some options changed (their names and values checked).
+
+        Parameters
+        ----------
+        **changes
+            Option name -> new value.
+
+        Returns
+        -------
+        DeclaredOptions
+            A new object of the same class.
+        """
         self.check_names(changes)
         return dataclasses.replace(self, **changes)
 
     def changed(self) -> dict[str, Any]:
-        """The options whose value differs from the default, by name."""
+        """The options whose value differs from the default.
+
+        Returns
+        -------
+        dict
+            Option name -> value.
+        """
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
@@ -91,13 +122,32 @@ class DeclaredOptions:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The options that differ from their defaults, as plain TOML/JSON values."""
+        """The options that differ from their defaults, as plain TOML/JSON values.
+
+        Returns
+        -------
+        dict
+            Option name -> value (lists, numbers, strings, tables).
+        """
         return {name: _plain(value, f"{type(self).__name__}.{name}")
                 for name, value in self.changed().items()}
 
     @classmethod
     def from_dict(cls: type[T], data: Mapping[str, Any], *, source: str | None = None) -> T:
-        """The options of ``data`` (the form :meth:`to_dict` writes); names are checked."""
+        """The options of ``data``, in the form :meth:`to_dict` writes; names are checked.
+
+        Parameters
+        ----------
+        data
+            Option name -> value.
+        source
+            Where ``data`` came from (a file and table), for messages.
+
+        Returns
+        -------
+        DeclaredOptions
+            A new object of this class.
+        """
         where = source or cls.__name__
         if not isinstance(data, Mapping):
             raise OptionError(f"{where}: options must be a table, got {type(data).__name__}")
@@ -105,12 +155,29 @@ class DeclaredOptions:
         return cls(**dict(data))
 
     def to_toml(self) -> str:
-        """The ``[TOML_TABLE]`` table of the options that differ from their defaults."""
+        """The ``[TOML_TABLE]`` table of the options that differ from their defaults.
+
+        Returns
+        -------
+        str
+            TOML text that :meth:`from_toml` reads back.
+        """
         return toml_text({self.TOML_TABLE: self.to_dict()})
 
     @classmethod
     def from_toml(cls: type[T], path: str | os.PathLike[str]) -> T:
-        """The options in table ``[TOML_TABLE]`` of the TOML file ``path`` (defaults if absent)."""
+        """The options in table ``[TOML_TABLE]`` of a TOML file (defaults where absent).
+
+        Parameters
+        ----------
+        path
+            The TOML file; it may also hold a spec's and other options' tables.
+
+        Returns
+        -------
+        DeclaredOptions
+            A new object of this class.
+        """
         return cls.from_dict(read_toml_table(path, cls.TOML_TABLE),
                              source=f"{os.fspath(path)} [{cls.TOML_TABLE}]")
 

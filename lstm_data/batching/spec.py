@@ -156,8 +156,13 @@ class BatchSpec:
 
     @property
     def variables(self) -> list[str]:
-        """Every variable the spec reads (inputs then targets, each once, in order): the
-        columns a reader needs to make these batches."""
+        """Every variable the spec reads, inputs then targets, each once.
+
+        These are the columns a reader needs to make these batches (``sort_by``
+        columns included); ``lstm-data precompute`` reads only these where the
+        format can skip columns (:class:`~lstm_data.io.read_options.ReadOptions`
+        ``needed``).
+        """
         names = [v for _, _, fld in self.fields() for v in list(fld.vars) + (
             [fld.sort_by] if isinstance(fld, Ragged) and fld.sort_by is not None else [])]
         return list(dict.fromkeys(names))

@@ -142,7 +142,6 @@ class HDF5Dataset(OnDiskDataset):
         self._trust_external = trust_external
         self._file = h5py.File(path, "r")
         try:
-            digest_checked = check_layout_digest(self._file, file=name)
             layout = _chosen(parse_layout(dict(self._file.attrs), file=name),
                              ColumnSelection(columns, exclude), name)
             n = layout["n_rows"]
@@ -154,6 +153,8 @@ class HDF5Dataset(OnDiskDataset):
                        for var, key in layout["scalars"].items()}
             groups = {g: self._disk_group(g, spec, n, name, dt)
                       for g, spec in layout["groups"].items()}
+            # after the checks above, which name what is wrong; this one catches edits they cannot see
+            digest_checked = check_layout_digest(self._file, file=name)
             self.notes = _checksum_notes(self._file, layout, name) + (
                 () if digest_checked else ("written before layout digests: an edited dtype, byte order "
                                            "or column order is not detected",))

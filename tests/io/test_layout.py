@@ -41,9 +41,12 @@ def replace_array(path, key: str, data: np.ndarray) -> None:
     """Overwrite array ``key`` of the store with ``data`` (any dtype or shape), as a writer
     would have written it (a zarr store's manifest records the new array)."""
     if str(path).endswith(".h5"):
+        from lstm_data.io.hdf5_out import LAYOUT_DIGEST_ATTR, layout_digest
+
         with h5py.File(path, "r+") as f:
             del f[key]
             f.create_dataset(key, data=data)
+            f.attrs[LAYOUT_DIGEST_ATTR] = layout_digest(f)  # as a writer would have recorded it
         return
     group, _, name = key.rpartition("/")
     root = zarr.open_group(path, mode="r+")
