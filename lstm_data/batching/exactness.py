@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from lstm_data.errors import PrecisionWarning
+from lstm_data.io.exact_ints import first_changed
 
 __all__ = ["warn_if_inexact", "first_inexact"]
 
@@ -22,19 +23,8 @@ _WARNED: set[str] = set()
 
 def first_inexact(values: np.ndarray, dtype: np.dtype) -> int | None:
     """The first integer of ``values`` that ``dtype`` does not hold exactly, or ``None``."""
-    if values.dtype.kind not in "iu" or not values.size:
-        return None
-    limit = 2 ** (np.finfo(dtype).nmant + 1)
-    if values.dtype.itemsize * 8 - (values.dtype.kind == "i") <= np.finfo(dtype).nmant + 1:
-        return None  # every value of this integer type fits
-    flat = values.reshape(-1)
-    big = np.flatnonzero((flat > limit) | (flat < -limit)) if values.dtype.kind == "i" \
-        else np.flatnonzero(flat > limit)
-    for i in big:  # a large value may still be exact (a multiple of a power of two)
-        value = int(flat[i])
-        if int(np.array(value).astype(dtype)) != value:
-            return value
-    return None
+    k = first_changed(values, dtype)
+    return None if k is None else int(values.reshape(-1)[k])
 
 
 def warn_if_inexact(values: np.ndarray, dtype: np.dtype, what: str) -> None:

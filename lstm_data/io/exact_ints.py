@@ -19,12 +19,31 @@ from lstm_data.errors import PrecisionWarning
 
 from lstm_data.errors import warn_user
 
-__all__ = ["PrecisionWarning", "ExactInts", "exact_limit"]
+__all__ = ["PrecisionWarning", "ExactInts", "exact_limit", "first_changed"]
 
 
 def exact_limit(dtype: np.dtype) -> int:
     """The largest integer magnitude below which every integer is exact in float ``dtype``."""
     return 1 << (np.finfo(dtype).nmant + 1)
+
+
+def first_changed(values: np.ndarray, dtype: np.dtype) -> int | None:
+    """The flat index of the first integer of ``values`` that float ``dtype`` changes, or ``None``.
+
+    Costs a min and a max while the values are small enough to be exact.
+    """
+    dt = np.dtype(dtype)
+    if values.dtype.kind not in "iu" or dt.kind != "f" or not values.size:
+        return None
+    if values.dtype.itemsize * 8 <= np.finfo(dt).nmant + 1:
+        return None  # every value of this integer type fits
+    flat = values.reshape(-1)
+    if max(abs(int(flat.min())), int(flat.max())) <= exact_limit(dt):
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        back = flat.astype(dt).astype(flat.dtype)
+    bad = np.flatnonzero(back != flat)
+    return int(bad[0]) if len(bad) else None
 
 
 class ExactInts:
@@ -61,18 +80,11 @@ class ExactInts:
         if values.ndim > 1:  # rows of several values: name the row
             width = values.size // len(values)
             values, row_of = values.reshape(-1), (lambda k, inner=row_of: inner(k // width))
-        limit = exact_limit(dt)
-        if values.dtype.itemsize * 8 <= np.finfo(dt).nmant + 1:
-            return
-        if max(abs(int(values.min())), int(values.max())) <= limit:
-            return
-        with np.errstate(invalid="ignore", over="ignore"):
-            back = values.astype(dt).astype(values.dtype)
-        bad = np.flatnonzero(back != values)
-        if not len(bad):
+        first = first_changed(values, dt)
+        if first is None:
             return
         self.warned.add(name)
-        k = int(bad[0])
+        k = first
         value = int(values[k])
         became = values[k:k + 1].astype(dt)[0]
         fix = ("read with dtype=float64 (exact up to 2**53)" if dt == np.float32 else
