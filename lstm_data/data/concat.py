@@ -38,9 +38,8 @@ def _column_names(ds: Dataset) -> set[str]:
     return set(ds.scalar_names).union(*ds.groups.values())
 
 
-def _without_untyped_empties(datasets: list[Dataset], labels: list[str]
-                             ) -> tuple[list[Dataset], list[str]]:
-    """Drop the row-less parts whose column names are those of the others.
+def _untyped_empties(datasets: list[Dataset]) -> set[int]:
+    """The positions of the row-less parts whose column names are those of the others.
 
     A header-only CSV has no cells to show which columns hold arrays, so it reads
     every column as a scalar. It adds no rows; when its column names are those of
@@ -49,11 +48,9 @@ def _without_untyped_empties(datasets: list[Dataset], labels: list[str]
     """
     reference = next((d for d in datasets if len(d)), None)
     if reference is None:
-        return datasets, labels
+        return set()
     names = _column_names(reference)
-    kept = [(d, label) for d, label in zip(datasets, labels)
-            if len(d) or _column_names(d) != names]
-    return [d for d, _ in kept], [label for _, label in kept]
+    return {i for i, d in enumerate(datasets) if not len(d) and _column_names(d) == names}
 
 
 class ConcatDataset(Dataset):
@@ -85,7 +82,9 @@ class ConcatDataset(Dataset):
         labels = list(names) if names is not None else [
             ", ".join(d.source) or f"dataset {i}" for i, d in enumerate(datasets)]
         sources = tuple(s for d in datasets for s in d.source) or tuple(labels)
-        self.datasets, labels = _without_untyped_empties(list(datasets), labels)
+        dropped = _untyped_empties(list(datasets))
+        kept = [i for i in range(len(datasets)) if i not in dropped]
+        self.datasets, labels = [datasets[i] for i in kept], [labels[i] for i in kept]
         self._labels = labels
         first = self.datasets[0]
         for ds, label in zip(self.datasets[1:], labels[1:]):
@@ -97,10 +96,8 @@ class ConcatDataset(Dataset):
         self._scalar_names = first.scalar_names
         self._groups = first.groups
         self.source = sources
-        self.part_values = self._check_part_values(part_values or {}, len(datasets))
-        if self.part_values and len(self.datasets) != len(datasets):  # row-less parts were left out
-            kept = [i for i, d in enumerate(datasets) if any(d is k for k in self.datasets)]
-            self.part_values = {k: v[kept] for k, v in self.part_values.items()}
+        self.part_values = {name: values[kept] for name, values in  # of the parts kept
+                            self._check_part_values(part_values or {}, len(datasets)).items()}
         self._scalar_names = self._scalar_names + list(self.part_values)
 
     def _check_part_values(self, given: dict[str, Sequence[float]], n_parts: int) -> dict[str, np.ndarray]:
