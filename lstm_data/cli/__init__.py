@@ -14,7 +14,10 @@ import argparse
 import importlib
 import logging
 import sys
+import warnings
 from types import ModuleType
+
+from lstm_data.errors import PrecisionWarning
 
 #: subcommand -> module under lstm_data.cli
 COMMANDS = {
@@ -47,6 +50,9 @@ def _common_options() -> argparse.ArgumentParser:
                         help="no progress bars and no messages on stderr (errors excepted)")
     common.add_argument("-v", "--verbose", action="count", default=0,
                         help="log diagnostics to stderr (files opened, backend, reuse); -vv: debug detail")
+    common.add_argument("--strict-integers", action="store_true",
+                        help="stop with an error at the first integer a float dtype would change "
+                             "(default: warn once per column)")
     return common
 
 
@@ -114,7 +120,7 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, ModuleType | None
 
 
 #: options every command takes, also accepted before the command (``lstm-data -v inspect x``)
-_COMMON = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose")
+_COMMON = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose", "--strict-integers")
 
 
 def _common_first(argv: list[str]) -> list[str]:
@@ -137,8 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _configure_logging(args)
     try:
-        return int(module.run(args) or 0)
-    except (ValueError, OSError) as exc:  # user-facing errors: no traceback, no credentials
+        with warnings.catch_warnings():
+            if args.strict_integers:
+                warnings.simplefilter("error", PrecisionWarning)
+            return int(module.run(args) or 0)
+    except (ValueError, OSError, PrecisionWarning) as exc:  # user-facing: no traceback, no credentials
         from lstm_data.errors import redact
 
         print(f"lstm-data {args.command}: error: {redact(exc)}", file=sys.stderr)

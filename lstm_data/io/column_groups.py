@@ -24,6 +24,7 @@ import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError
+from lstm_data.io.exact_ints import check_once
 from lstm_data.kernels import interleave_columns
 
 __all__ = ["group_prefix", "resolve_schema", "build_group", "check_group_lengths", "interleave_pieces"]
@@ -164,6 +165,16 @@ def interleave_pieces(columns: Sequence[Sequence[np.ndarray]], out: np.ndarray) 
         interleave_columns(views, out[a:b])
 
 
+def _check_exact(pieces: Sequence[np.ndarray], dtype: np.dtype, name: str, offsets: np.ndarray, *,
+                 file: str | None, first_row: int) -> None:
+    """Warn once if an integer column changes in the float block (a group mixing ints and floats)."""
+    start = 0
+    for p in pieces:
+        check_once(p, dtype, name, file=file, where="row", row_of=lambda k, at=start: first_row + int(
+            np.searchsorted(offsets, at + k, side="right")) - 1)
+        start += len(p)
+
+
 def build_group(group: str, columns: Mapping[str, tuple[Any, np.ndarray]], *,
                 file: str | None = None, dtype: Any = None, first_row: int = 0) -> RaggedGroup:
     """Interleave same-length ragged columns into one :class:`RaggedGroup`.
@@ -196,6 +207,8 @@ def build_group(group: str, columns: Mapping[str, tuple[Any, np.ndarray]], *,
     np.cumsum(ref_lengths, out=offsets[1:])
     values = np.empty((int(offsets[-1]), len(names)), dtype=dt)
     if dt in _FLOATS:
+        for name, ps in zip(names, pieces):
+            _check_exact(ps, dt, name, offsets, file=file, first_row=first_row)
         interleave_pieces([[p if p.dtype in _FLOATS else p.astype(dt) for p in ps] for ps in pieces],
                           values)
     else:  # integer columns kept as integers: no compiled kernel for those

@@ -11,6 +11,7 @@ the values are small.
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 import numpy as np
@@ -19,7 +20,7 @@ from lstm_data.errors import PrecisionWarning
 
 from lstm_data.errors import warn_user
 
-__all__ = ["PrecisionWarning", "ExactInts", "exact_limit", "first_changed"]
+__all__ = ["PrecisionWarning", "ExactInts", "exact_limit", "first_changed", "check_once"]
 
 
 def exact_limit(dtype: np.dtype) -> int:
@@ -94,3 +95,27 @@ class ExactInts:
         prefix = f"{file or self.file}: " if (file or self.file) else ""
         warn_user(f"{prefix}column {name!r} holds integers that {dt.name} does not hold exactly (first at "
                   f"{where} {row_of(k)}: {value} reads as {shown}); {fix}", PrecisionWarning)
+
+
+#: (file, column, dtype) already warned about by :func:`check_once`, across threads
+_WARNED: set[tuple[str | None, str, str]] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def check_once(values: np.ndarray, dtype: np.dtype, name: str, *, file: str | None,
+               row_of: Callable[[int], int] = lambda k: k, where: str = "row") -> None:
+    """:meth:`ExactInts.check` for readers that cast piece by piece on several threads.
+
+    Warns once per process for each ``(file, name, dtype)``, whichever thread and
+    piece finds the first changed value; ``row_of`` maps an index of ``values`` to
+    the row the warning names.
+    """
+    dt = np.dtype(dtype)
+    if values.dtype.kind not in "iu" or dt.kind != "f" or first_changed(values, dt) is None:
+        return
+    key = (file, name, dt.name)
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    ExactInts(file).check(values, dt, name, row_of=row_of, where=where)

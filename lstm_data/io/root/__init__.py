@@ -310,6 +310,10 @@ class _Sink:
         lo = int(self.offsets[start])
         rows = self.block[lo:lo + len(next(iter(columns.values())))]
         if self.dtype in _FLOATS:
+            first = lengths[self.names[0]]
+            for v, c in columns.items():  # integers into a float block: never changed silently
+                check_once(c, self.dtype, v, file=self.file, where="entry", row_of=lambda k: start + int(
+                    np.searchsorted(np.cumsum(first), k, side="right")))
             interleave_pieces([[c if c.dtype in _FLOATS else c.astype(self.dtype)] for c in columns.values()],
                               rows)
         else:  # a group of integer branches kept as integers

@@ -31,6 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from lstm_data.errors import FormatError
+from lstm_data.io.exact_ints import check_once
 
 __all__ = ["BranchPlan", "plan_branch", "inflater_name", "set_inflater", "INFLATERS", "read_basket",
            "BasketTask", "PieceTask"]
@@ -279,7 +280,18 @@ class BasketTask:
                               f"{self.plan.stops[self.i]}) of branch {self.plan.name!r} holds {what}; "
                               "damaged file?", file=file, variable=self.plan.name,
                               row=self.plan.starts[self.i])
-        self.out[self.lo:self.hi] = np.frombuffer(data, dtype=self.plan.dtype, count=count)
+        values = np.frombuffer(data, dtype=self.plan.dtype, count=count)
+        if values.dtype.kind in "iu" and self.out.dtype.kind == "f":
+            check_once(values, self.out.dtype, self.plan.name, file=file, where="entry",
+                       row_of=self._entry_of)
+        self.out[self.lo:self.hi] = values
+
+    def _entry_of(self, k: int) -> int:
+        """The entry holding value ``k`` of this basket."""
+        start = int(self.plan.starts[self.i])
+        if self.counts is None:
+            return start + k
+        return start + int(np.searchsorted(np.cumsum(self.counts), k, side="right"))
 
     def _check_counts(self, entry_offsets: np.ndarray | None, file: str, tree: str) -> None:
         """Each entry's number of values, from the basket's entry offsets, against the counter."""
