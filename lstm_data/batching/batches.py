@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
 
 import numpy as np
 
@@ -399,8 +399,10 @@ class Batches(EpochIteration):
         """Rank ``rank``'s disjoint, equally long share of every epoch (one process per GPU).
 
         Build the same ``Batches`` on every rank, then ``shard(rank, world_size)``: each
-        rank gets ``len(self) // world_size`` consecutive batches of each epoch's order,
-        made from ``(seed, epoch)`` alone. See :mod:`lstm_data.batching.shard`.
+        rank gets ``len(self) // world_size`` batches of each epoch's order, made from
+        ``(seed, epoch)`` alone (balanced in real elements for ``shuffle=True``,
+        consecutive runs otherwise). Its state resumes on a world of any size. See
+        :mod:`lstm_data.batching.shard`.
 
         Parameters
         ----------
@@ -424,6 +426,26 @@ class Batches(EpochIteration):
             raise ValueError("shard() needs the same order on every rank: give Batches an explicit seed "
                              "(seed=None draws a different one in every process)")
         return ShardedBatches(self, rank, world_size)
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.
+
+        Parameters
+        ----------
+        state
+            A :meth:`state_dict` of batches of the same seed, order, spec and data. A
+            shard's state (:meth:`shard`) resumes ``shard(0, 1)`` or any other world.
+
+        Raises
+        ------
+        ValueError
+            The state was saved by other batches (each differing setting is named),
+            by a shard of several ranks, or is not such a state.
+        """
+        if isinstance(state, Mapping) and (state.get("world_size", 1) != 1 or state.get("history")):
+            raise ValueError(f"a state saved by a shard of {state.get('world_size')} ranks: load it into "
+                             "batches.shard(rank, world_size) (shard(0, 1) for one process)")
+        super().load_state_dict(state)
 
     def _state_identity(self) -> dict[str, Any]:
         """The order's settings by name, the rows, and one digest of spec, settings and data

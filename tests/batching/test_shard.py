@@ -40,14 +40,26 @@ def test_shards_are_disjoint_equal_and_cover_the_epoch(data, world, mode):
     assert {len(s) for s in shards} == {len(full) // world}
     for epoch in (0, 1, 2):
         got = [s.rows_of(i, epoch) for s in shards for i in range(len(s))]
-        want = [full.rows_of(i, epoch) for i in range(len(shards[0]) * world)]
-        for a, b in zip(got, want):  # rank r holds the r-th run of the epoch's batches
+        # shuffle=True: step j of the ranks takes the j-th round of world_size batches; else rank r
+        # holds the r-th consecutive run
+        if mode.get("shuffle") is True:
+            lanes = []
+            assert sorted(np.concatenate([s.parent_indices(epoch) for s in shards])) == list(
+                range(len(shards[0]) * world))
+        else:
+            lanes = [np.arange(r * len(shards[0]), (r + 1) * len(shards[0])) for r in range(world)]
+        want = [full.rows_of(int(i), epoch) for s in shards for i in s.parent_indices(epoch)]
+        for a, b in zip(got, want):
             np.testing.assert_array_equal(a, b)
+        if mode.get("shuffle") is not True:
+            for s, lane in zip(shards, lanes):
+                np.testing.assert_array_equal(s.parent_indices(epoch), lane)
         rows = np.concatenate(got)
         assert len(rows) == len(np.unique(rows))
         for s in shards:
             s.set_epoch(epoch)
-        assert_same_batch(shards[-1][len(shards[-1]) - 1], full.batch(len(shards[0]) * world - 1, epoch))
+        last = int(shards[-1].parent_indices(epoch)[-1])
+        assert_same_batch(shards[-1][len(shards[-1]) - 1], full.batch(last, epoch))
     assert shards[0].n_rows == len(shards[0]) * 90
 
 
@@ -105,8 +117,8 @@ def test_state_from_other_batches_is_refused(data):
         Batches(data, _spec(), batch_size=100, seed=6).load_state_dict(state)
     with pytest.raises(ValueError, match="batch_size"):
         Batches(data, _spec(), batch_size=50, seed=5).load_state_dict(state)
-    with pytest.raises(ValueError, match="shard"):
-        Batches(data, _spec(), batch_size=100, seed=5).shard(0, 2).load_state_dict(
+    with pytest.raises(ValueError, match="shard"):  # a world of 3 resumes a shard, not unsharded batches
+        Batches(data, _spec(), batch_size=100, seed=5).load_state_dict(
             Batches(data, _spec(), batch_size=100, seed=5).shard(0, 3).state_dict())
     with pytest.raises(ValueError, match="next_batch"):
         Batches(data, _spec(), batch_size=100, seed=5).load_state_dict({"epoch": 0})

@@ -1,0 +1,111 @@
+"""How an epoch's batches are dealt to ranks, and what is left of it after an interrupted world.
+
+Every rank of a world of ``W`` ranks holds the same epoch order: ``N`` batches, each a
+set of rows. The batches are dealt to the ranks in equal *lanes* of ``N // W``
+batches (the ``N % W`` left over are the epoch's remainder, never more than
+``W - 1`` batches), in one of two layouts:
+
+``"rounds"``
+    Step ``j`` of every rank takes one of the batches ``j * W .. j * W + W - 1``
+    of the order. Inside a round the largest batch (in real elements) goes to the
+    rank that has had the fewest so far, so every rank sees about the same number
+    of real elements and, at any step, the ranks together have seen a prefix of
+    the order. Used when the order is shuffled in RAM (``shuffle=True``).
+``"runs"``
+    Rank ``r`` takes the ``r``-th of ``W`` consecutive runs of the order, so with
+    ``shuffle="block"`` each rank reads its own windows of the data (about ``1 / W``
+    of it) and with ``shuffle=False`` its own stretch. Used for those two orders.
+
+Resuming on another world. A state saved at step ``k`` (every rank at step ``k``,
+as synchronous data-parallel training runs) says which batches were seen: the
+first ``k`` of every lane. The remaining batches, in the epoch's order, form the
+*pool* that the new world of ``W'`` ranks deals with the same layout. A state
+saved by that world records the earlier worlds as ``history`` (a list of
+``[world_size, steps]``), so a run can change its world size any number of times
+in one epoch and the pool is still known from a few ints. Later epochs have no
+history: they are exactly those a fresh world of ``W'`` ranks has.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["deal", "remaining_pool", "layout_of"]
+
+
+def layout_of(shuffle: bool | str) -> str:
+    """The dealing layout of an order: ``"rounds"`` for ``shuffle=True``, else ``"runs"``."""
+    return "rounds" if shuffle is True else "runs"
+
+
+def deal(costs: np.ndarray, world: int, layout: str) -> np.ndarray:
+    """Deal a pool of batches to ``world`` ranks in equal lanes.
+
+    Parameters
+    ----------
+    costs
+        Real elements of each batch of the pool, in the pool's order.
+    world
+        The number of ranks.
+    layout
+        ``"rounds"`` or ``"runs"`` (see the module docstring).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(world, len(costs) // world)``: the pool positions of every rank's lane.
+    """
+    n = len(costs) // world
+    if layout == "runs" or n == 0 or world == 1:
+        return np.arange(n * world, dtype=np.intp).reshape(world, n)
+    rounds = np.arange(n * world, dtype=np.intp).reshape(n, world)
+    cost = np.asarray(costs, dtype=np.float64)[:n * world].reshape(n, world)
+    out = np.empty((world, n), dtype=np.intp)
+    if np.all(cost == cost[0, 0]):  # equal batches: plain round robin
+        out[:] = rounds.T
+        return out
+    load = np.zeros(world)
+    for j in range(n):  # one small sort per round (not per row)
+        by_cost = np.argsort(-cost[j], kind="stable")
+        by_load = np.argsort(load, kind="stable")
+        out[by_load, j] = rounds[j, by_cost]
+        load[by_load] += cost[j, by_cost]
+    return out
+
+
+def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout: str) -> np.ndarray:
+    """The batches of an epoch that no earlier world has seen, in the epoch's order.
+
+    Parameters
+    ----------
+    costs
+        Real elements of every batch of the epoch.
+    history
+        ``(world_size, steps)`` of each earlier world, oldest first: each saw the first
+        ``steps`` batches of every lane of its deal of the pool then left.
+    layout
+        The dealing layout.
+
+    Returns
+    -------
+    numpy.ndarray
+        Batch indices of the epoch not yet seen.
+
+    Raises
+    ------
+    ValueError
+        A world size is < 1, or steps exceed that world's lanes.
+    """
+    pool = np.arange(len(costs), dtype=np.intp)
+    for world, steps in history:
+        if world < 1 or steps < 0:
+            raise ValueError(f"a resume history entry must be [world_size >= 1, steps >= 0], got {[world, steps]}")
+        lanes = deal(costs[pool], world, layout)
+        if steps > lanes.shape[1]:
+            raise ValueError(f"the state says {steps} steps were taken on {world} ranks, but that world had "
+                             f"{lanes.shape[1]} batches per rank left")
+        keep = np.ones(len(pool), dtype=bool)
+        keep[lanes[:, :steps].reshape(-1)] = False
+        pool = pool[keep]
+    return pool
