@@ -71,6 +71,21 @@ def _cache(value: Any) -> str:
     return "ram"
 
 
+def _bucket_lengths(value: Any) -> Any:
+    if value == "auto":
+        return "auto"
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise OptionError(f"bucket_lengths must be 'auto' or a list of positive ints, got {value!r}")
+    out = []
+    for v in value:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise OptionError(f"bucket_lengths must be 'auto' or a list of positive ints, got {value!r}")
+        out.append(int(v))
+    if not out or out != sorted(set(out)):
+        raise OptionError(f"bucket_lengths must be increasing and not empty, got {value!r}")
+    return tuple(out)
+
+
 def _text(name: str) -> Any:
     def check(value: Any) -> str:
         if not isinstance(value, str) or not value:
@@ -110,6 +125,20 @@ class Order(DeclaredOptions):
     block_rows, window_rows
         Block and window sizes of ``shuffle="block"`` (default: from the data's
         chunks).
+    max_elements
+        Element-budget batches (needs ``bucket_by``): each batch holds as many rows
+        as fit in this many padded slots of the ``bucket_by`` field (rows times the
+        batch's padded length, at most ``batch_size`` rows); a row longer than the
+        budget is a batch of its own. The epoch's rows are sorted by length and
+        packed, so the number of batches is the same every epoch.
+    bucket_lengths
+        The padded lengths of the ``bucket_by`` field's group: ``"auto"`` chooses
+        ``max_shapes`` lengths from the field's length histogram that minimise the
+        padding, or give them as a list of ints; each batch pads to the smallest
+        one that holds its longest row (few shapes: few recompiles under XLA, JAX
+        or ``torch.compile``).
+    max_shapes
+        Lengths chosen by ``bucket_lengths="auto"`` (default 4).
     cache
         ``"ram"``: keep built batches; the rows of each batch are fixed by the
         first epoch and later epochs permute the batches.
@@ -125,12 +154,17 @@ class Order(DeclaredOptions):
     block_rows: int | None = None
     window_rows: int | None = None
     cache: str | None = None
+    max_elements: int | None = None
+    bucket_lengths: Any = None
+    max_shapes: int = 4
 
     TOML_TABLE: ClassVar[str] = "order"
     CHECKS: ClassVar[Mapping[str, Any]] = {
         "batch_size": _positive("batch_size"), "shuffle": _shuffle, "seed": _seed, "drop_last": _flag,
         "weights": _weights, "bucket_by": _text("bucket_by"), "bucket_window": _positive("bucket_window"),
         "block_rows": _positive("block_rows"), "window_rows": _positive("window_rows"), "cache": _cache,
+        "max_elements": _positive("max_elements"), "bucket_lengths": _bucket_lengths,
+        "max_shapes": _positive("max_shapes"),
     }
 
     def __eq__(self, other: object) -> bool:
