@@ -178,12 +178,7 @@ def _member_cases() -> list[Any]:
             cases.append(pytest.param(name, None, id=name))
             continue
         for member in sorted(_twin_members(twin)):
-            marks = []
-            if (name, member) == ("CsvBlockParser", "__init__"):
-                # the twin (kernels/_py/csvblock.py) does not annotate its ``dtype`` parameter;
-                # the stub says DTypeLike. Strict: this fails once the twin says it too.
-                marks.append(pytest.mark.xfail(strict=True, reason="twin's dtype parameter is unannotated"))
-            cases.append(pytest.param(name, member, id=f"{name}.{member}", marks=marks))
+            cases.append(pytest.param(name, member, id=f"{name}.{member}"))
     return cases
 
 

@@ -48,9 +48,10 @@ followed by more data, in the next call.
 from __future__ import annotations
 
 import re
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from lstm_data.errors import TOKEN_QUOTE, ParseError, SchemaError
 from lstm_data.kernels._args import (
@@ -104,7 +105,7 @@ class CsvBlockParser:
     """
 
     def __init__(self, names: Sequence[str], kinds: Sequence[str],
-                 groups: Mapping[str, Sequence[int]], *, dtype=np.float32, sep: str = ",",
+                 groups: Mapping[str, Sequence[int]], *, dtype: DTypeLike = np.float32, sep: str = ",",
                  list_sep: str = ",", first_line: int = 1) -> None:
         self._dtype = check_dtype(dtype)
         self._sep, self._lsep = check_csv_seps(sep, list_sep)
@@ -119,8 +120,8 @@ class CsvBlockParser:
         self._first: dict[int, tuple[int, bytes, int]] = {}  # column -> first changed integer
         self._pending: dict[int, tuple[int, bytes, int]] = {}  # the same, in the current record
         self._int_dtype = np.float32 if self._dtype == np.float32 else np.float64
-        self._scalars = {c: [] for c, k in enumerate(self._kinds) if k == "scalar"}
-        self._values = [[[] for _ in cols] for cols in self._group_cols]
+        self._scalars: dict[int, list[float]] = {c: [] for c, k in enumerate(self._kinds) if k == "scalar"}
+        self._values: list[list[list[float]]] = [[[] for _ in cols] for cols in self._group_cols]
         self._offsets = [[0] for _ in self._group_cols]
         seps = re.escape(bytes([self._sep, self._lsep]))
         self._in_quotes = re.compile(b'["' + re.escape(bytes([self._lsep])) + b"\n]")
@@ -220,7 +221,9 @@ class CsvBlockParser:
             if not final:
                 raise _Incomplete
             return n
-        rec_line, cells, flags = self._line, [], []
+        rec_line = self._line
+        cells: list[list[float]] = []
+        flags: list[int] = []
         self._pending = {}
         col, ncols = 0, len(self._names)
         while True:
@@ -246,7 +249,7 @@ class CsvBlockParser:
         self._commit(cells, flags)
         return pos
 
-    def _commit(self, cells: list, flags: list) -> None:
+    def _commit(self, cells: list[list[float]], flags: list[int]) -> None:
         for c, value in enumerate(cells):
             kind = self._kinds[c]
             if flags[c] & INEXACT and not self._flags[c] & INEXACT:
@@ -262,12 +265,13 @@ class CsvBlockParser:
         self._rows += 1
 
     # -- one field -----------------------------------------------------------------
-    def _field(self, buf: bytes, pos: int, final: bool, col: int, cells: list):
+    def _field(self, buf: bytes, pos: int, final: bool, col: int,
+               cells: list[list[float]]) -> tuple[list[float], int, int]:
         """Read the field at ``pos``; return ``(numbers, flags, position of its terminator)``."""
         kind = self._kinds[col]
         quoted = pos < len(buf) and buf[pos] == _QUOTE
         if kind == "skip":
-            return None, 0, self._skip(buf, pos, final, quoted, col)
+            return [], 0, self._skip(buf, pos, final, quoted, col)
         numbers: list[float] = []
         bracket = buf[pos + quoted:pos + quoted + 1] == b"["
         if quoted:
@@ -312,7 +316,7 @@ class CsvBlockParser:
             return len(buf)
         return m.start()
 
-    def _unquoted_tokens(self, buf: bytes, pos: int, final: bool, col: int, numbers: list,
+    def _unquoted_tokens(self, buf: bytes, pos: int, final: bool, col: int, numbers: list[float],
                          bracket: bool) -> int:
         start, n = pos, len(buf)
         pos += bracket
@@ -328,7 +332,7 @@ class CsvBlockParser:
                 return end
             pos = end + 1
 
-    def _quoted(self, buf: bytes, pos: int, final: bool, col: int, numbers: list,
+    def _quoted(self, buf: bytes, pos: int, final: bool, col: int, numbers: list[float],
                 bracket: bool) -> int:
         open_line = self._line
         pos += 1
@@ -380,8 +384,8 @@ class CsvBlockParser:
                              token=buf[pos:pos + 1].decode("utf-8", "replace"))
         return pos
 
-    def _token(self, raw: bytes, is_list_sep: bool, col: int, numbers: list, offset: int,
-               line: int | None = None, span: tuple = (b"", 0, 0, False),
+    def _token(self, raw: bytes, is_list_sep: bool, col: int, numbers: list[float], offset: int,
+               line: int | None = None, span: tuple[bytes, int, int, bool] = (b"", 0, 0, False),
                closing: bool = False) -> None:
         """Validate one complete token and append its value.
 
@@ -392,7 +396,7 @@ class CsvBlockParser:
         """
         text_buf, a, b, quoted = span
 
-        def located(raw: bytes, b: int) -> dict:
+        def located(raw: bytes, b: int) -> dict[str, Any]:
             out = dict(line=self._line if line is None else line, column=col + 1,
                        variable=self._names[col], row=self._rows, offset=offset,
                        token=raw.decode("utf-8", "replace"))
