@@ -110,3 +110,24 @@ def test_parts_are_not_copied(backend):
     gather = backend.BatchGather([dict(parts=[a, b])])
     job = gather.ragged[0]
     assert all(np.shares_memory(p[0], src[0]) for p, src in zip(job.parts, (a, b)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1),
+       sizes=st.lists(st.sampled_from([0, 0, 1, 2, 3, 40, 700]), min_size=1, max_size=90))
+def test_rows_find_their_part_whatever_the_part_sizes(twins, seed, sizes):
+    """Many parts of very different sizes, empty ones included: the part search (a guess from equal
+    sizes, a few steps, then a binary search) finds every row's part, first and last rows too."""
+    rng = np.random.default_rng(seed)
+    parts = [_part(rng, n, 2, np.float32, max_len=3) for n in sizes]
+    n_rows = sum(sizes)
+    if not n_rows:
+        return
+    rows = np.concatenate([rng.permutation(n_rows), [0, n_rows - 1]])
+    values, offsets = _joined(parts)
+    for kernels in twins:
+        (got, lengths), = kernels.BatchGather([dict(parts=parts, max_len=3, pad_value=0.0)])(rows)[0]
+        (want, want_lengths), = kernels.BatchGather([dict(values=values, offsets=offsets, max_len=3,
+                                                          pad_value=0.0)])(rows)[0]
+        _assert_bitwise(got, want)
+        _assert_bitwise(lengths, want_lengths)

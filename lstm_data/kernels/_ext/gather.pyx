@@ -120,6 +120,38 @@ cdef object _adopt(void *data, int nd, cnp.npy_intp *dims, int typenum, bint poo
     return arr
 
 
+cdef inline Py_ssize_t _part_of(const int64_t *part_rows, Py_ssize_t n_parts, int64_t r,
+                                double scale) noexcept nogil:
+    """The last part that starts at or before row ``r`` (``0 <= r < part_rows[n_parts]``).
+
+    Files are often of similar size, so the part ``r`` would be in were all parts
+    equal is the first guess and a few steps from it usually end the search; parts
+    of very different sizes fall back to a binary search between the bounds found.
+    """
+    cdef Py_ssize_t p = <Py_ssize_t> (r * scale), lo, hi, mid, steps = 0
+    if p >= n_parts:
+        p = n_parts - 1
+    while steps < 4:
+        if part_rows[p] > r:
+            p -= 1
+        elif part_rows[p + 1] <= r:
+            p += 1
+        else:
+            return p
+        steps += 1
+    if part_rows[p] > r:
+        lo, hi = 0, p
+    else:
+        lo, hi = p, n_parts
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if part_rows[mid] <= r:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 cdef inline int _part_bounds(const RaggedSpec *job, const Py_ssize_t *rows, Py_ssize_t n_batch,
                              const char **rowp, int64_t *lens, Py_ssize_t *bad,
                              int64_t *longest) noexcept nogil:
@@ -129,20 +161,13 @@ cdef inline int _part_bounds(const RaggedSpec *job, const Py_ssize_t *rows, Py_s
     cdef Py_ssize_t b, p, lo, hi, mid
     cdef int64_t r, local, s, e, top = 0
     cdef int64_t n_rows = job.part_rows[job.n_parts]
+    cdef double scale = job.n_parts / <double> n_rows if n_rows > 0 else 0.0
     for b in range(n_batch):
         r = rows[b]
         if r < 0 or r >= n_rows:
             bad[0] = b
             return BAD_ROW
-        lo = 0
-        hi = job.n_parts
-        while hi - lo > 1:  # the last part that starts at or before r
-            mid = (lo + hi) >> 1
-            if job.part_rows[mid] <= r:
-                lo = mid
-            else:
-                hi = mid
-        p = lo
+        p = _part_of(job.part_rows, job.n_parts, r, scale)
         local = r - job.part_rows[p]
         if job.off64:
             s = (<const int64_t *> job.offsets[p])[local]
