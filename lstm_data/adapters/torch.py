@@ -93,6 +93,15 @@ def _check_sharded(batches: Any) -> None:
             stacklevel=3)
 
 
+def _sampler_state(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The sampler's part of a torchdata ``StatefulDataLoader`` state (any worker count), else ``state``."""
+    snapshot = state.get("_snapshot")
+    if isinstance(snapshot, Mapping):
+        state = snapshot.get("_main_snapshot", state)
+    inner = state.get("_index_sampler_state")
+    return inner if isinstance(inner, Mapping) else state
+
+
 class EpochSampler(_TorchSampler[tuple[int, int]]):
     """Keys ``(epoch, 0) .. (epoch, n - 1)`` per pass, the epoch going up by one each pass.
 
@@ -108,6 +117,10 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
     identity
         What identifies the batches in :meth:`state_dict` (their seed, batch size,
         shard, ...); a state with other values is refused by :meth:`load_state_dict`.
+    source
+        The batches, when they resume from a state of another world size (a
+        :class:`~lstm_data.batching.shard.ShardedBatches`: it then makes the keys,
+        the state and the resumption).
 
     Attributes
     ----------
@@ -115,8 +128,10 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         The epoch of the next pass.
     """
 
-    def __init__(self, n_batches: int, epoch: int = 0, identity: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, n_batches: int, epoch: int = 0, identity: Mapping[str, Any] | None = None,
+                 source: Any = None) -> None:
         self.n_batches = check_count(n_batches, "n_batches")
+        self._source = source if callable(getattr(source, "state_at", None)) else None
         self.epoch = check_count(epoch, "epoch")
         self.identity = dict(identity or {})
         self._start = 0  # first batch of the next pass (set by load_state_dict)
@@ -130,9 +145,10 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         # a DataLoader that starts worker processes makes an extra iterator it never reads
         epoch, self.epoch = self.epoch, self.epoch + 1
         start, self._start = self._start, 0
+        key = None if self._source is None else self._source.sampler_key
         for i in range(start, self.n_batches):
             self._drawn = (epoch, i + 1)
-            yield epoch, i
+            yield (epoch, i) if key is None else key(epoch, i)
 
     def set_epoch(self, epoch: int) -> None:
         """Make ``epoch`` the next pass's epoch (from its first batch).
@@ -159,6 +175,8 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
             the batches (``n_batches``, ``seed``, ``batch_size``, ``shard``, ...): plain ints.
         """
         epoch, drawn = self._drawn
+        if self._source is not None:
+            return {**self._source.state_at(epoch, drawn), "n_batches": self.n_batches}
         return {"epoch": epoch, "next_batch": drawn, "n_batches": self.n_batches, **self.identity}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -167,13 +185,23 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         Parameters
         ----------
         state
-            A :meth:`state_dict` of a sampler of the same batches.
+            A :meth:`state_dict` of a sampler of the same batches, or the whole state
+            of a torchdata ``StatefulDataLoader`` that drew from one, with any number of
+            workers (its own ``load_state_dict`` needs the same worker count).
 
         Raises
         ------
         ValueError
             The state comes from other batches (seed, count, shard, ... differ: each is named).
         """
+        state = _sampler_state(state)
+        if self._source is not None:  # checks the state and deals what is left to this world
+            self._source.load_state_dict({k: v for k, v in state.items() if k != "n_batches"})
+            epoch, drawn = self._source.resume_point
+            if drawn >= self.n_batches:
+                epoch, drawn = epoch + 1, 0
+            self.epoch, self._start, self._drawn = epoch, drawn, (epoch, drawn)
+            return
         want = {"n_batches": self.n_batches, **self.identity}
         diffs = [f"{k}: state has {state.get(k)!r}, these batches {v!r}" for k, v in want.items()
                  if state.get(k) != v]
@@ -285,7 +313,7 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
     def sampler(self) -> EpochSampler:
         """This dataset's :class:`EpochSampler` (one per dataset), starting at the current epoch."""
         if self._sampler is None:
-            self._sampler = EpochSampler(len(self), self.batches.epoch, _identity(self.batches))
+            self._sampler = EpochSampler(len(self), self.batches.epoch, _identity(self.batches), self.batches)
         return self._sampler
 
     def set_epoch(self, epoch: int) -> None:

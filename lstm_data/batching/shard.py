@@ -377,6 +377,11 @@ class ShardedBatches(EpochIteration):
             self._history, self._history_epoch = new_history, epoch
             self._next_batch = self._resume_at = resume_at
 
+    @property
+    def resume_point(self) -> tuple[int, int]:
+        """``(epoch, step)`` where the next :meth:`iter` starts (set by :meth:`load_state_dict`)."""
+        return self.epoch, self._resume_at
+
     def _pool_size(self, epoch: int, history: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> int:
         n = len(self.batches)
         costs = batch_elements(self.batches, epoch) if self.layout == "rounds" else np.ones(n, np.int64)
