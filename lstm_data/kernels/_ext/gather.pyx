@@ -155,10 +155,10 @@ cdef inline Py_ssize_t _part_of(const int64_t *part_rows, Py_ssize_t n_parts, in
 cdef inline int _part_bounds(const RaggedSpec *job, const Py_ssize_t *rows, Py_ssize_t n_batch,
                              const char **rowp, int64_t *lens, Py_ssize_t *bad,
                              int64_t *longest) noexcept nogil:
-    """Find each batch row's part (a binary search over the parts' first rows), check its
+    """Find each batch row's part (:func:`_part_of`), check its
     offsets and record its first record (``rowp``) and length; 0, ``BAD_ROW`` or
     ``BAD_OFFSETS`` with the batch position in ``bad``."""
-    cdef Py_ssize_t b, p, lo, hi, mid
+    cdef Py_ssize_t b, p
     cdef int64_t r, local, s, e, top = 0
     cdef int64_t n_rows = job.part_rows[job.n_parts]
     cdef double scale = job.n_parts / <double> n_rows if n_rows > 0 else 0.0
