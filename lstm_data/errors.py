@@ -128,15 +128,45 @@ def _rebuild(cls: type[_Located], message: str, fields: dict[str, Any]) -> _Loca
 
 
 class ParseError(_Located):
-    """A token or a line of text input could not be read as numbers."""
+    """A token or a line of text input could not be read as numbers.
+
+    Parameters
+    ----------
+    message
+        What is wrong, in words a user can act on.
+    **where
+        Where it was found: any of ``file``, ``line``, ``column``, ``variable``,
+        ``row``, ``cell``, ``offset`` and ``token`` (see the attributes of the same
+        names, ``None`` when not given); they are appended to the message.
+    """
 
 
 class SchemaError(_Located):
-    """Columns, groups or variables do not match what was declared or expected."""
+    """Columns, groups or variables do not match what was declared or expected.
+
+    Parameters
+    ----------
+    message
+        What is wrong, in words a user can act on.
+    **where
+        Where it was found: any of ``file``, ``line``, ``column``, ``variable``,
+        ``row``, ``cell``, ``offset`` and ``token`` (see the attributes of the same
+        names, ``None`` when not given); they are appended to the message.
+    """
 
 
 class FormatError(_Located):
-    """A file is not in a format lstm_data can read, or it is damaged."""
+    """A file is not in a format lstm_data can read, or it is damaged.
+
+    Parameters
+    ----------
+    message
+        What is wrong, in words a user can act on.
+    **where
+        Where it was found: any of ``file``, ``line``, ``column``, ``variable``,
+        ``row``, ``cell``, ``offset`` and ``token`` (see the attributes of the same
+        names, ``None`` when not given); they are appended to the message.
+    """
 
 
 class OptionError(TypeError, ValueError):

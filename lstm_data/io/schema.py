@@ -40,7 +40,10 @@ _DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
 class Schema:
     """Declared ragged groups, optional scalar selection and dtype.
 
-    Attributes
+    Each parameter is kept as the attribute of the same name (``dtype`` as a
+    ``numpy.dtype``).
+
+    Parameters
     ----------
     groups : dict
         Group name -> list of column names or one glob pattern (``"png.*"``).
@@ -93,7 +96,13 @@ class Schema:
         object.__setattr__(self, "aliases", {str(k): str(v) for k, v in dict(self.aliases).items()})
 
     def table_entries(self) -> list[str]:
-        """The NOvA-only entries that are set (``tables``, ``slice_table``, ``aliases``)."""
+        """The NOvA-only entries that are set.
+
+        Returns
+        -------
+        list of str
+            Those of ``tables``, ``slice_table`` and ``aliases`` that are set.
+        """
         return [k for k, v in (("tables", self.tables), ("slice_table", self.slice_table),
                                ("aliases", self.aliases or None)) if v is not None]
 
@@ -102,7 +111,16 @@ class Schema:
     def from_dict(cls, data: Mapping[str, Any]) -> "Schema":
         """Build from ``{"groups": {...}, "scalars": [...], "dtype": "float32"}``.
 
-        A mapping without any of those keys is read as ``{group: [variables]}``.
+        Parameters
+        ----------
+        data
+            The schema's keys (also ``tables``, ``slice_table``, ``aliases``). A
+            mapping without any of those keys is read as ``{group: [variables]}``.
+
+        Returns
+        -------
+        Schema
+            The checked schema.
         """
         keys = {"groups", "scalars", "dtype", "tables", "slice_table", "aliases"}
         if not set(data) & keys:
@@ -116,7 +134,18 @@ class Schema:
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike) -> "Schema":
-        """Read a TOML schema file (see the module documentation)."""
+        """Read a TOML schema file (see the module documentation).
+
+        Parameters
+        ----------
+        path
+            The TOML file.
+
+        Returns
+        -------
+        Schema
+            The checked schema.
+        """
         try:
             import tomllib
         except ImportError:  # Python < 3.11
@@ -130,7 +159,18 @@ class Schema:
 
     @classmethod
     def coerce(cls, schema: Any) -> "Schema | None":
-        """Accept ``None``, a :class:`Schema`, a TOML path or a mapping (see :meth:`from_dict`)."""
+        """A schema from what a user may give.
+
+        Parameters
+        ----------
+        schema
+            ``None``, a :class:`Schema`, a TOML path or a mapping (see :meth:`from_dict`).
+
+        Returns
+        -------
+        Schema or None
+            ``None`` for ``None``, else the checked schema.
+        """
         if schema is None or isinstance(schema, Schema):
             return schema
         if isinstance(schema, (str, os.PathLike)):
@@ -141,7 +181,13 @@ class Schema:
                         f"got {type(schema).__name__}")
 
     def to_dict(self) -> dict[str, Any]:
-        """The plain-data form that :meth:`from_dict` reads back."""
+        """The plain-data form that :meth:`from_dict` reads back.
+
+        Returns
+        -------
+        dict
+            ``dtype``, ``groups`` and the keys that are set.
+        """
         out: dict[str, Any] = {"dtype": self.dtype.name, "groups": dict(self.groups)}
         if self.scalars is not None:
             out["scalars"] = list(self.scalars)
@@ -172,6 +218,7 @@ class Schema:
         groups : dict
             Group name -> column names, in values order.
         scalars : list of str or None
+            The scalar columns to read (``None``: every other numeric column).
 
         Raises
         ------

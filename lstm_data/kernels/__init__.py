@@ -43,10 +43,22 @@ def _pure_requested() -> bool:
 def load_backend(name: str) -> types.SimpleNamespace:
     """Return a namespace with every kernel of backend ``name`` ("cython" or "python").
 
+    Parameters
+    ----------
+    name
+        ``"cython"`` (the compiled core) or ``"python"`` (the pure-Python twins).
+
+    Returns
+    -------
+    types.SimpleNamespace
+        ``BACKEND`` (the name) and one attribute per kernel of ``KERNEL_NAMES``.
+
     Raises
     ------
     ImportError
         When ``name == "cython"`` and the compiled core is not built.
+    ValueError
+        For any other name.
     """
     mod: types.ModuleType
     if name == "python":

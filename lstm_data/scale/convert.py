@@ -343,7 +343,26 @@ def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
     ``lstm_data.convert(["a.csv.xz", "b.h5"], "all.zarr", shuffle=1)`` streams in one
     process (bounded memory, :func:`lstm_data.io.convert.convert_streaming`);
     ``client=distributed.Client(...)`` spreads the work and gives the same bytes
-    (:func:`convert_distributed`). Options are those two functions'.
+    (:func:`convert_distributed`).
+
+    Parameters
+    ----------
+    sources
+        Input files: a path, a glob, or a list of them (any format ``lstm_data.open`` reads).
+    dst
+        The output: ``.zarr`` (a directory) or ``.h5``/``.hdf5``; written under a
+        temporary name and renamed when complete.
+    client
+        A Dask ``distributed.Client`` (extra ``dask``), or ``None`` to stream here.
+    **options
+        Those of :func:`lstm_data.io.convert.convert_streaming` (without ``client``)
+        or of :func:`convert_distributed` (with it): shuffle, schema, dtype, chunking
+        and compression; an option the chosen path does not take is an error naming it.
+
+    Returns
+    -------
+    RowBlocks
+        The row blocks written, in output order.
     """
     from lstm_data.io.convert import convert_streaming
     from lstm_data.io.dispatch import expand_paths

@@ -201,6 +201,11 @@ def open_batches(path: str | os.PathLike, *, spec: BatchSpec | None = None, orde
         ``batch_size=`` and ``seed=`` of earlier releases (deprecated: give
         ``order=Order(batch_size=..., seed=...)``).
 
+    Returns
+    -------
+    PrecomputedBatches
+        The stored batches: indexable, iterable per epoch, shardable, as ``Batches``.
+
     Raises
     ------
     StoreMismatchError

@@ -179,15 +179,17 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
 
     Parameters
     ----------
-    dataset, spec, order
-        As for :class:`~lstm_data.batching.batches.Batches`: the store holds the
-        batches ``Batches(dataset, spec, order)`` builds in epoch 0 (``seed=None``
-        is seed 0 here; ``shuffle="auto"``: ``True`` in RAM, ``"block"`` on disk; the
-        store records the choice made). With ``bucket_by`` each stored batch keeps
-        its own width, so the store shrinks with the padding.
+    dataset, spec
+        The rows and the batch format, as for
+        :class:`~lstm_data.batching.batches.Batches`.
     out
         The store to write. If it exists and records the same spec, order and data
         fingerprint, it is reused as is.
+    order
+        The store holds the batches ``Batches(dataset, spec, order)`` builds in
+        epoch 0 (``seed=None`` is seed 0 here; ``shuffle="auto"``: ``True`` in RAM,
+        ``"block"`` on disk; the store records the choice made). With ``bucket_by``
+        each stored batch keeps its own width, so the store shrinks with the padding.
     threads
         Threads building batches.
     overwrite
@@ -205,6 +207,12 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
         The keyword spellings of earlier releases (``batch_size=``, ``seed=``,
         ``shuffle=``, ``bucket_by=``, ``pad_to_multiple_of=``, ``force=``, ...), with
         a ``DeprecationWarning`` naming the new home of each.
+
+    Returns
+    -------
+    PrecomputeSummary
+        What was done: its path, the batches and rows written (or found up to date: ``reused``), the
+        seconds taken and each output's dtype and shape.
 
     Raises
     ------

@@ -35,14 +35,6 @@ MEMBER_CHECKS = NAME_CHECKS
 #: public names whose docstrings live in files other sessions own; each still fails, so the test
 #: says when a line here can go
 PENDING = {
-    "lstm_data.ParseError": "lstm_data/errors.py: Parameters message, **where not documented",
-    "lstm_data.SchemaError": "lstm_data/errors.py: Parameters message, **where not documented",
-    "lstm_data.FormatError": "lstm_data/errors.py: Parameters message, **where not documented",
-    "lstm_data.open_batches": "lstm_data/store/read.py: no Returns section",
-    "lstm_data.precompute": "lstm_data/store/write.py: parameters out of order, no Returns section",
-    "lstm_data.convert": "lstm_data/scale/convert.py: **options not documented, no Returns section",
-    "lstm_data.Schema": "lstm_data/io/schema.py: parameters documented as Attributes",
-    "lstm_data.kernels.load_backend": "lstm_data/kernels/__init__.py: no Parameters or Returns section",
 }
 #: files owned elsewhere whose methods public classes inherit (Order/ReadOptions' from_toml, to_toml,
 #: replace, ...; the errors' located): their members are checked by test_pending_member_files_still_fail
