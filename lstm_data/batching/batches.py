@@ -20,6 +20,7 @@ from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.block_shuffle import BlockSource
 from lstm_data.batching.bucketing import make_bucketing
 from lstm_data.batching.builder import BatchBuilder
+from lstm_data.batching.derived import mark_applied
 from lstm_data.batching.epoch import EpochIteration
 from lstm_data.batching.identity import data_fingerprint, identity_digest, order_settings
 from lstm_data.batching.legacy_options import legacy_options
@@ -100,6 +101,7 @@ class Batches(EpochIteration):
         order = order.replace(shuffle=shuffle, seed=fresh_seed() if order.seed is None else order.seed)
         self.order = order
         self.read = read
+        dataset = spec.derive(dataset)  # derived variables and the selection's rows
         self.dataset = dataset
         self.spec = spec
         self.fields = spec.validate(dataset)
@@ -484,6 +486,7 @@ class Batches(EpochIteration):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        mark_applied(self.dataset, self.spec)  # a reopened shared copy holds them already
         if self._weights is None and isinstance(self.order.weights, str):
             self._weights = resolve_weights(self.dataset, self.order.weights)
         self.fields = self.spec.validate(self.dataset)

@@ -89,6 +89,9 @@ def _check_cycles(derived: Mapping[str, Expression]) -> None:
         if state.get(name) == 2 or name not in derived:
             return
         if state.get(name) == 1:
+            if path[-1] == name:
+                raise SchemaError(f"derived variable {name!r} reads itself (a derived variable cannot replace "
+                                  "a column of the same name: choose another name)", variable=name)
             loop = path[path.index(name):] + [name]
             raise SchemaError(f"derived variables read each other in a loop: {' -> '.join(loop)}",
                               variable=name)
@@ -316,10 +319,16 @@ def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
     return out
 
 
-def mark_applied(dataset: Dataset, derived: Mapping[str, Expression], selection: Expression | None) -> None:
-    """Mark ``dataset`` as already holding ``derived`` and ``selection`` (a reopened shared copy)."""
-    if derived or selection is not None:
-        dataset.derived_key = derived_key(derived, selection)  # type: ignore[attr-defined]
+def mark_applied(dataset: Dataset, spec: Any) -> None:
+    """Mark ``dataset`` as holding ``spec``'s derived variables and selection already.
+
+    A :class:`~lstm_data.batching.batches.Batches` unpickled in a worker reopens its
+    (derived) dataset from shared memory; the mark keeps a later
+    ``spec.derive(dataset)`` from applying them twice.
+    """
+    if spec.derived or spec.selection is not None:
+        dataset.derived_key = (tuple((n, t) for n, t in spec.derived.items() if t != n),  # type: ignore[attr-defined]
+                               spec.selection)
 
 
 def _selected_rows(dataset: Dataset, derived: Mapping[str, Expression], selection: Expression) -> np.ndarray:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data.batching.derived import apply_derived, check_derived, expand_names
 from lstm_data.batching.fields import Field, Ragged, Scalars, field_from_dict
 from lstm_data.batching.lstm_ee_config import check_lstm_ee_keys
 from lstm_data._util.declared import suggest, toml_text, unknown_option
@@ -111,6 +112,14 @@ class BatchSpec:
         Round every per-batch prong width (a ``Ragged`` field with ``max_len=None``
         or ``fixed=False``) up to a multiple of this, capped at ``max_len``: it
         bounds the number of distinct shapes (compiled graphs retrace per shape).
+    derived
+        Variables computed from the data's columns: name -> expression, e.g.
+        ``{"part_pt": "np.hypot(part_px, part_py)"}``. Any field may use them; one
+        that reads a prong variable joins its group. Expressions are checked
+        against an allow-list, never ``eval``-ed (see :mod:`lstm_data.batching.expressions`).
+    selection
+        A per-row boolean expression (e.g. ``"(jet_pt > 500) & (num(part_px) > 0)"``):
+        batches, orders, splits, shards and stores use only the rows it holds for.
 
     Raises
     ------
@@ -122,11 +131,15 @@ class BatchSpec:
 
     def __init__(self, inputs: Mapping[str, Field] | None = None,
                  targets: Mapping[str, Field] | None = None, *, nan_to: float | None = None,
-                 pad_to_multiple_of: int | None = None) -> None:
+                 pad_to_multiple_of: int | None = None,
+                 derived: Mapping[str, str] | None = None, selection: str | None = None) -> None:
         self.inputs: dict[str, Field] = dict(inputs or {})
         self.targets: dict[str, Field] = dict(targets or {})
         self.nan_to = check_nan_to(nan_to)
         self.pad_to_multiple_of = check_multiple(pad_to_multiple_of)
+        self._derived, self._selection = check_derived(derived, selection)
+        self.derived: dict[str, str] = dict(derived or {})
+        self.selection: str | None = selection
         seen: set[str] = set()
         for role, fields in (("input", self.inputs), ("target", self.targets)):
             for name, fld in fields.items():
@@ -165,7 +178,7 @@ class BatchSpec:
         """
         names = [v for _, _, fld in self.fields() for v in list(fld.vars) + (
             [fld.sort_by] if isinstance(fld, Ragged) and fld.sort_by is not None else [])]
-        return list(dict.fromkeys(names))
+        return expand_names(list(dict.fromkeys(names)), self._derived, self._selection)
 
     def signature(self) -> dict[str, OutputSignature]:
         """Every output's name, role, dtype and shape, in flat order, before any data.
@@ -375,6 +388,10 @@ class BatchSpec:
             out["nan_to"] = self.nan_to
         if self.pad_to_multiple_of is not None:
             out["pad_to_multiple_of"] = self.pad_to_multiple_of
+        if self.selection is not None:
+            out["selection"] = self.selection
+        if self.derived:
+            out["derived"] = dict(self.derived)
         out["inputs"] = {n: f.to_dict() for n, f in self.inputs.items()}
         out["targets"] = {n: f.to_dict() for n, f in self.targets.items()}
         return out
@@ -394,12 +411,12 @@ class BatchSpec:
         """
         current: dict[str, Any] = {"inputs": self.inputs, "targets": self.targets, "nan_to": self.nan_to,
                                    "pad_to_multiple_of": self.pad_to_multiple_of}
+        current.update(derived=self.derived or None, selection=self.selection)
         for name in changes:
             if name not in current:
                 raise unknown_option(name, current, "BatchSpec")
         current.update(changes)
-        return BatchSpec(current["inputs"], current["targets"], nan_to=current["nan_to"],
-                         pad_to_multiple_of=current["pad_to_multiple_of"])
+        return BatchSpec(**current)
 
     def to_toml(self) -> str:
         """The spec as TOML text: ``[inputs.NAME]`` and ``[targets.NAME]`` tables.
@@ -431,7 +448,7 @@ class BatchSpec:
         BatchSpec
             The spec.
         """
-        known = {"inputs", "targets", "nan_to", "pad_to_multiple_of"}
+        known = {"derived", "selection", "inputs", "targets", "nan_to", "pad_to_multiple_of"}
         # the tables of the other option objects may share the file ([order], [read])
         unknown = set(data) - known - {"order", "read"}
         if unknown:
@@ -445,7 +462,8 @@ class BatchSpec:
                 raise SchemaError(f"{source}: [{part}] must be a table of fields")
             parts[part] = {name: field_from_dict(tbl, where=f"{source}: [{part}.{name}]")
                            for name, tbl in tables.items()}
-        return cls(**parts, nan_to=data.get("nan_to"), pad_to_multiple_of=data.get("pad_to_multiple_of"))
+        return cls(**parts, derived=data.get("derived"), selection=data.get("selection"),
+                   nan_to=data.get("nan_to"), pad_to_multiple_of=data.get("pad_to_multiple_of"))
 
     @classmethod
     def from_toml(cls, path: str | PathLike[str]) -> "BatchSpec":
@@ -529,6 +547,92 @@ class BatchSpec:
             if get(key) is not None:
                 targets[name] = Scalars([get(key)])
         return cls(inputs=inputs, targets=targets)
+
+    def derive(self, dataset: Dataset) -> Dataset:
+        """``dataset`` with this spec's derived variables and only its selected rows.
+
+        :class:`~lstm_data.batching.batches.Batches` (and so ``precompute``, the shards
+        and the adapters) calls it on the data it is given; call it yourself to look at
+        the rows and columns the fields read.
+
+        Parameters
+        ----------
+        dataset
+            The stored data.
+
+        Returns
+        -------
+        Dataset
+            ``dataset`` itself when the spec has no ``derived`` and no ``selection``;
+            in RAM, a dataset holding the selected rows and the derived columns
+            (computed once); on disk, a view that computes them per read.
+
+        Raises
+        ------
+        SchemaError
+            An expression reads an unknown variable (close names suggested) or mixes
+            two groups, a derived name is taken by a column, or the selection is not
+            one value per row.
+        """
+        return apply_derived(dataset, self._derived, self._selection)
+
+    def fit(self, dataset: Dataset, *, fraction: float = 0.1, seed: int = 0) -> "BatchSpec":
+        """This spec with every ``"auto"`` standardisation center and scale computed from ``dataset``.
+
+        weaver-core's rule, over a seeded sample of ``fraction`` of the rows (see
+        :mod:`lstm_data.batching.standardize_fit`; ``fit_spec_file`` writes the
+        numbers back into a spec file).
+
+        Parameters
+        ----------
+        dataset
+            The training data (the spec's derived variables and selection apply).
+        fraction
+            The share of rows sampled, in (0, 1].
+        seed
+            Seed of the row sample.
+
+        Returns
+        -------
+        BatchSpec
+            The spec with numbers in place of ``"auto"``.
+        """
+        from lstm_data.batching.standardize_fit import fit_standardize
+
+        return fit_standardize(self, dataset, fraction=fraction, seed=seed)
+
+    @classmethod
+    def from_weaver(cls, path: str | PathLike[str], *, observers: bool = True) -> "BatchSpec":
+        """The spec whose batches hold weaver-core's tensors for a weaver YAML data config.
+
+        Inputs keep weaver's names and channels-first shapes ``(B, vars, length)``;
+        ``new_variables`` and ``selection`` become ``derived`` and ``selection``; a
+        ``simple`` label becomes the target ``_label_`` (the class index). See the
+        "Coming from weaver-core" page of the documentation for the whole mapping.
+        Needs PyYAML (the ``weaver`` extra).
+
+        Parameters
+        ----------
+        path
+            The weaver-core YAML data config.
+        observers
+            Also output each observer as a float64 ``(B, 1)`` target named after it.
+
+        Returns
+        -------
+        BatchSpec
+            The spec; with ``preprocess.method: auto`` its ``"auto"`` parameters are
+            filled in by :meth:`fit`.
+
+        Raises
+        ------
+        SchemaError
+            An unknown key, or one whose meaning is not reproduced (``weights``,
+            ``bucketing``, ...), named in the message.
+        """
+        from lstm_data.batching.weaver_config import spec_from_weaver
+
+        return spec_from_weaver(path, observers=observers)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BatchSpec) and self.to_dict() == other.to_dict()

@@ -1,0 +1,173 @@
+"""Derived variables and selections in a BatchSpec: in RAM and on disk, every order, shard and store."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import lstm_data
+from lstm_data import BatchSpec, Batches, Order, Ragged, Scalars
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup
+from lstm_data.errors import SchemaError
+
+N = 500
+
+
+def jets(n: int = N, seed: int = 5) -> InMemoryDataset:
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 9, n)
+    off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    values = rng.normal(size=(off[-1], 3)).astype(np.float32)
+    scalars = {"jet_pt": rng.uniform(400, 900, n).astype(np.float32),
+               "jet.eta": rng.normal(size=n).astype(np.float32),
+               "label_a": (rng.random(n) < 0.5).astype(np.float32)}
+    scalars["label_b"] = 1 - scalars["label_a"]
+    return InMemoryDataset(scalars, {"part": RaggedGroup(["part_px", "part_py", "part_e"], values, off)})
+
+
+DERIVED = {"part_pt": "np.hypot(part_px, part_py)", "part_rel": "np.log(part_pt / jet_pt)",
+           "part_one": "ak.ones_like(part_e)", "label": "argmax(label_a, label_b)",
+           "n_part": "ak.num(part_px)", "eta2": "`jet.eta` * 2"}
+SELECTION = "(jet_pt > 500) & (n_part > 0)"
+
+
+def spec(**kw) -> BatchSpec:
+    opts = dict(derived=DERIVED, selection=SELECTION)
+    opts.update(kw)
+    return BatchSpec(inputs={"part": Ragged(["part_rel", "part_px", "part_one"], max_len=6, pad_value=0.0),
+                             "jet": Scalars(["jet_pt", "eta2", "n_part"])},
+                     targets={"label": Scalars(["label"])}, **opts)
+
+
+def expected(ds: InMemoryDataset):
+    """The selected rows and their derived values, computed here with plain numpy."""
+    values, off = ds.ragged("part")
+    counts = np.diff(off)
+    jet_pt = ds.scalar("jet_pt")
+    keep = np.flatnonzero((jet_pt > 500) & (counts > 0))
+    pt = np.hypot(values[:, 0], values[:, 1])
+    rel = np.log(pt / np.repeat(jet_pt, counts))
+    return keep, rel, counts
+
+
+def test_in_ram_batches_hold_the_selected_rows_and_derived_values():
+    ds = jets()
+    keep, rel, counts = expected(ds)
+    b = Batches(ds, spec(), Order(batch_size=64, shuffle=False))
+    assert b.n_rows == len(keep) < N
+    assert len(b) == -(-len(keep) // 64)
+    inputs, targets, _ = b[0]
+    off = ds.ragged("part")[1]
+    for i, row in enumerate(keep[:64]):
+        n = min(counts[row], 6)
+        np.testing.assert_array_equal(inputs["part"][i, :n, 0], rel[off[row]:off[row] + n])
+        np.testing.assert_array_equal(inputs["part"][i, :n, 2], 1.0)
+        assert (inputs["part"][i, n:] == 0).all()
+    np.testing.assert_array_equal(inputs["jet"][:, 0], ds.scalar("jet_pt")[keep[:64]])
+    np.testing.assert_array_equal(inputs["jet"][:, 1], ds.scalar("jet.eta")[keep[:64]] * 2)
+    np.testing.assert_array_equal(inputs["jet"][:, 2], counts[keep[:64]])
+    np.testing.assert_array_equal(targets["label"][:, 0], ds.scalar("label_b")[keep[:64]])
+
+
+@pytest.fixture(scope="module")
+def on_disk(tmp_path_factory):
+    path = tmp_path_factory.mktemp("derived") / "jets.h5"
+    jets().to_hdf5(path)
+    ds = lstm_data.open(path)
+    assert not ds.in_ram
+    return ds
+
+
+@pytest.mark.parametrize("shuffle", [False, True, "block"])
+def test_on_disk_equals_in_ram_in_every_order(on_disk, shuffle):
+    ram = Batches(jets(), spec(), Order(batch_size=50, shuffle=shuffle, seed=3))
+    disk = Batches(on_disk, spec(), Order(batch_size=50, shuffle=shuffle, seed=3))
+    assert len(ram) == len(disk) and ram.n_rows == disk.n_rows
+    seen = []
+    for i in range(len(ram)):
+        a, b = ram[i], disk[i]
+        for part in (0, 1):
+            for name in a[part]:
+                np.testing.assert_array_equal(a[part][name], b[part][name], err_msg=f"{shuffle} {i} {name}")
+        seen.append(b[0]["jet"][:, 0])
+    keep = expected(jets())[0]
+    np.testing.assert_array_equal(np.sort(np.concatenate(seen)), np.sort(jets().scalar("jet_pt")[keep]))
+
+
+def test_shards_splits_and_stores_see_only_selected_rows(tmp_path):
+    ds = jets()
+    keep = expected(ds)[0]
+    b = Batches(ds, spec(), Order(batch_size=32, seed=1))
+    shards = [b.shard(r, 2) for r in range(2)]
+    pts = np.concatenate([sh.batch(i)[0]["jet"][:, 0] for sh in shards for i in range(len(sh))])
+    assert len(pts) >= len(keep) - 2 * 32 and set(pts.tolist()) <= set(ds.scalar("jet_pt")[keep].tolist())
+    train, val = b.split(0.25)
+    assert train.n_rows + val.n_rows == len(keep)
+    out = tmp_path / "store.zarr"
+    lstm_data.precompute(ds, spec(), out, Order(batch_size=32, shuffle=False), progress=False)
+    stored = lstm_data.open_batches(out, shuffle=False)
+    direct = Batches(ds, spec(), Order(batch_size=32, shuffle=False))
+    assert len(stored) == len(direct)
+    np.testing.assert_array_equal(stored[1][0]["part"], direct[1][0]["part"])
+
+
+def test_pickled_batches_keep_their_rows_and_split():
+    b = Batches(jets(), spec(), Order(batch_size=40, seed=2))
+    again = pickle.loads(pickle.dumps(b))
+    np.testing.assert_array_equal(again[0][0]["part"], b[0][0]["part"])
+    train, val = again.split(0.5)
+    assert train.n_rows + val.n_rows == b.n_rows
+
+
+def test_toml_round_trip(tmp_path):
+    s = spec()
+    text = s.to_toml()
+    assert "[derived]" in text and 'selection = "(jet_pt > 500) & (n_part > 0)"' in text
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    back = BatchSpec.from_toml(path)
+    assert back == s and back.derived == DERIVED and back.selection == SELECTION
+    a = Batches(jets(), back, Order(batch_size=64, shuffle=False))[2]
+    b = Batches(jets(), s, Order(batch_size=64, shuffle=False))[2]
+    np.testing.assert_array_equal(a[0]["part"], b[0]["part"])
+    assert s.replace(nan_to=0.0).derived == DERIVED
+    assert BatchSpec(inputs={"j": Scalars(["jet_pt"])}).to_dict().get("derived") is None
+
+
+def test_variables_are_the_stored_columns_read():
+    assert spec().variables == ["part_px", "part_py", "jet_pt", "part_e", "jet.eta", "label_a", "label_b"]
+
+
+def test_derive_without_anything_returns_the_dataset():
+    ds = jets()
+    plain = BatchSpec(inputs={"j": Scalars(["jet_pt"])})
+    assert plain.derive(ds) is ds
+    derived = spec().derive(ds)
+    assert spec().derive(derived) is derived  # applied once
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(derived={**DERIVED, "x": "np.log(part_ptt)"}), "unknown variable 'part_ptt'; did you mean 'part_pt'"),
+    (dict(selection="part_px > 0"), "one value per prong of group 'part'"),
+    (dict(derived={**DERIVED, "jet_pt": "label_a * 2"}), "'jet_pt' has the name of a column"),
+    (dict(derived={**DERIVED, "jet_pt": "jet_pt * 2"}), "'jet_pt' reads itself"),
+    (dict(derived={**DERIVED, "a": "b + 1", "b": "a * 2"}), "loop: a -> b -> a"),
+    (dict(derived={**DERIVED, "x": "__import__('os')"}), "'__import__' is not allowed"),
+    (dict(selection="jet_pt > 500 and n_part > 0"), "'and'/'or'"),
+    (dict(derived={"2x": "jet_pt"}), "not a valid variable name"),
+])
+def test_errors_name_the_problem(changes, message):
+    with pytest.raises(SchemaError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Batches(jets(), spec(**changes), Order(batch_size=10))
+
+
+def test_selection_reads_on_disk_in_blocks(on_disk, monkeypatch):
+    import lstm_data.batching.derived as derived
+
+    monkeypatch.setattr(derived, "SELECTION_BLOCK", 7)  # many blocks, one partial
+    small = Batches(on_disk, spec(), Order(batch_size=50, shuffle=False))
+    keep = expected(jets())[0]
+    got = np.concatenate([small[i][0]["jet"][:, 0] for i in range(len(small))])
+    np.testing.assert_array_equal(got, jets().scalar("jet_pt")[keep])
