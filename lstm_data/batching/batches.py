@@ -33,6 +33,7 @@ from lstm_data.batching.order import (
     shuffled_order,
     split_rows,
 )
+from lstm_data.batching.sampling import make_sampling
 from lstm_data.batching.shard import ShardedBatches
 from lstm_data.batching.spec import Arrays, Batch, BatchSpec, OutputSignature
 from lstm_data.data.dataset import Dataset, InMemoryDataset
@@ -108,6 +109,7 @@ class Batches(EpochIteration):
         self.epoch = 0
         self._view = None if rows is None else self._as_view(rows)
         self._weights = resolve_weights(self.dataset, order.weights)
+        self._sampling = make_sampling(dataset, self._view, order, shuffle)  # Order.sample, or None
         self._bucketing = make_bucketing(spec, self.fields, order.bucket_by, order.bucket_window,
                                          spec.pad_to_multiple_of, shuffle)
         if self._bucketing is not None:  # the bucketed group's fields are padded per batch
@@ -196,9 +198,10 @@ class Batches(EpochIteration):
         return len(self.dataset) if self._view is None else len(self._view)
 
     def __len__(self) -> int:
+        rows = self.n_rows if self._sampling is None else self._sampling.epoch_size
         if self.drop_last:
-            return self.n_rows // self.batch_size
-        return math.ceil(self.n_rows / self.batch_size)
+            return rows // self.batch_size
+        return math.ceil(rows / self.batch_size)
 
     def _order_epoch(self, epoch: int | None = None) -> int:
         """The epoch whose row order serves ``epoch`` (default: the current one)."""
@@ -216,11 +219,15 @@ class Batches(EpochIteration):
     def _make_plan(self, epoch: int) -> BlockPlan | np.ndarray:
         if self._blocks is not None:
             plan = self._blocks.plan(self.seed, epoch)
+            if self._sampling is not None:  # each window draws its rows' share
+                plan = self._sampling.plan(plan, self.seed, epoch)
             if self._bucketing is None:
                 return plan
             return self._bucketing.plan(plan, self._view_lengths(self._bucketing.group), self.batch_size,
                                         self.seed, epoch)
-        if self.shuffle:
+        if self._sampling is not None:
+            order = self._sampling.order(self.seed, epoch, bool(self.shuffle))
+        elif self.shuffle:
             order = shuffled_order(self.n_rows, self.seed, epoch)
         else:
             order = np.arange(self.n_rows, dtype=np.intp)
@@ -282,6 +289,27 @@ class Batches(EpochIteration):
             return pos
         view = np.sort(self._view) if self._blocks is not None else self._view
         return view[pos]
+
+    def draws(self, epoch: int | None = None) -> dict[int, int]:
+        """How many rows of each class ``epoch`` draws (``Order(sample=...)``).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        dict of int to int
+            Class label -> draws in the epoch's batches (``{0: n}`` without
+            ``classes``); without ``sample``, the rows of the epoch under label 0.
+        """
+        epoch = self._epoch_arg(epoch)
+        positions = np.concatenate([self._positions(self._batch_slot(i, epoch), epoch) for i in range(len(self))]
+                                   or [np.zeros(0, dtype=np.intp)])
+        if self._sampling is None:
+            return {0: int(len(positions))}
+        return self._sampling.counts(positions)
 
     # -- batches ----------------------------------------------------------------------------------
     def __getitem__(self, index: int) -> Batch:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from lstm_data._util.declared import DeclaredOptions
+from lstm_data.batching.sampling import check_sample
 from lstm_data.errors import OptionError
 
 __all__ = ["Order", "ORDER_KEYWORDS"]
@@ -142,6 +143,12 @@ class Order(DeclaredOptions):
     cache
         ``"ram"``: keep built batches; the rows of each batch are fixed by the
         first epoch and later epochs permute the batches.
+    sample
+        Draw the epoch's rows instead of taking each once: a table with
+        ``classes`` (a label column: class-balanced, or ``class_weights``),
+        ``vars`` and ``bins`` (reweight one or two variables to ``target``:
+        ``"flat"``, ``"ref"`` or a histogram; ``overflow``), ``replacement`` and
+        ``epoch_size``. See :mod:`lstm_data.batching.sampling`.
     """
 
     batch_size: int = 1024
@@ -157,6 +164,7 @@ class Order(DeclaredOptions):
     max_elements: int | None = None
     bucket_lengths: Any = None
     max_shapes: int = 4
+    sample: Any = None
 
     TOML_TABLE: ClassVar[str] = "order"
     CHECKS: ClassVar[Mapping[str, Any]] = {
@@ -164,7 +172,7 @@ class Order(DeclaredOptions):
         "weights": _weights, "bucket_by": _text("bucket_by"), "bucket_window": _positive("bucket_window"),
         "block_rows": _positive("block_rows"), "window_rows": _positive("window_rows"), "cache": _cache,
         "max_elements": _positive("max_elements"), "bucket_lengths": _bucket_lengths,
-        "max_shapes": _positive("max_shapes"),
+        "max_shapes": _positive("max_shapes"), "sample": check_sample,
     }
 
     def __eq__(self, other: object) -> bool:
