@@ -89,8 +89,10 @@ class Ragged:
     max_len
         Prong slots ``P``. ``None``: the batch's longest row.
     pad_value
-        Fill of the empty slots (NaN, as lstm_ee). Keras ``Masking`` cannot match
-        NaN: use a finite value (or ``Batches(nan_to=...)``) and/or ``lengths``.
+        Fill of the empty slots: 0.0 by default (as Keras, torch and weaver); a spec
+        file without a format version, and ``BatchSpec.from_lstm_ee``, keep lstm_ee's
+        NaN. Keras ``Masking`` cannot match NaN: use a finite value (or the spec's
+        ``nan_to``) and/or ``lengths``.
     sort_by
         A variable of the same group that orders each row's prongs before
         truncation (NaN last).
@@ -110,7 +112,7 @@ class Ragged:
 
     vars: tuple[str, ...]
     max_len: int | None = None
-    pad_value: float = math.nan
+    pad_value: float = 0.0
     sort_by: str | None = None
     descending: bool = True
     padding: str = "post"
@@ -119,7 +121,7 @@ class Ragged:
     dtype: str = "float32"
     fixed: bool = True
 
-    def __init__(self, vars: Sequence[str], max_len: int | None = None, pad_value: float = math.nan,
+    def __init__(self, vars: Sequence[str], max_len: int | None = None, pad_value: float = 0.0,
                  sort_by: str | None = None, descending: bool = True, padding: str = "post",
                  truncating: str = "post", lengths: bool = False, dtype: Any = np.float32,
                  fixed: bool = True) -> None:
@@ -171,8 +173,7 @@ class Ragged:
 
     def __repr__(self) -> str:
         opts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)[1:]
-                if getattr(self, f.name) != f.default
-                and not (f.name == "pad_value" and math.isnan(self.pad_value))]
+                if getattr(self, f.name) != f.default]
         return f"Ragged({list(self.vars)!r}{''.join(', ' + o for o in opts)})"
 
 

@@ -16,16 +16,19 @@ Example
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data.batching.augment import Noise, augment_to_dict, check_augment
 from lstm_data.batching.derived import apply_derived, check_derived, expand_names
 from lstm_data.batching.fields import Field, Ragged, Scalars, field_from_dict
 from lstm_data.batching.lstm_ee_config import check_lstm_ee_keys
 from lstm_data._util.declared import suggest, toml_text, unknown_option
 from lstm_data.batching.spec_checks import check_multiple, check_nan_to
+from lstm_data.batching.spec_version import SPEC_VERSION, spec_version, with_version_defaults
 from lstm_data.errors import SchemaError
 
 if TYPE_CHECKING:
@@ -112,6 +115,12 @@ class BatchSpec:
         Round every per-batch prong width (a ``Ragged`` field with ``max_len=None``
         or ``fixed=False``) up to a multiple of this, capped at ``max_len``: it
         bounds the number of distinct shapes (compiled graphs retrace per shape).
+    augment
+        Noise added to input variables each time a batch is built, the same for a
+        given ``(seed, epoch, row, element)`` in any process or shard:
+        ``{variable: {"gaussian": sigma}}`` (``x + sigma * z``) or
+        ``{variable: {"relative": sigma}}`` (``x * (1 + sigma * z)``). See
+        :mod:`lstm_data.batching.augment`.
     derived
         Variables computed from the data's columns: name -> expression, e.g.
         ``{"part_pt": "np.hypot(part_px, part_py)"}``. Any field may use them; one
@@ -124,14 +133,17 @@ class BatchSpec:
     Raises
     ------
     SchemaError
-        A field is not a ``Scalars``/``Ragged``, or two outputs share a name.
+        A field is not a ``Scalars``/``Ragged``, two outputs share a name, or an
+        augmented variable is in no input.
     OptionError
-        ``nan_to`` is not a finite number or ``pad_to_multiple_of`` not an int >= 1.
+        ``nan_to`` is not a finite number, ``pad_to_multiple_of`` not an int >= 1,
+        or ``augment`` is malformed.
     """
 
     def __init__(self, inputs: Mapping[str, Field] | None = None,
                  targets: Mapping[str, Field] | None = None, *, nan_to: float | None = None,
                  pad_to_multiple_of: int | None = None,
+                 augment: Mapping[str, Mapping[str, float] | Noise] | None = None,
                  derived: Mapping[str, str] | None = None, selection: str | None = None) -> None:
         self.inputs: dict[str, Field] = dict(inputs or {})
         self.targets: dict[str, Field] = dict(targets or {})
@@ -152,6 +164,8 @@ class BatchSpec:
                     seen.add(out)
         if not seen:
             raise SchemaError("a BatchSpec needs at least one input or target")
+        self.augment: dict[str, Noise] | None = check_augment(
+            augment, [v for fld in self.inputs.values() for v in fld.vars])
 
     # -- description -----------------------------------------------------------
     @staticmethod
@@ -380,10 +394,11 @@ class BatchSpec:
         Returns
         -------
         dict
-            JSON-safe (NaN and infinities as strings): ``inputs`` and ``targets``
-            tables, and ``nan_to`` / ``pad_to_multiple_of`` when set.
+            JSON-safe (NaN and infinities as strings): the format ``version``,
+            ``inputs`` and ``targets`` tables, and ``nan_to`` /
+            ``pad_to_multiple_of`` / ``augment`` when set.
         """
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"version": SPEC_VERSION}
         if self.nan_to is not None:
             out["nan_to"] = self.nan_to
         if self.pad_to_multiple_of is not None:
@@ -392,6 +407,8 @@ class BatchSpec:
             out["selection"] = self.selection
         if self.derived:
             out["derived"] = dict(self.derived)
+        if self.augment:
+            out["augment"] = augment_to_dict(self.augment)
         out["inputs"] = {n: f.to_dict() for n, f in self.inputs.items()}
         out["targets"] = {n: f.to_dict() for n, f in self.targets.items()}
         return out
@@ -402,7 +419,8 @@ class BatchSpec:
         Parameters
         ----------
         **changes
-            New values of ``inputs``, ``targets``, ``nan_to`` or ``pad_to_multiple_of``.
+            New values of ``inputs``, ``targets``, ``nan_to``, ``pad_to_multiple_of``
+            or ``augment``.
 
         Returns
         -------
@@ -410,7 +428,7 @@ class BatchSpec:
             The new spec, checked as a new one is.
         """
         current: dict[str, Any] = {"inputs": self.inputs, "targets": self.targets, "nan_to": self.nan_to,
-                                   "pad_to_multiple_of": self.pad_to_multiple_of}
+                                   "pad_to_multiple_of": self.pad_to_multiple_of, "augment": self.augment}
         current.update(derived=self.derived or None, selection=self.selection)
         for name in changes:
             if name not in current:
@@ -419,7 +437,7 @@ class BatchSpec:
         return BatchSpec(**current)
 
     def to_toml(self) -> str:
-        """The spec as TOML text: ``[inputs.NAME]`` and ``[targets.NAME]`` tables.
+        """The spec as TOML text: ``version = 2``, ``[inputs.NAME]`` and ``[targets.NAME]`` tables.
 
         Returns
         -------
@@ -433,7 +451,9 @@ class BatchSpec:
         """Build a spec from ``{"inputs": {name: field}, "targets": {...}}`` (TOML/JSON form).
 
         Each field is a table with ``type = "scalars"`` or ``"ragged"``, ``vars`` and
-        the options of that field type.
+        the options of that field type. Without a ``version`` key the data is read as
+        format version 1: a ``ragged`` table without ``pad_value`` pads with NaN, as
+        it did when it was written (see :mod:`lstm_data.batching.spec_version`).
 
         Parameters
         ----------
@@ -448,28 +468,33 @@ class BatchSpec:
         BatchSpec
             The spec.
         """
-        known = {"derived", "selection", "inputs", "targets", "nan_to", "pad_to_multiple_of"}
+        known = {"derived", "selection", "version", "inputs", "targets", "nan_to", "pad_to_multiple_of", "augment"}
         # the tables of the other option objects may share the file ([order], [read])
         unknown = set(data) - known - {"order", "read"}
         if unknown:
             name = sorted(unknown)[0]
             raise SchemaError(f"{source}: unknown top-level key {name!r}{suggest(name, known)}; "
-                              "expected 'inputs', 'targets', 'nan_to' and 'pad_to_multiple_of'")
+                              f"expected {', '.join(repr(k) for k in sorted(known))}")
+        version = spec_version(data, source)
         parts: dict[str, dict[str, Field]] = {}
         for part in ("inputs", "targets"):
             tables = data.get(part, {})
             if not isinstance(tables, Mapping):
                 raise SchemaError(f"{source}: [{part}] must be a table of fields")
-            parts[part] = {name: field_from_dict(tbl, where=f"{source}: [{part}.{name}]")
+            parts[part] = {name: field_from_dict(with_version_defaults(tbl, version) if isinstance(tbl, Mapping)
+                                                 else tbl, where=f"{source}: [{part}.{name}]")
                            for name, tbl in tables.items()}
         return cls(**parts, derived=data.get("derived"), selection=data.get("selection"),
-                   nan_to=data.get("nan_to"), pad_to_multiple_of=data.get("pad_to_multiple_of"))
+                   nan_to=data.get("nan_to"), pad_to_multiple_of=data.get("pad_to_multiple_of"),
+                   augment=data.get("augment"))
 
     @classmethod
     def from_toml(cls, path: str | PathLike[str]) -> "BatchSpec":
         """Load a spec from a TOML file with ``[inputs.NAME]`` / ``[targets.NAME]`` tables.
 
         Example file::
+
+            version = 2
 
             [inputs.input_png3d]
             type = "ragged"
@@ -505,7 +530,8 @@ class BatchSpec:
         ``var_target_total``, ``var_target_primary`` and ``max_prongs`` from a dict
         (or an object with those attributes); missing or ``None`` keys give no output.
         lstm_ee's layout: ``input_slice`` (B, S) float32, ``input_png3d`` /
-        ``input_png2d`` (B, P, V) float32 padded with NaN, where P is the batch's
+        ``input_png2d`` (B, P, V) float32 padded with NaN (whatever ``Ragged``'s
+        default), where P is the batch's
         longest row capped at ``max_prongs`` (per batch, not fixed), and
         ``target_total`` / ``target_primary`` (B, 1) float32.
 
@@ -541,7 +567,7 @@ class BatchSpec:
             inputs["input_slice"] = Scalars(get("vars_input_slice"))
         for key, name in (("vars_input_png3d", "input_png3d"), ("vars_input_png2d", "input_png2d")):
             if get(key) is not None:
-                inputs[name] = Ragged(get(key), max_len=max_prongs, fixed=False)
+                inputs[name] = Ragged(get(key), max_len=max_prongs, fixed=False, pad_value=math.nan)
         targets: dict[str, Field] = {}
         for key, name in (("var_target_total", "target_total"), ("var_target_primary", "target_primary")):
             if get(key) is not None:
@@ -640,7 +666,8 @@ class BatchSpec:
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}={f!r}" for _, n, f in self.fields())
         extra = "".join(f", {k}={v!r}" for k, v in (("nan_to", self.nan_to),
-                                                   ("pad_to_multiple_of", self.pad_to_multiple_of))
+                                                   ("pad_to_multiple_of", self.pad_to_multiple_of),
+                                                   ("augment", augment_to_dict(self.augment)))
                         if v is not None)
         return f"BatchSpec({inner}{extra})"
 

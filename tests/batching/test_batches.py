@@ -13,8 +13,8 @@ from tests.helpers import assert_same_arrays
 
 SPEC = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
                          "input_png3d": Ragged(PNG3D_VARS[:5], max_len=6, sort_by="png.calE",
-                                               lengths=True),
-                         "input_png2d": Ragged(PNG2D_VARS)},
+                                               lengths=True, pad_value=np.nan),
+                         "input_png2d": Ragged(PNG2D_VARS, pad_value=np.nan)},
                  targets={"target_total": Scalars(["trueE"])})
 
 

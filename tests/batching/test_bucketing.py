@@ -21,8 +21,9 @@ def data():
 
 def _spec(max_len: int = 20, **ragged) -> BatchSpec:
     return BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
-                             "input_png3d": Ragged(PNG3D_VARS[:4], max_len=max_len, lengths=True, **ragged),
-                             "input_png2d": Ragged(PNG2D_VARS[:3], max_len=6)},
+                             "input_png3d": Ragged(PNG3D_VARS[:4], max_len=max_len, lengths=True,
+                                                   **{"pad_value": np.nan, **ragged}),
+                             "input_png2d": Ragged(PNG2D_VARS[:3], max_len=6, pad_value=np.nan)},
                      targets={"target_total": Scalars(["trueE"])})
 
 

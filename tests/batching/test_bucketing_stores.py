@@ -30,8 +30,8 @@ def store(data, tmp_path_factory):
 
 def _spec() -> BatchSpec:
     return BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
-                             "input_png3d": Ragged(PNG3D_VARS[:4], max_len=20, lengths=True),
-                             "input_png2d": Ragged(PNG2D_VARS[:3], max_len=6)},
+                             "input_png3d": Ragged(PNG3D_VARS[:4], max_len=20, lengths=True, pad_value=np.nan),
+                             "input_png2d": Ragged(PNG2D_VARS[:3], max_len=6, pad_value=np.nan)},
                      targets={"target_total": Scalars(["trueE"])})
 
 

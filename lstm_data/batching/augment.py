@@ -1,0 +1,287 @@
+"""Deterministic noise on the inputs of a batch, declared in the spec.
+
+``BatchSpec(augment={"png.calE": {"gaussian": 0.05}, "calE": {"relative": 0.1}})``
+adds noise to those input variables each time a batch is built:
+
+* ``gaussian = sigma``: ``x + sigma * z``;
+* ``relative = sigma``: ``x * (1 + sigma * z)`` (lstm_ee-style scale noise),
+
+with ``z`` a standard normal number drawn for each ``(seed, epoch, row, element,
+variable)``: ``seed`` is the order's seed, ``row`` the dataset row, ``element``
+the position of the element in its row as output (0 for a scalar). The numbers
+come from a counter-based hash (SplitMix64 over the whole batch at once, then
+Box-Muller), not from a random stream, so a batch has the same noise whichever
+thread, process, shard or resumed run builds it, and other noise in every epoch.
+
+Noise goes to real elements only (never to padding, nor to the padded step of an
+empty row) and to inputs only (never to targets), after every other step of the
+build (standardisation, ``nan_to``): ``sigma`` is in the units of the output.
+A NaN value stays NaN.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from lstm_data.errors import OptionError, SchemaError
+
+#: a batch, ``(inputs, targets, weights)`` (``lstm_data.batching.spec.Batch``)
+Batch = tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]
+#: a ``lstm_data.batching.spec.ResolvedField`` (the spec imports this module)
+ResolvedField = Any
+
+__all__ = ["Noise", "NOISE_KINDS", "check_augment", "augment_to_dict", "Augmenter", "normal_noise",
+           "refuse_augment"]
+
+#: the kinds of noise, by the key that declares them
+NOISE_KINDS = ("gaussian", "relative")
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_MASK = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class Noise:
+    """One variable's noise: its ``kind`` (``"gaussian"`` or ``"relative"``) and ``sigma``."""
+
+    kind: str
+    sigma: float
+
+    def to_dict(self) -> dict[str, float]:
+        """The noise as its table, ``{kind: sigma}``.
+
+        Returns
+        -------
+        dict
+            One key.
+        """
+        return {self.kind: self.sigma}
+
+
+def check_augment(value: Any, input_vars: Sequence[str]) -> dict[str, Noise] | None:
+    """``augment`` checked: variable -> :class:`Noise`, or ``None`` when empty.
+
+    Parameters
+    ----------
+    value
+        ``{variable: {"gaussian": sigma}}`` (or ``"relative"``), or ``None``.
+    input_vars
+        The variables of the spec's inputs: only those can be augmented.
+
+    Returns
+    -------
+    dict or None
+        The declared noise by variable.
+
+    Raises
+    ------
+    OptionError
+        Not a table of tables, an unknown kind, two kinds for one variable, or a
+        ``sigma`` that is not a finite number >= 0.
+    SchemaError
+        A variable that no input of the spec holds (naming it).
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise OptionError(f"augment must be a table of variable -> {{kind: sigma}}, got {value!r}")
+    out: dict[str, Noise] = {}
+    known = set(input_vars)
+    for var, table in value.items():
+        if isinstance(table, Noise):
+            table = table.to_dict()
+        if not isinstance(var, str) or not isinstance(table, Mapping) or len(table) != 1:
+            raise OptionError(f"augment[{var!r}] must be one {{kind: sigma}} table with kind in "
+                              f"{list(NOISE_KINDS)}, got {table!r}")
+        ((kind, sigma),) = table.items()
+        if kind not in NOISE_KINDS:
+            raise OptionError(f"augment[{var!r}]: unknown noise {kind!r}; kinds: {list(NOISE_KINDS)}")
+        if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(sigma) or sigma < 0:
+            raise OptionError(f"augment[{var!r}]: {kind} sigma must be a finite number >= 0, got {sigma!r}")
+        if var not in known:
+            raise SchemaError(f"augment: {var!r} is not a variable of any input of the spec (noise is "
+                              "added to inputs only)", variable=var)
+        out[var] = Noise(kind, float(sigma))
+    return out or None
+
+
+def augment_to_dict(augment: Mapping[str, Noise] | None) -> dict[str, dict[str, float]] | None:
+    """``augment`` as plain tables (for TOML and JSON), or ``None``."""
+    if not augment:
+        return None
+    return {var: noise.to_dict() for var, noise in augment.items()}
+
+
+def refuse_augment(spec: Any, where: str) -> None:
+    """Raise an :class:`OptionError` when ``spec`` declares noise that ``where`` cannot vary per epoch.
+
+    A precomputed store holds one epoch's batches; stored noise would be the same
+    in every epoch.
+    """
+    if getattr(spec, "augment", None):
+        names = ", ".join(repr(v) for v in spec.augment)
+        raise OptionError(
+            f"{where}: the spec declares augment (noise on {names}), which differs in every epoch, but a "
+            "precomputed store holds the batches of one epoch: its noise would repeat each epoch. "
+            "Precompute with spec.replace(augment=None) and train on Batches with the augmenting spec, "
+            "or leave augment out")
+
+
+# -- counter-based normal numbers -------------------------------------------------------------
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser over a uint64 array (wrapping arithmetic)."""
+    z = x + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def _splitmix_int(x: int) -> int:
+    z = (x + 0x9E3779B97F4A7C15) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def _variable_key(name: str) -> int:
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+
+
+def normal_noise(seed: int, epoch: int, variable: str, rows: np.ndarray, elements: np.ndarray) -> np.ndarray:
+    """Standard normal numbers (float64), one per ``(rows[i], elements[i])``, for ``(seed, epoch, variable)``.
+
+    A pure function of its arguments: the same row and element give the same
+    number in any batch, order or process.
+
+    Parameters
+    ----------
+    seed, epoch
+        The order's seed and the epoch.
+    variable
+        The variable's name.
+    rows, elements
+        Dataset rows and element positions, broadcast together.
+
+    Returns
+    -------
+    numpy.ndarray
+        Normal numbers of the broadcast shape.
+    """
+    base = _splitmix_int(_splitmix_int(_splitmix_int(int(seed) & _MASK) ^ (int(epoch) & _MASK))
+                         ^ _variable_key(variable))
+    r = np.asarray(rows).astype(np.uint64)
+    e = np.asarray(elements).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        h = _splitmix(_splitmix(np.uint64(base) ^ r) ^ e)
+        h1 = _splitmix(h)
+        h2 = _splitmix(h1)
+    u1 = ((h1 >> np.uint64(11)).astype(np.float64) + 1.0) * 2.0 ** -53  # (0, 1]
+    u2 = (h2 >> np.uint64(11)).astype(np.float64) * 2.0 ** -53  # [0, 1)
+    out: np.ndarray = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * math.pi * u2)
+    return out
+
+
+# -- applying it to a batch ---------------------------------------------------------------------
+class Augmenter:
+    """Adds a spec's declared noise to built batches.
+
+    Parameters
+    ----------
+    augment
+        Variable -> :class:`Noise` (the spec's ``augment``).
+    fields
+        The spec mapped onto the dataset (:meth:`BatchSpec.validate`).
+    row_lengths
+        Group name -> every dataset row's element count (int64, length N).
+    """
+
+    def __init__(self, augment: Mapping[str, Noise], fields: Sequence[ResolvedField],
+                 row_lengths: Any) -> None:
+        self.augment = dict(augment)
+        self.row_lengths = row_lengths
+        # output name -> [(column in the output, variable, noise)]
+        self.jobs: list[tuple[ResolvedField, list[tuple[int, str, Noise]]]] = []
+        for f in fields:
+            if f.role != "input":
+                continue
+            cols = [(j, v, self.augment[v]) for j, v in enumerate(f.field.vars) if v in self.augment]
+            if cols:
+                self.jobs.append((f, cols))
+
+    def apply(self, batch: Batch, rows: np.ndarray, seed: int, epoch: int) -> Batch:
+        """``batch`` with the noise of ``(seed, epoch)`` added to its augmented inputs.
+
+        Arrays are changed in place when writable, else replaced by changed copies
+        (a RAM cache's batches stay as they were).
+
+        Parameters
+        ----------
+        batch
+            ``(inputs, targets, weights)`` as built.
+        rows
+            The dataset rows of the batch, in batch order.
+        seed, epoch
+            The order's seed and the epoch the batch is served in.
+
+        Returns
+        -------
+        tuple of dict
+            The batch (the same dicts).
+        """
+        inputs = batch[0]
+        rows = np.asarray(rows, dtype=np.int64)
+        for f, cols in self.jobs:
+            arr = inputs[f.name]
+            if not arr.flags.writeable:
+                arr = arr.copy()
+                inputs[f.name] = arr
+            if f.group is None:
+                at = (np.arange(len(rows)),)
+                elem_rows, elements = rows, np.zeros(len(rows), dtype=np.int64)
+                values = arr  # (B, S)
+            else:
+                values, at, elem_rows, elements = self._real_elements(f, arr, inputs, rows)
+            for j, var, noise in cols:
+                z = normal_noise(seed, epoch, var, elem_rows, elements)
+                idx = at + (j,)
+                if noise.kind == "gaussian":
+                    values[idx] = values[idx] + (noise.sigma * z).astype(values.dtype)
+                else:
+                    values[idx] = values[idx] * (1.0 + noise.sigma * z).astype(values.dtype)
+        return batch
+
+    def _real_elements(self, f: ResolvedField, arr: np.ndarray, inputs: Mapping[str, np.ndarray],
+                       rows: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
+        """``(values, index, rows, elements)``: a view whose ``values[index + (column,)]`` are the
+        field's real elements, with each one's dataset row and position in its row."""
+        spec = f.field
+        lens = np.asarray(self.row_lengths(f.group))[rows]
+        layout = getattr(spec, "layout", "padded")
+        if layout == "packed":
+            cu = np.asarray(inputs[f.name + "_cu_seqlens"], dtype=np.int64)
+            counts = np.diff(cu)
+            b = np.repeat(np.arange(len(rows)), counts)
+            k = np.arange(int(cu[-1])) - cu[:-1][b]
+            real = k < lens[b]  # the padded step of an empty row (one_step) is not real
+            t = np.nonzero(real)[0]
+            return arr, (t,), rows[b[t]], k[t]
+        values = arr.transpose(0, 2, 1) if layout == "channels_first" else arr
+        width = values.shape[1]
+        kept = np.minimum(lens, width)
+        slot = np.arange(width)
+        start = (width - kept) if getattr(spec, "padding", "post") == "pre" else np.zeros_like(kept)
+        k = slot[None, :] - start[:, None]
+        if getattr(spec, "pad_mode", "constant") == "wrap":  # repeated elements repeat their noise
+            real = (k >= 0) & (kept[:, None] > 0)
+            k = np.where(real, k % np.maximum(kept, 1)[:, None], k)
+        else:
+            real = (k >= 0) & (k < kept[:, None])
+        bi, si = np.nonzero(real)
+        return values, (bi, si), rows[bi], k[bi, si]
