@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from lstm_data.batching.fields import Field, Standardize
 from lstm_data.errors import SchemaError
 
 if TYPE_CHECKING:
+    from lstm_data.batching.fields import Field, Standardize
     from lstm_data.batching.spec import BatchSpec
     from lstm_data.data.dataset import Dataset
 

@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from lstm_data._util.declared import suggest
 from lstm_data._util.optional import require
-from lstm_data.batching.fields import Field, Ragged, Scalars, Standardize
+from lstm_data.batching.fields import Field, Ragged, Scalars
 from lstm_data.errors import SchemaError
 
 if TYPE_CHECKING:
+    from lstm_data.batching.fields import Standardize
     from lstm_data.batching.spec import BatchSpec
 
 __all__ = ["spec_from_weaver", "weaver_data_fraction", "WEAVER_KEYS", "LABEL_NAME"]
@@ -236,7 +237,7 @@ def _input(name: str, opts: Any, auto: bool, params: Mapping[str, Any] | None, s
         if std is not None:
             standardize[var] = std
     if length is None:
-        return Scalars(names, standardize=standardize)
+        return Scalars(names, **({"standardize": standardize} if standardize else {}))
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise SchemaError(f"{where}: length must be a positive int or null, got {length!r}", file=src,
                           variable=name)
@@ -258,8 +259,12 @@ def _standardize(center: Any, scale: Any, lo: Any, hi: Any, pad: Any, pad_mode: 
         pad_value = _number(pad, "pad_value", where)
         if pad_value == 0.0 and math.copysign(1.0, pad_value) > 0:
             pad_value = None  # the field's own pad value
+    if center is None and pad_value is None:
+        return None
+    from lstm_data.batching.fields import Standardize
+
     if center is None:
-        return None if pad_value is None else Standardize(pad_value=pad_value)
+        return Standardize(pad_value=pad_value)
     if center == "auto":  # weaver-core computes both from the data
         return Standardize(center="auto", scale="auto", clip_min=_number(lo, "clip_min", where),
                            clip_max=_number(hi, "clip_max", where), pad_value=pad_value)

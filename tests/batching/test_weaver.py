@@ -1,0 +1,131 @@
+"""BatchSpec.from_weaver: weaver-core's data configs, and equality with weaver-core's own preprocessing.
+
+The reference arrays in tests/data/weaver/*.npz are weaver-core 0.5.3's output for
+tests/data/weaver/jets.root (regenerate with tools/make_weaver_fixture.py).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import lstm_data
+from lstm_data import BatchSpec, Batches, Order, Ragged, Scalars
+from lstm_data.batching.weaver_config import load_weaver_yaml
+from lstm_data.errors import SchemaError
+
+pytest.importorskip("yaml")
+DATA = Path(__file__).resolve().parents[1] / "data" / "weaver"
+
+
+@pytest.fixture(scope="module")
+def jets():
+    pytest.importorskip("uproot")
+    return lstm_data.open(DATA / "jets.root")
+
+
+def reference(config: str) -> dict[str, np.ndarray]:
+    with np.load(DATA / f"{config}.npz") as z:
+        return {k: z[k] for k in z.files}
+
+
+def all_batches(ds, spec, batch_size=64):
+    b = Batches(ds, spec, Order(batch_size=batch_size, shuffle=False))
+    parts = [b[i] for i in range(len(b))]
+    inputs = {k: np.concatenate([p[0][k] for p in parts]) for k in parts[0][0]}
+    targets = {k: np.concatenate([p[1][k] for p in parts]) for k in parts[0][1]}
+    return inputs, targets
+
+
+def weaver_standardize(x: np.ndarray, center, scale, lo, hi) -> np.ndarray:
+    """weaver-core's fused kernel: (x - center) * scale in float32, clipped, NaN kept (made 0 later)."""
+    y = (x - np.float32(center)) * np.float32(scale)
+    return np.where(np.isnan(y), y, np.minimum(np.maximum(y, np.float32(lo)), np.float32(hi)))
+
+
+def test_derived_variables_labels_and_observers_equal_weaver_core(jets):
+    """Every variable of JetClass_full.yaml, our derived values standardised here as weaver does."""
+    cfg = load_weaver_yaml(DATA / "JetClass_full.yaml")
+    derived = dict(cfg["new_variables"])
+    derived["_label_"] = f"argmax({', '.join(cfg['labels']['value'])})"
+    ref = reference("JetClass_full")
+    where = {}
+    for name, opts in cfg["inputs"].items():
+        for j, entry in enumerate(opts["vars"]):
+            where[entry[0]] = (name, j, entry[1:])
+    names = list(where)
+    spec = BatchSpec(inputs={"p": Ragged(names, max_len=128, pad_value=0.0, lengths=True)},
+                     targets={"_label_": Scalars(["_label_"]),
+                              **{o: Scalars([o], dtype="float64") for o in cfg["observers"]}},
+                     derived=derived)
+    inputs, targets = all_batches(jets, spec)
+    lengths = inputs["p_lengths"]
+    assert len(lengths) == len(ref["_label_"]) == 200 and lengths.max() == 128 and lengths.min() == 0
+    mask = np.arange(128)[None, :] < lengths[:, None]
+    for j, var in enumerate(names):
+        name, k, params = where[var]
+        ours = inputs["p"][:, :, j]
+        if params and params[0] is not None:
+            ours = weaver_standardize(ours, *(list(params) + [1, -5, 5][len(params) - 1:])[:4])
+        ours = np.nan_to_num(ours, nan=0.0, posinf=np.inf, neginf=-np.inf)
+        np.testing.assert_array_equal(ours[mask], ref[name][:, k, :][mask], err_msg=var)
+    np.testing.assert_array_equal(targets["_label_"][:, 0], ref["_label_"])
+    for obs in cfg["observers"]:
+        np.testing.assert_array_equal(targets[obs][:, 0], ref[obs].astype(np.float64), err_msg=obs)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    return path
+
+
+INPUT = "inputs:\n  jet_features:\n    length: null\n    vars: [[jet_pt, null]]\n"
+
+
+@pytest.mark.parametrize("text, key", [
+    ("inptus: {}\n", "inptus"),
+    (INPUT + "weights:\n  use_precomputed_weights: true\n  weight_branches: [w]\n", "weights"),
+    (INPUT + "bucketing:\n  var: n\n  bins: 4\n", "bucketing"),
+    (INPUT + "monitor_variables: [jet_pt]\n", "monitor_variables"),
+    (INPUT + "branch_magic: {a: b}\n", "branch_magic"),
+    (INPUT + "selection: jet_pt > 1\ntest_time_selection: jet_pt > 2\n", "test_time_selection"),
+    ("preprocess:\n  methd: auto\n" + INPUT, "methd"),
+    ("inputs:\n  pf:\n    length: 8\n    lenght: 8\n    vars: [a]\n", "lenght"),
+    ("inputs:\n  pf:\n    length: 8\n    pad_mode: reflect\n    vars: [a]\n", "reflect"),
+    ("inputs:\n  pf_mask:\n    length: 8\n    pad_mode: wrap\n    vars: [[m, null]]\n", "pf_mask"),
+    ("inputs:\n  pf:\n    length: 8\n    vars: [[a, 1, 2, 3, 4, 5, 6]]\n", "pad_value"),
+    (INPUT + "labels:\n  type: custom\n  value:\n    truth: label.argmax(1)\n", "label.argmax"),
+    (INPUT + "labels:\n  type: other\n  value: [a]\n", "labels.type"),
+    (INPUT + "new_variables:\n  x: __import__('os').getcwd()\n", "__import__"),
+    ("- a\n- b\n", "mapping"),
+])
+def test_unsupported_or_malformed_configs_name_the_key(tmp_path, text, key):
+    with pytest.raises(SchemaError, match=key.replace(".", r"\.")) as err:
+        BatchSpec.from_weaver(write(tmp_path, text))
+    assert "config.yaml" in str(err.value) or key in ("label.argmax", "__import__")
+
+
+def test_unknown_key_suggests_the_close_one(tmp_path):
+    with pytest.raises(SchemaError, match="did you mean 'inputs'"):
+        BatchSpec.from_weaver(write(tmp_path, "inptus: {}\n"))
+
+
+def test_missing_pyyaml_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "yaml", None)
+    with pytest.raises(ImportError, match=r"lstm_data\[weaver\]"):
+        BatchSpec.from_weaver(write(tmp_path, INPUT))
+
+
+def test_per_jet_input_labels_and_observers_map_to_fields(tmp_path):
+    text = INPUT + ("labels:\n  type: simple\n  value: [label_QCD, label_Hbb]\nobservers: [jet_eta]\n"
+                    "selection: (jet_pt > 600) & (ak.num(part_px) > 2)\n"
+                    "new_variables:\n  jet_logpt: np.log(jet_pt)\n")
+    spec = BatchSpec.from_weaver(write(tmp_path, text))
+    assert spec.inputs == {"jet_features": Scalars(["jet_pt"])}
+    assert spec.targets == {"_label_": Scalars(["_label_"]), "jet_eta": Scalars(["jet_eta"], dtype="float64")}
+    assert spec.derived == {"jet_logpt": "np.log(jet_pt)", "_label_": "argmax(label_QCD, label_Hbb)"}
+    assert spec.selection == "(jet_pt > 600) & (ak.num(part_px) > 2)" and spec.nan_to == 0.0
+    assert "jet_eta" not in BatchSpec.from_weaver(write(tmp_path, text), observers=False).targets
