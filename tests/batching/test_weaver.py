@@ -129,3 +129,32 @@ def test_per_jet_input_labels_and_observers_map_to_fields(tmp_path):
     assert spec.derived == {"jet_logpt": "np.log(jet_pt)", "_label_": "argmax(label_QCD, label_Hbb)"}
     assert spec.selection == "(jet_pt > 600) & (ak.num(part_px) > 2)" and spec.nan_to == 0.0
     assert "jet_eta" not in BatchSpec.from_weaver(write(tmp_path, text), observers=False).targets
+
+
+def test_auto_parameters_equal_weaver_cores_autostandardizer(jets):
+    """variant.yaml: selection with ak.num, derived variables, and weaver's auto rule over every selected row."""
+    from lstm_data.batching.standardize_fit import auto_parameters
+
+    cfg = load_weaver_yaml(DATA / "variant.yaml")
+    spec = BatchSpec(inputs={"j": Scalars(["jet_pt"])}, derived=cfg["new_variables"], selection=cfg["selection"])
+    data = spec.derive(jets)
+    ref = reference("variant")
+    assert len(data) == len(ref["_label_"]) < len(jets)
+    for var in ("part_pt_log", "part_deta", "jet_eta"):
+        if var in data.scalar_names:
+            values = data.scalar(var)
+        else:
+            values = data.ragged("part")[0][:, data.groups["part"].index(var)]
+        assert auto_parameters(values, var) == tuple(ref[f"auto/{var}"]), var
+
+
+def test_sample_rows_is_seeded_and_sized():
+    from lstm_data.batching.standardize_fit import sample_rows
+
+    a, b = sample_rows(1000, 0.1, 3), sample_rows(1000, 0.1, 3)
+    np.testing.assert_array_equal(a, b)
+    assert len(a) == 100 and np.all(np.diff(a) > 0)
+    assert not np.array_equal(a, sample_rows(1000, 0.1, 4))
+    np.testing.assert_array_equal(sample_rows(5, 1.0, 0), np.arange(5))
+    with pytest.raises(ValueError, match="fraction"):
+        sample_rows(5, 0.0, 0)
