@@ -11,7 +11,8 @@ option             meaning                                                     f
 ``dtype``          float dtype of values: ``"float32"`` or ``"float64"``        every format
 ``threads``        threads that decompress and parse (``None``: every core)    csv, parquet, root
 ``block_bytes``    bytes handled per step (parse block, tree step)             csv, root
-``in_ram``         read every value at open (``None``: the format's default)   parquet
+``in_ram``         read every value at open (``None``: the format's default;  parquet, root
+                   ``False``: by row group / cluster on demand)
 ``max_run_chunks`` longest single read of an on-disk store, in chunks          hdf5, zarr
 ``sep``            CSV field separator                                         csv
 ``list_sep``       separator of the numbers inside a CSV list cell             csv
@@ -26,7 +27,7 @@ option             meaning                                                     f
 ``aliases``        NOvA column renames ``{old: new}``                           nova
 ``parent``         L5Kit: the array whose rows are the events                  l5kit
 ``relations``      L5Kit: child array -> interval column of the parent         l5kit
-``cache_chunks``   L5Kit: decoded chunks kept per array                        l5kit
+``cache_chunks``   decoded chunks kept (L5Kit: per array; ROOT read on demand) l5kit, root
 ``needed``         the columns a spec needs: read only those where the format  root, parquet, hdf5, nova
                    selects columns (a hint: ignored elsewhere)                 (a hint)
 ``file_values``    scalar columns taken from the file, not its rows: name ->    every format (open)
@@ -146,7 +147,8 @@ class ReadOptions(DeclaredOptions):
     block_bytes
         Bytes handled per step: a parse block, a tree step (csv, root).
     in_ram
-        Read every value at open; ``None``: the format's default (parquet).
+        Read every value at open; ``None``: the format's default; ``False``: read row
+        groups / clusters on demand, memory bounded (parquet, root).
     max_run_chunks
         Longest single read of an on-disk store, in chunks (hdf5, zarr).
     sep
@@ -174,7 +176,8 @@ class ReadOptions(DeclaredOptions):
     relations
         L5Kit: child array -> interval column of the parent (l5kit).
     cache_chunks
-        L5Kit: decoded chunks kept per array (l5kit).
+        Decoded chunks kept: per array (l5kit); clusters of a ROOT file read on
+        demand (root).
     read_ahead
         Read the next block-shuffle window while batches are built (used by
         ``Batches``, not by readers).
@@ -326,7 +329,7 @@ READER_OPTIONS: dict[str, dict[str, tuple[str, Any]]] = {
              "tables": ("tables", list)},
     "parquet": {**_keep("dtype", "in_ram", "columns", "exclude"),
                 "threads": ("use_threads", lambda n: n > 1)},
-    "root": {**_keep("dtype", "tree", "columns", "exclude", "threads", "progress"),
+    "root": {**_keep("dtype", "tree", "columns", "exclude", "threads", "progress", "in_ram", "cache_chunks"),
              "block_bytes": ("step_bytes", None)},
     "zarr": _keep("dtype", "max_run_chunks"),
     "l5kit": _keep("dtype", "parent", "relations", "cache_chunks"),

@@ -121,18 +121,20 @@ def test_a_basket_whose_values_disagree_with_the_counter_is_located(tmp_path):
 _LIMITED = r"""
 import resource, sys
 from lstm_data.io.root.memory import _status
-path, extra = sys.argv[1], int(sys.argv[2])
+path, extra, in_ram = sys.argv[1], int(sys.argv[2]), {"None": None, "True": True}[sys.argv[3]]
 import awkward, uproot, lstm_data, lstm_data.io.root  # imported before the limit is set
 resource.setrlimit(resource.RLIMIT_DATA, (_status("VmData") + extra, resource.RLIM_INFINITY))
 try:
-    lstm_data.open(path, columns=sys.argv[3:] or None)
-    print("OPENED")
+    step = {} if in_ram else {"block_bytes": 1 << 20}  # read on demand: chunks of one cluster
+    d = lstm_data.open(path, columns=sys.argv[4:] or None, in_ram=in_ram, threads=1, **step)
+    print("OPENED", type(d).__name__)
 except MemoryError as exc:
     print("MEMORY", exc)
 """
 
 
 def test_values_larger_than_the_memory_left_fail_before_reading_with_the_routes(tmp_path):
+    """in_ram=True: a MemoryError before reading, with the routes; by default: read on demand."""
     import subprocess
     import sys
 
@@ -140,11 +142,16 @@ def test_values_larger_than_the_memory_left_fail_before_reading_with_the_routes(
     cols = {"big_a": ak.unflatten(np.zeros(counts.sum(), np.float32), counts),
             "big_b": ak.unflatten(np.zeros(counts.sum(), np.float32), counts)}  # 8 MB each once read
     path = _write(tmp_path / "big.root", cols, uproot.ZLIB(1), parts=2)
-    res = subprocess.run([sys.executable, "-c", _LIMITED, str(path), str(10 << 20)], capture_output=True,
+    res = subprocess.run([sys.executable, "-c", _LIMITED, str(path), str(10 << 20), "True"], capture_output=True,
                          text=True)
     assert res.stdout.startswith("MEMORY"), res.stdout + res.stderr[-2000:]
+    assert "in_ram=False" in res.stdout
     assert "its 4 columns decode to about 0.01 GiB" in res.stdout  # 2 jagged, their 2 counters
     assert f"lstm-data convert '{path}:Events' data.zarr" in res.stdout and "columns=[...]" in res.stdout
+    path = _write(tmp_path / "clustered.root", cols, uproot.ZLIB(1), parts=16)  # 1 MB clusters
+    res = subprocess.run([sys.executable, "-c", _LIMITED, str(path), str(24 << 20), "None"], capture_output=True,
+                         text=True)
+    assert res.stdout.startswith("OPENED RootDataset"), res.stdout + res.stderr[-2000:]
 
 
 def test_root_written_baskets_without_entry_offsets_equal_uproot():

@@ -115,6 +115,9 @@ class BranchPlan:
         A counted array (values of several entries per basket) or one number per entry.
     header : int
         Bytes before each entry's values (10 for ``std::vector``: byte count, version, size).
+    base : int
+        The entry that is row 0 of the arrays the baskets are decoded into (a plan of
+        the baskets of an entry range; ``starts`` and ``stops`` stay the tree's entries).
     """
 
     name: str
@@ -125,6 +128,7 @@ class BranchPlan:
     dtype: np.dtype
     jagged: bool
     header: int = 0
+    base: int = 0
 
     @property
     def compressed_bytes(self) -> int:

@@ -20,7 +20,7 @@ import numpy as np
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.io.column_groups import build_group
 from lstm_data.io.jagged_groups import check_equal_lengths, split_by_lengths
-from lstm_data.io.root.baskets import BasketTask, BranchPlan, PieceTask, inflater_name, plan_branch
+from lstm_data.io.root.baskets import BasketTask, BranchPlan, PieceTask, inflater_name
 from lstm_data.io.root.tree import TreeColumns, import_uproot
 
 __all__ = ["read_fast", "default_threads"]
@@ -55,8 +55,7 @@ def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[
 
     def plan(name: str) -> BranchPlan | None:
         if name not in plans:
-            key, idx = cols.part(name)
-            plans[name] = None if idx else plan_branch(cols.branch(name), name, cols.n, uproot)
+            plans[name] = cols.basket_plan(name, uproot)
         return plans[name]
 
     n_threads = default_threads() if threads is None else int(threads)
@@ -141,9 +140,10 @@ def _tasks(plan: BranchPlan | None, out: np.ndarray, offsets: np.ndarray | None 
            counts: np.ndarray | None = None) -> list[BasketTask]:
     """One task per basket of ``plan``, writing its entries' values into ``out``."""
     assert plan is not None
+    b = plan.base  # the plan of an entry range: its first entry is row 0 of ``out``
     if offsets is None:
-        return [BasketTask(plan, i, out, a, z) for i, (a, z) in enumerate(zip(plan.starts, plan.stops))]
-    return [BasketTask(plan, i, out, int(offsets[a]), int(offsets[z]), counts=counts[a:z])
+        return [BasketTask(plan, i, out, a - b, z - b) for i, (a, z) in enumerate(zip(plan.starts, plan.stops))]
+    return [BasketTask(plan, i, out, int(offsets[a - b]), int(offsets[z - b]), counts=counts[a - b:z - b])
             for i, (a, z) in enumerate(zip(plan.starts, plan.stops))]
 
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
-__all__ = ["available_bytes", "check_fits"]
+__all__ = ["available_bytes", "check_fits", "fits", "RAM_SHARE"]
+
+#: with ``in_ram=None``, values are read whole when they take at most this share of the memory left
+RAM_SHARE = 0.5
 
 
 def _meminfo(field: str) -> int | None:
@@ -56,14 +59,21 @@ def available_bytes() -> int | None:
     return max(0, min(known)) if known else None
 
 
+def fits(need: int, share: float = RAM_SHARE) -> bool:
+    """Whether ``need`` bytes take at most ``share`` of the memory left (``True`` when nothing tells)."""
+    room = available_bytes()
+    return room is None or need <= share * room
+
+
 def check_fits(need: int, *, file: str, tree: str, columns: int) -> None:
     """Raise MemoryError unless ``need`` bytes of decoded values fit in what is available.
 
     Raises
     ------
     MemoryError
-        Says how much is needed and available, and the two routes: fewer columns
-        (``columns=``), or ``lstm-data convert`` to an on-disk store read by chunk.
+        Says how much is needed and available, and the routes: fewer columns
+        (``columns=``), reads on demand (``in_ram=False``), or ``lstm-data convert`` to
+        an on-disk store read by chunk.
     """
     room = available_bytes()
     if room is None or need <= room:
@@ -71,5 +81,6 @@ def check_fits(need: int, *, file: str, tree: str, columns: int) -> None:
     raise MemoryError(
         f"{file}: tree {tree!r}: its {columns} columns decode to about {need / 2**30:.2f} GiB, but this "
         f"process can take only {room / 2**30:.2f} GiB more; read fewer columns (columns=[...], or a "
-        f"BatchSpec that needs fewer), or convert it once to an on-disk store that batches read chunk "
-        f"by chunk: lstm-data convert '{file}:{tree}' data.zarr, then lstm_data.open('data.zarr')")
+        f"BatchSpec that needs fewer), read it from disk cluster by cluster (in_ram=False), or convert it "
+        f"once to an on-disk store that batches read chunk by chunk: lstm-data convert '{file}:{tree}' "
+        f"data.zarr, then lstm_data.open('data.zarr')")

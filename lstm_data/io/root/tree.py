@@ -9,6 +9,8 @@ import numpy as np
 from lstm_data._util.optional import require
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.jagged_groups import jagged_prefix
+from lstm_data.io.remote import is_url
+from lstm_data.io.root.baskets import plan_branch
 
 __all__ = ["import_uproot", "pick_tree", "TreeColumns", "entry_ranges"]
 
@@ -150,6 +152,7 @@ class TreeColumns:
         self._counter: dict[str, str | None] = {}
         self._cache: dict[str, np.ndarray] = {}
         self._range_cache: tuple[Any, Any] = (None, None)
+        self._plans: dict[str, Any] = {}
         seen: dict[str, int] = {}
         for key, b in ttree.iteritems(recursive=True, full_paths=True):
             top, slash, rest = key.partition("/")
@@ -303,6 +306,16 @@ class TreeColumns:
         counters = {self._counter.get(v) for v in names}
         c = counters.pop() if len(counters) == 1 else None
         return c if c in self._branch and c in self._numeric_scalars else None
+
+    def basket_plan(self, name: str, uproot: Any) -> Any:
+        """The :class:`~lstm_data.io.root.baskets.BranchPlan` of column ``name``, or ``None`` when
+        the basket path cannot read it (an element of a branch, an unusual type, a remote file)."""
+        if name not in self._plans:
+            key, idx = self._part[name]
+            local = not is_url(self.file)
+            self._plans[name] = plan_branch(self._branch[name], name, self.n, uproot) \
+                if local and not idx else None
+        return self._plans[name]
 
     def uncompressed_bytes(self, name: str) -> int:
         return int(self._branch[name].uncompressed_bytes)

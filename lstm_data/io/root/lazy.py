@@ -1,0 +1,215 @@
+"""ROOT trees read on demand, cluster by cluster: :class:`RootDataset` (``in_ram=False``).
+
+A TTree's baskets are flushed in clusters (entry ranges where every branch starts a
+basket: ``TTree::SetAutoFlush``, one ``extend`` in uproot), an RNTuple's pages in
+clusters too. Whole clusters, merged into chunks of about ``step_bytes`` decoded
+bytes, are the dataset's chunks (see :mod:`lstm_data.io.chunked`): a request decodes
+each chunk it touches once, through the same code as the whole-tree read (the
+threaded basket path, then uproot's), so the values are bitwise those of
+:func:`lstm_data.io.root.read_root` with ``in_ram=True``. Block shuffle over many such
+files (a :class:`~lstm_data.data.concat.ConcatDataset`) cuts its blocks at files and
+chunks and decodes each chunk at most twice per epoch; memory holds the group
+offsets, the read-ahead windows and ``cache_chunks`` decoded chunks.
+
+At open, a TTree's group offsets come from the counter branches (``nMuon``); groups
+without a counter (``std::vector`` branches) and RNTuples are read once, chunk by
+chunk, for their lengths.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Sequence
+
+import numpy as np
+
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.errors import SchemaError
+from lstm_data.io.chunked import ChunkedDataset, chunk_bounds_of
+from lstm_data.io.column_select import ColumnSelection
+from lstm_data.io.layout import value_dtype
+from lstm_data.io.root.baskets import BranchPlan
+from lstm_data.io.root.plan import TreePlan, open_root, plan_tree, remote_member
+from lstm_data.io.root.read import read_columns
+from lstm_data.io.root.rntuple import RNTupleReader
+from lstm_data.io.root.tree import RNTUPLE_CLASS, TreeColumns, import_uproot, pick_tree
+
+__all__ = ["RootDataset", "CHUNK_BYTES", "RangeColumns"]
+
+#: decoded bytes per chunk when ``step_bytes`` is not given
+CHUNK_BYTES = 16 << 20
+_log = logging.getLogger("lstm_data")
+
+
+class RangeColumns(TreeColumns):
+    """Entries ``start:stop`` of a tree's columns, read as a tree of their own (row 0 = ``start``).
+
+    Shares the parent's branches and metadata; its reads, basket plans and cluster
+    bounds are those of the range. Errors still name the tree's entries.
+    """
+
+    def __init__(self, parent: TreeColumns, start: int, stop: int) -> None:  # noqa: D107 - no super().__init__
+        self.__dict__.update(parent.__dict__)
+        self.parent = parent
+        self.base = int(start)
+        self.n = int(stop) - int(start)
+        self._cache = {}
+        self._range_cache = (None, None)
+
+    def _call(self, name: str, start: int, stop: int, library: str) -> Any:
+        return self.parent._call(name, start + self.base, stop + self.base, library)
+
+    def cluster_bounds(self, names: Sequence[str]) -> np.ndarray:
+        bounds = self.parent.cluster_bounds(names) - self.base
+        inside = bounds[(bounds > 0) & (bounds < self.n)]
+        return np.concatenate([[0], inside, [self.n]]).astype(np.int64)
+
+    def uncompressed_bytes(self, name: str) -> int:
+        return self.parent.uncompressed_bytes(name) * self.n // max(1, self.parent.n)
+
+    def basket_plan(self, name: str, uproot: Any) -> BranchPlan | None:
+        """The parent's plan cut to the baskets of the range (``None`` if a basket crosses its ends)."""
+        plan = self.parent.basket_plan(name, uproot)
+        if plan is None:
+            return None
+        lo, hi = self.base, self.base + self.n
+        keep = [i for i, (a, z) in enumerate(zip(plan.starts, plan.stops)) if a >= lo and z <= hi]
+        if sum(plan.stops[i] - plan.starts[i] for i in keep) != self.n:
+            return None
+        return BranchPlan(plan.name, [plan.seeks[i] for i in keep], [plan.sizes[i] for i in keep],
+                          [plan.starts[i] for i in keep], [plan.stops[i] for i in keep], plan.dtype,
+                          plan.jagged, plan.header, base=lo)
+
+
+class RootDataset(ChunkedDataset):
+    """One TTree or RNTuple of a ROOT file (local or at a URL), read by cluster on demand.
+
+    Parameters
+    ----------
+    path
+        The ``.root`` file or its URL (``https://``, ``root://``, any fsspec URL).
+    tree, schema, dtype, columns, exclude, threads
+        As for :func:`lstm_data.io.root.read_root`.
+    step_bytes
+        Decoded bytes per chunk (whole clusters are merged up to about this size;
+        default :data:`CHUNK_BYTES`).
+    cache_chunks
+        Decoded chunks kept for requests of single columns (default 2).
+
+    Raises
+    ------
+    FormatError, SchemaError, ImportError
+        As :func:`lstm_data.io.root.read_root`; a file changed while open is a
+        ``FormatError`` when a chunk reads differently than at open.
+    """
+
+    def __init__(self, path: Any, *, tree: str | None = None, schema: Any = None, dtype: Any = None,
+                 step_bytes: int | None = None, columns: Any = None, exclude: Any = None,
+                 threads: int | None = None, cache_chunks: int | None = None) -> None:
+        self._reopen = ((path,), {"tree": tree, "schema": schema, "dtype": dtype, "step_bytes": step_bytes,
+                                  "columns": columns, "exclude": exclude, "threads": threads,
+                                  "cache_chunks": cache_chunks})
+        uproot = import_uproot()
+        name, tree = remote_member(str(path), tree)
+        dt = value_dtype(dtype, file=name)
+        self._threads = threads
+        chunk_bytes = CHUNK_BYTES if step_bytes is None else int(step_bytes)
+        if chunk_bytes < 1:
+            raise ValueError(f"step_bytes must be at least 1, got {step_bytes!r} (file {name})")
+        selection = ColumnSelection(columns, exclude)
+        self._fh = open_root(uproot, name, lazy=True)
+        self._rntuple: RNTupleReader | None = None
+        try:
+            ttree, tree_name, kind = pick_tree(self._fh, tree, name)
+            self.tree = tree_name
+            if kind == RNTUPLE_CLASS:
+                self._rntuple = RNTupleReader(ttree, tree_name, name, schema, dt, selection)
+                bounds, scalars, groups = self._rntuple.layout(chunk_bytes)
+                self.skipped = dict(self._rntuple.skipped)
+            else:
+                self._plan = plan_tree(ttree, tree_name, name, schema, dt, selection)
+                bounds, scalars, groups = self._tree_layout(chunk_bytes)
+                self.skipped = dict(self._plan.cols.skipped)
+        except BaseException:
+            self._fh.close()
+            raise
+        self._setup_chunks(bounds, scalars, groups, (name,), cache_chunks)
+        _log.info("%s: %s %r read on demand in %d chunks of whole clusters", name,
+                  "RNTuple" if self._rntuple else "tree", tree_name, self.n_chunks)
+
+    # -- open ----------------------------------------------------------------------
+    def _tree_layout(self, chunk_bytes: int) -> tuple[np.ndarray, dict, dict]:
+        """Chunk bounds, scalar dtypes and groups (variables, dtype, offsets) of the planned tree."""
+        plan: TreePlan = self._plan
+        cols = plan.cols
+        members = list(plan.scalars) + [v for names in plan.groups.values() for v in names]
+        per_row = max(1, plan.decoded_bytes()) / max(1, cols.n)
+        rows = max(1, int(chunk_bytes / per_row))
+        bounds = chunk_bounds_of(cols.cluster_bounds(members), cols.n, rows)
+        if len(bounds) > 1 and int(np.diff(bounds).max()) > 8 * rows:
+            _log.warning("%s: tree %r: its clusters are large (up to %d entries, about %.0f MB decoded): each "
+                         "is read whole when one of its entries is needed", cols.file, cols.tree,
+                         int(np.diff(bounds).max()), np.diff(bounds).max() * per_row / 1e6)
+        dtypes = plan.dtypes()
+        scalars = {s: dtypes[s] for s in plan.scalars}
+        groups: dict[str, tuple[list[str], np.dtype, np.ndarray]] = {}
+        uncounted = {}
+        for g, names in plan.groups.items():
+            counter = cols.shared_counter(names)
+            if counter is None:
+                uncounted[g] = names
+                continue
+            counts = cols.read(counter)
+            if len(counts) and int(counts.min()) < 0:
+                raise SchemaError(f"tree {cols.tree!r}: counter branch {counter!r} holds a negative count at "
+                                  f"entry {int(np.argmin(counts))}", file=cols.file, variable=counter)
+            off = np.zeros(cols.n + 1, dtype=np.int64)
+            np.cumsum(counts, out=off[1:])
+            groups[g] = (list(names), dtypes[names[0]], off)
+        if uncounted:  # lengths known only from the values: one pass, chunk by chunk
+            sub = TreePlan(cols, [], uncounted, plan.dt, plan.declared)
+            found = _lengths_pass(bounds, lambda a, z: read_columns(sub, RangeColumns(cols, a, z), 1 << 62,
+                                                                     self._threads)[1], cols.file)
+            groups.update(found)
+        order = [g for g in plan.groups if g in groups] + [g for g in groups if g not in plan.groups]
+        return bounds, scalars, {g: groups[g] for g in order}
+
+    # -- reading -------------------------------------------------------------------
+    def _decode_chunk(self, k: int) -> InMemoryDataset:
+        a, z = int(self.chunk_bounds[k]), int(self.chunk_bounds[k + 1])
+        if self._rntuple is not None:
+            return self._cast(self._rntuple.read(a, z))
+        scalars, groups = read_columns(self._plan, RangeColumns(self._plan.cols, a, z), 1 << 62, self._threads)
+        return self._cast(InMemoryDataset(scalars, groups))
+
+    def close(self) -> None:
+        """Close the file (the dataset cannot read values afterwards)."""
+        self._fh.close()
+
+
+def _lengths_pass(bounds: np.ndarray, read: Any, file: str) -> dict[str, tuple[list[str], np.dtype, np.ndarray]]:
+    """Groups (variables, common dtype, offsets) from reading every chunk once with ``read(a, z)``."""
+    names: dict[str, list[str]] | None = None
+    dtypes: dict[str, list[np.dtype]] = {}
+    lengths: dict[str, list[np.ndarray]] = {}
+    for a, z in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        got = read(a, z)
+        shape = {g: list(rg.names) for g, rg in got.items()}
+        if names is None:
+            names = shape
+            dtypes = {g: [] for g in shape}
+            lengths = {g: [] for g in shape}
+        elif shape != names:
+            raise SchemaError(f"entries {a}:{z} form other groups ({shape}) than the entries before "
+                              f"({names}): branches without a shared counter differ in length only in some "
+                              "entries; declare the groups with a schema, or read the file whole (in_ram=True)",
+                              file=file, row=a)
+        for g, rg in got.items():
+            dtypes[g].append(rg.values.dtype)
+            lengths[g].append(np.diff(rg.offsets))
+    out = {}
+    for g, vs in (names or {}).items():
+        off = np.zeros(sum(len(x) for x in lengths[g]) + 1, dtype=np.int64)
+        if lengths[g]:
+            np.cumsum(np.concatenate(lengths[g]), out=off[1:])
+        out[g] = (vs, np.result_type(*dtypes[g]), off)
+    return out
