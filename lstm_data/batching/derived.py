@@ -315,7 +315,7 @@ def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
         out = ConcatDataset([_materialise(part, derived, kinds, None) for part in dataset.datasets])
     else:
         out = _materialise(dataset, derived, kinds, rows)
-    out.derived_key = key  # type: ignore[attr-defined]
+    setattr(out, "derived_key", key)
     return out
 
 
@@ -327,8 +327,8 @@ def mark_applied(dataset: Dataset, spec: Any) -> None:
     ``spec.derive(dataset)`` from applying them twice.
     """
     if spec.derived or spec.selection is not None:
-        dataset.derived_key = (tuple((n, t) for n, t in spec.derived.items() if t != n),  # type: ignore[attr-defined]
-                               spec.selection)
+        setattr(dataset, "derived_key", (tuple((n, t) for n, t in spec.derived.items() if t != n),
+                                         spec.selection))
 
 
 def _selected_rows(dataset: Dataset, derived: Mapping[str, Expression], selection: Expression) -> np.ndarray:

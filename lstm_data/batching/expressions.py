@@ -40,7 +40,8 @@ PREFIXES = ("np", "numpy", "ak", "awkward", "math")
 
 def _argmax(*args: np.ndarray) -> np.ndarray:
     """Index of the largest argument, element by element (first one on ties)."""
-    return np.argmax(np.stack(np.broadcast_arrays(*args), axis=1), axis=1)
+    out: np.ndarray = np.argmax(np.stack(np.broadcast_arrays(*args), axis=1), axis=1)
+    return out
 
 
 #: function name -> (numpy function, number of arguments; ``None``: one or more)

@@ -42,7 +42,7 @@ AUTO = "auto"
 
 
 def _is_auto(std: Standardize) -> bool:
-    return std.center == AUTO or std.scale == AUTO
+    return bool(std.center == AUTO or std.scale == AUTO)
 
 
 def auto_variables(spec: BatchSpec) -> list[str]:
@@ -206,7 +206,7 @@ def fit_spec_file(path: str | os.PathLike[str], dataset: Dataset, *, fraction: f
     with open(path, "rb") as fh:
         others = {k: v for k, v in tomllib.load(fh).items() if k in ("order", "read")}
     text = toml_text({**fitted.to_dict(), **others})
-    tmp = temp_path(path)
+    tmp = temp_path(os.fspath(path))
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
