@@ -31,10 +31,10 @@ from lstm_data.batching.order import (
     fresh_seed,
     resolve_shuffle,
     shuffled_order,
-    split_rows,
 )
 from lstm_data.batching.sampling import make_sampling
 from lstm_data.batching.shard import ShardedBatches
+from lstm_data.batching.splits import split_positions
 from lstm_data.batching.spec import Arrays, Batch, BatchSpec, OutputSignature
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.io.read_options import ReadOptions
@@ -398,32 +398,65 @@ class Batches(EpochIteration):
         return {name: w for name in self._target_names}
 
     # -- views ------------------------------------------------------------------------------------------
-    def split(self, test_size: int | float, seed: int | None = None) -> tuple["Batches", "Batches"]:
-        """Train and validation views, as lstm_ee: shuffle rows with ``seed``, then cut.
+    def split(self, test_size: int | float | None = None, seed: int | None = None, *, by: str = "rows",
+              key: str | None = None, k: int | None = None, fold: int = 0) -> tuple["Batches", "Batches"]:
+        """Train and validation views: by rows (as lstm_ee), by file or by a key column.
+
+        See :mod:`lstm_data.batching.splits`. Both views keep this object's order
+        (shuffle, block shuffle, buckets, budget batches, sampling) for their rows.
 
         Parameters
         ----------
         test_size
-            Rows (int) or fraction (float) of this view that go to validation.
+            Rows or files (int) or fraction (float) that go to validation; not with ``k``.
         seed
-            Seed of the split shuffle (default: this object's seed).
+            Seed of the row or file shuffle, or of the key hash (default: this object's seed).
+        by
+            ``"rows"`` (default: shuffle the rows, then cut), ``"file"`` (whole files
+            of data opened from several paths) or ``"key"`` (by the integer column ``key``).
+        key
+            The key column of ``by="key"`` (e.g. an event number).
+        k, fold
+            k-fold: validation is fold ``fold`` of ``k`` (``key % k == fold`` by key,
+            ``file index % k == fold`` by file, a seeded cut of the rows by rows).
 
         Returns
         -------
         train, validation : Batches
             Same spec and options; validation batches are not shuffled per epoch
-            unless this object uses ``shuffle="block"``.
+            unless this object uses ``shuffle="block"``, and are not sampled
+            (``Order.sample``): every validation row once.
         """
         seed = self.seed if seed is None else check_count(seed, "seed")
-        train_pos, test_pos = split_rows(self.n_rows, test_size, seed)
         base = np.arange(len(self.dataset), dtype=np.intp) if self._view is None else self._view
+        train_pos, test_pos = split_positions(self.dataset, base, by=by, test_size=test_size, seed=seed,
+                                              key=key, k=k, fold=fold)
         order = self.order if self._weights is None else self.order.replace(weights=self._weights)
         train = Batches(self.dataset, self.spec, order, read=self.read, rows=base[train_pos])
         val_shuffle = "block" if self.shuffle == "block" else False
-        val = Batches(self.dataset, self.spec, order.replace(shuffle=val_shuffle), read=self.read,
+        val = Batches(self.dataset, self.spec, order.replace(shuffle=val_shuffle, sample=None), read=self.read,
                       rows=base[test_pos])
         train._seed_drawn = val._seed_drawn = self._seed_drawn
         return train, val
+
+    def folds(self, k: int, *, by: str = "rows", key: str | None = None,
+              seed: int | None = None) -> list[tuple["Batches", "Batches"]]:
+        """The ``k`` train/validation pairs of k-fold cross-validation (:meth:`split` with each ``fold``).
+
+        Parameters
+        ----------
+        k
+            Number of folds, >= 2.
+        by, key, seed
+            As for :meth:`split`.
+
+        Returns
+        -------
+        list of tuple of Batches
+            ``[(train, validation), ...]``, fold ``i`` validating on the ``i``-th part;
+            the validation sides are disjoint and cover the rows.
+        """
+        return [self.split(seed=seed, by=by, key=key, k=k, fold=i) for i in range(k)]
 
     def shard(self, rank: int, world_size: int) -> ShardedBatches:
         """Rank ``rank``'s disjoint, equally long share of every epoch (one process per GPU).
