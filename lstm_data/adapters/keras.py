@@ -49,7 +49,6 @@ input (known from the spec; other inputs of the first batch are scanned once).
 from __future__ import annotations
 
 import importlib
-import math
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Mapping
@@ -58,7 +57,7 @@ import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
-from lstm_data.batching.fields import Ragged
+from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
 
 try:
     keras = importlib.import_module("keras")  # Keras ships no type information: its names are Any here
@@ -250,31 +249,12 @@ def _as_tensors(part: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(v) if v.flags.writeable else torch.tensor(v) for k, v in part.items()}
 
 
-def nan_padded_inputs(batches: Any) -> list[str]:
-    """Inputs of ``batches``' spec padded with NaN that no ``nan_to`` replaces."""
-    spec = getattr(batches, "spec", None)
-    if spec is None or getattr(batches, "nan_to", None) is not None:
-        return []
-    return [name for name, fld in spec.inputs.items()
-            if isinstance(fld, Ragged) and math.isnan(fld.pad_value)]
-
-
 def _warn_nan(batches: Any, inputs: Mapping[str, Any]) -> None:
     """Warn about NaN in the inputs: the spec's NaN padding, else NaN found in this batch."""
-    padded = nan_padded_inputs(batches)
-    if padded:
-        names = ", ".join(repr(n) for n in padded)
-        warnings.warn(f"lstm_data KerasBatches: input {names} holds NaN padding (pad_value=nan and no "
-                      "nan_to in the spec): Keras trains to loss: nan (and Masking cannot match NaN). "
-                      f"Fix: {NAN_FIX}", UserWarning, stacklevel=3)
-        return
-    if getattr(batches, "nan_to", None) is not None:
-        return
-    found = [n for n, x in inputs.items() if np.asarray(x).dtype.kind == "f" and np.isnan(x).any()]
-    if found:
-        names = ", ".join(repr(n) for n in found)
-        warnings.warn(f"lstm_data KerasBatches: input {names} holds NaN values (in the first batch): Keras "
-                      "trains to loss: nan. Fix: use spec.replace(nan_to=0.0)", UserWarning, stacklevel=3)
+    consequence = "Keras trains to loss: nan"
+    if not warn_nan_padding("KerasBatches", batches, consequence + " (and Masking cannot match NaN)", NAN_FIX,
+                            stacklevel=3):
+        warn_nan_values("KerasBatches", batches, inputs, consequence, stacklevel=3)
 
 
 def keras_inputs(spec: BatchSpec) -> dict[str, Any]:

@@ -32,6 +32,18 @@ built straight into them (no copy), the main process makes views, and a file
 descriptor is passed once per buffer.
 torch's own transfer (``worker_transfer="torch"``) makes a new shared-memory file
 per tensor and batch, which costs several times the batch itself.
+
+Nested tensors. With ``nested=True`` a packed ``Ragged`` input (``layout="packed"``:
+``<name>`` (T, V) with ``<name>_cu_seqlens``) is handed out as a torch ``nested``
+jagged tensor, ``torch.nested.nested_tensor_from_jagged(values, offsets=cu_seqlens)``,
+whose values are the packed tensor itself (no copy); ``to_padded_tensor(pad)`` gives
+the padded batch back. ``<name>_cu_seqlens`` and ``<name>_max_seqlen`` stay in the
+inputs for kernels that take them.
+
+NaN. An input holding NaN padding (``pad_value=nan`` without ``nan_to``, lstm_ee's
+choice) makes the loss NaN, masked or not (``nan * 0`` is NaN): :class:`TorchBatches`
+warns when it is made, naming the input and the fix, and warns once when the first
+batch it builds holds NaN values.
 """
 from __future__ import annotations
 
@@ -43,6 +55,7 @@ import numpy as np
 from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.epochs import batch_of
+from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
 
 try:
     import torch
@@ -234,10 +247,20 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
         the cheap way to build in parallel; ignored in worker processes.
     prefetch_batches
         With ``threads > 1``: batches built ahead at most (default ``2 * threads``).
+    nested
+        Hand out packed ``Ragged`` inputs (``layout="packed"``) as torch nested
+        jagged tensors sharing the packed values: ``True`` for every packed input,
+        or a list of their names. Default ``False``: plain ``(T, V)`` tensors.
+
+    Raises
+    ------
+    ValueError
+        A bad ``worker_transfer``, ``threads`` or ``prefetch_batches``, or a name in
+        ``nested`` that is not a packed input of the spec.
     """
 
     def __init__(self, batches: Any, worker_transfer: str = "shared", threads: int = 1,
-                 prefetch_batches: int | None = None) -> None:
+                 prefetch_batches: int | None = None, nested: bool | list[str] = False) -> None:
         if worker_transfer not in ("shared", "torch"):
             raise ValueError(f"worker_transfer must be 'shared' or 'torch', got {worker_transfer!r}")
         if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
@@ -252,6 +275,9 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
         self._sampler: EpochSampler | None = None
         self._served: tuple[int, set[int]] = (-1, set())  # plain keys served at (epoch, {i})
         self._warned = False
+        self.nested = _nested_names(batches, nested)
+        # NaN padding is known from the spec; NaN values are looked for in the first batch
+        self._nan_checked = warn_nan_padding("TorchBatches", batches, _NAN_CONSEQUENCE)
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -271,14 +297,29 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
             try:
                 batch = batch_of(self.batches, index, epoch,
                                  arena=None if seg is None else seg.arena)
+                self._check_nan(batch[0])
                 inputs, targets, weights = slots.share(batch, seg)
-                return inputs, targets, weights
+                return self._nest(inputs), targets, weights
             except BaseException:
                 slots.release(seg)  # (share gives back any other segment it claimed)
                 raise
         batch = self._batch(index, epoch)
         inputs, targets, weights = batch
-        return _tensors(inputs), _tensors(targets), _tensors(weights)
+        self._check_nan(inputs)
+        return self._nest(_tensors(inputs)), _tensors(targets), _tensors(weights)
+
+    def _check_nan(self, inputs: Mapping[str, np.ndarray]) -> None:
+        if not self._nan_checked:
+            self._nan_checked = True
+            warn_nan_values("TorchBatches", self.batches, inputs, _NAN_CONSEQUENCE, stacklevel=3)
+
+    def _nest(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``inputs`` with each packed input named in :attr:`nested` as a nested jagged tensor."""
+        for name in self.nested:
+            values, offsets = inputs[name], inputs[name + CU_SEQLENS]
+            inputs[name] = torch.nested.nested_tensor_from_jagged(
+                values, offsets=offsets, max_seqlen=int(inputs[name + MAX_SEQLEN]))
+        return inputs
 
     def _batch(self, index: int, epoch: int) -> Any:
         """Batch ``index`` of ``epoch``, from the threads building ahead when there are some."""
@@ -335,4 +376,33 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
         # the sampler stays in the main process; each copy tracks its own served keys
         return {"batches": self.batches, "worker_transfer": self.worker_transfer, "threads": self.threads,
                 "prefetch_batches": self.prefetch_batches, "_ahead": None, "_sampler": None,
-                "_served": (-1, set()), "_warned": False}
+                "_served": (-1, set()), "_warned": False, "nested": self.nested,
+                "_nan_checked": self._nan_checked}
+
+
+#: what NaN in an input does in torch
+_NAN_CONSEQUENCE = ("every loss computed from it is NaN, masked or not (nan * 0 is nan), and torch "
+                    "trains on silently")
+#: suffixes of a packed Ragged output's offsets and longest row
+CU_SEQLENS, MAX_SEQLEN = "_cu_seqlens", "_max_seqlen"
+
+
+def _nested_names(batches: Any, nested: Any) -> tuple[str, ...]:
+    """The packed inputs ``nested`` asks for, checked against ``batches``' spec."""
+    spec = getattr(batches, "spec", None)
+    packed = [] if spec is None else [n for n, f in spec.inputs.items()
+                                      if getattr(f, "layout", "padded") == "packed"]
+    if nested is False or nested is None:
+        return ()
+    if nested is True:
+        if not packed:
+            raise ValueError("TorchBatches(nested=True): the spec has no packed input (a Ragged field with "
+                             "layout='packed') to hand out as a nested tensor")
+        return tuple(packed)
+    if isinstance(nested, str) or not all(isinstance(n, str) for n in nested):
+        raise ValueError(f"TorchBatches: nested must be True, False or a list of input names, got {nested!r}")
+    wrong = [n for n in nested if n not in packed]
+    if wrong:
+        raise ValueError(f"TorchBatches(nested=...): {wrong[0]!r} is not a packed input of the spec "
+                         f"(packed inputs: {packed or 'none'}); give its Ragged field layout='packed'")
+    return tuple(nested)
