@@ -52,7 +52,7 @@ _ARROW = "arrow table"
 __all__ = ["read_parquet", "from_arrow", "to_arrow", "write_parquet", "ParquetDataset",
            "RAM_FRACTION"]
 
-#: with ``in_ram=None``, data up to this fraction of the machine's memory is read into RAM
+#: with ``in_ram=None``, data up to this fraction of the memory left is read into RAM
 RAM_FRACTION = 0.25
 
 
@@ -125,6 +125,13 @@ def _log_skipped(plan: ColumnPlan, where: str) -> None:
 
 
 def _memory_bytes() -> int:
+    """The memory this process may still take (what is left, not the machine's total: files
+    opened one after another into RAM leave less for the next)."""
+    from lstm_data.io.root.memory import available_bytes
+
+    room = available_bytes()
+    if room is not None:
+        return room
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # not POSIX
@@ -149,7 +156,8 @@ def read_parquet(path: str | os.PathLike, *, schema: Any = None, dtype: Any = No
         batches). ``False``: keep values on disk (a :class:`ParquetDataset`: scalars and
         offsets in RAM, a batch reads each row group it touches once). ``None``
         (default): in RAM when the columns' uncompressed size is at most
-        :data:`RAM_FRACTION` of the machine's memory.
+        :data:`RAM_FRACTION` of the memory left (so of many files opened one after
+        another, the later ones stay on disk once memory runs short).
     use_threads
         Let pyarrow decode columns on several threads.
     columns, exclude

@@ -37,6 +37,7 @@ from lstm_data.io.parquet.columns import (
     scalar_column,
 )
 from lstm_data.io.parquet.plan import ColumnPlan
+from lstm_data.io.remote import is_url, open_remote_file
 
 __all__ = ["parquet_files", "ParquetSource", "open_sources", "read_in_ram", "read_columns",
            "decoded_bytes", "BATCH_BYTES"]
@@ -60,6 +61,8 @@ def parquet_files(path: str | os.PathLike) -> list[str]:
     FormatError
         A directory without Parquet files.
     """
+    if is_url(path):
+        return [str(path)]
     p = Path(path)
     if not p.is_dir():
         return [str(p)]
@@ -106,8 +109,10 @@ def open_sources(files: list[str]) -> list[ParquetSource]:
     pa = import_pyarrow()
     sources = []
     for path in files:
+        # a URL: an fsspec file without read-ahead, so only the needed column chunks are fetched
+        source = open_remote_file(path) if is_url(path) else path
         try:
-            pf = pa.parquet.ParquetFile(path, page_checksum_verification=True)
+            pf = pa.parquet.ParquetFile(source, page_checksum_verification=True)
             schema = pf.schema_arrow
         except (pa.ArrowException, OSError) as exc:
             raise arrow_error(exc, path) from exc

@@ -1,0 +1,152 @@
+"""ROOT and Parquet files over HTTP (a real server on 127.0.0.1 that serves byte ranges): equal to the
+local read, and only the byte ranges of the needed columns are fetched."""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import threading
+
+import numpy as np
+import pytest
+
+pytest.importorskip("aiohttp")
+pytest.importorskip("fsspec")
+
+import lstm_data  # noqa: E402
+from tests.helpers import root_events  # noqa: E402
+
+_RANGE = re.compile(r"(\d*)-(\d*)")
+
+
+class _Ranges(http.server.SimpleHTTPRequestHandler):
+    """GET with ``Range: bytes=a-b[, c-d ...]`` (206, multipart for several ranges); counts the bytes sent."""
+
+    sent: list = []
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        header = self.headers.get("Range")
+        path = self.translate_path(self.path)
+        if header is None or not os.path.isfile(path):
+            size = os.path.getsize(path) if os.path.isfile(path) else 0
+            type(self).sent.append(size)
+            return super().do_GET()
+        with open(path, "rb") as fh:
+            data = fh.read()
+        size = len(data)
+        spans = []
+        for part in header.split("=", 1)[1].split(","):
+            a, b = _RANGE.match(part.strip()).groups()
+            if a == "":
+                lo, hi = size - int(b), size - 1
+            else:
+                lo, hi = int(a), min(size - 1, int(b)) if b else size - 1
+            spans.append((lo, hi))
+        type(self).sent.append(sum(hi - lo + 1 for lo, hi in spans))
+        self.send_response(206)
+        if len(spans) == 1:
+            lo, hi = spans[0]
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Range", f"bytes {lo}-{hi}/{size}")
+            self.send_header("Content-Length", str(hi - lo + 1))
+            self.end_headers()
+            self.wfile.write(data[lo:hi + 1])
+            return
+        body = b"".join(b"--XYZ\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes "
+                        + f"{lo}-{hi}/{size}".encode() + b"\r\n\r\n" + data[lo:hi + 1] + b"\r\n"
+                        for lo, hi in spans) + b"--XYZ--\r\n"
+        self.send_header("Content-Type", "multipart/byteranges; boundary=XYZ")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    uproot = pytest.importorskip("uproot")
+    ak = pytest.importorskip("awkward")
+    root = tmp_path_factory.mktemp("www")
+    rng = np.random.default_rng(4)
+    cols = root_events(20_000, seed=4)
+    for i in range(12):  # wide rows: the two columns asked for are a small part of the file
+        cols[f"extra{i}"] = rng.normal(size=20_000)
+    with uproot.recreate(root / "events.root") as fh:
+        types = {k: v.type.content if isinstance(v, ak.Array) else v.dtype for k, v in cols.items()}
+        tree = fh.mktree("Events", types)
+        for a in range(0, 20_000, 5_000):
+            tree.extend({k: v[a:a + 5_000] for k, v in cols.items()})
+    ds = lstm_data.data.synthetic.make_dataset(5_000, seed=8)
+    ds.to_parquet(root / "events.parquet", row_group_size=1_000)
+    handler = type("Handler", (_Ranges,), {"sent": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", root, handler.sent
+    server.shutdown()
+
+
+def _same(a, b):
+    assert a.scalar_names == b.scalar_names and a.groups == b.groups and len(a) == len(b)
+    for s in a.scalar_names:
+        assert a.scalar(s).tobytes() == b.scalar(s).tobytes(), s
+    for g in a.groups:
+        for x, y in zip(a.ragged(g), b.ragged(g)):
+            assert x.tobytes() == y.tobytes(), g
+
+
+@pytest.mark.parametrize("in_ram", [True, False])
+def test_root_over_http_reads_only_the_needed_baskets(served, in_ram):
+    url, root, sent = served
+    columns = ["MET_pt", "Muon_*"]
+    local = lstm_data.open(str(root / "events.root"), columns=columns)
+    sent.clear()
+    remote = lstm_data.open(f"{url}/events.root", columns=columns, in_ram=in_ram)
+    _same(remote.load(), local)
+    size = os.path.getsize(root / "events.root")
+    assert 0 < sum(sent) < 0.4 * size, (sum(sent), size)
+    sent.clear()
+    whole = lstm_data.open(f"{url}/events.root:Events", in_ram=True)  # uproot's url:tree spelling
+    _same(whole, lstm_data.open(str(root / "events.root")))
+    assert sum(sent) > 0.8 * size
+
+
+@pytest.mark.parametrize("in_ram", [True, False])
+def test_parquet_over_http_reads_only_the_needed_columns(served, in_ram):
+    url, root, sent = served
+    columns = ["calE", "png.calE", "png.nhit"]
+    local = lstm_data.open(str(root / "events.parquet"), columns=columns)
+    sent.clear()
+    remote = lstm_data.open(f"{url}/events.parquet", columns=columns, in_ram=in_ram)
+    assert remote.in_ram is in_ram
+    _same(remote.load(), local)
+    size = os.path.getsize(root / "events.parquet")
+    assert 0 < sum(sent) < 0.4 * size, (sum(sent), size)
+
+
+def test_needed_columns_of_a_spec_are_pushed_down_over_http(served):
+    url, root, sent = served
+    sent.clear()
+    remote = lstm_data.open(f"{url}/events.parquet", needed=("trueE",))
+    assert remote.scalar_names == ["trueE"] and not remote.groups
+    assert sum(sent) < 0.1 * os.path.getsize(root / "events.parquet")
+
+
+def test_root_url_without_the_xrootd_client_says_so():
+    pytest.importorskip("uproot")
+    try:
+        import XRootD  # noqa: F401
+        pytest.skip("the XRootD client is installed")
+    except ImportError:
+        pass
+    with pytest.raises(ImportError, match="XRootD Python client"):
+        lstm_data.open("root://eospublic.cern.ch//eos/opendata/x.root")
+
+
+def test_a_url_of_something_else_is_a_format_error(served):
+    url, root, _ = served
+    (root / "notes.txt").write_text("hello")
+    with pytest.raises(lstm_data.FormatError, match="ROOT and Parquet"):
+        lstm_data.open(f"{url}/notes.txt")
