@@ -126,6 +126,9 @@ class Order(DeclaredOptions):
     block_rows, window_rows
         Block and window sizes of ``shuffle="block"`` (default: from the data's
         chunks).
+    cache
+        ``"ram"``: keep built batches; the rows of each batch are fixed by the
+        first epoch and later epochs permute the batches.
     max_elements
         Element-budget batches (needs ``bucket_by``): each batch holds as many rows
         as fit in this many padded slots of the ``bucket_by`` field (rows times the
@@ -140,9 +143,6 @@ class Order(DeclaredOptions):
         or ``torch.compile``).
     max_shapes
         Lengths chosen by ``bucket_lengths="auto"`` (default 4).
-    cache
-        ``"ram"``: keep built batches; the rows of each batch are fixed by the
-        first epoch and later epochs permute the batches.
     sample
         Draw the epoch's rows instead of taking each once: a table with
         ``classes`` (a label column: class-balanced, or ``class_weights``),
