@@ -18,8 +18,12 @@ from lstm_data._util import forksafe
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.block_shuffle import BlockSource
+from lstm_data.batching.bucket_lengths import widen_outputs
 from lstm_data.batching.bucketing import make_bucketing
+from lstm_data.batching.budget import BudgetBlockPlan, BudgetPlan, order_extras
+from lstm_data.batching.augment import make_augmenter
 from lstm_data.batching.builder import BatchBuilder
+from lstm_data.batching.empty_rows import drop_empty_rows, make_one_step
 from lstm_data.batching.derived import mark_applied
 from lstm_data.batching.epoch import EpochIteration
 from lstm_data.batching.identity import data_fingerprint, identity_digest, order_settings
@@ -108,6 +112,7 @@ class Batches(EpochIteration):
         self.fields = spec.validate(dataset)
         self.epoch = 0
         self._view = None if rows is None else self._as_view(rows)
+        self._view = drop_empty_rows(self.fields, dataset, self._view)  # Ragged(empty="drop")
         self._weights = resolve_weights(self.dataset, order.weights)
         self._sampling = make_sampling(dataset, self._view, order, shuffle)  # Order.sample, or None
         self._bucketing = make_bucketing(spec, self.fields, order.bucket_by, order.bucket_window,
@@ -171,6 +176,9 @@ class Batches(EpochIteration):
         self._target_names = self.spec.target_names
         self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to,
                                      pad_to_multiple_of=self.spec.pad_to_multiple_of)
+        # Ragged(empty="one_step") and BatchSpec(augment=...), applied to each batch built
+        self._one_step = make_one_step(self.fields, self._builder.row_lengths, self.nan_to)
+        self._augmenter = make_augmenter(self.spec, self.fields, self._builder.row_lengths)
         # this epoch's order and the next
         self._plans: OnceCache[int, BlockPlan | np.ndarray] = OnceCache(keep=2)
         self._ram: dict[int, Batch] = {}
@@ -185,6 +193,11 @@ class Batches(EpochIteration):
             self._blocks.next_epoch_ahead = self.cache != "ram"
             # with blocks every plan is a BlockPlan (_make_plan); the cast only tells the type checker
             self._blocks.plan_of = cast("Callable[[int], BlockPlan]", self._plan_of)
+        windows = None if self._blocks is None else min(len(self._blocks.bounds) - 1,
+                                                        -(-self.n_rows // self._blocks.window_rows))
+        # element budget and chosen bucket lengths (Order.max_elements, bucket_lengths)
+        self._budget, self._bucket_lengths = order_extras(self.order, self.fields, self._builder.width,
+                                                          self._builder.row_lengths, self._view_lengths, windows)
 
     @property
     def builder(self) -> BatchBuilder:
@@ -198,6 +211,8 @@ class Batches(EpochIteration):
         return len(self.dataset) if self._view is None else len(self._view)
 
     def __len__(self) -> int:
+        if self._budget is not None:  # the same every epoch, known before it
+            return self._budget.n_batches
         rows = self.n_rows if self._sampling is None else self._sampling.epoch_size
         if self.drop_last:
             return rows // self.batch_size
@@ -221,6 +236,8 @@ class Batches(EpochIteration):
             plan = self._blocks.plan(self.seed, epoch)
             if self._sampling is not None:  # each window draws its rows' share
                 plan = self._sampling.plan(plan, self.seed, epoch)
+            if self._budget is not None:
+                return self._budget.plan(plan, self.seed, epoch)
             if self._bucketing is None:
                 return plan
             return self._bucketing.plan(plan, self._view_lengths(self._bucketing.group), self.batch_size,
@@ -231,6 +248,8 @@ class Batches(EpochIteration):
             order = shuffled_order(self.n_rows, self.seed, epoch)
         else:
             order = np.arange(self.n_rows, dtype=np.intp)
+        if self._budget is not None:
+            return self._budget.order(order, self.seed, epoch, bool(self.shuffle))
         if self._bucketing is not None:
             order = self._bucketing.order(order, self._view_lengths(self._bucketing.group), self.batch_size,
                                           self.seed, epoch, shuffle=bool(self.shuffle))
@@ -257,10 +276,18 @@ class Batches(EpochIteration):
             return int(shuffled_order(len(self), self.seed, epoch)[index])
         return index
 
+    def _span(self, slot: int, epoch: int) -> tuple[int, int]:
+        """Epoch positions ``lo, hi`` of the batch in ``slot``."""
+        plan = self._plan(epoch)
+        if isinstance(plan, (BudgetPlan, BudgetBlockPlan)):
+            return int(plan.starts[slot]), int(plan.starts[slot + 1])
+        return slot * self.batch_size, (slot + 1) * self.batch_size
+
     def _positions(self, slot: int, epoch: int) -> npt.NDArray[np.intp]:
         plan = self._plan(epoch)
-        order = plan.order if isinstance(plan, BlockPlan) else plan
-        return order[slot * self.batch_size:(slot + 1) * self.batch_size]
+        order = plan if isinstance(plan, np.ndarray) else plan.order
+        lo, hi = self._span(slot, epoch)
+        return order[lo:hi]
 
     def _check_index(self, index: int) -> int:
         return check_index(index, len(self))
@@ -370,13 +397,19 @@ class Batches(EpochIteration):
             hit = self._ram.get(slot)
             if hit is None:  # kept read-only: an in-place edit must not reach later epochs
                 hit = self._ram.setdefault(slot, freeze_batch(self._build(slot, epoch)))
-            return tuple(dict(part) for part in hit)  # type: ignore[return-value]
-        return self._build(slot, epoch, arena)
+            return self._augmented(tuple(dict(part) for part in hit), index, epoch)  # type: ignore[arg-type]
+        return self._augmented(self._build(slot, epoch, arena), index, epoch)
+
+    def _augmented(self, batch: Batch, index: int, epoch: int) -> Batch:
+        """``batch`` with the spec's noise of ``epoch`` (see :mod:`lstm_data.batching.augment`)."""
+        if self._augmenter is None:
+            return batch
+        return self._augmenter.apply(batch, self.rows_of(index, epoch), self.seed, epoch)
 
     def _build(self, slot: int, epoch: int, arena: Any = None) -> Batch:
         positions = self._positions(slot, epoch)
         if self._blocks is not None:
-            lo = slot * self.batch_size
+            lo = self._span(slot, epoch)[0]
             plan = self._plan(epoch)
             assert isinstance(plan, BlockPlan)  # with blocks every plan is a BlockPlan (_make_plan)
             inputs, targets = self._blocks.build(plan, self._order_epoch(epoch), lo, lo + len(positions))
@@ -388,6 +421,10 @@ class Batches(EpochIteration):
         else:
             rows = positions if self._view is None else self._view[positions]
             inputs, targets = self._builder.build(rows, arena)
+        if self._bucket_lengths is not None:
+            widen_outputs(inputs, targets, self.fields, self._bucket_lengths, self.nan_to)
+        if self._one_step is not None:
+            self._one_step.apply(inputs, targets, rows)
         return inputs, targets, self._weights_for(rows, targets)
 
     def _weights_for(self, rows: np.ndarray, targets: Arrays) -> Arrays:
@@ -537,7 +574,8 @@ class Batches(EpochIteration):
     # -- pickling: never the arrays of an in-RAM dataset -------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items()
-                 if k not in ("_lock", "_builder", "_plans", "_ram", "_blocks", "fields", "_target_names")}
+                 if k not in ("_lock", "_builder", "_plans", "_ram", "_blocks", "fields", "_target_names",
+                              "_budget", "_bucket_lengths")}
         if isinstance(self.dataset, InMemoryDataset):
             from lstm_data.data.shared import share
             state["dataset"] = share(self.dataset)

@@ -1,0 +1,162 @@
+"""Padded lengths chosen from the length histogram: few distinct shapes, least padding.
+
+A compiled model (XLA, JAX, ``torch.compile``) compiles once per input shape. With
+``Order(bucket_by=F, bucket_lengths="auto", max_shapes=k)`` the Ragged outputs of
+``F``'s group take one of at most ``k`` padded lengths: each batch pads to the
+smallest chosen length that holds its longest row (after ``max_len`` and
+``pad_to_multiple_of``). The lengths are chosen by an exact dynamic programme over
+the distinct row widths of the whole dataset (so every split of it gets the same
+shapes): among all sets of ``k`` widths that include the largest, the one that
+minimises the padding of every row to its own bucket length, ``O(k * D**2)`` for
+``D`` distinct widths. ``pad_to_multiple_of`` with the same number of shapes is
+one such set, so the chosen lengths never pad more rows.
+
+Example
+-------
+>>> choose_lengths(np.array([1, 1, 2, 3, 9]), 2).tolist()
+[3, 9]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lstm_data.errors import OptionError
+
+__all__ = ["choose_lengths", "padding_of", "BucketLengths", "widen_outputs"]
+
+
+def choose_lengths(widths: np.ndarray, k: int) -> np.ndarray:
+    """The at most ``k`` padded lengths that minimise the padding of ``widths``.
+
+    Parameters
+    ----------
+    widths
+        Every row's padded width if it were alone (its length after ``max_len`` and
+        ``pad_to_multiple_of``).
+    k
+        The number of distinct lengths (shapes) allowed, >= 1.
+
+    Returns
+    -------
+    ndarray of int64
+        Increasing lengths; the last is the largest width. Empty for no rows.
+    """
+    values, counts = np.unique(np.asarray(widths, dtype=np.int64), return_counts=True)
+    d = len(values)
+    if d <= k:
+        return values
+    v = values.astype(np.float64)
+    c_cum = np.concatenate([[0.0], np.cumsum(counts, dtype=np.float64)])
+    s_cum = np.concatenate([[0.0], np.cumsum(counts * v)])
+    # cost[j, i]: rows of values[j..i] padded to values[i] (j <= i)
+    j = np.arange(d)[:, None]
+    i = np.arange(d)[None, :]
+    cost = np.where(j <= i, v[None, :] * (c_cum[i + 1] - c_cum[j]) - (s_cum[i + 1] - s_cum[j]), np.inf)
+    dp = np.full((k, d), np.inf)  # dp[m, i]: values[0..i] in m + 1 buckets, the last ending at values[i]
+    dp[0] = cost[0]
+    parent = np.zeros((k, d), dtype=np.int64)
+    cols = np.arange(d)
+    for m in range(1, k):  # the previous bucket ends at p < i: dp[m - 1, p] + cost[p + 1, i]
+        cand = dp[m - 1, :-1, None] + cost[1:, :]
+        parent[m] = np.argmin(cand, axis=0)
+        dp[m] = cand[parent[m], cols]
+    m = int(np.argmin(dp[:, d - 1]))  # the first of equal costs: fewest lengths
+    i_end = d - 1
+    chosen = [int(values[i_end])]
+    while m > 0:
+        i_end = int(parent[m, i_end])
+        m -= 1
+        chosen.append(int(values[i_end]))
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def padding_of(widths: np.ndarray, lengths: np.ndarray) -> int:
+    """Padded slots beyond ``widths`` when every row pads to the smallest of ``lengths`` >= it."""
+    widths = np.asarray(widths, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    padded = lengths[np.searchsorted(lengths, widths)]
+    return int((padded - widths).sum())
+
+
+@dataclass(frozen=True)
+class BucketLengths:
+    """The padded lengths of one ragged group and how a batch's arrays are widened to them.
+
+    Attributes
+    ----------
+    group
+        The ragged group whose Ragged outputs take these lengths.
+    lengths
+        Increasing padded lengths.
+    """
+
+    group: str
+    lengths: np.ndarray
+
+    @classmethod
+    def make(cls, group: str, widths: np.ndarray, setting: Any, max_shapes: int) -> "BucketLengths":
+        """The lengths of ``setting`` (``"auto"`` or a list) for rows of ``widths``.
+
+        Raises
+        ------
+        OptionError
+            A given list whose largest length is below the widest row's padded width.
+        """
+        widths = np.asarray(widths, dtype=np.int64)
+        if setting == "auto":
+            return cls(group, choose_lengths(widths, max_shapes))
+        lengths = np.asarray(setting, dtype=np.int64)
+        widest = int(widths.max()) if len(widths) else 0
+        if lengths[-1] < widest:
+            raise OptionError(f"bucket_lengths {lengths.tolist()}: the largest is below {widest}, the "
+                              f"padded length of the longest row of group {group!r}; add it, or lower "
+                              "the field's max_len")
+        return cls(group, lengths)
+
+    def width(self, width: int) -> int:
+        """The chosen length for a batch whose own padded width is ``width`` (kept when above all)."""
+        return int(self.widths(np.array([width]))[0])
+
+    def widths(self, widths: np.ndarray) -> np.ndarray:
+        """:meth:`width` of many batches at once."""
+        widths = np.asarray(widths, dtype=np.int64)
+        at = np.searchsorted(self.lengths, widths)
+        picked: np.ndarray = np.where(at < len(self.lengths),
+                                      self.lengths[np.minimum(at, len(self.lengths) - 1)], widths)
+        return picked
+
+    def widen(self, array: np.ndarray, pad_value: float, pre: bool) -> np.ndarray:
+        """``array`` ``(B, P, ...)`` padded along ``P`` to :meth:`width` of ``P``.
+
+        ``pre``: the padding goes first (a field with ``padding="pre"``).
+        """
+        have = array.shape[1]
+        want = self.width(have)
+        if want == have:
+            return array
+        out = np.full((array.shape[0], want) + array.shape[2:], pad_value, dtype=array.dtype)
+        if pre:
+            out[:, want - have:] = array
+        else:
+            out[:, :have] = array
+        return out
+
+
+def widen_outputs(inputs: dict[str, np.ndarray], targets: dict[str, np.ndarray], fields: Any,
+                  lengths: BucketLengths, nan_to: float | None) -> None:
+    """Pad every Ragged output of ``lengths.group`` in a built batch to its chosen length, in place.
+
+    The padding takes the field's pad value (``nan_to`` for an input padded with NaN,
+    as the builder does), before the data for ``padding="pre"``.
+    """
+    for f in fields:
+        if f.group != lengths.group:
+            continue
+        dest = inputs if f.role == "input" else targets
+        pad = f.ragged.pad_value
+        if nan_to is not None and f.role == "input" and np.isnan(pad):
+            pad = nan_to
+        dest[f.name] = lengths.widen(dest[f.name], pad, f.ragged.padding == "pre")
