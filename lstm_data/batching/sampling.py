@@ -159,7 +159,7 @@ def check_sample(value: Any) -> dict[str, Any]:
 def _largest_remainder(total: int, shares: np.ndarray) -> np.ndarray:
     """Split ``total`` into ints proportional to ``shares`` (largest remainders get the rest)."""
     exact = total * shares / shares.sum()
-    counts = np.floor(exact).astype(np.int64)
+    counts: np.ndarray = np.floor(exact).astype(np.int64)
     rest = total - int(counts.sum())
     if rest:
         counts[np.argsort(-(exact - counts), kind="stable")[:rest]] += 1

@@ -174,3 +174,35 @@ def test_states_of_other_batches_are_refused(data):
     assert s._resume_at == len(s) - (len(unsharded) - 1) // 2
     with pytest.raises(ValueError, match="outside the steps"):
         s.load_state_dict({**state, "next_batch": 99})
+
+
+def test_a_state_of_another_sample_is_refused(data):
+    def make(edges):
+        order = Order(batch_size=90, seed=8, sample={"vars": ["trueE"], "bins": [edges], "overflow": "clip"})
+        return Batches(data, _spec(), order).shard(0, 2)
+    lo, hi = float(data.scalar("trueE").min()), float(data.scalar("trueE").max())
+    make([lo, hi]).load_state_dict(make([lo, hi]).state_dict())
+    with pytest.raises(ValueError, match="sample: state has"):
+        make([lo, (lo + hi) / 2, hi]).load_state_dict(make([lo, hi]).state_dict())
+
+
+@pytest.mark.parametrize("world", [3, 4])
+def test_budget_batches_get_equal_steps_and_balanced_elements(data, world):
+    pytest.importorskip("lstm_data.batching.budget")
+    order = Order(batch_size=256, seed=2, bucket_by="input_png3d", max_elements=1024)
+    full = Batches(data, _spec(), order)
+    costs = batch_elements(full, 0)
+    shards = [Batches(data, _spec(), order).shard(r, world) for r in range(world)]
+    for epoch in (0, 1):
+        lanes = [s.parent_indices(epoch) for s in shards]
+        assert {len(lane) for lane in lanes} == {len(full) // world}
+        assert len(np.unique(np.concatenate(lanes))) == len(full) // world * world
+    per_rank = [int(batch_elements(full, 0)[s.parent_indices(0)].sum()) for s in shards]
+    assert max(per_rank) - min(per_rank) <= costs.max()  # within one batch of each other
+    seen, states = _run(shards, 1)
+    new = [Batches(data, _spec(), order).shard(r, 2) for r in range(2)]
+    for s in new:
+        s.load_state_dict(states[0])
+    more, _ = _run(new, len(new[0]) - new[0].resume_point[1])
+    rows = np.concatenate(seen + more)
+    assert len(rows) == len(np.unique(rows))
