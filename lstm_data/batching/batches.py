@@ -581,6 +581,7 @@ class Batches(EpochIteration):
             state["dataset"] = share(self.dataset)
         if isinstance(self.order.weights, str):
             state["_weights"] = None  # re-read from the column after unpickling
+        state.pop("_sampling", None)  # remade from the label and variable columns after unpickling
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -588,5 +589,6 @@ class Batches(EpochIteration):
         mark_applied(self.dataset, self.spec)  # a reopened shared copy holds them already
         if self._weights is None and isinstance(self.order.weights, str):
             self._weights = resolve_weights(self.dataset, self.order.weights)
+        self._sampling = make_sampling(self.dataset, self._view, self.order, self.shuffle)
         self.fields = self.spec.validate(self.dataset)
         self._setup_runtime()

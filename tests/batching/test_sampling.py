@@ -181,3 +181,12 @@ def test_bad_sample_tables_are_named(data):
     with pytest.raises(OptionError, match="cache='ram'"):
         Batches(data, SPEC, Order(seed=1, cache="ram", sample={"classes": "label"}))
     assert isinstance(Sampling(data, np.arange(10), {"classes": "label"}).classes, np.ndarray)
+
+
+def test_a_pickled_copy_draws_the_same_rows_without_carrying_the_probabilities(data):
+    import pickle
+    b = Batches(data, SPEC, Order(batch_size=500, seed=4, sample={"classes": "label", "vars": ["x"],
+                                                                 "bins": [[-2, 0, 2]]}))
+    copy = pickle.loads(pickle.dumps(b))
+    np.testing.assert_array_equal(_rows(copy, 3), _rows(b, 3))
+    assert "_sampling" not in b.__getstate__()
