@@ -11,8 +11,8 @@ and whose values (scalars too) are read on demand, one range ("chunk") at a time
   ``shuffle="block"`` cuts its blocks at them and decodes each chunk at most twice
   per epoch, memory bounded by the read-ahead windows;
 * the last ``cache_chunks`` chunks decoded for whole-column requests are kept,
-  and the last rows asked for with all their columns until each column was given
-  out, so a caller that asks column by column (a batch, a multi-file dataset's
+  and (per thread) the last rows asked for with all their columns until each column
+  was given out, so a caller that asks column by column (a batch, a multi-file dataset's
   ``take``) decodes each chunk once for all of them.
 
 :attr:`io_stats` counts chunk decodes under the key ``"<group>/values"`` (or
@@ -67,15 +67,13 @@ class ChunkedDataset(OnDiskDataset):
         self._cache_size = CACHE_CHUNKS if cache_chunks is None else int(cache_chunks)
         self._cache: OrderedDict[int, InMemoryDataset] = OrderedDict()
         self._decode_lock = threading.Lock()
-        self._taken_lock = threading.Lock()
-        self._recent: tuple[Any, Any, set[str]] = (None, None, set())
+        self._recent = threading.local()
         forksafe.register(self)
 
     def _after_fork(self) -> None:
         self._decode_lock = threading.Lock()
-        self._taken_lock = threading.Lock()
         self._cache = OrderedDict()
-        self._recent = (None, None, set())
+        self._recent = threading.local()
 
     # -- what subclasses give -------------------------------------------------
     def _decode_chunk(self, k: int) -> InMemoryDataset:
@@ -186,20 +184,17 @@ class ChunkedDataset(OnDiskDataset):
         the arrays given out are those kept, not copies. The rows are let go once
         every column was given out, or when other rows are asked for.
         """
-        with self._taken_lock:
-            kept_rows, kept, given = self._recent
-            if kept is not None and column not in given and (
-                    kept_rows is rows or (len(kept_rows) == len(rows) and np.array_equal(kept_rows, rows))):
-                taken = kept
-            else:
-                taken, given = None, set()
-            self._recent = (None, None, set())
-        if taken is None:
-            taken = self.take(rows)
+        recent = self._recent  # one per thread: a read-ahead thread asks for other rows meanwhile
+        kept_rows, kept, given = getattr(recent, "last", (None, None, set()))
+        if kept is not None and column not in given and (
+                kept_rows is rows or (len(kept_rows) == len(rows) and np.array_equal(kept_rows, rows))):
+            taken = kept
+        else:
+            taken, given = self.take(rows), set()
+        recent.last = (None, None, set())
         given = given | {column}
         if len(given) < len(self._scalar_names) + len(self._groups):
-            with self._taken_lock:
-                self._recent = (rows.copy(), taken, given)
+            recent.last = (rows.copy(), taken, given)
         return taken
 
     def take(self, rows: Any) -> InMemoryDataset:

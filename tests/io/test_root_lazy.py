@@ -202,3 +202,12 @@ def test_values_three_times_a_memory_cap_give_every_row_once_under_the_cap(tmp_p
     assert "ROWS_OK" in res.stdout, res.stdout + res.stderr[-3000:]
     peak = int(res.stdout.split("PEAK")[1].split()[0])
     assert peak < cap, res.stdout
+
+
+def test_a_tree_without_entries_reads_on_demand_as_whole(tmp_path):
+    path = tmp_path / "empty.root"
+    with uproot.recreate(path) as fh:
+        fh.mktree("Events", {"x": np.float32, "J_a": "var * float32", "J_b": "var * float32"})
+    lazy = read_root(path, in_ram=False)
+    assert len(lazy) == 0 and lazy.n_chunks == 0
+    _same(lazy.load(), read_root(path, in_ram=True))

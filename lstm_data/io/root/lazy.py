@@ -36,7 +36,7 @@ from lstm_data.io.root.tree import RNTUPLE_CLASS, TreeColumns, import_uproot, pi
 __all__ = ["RootDataset", "CHUNK_BYTES", "RangeColumns"]
 
 #: decoded bytes per chunk when ``step_bytes`` is not given
-CHUNK_BYTES = 16 << 20
+CHUNK_BYTES = 4 << 20
 _log = logging.getLogger("lstm_data")
 
 
@@ -57,6 +57,9 @@ class RangeColumns(TreeColumns):
 
     def _call(self, name: str, start: int, stop: int, library: str) -> Any:
         return self.parent._call(name, start + self.base, stop + self.base, library)
+
+    def check_counts(self, counts: np.ndarray, lengths: dict[str, np.ndarray], start: int) -> None:
+        self.parent.check_counts(counts, lengths, start + self.base)  # errors name the tree's entries
 
     def cluster_bounds(self, names: Sequence[str]) -> np.ndarray:
         bounds = self.parent.cluster_bounds(names) - self.base
@@ -169,6 +172,9 @@ class RootDataset(ChunkedDataset):
             sub = TreePlan(cols, [], uncounted, plan.dt, plan.declared)
             found = _lengths_pass(bounds, lambda a, z: read_columns(sub, RangeColumns(cols, a, z), 1 << 62,
                                                                      self._threads)[1], cols.file)
+            if not found:  # no entries: the groups as planned, empty
+                found = {g: (list(names), dtypes[names[0]], np.zeros(1, dtype=np.int64))
+                         for g, names in uncounted.items()}
             groups.update(found)
         order = [g for g in plan.groups if g in groups] + [g for g in groups if g not in plan.groups]
         return bounds, scalars, {g: groups[g] for g in order}
@@ -206,8 +212,10 @@ def _lengths_pass(bounds: np.ndarray, read: Any, file: str) -> dict[str, tuple[l
         for g, rg in got.items():
             dtypes[g].append(rg.values.dtype)
             lengths[g].append(np.diff(rg.offsets))
+    if names is None:  # no entries: no chunk to read
+        return {}
     out = {}
-    for g, vs in (names or {}).items():
+    for g, vs in names.items():
         off = np.zeros(sum(len(x) for x in lengths[g]) + 1, dtype=np.int64)
         if lengths[g]:
             np.cumsum(np.concatenate(lengths[g]), out=off[1:])
