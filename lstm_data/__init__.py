@@ -37,6 +37,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazily at run time)
     from lstm_data.batching.batches import Batches
     from lstm_data.batching.order_options import Order
+    from lstm_data.batching.fields import Standardize
     from lstm_data.batching.spec import BatchSpec, Ragged, Scalars
     from lstm_data.data.dataset import Dataset, InMemoryDataset
     from lstm_data.io.awkward import from_awkward
@@ -55,6 +56,7 @@ _LAZY = {
     "BatchSpec": ("lstm_data.batching.spec", "BatchSpec"),
     "Scalars": ("lstm_data.batching.spec", "Scalars"),
     "Ragged": ("lstm_data.batching.spec", "Ragged"),
+    "Standardize": ("lstm_data.batching.fields", "Standardize"),
     "Batches": ("lstm_data.batching.batches", "Batches"),
     "Order": ("lstm_data.batching.order_options", "Order"),
     "ReadOptions": ("lstm_data.io.read_options", "ReadOptions"),

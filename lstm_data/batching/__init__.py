@@ -3,7 +3,8 @@
 Modules
 -------
 spec, fields
-    :class:`BatchSpec` (the declared outputs) and its fields :class:`Scalars`, :class:`Ragged`.
+    :class:`BatchSpec` (the declared outputs) and its fields :class:`Scalars`, :class:`Ragged`,
+    with per-variable :class:`Standardize` (field_forms).
 order, block_shuffle
     Each epoch's row order (seeded shuffles, train/validation splits) and
     ``shuffle="block"`` for on-disk data.
@@ -15,6 +16,7 @@ batches
     :class:`Batches`: the padded batches of an epoch, by index.
 """
 from lstm_data.batching.batches import Batches
+from lstm_data.batching.fields import Standardize
 from lstm_data.batching.spec import BatchSpec, Ragged, Scalars
 
-__all__ = ["Batches", "BatchSpec", "Ragged", "Scalars"]
+__all__ = ["Batches", "BatchSpec", "Ragged", "Scalars", "Standardize"]

@@ -21,6 +21,7 @@ from lstm_data.batching.block_shuffle import BlockSource
 from lstm_data.batching.bucket_lengths import widen_outputs
 from lstm_data.batching.bucketing import make_bucketing
 from lstm_data.batching.budget import BudgetBlockPlan, BudgetPlan, order_extras
+from lstm_data.batching.order_stats import order_stats
 from lstm_data.batching.augment import make_augmenter
 from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.empty_rows import drop_empty_rows, make_one_step
@@ -556,6 +557,28 @@ class Batches(EpochIteration):
             digest = identity_digest(self.spec, settings, data_fingerprint(self.dataset, self._view))
             self._identity_digest = digest
         return {**settings, "n_rows": self.n_rows, "identity": digest}
+
+    def padded_width(self, field: Any, longest: int) -> int:
+        """The padded length of output ``field`` (a resolved field) in a batch whose longest row has
+        ``longest`` elements: the builder's rule, then the order's ``bucket_lengths``."""
+        width = self._builder.width(field, longest)
+        if self._bucket_lengths is not None and field.group == self._bucket_lengths.group:
+            width = self._bucket_lengths.width(width)
+        return width
+
+    def stats(self, epoch: int | None = None) -> dict[str, Any]:
+        """What the order of ``epoch`` (default: the current one) costs and how well it mixes.
+
+        Returns
+        -------
+        dict
+            ``padding`` (padded slots per real element, by Ragged output), ``truncated``
+            (rows longer than ``max_len``, by output), ``mixing`` and ``file_mixing``
+            (1: as a full shuffle); see :mod:`lstm_data.batching.order_stats`.
+        """
+        parts = getattr(self.dataset, "cumulative", None)
+        return order_stats(self, self._epoch_arg(epoch), self.fields, self._builder.row_lengths,
+                           self.padded_width, self.n_rows, self._view, parts)
 
     def signature(self) -> dict[str, OutputSignature]:
         """The spec's output signature (see :meth:`BatchSpec.signature`).

@@ -10,6 +10,11 @@ is concatenated. On disk, each needed group is read once per batch with
 ``dataset.ragged(group, rows)`` (the reader coalesces chunk reads) and then
 padded. There is no per-row Python work.
 
+A field's output form (``layout``, ``pad_mode``, per-variable ``standardize``
+and pad values) is made by the same kernel call, in the same pass; the small
+extra outputs (``<name>_mask``, ``<name>_cu_seqlens``, ``<name>_max_seqlen``)
+come from the lengths it returns.
+
 Integer and boolean values batch like floats. An integer that the batch dtype
 cannot hold exactly (above 2**24 in float32, 2**53 in float64) is warned about
 once per output, naming the variable and the first value changed.
@@ -22,6 +27,14 @@ from typing import Any, Sequence, cast
 import numpy as np
 
 from lstm_data import kernels
+from lstm_data.batching.field_forms import (
+    CU_SEQLENS_SUFFIX,
+    MASK_SUFFIX,
+    MAX_SEQLEN_SUFFIX,
+    apply_standardize,
+    column_transform,
+    unresolved_auto,
+)
 from lstm_data.batching.spec import LENGTHS_SUFFIX, Arrays, ResolvedField
 from lstm_data.batching.exactness import warn_if_inexact
 from lstm_data.data.concat import ConcatDataset
@@ -75,12 +88,15 @@ class BatchBuilder:
             cols = [self.dataset.scalar(v) for v in f.field.vars]
             for name, col in zip(f.field.vars, cols):
                 warn_if_inexact(col, dt, f"scalar {name!r} of output {f.name!r}")
-            if len(cols) == 1 and cols[0].dtype == dt:
+            params = self._transform(f)
+            if len(cols) == 1 and cols[0].dtype == dt and params is None:
                 table = cols[0].reshape(-1, 1)
             else:
                 table = np.empty((len(self.dataset), len(cols)), dtype=dt)
                 for j, col in enumerate(cols):  # once per column, at first use
                     table[:, j] = col
+            if params is not None:  # standardised once, for every batch
+                apply_standardize(table, params)
             if self._masks(f) and np.isnan(table).any():
                 table = np.where(np.isnan(table), dt.type(self.nan_to), table)
             self._scalar_tables[f.name] = table
@@ -132,6 +148,56 @@ class BatchBuilder:
     def _masks(self, f: ResolvedField) -> bool:
         return self.nan_to is not None and f.role == "input"
 
+    def _transform(self, f: ResolvedField) -> dict[str, np.ndarray] | None:
+        """The kernel's ``center``/``scale``/``clip_min``/``clip_max`` of field ``f``, or ``None``.
+
+        Raises
+        ------
+        SchemaError
+            A ``Standardize`` of the field still has an ``"auto"`` parameter.
+        """
+        std = f.field.standardize
+        unresolved_auto(std, f.name)
+        return column_transform(std, f.field.vars)
+
+    def _form_keys(self, f: ResolvedField) -> dict[str, Any]:
+        """The kernel job keys of ``f``'s output form; empty for a plain padded field (so the job
+        stays one that ``pad_ragged`` takes)."""
+        spec = f.ragged
+        keys: dict[str, Any] = {}
+        if spec.layout != "padded":
+            keys["layout"] = spec.layout
+        if spec.pad_mode != "constant":
+            keys["pad_mode"] = spec.pad_mode
+        params = self._transform(f)
+        if params is not None:
+            keys.update(params)
+        if any(s.pad_value is not None for s in spec.standardize.values()):
+            pad = self._pad_value(f)
+            pads = [spec.standardize[v].pad_value if v in spec.standardize and
+                    spec.standardize[v].pad_value is not None else pad for v in spec.vars]
+            if self._masks(f):
+                pads = [self.nan_to if math.isnan(p) else p for p in pads]
+            keys["pad_values"] = np.array(pads, dtype=np.float64)
+        return keys
+
+    def _extras(self, f: ResolvedField, batch: np.ndarray, lengths: np.ndarray, dest: Arrays) -> None:
+        """Put ``f``'s output and its lengths, mask and packed row bounds into ``dest``."""
+        spec = f.ragged
+        dest[f.name] = batch
+        if spec.lengths:
+            dest[f.name + LENGTHS_SUFFIX] = lengths
+        if spec.mask:
+            width = batch.shape[2] if spec.layout == "channels_first" else batch.shape[1]
+            slot = np.arange(width)
+            kept = lengths[:, None]
+            dest[f.name + MASK_SUFFIX] = slot >= width - kept if spec.padding == "pre" else slot < kept
+        if spec.layout == "packed":
+            cu = np.zeros(len(lengths) + 1, dtype=np.int32)
+            np.cumsum(lengths, out=cu[1:])
+            dest[f.name + CU_SEQLENS_SUFFIX] = cu
+            dest[f.name + MAX_SEQLEN_SUFFIX] = np.array(lengths.max() if len(lengths) else 0, dtype=np.int32)
+
     # -- building ------------------------------------------------------------------------------
     def gather_jobs(self) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
         """The in-RAM ``BatchGather`` arguments: one ragged job per padded field, one table
@@ -150,7 +216,7 @@ class BatchBuilder:
                 parts=parts, max_len=spec.max_len, fixed=spec.fixed,
                 pad_value=self._pad_value(f), columns=self._columns[f.name],
                 sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
-                truncating=spec.truncating, dtype=spec.np_dtype))
+                truncating=spec.truncating, dtype=spec.np_dtype, **self._form_keys(f)))
             if self.pad_to_multiple_of is not None:  # the key only when set: pad_ragged has no such option
                 ragged[-1]["multiple_of"] = self.pad_to_multiple_of
         return ragged, tables
@@ -178,10 +244,7 @@ class BatchBuilder:
             if f.group is None:
                 dest[f.name] = self._scalars(f, rows)
             else:
-                batch, lengths = self._ragged(f, *gathered[f.group])
-                dest[f.name] = batch
-                if f.ragged.lengths:
-                    dest[f.name + LENGTHS_SUFFIX] = lengths
+                self._extras(f, *self._ragged(f, *gathered[f.group]), dest)
         return inputs, targets
 
     def _build_in_ram(self, rows: np.ndarray, arena: Any = None) -> tuple[Arrays, Arrays]:
@@ -197,9 +260,7 @@ class BatchBuilder:
             batch, lengths = next(padded_it)
             if self._masks(f) and self._has_nan(f.group):
                 np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
-            dest[f.name] = batch
-            if f.ragged.lengths:
-                dest[f.name + LENGTHS_SUFFIX] = lengths
+            self._extras(f, batch, lengths, dest)
         return inputs, targets
 
     def _scalars(self, f: ResolvedField, rows: np.ndarray) -> np.ndarray:
@@ -209,6 +270,9 @@ class BatchBuilder:
             col = self.dataset.scalar(v, rows)
             warn_if_inexact(col, dt, f"scalar {v!r} of output {f.name!r}")
             out[:, j] = col
+        params = self._transform(f)
+        if params is not None:
+            apply_standardize(out, params)
         if self._masks(f):
             np.copyto(out, dt.type(self.nan_to), where=np.isnan(out))
         return out
@@ -228,10 +292,18 @@ class BatchBuilder:
         lens = np.diff(offsets)
         width = self.width(f, int(lens.max()) if len(lens) else 0)
         warn_if_inexact(values, spec.np_dtype, f"group {f.group!r} of output {f.name!r}")
-        batch, lengths = kernels.pad_ragged(
-            values, offsets, max_len=width, pad_value=self._pad_value(f),
-            columns=self._columns[f.name], sort_by=f.sort_column, descending=spec.descending,
-            padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype)
+        forms = self._form_keys(f)
+        if forms:  # the in-RAM kernel over this batch's rows: the same rule, the same bits
+            (batch, lengths), = kernels.BatchGather([dict(
+                values=values, offsets=offsets, max_len=spec.max_len if spec.layout == "packed" else width,
+                pad_value=self._pad_value(f), columns=self._columns[f.name], sort_by=f.sort_column,
+                descending=spec.descending, padding=spec.padding, truncating=spec.truncating,
+                dtype=spec.np_dtype, **forms)])(np.arange(len(offsets) - 1))[0]
+        else:
+            batch, lengths = kernels.pad_ragged(
+                values, offsets, max_len=width, pad_value=self._pad_value(f),
+                columns=self._columns[f.name], sort_by=f.sort_column, descending=spec.descending,
+                padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype)
         if self._masks(f) and self._has_nan(f.group, values):
             np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
         return batch, lengths

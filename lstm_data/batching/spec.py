@@ -24,7 +24,15 @@ import numpy as np
 
 from lstm_data.batching.augment import Noise, augment_to_dict, check_augment
 from lstm_data.batching.derived import apply_derived, check_derived, expand_names
-from lstm_data.batching.fields import Field, Ragged, Scalars, field_from_dict
+from lstm_data.batching.fields import (
+    CU_SEQLENS_SUFFIX,
+    MASK_SUFFIX,
+    MAX_SEQLEN_SUFFIX,
+    Field,
+    Ragged,
+    Scalars,
+    field_from_dict,
+)
 from lstm_data.batching.lstm_ee_config import check_lstm_ee_keys
 from lstm_data._util.declared import suggest, toml_text, unknown_option
 from lstm_data.batching.spec_checks import check_multiple, check_nan_to
@@ -170,9 +178,7 @@ class BatchSpec:
     # -- description -----------------------------------------------------------
     @staticmethod
     def _names_of(name: str, fld: Field) -> list[str]:
-        if isinstance(fld, Ragged) and fld.lengths:
-            return [name, name + LENGTHS_SUFFIX]
-        return [name]
+        return fld.output_names(name)
 
     def fields(self) -> Iterable[tuple[str, str, Field]]:
         """``(role, name, field)`` for every field, inputs first, in declared order."""
@@ -198,23 +204,33 @@ class BatchSpec:
         """Every output's name, role, dtype and shape, in flat order, before any data.
 
         Shapes start with the batch dimension ``None``. A ``Ragged`` field's prong
-        dimension is ``max_len`` when it is fixed, else ``None`` (per batch).
+        dimension is ``max_len`` when it is fixed, else ``None`` (per batch); it is
+        ``(B, P, V)``, ``(B, V, P)`` with ``layout="channels_first"``, and ``(T, V)``
+        with ``layout="packed"`` (``T`` the batch's elements, ``None``).
 
         Returns
         -------
         dict of str to OutputSignature
-            Output name -> its signature; ``<name>_lengths`` outputs included.
+            Output name -> its signature; ``<name>_lengths`` (int64 ``(B,)``),
+            ``<name>_mask`` (bool ``(B, P)``), and for packed fields
+            ``<name>_cu_seqlens`` (int32 ``(B + 1,)``, shown ``(None,)``) and
+            ``<name>_max_seqlen`` (int32 ``()``) included.
         """
         out: dict[str, OutputSignature] = {}
         for role, name, fld in self.fields():
             if isinstance(fld, Scalars):
                 out[name] = OutputSignature(name, role, fld.np_dtype, (None, len(fld.vars)))
-            else:
-                width = fld.max_len if fld.fixed else None
-                out[name] = OutputSignature(name, role, fld.np_dtype, (None, width, len(fld.vars)))
-                if fld.lengths:
-                    lname = name + LENGTHS_SUFFIX
-                    out[lname] = OutputSignature(lname, role, np.dtype(np.int64), (None,))
+                continue
+            width = fld.max_len if fld.fixed else None
+            n_vars = len(fld.vars)
+            shape = {"padded": (None, width, n_vars), "channels_first": (None, n_vars, width),
+                     "packed": (None, n_vars)}[fld.layout]
+            extra = {LENGTHS_SUFFIX: (np.int64, (None,)), MASK_SUFFIX: (np.bool_, (None, width)),
+                     CU_SEQLENS_SUFFIX: (np.int32, (None,)), MAX_SEQLEN_SUFFIX: (np.int32, ())}
+            for out_name in fld.output_names(name):
+                suffix = out_name[len(name):]
+                dtype, dims = (fld.np_dtype, shape) if not suffix else extra[suffix]
+                out[out_name] = OutputSignature(out_name, role, np.dtype(dtype), dims)
         return out
 
     @property

@@ -12,7 +12,7 @@ import numpy as np
 
 __all__ = ["ARENA_ALIGN", "arena_array", "WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
            "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
-           "prepare_table", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "csv_layout",
+           "prepare_table", "LAYOUTS", "PAD_MODES", "as_column_params", "as_forms", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "csv_layout",
            "check_interleave", "check_csv_extend", "SOURCE_KINDS", "source_kind", "prepare_parts", "locate_rows", "raise_bad_row"]
 
 WHITESPACE = " \t\r\n\v\f"
@@ -140,7 +140,13 @@ def as_out(out: Any, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
 
 
 RAGGED_KEYS = ("values", "offsets", "parts", "max_len", "fixed", "pad_value", "columns", "sort_by",
-               "descending", "padding", "truncating", "dtype", "multiple_of")
+               "descending", "padding", "truncating", "dtype", "multiple_of", "center", "scale",
+               "clip_min", "clip_max", "pad_values", "pad_mode", "layout")
+
+#: the output layouts of a ragged job: (B, P, V), (B, V, P), or the real elements as (T, V)
+LAYOUTS = ("padded", "channels_first", "packed")
+#: how a ragged job fills the slots after a row's elements
+PAD_MODES = ("constant", "wrap")
 
 
 class RaggedJob(NamedTuple):
@@ -163,6 +169,29 @@ class RaggedJob(NamedTuple):
     parts: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
     #: int64 (n_parts + 1,): the first row of each part, then the number of rows
     part_rows: np.ndarray | None = None
+    #: per output column, float64 (or ``None``: no transform): real elements become
+    #: ``clip((x - center) * scale, clip_min, clip_max)`` in the output dtype
+    center: np.ndarray | None = None
+    scale: np.ndarray | None = None
+    clip_min: np.ndarray | None = None
+    clip_max: np.ndarray | None = None
+    #: float64 per output column: the fill of padded slots (``None``: ``pad_value`` everywhere)
+    pad_values: np.ndarray | None = None
+    pad_mode: str = "constant"  # or "wrap": slot k of a row of n > 0 elements holds element k % n
+    layout: str = "padded"  # or "channels_first" (B, V, P), or "packed" (T, V)
+
+    @property
+    def n_cols(self) -> int:
+        """Output columns (1 for 1-D values)."""
+        if self.flat:
+            return 1
+        return len(self.columns) if self.columns is not None else int(self.values.shape[1])
+
+    @property
+    def plain(self) -> bool:
+        """No transform, per-column pad values, wrap or other layout: padded as ``pad_ragged`` pads."""
+        return (self.center is None and self.pad_values is None and self.pad_mode == "constant"
+                and self.layout == "padded")
 
 
 def as_multiple_of(multiple_of: Any) -> int | None:
@@ -175,6 +204,67 @@ def as_multiple_of(multiple_of: Any) -> int | None:
     return int(multiple_of)
 
 
+def as_column_params(job: Mapping[str, Any], n_cols: int, dt: np.dtype) -> tuple[np.ndarray, ...] | None:
+    """The transform of a ragged job: ``(center, scale, clip_min, clip_max)`` as float64
+    arrays of one value per output column, or ``None`` when none of them is given.
+
+    A missing one of the four is the identity (0, 1, -inf, inf).
+
+    Raises
+    ------
+    TypeError
+        A parameter that is not numbers.
+    ValueError
+        A parameter of another length than the output columns, a NaN or infinite
+        ``center`` or ``scale``, a NaN clip bound, or ``clip_min > clip_max`` (compared
+        in the output dtype).
+    """
+    names = ("center", "scale", "clip_min", "clip_max")
+    if all(job.get(n) is None for n in names):
+        return None
+    identity = (0.0, 1.0, -np.inf, np.inf)
+    out = []
+    for name, default in zip(names, identity):
+        given = job.get(name)
+        arr = np.full(n_cols, default) if given is None else _float_columns(name, given, n_cols)
+        if np.isnan(arr).any() or (name in ("center", "scale") and np.isinf(arr).any()):
+            raise ValueError(f"{name} must be finite numbers{' (not NaN)' if name.startswith('clip') else ''}, "
+                             f"got {arr.tolist()}")
+        out.append(arr)
+    low, high = out[2].astype(dt), out[3].astype(dt)
+    if (low > high).any():
+        j = int(np.flatnonzero(low > high)[0])
+        raise ValueError(f"clip_min ({out[2][j]}) > clip_max ({out[3][j]}) for output column {j}")
+    return tuple(out)
+
+
+def _float_columns(name: str, given: Any, n_cols: int) -> np.ndarray:
+    """``given`` as a C-contiguous float64 array of ``n_cols`` values, or the error."""
+    try:
+        arr = np.array(given, dtype=np.float64).reshape(-1) if not isinstance(given, (str, bytes)) else None
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None:
+        raise TypeError(f"{name} must be a sequence of numbers (one per output column), got {given!r}")
+    if arr.shape != (n_cols,):
+        raise ValueError(f"{name} must hold one value per output column ({n_cols}), got {arr.size}")
+    return np.ascontiguousarray(arr)
+
+
+def as_forms(job: Mapping[str, Any], padding: str) -> tuple[str, str]:
+    """``(pad_mode, layout)`` of a ragged job, checked together with ``padding``."""
+    pad_mode, layout = job.get("pad_mode", "constant"), job.get("layout", "padded")
+    if pad_mode not in PAD_MODES:
+        raise ValueError(f"pad_mode must be one of {PAD_MODES}, got {pad_mode!r}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if pad_mode == "wrap" and padding == "pre":
+        raise ValueError("pad_mode 'wrap' fills every slot after a row's elements: it takes padding='post'")
+    if pad_mode == "wrap" and layout == "packed":
+        raise ValueError("layout 'packed' holds no padded slots: it takes pad_mode='constant'")
+    return pad_mode, layout
+
+
 def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
     """Check one ragged field's arguments, with :func:`pad_ragged`'s rules and errors.
 
@@ -183,6 +273,18 @@ def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
     int ``max_len`` is the exact width, as in ``pad_ragged``; when ``False`` it caps
     the batch's longest row. ``multiple_of`` (``None`` by default) rounds a width that
     follows the batch's longest row up to a multiple of it, capped at ``max_len``.
+
+    Output forms (defaults: what ``pad_ragged`` gives): ``center``, ``scale``,
+    ``clip_min``, ``clip_max`` (one value per output column, see
+    :func:`as_column_params`) turn each real element ``x`` into
+    ``clip((x - center) * scale, clip_min, clip_max)``, computed in the output dtype
+    (the parameters cast to it first; NaN stays NaN); ``pad_values`` gives each
+    output column its own fill; ``pad_mode="wrap"`` fills slot ``k`` of a row of
+    ``n > 0`` kept elements with element ``k % n`` (``padding="post"`` only);
+    ``layout`` is ``"padded"`` ``(B, P, V)``, ``"channels_first"`` ``(B, V, P)`` or
+    ``"packed"``: the kept elements of every row, one after another, ``(T, V)``
+    (``T`` the sum of the lengths; the width is the longest kept row, never rounded
+    to ``multiple_of``).
     """
     unknown = sorted(set(job) - set(RAGGED_KEYS))
     if unknown:
@@ -199,12 +301,20 @@ def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
         raise ValueError(f"padding must be 'post' or 'pre', got {padding!r}")
     if truncating not in ("post", "pre"):
         raise ValueError(f"truncating must be 'post' or 'pre', got {truncating!r}")
+    dt = check_dtype(job.get("dtype", np.float32))
+    n_cols = 1 if flat else (len(cols) if cols is not None else n_vars)
+    pad_mode, layout = as_forms(job, padding)
+    params = as_column_params(job, n_cols, dt)
+    pad_values = job.get("pad_values")
+    if pad_values is not None:
+        pad_values = _float_columns("pad_values", pad_values, n_cols)
+    center, scale, clip_min, clip_max = params if params is not None else (None,) * 4
     return RaggedJob(values, offsets, None if max_len is None else as_max_len(max_len),
                      bool(job.get("fixed", True)), float(job.get("pad_value", np.nan)),
                      cols, as_sort_column(job.get("sort_by"), n_vars),
-                     bool(job.get("descending", True)), padding, truncating,
-                     check_dtype(job.get("dtype", np.float32)), flat,
-                     as_multiple_of(job.get("multiple_of")), parts, part_rows)
+                     bool(job.get("descending", True)), padding, truncating, dt, flat,
+                     as_multiple_of(job.get("multiple_of")), parts, part_rows,
+                     center, scale, clip_min, clip_max, pad_values, pad_mode, layout)
 
 
 def prepare_parts(job: Mapping[str, Any]) -> tuple[tuple[tuple[np.ndarray, np.ndarray], ...], np.ndarray]:

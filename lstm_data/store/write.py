@@ -138,7 +138,7 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
             widths = np.full(n, fld.max_len)
         else:  # the builder's rule: the longest row, rounded up by pad_to_multiple_of, capped at max_len
             lens = builder.row_lengths(f.group)
-            widths = np.array([builder.width(f, int(lens[batches.rows_of(i)].max())) if sizes[i] else 0
+            widths = np.array([batches.padded_width(f, int(lens[batches.rows_of(i)].max())) if sizes[i] else 0
                                for i in range(n)])
         shapes[f.name] = np.column_stack([sizes, widths, np.full(n, len(fld.vars))])
         if fld.lengths:

@@ -29,6 +29,7 @@ from .._args import arena_array, prepare_ragged, prepare_table, raise_bad_row, s
 
 from .bufpool cimport POOL_SLOTS, BufferPool, pool_give, pool_init, pool_take
 from .padrows cimport BAD_OFFSETS, BAD_ROW, LD_PREFETCH, NO_MEMORY, pad_rows_any
+from .formrows cimport LAYOUT_CHANNELS_FIRST, LAYOUT_PACKED, LAYOUT_PADDED, Form, form_rows_any
 
 cdef enum:
     TABLE_AHEAD = 16  # table rows prefetched this far ahead of the copy
@@ -50,6 +51,8 @@ ctypedef struct RaggedSpec:
     double pad
     int in_kind  # the source dtype (padrows.IN_*)
     bint off64, out64, flat, fixed, descending, pre_pad, pre_trunc
+    bint plain  # padded as pad_ragged pads (pad_rows); else formed by form_rows
+    Form form
 
 
 ctypedef struct TableSpec:
@@ -61,6 +64,7 @@ ctypedef struct Output:
     void *data
     int64_t *lengths
     Py_ssize_t width
+    int64_t total  # packed: the rows' kept elements
     bint data_placed, lengths_placed  # in the caller's arena (not ours to free)
 
 
@@ -210,7 +214,10 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
         if status:
             return status
         width = longest  # the rule of the twin's batch_width
-        if job.max_len >= 0 and job.fixed:
+        if job.form.layout == LAYOUT_PACKED:  # the twin's formed: the longest kept row
+            if job.max_len >= 0 and job.max_len < width:
+                width = job.max_len
+        elif job.max_len >= 0 and job.fixed:
             width = job.max_len
         else:
             if job.multiple > 1 and width % job.multiple:
@@ -218,20 +225,30 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
             if job.max_len >= 0 and job.max_len < width:
                 width = job.max_len
         outs[j].width = width
-        size = n_batch * width * job.n_cols * (8 if job.out64 else 4)
+        outs[j].total = n_batch * width
+        if job.form.layout == LAYOUT_PACKED:
+            outs[j].total = 0
+            for b in range(n_batch):
+                outs[j].total += outs[j].lengths[b] if outs[j].lengths[b] < width else width
+        size = outs[j].total * job.n_cols * (8 if job.out64 else 4)
         outs[j].data = _place(arena, size)
         outs[j].data_placed = outs[j].data != NULL
         if not outs[j].data_placed:
             outs[j].data = pool_take(&_POOL, size)
         if outs[j].data == NULL:
             return NO_MEMORY
-        if size:
+        if size and job.plain:
             status = pad_rows_any(rowp, job.in_kind, outs[j].data, job.out64, job.row_stride,
                                   job.col_stride, n_batch, width, outs[j].lengths,
                                   job.cols, job.n_cols, job.n_vars, job.sort_col, job.descending,
                                   job.pre_pad, job.pre_trunc, job.pad, longest)
-            if status:
-                return status
+        elif size:
+            status = form_rows_any(rowp, job.in_kind, outs[j].data, job.out64, job.row_stride,
+                                   job.col_stride, n_batch, width, outs[j].lengths, job.cols,
+                                   job.n_cols, job.sort_col, job.descending, job.pre_pad,
+                                   job.pre_trunc, job.pad, &job.form, longest)
+        if status:
+            return status
         if width < longest:
             for b in range(n_batch):
                 if outs[j].lengths[b] > width:
@@ -356,6 +373,18 @@ cdef class BatchGather:
         spec.descending = job.descending
         spec.pre_pad = job.padding == "pre"
         spec.pre_trunc = job.truncating == "pre"
+        spec.plain = job.plain
+        spec.form.center = spec.form.scale = spec.form.low = spec.form.high = spec.form.pads = NULL
+        if job.center is not None:  # the job keeps these float64 arrays alive
+            spec.form.center = <const double *> cnp.PyArray_DATA(job.center)
+            spec.form.scale = <const double *> cnp.PyArray_DATA(job.scale)
+            spec.form.low = <const double *> cnp.PyArray_DATA(job.clip_min)
+            spec.form.high = <const double *> cnp.PyArray_DATA(job.clip_max)
+        if job.pad_values is not None:
+            spec.form.pads = <const double *> cnp.PyArray_DATA(job.pad_values)
+        spec.form.wrap = job.pad_mode == "wrap"
+        spec.form.layout = (LAYOUT_PACKED if job.layout == "packed" else LAYOUT_CHANNELS_FIRST
+                            if job.layout == "channels_first" else LAYOUT_PADDED)
         return 0
 
     def __call__(self, rows, arena=None):
@@ -423,17 +452,28 @@ cdef class BatchGather:
         a handed-over pointer is cleared so it is not freed."""
         cdef cnp.npy_intp dims[3]
         cdef Py_ssize_t j
+        cdef int nd
         cdef const RaggedSpec *spec
         ragged = []
         tables = []
         dims[0] = n_batch
         for j in range(self._n_ragged):
             spec = &self._ragged[j]
+            dims[0] = n_batch
             dims[1] = outs[j].width
             dims[2] = spec.n_cols
-            batch = _adopt(outs[j].data, 2 if spec.flat else 3, dims,
+            nd = 2 if spec.flat else 3
+            if spec.form.layout == LAYOUT_PACKED:  # (T, V) or (T,)
+                dims[0] = outs[j].total
+                dims[1] = spec.n_cols
+                nd -= 1
+            elif spec.form.layout == LAYOUT_CHANNELS_FIRST and not spec.flat:  # (B, V, P)
+                dims[1] = spec.n_cols
+                dims[2] = outs[j].width
+            batch = _adopt(outs[j].data, nd, dims,
                            cnp.NPY_FLOAT64 if spec.out64 else cnp.NPY_FLOAT32, True,
                            owner if outs[j].data_placed else None)
+            dims[0] = n_batch
             outs[j].data = NULL
             outs[j].data_placed = False
             lengths = _adopt(outs[j].lengths, 1, dims, cnp.NPY_INT64, False,

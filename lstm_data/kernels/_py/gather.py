@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from typing_extensions import Buffer
 
-__all__ = ["BatchGather", "batch_width"]
+__all__ = ["BatchGather", "batch_width", "formed"]
 
 def batch_width(job: RaggedJob, longest: int) -> int:
     """The padded width of one batch whose longest selected row has ``longest`` prongs."""
@@ -116,8 +116,11 @@ class BatchGather:
         ragged = []
         for job in self.ragged:  # job by job; in each, the first bad batch position is named
             part, local, lens = _part_bounds(job, rows)
-            width = batch_width(job, int(lens.max()) if len(rows) else 0)
-            batch, lengths = _pad_parts(job, part, local, width)
+            longest = int(lens.max()) if len(rows) else 0
+            if job.plain:
+                batch, lengths = _pad_parts(job, part, local, batch_width(job, longest))
+            else:
+                batch, lengths = formed(job, part, local, longest)
             if space is not None:
                 lengths = space.place(lengths)
                 batch = space.place(batch)
@@ -166,6 +169,47 @@ def _pad_parts(job: RaggedJob, part: np.ndarray, local: np.ndarray, width: int) 
                 values, offsets, local[mine], max_len=width, pad_value=job.pad_value, columns=job.columns,
                 sort_by=job.sort_by, descending=job.descending, padding=job.padding,
                 truncating=job.truncating, dtype=job.dtype)
+    return batch, lengths
+
+
+def formed(job: RaggedJob, part: np.ndarray, local: np.ndarray, longest: int) -> tuple[np.ndarray, np.ndarray]:
+    """One job's output in its form: transform, per-column pad values, wrap, layout.
+
+    The batch is padded as ``pad_ragged`` pads it, then its real elements are
+    transformed (in the output dtype), the empty slots filled (``wrap``: slot ``k``
+    of a row of ``n > 0`` kept elements takes the value of element ``k % n``, else
+    the column's pad value) and the layout made.
+    """
+    packed = job.layout == "packed"
+    if packed:  # the real elements only: the longest kept row is the width
+        width = longest if job.max_len is None else min(job.max_len, longest)
+        job = job._replace(padding="post")
+    else:
+        width = batch_width(job, longest)
+    batch, lengths = _pad_parts(job, part, local, width)
+    n_batch, n_cols, dt = len(lengths), job.n_cols, job.dtype
+    view = batch.reshape(n_batch, width, n_cols)
+    start = (width - lengths) if job.padding == "pre" else np.zeros_like(lengths)
+    k = np.arange(width)[None, :] - start[:, None]
+    real = (k >= 0) & (k < lengths[:, None])
+    with np.errstate(over="ignore", invalid="ignore"):
+        if job.center is not None:
+            assert job.scale is not None and job.clip_min is not None and job.clip_max is not None
+            x = (view[real] - job.center.astype(dt)) * job.scale.astype(dt)
+            low, high = job.clip_min.astype(dt), job.clip_max.astype(dt)
+            x = np.where(x < low, low, x)  # as C compares: NaN and -0.0 stay as they are
+            view[real] = np.where(x > high, high, x)
+        if job.pad_values is not None:
+            view[~real] = job.pad_values.astype(dt)
+    if job.pad_mode == "wrap":  # padding is "post": element k % n of each row that has one
+        src = np.where(lengths[:, None] > 0, np.arange(width)[None, :] % np.maximum(lengths, 1)[:, None],
+                       np.arange(width)[None, :])
+        view[...] = np.take_along_axis(view, src[:, :, None], axis=1)
+    if packed:
+        out = view[real]
+        return (out.reshape(-1) if job.flat else out), lengths
+    if job.layout == "channels_first" and not job.flat:
+        return np.ascontiguousarray(view.transpose(0, 2, 1)), lengths
     return batch, lengths
 
 
