@@ -559,15 +559,35 @@ class Batches(EpochIteration):
         return {**settings, "n_rows": self.n_rows, "identity": digest}
 
     def padded_width(self, field: Any, longest: int) -> int:
-        """The padded length of output ``field`` (a resolved field) in a batch whose longest row has
-        ``longest`` elements: the builder's rule, then the order's ``bucket_lengths``."""
+        """The padded length of a Ragged output in a batch whose longest row has ``longest`` elements.
+
+        The builder's rule (``max_len``, ``pad_to_multiple_of``), then the order's
+        ``bucket_lengths``.
+
+        Parameters
+        ----------
+        field
+            The output, as resolved by :meth:`BatchSpec.validate` (one of :attr:`fields`).
+        longest
+            Elements of the batch's longest row.
+
+        Returns
+        -------
+        int
+            The padded length of that output in such a batch.
+        """
         width = self._builder.width(field, longest)
         if self._bucket_lengths is not None and field.group == self._bucket_lengths.group:
             width = self._bucket_lengths.width(width)
         return width
 
     def stats(self, epoch: int | None = None) -> dict[str, Any]:
-        """What the order of ``epoch`` (default: the current one) costs and how well it mixes.
+        """What the order of an epoch costs and how well it mixes.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
 
         Returns
         -------

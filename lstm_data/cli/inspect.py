@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-stats", action="store_true",
                         help="skip per-variable statistics (faster on big on-disk data)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead")
+    parser.add_argument("--spec", metavar="SPEC.toml", default=None,
+                        help="also report the spec's order on this data: batches, padding, rows cut by "
+                             "max_len, mixing, and the bucket lengths (chosen or what 'auto' would choose)")
 
 
 def _fmt(x: float) -> str:
@@ -136,6 +139,10 @@ def run(args: argparse.Namespace) -> int:
     multis = [multiplicity(ds, g) for g in ds.groups]
     notes = integrity_notes(ds)
     skipped = skipped_columns(ds)
+    ordered = None
+    if args.spec:
+        from lstm_data.cli.order_report import order_report
+        ordered = order_report(ds, args.spec)
     if args.json:
         doc = {"paths": shown, "rows": len(ds), "format": type(ds).__name__,
                "scalars": [asdict(s) for s in scalar_stats] or ds.scalar_names,
@@ -145,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
                                                "keeps": {str(f): k for f, k in m.keeps.items()}}}
                           for g, m in zip(ds.groups, multis)},
                "skipped": skipped, "notes": notes}
+        if ordered is not None:
+            doc["order"] = ordered
         print(json.dumps(doc, indent=1, allow_nan=True))
     else:
         lines = [f"{' '.join(shown)}: {type(ds).__name__}",
@@ -162,6 +171,9 @@ def run(args: argparse.Namespace) -> int:
             lines += ["", f"skipped ({len(skipped)}, not numbers):"]
             lines += [f"  {name}: {why}" for name, why in skipped.items()]
         lines += [""] + [f"note: {n}" for n in notes] if notes else []
+        if ordered is not None:
+            from lstm_data.cli.order_report import order_lines
+            lines += order_lines(ordered)
         print("\n".join(lines))
     if args.plot:
         try:

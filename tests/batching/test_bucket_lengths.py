@@ -110,3 +110,25 @@ def test_lengths_are_checked(numu):
         Batches(numu, _spec(), Order(bucket_lengths="auto"))
     with pytest.raises(OptionError, match="below"):
         Batches(numu, _spec(), Order(bucket_by="input_png3d", bucket_lengths=[2, 5]))
+
+
+def test_inspect_spec_reports_the_chosen_lengths(numu, tmp_path, capsys):
+    import json
+
+    from lstm_data.cli import main
+
+    data = tmp_path / "d.zarr"
+    numu.to_zarr(data)
+    spec = tmp_path / "s.toml"
+    order = Order(batch_size=512, bucket_by="input_png3d", bucket_lengths="auto", max_shapes=3)
+    spec.write_text(_spec().to_toml() + "\n" + order.to_toml())
+    assert main(["inspect", str(data), "--spec", str(spec), "--json", "--no-stats"]) == 0
+    doc = json.loads(capsys.readouterr().out)["order"]
+    widths = np.minimum(np.diff(numu.ragged("png")[1]), MAX_LEN)
+    assert doc["bucket_lengths"]["lengths"] == choose_lengths(widths, 3).tolist()
+    assert doc["bucket_lengths"]["padding_per_element"] == pytest.approx(
+        padding_of(widths, choose_lengths(widths, 3)) / widths.sum())
+    assert doc["stats"]["truncated"]["input_png3d"]["rows"] == int((np.diff(numu.ragged("png")[1]) > MAX_LEN).sum())
+    assert main(["inspect", str(data), "--spec", str(spec), "--no-stats"]) == 0
+    assert "bucket lengths of input_png3d (in use): " + ", ".join(map(str, doc["bucket_lengths"]["lengths"])) \
+        in capsys.readouterr().out
