@@ -34,8 +34,8 @@ Batch = tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray
 #: a ``lstm_data.batching.spec.ResolvedField`` (the spec imports this module)
 ResolvedField = Any
 
-__all__ = ["Noise", "NOISE_KINDS", "check_augment", "augment_to_dict", "Augmenter", "normal_noise",
-           "refuse_augment"]
+__all__ = ["Noise", "NOISE_KINDS", "check_augment", "augment_to_dict", "Augmenter", "make_augmenter",
+           "normal_noise", "refuse_augment"]
 
 #: the kinds of noise, by the key that declares them
 NOISE_KINDS = ("gaussian", "relative")
@@ -215,6 +215,12 @@ class Augmenter:
             if cols:
                 self.jobs.append((f, cols))
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # holds the builder's tables: the owning Batches makes a new one after unpickling
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.augment, self.row_lengths, self.jobs = {}, None, []
+
     def apply(self, batch: Batch, rows: np.ndarray, seed: int, epoch: int) -> Batch:
         """``batch`` with the noise of ``(seed, epoch)`` added to its augmented inputs.
 
@@ -285,3 +291,9 @@ class Augmenter:
             real = (k >= 0) & (k < kept[:, None])
         bi, si = np.nonzero(real)
         return values, (bi, si), rows[bi], k[bi, si]
+
+
+def make_augmenter(spec: Any, fields: Sequence[ResolvedField], row_lengths: Any) -> Augmenter | None:
+    """The :class:`Augmenter` of ``spec``'s ``augment``, or ``None`` when it declares none."""
+    augment = getattr(spec, "augment", None)
+    return Augmenter(augment, fields, row_lengths) if augment else None

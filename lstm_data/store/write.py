@@ -30,6 +30,7 @@ from lstm_data._util.safe_output import (
     remove_stale_temporaries,
     temp_path,
 )
+from lstm_data.batching.augment import refuse_augment
 from lstm_data.batching.batches import Batches
 from lstm_data.batching.order import resolve_shuffle
 from lstm_data.batching.legacy_options import legacy_options
@@ -222,6 +223,8 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
         ``out`` exists and is not a precomputed batch store.
     ValueError
         ``out`` is, holds or lies inside one of the dataset's source files.
+    OptionError
+        The spec declares ``augment``: noise differs per epoch, a store holds one.
     """
     import zarr
 
@@ -233,6 +236,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
         overwrite = bool(options.pop("force"))
     force = overwrite
     spec, order, _ = legacy_options(spec, order, None, options, "precompute")
+    refuse_augment(spec, "precompute")  # a store holds one epoch: its noise would repeat
     out = Path(out)
     started = time.perf_counter()
     order = order.replace(seed=0 if order.seed is None else order.seed,
