@@ -243,6 +243,37 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
     return read_csv(path, schema=schema, **options)
 
 
+def _in_ram_for_many(paths: list[str], schema: Any, read: ReadOptions) -> ReadOptions:
+    """Several local ROOT or Parquet files and ``in_ram`` unset: read them all on demand
+    (``in_ram=False``) when together they would not fit, as each alone might.
+
+    The total is the first file's decoded size scaled by the files' sizes on disk.
+    """
+    if read.in_ram is not None or len(paths) < 2 or any(is_url(p) or is_stream(p) for p in paths):
+        return read
+    fmts = {detect_format(p) for p in paths}
+    if fmts not in ({"root"}, {"parquet"}):
+        return read
+    fmt = fmts.pop()
+    options = read.reader_keywords(fmt, where=paths[0])
+    if fmt == "root":
+        from lstm_data.io.root import decoded_bytes
+        from lstm_data.io.root.memory import fits
+        file, member = split_member(paths[0])
+        first = decoded_bytes(file, schema=schema, **dict(options, tree=member or options.get("tree")))
+    else:
+        from lstm_data.io.parquet import RAM_FRACTION, parquet_decoded_bytes
+        from lstm_data.io.root.memory import fits
+        first = parquet_decoded_bytes(paths[0], schema=schema, **options)
+    sizes = [input_bytes(p) for p in paths]
+    total = int(first * sum(sizes) / max(1, sizes[0]))
+    if fits(total) if fmt == "root" else fits(total, RAM_FRACTION):
+        return read
+    _log.info("%d %s files: their values (about %.2f GiB) would take too much of the memory left: read "
+              "on demand (in_ram=True reads them whole)", len(paths), fmt, total / 2**30)
+    return read.replace(in_ram=False)
+
+
 def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
          schema: Any = None, read: ReadOptions | None = None, **options: Any) -> Dataset:
     """Open a dataset of any format, or several files as one.
@@ -274,7 +305,8 @@ def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     -------
     Dataset
         The rows of every file, in order: in RAM (CSV, lstm_ee HDF5, small Parquet) or
-        read from disk on demand (our zarr and HDF5 layouts, L5Kit, large Parquet).
+        read from disk on demand (our zarr and HDF5 layouts, L5Kit, Parquet and ROOT files
+        whose values would not fit, alone or together, or with ``in_ram=False``).
 
     Raises
     ------
@@ -291,6 +323,7 @@ def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     per_file = read.file_values
     if per_file is not None:
         read = read.replace(file_values=None)
+    read = _in_ram_for_many(paths, schema, read)
     datasets = [_open_one(p, schema, read) for p in paths]
     if len(datasets) == 1 and per_file is None:
         return datasets[0]

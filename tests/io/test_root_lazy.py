@@ -211,3 +211,25 @@ def test_a_tree_without_entries_reads_on_demand_as_whole(tmp_path):
     lazy = read_root(path, in_ram=False)
     assert len(lazy) == 0 and lazy.n_chunks == 0
     _same(lazy.load(), read_root(path, in_ram=True))
+
+
+_MANY = r"""
+import resource, sys
+from lstm_data.io.root.memory import _status
+import awkward, uproot, lstm_data, lstm_data.io.root
+resource.setrlimit(resource.RLIMIT_DATA, (_status("VmData") + int(sys.argv[1]), resource.RLIM_INFINITY))
+one = lstm_data.open(sys.argv[2], threads=1)
+many = lstm_data.open(sys.argv[2:], threads=1, block_bytes=1 << 20)
+print(type(one).__name__, [type(d).__name__ for d in many.datasets])
+"""
+
+
+def test_many_files_that_fit_one_by_one_but_not_together_are_read_on_demand(tmp_path):
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(4):
+        k = rng.integers(0, 400, 5000)
+        cols = {"J_a": ak.unflatten(rng.random(int(k.sum()), dtype=np.float32), k), "x": rng.random(5000)}
+        paths.append(str(_write(tmp_path / f"m{i}.root", cols, parts=10)))  # ~4 MB of values each
+    res = subprocess.run([sys.executable, "-c", _MANY, str(24 << 20), *paths], capture_output=True, text=True)
+    assert res.stdout.strip() == "InMemoryDataset " + str(["RootDataset"] * 4), res.stdout + res.stderr[-2000:]

@@ -50,7 +50,7 @@ _log = logging.getLogger("lstm_data")
 _ARROW = "arrow table"
 
 __all__ = ["read_parquet", "from_arrow", "to_arrow", "write_parquet", "ParquetDataset",
-           "RAM_FRACTION"]
+           "RAM_FRACTION", "parquet_decoded_bytes"]
 
 #: with ``in_ram=None``, data up to this fraction of the memory left is read into RAM
 RAM_FRACTION = 0.25
@@ -192,3 +192,22 @@ def read_parquet(path: str | os.PathLike, *, schema: Any = None, dtype: Any = No
     out = read_in_ram(sources, plan, use_threads=use_threads)
     out.skipped = dict(plan.skipped)
     return out
+
+
+def parquet_decoded_bytes(path: str | os.PathLike, *, schema: Any = None, dtype: Any = None,
+                          columns: Sequence[str] | str | None = None,
+                          exclude: Sequence[str] | str | None = None, **_: Any) -> int:
+    """Uncompressed bytes of the chosen columns of a Parquet file or directory (from the metadata).
+
+    Other reader options are accepted and ignored.
+
+    Raises
+    ------
+    FormatError, SchemaError
+        As :func:`read_parquet`.
+    """
+    import_pyarrow()
+    sources = open_sources(parquet_files(path))
+    plan = plan_columns(sources[0].schema, schema, dtype, file=sources[0].path, columns=columns,
+                        exclude=exclude)
+    return decoded_bytes(sources, plan)

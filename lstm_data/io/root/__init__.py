@@ -80,7 +80,7 @@ from lstm_data.io.root.read import read_columns
 from lstm_data.io.root.rntuple import read_rntuple, rntuple_fits
 from lstm_data.io.root.tree import RNTUPLE_CLASS, import_uproot, pick_tree
 
-__all__ = ["read_root", "RootDataset", "STEP_BYTES", "CHUNK_BYTES"]
+__all__ = ["read_root", "RootDataset", "decoded_bytes", "STEP_BYTES", "CHUNK_BYTES"]
 
 #: uncompressed bytes of jagged branches read per entry range
 STEP_BYTES = 64 << 20
@@ -184,3 +184,28 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
     dataset = InMemoryDataset(out_scalars, out_groups, source=(name,))
     dataset.skipped = dict(plan.cols.skipped)
     return dataset
+
+
+def decoded_bytes(path: Any, *, tree: str | None = None, schema: Any = None, dtype: Any = None,
+                  columns: Sequence[str] | str | None = None, exclude: Sequence[str] | str | None = None,
+                  **_: Any) -> int:
+    """About how many bytes the chosen columns of a tree take once read (from its metadata; an
+    RNTuple's from its first cluster). Other reader options are accepted and ignored.
+
+    Raises
+    ------
+    FormatError, SchemaError
+        As :func:`read_root`.
+    """
+    uproot = import_uproot()
+    name, tree = remote_member(str(path), tree)
+    dt = value_dtype(dtype, file=name)
+    selection = ColumnSelection(columns, exclude)
+    with open_root(uproot, name, lazy=True) as fh:
+        ttree, tree_name, kind = pick_tree(fh, tree, name)
+        if kind == RNTUPLE_CLASS:
+            from lstm_data.io.root.rntuple import RNTupleReader
+
+            reader = RNTupleReader(ttree, tree_name, name, schema, dt, selection)
+            return int(reader.bytes_per_entry() * reader.n)
+        return plan_tree(ttree, tree_name, name, schema, dt, selection).decoded_bytes()
