@@ -35,6 +35,7 @@ from lstm_data.batching.batches import Batches
 from lstm_data.batching.order import resolve_shuffle
 from lstm_data.batching.legacy_options import legacy_options
 from lstm_data.batching.order_options import Order
+from lstm_data.batching.field_forms import form_shapes
 from lstm_data.batching.spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
 from lstm_data.io.checked_store import settle_zarr
@@ -141,6 +142,10 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
             lens = builder.row_lengths(f.group)
             widths = np.array([batches.padded_width(f, int(lens[batches.rows_of(i)].max())) if sizes[i] else 0
                                for i in range(n)])
+        if fld.layout != "padded" or fld.mask:  # other forms: their shapes from the row lengths
+            lens = builder.row_lengths(f.group)
+            shapes.update(form_shapes(f.name, fld, widths, [lens[batches.rows_of(i)] for i in range(n)]))
+            continue
         shapes[f.name] = np.column_stack([sizes, widths, np.full(n, len(fld.vars))])
         if fld.lengths:
             shapes[f.name + LENGTHS_SUFFIX] = sizes.reshape(-1, 1)

@@ -143,3 +143,18 @@ def test_torch_nested_round_trip(ds):
     assert_bitwise(back, padded["x"])
     for b, n in enumerate(padded["x_lengths"]):
         assert_bitwise(nested[b].numpy(), padded["x"][b, :n])
+
+
+def test_precomputed_store_gives_the_same_forms(ds, tmp_path):
+    import lstm_data
+    spec = BatchSpec(inputs={"cf": Ragged(PNG, max_len=6, layout="channels_first", mask=True, pad_mode="wrap",
+                                          standardize={"png.calE": Standardize(1.0, 2.0)}),
+                             "p": Ragged(PNG[:2], layout="packed", max_len=7, lengths=True)},
+                     targets={"t": Scalars(["trueE"])})
+    order = Order(batch_size=100, seed=0)
+    lstm_data.precompute(ds.take(np.arange(500)), spec, tmp_path / "s.zarr", order, progress=False)
+    store = lstm_data.open_batches(tmp_path / "s.zarr")
+    want = Batches(ds.take(np.arange(500)), spec, order)
+    for i in (0, 3):
+        for name, arr in want[i][0].items():
+            assert_bitwise(store[i][0][name], arr, name)
