@@ -24,6 +24,7 @@ STAGES = {
     "scale": "scale",
     "consumers": "consumers",
     "many_files": "many_files",
+    "orders": "orders",
 }
 
 #: a stage whose ratio misses its floor is measured this many times in all (median reported)
