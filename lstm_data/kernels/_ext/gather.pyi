@@ -16,7 +16,12 @@ class BatchGather:
     either ``values`` and ``offsets``, or ``parts=[(values, offsets), ...]``, pairs
     whose rows are numbered one after another (gathered across in one pass, never
     concatenated). Values are float32, float64, any native integer dtype or boolean,
-    converted to the output dtype as C converts them.
+    converted to the output dtype as C converts them. The output form: ``center``,
+    ``scale``, ``clip_min``, ``clip_max`` (one per output column) transform each real
+    element in the output dtype, ``pad_values`` fill each column's padded slots,
+    ``pad_mode`` is ``"constant"`` or ``"wrap"``, ``layout`` is ``"padded"``,
+    ``"channels_first"`` or ``"packed"`` (see ``_args.prepare_ragged``), all in the
+    same pass.
     """
 
     ragged: list[RaggedJob]

@@ -54,6 +54,13 @@ class BatchGather:
         is concatenated. Values may be float32, float64, any native integer dtype or
         boolean; each converts to the output dtype as C converts it (exactly when
         it fits; whether it fits is for the caller to check).
+        The output form (:func:`prepare_ragged`): ``center``, ``scale``, ``clip_min``,
+        ``clip_max`` (one value per output column) turn each real element ``x`` into
+        ``clip((x - center) * scale, clip_min, clip_max)`` in the output dtype;
+        ``pad_values`` gives each column its fill; ``pad_mode="wrap"`` repeats a
+        row's elements instead; ``layout`` is ``"padded"`` ``(B, P, V)``,
+        ``"channels_first"`` ``(B, V, P)`` or ``"packed"`` ``(T, V)`` (a job's
+        ``batch`` output then has that shape).
     tables : sequence of array
         2-D float32/float64 tables ``(N, S)``; each output is ``table[rows]``.
 
