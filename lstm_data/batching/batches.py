@@ -178,7 +178,7 @@ class Batches(EpochIteration):
         self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to,
                                      pad_to_multiple_of=self.spec.pad_to_multiple_of)
         # Ragged(empty="one_step") and BatchSpec(augment=...), applied to each batch built
-        self._one_step = make_one_step(self.fields, self._builder.row_lengths, self.nan_to)
+        self._one_step = make_one_step(self.fields, self._builder.row_lengths, self.nan_to, self.padded_width)
         self._augmenter = make_augmenter(self.spec, self.fields, self._builder.row_lengths)
         # this epoch's order and the next
         self._plans: OnceCache[int, BlockPlan | np.ndarray] = OnceCache(keep=2)

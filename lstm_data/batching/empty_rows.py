@@ -33,7 +33,7 @@ import numpy as np
 
 from lstm_data.errors import SchemaError
 
-__all__ = ["EMPTY_RULES", "check_empty", "drop_empty_rows", "OneStep", "make_one_step"]
+__all__ = ["EMPTY_RULES", "check_empty", "drop_empty_rows", "OneStep", "make_one_step", "step_lengths"]
 
 #: the choices of ``Ragged(empty=...)``
 EMPTY_RULES = ("keep", "one_step", "drop")
@@ -97,6 +97,26 @@ def drop_empty_rows(fields: Sequence[ResolvedField], dataset: Any, view: np.ndar
     return out
 
 
+def step_lengths(field: Any, lengths: np.ndarray) -> np.ndarray:
+    """Row lengths as a batch of ``field`` counts them: at least 1 with ``empty="one_step"``.
+
+    Parameters
+    ----------
+    field
+        A ``Ragged`` field.
+    lengths
+        The rows' element counts.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``lengths``, or ``max(lengths, 1)``.
+    """
+    if getattr(field, "empty", "keep") == "one_step":
+        return np.maximum(lengths, 1)
+    return lengths
+
+
 def _pad_values(f: ResolvedField, nan_to: float | None) -> np.ndarray:
     """The values of one padded step of field ``f`` (V,), as the builder fills padding."""
     spec = f.field
@@ -122,18 +142,24 @@ class OneStep:
         Group name -> every dataset row's element count.
     nan_to
         The spec's ``nan_to``.
+    width
+        ``(field, longest)`` -> the padded width of a batch whose longest row has
+        ``longest`` elements (the ``Batches``' rule): the width of a batch of
+        empty rows only, whose longest row is the padded step.
     """
 
-    def __init__(self, fields: Sequence[ResolvedField], row_lengths: Any, nan_to: float | None) -> None:
+    def __init__(self, fields: Sequence[ResolvedField], row_lengths: Any, nan_to: float | None,
+                 width: Any = None) -> None:
         self.fields = list(fields)
         self.row_lengths = row_lengths
+        self.width = width
         self.pads = {f.name: _pad_values(f, nan_to) for f in self.fields}
 
     def __getstate__(self) -> dict[str, Any]:
         return {}  # holds the builder's tables: the owning Batches makes a new one after unpickling
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.fields, self.row_lengths, self.pads = [], None, {}
+        self.fields, self.row_lengths, self.pads, self.width = [], None, {}, None
 
     def apply(self, inputs: Arrays, targets: Arrays, rows: np.ndarray) -> None:
         """Change the outputs of the batch of ``rows`` in place (arrays replaced where they grow).
@@ -162,11 +188,11 @@ class OneStep:
         first = getattr(f.field, "layout", "padded") != "channels_first"
         arr = dest[f.name]
         width = arr.shape[1] if first else arr.shape[2]
-        if width == 0:  # a batch of empty rows only: one slot of padding
+        if width == 0:  # a batch of empty rows only: its longest row is the padded step
+            width = 1 if self.width is None else int(self.width(f, 1))
             b, v = arr.shape[0], len(f.field.vars)
-            step = np.broadcast_to(self.pads[f.name], (b, 1, v))
+            step = np.broadcast_to(self.pads[f.name], (b, width, v))
             dest[f.name] = np.ascontiguousarray(step if first else step.transpose(0, 2, 1))
-            width = 1
         mname = f.name + "_mask"
         if mname in dest:
             mask = dest[mname]
@@ -187,8 +213,9 @@ class OneStep:
         dest[max_name] = np.asarray(max(int(dest[max_name]), 1), dtype=dest[max_name].dtype)
 
 
-def make_one_step(fields: Sequence[ResolvedField], row_lengths: Any, nan_to: float | None) -> OneStep | None:
+def make_one_step(fields: Sequence[ResolvedField], row_lengths: Any, nan_to: float | None,
+                  width: Any = None) -> OneStep | None:
     """The :class:`OneStep` of the ``"one_step"`` fields, or ``None`` when there are none."""
     chosen = [f for f in fields if f.group is not None and _empty_of(f) == "one_step"]
-    return OneStep(chosen, row_lengths, nan_to) if chosen else None
+    return OneStep(chosen, row_lengths, nan_to, width) if chosen else None
 

@@ -17,6 +17,7 @@ from lstm_data.batching.field_forms import (
     check_standardize,
     standardize_to_dict,
 )
+from lstm_data.batching.empty_rows import check_empty
 from lstm_data.errors import SchemaError
 
 __all__ = ["Scalars", "Ragged", "Field", "Standardize", "field_from_dict", "MASK_SUFFIX",
@@ -170,6 +171,12 @@ class Ragged:
     mask
         Also output ``<name>_mask`` (B, P) bool, True at the slots that hold a
         row's own elements (not at wrapped repeats). Not with ``"packed"``.
+    empty
+        What a row without elements becomes: ``"keep"`` (default; length 0, all
+        padding), ``"one_step"`` (one padded step counted as an element: length 1,
+        mask True there, one pad-valued element in a packed output; for cuDNN LSTMs
+        and attention, which fail on fully masked rows) or ``"drop"`` (left out of
+        the batches' rows). See :mod:`lstm_data.batching.empty_rows`.
 
     Raises
     ------
@@ -193,13 +200,14 @@ class Ragged:
     layout: str = "padded"
     standardize: Mapping[str, Standardize] = field(default_factory=dict)
     mask: bool = False
+    empty: str = "keep"
 
     def __init__(self, vars: Sequence[str], max_len: int | None = None, pad_value: float = 0.0,
                  sort_by: str | None = None, descending: bool = True, padding: str = "post",
                  truncating: str = "post", lengths: bool = False, dtype: Any = np.float32,
                  fixed: bool = True, pad_mode: str = "constant", layout: str = "padded",
                  standardize: Mapping[str, Standardize | Mapping[str, Any]] | None = None,
-                 mask: bool = False) -> None:
+                 mask: bool = False, empty: str = "keep") -> None:
         where = "Ragged"
         _check_forms(where, pad_mode, layout, padding, bool(mask))
         if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, (int, np.integer))
@@ -219,7 +227,8 @@ class Ragged:
             vars=_var_list(vars, where), max_len=None if max_len is None else int(max_len),
             pad_value=pad, sort_by=sort_by, descending=bool(descending), padding=padding,
             truncating=truncating, lengths=bool(lengths), dtype=_dtype_name(dtype, where),
-            fixed=bool(fixed), pad_mode=pad_mode, layout=layout, mask=bool(mask))
+            fixed=bool(fixed), pad_mode=pad_mode, layout=layout, mask=bool(mask),
+            empty=check_empty(empty, where))
         values["standardize"] = check_standardize(standardize, values["vars"], where)
         for key, val in values.items():
             object.__setattr__(self, key, val)
@@ -283,7 +292,8 @@ class Ragged:
 
 
 #: the form options of ``Ragged`` left out of its table when at their defaults
-_FORM_DEFAULTS: dict[str, Any] = {"pad_mode": "constant", "layout": "padded", "standardize": {}, "mask": False}
+_FORM_DEFAULTS: dict[str, Any] = {"pad_mode": "constant", "layout": "padded", "standardize": {}, "mask": False,
+                                  "empty": "keep"}
 
 
 def _check_forms(where: str, pad_mode: Any, layout: Any, padding: Any, mask: bool) -> None:

@@ -32,6 +32,7 @@ from lstm_data._util.safe_output import (
 )
 from lstm_data.batching.augment import refuse_augment
 from lstm_data.batching.batches import Batches
+from lstm_data.batching.empty_rows import step_lengths
 from lstm_data.batching.order import resolve_shuffle
 from lstm_data.batching.legacy_options import legacy_options
 from lstm_data.batching.order_options import Order
@@ -139,11 +140,11 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
         if fld.max_len is not None and fld.fixed:
             widths = np.full(n, fld.max_len)
         else:  # the builder's rule: the longest row, rounded up by pad_to_multiple_of, capped at max_len
-            lens = builder.row_lengths(f.group)
+            lens = step_lengths(fld, builder.row_lengths(f.group))
             widths = np.array([batches.padded_width(f, int(lens[batches.rows_of(i)].max())) if sizes[i] else 0
                                for i in range(n)])
         if fld.layout != "padded" or fld.mask:  # other forms: their shapes from the row lengths
-            lens = builder.row_lengths(f.group)
+            lens = step_lengths(fld, builder.row_lengths(f.group))
             shapes.update(form_shapes(f.name, fld, widths, [lens[batches.rows_of(i)] for i in range(n)]))
             continue
         shapes[f.name] = np.column_stack([sizes, widths, np.full(n, len(fld.vars))])
