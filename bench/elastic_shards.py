@@ -9,6 +9,8 @@ Prints, per order (full shuffle, length buckets, element-budget batches):
 * the spread of real elements (rows, or the bucketed field's prongs) across ranks
   in one epoch, ``(max - min) / mean``, for the dealing used (balanced rounds) and
   for consecutive runs of the same order;
+* the step overhead: the sum over steps of the largest batch of the step, over the
+  epoch's elements per rank (1.0: no rank ever waits for another at a step);
 * the time to deal one epoch (the first batch of a rank's share, order included);
 * a resume of a world of ``--world`` ranks on ``world - 3`` and ``world + 2``
   ranks after a quarter of the epoch: rows seen twice (must be 0) and rows missed;
@@ -64,7 +66,8 @@ def main() -> None:
     }
     w = args.world
     print(f"{args.rows} rows, batch {args.batch}, {w} ranks")
-    print(f"{'order':8} {'batches':>7} {'spread rounds':>13} {'spread runs':>11} {'deal s':>7} "
+    print(f"{'order':8} {'batches':>7} {'spread rounds':>13} {'spread runs':>11} {'step rounds':>11} "
+          f"{'step runs':>9} {'deal s':>7} "
           f"{'twice/missed ' + str(w - 3):>16} {'twice/missed ' + str(w + 2):>16}")
     for name, order in orders.items():
         try:
@@ -82,7 +85,12 @@ def main() -> None:
         runs = np.array([costs[r * n:(r + 1) * n].sum() for r in range(w)])
         a = _resume(ds, spec, order, w, max(1, w - 3))
         b = _resume(ds, spec, order, w, w + 2)
-        print(f"{name:8} {len(full):7d} {_spread(rounds):13.4f} {_spread(runs):11.4f} {deal_s:7.3f} "
+        lanes = np.stack([s.parent_indices(0) for s in shards])
+        step_rounds = costs[lanes].max(axis=0).sum() / (costs[lanes].sum() / w)
+        run_lanes = np.arange(n * w).reshape(w, n)
+        step_runs = costs[run_lanes].max(axis=0).sum() / (costs[run_lanes].sum() / w)
+        print(f"{name:8} {len(full):7d} {_spread(rounds):13.4f} {_spread(runs):11.4f} {step_rounds:11.3f} "
+              f"{step_runs:9.3f} {deal_s:7.3f} "
               f"{f'{a[0]}/{a[1]}':>16} {f'{b[0]}/{b[1]}':>16}")
     label = (np.arange(args.rows) % 21 == 0).astype(np.float32)
     labelled = InMemoryDataset({**{k: ds.scalar(k) for k in ds.scalar_names}, "label": label},

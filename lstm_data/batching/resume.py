@@ -6,11 +6,14 @@ batches (the ``N % W`` left over are the epoch's remainder, never more than
 ``W - 1`` batches), in one of two layouts:
 
 ``"rounds"``
-    Step ``j`` of every rank takes one of the batches ``j * W .. j * W + W - 1``
-    of the order. Inside a round the largest batch (in real elements) goes to the
-    rank that has had the fewest so far, so every rank sees about the same number
-    of real elements and, at any step, the ranks together have seen a prefix of
-    the order. Used when the order is shuffled in RAM (``shuffle=True``).
+    Step ``j`` of every rank takes one of the ``W`` batches of round ``j``. When
+    the batches differ in real elements, the order is first cut in windows of
+    ``W * MATCH_ROUNDS`` batches, each sorted by real elements, so a round holds
+    batches of about the same size (no rank waits long for another at a step);
+    then inside a round the largest batch goes to the rank that has had the
+    fewest real elements so far, so every rank sees about the same number over
+    the epoch. At any step the ranks together have seen a prefix of this
+    sequence. Used when the order is shuffled in RAM (``shuffle=True``).
 ``"runs"``
     Rank ``r`` takes the ``r``-th of ``W`` consecutive runs of the order, so with
     ``shuffle="block"`` each rank reads its own windows of the data (about ``1 / W``
@@ -31,7 +34,10 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["deal", "remaining_pool", "layout_of"]
+__all__ = ["deal", "remaining_pool", "layout_of", "MATCH_ROUNDS"]
+
+#: rounds per window of batches sorted by size before dealing (``"rounds"`` layout)
+MATCH_ROUNDS = 16
 
 
 def layout_of(shuffle: bool | str) -> str:
@@ -59,12 +65,15 @@ def deal(costs: np.ndarray, world: int, layout: str) -> np.ndarray:
     n = len(costs) // world
     if layout == "runs" or n == 0 or world == 1:
         return np.arange(n * world, dtype=np.intp).reshape(world, n)
-    rounds = np.arange(n * world, dtype=np.intp).reshape(n, world)
-    cost = np.asarray(costs, dtype=np.float64)[:n * world].reshape(n, world)
+    costs = np.asarray(costs, dtype=np.float64)
     out = np.empty((world, n), dtype=np.intp)
-    if np.all(cost == cost[0, 0]):  # equal batches: plain round robin
-        out[:] = rounds.T
+    if np.all(costs[:n * world] == costs[0]):  # equal batches: plain round robin
+        out[:] = np.arange(n * world, dtype=np.intp).reshape(n, world).T
         return out
+    window = np.arange(len(costs)) // (world * MATCH_ROUNDS)
+    sequence = np.lexsort((costs, window)).astype(np.intp)  # sizes matched inside each window
+    rounds = sequence[:n * world].reshape(n, world)
+    cost = costs[rounds]
     load = np.zeros(world)
     for j in range(n):  # one small sort per round (not per row)
         by_cost = np.argsort(-cost[j], kind="stable")

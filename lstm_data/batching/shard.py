@@ -13,10 +13,10 @@ way (see :mod:`lstm_data.batching.resume`):
   have. The last ``len(batches) % world_size`` batches of the epoch (fewer than
   ``world_size``; they hold the short last batch if there is one) are its
   remainder, left out; with ``shuffle`` they are other rows every epoch;
-* balanced: with ``shuffle=True`` step ``j`` of the ranks takes the ``j``-th
-  ``world_size`` batches of the order, the largest going to the rank with the
-  fewest real elements so far, so every rank sees about the same number of real
-  elements (rows, or with ``bucket_by`` that field's prongs);
+* balanced: with ``shuffle=True`` every step of the ranks takes a round of
+  ``world_size`` batches of about the same size, the largest going to the rank
+  with the fewest real elements so far, so every rank sees about the same number
+  of real elements (rows, or with ``bucket_by`` that field's prongs);
 * local: with ``shuffle="block"`` (and ``False``) rank ``r`` takes the ``r``-th of
   ``world_size`` consecutive runs of the order, so each rank reads about
   ``1 / world_size`` of the data from disk.
