@@ -181,7 +181,7 @@ class Batches(EpochIteration):
         self._one_step = make_one_step(self.fields, self._builder.row_lengths, self.nan_to, self.padded_width)
         self._augmenter = make_augmenter(self.spec, self.fields, self._builder.row_lengths)
         # this epoch's order and the next
-        self._plans: OnceCache[int, BlockPlan | np.ndarray] = OnceCache(keep=2)
+        self._plans: OnceCache[int, BlockPlan | BudgetPlan | np.ndarray] = OnceCache(keep=2)
         self._ram: dict[int, Batch] = {}
         self._blocks: BlockSource | None = None
         if self.shuffle == "block":
@@ -225,14 +225,14 @@ class Batches(EpochIteration):
             return 0
         return self.epoch if epoch is None else epoch
 
-    def _plan(self, epoch: int | None = None) -> BlockPlan | np.ndarray:
+    def _plan(self, epoch: int | None = None) -> BlockPlan | BudgetPlan | np.ndarray:
         """The row order of ``epoch`` (default: the current one): positions into the view (made once)."""
         return self._plan_of(self._order_epoch(epoch))
 
-    def _plan_of(self, epoch: int) -> BlockPlan | np.ndarray:
+    def _plan_of(self, epoch: int) -> BlockPlan | BudgetPlan | np.ndarray:
         return self._plans.get(epoch, lambda: self._make_plan(epoch))
 
-    def _make_plan(self, epoch: int) -> BlockPlan | np.ndarray:
+    def _make_plan(self, epoch: int) -> BlockPlan | BudgetPlan | np.ndarray:
         if self._blocks is not None:
             plan = self._blocks.plan(self.seed, epoch)
             if self._sampling is not None:  # each window draws its rows' share
@@ -558,6 +558,27 @@ class Batches(EpochIteration):
             self._identity_digest = digest
         return {**settings, "n_rows": self.n_rows, "identity": digest}
 
+    def batch_sizes(self, epoch: int | None = None) -> np.ndarray:
+        """Rows of every batch of an epoch, by index (they differ with ``max_elements``).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``len(self)`` ints; batch ``i`` is ``rows_of(i, epoch)``.
+        """
+        epoch = self._epoch_arg(epoch)
+        slots = np.array([self._batch_slot(i, epoch) for i in range(len(self))], dtype=np.intp)
+        plan = self._plan(epoch)
+        if isinstance(plan, (BudgetPlan, BudgetBlockPlan)):
+            sizes: np.ndarray = np.diff(plan.starts)[slots]
+            return sizes
+        return np.minimum(self.batch_size, self.n_rows - slots * self.batch_size)
+
     def padded_width(self, field: Any, longest: int) -> int:
         """The padded length of a Ragged output in a batch whose longest row has ``longest`` elements.
 
@@ -581,13 +602,16 @@ class Batches(EpochIteration):
             width = self._bucket_lengths.width(width)
         return width
 
-    def stats(self, epoch: int | None = None) -> dict[str, Any]:
+    def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]:
         """What the order of an epoch costs and how well it mixes.
 
         Parameters
         ----------
         epoch
             An int >= 0; ``None``: the current :attr:`epoch`.
+        of
+            A share of these batches to measure instead (a :meth:`shard`: anything
+            with ``len`` and ``rows_of(index, epoch)``); ``None``: all of them.
 
         Returns
         -------
@@ -597,8 +621,8 @@ class Batches(EpochIteration):
             (1: as a full shuffle); see :mod:`lstm_data.batching.order_stats`.
         """
         parts = getattr(self.dataset, "cumulative", None)
-        return order_stats(self, self._epoch_arg(epoch), self.fields, self._builder.row_lengths,
-                           self.padded_width, self.n_rows, self._view, parts)
+        return order_stats(self if of is None else of, self._epoch_arg(epoch), self.fields,
+                           self._builder.row_lengths, self.padded_width, self.n_rows, self._view, parts)
 
     def signature(self) -> dict[str, OutputSignature]:
         """The spec's output signature (see :meth:`BatchSpec.signature`).

@@ -36,12 +36,13 @@ def order_report(ds: Any, spec_path: str) -> dict[str, Any]:
     doc: dict[str, Any] = {"spec": spec_path, "batches": len(batches), "stats": batches.stats(0)}
     if order.bucket_by is not None:
         f = next(f for f in batches.fields if f.name == order.bucket_by)
+        assert f.group is not None  # bucket_by is checked to be a Ragged output
         lens = batches.builder.row_lengths(f.group)
         if f.ragged.max_len is not None:
             lens = np.minimum(lens, f.ragged.max_len)
         widths = np.array([batches.builder.width(f, int(n)) for n in range(int(lens.max(initial=0)) + 1)])[lens]
         chosen = order.bucket_lengths is not None
-        lengths = (sorted({batches.padded_width(f, int(n)) for n in np.unique(lens)}) if chosen
+        lengths = (np.array(sorted({batches.padded_width(f, int(n)) for n in np.unique(lens)})) if chosen
                    else choose_lengths(widths, order.max_shapes))
         real = int(lens.sum())
         doc["bucket_lengths"] = {

@@ -195,3 +195,28 @@ def test_budget_through_the_torch_adapter(data):
     seen = [x[0]["input_png3d"].shape for x in loader]
     assert len(seen) == len(b)
     assert all(s[0] * max(s[1], 1) <= 1024 or s[0] == 1 for s in seen)
+
+
+def test_batch_sizes_and_shards_of_budget_batches(data):
+    b = Batches(data, _spec(), _order(True))
+    for epoch in (0, 1):
+        sizes = b.batch_sizes(epoch)
+        assert len(sizes) == len(b) and sizes.sum() == N_ROWS
+        assert all(sizes[i] == len(b.rows_of(i, epoch)) for i in range(len(b)))
+    fixed = Batches(data, _spec(), Order(batch_size=256, seed=3))
+    assert fixed.batch_sizes().tolist() == [len(fixed.rows_of(i)) for i in range(len(fixed))]
+    shards = [b.shard(r, 3) for r in range(3)]
+    assert len({len(s) for s in shards}) == 1
+    seen = np.concatenate([s.rows_of(i) for s in shards for i in range(len(s))])
+    assert len(np.unique(seen)) == len(seen)
+
+
+def test_budget_through_keras(data):
+    pytest.importorskip("keras")
+    from lstm_data.adapters.keras import KerasBatches
+
+    b = Batches(data, _spec(), _order(True))
+    k = KerasBatches(b)
+    assert len(k) == len(b)
+    x = k[len(k) - 1][0]["input_png3d"]
+    assert x.shape[0] * max(x.shape[1], 1) <= 1024 or x.shape[0] == 1

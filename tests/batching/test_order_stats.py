@@ -67,3 +67,11 @@ def test_file_mixing_of_several_files(data):
 def test_mixing_of_known_batches():
     assert mixing_of([np.arange(10)], 10) == pytest.approx((11 / 3) / (11 / 3))  # one batch of all rows
     assert mixing_of([np.array([0, 1]), np.array([2, 3])], 4) == pytest.approx(1 / (5 / 3))
+
+
+def test_stats_of_a_shard(data):
+    b = Batches(data, _spec(), ORDERS[3])
+    shard = b.shard(1, 2)
+    st = b.stats(0, of=shard)
+    assert st["batches"] == len(shard)
+    assert st["rows"] == sum(len(shard.rows_of(i, 0)) for i in range(len(shard)))
