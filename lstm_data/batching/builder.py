@@ -174,9 +174,12 @@ class BatchBuilder:
             keys.update(params)
         if any(s.pad_value is not None for s in spec.standardize.values()):
             pad = self._pad_value(f)
-            pads = [spec.standardize[v].pad_value if v in spec.standardize and
-                    spec.standardize[v].pad_value is not None else pad for v in spec.vars]
+            pads: list[float] = []
+            for v in spec.vars:
+                own = spec.standardize[v].pad_value if v in spec.standardize else None
+                pads.append(pad if own is None else own)
             if self._masks(f):
+                assert self.nan_to is not None  # _masks(f) implies it
                 pads = [self.nan_to if math.isnan(p) else p for p in pads]
             keys["pad_values"] = np.array(pads, dtype=np.float64)
         return keys

@@ -94,8 +94,10 @@ class Standardize:
         if lo > hi:
             raise SchemaError(f"{where}: clip_min ({lo}) > clip_max ({hi})")
         pad = None if pad_value is None else float(_number(pad_value, "pad_value", where, nan=True))
-        for key, val in (("center", c), ("scale", s), ("clip_min", lo), ("clip_max", hi), ("pad_value", pad)):
-            object.__setattr__(self, key, val)
+        values: dict[str, float | str | None] = {"center": c, "scale": s, "clip_min": lo, "clip_max": hi,
+                                                 "pad_value": pad}
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
 
     @property
     def resolved(self) -> bool:

@@ -158,3 +158,24 @@ def test_precomputed_store_gives_the_same_forms(ds, tmp_path):
     for i in (0, 3):
         for name, arr in want[i][0].items():
             assert_bitwise(store[i][0][name], arr, name)
+
+
+@pytest.mark.parametrize("bad", [dict(pad_mode="edge"), dict(layout="nested"), dict(pad_mode="wrap", padding="pre"),
+                                 dict(layout="packed", pad_mode="wrap"), dict(layout="packed", mask=True),
+                                 dict(standardize={"png.nhitx": Standardize()}),
+                                 dict(standardize={"png.calE": {"centre": 1.0}}),
+                                 dict(standardize={"png.calE": {"scale": "nan"}}),
+                                 dict(standardize={"png.calE": {"clip_min": 2.0, "clip_max": 1.0}})])
+def test_bad_options_are_schema_errors(bad):
+    with pytest.raises(SchemaError):
+        Ragged(PNG, **bad)
+
+
+def test_nan_to_reaches_standardized_nan_and_own_pad_values(ds):
+    std = {"png.calE": Standardize(scale=2.0, pad_value=math.nan)}
+    spec = BatchSpec(inputs={"x": Ragged(PNG, max_len=9, mask=True, pad_value=-1.0, standardize=std)},
+                     nan_to=-7.0)
+    inputs = _batch(ds, spec)[0]
+    x, mask = inputs["x"], inputs["x_mask"]
+    assert not np.isnan(x).any()
+    assert np.all(x[..., 0][~mask] == -7.0) and np.all(x[..., 1][~mask] == -1.0)
