@@ -61,6 +61,24 @@ def test_stateful_dataloader_resumes_4_ranks_on_3_with_2_workers():
     assert nxt == [[f.rows_of(i, 1).tolist() for i in range(len(f))] for f in fresh]
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_stateful_dataloader_own_load_resumes_another_world_with_the_same_workers(workers):
+    sdl = pytest.importorskip("torchdata.stateful_dataloader")
+
+    def loader(rank, world):
+        data = TorchBatches(_shard(rank, world))
+        return sdl.StatefulDataLoader(data, batch_size=None, sampler=data.sampler, num_workers=workers)
+
+    old = [loader(r, 4) for r in range(4)]
+    iters = [iter(x) for x in old]
+    seen = [rows_in(next(it)[0]) for _ in range(K) for it in iters]
+    state = old[0].state_dict()
+    new = [loader(r, 3) for r in range(3)]
+    for x in new:
+        x.load_state_dict(state)  # the loader's own state: same worker count, another world size
+    _check_epoch(seen + [rows_in(b[0]) for x in new for b in x], 0, 3, 32 - 4 * K)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
