@@ -241,16 +241,21 @@ def width_table(width: Any, longest: int, lengths: BucketLengths | None) -> np.n
 
 
 def check_budget(order: Any, bucket_by: str | None) -> None:
-    """Refuse ``max_elements`` or ``bucket_lengths`` without ``bucket_by``, and ``drop_last`` with a budget.
+    """Refuse ``max_elements`` or ``bucket_lengths`` without ``bucket_by``, and what a budget cannot take.
 
     Raises
     ------
     OptionError
-        A setting that needs ``bucket_by`` without it, or ``drop_last`` with ``max_elements``.
+        A setting that needs ``bucket_by`` without it, or ``drop_last`` or ``sample`` with
+        ``max_elements``.
     """
     for name in ("max_elements", "bucket_lengths"):
         if getattr(order, name) is not None and bucket_by is None:
             raise OptionError(f"Order.{name} needs bucket_by: the Ragged output whose length it is about")
+    if order.max_elements is not None and getattr(order, "sample", None) is not None:
+        raise OptionError("Order.max_elements cannot be combined with sample yet: the drawn rows' lengths "
+                          "differ every epoch, and so would the number of budget batches; use bucket_by "
+                          "without max_elements, or weights instead of sampling")
     if order.max_elements is not None and order.drop_last:
         raise OptionError("Order.drop_last does not apply with max_elements: every row is in a batch "
                           "and every epoch has the same number of batches")

@@ -22,11 +22,14 @@ built):
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Protocol
 
 import numpy as np
 
-__all__ = ["order_stats", "mixing_of", "HasRows"]
+__all__ = ["order_stats", "mixing_of", "HasRows", "log_epoch_stats"]
+
+_log = logging.getLogger("lstm_data")
 
 
 class HasRows(Protocol):
@@ -149,3 +152,42 @@ def order_stats(seq: HasRows, epoch: int, fields: Any, row_lengths: Callable[[st
         file_mixing = _file_mixing([r for r in rows if len(r)], part_of, len(parts) - 1)
     return {"epoch": epoch, "batches": len(rows), "rows": n_seen, "padding": padding,
             "truncated": truncated, "length_mixing": length_mixing, "mixing": mixing_of(positions, n_rows), "file_mixing": file_mixing}
+
+
+def log_epoch_stats(batches: Any, epoch: int, waited: float | None = None) -> dict[str, Any] | None:
+    """Log the figures of ``epoch`` on the ``lstm_data`` logger (INFO), once; for adapters at epoch end.
+
+    Parameters
+    ----------
+    batches
+        A ``Batches``, or a shard of one (measured through its parent's ``stats(of=...)``);
+        anything else is skipped.
+    epoch
+        The epoch that ended.
+    waited
+        Seconds the training loop waited for batches in that epoch, if measured.
+
+    Returns
+    -------
+    dict or None
+        The figures logged, or ``None`` when ``batches`` cannot give them or INFO is off.
+    """
+    if not _log.isEnabledFor(logging.INFO):
+        return None
+    parent = getattr(batches, "batches", None)
+    if hasattr(batches, "stats") and parent is None:
+        st = batches.stats(epoch)
+    elif parent is not None and hasattr(parent, "stats"):
+        st = parent.stats(epoch, of=batches)
+    else:
+        return None
+    pads = ", ".join(f"{k} {v:.3f}" for k, v in st["padding"].items()) or "-"
+    cut = ", ".join(f"{k} {v['rows']}" for k, v in st["truncated"].items()) or "-"
+    files = "-" if st["file_mixing"] is None else f"{st['file_mixing']:.2f}"
+    wait = "" if waited is None else f"; waited {waited:.3f} s for batches"
+    _log.info("epoch %d: %d batches, %d rows; padded per real element: %s; rows cut by max_len: %s; "
+              "mixing (1 = full shuffle): rows %.2f, files %s%s", epoch, st["batches"], st["rows"], pads, cut,
+              st["mixing"], files, wait)
+    if waited is not None:
+        st["waited"] = waited
+    return st

@@ -220,3 +220,8 @@ def test_budget_through_keras(data):
     assert len(k) == len(b)
     x = k[len(k) - 1][0]["input_png3d"]
     assert x.shape[0] * max(x.shape[1], 1) <= 1024 or x.shape[0] == 1
+
+
+def test_budget_refuses_sampling(data):
+    with pytest.raises(OptionError, match="sample"):
+        Batches(data, _spec(), _order(True, sample={"vars": ["trueE"], "bins": [[0.0, 50.0, 100.0]]}))

@@ -75,3 +75,17 @@ def test_stats_of_a_shard(data):
     st = b.stats(0, of=shard)
     assert st["batches"] == len(shard)
     assert st["rows"] == sum(len(shard.rows_of(i, 0)) for i in range(len(shard)))
+
+
+def test_epoch_figures_are_logged_once(data, caplog):
+    import logging
+
+    from lstm_data.batching.order_stats import log_epoch_stats
+
+    b = Batches(data, _spec(), ORDERS[2])
+    assert log_epoch_stats(b, 0) is None  # INFO off: nothing computed
+    with caplog.at_level(logging.INFO, logger="lstm_data"):
+        st = log_epoch_stats(b.shard(0, 2), 1, waited=0.25)
+    assert st is not None and st["waited"] == 0.25 and st["batches"] == len(b) // 2
+    lines = [r.getMessage() for r in caplog.records if r.name == "lstm_data"]
+    assert len(lines) == 1 and "epoch 1:" in lines[0] and "waited 0.250 s" in lines[0]
