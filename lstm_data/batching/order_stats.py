@@ -175,6 +175,7 @@ def log_epoch_stats(batches: Any, epoch: int, waited: float | None = None) -> di
     if not _log.isEnabledFor(logging.INFO):
         return None
     parent = getattr(batches, "batches", None)
+    st: dict[str, Any]
     if hasattr(batches, "stats") and parent is None:
         st = batches.stats(epoch)
     elif parent is not None and hasattr(parent, "stats"):
