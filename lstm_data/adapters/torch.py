@@ -64,7 +64,7 @@ try:
 except ImportError as _exc:  # pragma: no cover - depends on the environment
     raise ImportError("lstm_data.torch needs PyTorch: pip install 'lstm_data[torch]'") from _exc
 
-__all__ = ["TorchBatches", "EpochSampler"]
+__all__ = ["TorchBatches", "EpochSampler", "nested_from_packed"]
 
 
 def _tensors(part: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
@@ -316,9 +316,7 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
     def _nest(self, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """``inputs`` with each packed input named in :attr:`nested` as a nested jagged tensor."""
         for name in self.nested:
-            values, offsets = inputs[name], inputs[name + CU_SEQLENS]
-            inputs[name] = torch.nested.nested_tensor_from_jagged(
-                values, offsets=offsets, max_seqlen=int(inputs[name + MAX_SEQLEN]))
+            inputs[name] = nested_from_packed(inputs[name], inputs[name + CU_SEQLENS], inputs[name + MAX_SEQLEN])
         return inputs
 
     def _batch(self, index: int, epoch: int) -> Any:
@@ -385,6 +383,30 @@ _NAN_CONSEQUENCE = ("every loss computed from it is NaN, masked or not (nan * 0 
                     "trains on silently")
 #: suffixes of a packed Ragged output's offsets and longest row
 CU_SEQLENS, MAX_SEQLEN = "_cu_seqlens", "_max_seqlen"
+
+
+def nested_from_packed(values: torch.Tensor, cu_seqlens: torch.Tensor,
+                       max_seqlen: torch.Tensor | int | None = None) -> torch.Tensor:
+    """A torch nested jagged tensor over a packed ``Ragged`` output, without copying its values.
+
+    Parameters
+    ----------
+    values
+        The packed output ``(T, V)``: every row's elements one after another.
+    cu_seqlens
+        Its ``<name>_cu_seqlens`` ``(B + 1,)``: row ``b`` is ``values[cu[b]:cu[b + 1]]``.
+    max_seqlen
+        Its ``<name>_max_seqlen`` (the longest row), or ``None`` to leave it unknown.
+
+    Returns
+    -------
+    torch.Tensor
+        A nested tensor of shape ``(B, j, V)`` whose ``values()`` is ``values`` itself;
+        ``to_padded_tensor(pad)`` gives the padded batch ``(B, P, V)``.
+    """
+    top = None if max_seqlen is None else int(max_seqlen)
+    nested: torch.Tensor = torch.nested.nested_tensor_from_jagged(values, offsets=cu_seqlens, max_seqlen=top)
+    return nested
 
 
 def _nested_names(batches: Any, nested: Any) -> tuple[str, ...]:
