@@ -25,7 +25,8 @@ def _write(path, cols, parts, start=0):
     n = len(next(iter(cols.values())))
     cols = dict(cols, row=np.arange(start, start + n, dtype=np.int64))
     with uproot.recreate(path) as fh:
-        types = {k: v.type.content if isinstance(v, ak.Array) else v.dtype for k, v in cols.items()}
+        types = {k: v.type.content if isinstance(v, ak.Array) else np.dtype((v.dtype, v.shape[1:]))
+                 for k, v in cols.items()}
         tree = fh.mktree("Events", types)
         cuts = np.linspace(0, n, parts + 1).astype(int)
         for a, b in zip(cuts[:-1], cuts[1:]):
@@ -233,3 +234,31 @@ def test_many_files_that_fit_one_by_one_but_not_together_are_read_on_demand(tmp_
         paths.append(str(_write(tmp_path / f"m{i}.root", cols, parts=10)))  # ~4 MB of values each
     res = subprocess.run([sys.executable, "-c", _MANY, str(24 << 20), *paths], capture_output=True, text=True)
     assert res.stdout.strip() == "InMemoryDataset " + str(["RootDataset"] * 4), res.stdout + res.stderr[-2000:]
+
+
+_DATA = {}
+
+
+def _digest(seed):
+    d = _DATA["lazy"]
+    rows = np.random.default_rng(seed).permutation(len(d))
+    taken = d.take(rows)
+    return [taken.ragged(g)[0].tobytes() for g in taken.groups] + [taken.scalar(s).tobytes()
+                                                                   for s in taken.scalar_names], rows
+
+
+def test_forked_workers_read_through_their_own_file_handle(tmp_path):
+    """Fixed-size array branches (uproot's path, through the file handle): forked children read at once."""
+    import multiprocessing
+
+    cols = root_events(6000, seed=7)
+    cols["pos"] = np.random.default_rng(2).random((6000, 3))  # float pos[3]: read through uproot
+    path = _write(tmp_path / "v.root", cols, parts=12)
+    whole = read_root(path, in_ram=True)
+    lazy = _DATA["lazy"] = read_root(path, in_ram=False, step_bytes=10_000, threads=1)
+    lazy.take(np.arange(10))  # the parent has used its handle
+    with multiprocessing.get_context("fork").Pool(3) as pool:
+        for values, rows in pool.map(_digest, range(6)):
+            want = whole.take(rows)
+            assert values == [want.ragged(g)[0].tobytes() for g in want.groups] + [
+                want.scalar(s).tobytes() for s in want.scalar_names]

@@ -111,25 +111,20 @@ class RootDataset(ChunkedDataset):
         self._reopen = ((path,), {"tree": tree, "schema": schema, "dtype": dtype, "step_bytes": step_bytes,
                                   "columns": columns, "exclude": exclude, "threads": threads,
                                   "cache_chunks": cache_chunks})
-        uproot = import_uproot()
         name, tree = remote_member(str(path), tree)
         dt = value_dtype(dtype, file=name)
         self._threads = threads
         chunk_bytes = CHUNK_BYTES if step_bytes is None else int(step_bytes)
         if chunk_bytes < 1:
             raise ValueError(f"step_bytes must be at least 1, got {step_bytes!r} (file {name})")
-        selection = ColumnSelection(columns, exclude)
-        self._fh = open_root(uproot, name, lazy=True)
-        self._rntuple: RNTupleReader | None = None
+        self._args = (name, tree, schema, dt, ColumnSelection(columns, exclude))
+        self._stale = False
+        self._attach()
         try:
-            ttree, tree_name, kind = pick_tree(self._fh, tree, name)
-            self.tree = tree_name
-            if kind == RNTUPLE_CLASS:
-                self._rntuple = RNTupleReader(ttree, tree_name, name, schema, dt, selection)
+            if self._rntuple is not None:
                 bounds, scalars, groups = self._rntuple.layout(chunk_bytes)
                 self.skipped = dict(self._rntuple.skipped)
             else:
-                self._plan = plan_tree(ttree, tree_name, name, schema, dt, selection)
                 bounds, scalars, groups = self._tree_layout(chunk_bytes)
                 self.skipped = dict(self._plan.cols.skipped)
         except BaseException:
@@ -137,9 +132,28 @@ class RootDataset(ChunkedDataset):
             raise
         self._setup_chunks(bounds, scalars, groups, (name,), cache_chunks)
         _log.info("%s: %s %r read on demand in %d chunks of whole clusters", name,
-                  "RNTuple" if self._rntuple else "tree", tree_name, self.n_chunks)
+                  "RNTuple" if self._rntuple else "tree", self.tree, self.n_chunks)
 
     # -- open ----------------------------------------------------------------------
+    def _attach(self) -> None:
+        """Open the file and find the tree (again in a forked child: its own file handle)."""
+        name, tree, schema, dt, selection = self._args
+        self._fh = open_root(import_uproot(), name, lazy=True)
+        self._rntuple: RNTupleReader | None = None
+        try:
+            ttree, tree_name, kind = pick_tree(self._fh, tree, name)
+            self.tree = tree_name
+            if kind == RNTUPLE_CLASS:
+                self._rntuple = RNTupleReader(ttree, tree_name, name, schema, dt, selection)
+            else:
+                self._plan = plan_tree(ttree, tree_name, name, schema, dt, selection)
+        except BaseException:
+            self._fh.close()
+            raise
+
+    def _after_fork(self) -> None:
+        super()._after_fork()
+        self._stale = True  # the parent's file handle shares its offset with the parent
     def _tree_layout(self, chunk_bytes: int) -> tuple[np.ndarray, dict, dict]:
         """Chunk bounds, scalar dtypes and groups (variables, dtype, offsets) of the planned tree."""
         plan: TreePlan = self._plan
@@ -181,6 +195,9 @@ class RootDataset(ChunkedDataset):
 
     # -- reading -------------------------------------------------------------------
     def _decode_chunk(self, k: int) -> InMemoryDataset:
+        if self._stale:
+            self._stale = False
+            self._attach()
         a, z = int(self.chunk_bounds[k]), int(self.chunk_bounds[k + 1])
         if self._rntuple is not None:
             return self._cast(self._rntuple.read(a, z))
