@@ -243,3 +243,33 @@ BAD = [
 def test_bad_forms_same_errors(backend, bad, error):
     with pytest.raises(error):
         backend.BatchGather([_job(**bad)])
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+def test_equals_weaver_core_fused_kernels(backend, wrap):
+    """weaver-core's own standardise + clip + pad kernels (float32, channels-first) give the same bits."""
+    tools = pytest.importorskip("weaver.utils.data.tools")
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(0, 12, size=40)
+    lengths[3] = 0
+    offsets = np.zeros(41, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    n_vars, width = 3, 8
+    values = (rng.normal(size=(int(offsets[-1]), n_vars)) * 4).astype(np.float32)
+    center = np.float32([0.25, -1.3, 0.0])
+    scale = np.float32([0.7, 1 / 3, 2.5])
+    lo, hi = np.float32([-5, -2, -5]), np.float32([5, 2, 5])
+    pads = np.float32([0.0, 0.0, 0.0]) if wrap else np.float32([0.0, -1.0, 3.5])
+    content = np.ascontiguousarray(values.T).reshape(-1)
+    starts = np.arange(n_vars, dtype=np.int64) * len(values)
+    want = np.zeros((40, n_vars, width), dtype=np.float32)
+    do = np.ones(n_vars, dtype=np.bool_)
+    if wrap:
+        tools._batched_fused_repeat_pad(content, starts, offsets, center, scale, lo, hi, do, want)
+    else:
+        tools._batched_fused_constant_pad(content, starts, offsets, center, scale, lo, hi, do, pads, want)
+    job = dict(values=values, offsets=offsets, max_len=width, layout="channels_first",
+               pad_mode="wrap" if wrap else "constant", center=center, scale=scale, clip_min=lo,
+               clip_max=hi, pad_values=pads, pad_value=0.0)
+    (batch, _), = backend.BatchGather([job])(np.arange(40))[0]
+    assert_bitwise(batch, want)
