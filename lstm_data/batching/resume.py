@@ -30,11 +30,13 @@ history: they are exactly those a fresh world of ``W'`` ranks has.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["deal", "remaining_pool", "layout_of", "MATCH_ROUNDS"]
+from lstm_data._util.checks import check_count
+
+__all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "MATCH_ROUNDS"]
 
 #: rounds per window of batches sorted by size before dealing (``"rounds"`` layout)
 MATCH_ROUNDS = 16
@@ -118,3 +120,40 @@ def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout
         keep[lanes[:, :steps].reshape(-1)] = False
         pool = pool[keep]
     return pool
+
+
+def batch_elements(batches: Any, epoch: int) -> np.ndarray:
+    """Real elements of every batch of ``epoch``: its rows, or with ``bucket_by`` that field's prongs.
+
+    Parameters
+    ----------
+    batches
+        The batch sequence.
+    epoch
+        An int >= 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        One int64 per batch.
+    """
+    rows = [batches.rows_of(i, epoch) for i in range(len(batches))]
+    bucketing = getattr(batches, "_bucketing", None)
+    if bucketing is None:
+        return np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    lengths = bucketing.lengths(batches.builder.row_lengths(bucketing.group))
+    return np.fromiter((int(lengths[r].sum()) for r in rows), dtype=np.int64, count=len(rows))
+
+
+def history_of(state: Mapping[str, Any]) -> tuple[int, list[tuple[int, int]]]:
+    """The world size and resume history a state was saved with (1 and none for unsharded batches)."""
+    world = state.get("world_size")
+    if world is None:  # an unsharded sequence, or a shard's state of an earlier release
+        shard = state.get("shard")
+        world = shard[1] if isinstance(shard, (list, tuple)) and len(shard) == 2 else 1
+    world = check_count(world, "world_size")
+    history = state.get("history", [])
+    if not isinstance(history, (list, tuple)) or not all(
+            isinstance(h, (list, tuple)) and len(h) == 2 for h in history):
+        raise ValueError(f"history must be a list of [world_size, steps], got {history!r}")
+    return world, [(check_count(w, "world_size"), check_count(k, "steps")) for w, k in history]

@@ -40,7 +40,7 @@ import numpy as np
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epoch import EpochIteration
-from lstm_data.batching.resume import deal, layout_of, remaining_pool
+from lstm_data.batching.resume import batch_elements, deal, history_of, layout_of, remaining_pool
 from lstm_data.batching.source import BuildsInArena
 
 if TYPE_CHECKING:
@@ -93,43 +93,6 @@ def check_shard(rank: Any, world_size: Any) -> tuple[int, int]:
     if r >= world:
         raise ValueError(f"rank must be in [0, world_size) = [0, {world}), got {rank!r}")
     return r, world
-
-
-def batch_elements(batches: Shardable, epoch: int) -> np.ndarray:
-    """Real elements of every batch of ``epoch``: its rows, or with ``bucket_by`` that field's prongs.
-
-    Parameters
-    ----------
-    batches
-        The batch sequence.
-    epoch
-        An int >= 0.
-
-    Returns
-    -------
-    numpy.ndarray
-        One int64 per batch.
-    """
-    rows = [batches.rows_of(i, epoch) for i in range(len(batches))]
-    bucketing = getattr(batches, "_bucketing", None)
-    if bucketing is None:
-        return np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-    lengths = bucketing.lengths(batches.builder.row_lengths(bucketing.group))  # type: ignore[attr-defined]
-    return np.fromiter((int(lengths[r].sum()) for r in rows), dtype=np.int64, count=len(rows))
-
-
-def _history_of(state: Mapping[str, Any]) -> tuple[int, list[tuple[int, int]]]:
-    """The world size and resume history a state was saved with (1 and none for unsharded batches)."""
-    world = state.get("world_size")
-    if world is None:  # an unsharded sequence, or a shard's state of an earlier release
-        shard = state.get("shard")
-        world = shard[1] if isinstance(shard, (list, tuple)) and len(shard) == 2 else 1
-    world = check_count(world, "world_size")
-    history = state.get("history", [])
-    if not isinstance(history, (list, tuple)) or not all(
-            isinstance(h, (list, tuple)) and len(h) == 2 for h in history):
-        raise ValueError(f"history must be a list of [world_size, steps], got {history!r}")
-    return world, [(check_count(w, "world_size"), check_count(k, "steps")) for w, k in history]
 
 
 class ShardedBatches(EpochIteration):
@@ -355,7 +318,7 @@ class ShardedBatches(EpochIteration):
         if not isinstance(state, Mapping) or "epoch" not in state or "next_batch" not in state:
             raise ValueError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
         self._check_identity(state)
-        world, history = _history_of(state)
+        world, history = history_of(state)
         epoch = check_count(state["epoch"], "epoch")
         next_batch = check_count(state["next_batch"], "next_batch")
         n_full = len(self.batches) // world
