@@ -23,9 +23,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from lstm_data.data.dataset import Dataset
 from lstm_data.io.byte_blocks import BlockReader, compression_of
 from lstm_data.io.csv import reader
-from lstm_data.io.csv.plan import LIST_SEP, declared_plan
+from lstm_data.io.csv.plan import LIST_SEP, ParserOptions, declared_plan
 from lstm_data.io.schema import Schema
 from lstm_data.io.special import is_stream
 
@@ -72,8 +73,8 @@ def _differs(layout: Layout, groups: dict[str, list[str]]) -> bool:
     return sorted(own.items()) != sorted(want.items()) or sorted(scalars) != sorted(want_scalars)
 
 
-def unify_kinds(datasets: list, paths: Sequence[str], reopen: Callable[[str, Schema], Any],
-                schema: Any = None, is_csv: Callable[[str], bool] = lambda p: True) -> list:
+def unify_kinds(datasets: list[Dataset], paths: Sequence[str], reopen: Callable[[str, Schema], Dataset],
+                schema: Any = None, is_csv: Callable[[str], bool] = lambda p: True) -> list[Dataset]:
     """``datasets`` (read from ``paths``), with the CSV ones whose column kinds differ from
     the others' read again by ``reopen(path, schema)`` with the groups of the whole set declared.
 
@@ -108,7 +109,7 @@ def _sample_layout(path: str, schema: Schema | None, sep: str | None, list_sep: 
         if ahead is not None:
             ahead.close()
     general = declared_plan(names, schema)
-    options = dict(dtype=dt, sep=sep, list_sep=LIST_SEP if list_sep is None else list_sep)
+    options = ParserOptions(dtype=dt, sep=sep, list_sep=LIST_SEP if list_sep is None else list_sep)
     plan = reader.sample_plan(general, sample, final, options) if general.general else general
     if plan.general:  # the sample did not parse: the file's own read reports it
         return [], {}
@@ -126,13 +127,13 @@ def common_schema(paths: Sequence[str], schema: Any = None, *, sep: str | None =
     ``schema`` itself (coerced) when the first MiB of every file shows the same
     columns; else ``schema`` plus the groups of all of them declared.
     """
-    schema = Schema.coerce(schema)
+    given = Schema.coerce(schema)
     if len(paths) < 2:
-        return schema
-    layouts = [([], {}) if is_stream(p) else _sample_layout(p, schema, sep, list_sep, dtype, threads)
-               for p in paths]  # a stream is read once, by its reader
+        return given
+    layouts: list[Layout] = [([], {}) if is_stream(p) else _sample_layout(p, given, sep, list_sep, dtype, threads)
+                             for p in paths]  # a stream is read once, by its reader
     groups = union_groups(layouts)
     if not any(_differs(layout, groups) for layout in layouts if layout != ([], {})):
-        return schema
+        return given
     _log.info("CSV inputs: column kinds decided across %d files: groups %s", len(paths), sorted(groups))
-    return _with_groups(schema, groups)
+    return _with_groups(given, groups)

@@ -29,16 +29,55 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import TracebackType
+from typing import Any, Callable, Generic, Iterable, Iterator, Protocol, TypeVar
 
-__all__ = ["PIECE", "MIN_PIECE", "available_cores", "resolve_threads", "ParallelFeed", "Region", "Chunks",
-           "region_pieces", "chunk_pieces"]
+import numpy as np
+
+from lstm_data import kernels
+
+__all__ = ["PIECE", "MIN_PIECE", "available_cores", "resolve_threads", "Parser", "PieceText", "ParallelFeed",
+           "Region", "Chunks", "region_pieces", "chunk_pieces"]
 
 #: the plain-file path cuts pieces of PIECE bytes, fewer when a file is small (but
 #: not under MIN_PIECE): every thread gets several, and the last ones end together
 PIECE = 2 << 20
 MIN_PIECE = 256 << 10
+
+P = TypeVar("P")
+
+
+class Parser(Protocol):
+    """What the readers feed: a :class:`~lstm_data.kernels.CsvBlockParser`, or one that wraps it."""
+
+    @property
+    def line(self) -> int: ...
+
+    @line.setter
+    def line(self, value: int) -> None: ...
+
+    def feed(self, data: bytes | bytearray | memoryview, final: bool = False) -> int: ...
+
+    def extend(self, other: kernels.CsvBlockParser) -> None: ...
+
+    def column_flags(self) -> np.ndarray: ...
+
+    def inexact_ints(self) -> dict[str, tuple[int, str, int]]: ...
+
+    def finish(self) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]: ...
+
+
+class PieceText(Protocol[P]):
+    """What a piece of text is (:class:`Region` or :class:`Chunks`): how to view, measure, cut and join it."""
+
+    def view(self, piece: P) -> memoryview: ...
+
+    def size(self, piece: P) -> int: ...
+
+    def rest(self, piece: P, used: int) -> P: ...
+
+    def join(self, carry: P | None, piece: P) -> P: ...
 
 
 def available_cores() -> int:
@@ -100,11 +139,11 @@ class Chunks:
         return bytes(piece[used:])
 
     @staticmethod
-    def join(carry: bytes | None, piece: bytes | memoryview) -> bytes | memoryview:
-        return piece if not carry else carry + bytes(piece)
+    def join(carry: bytes | memoryview | None, piece: bytes | memoryview) -> bytes | memoryview:
+        return piece if not carry else bytes(carry) + bytes(piece)
 
 
-class ParallelFeed:
+class ParallelFeed(Generic[P]):
     """Parse pieces on ``threads`` workers; settle them in order into ``dest``.
 
     Parameters
@@ -124,23 +163,24 @@ class ParallelFeed:
     not started), also when a piece raised.
     """
 
-    def __init__(self, dest: Any, make_parser: Callable[[], Any], threads: int,
-                 text: Region | Chunks, settled: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, dest: Parser, make_parser: Callable[[], kernels.CsvBlockParser],
+                 threads: int, text: PieceText[P], settled: Callable[[int], object] | None = None) -> None:
         self.dest, self.make_parser, self.text, self.settled = dest, make_parser, text, settled
         self.depth = threads + 2
-        self.idle: list = []
-        self.pending: deque = deque()
-        self.carry: Any = None
+        self.idle: list[kernels.CsvBlockParser] = []
+        self.pending: deque[tuple[P, bool, int, kernels.CsvBlockParser, Future[int | None]]] = deque()
+        self.carry: P | None = None
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="lstm_data-csv-parse")
 
-    def __enter__(self) -> "ParallelFeed":
+    def __enter__(self) -> ParallelFeed[P]:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.pending.clear()
 
-    def _speculate(self, parser: Any, piece: Any, last: bool) -> int | None:
+    def _speculate(self, parser: kernels.CsvBlockParser, piece: P, last: bool) -> int | None:
         """Worker: parse ``piece`` as if a record started there; None if it raised."""
         parser.line = 0
         try:
@@ -149,7 +189,7 @@ class ParallelFeed:
         except Exception:  # noqa: BLE001 - decided again in order, by dest
             return None
 
-    def feed(self, piece: Any, last: bool = False, tag: Any = None) -> None:
+    def feed(self, piece: P, last: bool = False, tag: int = 0) -> None:
         """Queue ``piece`` (the last one with ``last=True``); settle pieces as the window fills."""
         parser = self.idle.pop() if self.idle else self.make_parser()
         future = self.pool.submit(self._speculate, parser, piece, last)

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict, overload
 
 import numpy as np
 
@@ -58,13 +59,26 @@ from lstm_data.io.column_groups import group_prefix
 from lstm_data.io.schema import Schema
 from lstm_data.kernels import BARE, LISTED, MULTI, QUOTED
 
-__all__ = ["Plan", "split_header", "declared_plan", "plan_from_sample", "assemble",
-           "near_splits", "choose_sep", "SEPARATORS", "LIST_SEP", "check_decimal_commas"]
+__all__ = ["Plan", "ParserOptions", "Scalars", "Groups", "split_header", "declared_plan", "plan_from_sample",
+           "assemble", "near_splits", "choose_sep", "SEPARATORS", "LIST_SEP", "check_decimal_commas"]
 
 #: field separators recognised in a header, in the order that breaks a tie
 SEPARATORS = (",", ";", "\t", "|")
 #: the separator of the numbers inside a list cell unless one is given
 LIST_SEP = ","
+
+
+#: the parser's output: scalar column -> values; group -> (values (total, V), offsets (rows + 1,))
+Scalars = dict[str, np.ndarray]
+Groups = dict[str, tuple[np.ndarray, np.ndarray]]
+
+
+class ParserOptions(TypedDict):
+    """The keywords a :class:`~lstm_data.kernels.CsvBlockParser` is made with, besides its plan."""
+
+    dtype: np.dtype[Any]
+    sep: str
+    list_sep: str
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -178,6 +192,12 @@ def check_decimal_commas(names: list[str], flags: np.ndarray, sep: str, list_sep
                 "points first", file=path, variable=name)
 
 
+@overload
+def split_header(data: bytes, final: Literal[True], sep: str, path: str) -> tuple[list[str], int]: ...
+@overload
+def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[str], int] | None: ...
+
+
 def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[str], int] | None:
     """Parse the header at the start of ``data``.
 
@@ -185,7 +205,8 @@ def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[st
     -------
     (names, end) or None
         ``end`` is the offset just past the header's newline (and a leading
-        UTF-8 BOM). ``None`` when ``data`` does not yet hold the whole header.
+        UTF-8 BOM). ``None`` when ``data`` does not yet hold the whole header
+        (never with ``final=True``).
 
     Raises
     ------
@@ -240,7 +261,7 @@ def declared_plan(names: list[str], schema: Schema | None) -> Plan:
     return Plan(list(names), kinds, groups, inferred, general=bool(inferred))
 
 
-def _group_inferred(plan: Plan, ragged: list[int], offsets: dict[int, np.ndarray]) -> dict:
+def _group_inferred(plan: Plan, ragged: list[int], offsets: dict[int, np.ndarray]) -> dict[str, list[int]]:
     """Group inferred ragged columns by prefix, then by identical ``offsets``."""
     used = {g for g in plan.groups if not g.startswith("\0")}
     classes: dict[str, list[list[int]]] = {}
@@ -252,7 +273,7 @@ def _group_inferred(plan: Plan, ragged: list[int], offsets: dict[int, np.ndarray
                 break
         else:
             bucket.append([c])
-    out = {}
+    out: dict[str, list[int]] = {}
     for prefix, bucket in classes.items():
         for k, members in enumerate(bucket):
             name = prefix if k == 0 else f"{prefix}_{k + 1}"
@@ -272,7 +293,7 @@ def _kinds_from_flags(plan: Plan, flags: np.ndarray) -> list[int]:
                 group_prefix(plan.names[c]) in listed or bare_elsewhere and not flags[c] & BARE)]
 
 
-def plan_from_sample(general: Plan, flags: np.ndarray, groups: dict) -> Plan:
+def plan_from_sample(general: Plan, flags: np.ndarray, groups: Groups) -> Plan:
     """The fast plan that a sample parsed with the ``general`` plan suggests."""
     ragged = _kinds_from_flags(general, flags)
     kinds = list(general.kinds)
@@ -293,7 +314,8 @@ def surprised(plan: Plan, flags: np.ndarray) -> bool:
                for c, kind in enumerate(plan.kinds) if plan.names[c] in plan.inferred)
 
 
-def assemble(plan: Plan, scalars: dict, groups: dict, flags: np.ndarray, dtype: np.dtype):
+def assemble(plan: Plan, scalars: Scalars, groups: Groups, flags: np.ndarray,
+             dtype: np.dtype[Any]) -> tuple[Scalars, dict[str, RaggedGroup]]:
     """Turn the parser's output into ``(scalars, {group: RaggedGroup})`` in file order.
 
     In the general plan this applies the inference rule to the whole file.
@@ -307,8 +329,8 @@ def assemble(plan: Plan, scalars: dict, groups: dict, flags: np.ndarray, dtype: 
                 column = np.full(len(offsets) - 1, np.nan, dtype=dtype)
                 column[np.diff(offsets) == 1] = values[:, 0]
                 scalars[n] = column
-        offsets = {c: groups[f"\0{c}"][1] for c in ragged}
-        regroup = _group_inferred(plan, ragged, offsets)
+        by_column = {c: groups[f"\0{c}"][1] for c in ragged}
+        regroup = _group_inferred(plan, ragged, by_column)
         for g, cols in regroup.items():
             total = len(groups[f"\0{cols[0]}"][0])
             values = np.empty((total, len(cols)), dtype=dtype)
@@ -321,7 +343,7 @@ def assemble(plan: Plan, scalars: dict, groups: dict, flags: np.ndarray, dtype: 
                                            if not g.startswith("\0")}, **regroup})
     order = {n: i for i, n in enumerate(names)}
     scalar_out = {n: scalars[n] for n in sorted(scalars, key=order.__getitem__)}
-    group_out = {}
+    group_out: dict[str, RaggedGroup] = {}
     for g, cols in sorted(plan.groups.items(), key=lambda item: min(item[1])):
         values, offsets = groups[g]
         group_out[g] = RaggedGroup([names[c] for c in cols], values, offsets)

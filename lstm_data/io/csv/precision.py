@@ -9,9 +9,12 @@ the first changed value, and what it reads as.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from lstm_data.errors import warn_user
+from lstm_data.io.csv.parallel import Parser
 from lstm_data.io.nova.columns import PrecisionWarning
 
 __all__ = ["Inexact", "note_inexact", "warn_inexact", "PrecisionWarning"]
@@ -20,13 +23,13 @@ __all__ = ["Inexact", "note_inexact", "warn_inexact", "PrecisionWarning"]
 Inexact = dict[str, tuple[str, int, str, int]]
 
 
-def note_inexact(seen: Inexact, parser, path: str) -> None:
+def note_inexact(seen: Inexact, parser: Parser, path: str) -> None:
     """Add the columns ``parser`` newly reports (after ``path`` was parsed) to ``seen``."""
     for name, (line, token, length) in parser.inexact_ints().items():
         seen.setdefault(name, (path, int(line), token, int(length)))
 
 
-def warn_inexact(seen: Inexact, dtype: np.dtype) -> None:
+def warn_inexact(seen: Inexact, dtype: np.dtype[Any]) -> None:
     """Warn once per column of ``seen`` (:class:`PrecisionWarning`)."""
     dt = np.dtype(dtype)
     for name, (path, line, token, length) in seen.items():

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from lstm_data.io.csv.parallel import (
     PIECE,
     Chunks,
     ParallelFeed,
+    Parser,
     Region,
     chunk_pieces,
     region_pieces,
@@ -41,7 +42,10 @@ from lstm_data.io.csv.parallel import (
 )
 from lstm_data.io.csv.plan import (
     LIST_SEP,
+    Groups,
+    ParserOptions,
     Plan,
+    Scalars,
     assemble,
     check_decimal_commas,
     choose_sep,
@@ -55,7 +59,7 @@ from lstm_data.io.csv.precision import Inexact, note_inexact, warn_inexact
 from lstm_data.io.schema import Schema
 from lstm_data.io.special import check_readable_kind, is_stream
 
-__all__ = ["read_csv", "DEFAULT_BLOCK_SIZE", "peek_sample", "sample_plan"]
+__all__ = ["read_csv", "DEFAULT_BLOCK_SIZE", "peek_sample", "sample_plan", "resolve_threads"]
 
 #: decompressed bytes at the start of the first file used to infer the plan
 SAMPLE_SIZE = 1 << 20
@@ -74,7 +78,7 @@ class _Replan(Exception):
     """The sample's plan does not fit the whole file: parse again with the general plan."""
 
 
-def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
+def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
              schema: Any = None, dtype: Any = None, sep: str | None = None,
              list_sep: str | None = None,
              progress: Progress | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
@@ -130,8 +134,10 @@ def read_csv(path_or_paths: str | os.PathLike | Sequence[str | os.PathLike], *,
     FormatError
         An empty file, a truncated or damaged compressed stream.
     """
-    single = isinstance(path_or_paths, (str, os.PathLike))
-    paths = [os.fspath(p) for p in ([path_or_paths] if single else path_or_paths)]
+    if isinstance(path_or_paths, (str, os.PathLike)):
+        paths = [os.fspath(path_or_paths)]
+    else:
+        paths = [os.fspath(p) for p in path_or_paths]
     if not paths:
         raise ValueError("no CSV path given")
     schema = Schema.coerce(schema)
@@ -164,7 +170,7 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None
     ``list_sep_given``: ``None`` when the caller left ``list_sep`` to its default)."""
     names, sample, sample_final, sep = peek_sample(paths[0], sep, ahead)
     general = declared_plan(names, schema)
-    options = dict(dtype=dt, sep=sep, list_sep=list_sep)
+    options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep)
     plan = general
     if general.general and not any(is_stream(p) for p in paths):  # a stream is read once
         plan = sample_plan(general, sample, sample_final, options)
@@ -193,11 +199,14 @@ def peek_sample(path: str, sep: str | None,
     comes from its first blocks, which it keeps for the parse; a plain file is
     read directly.
     """
-    data, final, chosen, header = b"", False, None, None
+    data, final = b"", False
+    chosen: str | None = None
+    header: tuple[list[str], int] | None = None
     with contextlib.ExitStack() as stack:
         fh = stack.enter_context(open(path, "rb")) if ahead is None else None
         while True:
-            block = ahead.peek() if fh is None else fh.read(SAMPLE_SIZE + PEEK_EXTRA)
+            block = fh.read(SAMPLE_SIZE + PEEK_EXTRA) if fh is not None else \
+                ahead.peek() if ahead is not None else b""
             final = not block
             data += block or b""
             if chosen is None:
@@ -205,13 +214,14 @@ def peek_sample(path: str, sep: str | None,
             header = None if chosen is None else split_header(data, final, chosen, path)
             if header is not None and (final or len(data) - header[1] >= SAMPLE_SIZE):
                 break
+    assert header is not None and chosen is not None  # the loop ends on a header
     names, end = header
     if len(data) - end > SAMPLE_SIZE:  # a whole xz block may have come at once
         return names, data[end:end + SAMPLE_SIZE], False, chosen
     return names, data[end:], final, chosen
 
 
-def sample_plan(general: Plan, sample: bytes, final: bool, options: dict) -> Plan:
+def sample_plan(general: Plan, sample: bytes, final: bool, options: ParserOptions) -> Plan:
     """The column plan that parsing ``sample`` (text after the header) with ``general`` shows.
 
     ``general`` itself when the sample does not parse: the full parse then reports
@@ -252,7 +262,9 @@ class _ParsedPages:
 class _Run:
     """Feed every file's blocks through one parser with a given plan."""
 
-    def __init__(self, paths: list[str], names: list[str], options: dict,
+    _make: Callable[[], kernels.CsvBlockParser]  # an empty parser of the plan being parsed
+
+    def __init__(self, paths: list[str], names: list[str], options: ParserOptions,
                  progress: Progress | None, block_size: int,
                  ahead: BlockReader | None = None, threads: int = 1) -> None:
         self.paths, self.names, self.options, self.threads = paths, names, options, threads
@@ -260,11 +272,13 @@ class _Run:
         self.progress, self.block_size = progress, block_size
         self.total = sum(_size(p) for p in paths)
 
-    def parse(self, plan: Plan):
+    def parse(self, plan: Plan) -> tuple[Scalars, Groups, np.ndarray]:
         """Return ``(scalars, groups, column flags)``; raise :class:`_Replan` on a surprise."""
-        self._make = lambda: kernels.CsvBlockParser(plan.names, plan.kinds, plan.groups,
-                                                    **self.options)
-        parser = self._make()
+        def make() -> kernels.CsvBlockParser:
+            return kernels.CsvBlockParser(plan.names, plan.kinds, plan.groups, **self.options)
+
+        self._make = make
+        parser = make()
         done = 0
         self.inexact: Inexact = {}
         for path in self.paths:
@@ -282,10 +296,11 @@ class _Run:
         scalars, groups = parser.finish()
         return scalars, groups, flags
 
-    def _parse_file(self, parser, path: str, done: int) -> None:
+    def _parse_file(self, parser: Parser, path: str, done: int) -> None:
         if not is_stream(path) and compression_of(path) is None and _size(path) > 0 and self._parse_mapped(
                 parser, path, done):
             return
+        head = b""  # the text up to the header's end, in whole blocks
         carry: bytes | memoryview = b""
         header, workers = None, 1
         reader, self.ahead = self.ahead, None
@@ -294,29 +309,28 @@ class _Run:
         with reader as blocks:
             chunks = iter(blocks)
             for block in chunks:
-                carry = bytes(carry) + block
-                header = split_header(carry, False, self.options["sep"], path)
+                head += block
+                header = split_header(head, False, self.options["sep"], path)
                 if header is not None:
                     break
             # one core inflates: the others parse (on this thread alone when that is one)
             workers = self.threads - (blocks.compression is not None)
             if header is not None and workers > 1:
-                self._stream_threaded(parser, path, header, carry, chunks, blocks, done, workers)
+                self._stream_threaded(parser, path, header, head, chunks, blocks, done, workers)
             elif header is not None:
-                carry = self._start(parser, path, header, carry)
+                carry = self._start(parser, path, header, head)
                 for block in chunks:
                     carry = self._feed(parser, carry, block)
                     if self.progress is not None:
                         self.progress(done + blocks.position, self.total)
         if header is None:
-            carry = self._start(parser, path, split_header(bytes(carry), True,
-                                                           self.options["sep"], path), carry)
+            carry = self._start(parser, path, split_header(head, True, self.options["sep"], path), head)
         if header is None or workers <= 1:
             parser.feed(carry, final=True)
         if self.progress is not None:
             self.progress(done + _size(path), self.total)
 
-    def _parse_mapped(self, parser, path: str, done: int) -> bool:
+    def _parse_mapped(self, parser: Parser, path: str, done: int) -> bool:
         """Parse a plain file straight from a read-only memory map: no copy, no thread.
 
         Returns False (nothing parsed) when the header is longer than the sample.
@@ -344,7 +358,7 @@ class _Run:
                     parsed(pos)
         return True
 
-    def _mapped_threaded(self, parser, mm: mmap.mmap, whole: memoryview, pos: int,
+    def _mapped_threaded(self, parser: Parser, mm: mmap.mmap, whole: memoryview, pos: int,
                          parsed: "_ParsedPages") -> None:
         """The text of a memory-mapped file from ``pos`` on, parsed on ``self.threads`` workers."""
         size = len(mm)
@@ -355,13 +369,14 @@ class _Run:
                 feed.feed(piece, last, tag=piece[1])
             feed.finish()
 
-    def _stream_threaded(self, parser, path: str, header: tuple[list[str], int], data: bytes,
-                         chunks, blocks: BlockReader, done: int, workers: int) -> None:
+    def _stream_threaded(self, parser: Parser, path: str, header: tuple[list[str], int],
+                         data: bytes, chunks: Iterable[bytes], blocks: BlockReader, done: int,
+                         workers: int) -> None:
         """The decompressed text after ``header`` (``data``, then ``chunks``) on ``workers`` threads."""
         self._check_header(path, header[0])
         parser.line = 1 + data[:header[1]].count(b"\n")
 
-        def text():
+        def text() -> Iterator[bytes]:
             yield data[header[1]:]
             yield from chunks
 
@@ -379,7 +394,8 @@ class _Run:
             raise SchemaError(f"header differs from the first file's ({self.paths[0]}): "
                               f"{len(names)} columns vs {len(self.names)}", file=path, line=1)
 
-    def _start(self, parser, path: str, header: tuple[list[str], int], data) -> memoryview:
+    def _start(self, parser: Parser, path: str, header: tuple[list[str], int],
+               data: bytes | memoryview) -> memoryview:
         names, end = header
         self._check_header(path, names)
         parser.line = 1 + bytes(data[:end]).count(b"\n")
@@ -388,7 +404,7 @@ class _Run:
         return rest[used:]
 
     @staticmethod
-    def _feed(parser, carry, block: bytes):
+    def _feed(parser: Parser, carry: bytes | memoryview, block: bytes) -> bytes | memoryview:
         """Feed ``carry + block`` without copying the block when the carry ends at its first line."""
         if len(carry):
             cut = block.find(b"\n") + 1
@@ -400,7 +416,7 @@ class _Run:
                     return rest[parser.feed(rest):]
                 carry = head[used:]
                 block = block[cut:]
-            data = bytes(carry) + block
+            data: bytes | memoryview = bytes(carry) + block
         else:
             data = memoryview(block)
         return data[parser.feed(data):]

@@ -24,7 +24,7 @@ import logging
 import os
 import queue
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -35,7 +35,10 @@ from lstm_data.io.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compressio
 from lstm_data.io.csv import reader
 from lstm_data.io.csv.plan import (
     LIST_SEP,
+    Groups,
+    ParserOptions,
     Plan,
+    Scalars,
     assemble,
     check_decimal_commas,
     declared_plan,
@@ -60,12 +63,13 @@ _DONE = object()
 class _Flushing:
     """A parser that hands its rows on whenever it holds ``rows`` of them (see the module notes)."""
 
-    def __init__(self, parser: Any, rows: int, plan: Plan, dtype: np.dtype, put: Any,
-                 position: list[int]) -> None:
+    def __init__(self, parser: kernels.CsvBlockParser, rows: int, plan: Plan, dtype: np.dtype[Any],
+                 put: Callable[[tuple[InMemoryDataset, int]], object], position: list[int]) -> None:
         self._parser, self._rows, self._plan, self._dtype = parser, rows, plan, dtype
         self._put, self._position = put, position
         self.emitted = 0
-        self.check: Any = None  # called with the column flags before rows are handed on
+        # called with the column flags before rows are handed on
+        self.check: Callable[[np.ndarray], object] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._parser, name)
@@ -78,12 +82,18 @@ class _Flushing:
     def line(self, value: int) -> None:
         self._parser.line = value
 
-    def feed(self, data: Any, final: bool = False) -> int:
+    def feed(self, data: bytes | bytearray | memoryview, final: bool = False) -> int:
         used = self._parser.feed(data, final=final)
         self._maybe_flush()
         return int(used)
 
-    def extend(self, other: Any) -> None:
+    def column_flags(self) -> np.ndarray:
+        return self._parser.column_flags()
+
+    def inexact_ints(self) -> dict[str, tuple[int, str, int]]:
+        return self._parser.inexact_ints()
+
+    def extend(self, other: kernels.CsvBlockParser | _Flushing) -> None:
         self._parser.extend(other._parser if isinstance(other, _Flushing) else other)
         self._maybe_flush()
 
@@ -106,7 +116,7 @@ class _Flushing:
         self._put((InMemoryDataset(scalar_cols, group_cols), self._position[0]))
         self.emitted += n
 
-    def finish(self) -> tuple[dict, dict]:
+    def finish(self) -> tuple[Scalars, Groups]:
         self.flush()
         return {}, {}
 
@@ -142,7 +152,7 @@ class _StreamRun(reader._Run):
                 self._parse_file(parser, path, done)
                 parser.flush()
             except _Located as exc:
-                row = None if getattr(exc, "row", None) is None else exc.row + parser.emitted
+                row = None if exc.row is None else exc.row + parser.emitted
                 raise exc.located(file=path, row=row) from None
             note_inexact(inexact, parser, path)
             done += os.path.getsize(path)
@@ -150,7 +160,7 @@ class _StreamRun(reader._Run):
         return None
 
 
-def _columns_of(plan: Plan, options: dict[str, Any]) -> InMemoryDataset:
+def _columns_of(plan: Plan, options: ParserOptions) -> InMemoryDataset:
     """An empty dataset with the columns the plan gives (their names, groups and dtypes)."""
     parser = kernels.CsvBlockParser(plan.names, plan.kinds, plan.groups, **options)
     flags = parser.column_flags()
@@ -186,7 +196,7 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
     finally:
         if ahead is not None:
             ahead.close()
-    options = dict(dtype=dt, sep=sep, list_sep=list_sep)
+    options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep)
     general = declared_plan(names, schema)
     plan = reader.sample_plan(general, sample, final, options) if general.general \
         else general
