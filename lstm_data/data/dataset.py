@@ -87,6 +87,9 @@ class Dataset:
     _groups: dict[str, list[str]]
     #: where the data came from (paths), for fingerprints and reopening
     source: tuple[str, ...] = ()
+    #: columns a reader left out, name -> why (set only by the readers that skip some: HDF5,
+    #: NOvA, Parquet, ROOT, awkward; ``getattr(dataset, "skipped", {})`` reads it)
+    skipped: dict[str, str]
 
     # -- description ---------------------------------------------------
     def __len__(self) -> int:

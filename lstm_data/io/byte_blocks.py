@@ -15,15 +15,17 @@ from __future__ import annotations
 import bz2
 import contextlib
 import gzip
+import io
 import lzma
 import os
 import queue
 import threading
 import zlib
-from typing import BinaryIO, Iterator
+from types import TracebackType
+from typing import BinaryIO, Callable, Generator, Iterator, Protocol
 
 from lstm_data.errors import FormatError
-from lstm_data.io.gzip_raw import Check, Trailer, gzip_chunks
+from lstm_data.io.gzip_raw import Check, RawReader, Trailer, gzip_chunks
 from lstm_data.io.special import is_stream, open_stream
 from lstm_data.io.xz_blocks import decode_blocks, xz_blocks
 
@@ -35,7 +37,7 @@ _MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
 _DAMAGE = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError, ValueError)
 
 
-def compression_of(path: str | os.PathLike) -> str | None:
+def compression_of(path: str | os.PathLike[str]) -> str | None:
     """``"gzip"``, ``"xz"``, ``"bzip2"`` or ``None`` (plain), from the magic bytes.
 
     ``None`` for a stream (a pipe, ``-``), which is not read here: a
@@ -55,7 +57,17 @@ def _compression(head: bytes) -> str | None:
     return None
 
 
-_DECOMPRESSORS = {
+class _Decompressor(Protocol):
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unused_data(self) -> bytes: ...
+
+    def decompress(self, data: bytes, /) -> bytes: ...
+
+
+_DECOMPRESSORS: dict[str, Callable[[], _Decompressor]] = {
     "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
     "xz": lzma.LZMADecompressor,
     "bzip2": bz2.BZ2Decompressor,
@@ -66,7 +78,7 @@ RAW_CHUNK = 1 << 20
 MIN_RAW_CHUNK = 64
 
 
-def decompressed_chunks(raw: BinaryIO, kind: str, raw_chunk: int = RAW_CHUNK) -> Iterator[bytes]:
+def decompressed_chunks(raw: RawReader, kind: str, raw_chunk: int = RAW_CHUNK) -> Iterator[bytes]:
     """Decompress ``raw`` chunk by chunk, across concatenated streams (gzip members).
 
     Raises
@@ -123,14 +135,14 @@ class BlockReader:
     Use as a context manager so the thread stops when parsing fails.
     """
 
-    def __init__(self, path: str | os.PathLike, block_size: int = DEFAULT_BLOCK_SIZE,
+    def __init__(self, path: str | os.PathLike[str], block_size: int = DEFAULT_BLOCK_SIZE,
                  depth: int = 2, threads: int = 1) -> None:
         if block_size < 1:
             raise ValueError(f"block_size must be positive, got {block_size}")
         self.path = os.fspath(path)
         self.block_size = int(block_size)
         self.threads = max(1, int(threads))
-        self._stream = None
+        self._stream: _Prefixed | None = None
         if is_stream(self.path):  # read once: the first bytes tell the compression
             self._stream = _Prefixed(open_stream(self.path))
             self.compression = _compression(self._stream.head(6))
@@ -142,12 +154,12 @@ class BlockReader:
         self._replay: list[bytes] = []  # peeked blocks, yielded again by iteration
         self._check = Check() if self.compression == "gzip" else None
         self._ended = False
-        self._queue: queue.Queue = queue.Queue(maxsize=max(1, depth))
+        self._queue: queue.Queue[bytes | Trailer | BaseException | None] = queue.Queue(maxsize=max(1, depth))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lstm_data-csv-read", daemon=True)
         self._thread.start()
 
-    def _put(self, item) -> bool:
+    def _put(self, item: bytes | Trailer | BaseException | None) -> bool:
         while not self._stop.is_set():
             try:
                 self._queue.put(item, timeout=0.1)
@@ -158,7 +170,8 @@ class BlockReader:
 
     def _run(self) -> None:
         try:
-            with (self._stream or open(self.path, "rb", buffering=0)) as raw:
+            stream: _Prefixed | BinaryIO = self._stream or open(self.path, "rb", buffering=0)
+            with stream as raw:
                 if self.compression is None:
                     while not self._stop.is_set():
                         block = raw.read(self.block_size)
@@ -167,10 +180,10 @@ class BlockReader:
                             break
                 else:
                     # closed before ``raw``: threads decoding xz blocks read its descriptor
-                    with contextlib.closing(self._decompressed(raw)) as chunks:
-                        for block, position in chunks:
+                    with contextlib.closing(self._decompressed(raw, self.compression)) as chunks:
+                        for item, position in chunks:
                             self.position = position
-                            if not self._put(block):
+                            if not self._put(item):
                                 return
             self._put(None)
         except _DAMAGE as exc:
@@ -182,17 +195,17 @@ class BlockReader:
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
             self._put(exc)
 
-    def _decompressed(self, raw) -> Iterator[tuple[bytes, int]]:
-        """``(block of text, compressed bytes consumed)``, on threads for a multi-block .xz."""
-        blocks = None
-        if self.compression == "xz" and self.threads > 1 and hasattr(os, "pread") and not self._stream:
+    def _decompressed(self, raw: _Prefixed | BinaryIO,
+                      kind: str) -> Generator[tuple[bytes | Trailer, int], None, None]:
+        """``(block of text, compressed bytes consumed)`` of a ``kind`` stream (gzip: also its
+        trailers), on threads for a multi-block .xz."""
+        if kind == "xz" and self.threads > 1 and hasattr(os, "pread") and not isinstance(raw, _Prefixed):
             blocks = xz_blocks(raw)
-        if blocks is not None and len(blocks) > 1:
-            yield from decode_blocks(raw.fileno(), blocks, self.threads, self._stop.is_set)
-            return
+            if blocks is not None and len(blocks) > 1:
+                yield from decode_blocks(raw.fileno(), blocks, self.threads, self._stop.is_set)
+                return
         step = min(max(self.block_size, MIN_RAW_CHUNK), RAW_CHUNK)
-        chunks = (gzip_chunks(raw, step) if self.compression == "gzip"
-                  else decompressed_chunks(raw, self.compression, step))
+        chunks = gzip_chunks(raw, step) if kind == "gzip" else decompressed_chunks(raw, kind, step)
         for block in chunks:
             yield block, raw.tell()
 
@@ -201,6 +214,7 @@ class BlockReader:
             return None
         item = self._queue.get()
         while isinstance(item, Trailer):
+            assert self._check is not None  # trailers come from gzip streams, which are checked
             try:
                 self._check.end(item)
             except gzip.BadGzipFile as exc:
@@ -246,14 +260,15 @@ class BlockReader:
     def __enter__(self) -> "BlockReader":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.close()
 
 
 class _Prefixed:
     """A raw stream whose first bytes were read ahead (to see its magic) and are read again."""
 
-    def __init__(self, raw) -> None:
+    def __init__(self, raw: io.FileIO) -> None:
         self.raw, self._head, self._pos = raw, b"", 0
 
     def head(self, n: int) -> bytes:
@@ -274,7 +289,7 @@ class _Prefixed:
         self._pos += len(out)
         return out
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: bytearray | memoryview) -> int:
         data = self.read(len(buffer))
         buffer[:len(data)] = data
         return len(data)
@@ -288,5 +303,6 @@ class _Prefixed:
     def __enter__(self) -> "_Prefixed":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.close()

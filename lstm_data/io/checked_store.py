@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from zarr.abc.store import Store
 from zarr.storage import WrapperStore
 
 from lstm_data._util.redact import redact
@@ -30,7 +31,12 @@ from lstm_data.io.layout import every_chunk_stored
 from lstm_data.io.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, split_key
 from lstm_data.io.remote import is_url
 
-__all__ = ["CheckedStore", "open_checked", "base_store", "quiet_leftover_tasks",
+if TYPE_CHECKING:
+    import zarr
+    from zarr.abc.store import ByteRequest
+    from zarr.core.buffer import Buffer, BufferPrototype
+
+__all__ = ["CheckedStore", "open_checked", "records_every_chunk", "base_store", "quiet_leftover_tasks",
            "settle_zarr"]
 
 
@@ -43,22 +49,23 @@ class _State:
         self.every_chunk = manifest is not None
 
 
-class CheckedStore(WrapperStore):
+class CheckedStore(WrapperStore[Store]):
     """A store whose reads are checked against the store's manifest and every-chunk record."""
 
-    def __init__(self, store: Any, state: _State) -> None:
+    def __init__(self, store: Store, state: _State) -> None:
         super().__init__(store)
         self.state = state
 
-    def _with_store(self, store: Any) -> "CheckedStore":
+    def _with_store(self, store: Store) -> "CheckedStore":
         return type(self)(store, self.state)
 
     @property
-    def inner(self) -> Any:
+    def inner(self) -> Store:
         """The wrapped store."""
         return self._store
 
-    async def get(self, key, prototype, byte_range=None):
+    async def get(self, key: str, prototype: BufferPrototype,
+                  byte_range: ByteRequest | None = None) -> Buffer | None:
         data = await super().get(key, prototype, byte_range)
         st = self.state
         is_meta = key.rsplit("/", 1)[-1] in META_NAMES
@@ -81,6 +88,12 @@ class CheckedStore(WrapperStore):
         return data
 
 
+def records_every_chunk(root: zarr.Group) -> bool:
+    """Whether the store of ``root`` (opened by :func:`open_checked`) records that every chunk was written."""
+    store = root.store
+    return isinstance(store, CheckedStore) and store.state.every_chunk
+
+
 def base_store(path: Any) -> Any:
     """The zarr store that ``zarr.open_group(path, mode="r")`` would read: read-only."""
     from zarr.storage import FsspecStore, LocalStore
@@ -93,7 +106,7 @@ def base_store(path: Any) -> Any:
     return path
 
 
-def open_checked(path: Any, name: str):
+def open_checked(path: Any, name: str) -> tuple[zarr.Group, Manifest | None]:
     """``(root group, manifest or None)`` of the zarr v3 store at ``path``, read through a
     :class:`CheckedStore`.
 
@@ -145,7 +158,7 @@ def open_checked(path: Any, name: str):
 _LEFTOVERS = ("Task exception was never retrieved", "Task was destroyed but it is pending!")
 
 
-def _on_loop_error(loop: Any, context: dict) -> None:
+def _on_loop_error(loop: Any, context: dict[str, Any]) -> None:
     if context.get("message") in _LEFTOVERS:  # siblings of an error already raised to the caller
         logging.getLogger("lstm_data").debug("zarr: %s (%s)", context.get("message"),
                                               redact(context.get("exception") or ""))

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = ["IOStats", "gather_ranges", "chunk_runs", "value_runs", "RUN_MIN_ROWS"]
 
@@ -46,7 +47,7 @@ class IOStats:
     chunks_read: int = 0
     reads: int = 0
     bytes_read: int = 0
-    per_chunk: dict | None = None
+    per_chunk: dict[tuple[str, int], int] | None = None
     hook: Callable[[str, int, int], None] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -72,11 +73,11 @@ class IOStats:
         if self.hook is not None:
             self.hook(key, first, stop)
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"chunks_read": 0, "reads": 0, "bytes_read": 0, "per_chunk": None, "hook": None}
 
-    def __setstate__(self, state):
-        self.__init__(**state)
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        type(self).__init__(self, **state)
 
 
 def chunk_runs(chunk_ids: np.ndarray, max_run: int) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +164,7 @@ def _gather_runs(lo: np.ndarray, hi: np.ndarray, dst: np.ndarray, out: np.ndarra
 
 
 def gather_ranges(starts: np.ndarray, ends: np.ndarray, *, n_values: int, chunk_len: int,
-                  read: Callable[[int, int], np.ndarray], dtype, width: int,
+                  read: Callable[[int, int], np.ndarray], dtype: DTypeLike, width: int,
                   max_run_chunks: int = 32,
                   read_into: Callable[[int, int, np.ndarray], None] | None = None
                   ) -> tuple[np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ Declared exceptions, where the format itself says which columns share a length:
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -38,7 +38,8 @@ def group_prefix(name: str) -> str:
 
 
 def resolve_schema(schema: Any, scalar_names: list[str], ragged_names: list[str], *,
-                   file: str | None = None, keys: Mapping[str, str] | None = None):
+                   file: str | None = None, keys: Mapping[str, str] | None = None
+                   ) -> tuple[dict[str, list[str]], list[str], np.dtype[Any] | None]:
     """Groups, scalars and dtype for a file whose columns are known up front.
 
     Parameters
@@ -70,9 +71,10 @@ def resolve_schema(schema: Any, scalar_names: list[str], ragged_names: list[str]
     from lstm_data.io.schema import Schema
 
     parsed = Schema.coerce(schema)
-    if parsed is None:
-        declared, scalars, dtype = {}, None, None
-    else:
+    declared: dict[str, list[str]] = {}
+    scalars: list[str] | None = None
+    dtype: np.dtype[Any] | None = None
+    if parsed is not None:
         try:
             declared, scalars = parsed.resolve(scalar_names + ragged_names)
         except SchemaError as exc:
@@ -165,13 +167,17 @@ def interleave_pieces(columns: Sequence[Sequence[np.ndarray]], out: np.ndarray) 
         interleave_columns(views, out[a:b])
 
 
+def _row_of_value(offsets: np.ndarray, first_row: int, at: int) -> Callable[[int], int]:
+    """The row of a piece's value ``k``, for the piece that starts at value ``at``."""
+    return lambda k: first_row + int(np.searchsorted(offsets, at + k, side="right")) - 1
+
+
 def _check_exact(pieces: Sequence[np.ndarray], dtype: np.dtype, name: str, offsets: np.ndarray, *,
                  file: str | None, first_row: int) -> None:
     """Warn once if an integer column changes in the float block (a group mixing ints and floats)."""
     start = 0
     for p in pieces:
-        check_once(p, dtype, name, file=file, where="row", row_of=lambda k, at=start: first_row + int(
-            np.searchsorted(offsets, at + k, side="right")) - 1)
+        check_once(p, dtype, name, file=file, where="row", row_of=_row_of_value(offsets, first_row, start))
         start += len(p)
 
 

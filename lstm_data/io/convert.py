@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -130,10 +130,10 @@ def concat_blocks(parts: Sequence[RowBlocks | Callable[[], RowBlocks]], names: S
             if i and not isinstance(parts[i], RowBlocks):
                 del part  # dropped before the next input is opened
 
-    known = all(isinstance(p, RowBlocks) for p in parts)
-    n_rows = None
-    if known and all(p.n_rows is not None for p in parts):  # type: ignore[union-attr]
-        n_rows = sum(p.n_rows for p in parts)  # type: ignore[union-attr, misc]
+    listed = [p for p in parts if isinstance(p, RowBlocks)]
+    known = len(listed) == len(parts)
+    counts = [p.n_rows for p in listed if p.n_rows is not None]
+    n_rows = sum(counts) if known and len(counts) == len(parts) else None
     total = sum(totals) if totals is not None else sum(get(i).total for i in range(len(parts))) if known \
         else first.total
     return RowBlocks(dict(first.scalar_dtypes), dict(first.groups), dict(first.group_dtypes), blocks, total,
@@ -154,10 +154,11 @@ def check_like(part: RowBlocks, first: RowBlocks, name: str, first_name: str) ->
                                   "every input alike", file=name, variable=key)
 
 
-def _cast(block: InMemoryDataset, scalar_dtypes: dict, group_dtypes: dict) -> InMemoryDataset:
+def _cast(block: InMemoryDataset, scalar_dtypes: Mapping[str, np.dtype[Any]],
+          group_dtypes: Mapping[str, np.dtype[Any]]) -> InMemoryDataset:
     """``block`` with its columns in the common dtypes (no copy where they already are)."""
     scalars = {s: np.asarray(block.scalar(s), dtype=dt) for s, dt in scalar_dtypes.items()}
-    groups = {}
+    groups: dict[str, RaggedGroup] = {}
     for g, dt in group_dtypes.items():
         values, offsets = block.ragged(g)
         groups[g] = RaggedGroup(block.groups[g], np.asarray(values, dtype=dt), offsets)

@@ -211,10 +211,10 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
     """Open ``path`` with the reader of ``fmt``."""
     if fmt == "hdf5":
         from lstm_data.io.hdf5 import read_hdf5
-        return cast(Dataset, read_hdf5(path, schema=schema, **options))  # read_hdf5 is not annotated
+        return read_hdf5(path, schema=schema, **options)
     if fmt == "nova":
         from lstm_data.io.nova_hdf5 import read_nova
-        return cast(Dataset, read_nova(path, schema=schema, **options))  # read_nova is not annotated
+        return read_nova(path, schema=schema, **options)
     if fmt == "parquet":
         from lstm_data.io.parquet import read_parquet
         return cast(Dataset, read_parquet(path, schema=schema, **options))  # declared to return Any

@@ -80,7 +80,7 @@ class ExactInts:
             return
         if values.ndim > 1:  # rows of several values: name the row
             width = values.size // len(values)
-            values, row_of = values.reshape(-1), (lambda k, inner=row_of: inner(k // width))
+            values, row_of = values.reshape(-1), _of_rows(row_of, width)
         first = first_changed(values, dt)
         if first is None:
             return
@@ -100,6 +100,11 @@ class ExactInts:
 #: (file, column, dtype) already warned about by :func:`check_once`, across threads
 _WARNED: set[tuple[str | None, str, str]] = set()
 _WARNED_LOCK = threading.Lock()
+
+
+def _of_rows(row_of: Callable[[int], int], width: int) -> Callable[[int], int]:
+    """``row_of`` for the flat values of rows ``width`` values wide."""
+    return lambda k: row_of(k // width)
 
 
 def check_once(values: np.ndarray, dtype: np.dtype, name: str, *, file: str | None,

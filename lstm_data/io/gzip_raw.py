@@ -12,11 +12,19 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from typing import BinaryIO, Iterator, NamedTuple
+from typing import Iterator, NamedTuple, Protocol
 
-__all__ = ["Trailer", "Check", "gzip_chunks"]
+__all__ = ["RawReader", "Trailer", "Check", "gzip_chunks"]
 
 _FEXTRA, _FNAME, _FCOMMENT, _FHCRC = 4, 8, 16, 2
+
+
+class RawReader(Protocol):
+    """A binary stream read from the start, chunk by chunk (a file, or a pipe whose first bytes were peeked)."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+    def tell(self) -> int: ...
 
 
 class Trailer(NamedTuple):
@@ -74,7 +82,7 @@ def _header_size(buf: bytes) -> int | None:
     return pos if len(buf) >= pos else None
 
 
-def gzip_chunks(raw: BinaryIO, raw_chunk: int) -> Iterator[bytes | Trailer]:
+def gzip_chunks(raw: RawReader, raw_chunk: int) -> Iterator[bytes | Trailer]:
     """Inflate every member of a gzip file: its text in chunks, then its :class:`Trailer`.
 
     Zero bytes after the last member are ignored, as ``gzip`` does.

@@ -21,11 +21,13 @@ reads as other numbers.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Sequence
 
 import h5py
 import numpy as np
 
+from lstm_data.data.dataset import Dataset
 from lstm_data.errors import SchemaError
 from lstm_data.io.column_select import ColumnSelection
 from lstm_data.io.exact_ints import ExactInts
@@ -52,7 +54,7 @@ _NO_CHECKSUM_NOTE = ("datasets {keys} carry no fletcher32 checksum: a damaged ch
                      "re-convert it to have damage detected")
 
 
-def read_hdf5(path, *, schema: Any = None, **options):
+def read_hdf5(path: str | os.PathLike[str], *, schema: Any = None, **options: Any) -> Dataset:
     """Open an HDF5 file in our layout or lstm_ee's.
 
     Parameters
@@ -130,7 +132,7 @@ class HDF5Dataset(OnDiskDataset):
         a ``fletcher32`` checksum. Empty for files our writer makes now.
     """
 
-    def __init__(self, path, *, max_run_chunks: int = 32, dtype: Any = None,
+    def __init__(self, path: str | os.PathLike[str], *, max_run_chunks: int = 32, dtype: Any = None,
                  trust_external: bool = False, columns: Sequence[str] | str | None = None,
                  exclude: Sequence[str] | str | None = None) -> None:
         self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype,
@@ -163,8 +165,8 @@ class HDF5Dataset(OnDiskDataset):
             self._file.close()
             raise
 
-    def _disk_group(self, group: str, spec: dict, n: int, name: str,
-                    dt: np.dtype | None) -> DiskGroup:
+    def _disk_group(self, group: str, spec: dict[str, Any], n: int, name: str,
+                    dt: np.dtype[Any] | None) -> DiskGroup:
         key = spec["key"]
         values = self._node(f"{key}/values", name, group)
         stored = read_rows(self._node(f"{key}/offsets", name, group), file=name, variable=group)
@@ -174,15 +176,17 @@ class HDF5Dataset(OnDiskDataset):
             chunk_len = values.chunks[0]
         else:  # contiguous: read in ~256 KiB pieces
             chunk_len = max(1, (256 << 10) // max(1, width * values.dtype.itemsize))
-        out = values.dtype if dt is None else dt
+        out: np.dtype[Any] = values.dtype if dt is None else dt
+
+        def read(lo: int, hi: int) -> np.ndarray:
+            return self._checked(read_rows(values, lo, hi, file=name, variable=group), out, group,
+                                 first=lo).astype(out, copy=False)
+
         return DiskGroup(names=spec["names"], starts=offsets[:-1], ends=offsets[1:],
                          n_values=int(values.shape[0]), chunk_len=int(chunk_len),
-                         read=lambda lo, hi: self._checked(read_rows(values, lo, hi, file=name,
-                                                                     variable=group), out, group,
-                                                           first=lo).astype(out, copy=False),
-                         dtype=out, key=f"{group}/values")
+                         read=read, dtype=out, key=f"{group}/values")
 
-    def _checked(self, array: np.ndarray, dtype: np.dtype | None, name: str, first: int = 0) -> np.ndarray:
+    def _checked(self, array: np.ndarray, dtype: np.dtype[Any] | None, name: str, first: int = 0) -> np.ndarray:
         """``array`` unchanged, after warning (once per ``name``) if its integers change as ``dtype``."""
         if dtype is not None and array.dtype.kind in "iu":
             width = max(1, array.size // max(1, len(array)))
@@ -193,21 +197,21 @@ class HDF5Dataset(OnDiskDataset):
     def _node(self, key: str, name: str, variable: str) -> h5py.Dataset:
         """Dataset ``key`` of the file (see :func:`.layout.stored_array`), kept inside the file."""
         node = member(self._file, key, file=name, trust_external=self._trust_external)
-        return stored_array(node, isinstance(node, h5py.Dataset), key, file=name,
-                            variable=variable)
+        dataset: h5py.Dataset = stored_array(node, h5py.Dataset, key, file=name, variable=variable)
+        return dataset
 
     def close(self) -> None:
         """Close the file."""
         self._file.close()
 
 
-def _chosen(layout: dict, selection: ColumnSelection, file: str) -> dict:
+def _chosen(layout: dict[str, Any], selection: ColumnSelection, file: str) -> dict[str, Any]:
     """``layout`` with only the scalars and groups ``selection`` wants (a group: when its name or
     any of its variables is wanted, whole, as its values are stored interleaved)."""
     if not selection:
         return layout
     scalars = {v: k for v, k in layout["scalars"].items() if selection.wants(v)}
-    groups = {}
+    groups: dict[str, Any] = {}
     for g, spec in layout["groups"].items():
         if any([selection.wants(v, g) for v in spec["names"]]):  # a list: every pattern is marked used
             groups[g] = spec
@@ -216,7 +220,7 @@ def _chosen(layout: dict, selection: ColumnSelection, file: str) -> dict:
     return dict(layout, scalars=scalars, groups=groups)
 
 
-def _checksum_notes(fh: h5py.File, layout: dict, name: str) -> tuple[str, ...]:
+def _checksum_notes(fh: h5py.File, layout: dict[str, Any], name: str) -> tuple[str, ...]:
     """A note naming the chunked datasets of our layout that carry no ``fletcher32``."""
     keys = list(layout["scalars"].values()) + [
         f"{g['key']}/{a}" for g in layout["groups"].values() for a in ("offsets", "values")]

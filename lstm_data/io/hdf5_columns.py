@@ -153,7 +153,7 @@ Keep = Callable[[str, str], bool]
 
 def _leaves(tid: Any, path: tuple[str, ...], key: str, out: Columns, keep: Keep) -> Any:
     """Add the numeric leaves of compound type ``tid`` as columns; return their numpy dtype (or None)."""
-    fields = []
+    fields: list[tuple[str, np.dtype[Any]] | tuple[str, np.dtype[Any], tuple[int, ...]]] = []
     for i in range(tid.get_nmembers()):
         name = tid.get_member_name(i).decode(errors="replace")
         sub = tid.get_member_type(i)
@@ -254,8 +254,9 @@ def _dataset(ds: h5py.Dataset, key: str, out: Columns, keep: Keep) -> None:
             out.datasets[key], out.rows[key] = ds, ds.shape[0]
         return
     why = skip_reason(tid)
-    if why is None and _pseudo_atom(ds) is not None:
-        why = _PSEUDO_ATOMS.get(_pseudo_atom(ds), "PyTables pseudo-atoms")
+    pseudo = _pseudo_atom(ds)
+    if why is None and pseudo is not None:
+        why = _PSEUDO_ATOMS.get(pseudo, "PyTables pseudo-atoms")
     if why is not None:
         if keep(key, key):
             out.skipped[key] = why

@@ -15,7 +15,10 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["GuardedFile", "HDF5Sink", "LAYOUT_DIGEST_ATTR", "layout_digest", "check_layout_digest"]
 
@@ -155,7 +158,7 @@ class _Checked:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._dataset.shape
+        return tuple(self._dataset.shape)
 
     def resize(self, shape: tuple[int, ...]) -> None:
         self._dataset.resize(shape)
@@ -193,7 +196,7 @@ class HDF5Sink:
             raise
         # fletcher32 checksums every chunk as stored (after compression), so a damaged
         # chunk is a read error whatever the filter; lzf alone would decode it to numbers
-        self._filters: dict = {"fletcher32": True}
+        self._filters: dict[str, Any] = {"fletcher32": True}
         if compression is not None:
             self._filters.update(compression=compression, shuffle=True)
         if compression == "gzip":
@@ -206,12 +209,13 @@ class HDF5Sink:
             raise OSError(exc.errno, f"cannot write {self.name}: {exc.strerror or exc}",
                           self.name) from exc
 
-    def group(self, key: str, attrs: dict) -> None:
+    def group(self, key: str, attrs: dict[str, Any]) -> None:
         grp = self._file.create_group(key)
         grp.attrs["names"] = list(attrs["names"])
         self.check()
 
-    def array(self, key: str, row_shape: tuple[int, ...], dtype, chunk_len: int, length: int = 0):
+    def array(self, key: str, row_shape: tuple[int, ...], dtype: np.dtype[Any], chunk_len: int,
+              length: int = 0) -> _Checked:
         """A resizable dataset of ``length`` rows of ``row_shape``, chunked ``chunk_len`` rows."""
         chunks = (max(1, chunk_len),) + tuple(max(1, d) for d in row_shape)
         ds = self._file.create_dataset(key, shape=(length,) + row_shape, maxshape=(None,) + row_shape,
@@ -219,7 +223,7 @@ class HDF5Sink:
         self.check()
         return _Checked(ds, self)
 
-    def finish(self, layout: dict) -> None:
+    def finish(self, layout: dict[str, Any]) -> None:
         from lstm_data.io.layout import layout_attrs
 
         self._file.attrs.update(layout_attrs(layout, as_json=True))

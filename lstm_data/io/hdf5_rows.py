@@ -37,7 +37,8 @@ def read_rows(ds: h5py.Dataset, lo: int = 0, hi: int | None = None, *, file: str
     """
     hi = ds.shape[0] if hi is None else hi
     try:
-        return ds[lo:hi]
+        rows: np.ndarray = ds[lo:hi]
+        return rows
     except OSError as exc:
         missing = missing_filter_error(ds, file=file, variable=variable)
         if missing is not None:

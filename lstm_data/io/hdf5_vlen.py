@@ -7,10 +7,12 @@ interleaved ragged groups: batches never see one Python object per row.
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+import os
+from typing import Any, Callable, Sequence
 
 import h5py
 import numpy as np
+from numpy.typing import DTypeLike
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, SchemaError
@@ -28,7 +30,8 @@ _log = logging.getLogger("lstm_data")
 _VLEN_BLOCK_ROWS = 1 << 16
 
 
-def _read_vlen(ds: h5py.Dataset, dtype, file: str, exact: ExactInts) -> tuple[np.ndarray, np.ndarray]:
+def _read_vlen(ds: h5py.Dataset, dtype: DTypeLike | None, file: str,
+               exact: ExactInts) -> tuple[np.ndarray, np.ndarray]:
     """One vlen dataset as ``(flat values, lengths)``, read in large slices (integers cast to
     ``dtype`` checked: a changed value is warned about once)."""
     n = ds.shape[0]
@@ -39,20 +42,24 @@ def _read_vlen(ds: h5py.Dataset, dtype, file: str, exact: ExactInts) -> tuple[np
     chunk = ds.chunks[0] if ds.chunks else _VLEN_BLOCK_ROWS
     block = max(chunk, (_VLEN_BLOCK_ROWS // chunk) * chunk)
     lengths = np.empty(n, dtype=np.int64)
-    pieces = []
+    pieces: list[np.ndarray] = []
     for a in range(0, n, block):
         objs = read_rows(ds, a, min(n, a + block), file=file, variable=ds.name.lstrip("/"))
         lengths[a:a + len(objs)] = np.fromiter(map(len, objs), dtype=np.int64, count=len(objs))
         if len(objs):
             flat = np.concatenate(objs)
             ends = np.cumsum(lengths[a:a + len(objs)])
-            pieces.append(exact.cast(flat, base, key, row_of=lambda k, a=a, ends=ends: a + int(
-                np.searchsorted(ends, k, side="right"))))
+            pieces.append(exact.cast(flat, base, key, row_of=_row_of(a, ends)))
     values = np.concatenate(pieces) if pieces else np.zeros((0,) + stored.shape, dtype=base)
     return values, lengths
 
 
-def read_vlen_hdf5(path, *, schema: Any = None, root: str = "/", dtype=None,
+def _row_of(first: int, ends: np.ndarray) -> Callable[[int], int]:
+    """The row of value ``k`` of a slice of rows from ``first`` whose values end at ``ends``."""
+    return lambda k: first + int(np.searchsorted(ends, k, side="right"))
+
+
+def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: str = "/", dtype: DTypeLike | None = None,
                    trust_external: bool = False, columns: Sequence[str] | str | None = None,
                    exclude: Sequence[str] | str | None = None) -> InMemoryDataset:
     """Read lstm_ee's HDF5 layout (or any group of plain h5py / PyTables arrays) into RAM.

@@ -15,7 +15,7 @@ a ``SchemaError`` naming the column and the row.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -120,7 +120,7 @@ def check_equal_lengths(group: str, lengths: Mapping[str, np.ndarray], *, first_
 
 
 def split_by_lengths(group: str, lengths: Mapping[str, np.ndarray],
-                     taken: Sequence[str] = ()) -> dict[str, list[str]]:
+                     taken: Iterable[str] = ()) -> dict[str, list[str]]:
     """An inferred group cut into sub-groups whose columns have equal lengths in every row.
 
     The columns with the first column's lengths keep the name ``group``; each other

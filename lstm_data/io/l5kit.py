@@ -16,10 +16,12 @@ demand, each touched chunk once per request, with a small LRU cache across reque
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from lstm_data.errors import FormatError, SchemaError
 from lstm_data.io.ondisk import DiskGroup, OnDiskDataset
@@ -30,16 +32,16 @@ __all__ = ["L5KitDataset", "read_l5kit", "flat_fields", "records_to_matrix"]
 _INTERVAL_SUFFIX = "_index_interval"
 
 
-def flat_fields(dtype: np.dtype) -> list[tuple[str, str]]:
+def flat_fields(dtype: np.dtype[Any]) -> list[tuple[str, str]]:
     """Numeric fields of a structured dtype as ``(field, flat variable name)`` pairs.
 
     A subarray field yields one name per element in C order: ``centroid`` of shape
     (2,) gives ``centroid_0, centroid_1``; ``ego_rotation`` of shape (3, 3) gives
     ``ego_rotation_0_0`` ... ``ego_rotation_2_2``. Strings and nested records are skipped.
     """
-    out = []
+    out: list[tuple[str, str]] = []
     for field in dtype.names or ():
-        sub = dtype.fields[field][0]
+        sub = dtype[field]
         base, shape = (sub.subdtype if sub.subdtype else (sub, ()))
         if base.kind not in "fiub":
             continue
@@ -51,14 +53,14 @@ def flat_fields(dtype: np.dtype) -> list[tuple[str, str]]:
     return out
 
 
-def records_to_matrix(records: np.ndarray, fields: list[str], dtype) -> np.ndarray:
+def records_to_matrix(records: np.ndarray, fields: list[str], dtype: DTypeLike) -> np.ndarray:
     """Copy numeric ``fields`` of structured ``records`` into an ``(n, V)`` matrix.
 
     ``fields`` lists each field once, in order; subarrays spread over their
     flattened columns. One vectorised copy per field.
     """
     n = len(records)
-    widths = [int(np.prod(records.dtype.fields[f][0].shape, dtype=np.int64)) for f in fields]
+    widths = [int(np.prod(records.dtype[f].shape, dtype=np.int64)) for f in fields]
     out = np.empty((n, sum(widths)), dtype=dtype)
     col = 0
     for f, w in zip(fields, widths):
@@ -98,8 +100,9 @@ class L5KitDataset(OnDiskDataset):
         The opened arrays; ``arrays[name].decoded`` counts chunk decompressions.
     """
 
-    def __init__(self, path, *, parent: str = "frames", relations: Mapping[str, str] | None = None,
-                 dtype=None, cache_chunks: int = 4) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, parent: str = "frames",
+                 relations: Mapping[str, str] | None = None, dtype: DTypeLike | None = None,
+                 cache_chunks: int = 4) -> None:
         self._reopen = ((path,), {"parent": parent, "relations": relations, "dtype": dtype,
                                   "cache_chunks": cache_chunks})
         root = Path(path)
@@ -111,20 +114,21 @@ class L5KitDataset(OnDiskDataset):
         self.arrays = {parent: V2Array(root / parent, cache_chunks=0)}
         records = self.arrays[parent].read(0, len(self.arrays[parent]))
         if relations is None:
-            relations = {}
+            found: dict[str, str] = {}
             for field in records.dtype.names or ():
                 child = _child_of(field, available) if field.endswith(_INTERVAL_SUFFIX) else None
                 if child is not None:
-                    relations[child] = field
+                    found[child] = field
+            relations = found
         interval_fields = {f for f in records.dtype.names or () if f.endswith(_INTERVAL_SUFFIX)}
         interval_fields |= set(relations.values())
-        scalars = {}
+        scalars: dict[str, np.ndarray] = {}
         pairs = [(f, flat) for f, flat in flat_fields(records.dtype) if f not in interval_fields]
         for field in dict.fromkeys(f for f, _ in pairs):
             col = records[field].reshape(len(records), -1)
             for k, flat in enumerate(flat for f, flat in pairs if f == field):
                 scalars[flat] = np.ascontiguousarray(col[:, k])
-        groups = {}
+        groups: dict[str, DiskGroup] = {}
         for child, field in relations.items():
             if child not in available:
                 raise FormatError(f"relation {field!r} points to missing array {child!r}",
@@ -136,7 +140,7 @@ class L5KitDataset(OnDiskDataset):
         self._setup(len(records), scalars, groups, (name,))
 
     def _relation(self, name: str, parent: str, intervals: np.ndarray, child: str,
-                  dtype) -> DiskGroup:
+                  dtype: DTypeLike | None) -> DiskGroup:
         arr = self.arrays[child]
         intervals = np.asarray(intervals, dtype=np.int64).reshape(len(intervals), -1)
         if intervals.shape[1] != 2:
@@ -154,13 +158,15 @@ class L5KitDataset(OnDiskDataset):
         if not fields:
             raise FormatError(f"array {child!r} has no numeric fields", file=name, variable=child)
         out_dtype = np.dtype(dtype) if dtype is not None else np.result_type(
-            *[arr.dtype.fields[f][0].base for f in fields])
+            *[arr.dtype[f].base for f in fields])
+
+        def read(lo: int, hi: int) -> np.ndarray:
+            return records_to_matrix(arr.read(lo, hi), fields, out_dtype)
+
         return DiskGroup(names=[flat for _, flat in pairs], starts=starts, ends=ends,
-                         n_values=len(arr), chunk_len=arr.chunk_len,
-                         read=lambda lo, hi: records_to_matrix(arr.read(lo, hi), fields, out_dtype),
-                         dtype=out_dtype, key=child)
+                         n_values=len(arr), chunk_len=arr.chunk_len, read=read, dtype=out_dtype, key=child)
 
 
-def read_l5kit(path, **options) -> L5KitDataset:
+def read_l5kit(path: str | os.PathLike[str], **options: Any) -> L5KitDataset:
     """Open an L5Kit zarr v2 store (see :class:`L5KitDataset`)."""
     return L5KitDataset(path, **options)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
 
 import numpy as np
 
@@ -64,6 +64,8 @@ _SAFE_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 _STORED_KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
 #: longest name used as a node key (file systems allow 255 bytes per path component)
 _MAX_KEY = 100
+
+A = TypeVar("A")
 #: names that mean something in a store, never a variable's node: zarr's metadata files, and
 #: our own nodes (the manifest), whatever their case
 _RESERVED = {"zarr.json", "c", "_lstm_data_manifest"}
@@ -87,7 +89,8 @@ def _key_for(name: str, fallback: str, taken: set[str]) -> str:
     return key
 
 
-def node_keys(scalar_names: list[str], groups: Mapping[str, list[str]]):
+def node_keys(scalar_names: list[str], groups: Mapping[str, list[str]]
+              ) -> tuple[dict[str, str], dict[str, str]]:
     """Store keys for scalars and groups: the names themselves when safe and unique.
 
     A name that is not one plain path component (``/``, ``..``, a leading ``.``,
@@ -148,7 +151,7 @@ def parse_layout(attrs: Mapping[str, Any], *, file: str) -> dict[str, Any]:
     if version > FORMAT_VERSION:
         raise FormatError(f"layout version {version} is newer than this lstm_data "
                           f"(reads up to {FORMAT_VERSION}); upgrade lstm_data", file=file)
-    raw = attrs.get("lstm_data_layout")
+    raw: Any = attrs.get("lstm_data_layout")  # JSON text (HDF5), a mapping (zarr), or damage
     try:
         layout = json.loads(raw) if isinstance(raw, (str, bytes)) else dict(raw)
         layout["n_rows"] = int(layout["n_rows"])
@@ -177,7 +180,7 @@ def value_dtype(dtype: Any, *, file: str) -> np.dtype | None:
     if dtype is None:
         return None
     try:
-        dt = np.dtype(dtype)
+        dt: np.dtype[Any] | None = np.dtype(dtype)
     except TypeError:
         dt = None
     if dt is None or dt not in _VALUE_DTYPES:
@@ -192,13 +195,13 @@ def _check_numeric(what: str, dtype: Any, *, file: str, variable: str) -> None:
                           "bool)", file=file, variable=variable)
 
 
-def stored_array(node: Any, is_array: bool, key: str, *, file: str, variable: str) -> Any:
+def stored_array(node: object, kind: type[A], key: str, *, file: str, variable: str) -> A:
     """``node`` (found at ``key``, ``None`` when absent) if it is an array, else ``FormatError``.
 
-    ``is_array`` says whether ``node`` is an array of the reader's library (an
-    h5py dataset, a zarr array) rather than a group.
+    ``kind`` is the array class of the reader's library (``h5py.Dataset``,
+    ``zarr.Array``); anything else there is a group.
     """
-    if node is None or not is_array:
+    if node is None or not isinstance(node, kind):
         raise FormatError(f"damaged or incomplete: the layout names array {key!r}, which is "
                           f"{'missing' if node is None else 'a group'}", file=file,
                           variable=variable)

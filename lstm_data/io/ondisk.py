@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
+from types import TracebackType
+from typing import Any, Callable, Mapping, Optional, TypeVar
 
 import numpy as np
 
@@ -10,6 +11,8 @@ from lstm_data.data.dataset import Dataset
 from lstm_data.io.coalesced_reads import IOStats, gather_ranges
 
 __all__ = ["DiskGroup", "OnDiskDataset"]
+
+D = TypeVar("D", bound="OnDiskDataset")
 
 
 @dataclass
@@ -73,7 +76,7 @@ class OnDiskDataset(Dataset):
         Counts chunk reads of every group (see :class:`~lstm_data.io.coalesced_reads.IOStats`).
     """
 
-    _reopen: tuple[tuple, dict] = ((), {})
+    _reopen: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
 
     def _setup(self, n_rows: int, scalars: Mapping[str, np.ndarray],
                groups: Mapping[str, DiskGroup], source: tuple[str, ...]) -> None:
@@ -92,11 +95,11 @@ class OnDiskDataset(Dataset):
         super().value_chunk_len(group)  # the unknown-group error
         return int(self._disk_groups[group].chunk_len)
 
-    def _scalar(self, name, rows):
+    def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:
         col = self._scalars[name]
         return col if rows is None else col[rows]
 
-    def _offsets(self, group):
+    def _offsets(self, group: str) -> np.ndarray:
         if group not in self._offset_cache:
             self._offset_cache[group] = self._disk_groups[group].offsets()
         return self._offset_cache[group]
@@ -109,12 +112,13 @@ class OnDiskDataset(Dataset):
         return block
 
     def _read_into(self, dg: DiskGroup, lo: int, hi: int, out: np.ndarray) -> None:
+        assert dg.read_into is not None  # called only for groups that offer it
         dg.read_into(lo, hi, out)
         first = lo // dg.chunk_len
         stop = -(-hi // dg.chunk_len) if hi > lo else first
         self.io_stats.record(dg.key, first, stop, out.nbytes)
 
-    def _ragged(self, group, rows):
+    def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         dg = self._disk_groups[group]
         if rows is None:
             if dg.tiles() and dg.read_into is None:
@@ -124,24 +128,30 @@ class OnDiskDataset(Dataset):
             starts, ends = dg.starts, dg.ends
         else:
             starts, ends = dg.starts[rows], dg.ends[rows]
-        into = None if dg.read_into is None else (lambda lo, hi, out: self._read_into(dg, lo, hi, out))
+        def read(lo: int, hi: int) -> np.ndarray:
+            return self._read(dg, lo, hi)
+
+        def read_into(lo: int, hi: int, out: np.ndarray) -> None:
+            self._read_into(dg, lo, hi, out)
+
         return gather_ranges(starts, ends, n_values=dg.n_values, chunk_len=dg.chunk_len,
-                             read=lambda lo, hi: self._read(dg, lo, hi), read_into=into,
+                             read=read, read_into=None if dg.read_into is None else read_into,
                              dtype=dg.dtype, width=len(dg.names),
                              max_run_chunks=getattr(self, "_max_run_chunks", 32))
 
     def close(self) -> None:
         """Release file handles (the dataset cannot read values afterwards)."""
 
-    def __enter__(self):
+    def __enter__(self: D) -> D:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.close()
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"_reopen": self._reopen}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         args, kwargs = state["_reopen"]
-        self.__init__(*args, **kwargs)
+        type(self).__init__(self, *args, **kwargs)

@@ -73,7 +73,7 @@ def row_bytes_of(dataset: Dataset) -> float:
     """Mean uncompressed bytes of one row of ``dataset`` (scalars plus its prongs)."""
     n = len(dataset)
     none = np.zeros(0, dtype=np.intp)
-    total = sum(dataset.scalar(s, none).dtype.itemsize for s in dataset.scalar_names)
+    total: float = sum(dataset.scalar(s, none).dtype.itemsize for s in dataset.scalar_names)
     for g, names in dataset.groups.items():
         itemsize = dataset.ragged(g, none)[0].dtype.itemsize
         total += int(dataset.offsets(g)[-1]) * len(names) * itemsize / max(n, 1)

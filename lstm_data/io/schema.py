@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -75,15 +76,15 @@ class Schema:
         if dt not in _DTYPES.values():
             raise SchemaError(f"schema dtype must be float32 or float64, got {dt}")
         object.__setattr__(self, "dtype", dt)
-        groups = {}
+        groups: dict[str, str | list[str]] = {}
         for name, members in dict(self.groups).items():
             if isinstance(members, str):
                 groups[str(name)] = members
             else:
-                members = [str(m) for m in members]
-                if not members:
+                listed = [str(m) for m in members]
+                if not listed:
                     raise SchemaError(f"group {name!r} declares no variables", variable=name)
-                groups[str(name)] = members
+                groups[str(name)] = listed
         object.__setattr__(self, "groups", groups)
         if self.scalars is not None:
             object.__setattr__(self, "scalars", [str(s) for s in self.scalars])
@@ -133,7 +134,7 @@ class Schema:
                    slice_table=data.get("slice_table"), aliases=dict(data.get("aliases") or {}))
 
     @classmethod
-    def from_toml(cls, path: str | os.PathLike) -> "Schema":
+    def from_toml(cls, path: str | os.PathLike[str]) -> "Schema":
         """Read a TOML schema file (see the module documentation).
 
         Parameters
@@ -146,10 +147,10 @@ class Schema:
         Schema
             The checked schema.
         """
-        try:
+        if sys.version_info >= (3, 11):
             import tomllib
-        except ImportError:  # Python < 3.11
-            import tomli as tomllib  # type: ignore[no-redef]
+        else:  # Python < 3.11
+            import tomli as tomllib
         with open(path, "rb") as fh:
             try:
                 data = tomllib.load(fh)

@@ -8,6 +8,7 @@ them could block for ever or never end.
 """
 from __future__ import annotations
 
+import io
 import os
 import stat
 
@@ -22,7 +23,7 @@ _KINDS = ((stat.S_ISFIFO, "named pipe"), (stat.S_ISCHR, "character device"),
           (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
 
 
-def special_kind(path: str | os.PathLike) -> str | None:
+def special_kind(path: str | os.PathLike[str]) -> str | None:
     """``"standard input"``, ``"named pipe"``, ``"character device"``, ``"block device"``,
     ``"socket"``, or ``None`` for a regular file, a directory or a path that does not exist."""
     text = os.fspath(path)
@@ -38,12 +39,12 @@ def special_kind(path: str | os.PathLike) -> str | None:
     return None
 
 
-def is_stream(path: str | os.PathLike) -> bool:
+def is_stream(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is read as a stream: ``-`` or a named pipe."""
     return special_kind(path) in ("standard input", "named pipe")
 
 
-def check_readable_kind(path: str | os.PathLike) -> str | None:
+def check_readable_kind(path: str | os.PathLike[str]) -> str | None:
     """:func:`special_kind` of ``path``, after refusing the kinds that cannot be read.
 
     Raises
@@ -63,7 +64,7 @@ def check_readable_kind(path: str | os.PathLike) -> str | None:
     return kind
 
 
-def open_stream(path: str | os.PathLike):
+def open_stream(path: str | os.PathLike[str]) -> io.FileIO:
     """A raw (unbuffered) binary file object of the stream ``path`` (``-``: a duplicate of
     standard input's descriptor, so closing it leaves ``sys.stdin`` open)."""
     text = os.fspath(path)

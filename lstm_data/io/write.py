@@ -21,7 +21,7 @@ import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping, Protocol
 
 import numpy as np
 
@@ -49,14 +49,46 @@ from lstm_data.io.row_blocks import (
     dataset_blocks,
 )
 
-__all__ = ["write_zarr", "write_hdf5", "Progress", "ZarrOutput", "OutputArrays"]
+if TYPE_CHECKING:
+    import zarr
+
+    from lstm_data.data.dataset import Dataset
+
+__all__ = ["write_zarr", "write_hdf5", "Progress", "ZarrOutput", "OutputArrays", "OutArray", "Sink", "BloscName"]
 
 #: ``progress(bytes_done, bytes_total)``, in uncompressed column bytes
 Progress = Callable[[int, int], None]
 
+#: the Blosc codecs a zarr output may use
+BloscName = Literal["lz4", "lz4hc", "blosclz", "snappy", "zlib", "zstd"]
+
 _BLOCK_BYTES = BLOCK_BYTES
 #: errors of a device that cannot take the output (named as the output's, not a chunk file's)
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS)
+
+
+class OutArray(Protocol):
+    """An output array (zarr, or a checked h5py dataset): rows written by slice, resized as it grows."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def resize(self, shape: tuple[int, ...]) -> None: ...
+
+    def __setitem__(self, key: Any, value: Any) -> None: ...
+
+
+class Sink(Protocol):
+    """Where an output's arrays are made (a zarr store, an HDF5 file): our layout's nodes, then the layout."""
+
+    def group(self, key: str, attrs: dict[str, Any]) -> None: ...
+
+    def array(self, key: str, row_shape: tuple[int, ...], dtype: np.dtype[Any], chunk_len: int,
+              length: int = 0) -> OutArray: ...
+
+    def finish(self, layout: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class _GrowingAppender:
@@ -68,7 +100,7 @@ class _GrowingAppender:
     chunk is written once, whole, so the store is the same whatever the block sizes.
     """
 
-    def __init__(self, array, chunk_len: int) -> None:
+    def __init__(self, array: OutArray, chunk_len: int) -> None:
         self._array = array
         self._chunk_len = chunk_len
         self._pending: list[np.ndarray] = []
@@ -116,7 +148,7 @@ def _chunk_len(row_bytes: int, chunk_bytes: int) -> int:
     return max(1, chunk_bytes // max(1, row_bytes))
 
 
-def _check_permutation(permutation, n: int) -> np.ndarray | None:
+def _check_permutation(permutation: Any, n: int) -> np.ndarray | None:
     if permutation is None:
         return None
     perm = np.asarray(permutation, dtype=np.intp)
@@ -131,14 +163,14 @@ class OutputArrays:
     """The arrays of one output in our layout, keyed ``("s", scalar)``, ``("o", group)``
     (offsets) and ``("g", group)`` (values), with their chunk lengths and store keys."""
 
-    arrays: dict[tuple[str, str], Any]
+    arrays: dict[tuple[str, str], OutArray]
     chunks: dict[tuple[str, str], int]
     keys: dict[tuple[str, str], str]
     scalar_keys: dict[str, str]
     group_keys: dict[str, str]
 
 
-def _create(columns: RowBlocks, sink, chunk_bytes: int, n_rows: int = 0,
+def _create(columns: RowBlocks, sink: Sink, chunk_bytes: int, n_rows: int = 0,
             totals: Mapping[str, int] | None = None) -> OutputArrays:
     """Create every array of ``columns``' layout in ``sink``: empty (to grow) or at their final
     lengths (``n_rows`` rows, ``totals[group]`` prong records), with the same chunks either way."""
@@ -161,7 +193,7 @@ def _create(columns: RowBlocks, sink, chunk_bytes: int, n_rows: int = 0,
     return out
 
 
-def _stream(source: RowBlocks, sink, *, progress: Progress | None = None,
+def _stream(source: RowBlocks, sink: Sink, *, progress: Progress | None = None,
             chunk_bytes: int = CHUNK_BYTES) -> None:
     """Write the blocks of ``source`` into ``sink`` as they come (offsets shifted by the running total)."""
     out = _create(source, sink, chunk_bytes)
@@ -199,7 +231,7 @@ class ZarrOutput:
 
     def __init__(self, path: str | os.PathLike[str], columns: RowBlocks, n_rows: int,
                  totals: Mapping[str, int], *, chunk_bytes: int = CHUNK_BYTES, clevel: int = 5,
-                 cname: str = "lz4", checksum: bool = True) -> None:
+                 cname: BloscName = "lz4", checksum: bool = True) -> None:
         self.path = str(path)
         self._sink = _ZarrSink(Path(path), clevel, cname, checksum)
         self.columns, self.n_rows = columns, int(n_rows)
@@ -211,7 +243,7 @@ class ZarrOutput:
 
 
 class _ZarrSink:
-    def __init__(self, path: Path, clevel: int, cname: str, checksum: bool) -> None:
+    def __init__(self, path: Path, clevel: int, cname: BloscName, checksum: bool) -> None:
         import zarr
         from zarr.codecs import BloscCodec, Crc32cCodec
 
@@ -223,17 +255,18 @@ class _ZarrSink:
         blosc = BloscCodec(cname=cname, clevel=clevel, shuffle="shuffle")
         self._codecs = (blosc, Crc32cCodec()) if checksum else (blosc,)
 
-    def group(self, key: str, attrs: dict) -> None:
+    def group(self, key: str, attrs: dict[str, Any]) -> None:
         self._root.create_group(key, attributes=attrs)
 
-    def array(self, key: str, row_shape: tuple[int, ...], dtype, chunk_len: int, length: int = 0):
+    def array(self, key: str, row_shape: tuple[int, ...], dtype: np.dtype[Any], chunk_len: int,
+              length: int = 0) -> zarr.Array[Any]:
         """An array of ``length`` rows of ``row_shape`` (0: to grow), chunked ``chunk_len`` rows."""
         # every chunk is written, all-zero ones too: a missing chunk is then damage
         return self._root.create_array(key, shape=(length,) + row_shape, dtype=dtype,
                                        chunks=(chunk_len,) + row_shape, compressors=self._codecs,
                                        fill_value=0, config={"write_empty_chunks": True})
 
-    def finish(self, layout: dict) -> None:
+    def finish(self, layout: dict[str, Any]) -> None:
         self._root.attrs.update({EVERY_CHUNK_ATTR: True, MANIFEST_ATTR: True,
                                  **layout_attrs(layout, as_json=False)})
         write_manifest(self._path)  # last: it records every file, the root's zarr.json too
@@ -242,7 +275,7 @@ class _ZarrSink:
         pass
 
 
-def _blocks_of(data, permutation, block_bytes: int) -> RowBlocks:
+def _blocks_of(data: Dataset | RowBlocks, permutation: Any, block_bytes: int) -> RowBlocks:
     """``data`` (a Dataset, or RowBlocks already) as RowBlocks."""
     if isinstance(data, RowBlocks):
         if permutation is not None:
@@ -262,8 +295,9 @@ def _settle_zarr() -> None:
         settle_zarr()
 
 
-def _atomic(path, make_sink, dataset, overwrite: bool, *, permutation=None, block_bytes: int,
-            **stream_options) -> None:
+def _atomic(path: str | os.PathLike[str], make_sink: Callable[[Path], Sink],
+            dataset: Dataset | RowBlocks, overwrite: bool, *, permutation: Any = None, block_bytes: int,
+            **stream_options: Any) -> None:
     target = Path(path)
     source = _blocks_of(dataset, permutation, block_bytes)
     check_not_input(target, source.source)
@@ -297,9 +331,9 @@ def _atomic(path, make_sink, dataset, overwrite: bool, *, permutation=None, bloc
             raise
 
 
-def write_zarr(dataset, path, *, permutation=None, progress: Progress | None = None,
-               overwrite: bool = False, chunk_bytes: int = CHUNK_BYTES, clevel: int = 5,
-               cname: str = "lz4", block_bytes: int = _BLOCK_BYTES, checksum: bool = True) -> None:
+def write_zarr(dataset: Dataset | RowBlocks, path: str | os.PathLike[str], *, permutation: Any = None,
+               progress: Progress | None = None, overwrite: bool = False, chunk_bytes: int = CHUNK_BYTES,
+               clevel: int = 5, cname: BloscName = "lz4", block_bytes: int = _BLOCK_BYTES, checksum: bool = True) -> None:
     """Write ``dataset`` to a zarr v3 store in our layout, atomically.
 
     Parameters
@@ -339,8 +373,8 @@ def write_zarr(dataset, path, *, permutation=None, progress: Progress | None = N
             block_bytes=block_bytes)
 
 
-def write_hdf5(dataset, path, *, permutation=None, progress: Progress | None = None,
-               overwrite: bool = False, chunk_bytes: int = CHUNK_BYTES,
+def write_hdf5(dataset: Dataset | RowBlocks, path: str | os.PathLike[str], *, permutation: Any = None,
+               progress: Progress | None = None, overwrite: bool = False, chunk_bytes: int = CHUNK_BYTES,
                compression: str | None = "gzip", level: int | None = None,
                block_bytes: int = _BLOCK_BYTES) -> None:
     """Write ``dataset`` to an HDF5 file in our layout, atomically.

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import zarr
 
 from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError
-from lstm_data.io.checked_store import open_checked
+from lstm_data.io.checked_store import open_checked, records_every_chunk
 from lstm_data.io.layout import (
     OLD_ZARR_NOTE,
     check_group_arrays,
@@ -46,9 +46,12 @@ from lstm_data.io.layout import (
     stored_array,
     value_dtype,
 )
-from lstm_data.io.manifest import UNCHECKED_NOTE
+from lstm_data.io.manifest import UNCHECKED_NOTE, Manifest
 from lstm_data.io.ondisk import DiskGroup, OnDiskDataset
 from lstm_data.io.zarr_chunks import ChunkDecoder
+
+if TYPE_CHECKING:
+    from zarr.storage import StoreLike
 
 __all__ = ["ZarrDataset", "read_zarr", "is_zarr_v3", "read_rows"]
 
@@ -57,12 +60,12 @@ _NO_CHECKSUM_NOTE = ("its chunks carry no CRC-32C checksum: a damaged chunk file
                      "decodes reads as other numbers; re-convert it to have damage detected")
 
 
-def _chunk_file(array: zarr.Array, index: int, name: str) -> str:
+def _chunk_file(array: zarr.Array[Any], index: int, name: str) -> str:
     key = array.metadata.encode_chunk_key((index,) + (0,) * (array.ndim - 1))
     return f"{name}/{array.path}/{key}" if name else f"{array.path}/{key}"
 
 
-def read_rows(array: zarr.Array, lo: int, hi: int, *, file: str) -> np.ndarray:
+def read_rows(array: zarr.Array[Any], lo: int, hi: int, *, file: str) -> np.ndarray:
     """``array[lo:hi]`` through zarr-python; a chunk that does not read is a ``FormatError``.
 
     A failing read (a checksum that does not match, a frame the codec rejects) is
@@ -79,7 +82,7 @@ def read_rows(array: zarr.Array, lo: int, hi: int, *, file: str) -> np.ndarray:
         The store, named in errors.
     """
     try:
-        return array[lo:hi]
+        return np.asarray(array[lo:hi])
     except FormatError:
         raise
     except Exception as exc:  # codecs raise ValueError, RuntimeError, ...
@@ -96,7 +99,7 @@ def read_rows(array: zarr.Array, lo: int, hi: int, *, file: str) -> np.ndarray:
         raise
 
 
-def is_zarr_v3(path: str | os.PathLike) -> bool:
+def is_zarr_v3(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a directory holding a zarr v3 root (``zarr.json``)."""
     return (Path(path) / "zarr.json").is_file()
 
@@ -137,7 +140,7 @@ class ZarrDataset(OnDiskDataset):
         reads per chunk (``io_stats.track_chunks()``); ``hook`` is called per read.
     """
 
-    def __init__(self, path, *, max_run_chunks: int = 32, dtype: Any = None) -> None:
+    def __init__(self, path: StoreLike | os.PathLike[str], *, max_run_chunks: int = 32, dtype: Any = None) -> None:
         self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype})
         name = redact(path)
         dt = value_dtype(dtype, file=name)
@@ -149,18 +152,19 @@ class ZarrDataset(OnDiskDataset):
             raise FormatError(f"cannot open as a zarr v3 group ({redact(exc)})", file=name) from None
         layout = parse_layout(root.attrs.asdict(), file=name)
         n = layout["n_rows"]
-        scalars, opened = {}, []
+        scalars: dict[str, np.ndarray] = {}
+        opened: list[zarr.Array[Any]] = []
         for var, key in layout["scalars"].items():
             opened.append(_node(root, key, name, var))
             scalars[var] = scalar_column(var, key, _whole(opened[-1], name), n, dt, file=name)
         groups = {g: self._disk_group(root, g, spec, n, name, dt, opened, manifest)
                   for g, spec in layout["groups"].items()}
         self._max_run_chunks = max_run_chunks
-        self.notes = _notes(root.store.state.every_chunk, manifest is not None, opened, name)
+        self.notes = _notes(records_every_chunk(root), manifest is not None, opened, name)
         self._setup(n, scalars, groups, (name,))
 
-    def _disk_group(self, root, group: str, spec: dict, n: int, name: str,
-                    dt: np.dtype | None, opened: list, manifest) -> DiskGroup:
+    def _disk_group(self, root: zarr.Group, group: str, spec: dict[str, Any], n: int, name: str,
+                    dt: np.dtype[Any] | None, opened: list[zarr.Array[Any]], manifest: Manifest | None) -> DiskGroup:
         key = spec["key"]
         root.get(key)  # its metadata is checked (a damaged one is an error), though not used
         values = _node(root, f"{key}/values", name, group)
@@ -170,12 +174,21 @@ class ZarrDataset(OnDiskDataset):
         width = len(spec["names"])
         offsets = check_group_arrays(group, stored, values, width, n, file=name, key=key)
         stored_dtype = np.dtype(values.dtype)
-        direct = ChunkDecoder.for_array(values, fill_missing=not root.store.state.every_chunk,
+        direct = ChunkDecoder.for_array(values, fill_missing=not records_every_chunk(root),
                                         manifest=manifest)
-        via_zarr = (lambda lo, hi: read_rows(values, lo, hi, file=name))
+        def via_zarr(lo: int, hi: int) -> np.ndarray:
+            return read_rows(values, lo, hi, file=name)
+
+        read: Callable[[int, int], np.ndarray]
+        read_into: Callable[[int, int, np.ndarray], None] | None
         if dt is not None and dt != stored_dtype:  # decode, then cast: no decoding into `out`
             raw = via_zarr if direct is None else direct.read
-            read, read_into = (lambda lo, hi: raw(lo, hi).astype(dt)), None
+            cast_to = dt
+
+            def read(lo: int, hi: int) -> np.ndarray:
+                return raw(lo, hi).astype(cast_to)
+
+            read_into = None
         else:
             read = via_zarr if direct is None else direct.read
             read_into = None if direct is None else direct.read_into
@@ -185,30 +198,32 @@ class ZarrDataset(OnDiskDataset):
                          key=f"{group}/values", read_into=read_into)
 
 
-def _whole(array: zarr.Array, name: str) -> np.ndarray:
+def _whole(array: zarr.Array[Any], name: str) -> np.ndarray:
     """All of a (small) array: a scalar column or offsets."""
     return np.asarray(read_rows(array, 0, array.shape[0], file=name))
 
 
-def _notes(strict: bool, placed: bool, arrays: list[zarr.Array], name: str) -> tuple[str, ...]:
+def _notes(strict: bool, placed: bool, arrays: list[zarr.Array[Any]], name: str) -> tuple[str, ...]:
     """What the store at ``name``, of which ``arrays`` were opened, cannot detect (``strict``:
     every chunk recorded as written; ``placed``: it has a manifest)."""
     from zarr.codecs import Crc32cCodec
+    from zarr.core.metadata import ArrayV3Metadata
 
     rewrite = "re-convert it (lstm-data convert OLD.zarr NEW.zarr) to have damage detected"
     if not strict:
         return (f"{name}: {OLD_ZARR_NOTE}; {rewrite}"),
     notes = [] if placed else [f"{name}: {UNCHECKED_NOTE}; {rewrite}"]
-    if not all(isinstance(a.metadata.codecs[-1], Crc32cCodec) for a in arrays):
+    if not all(isinstance(a.metadata, ArrayV3Metadata) and isinstance(a.metadata.codecs[-1], Crc32cCodec)
+               for a in arrays):
         notes.append(f"{name}: {_NO_CHECKSUM_NOTE}")
     return tuple(notes)
 
 
-def _node(root, key: str, name: str, variable: str) -> zarr.Array:
+def _node(root: zarr.Group, key: str, name: str, variable: str) -> zarr.Array[Any]:
     """Array ``key`` of the store (see :func:`._layout.stored_array`); metadata that zarr
     cannot make sense of is a ``FormatError`` naming its file."""
     try:
-        node = root[key]
+        node: zarr.Array[Any] | zarr.Group | None = root[key]
     except KeyError:
         node = None
     except FormatError:
@@ -216,9 +231,9 @@ def _node(root, key: str, name: str, variable: str) -> zarr.Array:
     except Exception as exc:  # noqa: BLE001 - zarr's parse of a damaged zarr.json
         raise FormatError(f"metadata file '{key}/zarr.json' is damaged ({type(exc).__name__}: "
                           f"{exc})", file=f"{name}/{key}/zarr.json", variable=variable) from None
-    return stored_array(node, isinstance(node, zarr.Array), key, file=name, variable=variable)
+    return stored_array(node, zarr.Array, key, file=name, variable=variable)
 
 
-def read_zarr(path, **options) -> ZarrDataset:
+def read_zarr(path: StoreLike | os.PathLike[str], **options: Any) -> ZarrDataset:
     """Open our zarr v3 layout at ``path`` (see :class:`ZarrDataset`)."""
     return ZarrDataset(path, **options)

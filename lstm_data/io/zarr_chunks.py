@@ -39,12 +39,17 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from lstm_data._util import forksafe
 from lstm_data.errors import FormatError
+
+if TYPE_CHECKING:
+    import zarr
+
+    from lstm_data.io.manifest import Manifest
 
 __all__ = ["ChunkDecoder"]
 
@@ -176,7 +181,7 @@ class _Crc32cChecked:
         self._inner(memoryview(raw)[:-4], out)
 
 
-def _decoder_of(codecs: tuple, dtype: np.dtype) -> Callable[[bytes, np.ndarray], None] | None:
+def _decoder_of(codecs: tuple[Any, ...], dtype: np.dtype[Any]) -> Callable[[bytes, np.ndarray], None] | None:
     """``decode(raw, out)`` for the codec chain ``codecs``, or ``None`` if not a plain one.
 
     The decoder raises :class:`_Damaged` when ``raw`` fails its checksum or does
@@ -254,8 +259,8 @@ class ChunkDecoder:
         self._verified: dict[int, tuple[int, int, int, int]] = {}
 
     @classmethod
-    def for_array(cls, array, *, fill_missing: bool = True,
-                  manifest: Any = None) -> "ChunkDecoder | None":
+    def for_array(cls, array: zarr.Array[Any], *, fill_missing: bool = True,
+                  manifest: Manifest | None = None) -> "ChunkDecoder | None":
         """A decoder for ``array`` (a ``zarr.Array``), or ``None`` when zarr-python must read it.
 
         ``fill_missing=False`` makes a missing chunk file an error: pass it only for
@@ -264,13 +269,14 @@ class ChunkDecoder:
         :class:`~lstm_data.io.checked_store.CheckedStore` is read from its local store.
         """
         from zarr.core.chunk_grids import RegularChunkGrid
+        from zarr.core.metadata import ArrayV3Metadata
         from zarr.storage import LocalStore
 
         from lstm_data.io.checked_store import CheckedStore
 
         meta = array.metadata
         store = array.store.inner if isinstance(array.store, CheckedStore) else array.store
-        if getattr(meta, "zarr_format", None) != 3 or not isinstance(store, LocalStore):
+        if not isinstance(meta, ArrayV3Metadata) or not isinstance(store, LocalStore):
             return None
         if not isinstance(meta.chunk_grid, RegularChunkGrid) or array.ndim not in (1, 2):
             return None

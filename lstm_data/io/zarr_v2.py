@@ -32,11 +32,11 @@ from lstm_data.errors import FormatError
 __all__ = ["V2Array", "dtype_from_json", "list_v2_arrays"]
 
 
-def dtype_from_json(spec) -> np.dtype:
+def dtype_from_json(spec: Any) -> np.dtype[Any]:
     """A numpy dtype from zarr v2's JSON ``dtype`` (a string or a list of fields)."""
     if isinstance(spec, str):
         return np.dtype(spec)
-    fields = []
+    fields: list[tuple[Any, np.dtype[Any]] | tuple[Any, np.dtype[Any], tuple[int, ...]]] = []
     for item in spec:
         name, sub = item[0], item[1]
         sub_dtype = dtype_from_json(sub)
@@ -49,7 +49,7 @@ def list_v2_arrays(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / ".zarray").is_file())
 
 
-def _read_meta(file: Path) -> dict:
+def _read_meta(file: Path) -> dict[str, Any]:
     """The ``.zarray`` JSON object at ``file``."""
     try:
         meta = json.loads(file.read_text())
@@ -66,7 +66,7 @@ def _read_meta(file: Path) -> dict:
     return meta
 
 
-def _length(meta: dict, key: str, minimum: int, file: Path) -> int:
+def _length(meta: dict[str, Any], key: str, minimum: int, file: Path) -> int:
     """The single entry of the 1-D ``meta[key]`` list (``shape`` or ``chunks``), ``>= minimum``."""
     if key not in meta:
         raise FormatError(f"zarr v2 metadata has no {key!r} key", file=str(file))
@@ -79,7 +79,7 @@ def _length(meta: dict, key: str, minimum: int, file: Path) -> int:
     return n
 
 
-def _dtype(meta: dict, file: Path) -> np.dtype:
+def _dtype(meta: dict[str, Any], file: Path) -> np.dtype[Any]:
     """The array's dtype: fixed-size records of at least one byte."""
     if "dtype" not in meta:
         raise FormatError("zarr v2 metadata has no 'dtype' key", file=str(file))
@@ -103,7 +103,7 @@ def _codec(config: Any, what: str, file: Path) -> numcodecs.abc.Codec:
                           f"({type(exc).__name__}: {exc})", file=str(file)) from None
 
 
-def _codecs(meta: dict, file: Path) -> tuple[Any, list]:
+def _codecs(meta: dict[str, Any], file: Path) -> tuple[Any, list[numcodecs.abc.Codec]]:
     """``(compressor or None, filters)`` of the metadata."""
     compressor = meta.get("compressor")
     compressor = _codec(compressor, "compressor", file) if compressor is not None else None

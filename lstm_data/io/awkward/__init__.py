@@ -38,6 +38,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from lstm_data.data.dataset import Dataset, InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError
 from lstm_data.io.awkward.flatten import Leaf, _strip, describe_skipped, flatten_field
 from lstm_data.io.awkward.layout import NAMES_PARAMETER, import_awkward
@@ -126,7 +127,7 @@ def from_awkward(array: Any, *, schema: Any = None, dtype: Any = None, sep: str 
     dt = value_dtype(dtype if dtype is not None else schema_dtype, file=where)
     out_scalars = {s: _cast(leaves[s].column(where).values[""], dt) for s in scalar_names}
     declared = set(getattr(Schema.coerce(schema), "groups", None) or ())
-    out_groups = {}
+    out_groups: dict[str, RaggedGroup] = {}
     taken = set(scalar_names) | set(groups)
     for g, names in groups.items():
         cols = {v: leaves[v].column(where) for v in names}

@@ -20,6 +20,7 @@ memory is the output plus one table's key columns plus one block.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Mapping, Sequence
 
 import h5py
@@ -80,7 +81,7 @@ def _pick(option: str, given: Any, in_schema: Any, file: str) -> Any:
     return given if given is not None else in_schema
 
 
-def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
+def read_nova(path: str | os.PathLike[str], *, schema: Any = None, tables: Sequence[str] | None = None,
               slice_table: str | None = None, aliases: Mapping[str, str] | None = None,
               dtype: Any = None, trust_external: bool = False,
               columns: Sequence[str] | str | None = None,
@@ -188,7 +189,8 @@ def read_nova(path, *, schema: Any = None, tables: Sequence[str] | None = None,
         for k in keys.values():
             check_sorted(k, file=name)
         empty = _empty_tables(tbls, scalars, forced, slice_table, name)
-        _warn_rare_repeats(tbls, keys, forced | {slice_table}, name)
+        known: set[str | None] = {*forced, slice_table}
+        _warn_rare_repeats(tbls, keys, known, name)
         sources = _slice_sources(tbls, keys, forced, slice_table, name, empty)
         slices = slice_codes([keys[s] for s in sources])
         where = (f"slice table {slice_table!r}" if slice_table is not None
