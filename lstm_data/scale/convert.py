@@ -37,6 +37,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from lstm_data._util.dask import as_completed, wait
 from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
     check_not_input,
@@ -79,6 +80,11 @@ class Partition:
     def name(self) -> str:
         return self.path if self.start is None else f"{self.path}[{self.start}:{self.end}]"
 
+    @property
+    def byte_range(self) -> tuple[int, int] | None:
+        """``(start, end)`` of a CSV range; ``None`` for a whole file."""
+        return None if self.start is None or self.end is None else (self.start, self.end)
+
 
 @dataclass
 class PartInfo:
@@ -108,12 +114,13 @@ def plan_partitions(paths: Sequence[str], split_bytes: int = SPLIT_BYTES) -> lis
 
 def _parse(partition: Partition, part: str, schema: Any, options: dict[str, Any]) -> PartInfo:
     """Task: parse ``partition`` into the part store ``part``."""
-    if partition.start is None:
+    span = partition.byte_range
+    if span is None:
         table = open_blocks(partition.path, schema=schema, **options)
     else:
         from lstm_data.io.csv.ranges import csv_range_blocks
 
-        table = csv_range_blocks(partition.path, partition.start, partition.end, schema=schema, **options)
+        table = csv_range_blocks(partition.path, span[0], span[1], schema=schema, **options)
     try:
         write_zarr(table, part, overwrite=True, clevel=0, checksum=False)
     except RestartStream:
@@ -171,8 +178,6 @@ def _run_tasks(client: Any, jobs: list[tuple[Callable[..., Any], tuple[Any, ...]
     Every task runs to its end (or error), so the caller can report the first
     failure in input order, not the first a worker met.
     """
-    from distributed import as_completed, wait
-
     futures = [client.submit(fn, *args, key=key, pure=False) for fn, args, key in jobs]
     index = {f.key: i for i, f in enumerate(futures)}
     for future in as_completed(futures):
@@ -246,7 +251,8 @@ def _convert_locked(paths: list[str], target: Path, kind: str, *, client: Any,
                 for p in partitions]
         _log.info("convert: %d partitions of %d inputs on %d Dask workers", len(jobs), len(paths),
                   len(client.scheduler_info().get("workers", {})))
-        sizes = [(p.end - p.start) if p.start is not None else input_bytes(p.path) for p in partitions]
+        sizes = [input_bytes(p.path) if span is None else span[1] - span[0]
+                 for p, span in ((p, p.byte_range) for p in partitions)]
         done = [0]
 
         def parsed(i: int) -> None:

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data.batching.spec import BatchSpec
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.io.layout import BATCH_STORE_ATTR
 
-__all__ = ["STORE_FORMAT", "STORE_VERSION", "ATTR", "fingerprint", "StoreMismatchError",
+__all__ = ["STORE_FORMAT", "STORE_VERSION", "ATTR", "fingerprint", "flat_outputs", "StoreMismatchError",
            "compare_metadata", "output_keys", "output_key"]
 
 STORE_FORMAT = "lstm_data.batches"
@@ -75,7 +76,7 @@ def fingerprint(dataset: Dataset) -> str:
     return h.hexdigest()
 
 
-def _value_blocks(dataset: Dataset, group: str):
+def _value_blocks(dataset: Dataset, group: str) -> Iterator[np.ndarray]:
     """``group``'s values in row order: whole when in RAM, else ``_HASH_ROWS`` rows per read."""
     n = len(dataset)
     if isinstance(dataset, InMemoryDataset) or n == 0:
@@ -84,6 +85,15 @@ def _value_blocks(dataset: Dataset, group: str):
         return
     for lo in range(0, n, _HASH_ROWS):
         yield dataset.ragged(group, np.arange(lo, min(n, lo + _HASH_ROWS)))[0]
+
+
+def flat_outputs(spec: BatchSpec, batch: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
+    """``batch`` (its ``(inputs, targets, weights)`` dicts) as output name -> array, in the
+    spec's flat order (:meth:`~lstm_data.batching.spec.BatchSpec.flatten` as a dict)."""
+    flat = spec.flatten(batch, as_dict=True)
+    if not isinstance(flat, dict):  # as_dict=True gives a dict
+        raise TypeError(f"BatchSpec.flatten(as_dict=True) gave a {type(flat).__name__}")
+    return flat
 
 
 def _update(h: Any, array: np.ndarray) -> None:
@@ -95,7 +105,7 @@ def _update(h: Any, array: np.ndarray) -> None:
 def _raw(array: np.ndarray) -> memoryview:
     """``array``'s bytes in C order (no copy when it is contiguous)."""
     flat = np.ascontiguousarray(array).reshape(-1)  # also for (0, V): cast() refuses zero shapes
-    return memoryview(flat.view(np.uint8))
+    return flat.view(np.uint8).data
 
 
 def compare_metadata(recorded: Mapping[str, Any], expected: Mapping[str, Any], *, where: str) -> None:

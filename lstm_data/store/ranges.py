@@ -26,8 +26,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from lstm_data._util.dask import as_completed
 from lstm_data.batching.batches import Batches
 from lstm_data.io.chunk_ranges import Piece, RangeWriter, write_shared_chunks
+from lstm_data.store.format import flat_outputs
 
 _log = logging.getLogger("lstm_data")
 __all__ = ["write_ranges", "build_range", "task_ranges", "WorkerLostError"]
@@ -60,7 +62,7 @@ def build_range(batches: Batches, store: str, names: list[str], offsets: Mapping
     for i in range(lo, hi):
         if not os.path.isdir(store):  # the precompute failed and removed it: write nothing more
             raise RuntimeError(f"the store {store} was removed (the precompute failed): task stopped")
-        flat = batches.spec.flatten(batches.batch(i, epoch=0), as_dict=True)
+        flat = flat_outputs(batches.spec, batches.batch(i, epoch=0))
         for n in names:
             want = int(offsets[n][i + 1] - offsets[n][i])
             if flat[n].size != want:
@@ -79,7 +81,7 @@ def _workers(client: Any) -> set[tuple[str, str]]:
     return {(addr, str(w.get("id", ""))) for addr, w in info.items()}
 
 
-def _check_no_worker_lost(client: Any, futures: list, before: set[tuple[str, str]]) -> None:
+def _check_no_worker_lost(client: Any, futures: list[Any], before: set[tuple[str, str]]) -> None:
     """Raise :class:`WorkerLostError` if a task of ours ran on a worker that died, or a worker
     present at the start is gone."""
     keys = [f.key for f in futures]
@@ -123,8 +125,6 @@ def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
         The first task's error (e.g. a damaged chunk of the dataset), as raised on
         the worker; the store is then incomplete and the caller removes it.
     """
-    from distributed import as_completed
-
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     ranges = task_ranges(len(batches), 4 * n_workers)
     # each task carries the Batches (a path, or shared memory, plus the spec: small), rather than one

@@ -14,19 +14,20 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import zarr
 
 from lstm_data._util.checks import check_index
 from lstm_data.batching.epoch import EpochIteration
 from lstm_data.batching.order import shuffled_order
 from lstm_data._util.declared import unknown_option
 from lstm_data.batching.order_options import Order
-from lstm_data.batching.spec import BatchSpec
+from lstm_data.batching.spec import BatchSpec, OutputSignature
 from lstm_data.errors import FormatError, OptionError
 from lstm_data._util.redact import redact
-from lstm_data.io.checked_store import open_checked
+from lstm_data.io.checked_store import open_checked, records_every_chunk
 from lstm_data.io.layout import OLD_ZARR_NOTE
 from lstm_data.io.manifest import UNCHECKED_NOTE
 from lstm_data.io.remote import is_url, remote_format
@@ -40,16 +41,18 @@ from lstm_data.store.format import (
     output_key,
 )
 
-__all__ = ["open_batches", "PrecomputedBatches", "read_metadata"]
+__all__ = ["open_batches", "PrecomputedBatches", "read_metadata", "stored_node"]
+
+N = TypeVar("N", zarr.Array[Any], zarr.Group)
 
 
-def stored_metadata(path: str | os.PathLike) -> dict | None:
+def stored_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The batch-store attribute of the zarr group at ``path`` (any version), or None if it has none."""
     meta = open_checked(str(path), str(path))[0].attrs.get(ATTR)
     return meta if isinstance(meta, dict) and meta.get("format") == STORE_FORMAT else None
 
 
-def read_metadata(path: str | os.PathLike) -> dict:
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The recorded metadata of the store at ``path``.
 
     Raises
@@ -78,6 +81,16 @@ def read_metadata(path: str | os.PathLike) -> dict:
     return meta
 
 
+def stored_node(root: zarr.Group, key: str, kind: type[N], name: str) -> N:
+    """The array or group (``kind``) at ``key`` of the store ``root`` named ``name``; a
+    ``FormatError`` if the other kind is there."""
+    node = root[key]
+    if not isinstance(node, kind):
+        raise FormatError(f"{key!r} is not the {kind.__name__.lower()} a batch store keeps there: the store "
+                          "is damaged", file=f"{name}/{key}")
+    return node
+
+
 class PrecomputedBatches(EpochIteration):
     """The batches of a store, with the interface of :class:`~lstm_data.batching.batches.Batches`.
 
@@ -98,7 +111,7 @@ class PrecomputedBatches(EpochIteration):
         stored: a lost chunk reads as zeros). Empty for stores written now.
     """
 
-    def __init__(self, path: str | os.PathLike, *, shuffle: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, shuffle: bool = True) -> None:
         self.path = str(path)
         self.meta = read_metadata(path)
         # with bucketing, the spec the batches were built with (its bucketed group padded per batch)
@@ -114,7 +127,7 @@ class PrecomputedBatches(EpochIteration):
         self.name = redact(self.path)
         root, manifest = open_checked(self.path, self.name)
         redo = "recompute it (lstm-data precompute --force) to have damage detected"
-        if not root.store.state.every_chunk:
+        if not records_every_chunk(root):
             self.notes: tuple[str, ...] = (f"{self.name}: {OLD_ZARR_NOTE}; {redo}",)
         elif manifest is None:
             self.notes = (f"{self.name}: {UNCHECKED_NOTE}; {redo}",)
@@ -122,10 +135,12 @@ class PrecomputedBatches(EpochIteration):
             self.notes = ()
         self._names = list(self.meta["outputs"])
         keys = {n: output_key(self.meta, n) for n in self._names}
-        self._arrays = {n: root[f"data/{keys[n]}"] for n in self._names}
-        index = root["_index"]
-        self._offsets = {n: self._whole(index[f"{keys[n]}.offsets"]) for n in self._names}
-        self._shapes = {n: self._whole(index[f"{keys[n]}.shapes"]) for n in self._names}
+        self._arrays = {n: stored_node(root, f"data/{keys[n]}", zarr.Array, self.name) for n in self._names}
+        index = stored_node(root, "_index", zarr.Group, self.name)
+        self._offsets = {n: self._whole(stored_node(index, f"{keys[n]}.offsets", zarr.Array, self.name))
+                         for n in self._names}
+        self._shapes = {n: self._whole(stored_node(index, f"{keys[n]}.shapes", zarr.Array, self.name))
+                        for n in self._names}
         self._n_batches = int(self.meta["n_batches"])
         self._lock = threading.Lock()
 
@@ -139,7 +154,7 @@ class PrecomputedBatches(EpochIteration):
             return int(shuffled_order(n, self.seed, self.epoch)[index])
         return int(index)
 
-    def _whole(self, array: Any) -> np.ndarray:
+    def _whole(self, array: zarr.Array[Any]) -> np.ndarray:
         return np.asarray(read_rows(array, 0, array.shape[0], file=self.name))
 
     def _read(self, name: str, slot: int) -> np.ndarray:
@@ -147,24 +162,24 @@ class PrecomputedBatches(EpochIteration):
         values = read_rows(self._arrays[name], int(lo), int(hi), file=self.name)
         return np.asarray(values).reshape(tuple(self._shapes[name][slot]))
 
-    def __getitem__(self, index: int) -> tuple[dict, dict, dict]:
+    def __getitem__(self, index: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         slot = self._slot(index)
         flat = {n: self._read(n, slot) for n in self._names}
         inputs, targets, weights = self.spec.unflatten(flat)
         return inputs, targets, weights
 
-    def signature(self) -> dict:
+    def signature(self) -> dict[str, OutputSignature]:
         return self.spec.signature()
 
     def __repr__(self) -> str:
         return (f"PrecomputedBatches({redact(self.path)!r}, {len(self)} batches of {self.batch_size}, "
                 f"seed={self.seed}, epoch={self.epoch})")
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"path": self.path, "shuffle": self.shuffle, "epoch": self.epoch}
 
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["path"], shuffle=state["shuffle"])
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        type(self).__init__(self, state["path"], shuffle=state["shuffle"])
         self.epoch = state["epoch"]
 
 
@@ -178,7 +193,7 @@ def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def open_batches(path: str | os.PathLike, *, spec: BatchSpec | None = None, order: Order | None = None,
+def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None, order: Order | None = None,
                  dataset: Any = None, shuffle: bool = True, **options: Any) -> PrecomputedBatches:
     """Open a store written by ``lstm-data precompute``, checking it against what you expect.
 
