@@ -16,6 +16,12 @@ loss; sampling changes which rows are drawn, and how often. ``sample`` is a tabl
     histogram of the first class (weaver-core's ``reweight_method = "ref"``); or
     the target histogram itself (a list, or a list of lists for two variables, one
     number per bin).
+``threshold``
+    weaver-core's ``reweight_threshold`` (a percentile): with ``"flat"``, bins
+    fuller than that percentile of the class's bins are thinned to it and emptier
+    ones keep their rows; with ``"ref"``, the ratio to the reference is capped at
+    its ``100 - threshold`` percentile. Default: no cap, the target exactly (with
+    replacement, the rows of a sparse bin then repeat often).
 ``overflow``
     ``"discard"`` (default, as weaver-core): rows outside the bin edges are never
     drawn; ``"clip"``: they count in the first or last bin.
@@ -48,7 +54,8 @@ __all__ = ["check_sample", "Sampling", "SAMPLE_STREAM"]
 #: the :func:`~lstm_data.batching.order.epoch_rng` stream of the draws
 SAMPLE_STREAM = 7
 
-_KEYS = ("classes", "class_weights", "vars", "bins", "target", "overflow", "replacement", "epoch_size")
+_KEYS = ("classes", "class_weights", "vars", "bins", "target", "threshold", "overflow", "replacement",
+         "epoch_size")
 
 
 def _numbers(value: Any, what: str) -> list[float]:
@@ -140,6 +147,13 @@ def check_sample(value: Any) -> dict[str, Any]:
         if overflow not in ("discard", "clip"):
             raise OptionError(f"sample.overflow must be 'discard' or 'clip', got {overflow!r}")
         out["overflow"] = overflow
+        threshold = value.get("threshold")
+        if threshold is not None:
+            if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold < 100:
+                raise OptionError(f"sample.threshold must be a percentile in [0, 100), got {threshold!r}")
+            if not isinstance(target, str):
+                raise OptionError("sample.threshold applies to target 'flat' or 'ref', not to a given histogram")
+            out["threshold"] = float(threshold)
     elif value.get("bins") is not None or value.get("target") is not None:
         raise OptionError("sample.bins and sample.target need sample.vars (the variables to reweight)")
     if classes is None and variables is None:
@@ -153,6 +167,29 @@ def check_sample(value: Any) -> dict[str, Any]:
         if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or size < 1:
             raise OptionError(f"sample.epoch_size must be a positive int, got {size!r}")
         out["epoch_size"] = int(size)
+    return out
+
+
+def _capped(ratio: np.ndarray, counts: np.ndarray, target: str, threshold: float) -> np.ndarray:
+    """weaver-core's capped weights per class (rows: classes): no bin is drawn more than its share.
+
+    ``"flat"``: bins fuller than the ``threshold`` percentile of the class's bins
+    (those above 1 % of its median) are thinned to it, the others keep their rows.
+    ``"ref"``: the reference-to-class ratio is divided by its ``100 - threshold``
+    percentile and capped at 1.
+    """
+    out = np.zeros_like(ratio)
+    for c in range(len(counts)):
+        h, r = counts[c], ratio[c]
+        if not np.any(h > 0):
+            continue
+        if target == "flat":
+            kept = h[h > np.median(h[h > 0]) * 0.01]
+            ref = np.percentile(kept, threshold)
+            out[c] = np.where(h > 0, np.minimum(1.0, np.divide(ref, h, out=np.zeros_like(h), where=h > 0)), 0.0)
+        else:
+            upper = np.percentile(r[r > 0], 100 - threshold) if np.any(r > 0) else 1.0
+            out[c] = np.clip(r / upper, 0.0, 1.0)
     return out
 
 
@@ -270,6 +307,8 @@ class Sampling:
         else:
             goal = np.broadcast_to(np.asarray(target, dtype=np.float64).reshape(-1), counts.shape)
         ratio = np.divide(goal, counts, out=np.zeros_like(counts), where=counts > 0)
+        if "threshold" in self.sample:
+            ratio = _capped(ratio, counts, target, self.sample["threshold"])
         return np.where(inside, ratio[codes, flat], 0.0)
 
     def draw(self, rng: np.random.Generator) -> np.ndarray:

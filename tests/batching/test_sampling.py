@@ -190,3 +190,22 @@ def test_a_pickled_copy_draws_the_same_rows_without_carrying_the_probabilities(d
     copy = pickle.loads(pickle.dumps(b))
     np.testing.assert_array_equal(_rows(copy, 3), _rows(b, 3))
     assert "_sampling" not in b.__getstate__()
+
+
+def test_threshold_caps_as_weaver_core_flat(data):
+    """threshold: full bins thinned to the percentile, sparse bins keep their natural share."""
+    edges = np.linspace(-3, 3, 13)
+    counts, _ = np.histogram(data.scalar("x")[data.scalar("label") == 0], edges)
+    kept = counts[counts > np.median(counts[counts > 0]) * 0.01]
+    ref = np.percentile(kept, 30)
+    goal = np.minimum(counts, ref)  # weaver-core: wgt = clip(ref / hist, 0, 1)
+    sample = {"classes": "label", "class_weights": [1, 0], "vars": ["x"], "bins": [edges.tolist()],
+              "threshold": 30, "epoch_size": 50000}
+    b = Batches(data, SPEC, Order(batch_size=1000, seed=9, sample=sample))
+    got, _ = np.histogram(data.scalar("x")[_rows(b)], edges)
+    p = goal / goal.sum()
+    for g, q in zip(got, p):
+        assert abs(g - 50000 * q) <= _tolerance(50000, q)
+    assert got[0] < got[6] / 3  # a sparse edge bin is not raised to the others
+    with pytest.raises(OptionError, match="percentile in"):
+        Order(sample={**sample, "threshold": 100})
