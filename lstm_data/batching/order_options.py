@@ -147,8 +147,9 @@ class Order(DeclaredOptions):
         Draw the epoch's rows instead of taking each once: a table with
         ``classes`` (a label column: class-balanced, or ``class_weights``),
         ``vars`` and ``bins`` (reweight one or two variables to ``target``:
-        ``"flat"``, ``"ref"`` or a histogram; ``overflow``), ``replacement`` and
-        ``epoch_size``. See :mod:`lstm_data.batching.sampling`.
+        ``"flat"``, ``"ref"`` or a histogram; ``threshold``, ``overflow``),
+        ``replacement`` and ``epoch_size``. See :mod:`lstm_data.batching.sampling`
+        and the docs page "Splits and sampling".
     """
 
     batch_size: int = 1024
