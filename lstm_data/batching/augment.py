@@ -248,6 +248,7 @@ class Augmenter:
             if not arr.flags.writeable:
                 arr = arr.copy()
                 inputs[f.name] = arr
+            at: tuple[np.ndarray, ...]
             if f.group is None:
                 at = (np.arange(len(rows)),)
                 elem_rows, elements = rows, np.zeros(len(rows), dtype=np.int64)

@@ -113,7 +113,8 @@ def step_lengths(field: Any, lengths: np.ndarray) -> np.ndarray:
         ``lengths``, or ``max(lengths, 1)``.
     """
     if getattr(field, "empty", "keep") == "one_step":
-        return np.maximum(lengths, 1)
+        raised: np.ndarray = np.maximum(lengths, 1)
+        return raised
     return lengths
 
 
