@@ -39,7 +39,7 @@ def _spec(multiple: int | None = None) -> BatchSpec:
 
 
 def _order(shuffle, budget=1024, **kw) -> Order:
-    return Order(batch_size=256, seed=3, shuffle=shuffle, bucket_by="input_png3d", max_elements=budget,
+    return Order(batch_size=512, seed=3, shuffle=shuffle, bucket_by="input_png3d", max_elements=budget,
                  **kw)
 
 
@@ -49,7 +49,7 @@ def _check_epoch(b: Batches, epoch: int, budget: int) -> list[np.ndarray]:
     for i in range(len(b)):
         inputs, targets, weights = b.batch(i, epoch)
         x = inputs["input_png3d"]
-        assert 1 <= x.shape[0] <= 256
+        assert 1 <= x.shape[0] <= 512
         assert x.shape[0] * max(x.shape[1], 1) <= budget or x.shape[0] == 1
         r = b.rows_of(i, epoch)
         assert len(r) == x.shape[0] == len(targets["target_total"])
