@@ -264,3 +264,12 @@ def test_forked_workers_read_through_their_own_file_handle(tmp_path):
             want = whole.take(rows)
             assert values == [want.ragged(g)[0].tobytes() for g in want.groups] + [
                 want.scalar(s).tobytes() for s in want.scalar_names]
+
+
+def test_a_whole_scalar_column_reads_its_branch_alone(tmp_path):
+    path = _write(tmp_path / "a.root", root_events(3000, seed=1), parts=6)
+    lazy = read_root(path, in_ram=False, step_bytes=20_000)
+    whole = read_root(path, in_ram=True)
+    for s in ("MET_pt", "event", "passed"):
+        assert lazy.scalar(s).tobytes() == whole.scalar(s).tobytes() and lazy.scalar(s).dtype == whole.scalar(s).dtype
+    assert lazy.io_stats.chunks_read == 0  # no chunk of every column decoded for it

@@ -204,6 +204,19 @@ class RootDataset(ChunkedDataset):
         scalars, groups = read_columns(self._plan, RangeColumns(self._plan.cols, a, z), 1 << 62, self._threads)
         return self._cast(InMemoryDataset(scalars, groups))
 
+    def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:
+        if rows is not None or self._rntuple is not None:
+            return super()._scalar(name, rows)
+        with self._decode_lock:  # a whole column: its branch alone, not every column of every chunk
+            if self._stale:
+                self._stale = False
+                self._attach()
+            plan = self._plan
+            one = TreePlan(plan.cols, [name], {}, plan.dt, plan.declared)
+            values = read_columns(one, RangeColumns(plan.cols, 0, plan.cols.n), 1 << 62, self._threads)[0][name]
+        want = self._scalar_dtypes[name]
+        return values if values.dtype == want else values.astype(want)
+
     def close(self) -> None:
         """Close the file (the dataset cannot read values afterwards)."""
         self._fh.close()
