@@ -34,20 +34,21 @@ from lstm_data.errors import BrokenRowsWarning, FormatError, OptionError, ParseE
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazily at run time)
-    from lstm_data.batching.batches import Batches
-    from lstm_data.batching.order_options import Order
-    from lstm_data.batching.fields import Standardize
-    from lstm_data.batching.spec import BatchSpec, Ragged, Scalars
-    from lstm_data.data.dataset import Dataset, InMemoryDataset
-    from lstm_data.io.awkward import from_awkward
-    from lstm_data.io.dispatch import open
-    from lstm_data.io.parquet import from_arrow
-    from lstm_data.io.read_options import ReadOptions
-    from lstm_data.io.schema import Schema
-    from lstm_data.scale.convert import convert
-    from lstm_data.store.read import open_batches
-    from lstm_data.store.write import precompute
+if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazily at run time;
+    # ``X as X`` exports them: ``__all__`` is built from _LAZY, which a type checker does not read)
+    from lstm_data.batching.batches import Batches as Batches
+    from lstm_data.batching.order_options import Order as Order
+    from lstm_data.batching.fields import Standardize as Standardize
+    from lstm_data.batching.spec import BatchSpec as BatchSpec, Ragged as Ragged, Scalars as Scalars
+    from lstm_data.data.dataset import Dataset as Dataset, InMemoryDataset as InMemoryDataset
+    from lstm_data.io.awkward import from_awkward as from_awkward
+    from lstm_data.io.dispatch import open as open
+    from lstm_data.io.parquet import from_arrow as from_arrow
+    from lstm_data.io.read_options import ReadOptions as ReadOptions
+    from lstm_data.io.schema import Schema as Schema
+    from lstm_data.scale.convert import convert as convert
+    from lstm_data.store.read import open_batches as open_batches
+    from lstm_data.store.write import precompute as precompute
 
 _LAZY = {
     "open": ("lstm_data.io.dispatch", "open"),
