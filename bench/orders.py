@@ -4,7 +4,7 @@ On numu_v3-like data (about 3 png3d prongs per event, a tail past ``max_len`` 20
 ``make_dataset(png_mean=2)``), batch size 512, one thread, for each policy: full
 shuffle, block shuffle (the data in a zarr store on disk), fixed-size length
 bucketing, element-budget batches (``max_elements`` = 512 x 8 png3d slots, in RAM
-and block-shuffled), automatic bucket lengths (4 shapes) and histogram-reweighted
+and block-shuffled, and 512 x 4), automatic bucket lengths (4 shapes) and histogram-reweighted
 sampling. Each row: batches per epoch, padded slots per real png3d element, rows cut
 by ``max_len``, mixing of rows / lengths (1 = a full shuffle; from
 ``Batches.stats()``), and events per second building one epoch (median of
@@ -42,6 +42,7 @@ POLICIES: dict[str, tuple[dict[str, Any], bool]] = {
     "bucketed": (dict(shuffle=True, bucket_by="input_png3d"), False),
     "budget": (dict(shuffle=True, bucket_by="input_png3d", max_elements=BUDGET), False),
     "budget, block": (dict(shuffle="block", bucket_by="input_png3d", max_elements=BUDGET), True),
+    "budget 512 x 4": (dict(shuffle=True, bucket_by="input_png3d", max_elements=BATCH * 4), False),
     "auto lengths k=4": (dict(shuffle=True, bucket_by="input_png3d", bucket_lengths="auto", max_shapes=4), False),
     "weighted": (dict(shuffle=True, sample={"vars": ["trueE"], "bins": [[float(e) for e in np.linspace(0, 100, 21)]],
                                             "target": "flat"}), False),
