@@ -150,3 +150,20 @@ def test_a_url_of_something_else_is_a_format_error(served):
     (root / "notes.txt").write_text("hello")
     with pytest.raises(lstm_data.FormatError, match="ROOT and Parquet"):
         lstm_data.open(f"{url}/notes.txt")
+
+
+def test_any_fsspec_url_reads_root_and_parquet(served):
+    """fsspec's in-memory filesystem stands for any other protocol (s3://, gs://): same values."""
+    fsspec = pytest.importorskip("fsspec")
+    _, root, _ = served
+    fs = fsspec.filesystem("memory")
+    for name in ("events.root", "events.parquet"):
+        fs.pipe(f"/lstm_data_test/{name}", (root / name).read_bytes())
+    try:
+        for name, columns in (("events.root", ["MET_pt", "Muon_*"]), ("events.parquet", ["calE", "png.*"])):
+            local = lstm_data.open(str(root / name), columns=columns)
+            for in_ram in (True, False):
+                _same(lstm_data.open(f"memory://lstm_data_test/{name}", columns=columns, in_ram=in_ram).load(),
+                      local)
+    finally:
+        fs.rm("/lstm_data_test", recursive=True)
