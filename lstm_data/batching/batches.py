@@ -462,8 +462,9 @@ class Batches(EpochIteration):
         -------
         train, validation : Batches
             Same spec and options; validation batches are not shuffled per epoch
-            unless this object uses ``shuffle="block"``, and are not sampled
-            (``Order.sample``): every validation row once.
+            unless this object uses ``shuffle="block"``, are not sampled
+            (``Order.sample``): every validation row once, and carry no noise (the
+            spec's ``augment`` is left out).
         """
         seed = self.seed if seed is None else check_count(seed, "seed")
         base = np.arange(len(self.dataset), dtype=np.intp) if self._view is None else self._view
@@ -472,8 +473,8 @@ class Batches(EpochIteration):
         order = self.order if self._weights is None else self.order.replace(weights=self._weights)
         train = Batches(self.dataset, self.spec, order, read=self.read, rows=base[train_pos])
         val_shuffle = "block" if self.shuffle == "block" else False
-        val = Batches(self.dataset, self.spec, order.replace(shuffle=val_shuffle, sample=None), read=self.read,
-                      rows=base[test_pos])
+        val = Batches(self.dataset, self.spec.replace(augment=None), order.replace(shuffle=val_shuffle, sample=None),
+                      read=self.read, rows=base[test_pos])
         train._seed_drawn = val._seed_drawn = self._seed_drawn
         return train, val
 

@@ -169,3 +169,11 @@ def test_normal_noise_is_standard_normal_and_counter_based():
     np.testing.assert_array_equal(normal_noise(1, 0, "v", rows[pick], elems[pick]), z[pick])
     assert not np.array_equal(normal_noise(1, 1, "v", rows, elems), z)
     assert not np.array_equal(normal_noise(1, 0, "w", rows, elems), z)
+
+
+def test_the_validation_view_of_a_split_carries_no_noise(data):
+    train, val = Batches(data, _spec(), Order(batch_size=100, seed=3)).split(0.2)
+    plain_train, plain_val = Batches(data, _spec(augment=None), Order(batch_size=100, seed=3)).split(0.2)
+    assert val.spec.augment is None and train.spec.augment == _spec().augment
+    np.testing.assert_array_equal(val[0][0]["input_png3d"], plain_val[0][0]["input_png3d"])
+    assert not np.array_equal(train[0][0]["input_png3d"], plain_train[0][0]["input_png3d"])
