@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -255,5 +255,3 @@ def chunk_bounds_of(entries: np.ndarray, n: int, rows_per_chunk: int) -> np.ndar
         del keep[-2]  # a short last chunk joins the one before
     return np.asarray(keep if n else [0], dtype=np.int64)
 
-
-Decoder = Callable[[int, int], InMemoryDataset]

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
