@@ -51,18 +51,14 @@ def choose_lengths(widths: np.ndarray, k: int) -> np.ndarray:
     v = values.astype(np.float64)
     c_cum = np.concatenate([[0.0], np.cumsum(counts, dtype=np.float64)])
     s_cum = np.concatenate([[0.0], np.cumsum(counts * v)])
-    # cost[j, i]: rows of values[j..i] padded to values[i] (j <= i)
-    j = np.arange(d)[:, None]
-    i = np.arange(d)[None, :]
-    cost = np.where(j <= i, v[None, :] * (c_cum[i + 1] - c_cum[j]) - (s_cum[i + 1] - s_cum[j]), np.inf)
     dp = np.full((k, d), np.inf)  # dp[m, i]: values[0..i] in m + 1 buckets, the last ending at values[i]
-    dp[0] = cost[0]
+    dp[0] = v * c_cum[1:] - s_cum[1:]
     parent = np.zeros((k, d), dtype=np.int64)
-    cols = np.arange(d)
-    for m in range(1, k):  # the previous bucket ends at p < i: dp[m - 1, p] + cost[p + 1, i]
-        cand = dp[m - 1, :-1, None] + cost[1:, :]
-        parent[m] = np.argmin(cand, axis=0)
-        dp[m] = cand[parent[m], cols]
+    for m in range(1, k):
+        for i in range(m, d):  # the previous bucket ends at p < i; O(d) memory per step
+            cand = dp[m - 1, :i] + v[i] * (c_cum[i + 1] - c_cum[1:i + 1]) - (s_cum[i + 1] - s_cum[1:i + 1])
+            p = int(np.argmin(cand))
+            parent[m, i], dp[m, i] = p, cand[p]
     m = int(np.argmin(dp[:, d - 1]))  # the first of equal costs: fewest lengths
     i_end = d - 1
     chosen = [int(values[i_end])]

@@ -43,7 +43,7 @@ from lstm_data.batching.order import BlockPlan, epoch_rng
 from lstm_data.errors import OptionError
 
 __all__ = ["Budget", "BudgetPlan", "BudgetBlockPlan", "pack", "block_count", "split_largest",
-           "BUDGET_STREAM", "order_extras", "check_budget", "caps_of", "width_table"]
+           "BUDGET_STREAM", "order_extras", "check_budget", "caps_of", "row_widths"]
 
 #: the :func:`~lstm_data.batching.order.epoch_rng` stream that permutes budget batches
 BUDGET_STREAM = 3
@@ -230,14 +230,18 @@ class Budget:
         return BudgetBlockPlan(order, plan.window_starts, plan.window_block_ids, local, starts)
 
 
-def width_table(width: Any, longest: int, lengths: BucketLengths | None) -> np.ndarray:
-    """Padded width of a batch whose longest row has ``0 .. longest`` prongs.
+def row_widths(width: Callable[[int], int], lengths: np.ndarray, cap: int | None) -> np.ndarray:
+    """Each row's padded width if it were its batch's longest: ``width`` of its length capped at ``cap``.
 
-    ``width`` is the builder's rule for the field (``max_len``, ``pad_to_multiple_of``);
-    ``lengths`` the chosen bucket lengths, if any.
+    ``width`` (the builder's rule for the field) is called once per distinct length.
     """
-    table = np.array([width(n) for n in range(longest + 1)], dtype=np.int64)  # once, per distinct length
-    return table if lengths is None else lengths.widths(table)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if cap is not None:
+        lengths = np.minimum(lengths, cap)
+    uniq, inverse = np.unique(lengths, return_inverse=True)
+    table = np.array([width(int(n)) for n in uniq], dtype=np.int64)
+    out: np.ndarray = table[inverse.reshape(-1)] if len(uniq) else np.zeros(0, dtype=np.int64)
+    return out
 
 
 def check_budget(order: Any, bucket_by: str | None) -> None:
@@ -283,19 +287,14 @@ def order_extras(order: Any, fields: Sequence[Any], width: Callable[[Any, int], 
     if order.bucket_by is None or (order.max_elements is None and order.bucket_lengths is None):
         return None, None
     f = next(f for f in fields if f.name == order.bucket_by)
-    full = all_lengths(f.group)
-    longest = int(full.max()) if len(full) else 0
-    if f.ragged.max_len is not None:
-        longest = min(longest, f.ragged.max_len)
-    plain = width_table(lambda n: width(f, n), longest, None)
+    cap = f.ragged.max_len
     lengths = None
     if order.bucket_lengths is not None:
-        lengths = BucketLengths.make(f.group, plain[np.minimum(full, longest)], order.bucket_lengths,
-                                     order.max_shapes)
+        lengths = BucketLengths.make(f.group, row_widths(lambda n: width(f, n), all_lengths(f.group), cap),
+                                     order.bucket_lengths, order.max_shapes)
     budget = None
     if order.max_elements is not None:
-        table = plain if lengths is None else lengths.widths(plain)
-        view = view_lengths(f.group)
-        budget = Budget(f.name, order.max_elements, order.batch_size, table[np.minimum(view, longest)],
-                        windows)
+        widths = row_widths(lambda n: width(f, n), view_lengths(f.group), cap)
+        budget = Budget(f.name, order.max_elements, order.batch_size,
+                        widths if lengths is None else lengths.widths(widths), windows)
     return budget, lengths

@@ -27,6 +27,7 @@ def order_report(ds: Any, spec_path: str) -> dict[str, Any]:
     """
     from lstm_data.batching.batches import Batches
     from lstm_data.batching.bucket_lengths import choose_lengths, padding_of
+    from lstm_data.batching.budget import row_widths
     from lstm_data.batching.order_options import Order
     from lstm_data.batching.spec import BatchSpec
 
@@ -40,7 +41,7 @@ def order_report(ds: Any, spec_path: str) -> dict[str, Any]:
         lens = batches.builder.row_lengths(f.group)
         if f.ragged.max_len is not None:
             lens = np.minimum(lens, f.ragged.max_len)
-        widths = np.array([batches.builder.width(f, int(n)) for n in range(int(lens.max(initial=0)) + 1)])[lens]
+        widths = row_widths(lambda n: batches.builder.width(f, n), lens, None)
         chosen = order.bucket_lengths is not None
         lengths = (np.array(sorted({batches.padded_width(f, int(n)) for n in np.unique(lens)})) if chosen
                    else choose_lengths(widths, order.max_shapes))
