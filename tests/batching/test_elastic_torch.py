@@ -1,6 +1,7 @@
 """Elastic resumption through torch: StatefulDataLoader (0 -> 2 workers), and real gloo ranks (4 -> 3)."""
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import socket
@@ -87,7 +88,8 @@ def _free_port() -> int:
 
 def _rank(rank: int, world: int, port: int, out: str, state_path: str, steps: int) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    # a rank left without a step would wait in all_reduce: fail in a minute rather than hang
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
     try:
         shard = _shard(rank, world)
         if os.path.exists(state_path):
