@@ -100,7 +100,7 @@ def _check_no_worker_lost(client: Any, futures: list[Any], before: set[tuple[str
 
 def write_ranges(client: Any, batches: Batches, store: str, names: list[str],
                  offsets: Mapping[str, np.ndarray], chunks: Mapping[str, int],
-                 on_done: Callable[[int], None] | None = None,
+                 on_done: Callable[[int], object] | None = None,
                  keys: Mapping[str, str] | None = None) -> None:
     """Build and write every batch of epoch 0 on the workers of the Dask ``client``.
 

@@ -18,9 +18,10 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+import zarr
 
 from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
@@ -48,6 +49,7 @@ from lstm_data.store.format import (
     STORE_VERSION,
     compare_metadata,
     fingerprint,
+    flat_outputs,
     output_key,
     output_keys,
 )
@@ -55,6 +57,7 @@ from lstm_data.store.read import (
     PrecomputedBatches,
     open_batches,
     read_metadata,
+    stored_node,
 )
 
 _log = logging.getLogger("lstm_data")
@@ -74,7 +77,7 @@ class PrecomputeSummary:
     n_batches: int
     n_rows: int
     seconds: float
-    outputs: dict[str, dict] = field(default_factory=dict)  # name -> {"dtype", "shape"}
+    outputs: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> {"dtype", "shape"}
     reused: bool = False
 
     @property
@@ -96,7 +99,7 @@ class PrecomputeSummary:
 class _ChunkWriter:
     """Appends batches to a 1-D zarr array, writing whole chunks only (no read-modify-write)."""
 
-    def __init__(self, array, chunk: int) -> None:
+    def __init__(self, array: zarr.Array[Any], chunk: int) -> None:
         self.array = array
         self.chunk = chunk
         self.pos = 0  # elements written to the array
@@ -133,10 +136,10 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
     shapes: dict[str, np.ndarray] = {}
     builder = batches.builder
     for f in batches.fields:
-        fld = f.field
         if f.group is None:
-            shapes[f.name] = np.column_stack([sizes, np.full(n, len(fld.vars))])
+            shapes[f.name] = np.column_stack([sizes, np.full(n, len(f.field.vars))])
             continue
+        fld = f.ragged
         if fld.max_len is not None and fld.fixed:
             widths = np.full(n, fld.max_len)
         else:  # the builder's rule: the longest row, rounded up by pad_to_multiple_of, capped at max_len
@@ -171,7 +174,8 @@ _REUSE_KEYS = ("spec", "batch_size", "seed", "shuffle", "bucketing", "order", "f
 _OWN_KEYS = ("batch_size", "seed", "shuffle", "bucket_by", "bucket_window")
 
 
-def _metadata(dataset: Dataset, spec: BatchSpec, order: Order, bucketing: dict | None) -> dict:
+def _metadata(dataset: Dataset, spec: BatchSpec, order: Order,
+              bucketing: dict[str, Any] | None) -> dict[str, Any]:
     rest = {k: v for k, v in order.to_dict().items() if k not in _OWN_KEYS}
     return {"format": STORE_FORMAT, "version": STORE_VERSION, "spec": spec.to_dict(),
             "batch_size": int(order.batch_size), "seed": int(order.seed or 0), "shuffle": order.shuffle,
@@ -179,7 +183,7 @@ def _metadata(dataset: Dataset, spec: BatchSpec, order: Order, bucketing: dict |
             "source": list(getattr(dataset, "source", ()))}
 
 
-def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order: Order | int | None = None, *,
+def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], order: Order | int | None = None, *,
                threads: int = 1, overwrite: bool = False, progress: bool = True, compress: bool = True,
                client: Any = None, **options: Any) -> PrecomputeSummary:
     """Write every batch of epoch 0 to the zarr v3 store ``out``, atomically.
@@ -324,10 +328,10 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike, order:
 
 
 def _write_in_order(batches: Batches, shapes: dict[str, np.ndarray], writers: dict[str, _ChunkWriter],
-                    threads: int, bar: Any) -> None:
+                    threads: int, bar: _Bar | None) -> None:
     """Build the batches on ``threads`` threads and append them in order, whole chunks at a time."""
     for i, batch in enumerate(batches.iter(threads)):
-        for n, values in batches.spec.flatten(batch, as_dict=True).items():
+        for n, values in flat_outputs(batches.spec, batch).items():
             if values.shape != tuple(shapes[n][i]):
                 raise RuntimeError(f"batch {i} output {n!r} has shape {values.shape}, "
                                    f"planned {tuple(shapes[n][i])}")
@@ -351,7 +355,7 @@ def _is_batch_store(path: Path) -> bool:
     return isinstance(meta, dict) and meta.get("format") == STORE_FORMAT
 
 
-def _codecs(compress: bool) -> dict:
+def _codecs(compress: bool) -> dict[str, Any]:
     """Options of every array of a store: zstd (level 1) unless ``compress`` is off, then a
     CRC-32C checksum; every chunk written (a missing chunk is then damage, see
     :mod:`lstm_data.io.checked_store`)."""
@@ -361,26 +365,36 @@ def _codecs(compress: bool) -> dict:
     return {"compressors": chain, "config": {"write_empty_chunks": True}}
 
 
-def _progress(total: int, enabled: bool):
+class _Bar(Protocol):
+    """What precompute uses of a ``tqdm`` bar (tqdm ships no type information)."""
+
+    def update(self, n: int = 1) -> bool | None: ...
+
+    def close(self) -> None: ...
+
+
+def _progress(total: int, enabled: bool) -> _Bar | None:
     if not enabled:
         return None
     try:
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, unit="batch", desc="precompute", dynamic_ncols=True)
+    bar: _Bar = tqdm(total=total, unit="batch", desc="precompute", dynamic_ncols=True)
+    return bar
 
 
 def _summary_of(path: Path, seconds: float, *, reused: bool = False) -> PrecomputeSummary:
     from lstm_data.io.checked_store import open_checked
 
     meta = read_metadata(path)
-    index = open_checked(str(path), str(path))[0]["_index"]
+    index = stored_node(open_checked(str(path), str(path))[0], "_index", zarr.Group, str(path))
     spec = BatchSpec.from_dict(meta["spec"])
     sig = spec.signature()
     outputs = {}
     for n in meta["outputs"]:
         dtype = str(sig[n].dtype) if n in sig else "float32"
-        outputs[n] = {"dtype": dtype, "shape": _describe(index[f"{output_key(meta, n)}.shapes"][:])}
+        shapes = stored_node(index, f"{output_key(meta, n)}.shapes", zarr.Array, str(path))
+        outputs[n] = {"dtype": dtype, "shape": _describe(np.asarray(shapes[:]))}
     return PrecomputeSummary(str(path), int(meta["n_batches"]), int(meta["n_rows"]), seconds, outputs,
                              reused)
