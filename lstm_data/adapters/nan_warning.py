@@ -57,13 +57,23 @@ def nan_padded_inputs(batches: Any) -> list[str]:
         return []
     out = []
     for name, fld in spec.inputs.items():
-        if not isinstance(fld, Ragged) or not math.isnan(fld.pad_value):
+        if not isinstance(fld, Ragged) or not any(math.isnan(p) for p in _pad_values(fld)):
             continue
         # a packed output holds only real elements, unless empty rows get a padded step
         if getattr(fld, "layout", "padded") == "packed" and getattr(fld, "empty", "keep") != "one_step":
             continue
         out.append(name)
     return out
+
+
+def _pad_values(fld: Ragged) -> list[float]:
+    """Each variable's fill of the padded slots: its ``Standardize.pad_value``, else the field's."""
+    std = getattr(fld, "standardize", None) or {}
+    pads = []
+    for v in fld.vars:
+        own = getattr(std.get(v), "pad_value", None)
+        pads.append(float(fld.pad_value if own is None else own))
+    return pads
 
 
 def nan_valued_inputs(batches: Any, inputs: Mapping[str, Any]) -> list[str]:

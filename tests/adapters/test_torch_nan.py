@@ -37,7 +37,7 @@ def _masked_mean_loss(loader) -> list[float]:
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return losses
 
 
@@ -81,3 +81,19 @@ def test_nan_values_in_the_first_batch_warn_once():
             list(DataLoader(data, batch_size=None, sampler=data.sampler))
     msgs = _ours(caught)
     assert len(msgs) == 1 and "'input_slice' holds NaN values" in msgs[0] and "nan_to=0.0" in msgs[0], msgs
+
+
+def test_a_variable_padded_with_nan_by_its_standardisation_warns():
+    from lstm_data import Standardize
+
+    ds = make_dataset(200, seed=2)
+    own_nan = _spec(standardize={PNG3D_VARS[1]: Standardize(scale=2.0, pad_value=math.nan)})
+    with pytest.warns(UserWarning, match="'input_png3d' holds NaN padding"):
+        TorchBatches(Batches(ds, own_nan, Order(batch_size=100, seed=1)))
+    # NaN field padding that every variable's own pad value replaces is no NaN padding
+    replaced = _spec(pad_value=math.nan, standardize={v: Standardize(pad_value=0.0) for v in PNG3D_VARS[:3]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = TorchBatches(Batches(ds, replaced, Order(batch_size=100, seed=1)))
+        x = data[(0, 0)][0]["input_png3d"]
+    assert _ours(caught) == [] and not torch.isnan(x).any()

@@ -95,5 +95,5 @@ def test_a_model_trains_on_nested_inputs(data):
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     assert np.isfinite(losses).all() and len(losses) == 6
