@@ -89,3 +89,13 @@ def test_epoch_figures_are_logged_once(data, caplog):
     assert st is not None and st["waited"] == 0.25 and st["batches"] == len(b) // 2
     lines = [r.getMessage() for r in caplog.records if r.name == "lstm_data"]
     assert len(lines) == 1 and "epoch 1:" in lines[0] and "waited 0.250 s" in lines[0]
+
+
+def test_stats_of_a_view(data):
+    train, val = Batches(data, _spec(), ORDERS[0]).split(0.3)
+    st = train.stats()
+    assert st["rows"] == train.n_rows and st["mixing"] == pytest.approx(1.0, abs=0.06)
+    # positions count inside the view: a contiguous view in its order mixes as little as no shuffle
+    part = Batches(data, _spec(), ORDERS[1], rows=np.arange(2000, 6000))
+    assert part.stats()["mixing"] == pytest.approx(Batches(data.take(np.arange(2000, 6000)), _spec(),
+                                                           ORDERS[1]).stats()["mixing"])
