@@ -185,8 +185,10 @@ class ChunkedDataset(OnDiskDataset):
         every column was given out, or when other rows are asked for.
         """
         recent = self._recent  # one per thread: a read-ahead thread asks for other rows meanwhile
-        kept_rows, kept, given = getattr(recent, "last", (None, None, set()))
-        if kept is not None and column not in given and (
+        last: tuple[np.ndarray | None, InMemoryDataset | None, set[str]] = getattr(
+            recent, "last", (None, None, set()))
+        kept_rows, kept, given = last
+        if kept is not None and kept_rows is not None and column not in given and (
                 kept_rows is rows or (len(kept_rows) == len(rows) and np.array_equal(kept_rows, rows))):
             taken = kept
         else:
