@@ -1,9 +1,13 @@
-"""ROOT files whose values exceed a memory cap: one block-shuffled epoch read on demand, peak RSS.
+"""ROOT (or Parquet) files whose values exceed a memory cap: one block-shuffled epoch read on demand, peak RSS.
 
 Run from a checkout (it writes its files first, then reads them in a fresh process)::
 
     python bench/root_larger_than_ram.py --values-gb 6 --cap-gb 2 --dir /tmp/jets
     python bench/root_larger_than_ram.py --values-gb 1.5 --cap-gb 0.5      # a smaller multiple
+    python bench/root_larger_than_ram.py --format parquet --values-gb 1.5 --cap-gb 0.5
+
+With ``--format parquet`` the same columns go to Parquet files (a row group per cluster's
+worth of jets, ``P_v0`` ... list columns), read as :class:`~lstm_data.io.parquet.ParquetDataset`.
 
 The files are JetClass-like: per jet, 8 jagged float32 particle variables (20 to 60
 particles), two scalars and the jet's number ``row``, 100k jets per file, one
@@ -42,7 +46,8 @@ def status(field):
             return int(line.split()[1]) * 1024
 
 paths = sys.argv[1:]
-spec = BatchSpec(inputs={"particles": Ragged([f"P_v{i}" for i in range(8)], max_len=128),
+sep = "." if paths[0].endswith(".parquet") else "_"
+spec = BatchSpec(inputs={"particles": Ragged([f"P{sep}v{i}" for i in range(8)], max_len=128),
                          "jet": Scalars(["jet_pt", "jet_eta"])}, targets={"row": Scalars(["row"])})
 Batches(lstm_data.open(paths[0], in_ram=False, columns=["jet_pt", "row"]),
         BatchSpec(inputs={"s": Scalars(["jet_pt"])}), Order(batch_size=8))[0]
@@ -62,13 +67,14 @@ for i in range(len(batches)):
     np.add.at(seen, rows, 1)
 epoch = time.perf_counter() - started
 decodes = max(max(p.io_stats.per_chunk.values()) for p in data.datasets)
+chunks = sum(getattr(p, "n_chunks", len(getattr(p, "row_group_rows", [0])) - 1) for p in data.datasets)
 print(json.dumps({"rows": len(data), "every_row_once": bool((seen == 1).all()), "open_s": opened,
                   "epoch_s": epoch, "peak_above_base": status("VmHWM") - base, "base": base,
-                  "max_decodes_per_chunk": decodes, "chunks": sum(p.n_chunks for p in data.datasets)}))
+                  "max_decodes_per_chunk": decodes, "chunks": chunks}))
 """
 
 
-def write_files(directory: Path, values_bytes: float, seed: int = 0) -> tuple[list[str], int]:
+def write_files(directory: Path, values_bytes: float, seed: int = 0, fmt: str = "root") -> tuple[list[str], int]:
     """JetClass-like files holding about ``values_bytes`` of decoded particle values."""
     import awkward as ak
     import numpy as np
@@ -80,11 +86,15 @@ def write_files(directory: Path, values_bytes: float, seed: int = 0) -> tuple[li
     n_files = max(1, round(values_bytes / (per_jet * JETS_PER_FILE)))
     paths, total, start = [], 0, 0
     for f in range(n_files):
-        path = directory / f"jets_{f:03d}.root"
+        path = directory / f"jets_{f:03d}.{fmt}"
         k = rng.integers(20, 61, JETS_PER_FILE)
         total += int(k.sum()) * N_VARS * 4
         paths.append(str(path))
         if path.exists():
+            start += JETS_PER_FILE
+            continue
+        if fmt == "parquet":
+            _write_parquet(path, k, rng, start)
             start += JETS_PER_FILE
             continue
         with uproot.recreate(path, compression=None) as fh:
@@ -104,14 +114,38 @@ def write_files(directory: Path, values_bytes: float, seed: int = 0) -> tuple[li
     return paths, total
 
 
+def _write_parquet(path: Path, k, rng, start: int) -> None:
+    """The same columns as a Parquet file, one row group per cluster's worth of jets."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    for a in range(0, JETS_PER_FILE, JETS_PER_CLUSTER):
+        kk = k[a:a + JETS_PER_CLUSTER]
+        off = pa.array(np.concatenate([[0], np.cumsum(kk)]).astype(np.int32))
+        cols = {"jet_pt": rng.random(len(kk)).astype(np.float32),
+                "jet_eta": rng.normal(size=len(kk)).astype(np.float32),
+                "row": np.arange(start + a, start + a + len(kk), dtype=np.int64)}
+        table = pa.table({**{n: pa.array(v) for n, v in cols.items()},
+                          **{f"P.v{i}": pa.ListArray.from_arrays(off, pa.array(rng.random(int(kk.sum()),
+                                                                                          dtype=np.float32)))
+                             for i in range(N_VARS)}})
+        if writer is None:
+            writer = pq.ParquetWriter(path, table.schema, compression="none")
+        writer.write_table(table, row_group_size=JETS_PER_CLUSTER)
+    writer.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--values-gb", type=float, default=6.0, help="decoded particle values to write (GB)")
     parser.add_argument("--cap-gb", type=float, default=2.0, help="the memory cap checked (GB)")
     parser.add_argument("--dir", default="/tmp/lstm_data_root_larger_than_ram", help="where the files go")
+    parser.add_argument("--format", choices=("root", "parquet"), default="root", help="the files' format")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    paths, total = write_files(Path(args.dir), args.values_gb * 1e9)
+    paths, total = write_files(Path(args.dir), args.values_gb * 1e9, fmt=args.format)
     print(f"{len(paths)} files, {total / 1e9:.2f} GB of particle values (written in "
           f"{time.perf_counter() - started:.0f} s)", flush=True)
     env = dict(os.environ)
