@@ -242,8 +242,20 @@ class ShardedBatches(EpochIteration):
         return self.batches.batch(self._parent_index(index, epoch), epoch=epoch)
 
     def batch_into(self, index: int, epoch: int, arena: Any) -> Batch:
-        """:meth:`batch` built in ``arena`` when the parent can (see
-        :class:`~lstm_data.batching.source.BuildsInArena`), else as :meth:`batch`."""
+        """:meth:`batch` built in ``arena`` when the parent can, else as :meth:`batch`.
+
+        Parameters
+        ----------
+        index, epoch
+            As for :meth:`batch`.
+        arena
+            The buffer (see :class:`~lstm_data.batching.source.BuildsInArena`).
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``: output name -> array.
+        """
         epoch = check_count(epoch, "epoch")
         if isinstance(self.batches, BuildsInArena):
             return self.batches.batch_into(self._parent_index(index, epoch), epoch, arena)
@@ -253,7 +265,18 @@ class ShardedBatches(EpochIteration):
         return self.batch(index)
 
     def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray:
-        """The dataset rows of this rank's batch ``index`` of ``epoch``."""
+        """The dataset rows of this rank's batch ``index`` of ``epoch``.
+
+        Parameters
+        ----------
+        index, epoch
+            As for :meth:`batch`.
+
+        Returns
+        -------
+        numpy.ndarray
+            Row numbers of the dataset, in batch order.
+        """
         epoch = self.epoch if epoch is None else check_count(epoch, "epoch")
         return self.batches.rows_of(self._parent_index(index, epoch), epoch)
 
@@ -398,7 +421,13 @@ class ShardedBatches(EpochIteration):
         return identity
 
     def signature(self) -> dict[str, OutputSignature]:
-        """The parent's output signature."""
+        """The parent's output signature.
+
+        Returns
+        -------
+        dict of str to OutputSignature
+            Output name -> name, role, dtype and shape.
+        """
         return self.batches.signature()
 
     def __repr__(self) -> str:
