@@ -173,6 +173,11 @@ def test_states_of_other_batches_are_refused(data):
     with pytest.raises(ValueError, match="identity digest"):
         Batches(make_dataset(2000, seed=4), _spec(), Order(batch_size=90, seed=8)).shard(0, 2).load_state_dict(
             state)
+    other_spec = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
+                                   "input_png3d": Ragged(PNG3D_VARS[:3], max_len=11)},
+                           targets={"target_total": Scalars(["trueE"])})
+    with pytest.raises(ValueError, match="identity digest"):
+        Batches(data, other_spec, Order(batch_size=90, seed=8)).shard(0, 3).load_state_dict(state)
     with pytest.raises(ValueError, match="shard"):
         _make(data, "shuffle").load_state_dict(state)
     unsharded = _make(data, "shuffle")

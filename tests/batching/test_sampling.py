@@ -7,9 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from lstm_data import Batches, BatchSpec, Order, Scalars
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
 from lstm_data.batching.sampling import Sampling, check_sample
 from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.synthetic import PNG3D_VARS, make_dataset
 from lstm_data.errors import OptionError, SchemaError
 from lstm_data.io.read_options import ReadOptions
 from lstm_data.io.zarr import ZarrDataset
@@ -23,7 +24,9 @@ def data():
     label = (np.arange(N) % 21 == 0).astype(np.float32)
     x = np.where(label == 1, rng.normal(1.0, 0.7, N), rng.normal(0.0, 1.0, N)).astype(np.float32)
     y = rng.uniform(0, 10, N).astype(np.float32)
-    return InMemoryDataset({"label": label, "x": x, "y": y, "row": np.arange(N, dtype=np.float32)}, {})
+    base = make_dataset(N, seed=1)
+    return InMemoryDataset({"label": label, "x": x, "y": y, "row": np.arange(N, dtype=np.float32)},
+                           {g: base.group(g) for g in base.groups})
 
 
 SPEC = BatchSpec(inputs={"row": Scalars(["row"])}, targets={"label": Scalars(["label"])})
@@ -180,6 +183,9 @@ def test_bad_sample_tables_are_named(data):
         Batches(data, SPEC, Order(seed=1, sample={"classes": "label", "class_weights": [1, 2, 3]}))
     with pytest.raises(OptionError, match="cache='ram'"):
         Batches(data, SPEC, Order(seed=1, cache="ram", sample={"classes": "label"}))
+    with pytest.raises(OptionError, match="max_elements"):
+        Batches(data, BatchSpec(inputs={"p": Ragged(PNG3D_VARS[:1], max_len=4)}),
+                Order(seed=1, bucket_by="p", max_elements=64, sample={"classes": "label"}))
     assert isinstance(Sampling(data, np.arange(10), {"classes": "label"}).classes, np.ndarray)
 
 
