@@ -176,6 +176,9 @@ class Budget:
         self.max_elements = int(max_elements)
         self.batch_size = int(batch_size)
         self.widths = np.asarray(widths, dtype=np.int64)
+        # sort keys: 16-bit when they fit, so the stable sort of an epoch is a radix sort
+        small = not len(self.widths) or int(self.widths.max()) < 2 ** 15
+        self._keys = self.widths.astype(np.int16) if small else self.widths
         self.windows = windows
         if windows is None or windows <= 1:
             caps = caps_of(np.sort(self.widths), self.max_elements, self.batch_size)
@@ -185,7 +188,7 @@ class Budget:
 
     def _cut(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``positions`` sorted by width (ties keep their order) and their greedy starts."""
-        srt = np.argsort(self.widths[positions], kind="stable")
+        srt = np.argsort(self._keys[positions], kind="stable")
         caps = caps_of(self.widths[positions[srt]], self.max_elements, self.batch_size)
         return srt, pack(caps)
 
@@ -238,9 +241,9 @@ def row_widths(width: Callable[[int], int], lengths: np.ndarray, cap: int | None
     lengths = np.asarray(lengths, dtype=np.int64)
     if cap is not None:
         lengths = np.minimum(lengths, cap)
-    uniq, inverse = np.unique(lengths, return_inverse=True)
+    uniq = np.unique(lengths)
     table = np.array([width(int(n)) for n in uniq], dtype=np.int64)
-    out: np.ndarray = table[inverse.reshape(-1)] if len(uniq) else np.zeros(0, dtype=np.int64)
+    out: np.ndarray = table[np.searchsorted(uniq, lengths)] if len(uniq) else np.zeros(0, dtype=np.int64)
     return out
 
 
