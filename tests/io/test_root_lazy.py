@@ -272,3 +272,19 @@ def test_a_whole_scalar_column_reads_its_branch_alone(tmp_path):
     for s in ("MET_pt", "event", "passed"):
         assert lazy.scalar(s).tobytes() == whole.scalar(s).tobytes() and lazy.scalar(s).dtype == whole.scalar(s).dtype
     assert lazy.io_stats.chunks_read == 0  # no chunk of every column decoded for it
+
+
+def test_unequal_lengths_in_a_declared_group_name_the_tree_entry(tmp_path):
+    from lstm_data import SchemaError
+
+    rng = np.random.default_rng(3)
+    k = rng.integers(1, 4, 3000)
+    other = k.copy()
+    other[2345] += 1  # in the 8th of 10 clusters
+    cols = {"J_a": ak.unflatten(rng.random(int(k.sum()), dtype=np.float32), k),
+            "J_b": ak.unflatten(rng.random(int(other.sum()), dtype=np.float32), other)}
+    path = _write(tmp_path / "bad.root", cols, parts=10)
+    for in_ram in (True, False):
+        with pytest.raises(SchemaError) as err:
+            read_root(path, schema={"J": ["J_a", "J_b"]}, in_ram=in_ram, step_bytes=5_000).load()
+        assert err.value.row == 2345, (in_ram, err.value)

@@ -109,20 +109,24 @@ def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[
             continue  # baskets without entry offsets and no counter: uproot's path
         own = {v: cols.dtype(v) for v in names}
         built = _assemble(g, names, pieces, own, dt, g in declared, taken | set(out_groups), cols.file,
-                          cols.tree)
+                          cols.tree, first_row=getattr(cols, "base", 0))
         out_groups.update(built)
     return out_scalars, out_groups
 
 
 def _assemble(group: str, names: list[str], pieces: dict[str, list[PieceTask]], own: dict[str, np.dtype],
               dt: np.dtype | None, strict: bool, taken: set[str], file: str,
-              tree: str) -> dict[str, RaggedGroup]:
-    """A group from its branches' basket pieces; an inferred group is cut by equal lengths."""
+              tree: str, first_row: int = 0) -> dict[str, RaggedGroup]:
+    """A group from its branches' basket pieces; an inferred group is cut by equal lengths.
+
+    ``first_row``: the tree's entry of the pieces' first entry (named in errors).
+    """
     lengths = {v: np.concatenate([t.lengths for t in pieces[v]]) if pieces[v] else np.zeros(0, np.int64)
                for v in names}
     values = {v: [t.values for t in pieces[v]] or [np.zeros(0, dtype=own[v])] for v in names}
     if strict:
-        check_equal_lengths(group, lengths, file=file, row_word="entry", where=f"tree {tree!r}: ",
+        check_equal_lengths(group, lengths, first_row=first_row, file=file, row_word="entry",
+                            where=f"tree {tree!r}: ",
                             hint="they share no counter branch; declare them in different groups "
                                  "with a schema")
     parts = {group: names} if strict else split_by_lengths(group, lengths, taken)

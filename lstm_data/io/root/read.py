@@ -136,7 +136,8 @@ def _read_groups(cols: TreeColumns, groups: dict[str, list[str]], dt: np.dtype |
             if sink.counts is not None:
                 cols.check_counts(sink.counts[a:z], lengths, a)
             elif sink.strict:
-                check_equal_lengths(g, lengths, first_row=a, file=cols.file, row_word="entry",
+                base = getattr(cols, "base", 0)  # a view of an entry range: name the tree's entries
+                check_equal_lengths(g, lengths, first_row=a + base, file=cols.file, row_word="entry",
                                     where=f"tree {cols.tree!r}: ",
                                     hint="they share no counter branch; declare them in different "
                                          "groups with a schema")
