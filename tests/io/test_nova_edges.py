@@ -36,7 +36,8 @@ def test_an_empty_prong_table_is_a_group_without_prongs_and_a_warning(tables, tm
     assert not any(s.startswith(PNG + ".") for s in ds.scalar_names)  # no all-NaN scalars
     assert int(ds.offsets(PNG)[-1]) == 0 and ds.groups[PNG] == full.groups[PNG]
     np.testing.assert_array_equal(ds.scalar("rec.slc.calE"), full.scalar("rec.slc.calE"))
-    spec = BatchSpec(inputs={"png": Ragged(ds.groups[PNG][:3], max_len=4), "s": Scalars(["rec.slc.calE"])})
+    spec = BatchSpec(inputs={"png": Ragged(ds.groups[PNG][:3], max_len=4, pad_value=np.nan),
+                             "s": Scalars(["rec.slc.calE"])})
     batch = Batches(ds, spec, Order(batch_size=16, shuffle=False))[0]
     assert np.isnan(batch[0]["png"]).all()
 
