@@ -159,9 +159,15 @@ class ChunkedDataset(OnDiskDataset):
             chunk = self._chunk(k, keep)
             for s in scalars:
                 out_s[s][pos] = chunk.scalar(s, local)
+            run = bool(local[-1] - local[0] == len(local) - 1 and np.all(np.diff(local) == 1))
             for g in groups:
                 values, off = out_g[g]
-                block, block_off = take_ragged(*chunk.ragged(g), local)
+                c_values, c_off = chunk.ragged(g)
+                if run:  # consecutive rows (a block of a window): a view, no copy
+                    lo, hi = int(local[0]), int(local[-1]) + 1
+                    block, block_off = c_values[c_off[lo]:c_off[hi]], c_off[lo:hi + 1] - c_off[lo]
+                else:
+                    block, block_off = take_ragged(c_values, c_off, local)
                 _scatter(values, off, pos, block, block_off)
             del chunk
         return out_s, out_g
