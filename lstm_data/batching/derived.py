@@ -41,6 +41,8 @@ _log = logging.getLogger("lstm_data")
 
 #: rows per block when a selection is evaluated over on-disk data
 SELECTION_BLOCK = 1 << 16
+#: bytes of output rows filled at a time when derived columns join a group's values
+_FILL_BYTES = 1 << 20
 
 
 def check_derived(derived: Mapping[str, str] | None,
@@ -225,10 +227,14 @@ class DerivedDataset(Dataset):
 def _with_columns(values: np.ndarray, extra: list[np.ndarray]) -> np.ndarray:
     """``values`` (total, V) with the ``extra`` 1-D columns appended (one copy)."""
     dtype = np.result_type(values.dtype, *[e.dtype for e in extra])
-    out = np.empty((len(values), values.shape[1] + len(extra)), dtype=dtype)
-    out[:, :values.shape[1]] = values
-    for j, col in enumerate(extra, start=values.shape[1]):
-        out[:, j] = col
+    width = values.shape[1]
+    out = np.empty((len(values), width + len(extra)), dtype=dtype)
+    step = max(1, _FILL_BYTES // max(1, out.itemsize * out.shape[1]))
+    for a in range(0, len(values), step):  # a block of rows at a time stays in cache while its columns fill
+        b = a + step
+        out[a:b, :width] = values[a:b]
+        for j, col in enumerate(extra, start=width):
+            out[a:b, j] = col[a:b]
     return out
 
 
