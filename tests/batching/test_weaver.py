@@ -158,3 +158,57 @@ def test_sample_rows_is_seeded_and_sized():
     np.testing.assert_array_equal(sample_rows(5, 1.0, 0), np.arange(5))
     with pytest.raises(ValueError, match="fraction"):
         sample_rows(5, 0.0, 0)
+
+
+@pytest.mark.parametrize("config", ["JetClass_full", "variant"])
+def test_from_weaver_gives_weaver_cores_tensors(jets, config):
+    """Acceptance: every input, the mask, the label and the observers equal weaver-core's arrays."""
+    ref = reference(config)
+    spec = BatchSpec.from_weaver(DATA / f"{config}.yaml")
+    if config == "variant":  # preprocess.method: auto, data_fraction: 1
+        spec = spec.fit(jets, fraction=1.0)
+        for name, fld in spec.inputs.items():
+            for var, std in (fld.standardize or {}).items():
+                center, scale = ref[f"auto/{var}"]
+                if not np.isnan(center):
+                    assert (std.center, std.scale) == (center, scale), var
+    inputs, targets = all_batches(jets, spec, batch_size=48)
+    names = [k for k in ref if not k.startswith("auto/")]
+    assert set(inputs) | set(targets) == set(names)
+    for name in names:
+        ours = inputs[name] if name in inputs else targets[name]
+        want = ref[name]
+        if name in targets:  # (B, 1) float targets; weaver: (B,) int64 label, raw observers
+            assert ours.shape == (len(want), 1)
+            ours = ours[:, 0]
+        assert ours.shape == want.shape, name
+        np.testing.assert_array_equal(ours, want.astype(ours.dtype), err_msg=name)
+        if name in inputs:
+            assert ours.dtype == np.float32
+            assert np.array_equal(ours.view(np.uint32), want.view(np.uint32)), f"{name}: not bitwise"
+
+
+def test_from_weaver_on_disk_equals_in_ram(jets, tmp_path):
+    path = tmp_path / "jets.h5"
+    jets.to_hdf5(path)
+    disk = lstm_data.open(path)
+    assert not disk.in_ram
+    spec = BatchSpec.from_weaver(DATA / "JetClass_full.yaml")
+    a, b = all_batches(jets, spec), all_batches(disk, spec)
+    for k in a[0]:
+        np.testing.assert_array_equal(a[0][k], b[0][k], err_msg=k)
+
+
+def test_spec_file_round_trip_and_fit_written_back(jets, tmp_path):
+    from lstm_data.batching.standardize_fit import fit_spec_file
+
+    spec = BatchSpec.from_weaver(DATA / "variant.yaml")
+    path = tmp_path / "spec.toml"
+    path.write_text(spec.to_toml() + '\n[order]\nbatch_size = 48\n')
+    assert BatchSpec.from_toml(path) == spec
+    fitted = fit_spec_file(path, jets, fraction=0.5, seed=4)
+    assert BatchSpec.from_toml(path) == fitted == spec.fit(jets, fraction=0.5, seed=4)
+    assert "auto" not in path.read_text() and "[order]" in path.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["spec.toml"]  # no temporary left
+    std = fitted.inputs["pf_features"].standardize["part_pt_log"]
+    assert isinstance(std.center, float) and isinstance(std.scale, float)
