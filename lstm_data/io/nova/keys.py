@@ -145,6 +145,12 @@ def _dense_rank(values: np.ndarray) -> np.ndarray:
     return np.unique(values, return_inverse=True)[1].astype(np.int64).reshape(-1)
 
 
+def _native(table: TableKeys) -> list[np.ndarray]:
+    """The native key columns of ``table`` (kept until its codes and key scalars are made)."""
+    assert table.native is not None
+    return table.native
+
+
 def pack_codes(tables: list[TableKeys]) -> None:
     """Set ``codes`` of every table: one int64 per run, ordered as the keys are.
 
@@ -153,15 +159,15 @@ def pack_codes(tables: list[TableKeys]) -> None:
     full = [t for t in tables if t.n_runs]
     if not full:
         return
-    assert all(t.native is not None for t in full)
-    lows = [min(int(t.native[c].min()) for t in full) for c in range(len(KEY_COLUMNS))]  # type: ignore[index]
-    highs = [max(int(t.native[c].max()) for t in full) for c in range(len(KEY_COLUMNS))]  # type: ignore[index]
+    native = [_native(t) for t in full]
+    lows = [min(int(keys[c].min()) for keys in native) for c in range(len(KEY_COLUMNS))]
+    highs = [max(int(keys[c].max()) for keys in native) for c in range(len(KEY_COLUMNS))]
     bits = [(hi - lo).bit_length() for lo, hi in zip(lows, highs)]
     done: list[np.ndarray] = []
     if sum(bits) <= 63:
-        for t in full:
+        for t, keys in zip(full, native):
             code = np.zeros(t.n_runs, dtype=np.int64)
-            for k, lo, b in zip(t.native, lows, bits):  # type: ignore[arg-type]
+            for k, lo, b in zip(keys, lows, bits):
                 code <<= b
                 code |= k.astype(np.int64) - lo
             t.codes = next((d for d in done if len(d) == len(code) and np.array_equal(d, code)), code)
@@ -171,7 +177,7 @@ def pack_codes(tables: list[TableKeys]) -> None:
     code = np.zeros(int(sum(t.n_runs for t in full)), dtype=np.int64)
     used = 0
     for c, lo, b in zip(range(len(KEY_COLUMNS)), lows, bits):
-        col = np.concatenate([t.native[c].astype(np.int64) for t in full])  # type: ignore[index]
+        col = np.concatenate([keys[c].astype(np.int64) for keys in native])
         if b > 62 or used + b > 63:
             code, used = _dense_rank(code), int(len(code)).bit_length()
             col, b = _dense_rank(col), int(len(col)).bit_length()
