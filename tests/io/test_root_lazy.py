@@ -269,9 +269,10 @@ def test_a_whole_scalar_column_reads_its_branch_alone(tmp_path):
     path = _write(tmp_path / "a.root", root_events(3000, seed=1), parts=6)
     lazy = read_root(path, in_ram=False, step_bytes=20_000)
     whole = read_root(path, in_ram=True)
+    at_open = lazy.io_stats.chunks_read  # (the Jet lengths, read once at open)
     for s in ("MET_pt", "event", "passed"):
         assert lazy.scalar(s).tobytes() == whole.scalar(s).tobytes() and lazy.scalar(s).dtype == whole.scalar(s).dtype
-    assert lazy.io_stats.chunks_read == 0  # no chunk of every column decoded for it
+    assert lazy.io_stats.chunks_read == at_open  # no chunk of every column decoded for it
 
 
 def test_unequal_lengths_in_a_declared_group_name_the_tree_entry(tmp_path):
@@ -288,3 +289,15 @@ def test_unequal_lengths_in_a_declared_group_name_the_tree_entry(tmp_path):
         with pytest.raises(SchemaError) as err:
             read_root(path, schema={"J": ["J_a", "J_b"]}, in_ram=in_ram, step_bytes=5_000).load()
         assert err.value.row == 2345, (in_ram, err.value)
+
+
+def test_pickled_dataset_keeps_its_chunks_and_offsets(tmp_path):
+    """A worker gets the chunks and offsets found at open: it reads no group again to find lengths."""
+    import pickle
+
+    path = _write(tmp_path / "a.root", root_events(3000, seed=1), parts=6)
+    lazy = read_root(path, in_ram=False, step_bytes=20_000)  # Jet_e/Jet_pt: lengths read at open
+    assert lazy.io_stats.chunks_read == lazy.n_chunks
+    again = pickle.loads(pickle.dumps(lazy))
+    assert again.io_stats.chunks_read == 0 and np.array_equal(again.chunk_bounds, lazy.chunk_bounds)
+    _same(again.load(), read_root(path, in_ram=True))

@@ -108,6 +108,13 @@ class RootDataset(ChunkedDataset):
     def __init__(self, path: Any, *, tree: str | None = None, schema: Any = None, dtype: Any = None,
                  step_bytes: int | None = None, columns: Any = None, exclude: Any = None,
                  threads: int | None = None, cache_chunks: int | None = None) -> None:
+        self._open(path, tree=tree, schema=schema, dtype=dtype, step_bytes=step_bytes, columns=columns,
+                   exclude=exclude, threads=threads, cache_chunks=cache_chunks)
+
+    def _open(self, path: Any, *, tree: str | None, schema: Any, dtype: Any, step_bytes: int | None,
+              columns: Any, exclude: Any, threads: int | None, cache_chunks: int | None,
+              layout: tuple[Any, ...] | None = None) -> None:
+        """Open the file; find the chunks and group offsets unless ``layout`` gives them (unpickling)."""
         self._reopen = ((path,), {"tree": tree, "schema": schema, "dtype": dtype, "step_bytes": step_bytes,
                                   "columns": columns, "exclude": exclude, "threads": threads,
                                   "cache_chunks": cache_chunks})
@@ -119,11 +126,15 @@ class RootDataset(ChunkedDataset):
             raise ValueError(f"step_bytes must be at least 1, got {step_bytes!r} (file {name})")
         self._args = (name, tree, schema, dt, ColumnSelection(columns, exclude))
         self._stale = False
+        self._open_reads = 0  # chunks read at open to find group lengths
         self._attach()
         try:
-            if self._rntuple is not None:
+            if layout is not None:
+                bounds, scalars, groups, self.skipped = layout
+            elif self._rntuple is not None:
                 bounds, scalars, groups = self._rntuple.layout(chunk_bytes)
                 self.skipped = dict(self._rntuple.skipped)
+                self._open_reads = len(bounds) - 1
             else:
                 bounds, scalars, groups = self._tree_layout(chunk_bytes)
                 self.skipped = dict(self._plan.cols.skipped)
@@ -131,8 +142,21 @@ class RootDataset(ChunkedDataset):
             self._fh.close()
             raise
         self._setup_chunks(bounds, scalars, groups, (name,), cache_chunks)
-        _log.info("%s: %s %r read on demand in %d chunks of whole clusters", name,
-                  "RNTuple" if self._rntuple else "tree", self.tree, self.n_chunks)
+        if self._open_reads:
+            self.io_stats.record("open", 0, self._open_reads, 0)
+        if layout is None:
+            _log.info("%s: %s %r read on demand in %d chunks of whole clusters", name,
+                      "RNTuple" if self._rntuple else "tree", self.tree, self.n_chunks)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The path and options, with the chunks and group offsets found at open (not read again)."""
+        groups = {g: (self._groups[g], self._group_dtypes[g], self._offsets_of[g]) for g in self._groups}
+        return {"_reopen": self._reopen,
+                "layout": (self.chunk_bounds, dict(self._scalar_dtypes), groups, dict(self.skipped))}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        (path,), kwargs = state["_reopen"]
+        self._open(path, layout=state.get("layout"), **kwargs)
 
     # -- open ----------------------------------------------------------------------
     def _attach(self) -> None:
@@ -186,6 +210,7 @@ class RootDataset(ChunkedDataset):
             sub = TreePlan(cols, [], uncounted, plan.dt, plan.declared)
             found = _lengths_pass(bounds, lambda a, z: read_columns(sub, RangeColumns(cols, a, z), 1 << 62,
                                                                      self._threads)[1], cols.file)
+            self._open_reads = len(bounds) - 1
             if not found:  # no entries: the groups as planned, empty
                 found = {g: (list(names), dtypes[names[0]], np.zeros(1, dtype=np.int64))
                          for g, names in uncounted.items()}
