@@ -46,7 +46,8 @@ def check_lstm_ee_keys(config: Any) -> None:
             raise SchemaError(f"lstm_ee config: unknown key {key!r}{hint} Known keys: "
                               f"{', '.join(LSTM_EE_SPEC_KEYS)} (batch layout) and "
                               f"{', '.join(LSTM_EE_OTHER_KEYS)} (training options, ignored)")
-    for key, instead in (("noise", "add noise in your training step"),
+    for key, instead in (("noise", "declare it in the spec: spec.replace(augment={variable: {'gaussian': "
+                                   "sigma}}) (or 'relative'), the same noise per (seed, epoch, row) in any worker"),
                          ("prong_sorters", "use Ragged(sort_by=...) in the spec")):
         value = config.get(key) if isinstance(config, Mapping) else getattr(config, key, None)
         if value is not None:

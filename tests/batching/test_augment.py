@@ -177,3 +177,10 @@ def test_the_validation_view_of_a_split_carries_no_noise(data):
     assert val.spec.augment is None and train.spec.augment == _spec().augment
     np.testing.assert_array_equal(val[0][0]["input_png3d"], plain_val[0][0]["input_png3d"])
     assert not np.array_equal(train[0][0]["input_png3d"], plain_train[0][0]["input_png3d"])
+
+
+def test_lstm_ee_noise_points_to_augment():
+    config = {"vars_input_png3d": [GAUSS], "var_target_total": "trueE", "noise": ("gaussian", 0.1)}
+    with pytest.warns(UserWarning, match=r"noise=.*not applied.*spec.replace\(augment="):
+        spec = BatchSpec.from_lstm_ee(config)
+    assert spec.augment is None
