@@ -145,3 +145,22 @@ def test_empty_round_trips_and_is_checked(tmp_path):
     assert "empty" not in _spec().inputs["input_png2d"].to_dict()  # the default is not written
     with pytest.raises(SchemaError, match="empty must be one of \\['keep', 'one_step', 'drop'\\]"):
         Ragged(VARS, empty="skip")
+
+
+@pytest.mark.parametrize("shuffle", [True, "block"])
+def test_on_disk_equals_in_ram_with_one_step_drop_and_noise(data, tmp_path, shuffle):
+    import lstm_data
+
+    path = tmp_path / "d.zarr"
+    data.to_zarr(path)
+    disk = lstm_data.open(path)
+    for empty in ("one_step", "drop"):
+        spec = _spec(empty=empty, max_len=None).replace(augment={VARS[0]: {"gaussian": 0.3}})
+        ondisk = Batches(disk, spec, Order(batch_size=64, seed=5, shuffle=shuffle))
+        assert ondisk.n_rows == (int((_lens(data) > 0).sum()) if empty == "drop" else len(data))
+        for i in (0, 3, len(ondisk) - 1):
+            rows = ondisk.rows_of(i, 1)
+            # the same rows in RAM, in that order, same seed and epoch: the same batch
+            ram = Batches(data, spec, Order(batch_size=len(rows), seed=5, shuffle=False), rows=rows)
+            for k, v in ram.batch(0, epoch=1)[0].items():
+                np.testing.assert_array_equal(ondisk.batch(i, epoch=1)[0][k], v, err_msg=f"{empty} {k}")
