@@ -58,6 +58,7 @@ import numpy as np
 from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
+from lstm_data.errors import OptionError
 
 try:
     keras = importlib.import_module("keras")  # Keras ships no type information: its names are Any here
@@ -111,6 +112,11 @@ class KerasBatches(PyDataset):
         Return the per-target weights as the third item (default). ``False``
         returns ``(inputs, targets)``.
 
+    Raises
+    ------
+    OptionError
+        An input of the spec has ``layout="packed"`` (Keras takes padded forms).
+
     Attributes
     ----------
     as_tensors : bool
@@ -126,6 +132,7 @@ class KerasBatches(PyDataset):
                           f"{workers} thread(s) (its kernels release the GIL), each tied to its epoch; "
                           "Keras's process pool would serve batches of one epoch in the next",
                           UserWarning, stacklevel=2)
+        _refuse_packed(getattr(batches, "spec", None), "KerasBatches")
         super().__init__(workers=1, use_multiprocessing=False, max_queue_size=max_queue_size)
         self.batches = batches
         self.build_workers = int(workers)
@@ -257,6 +264,18 @@ def _warn_nan(batches: Any, inputs: Mapping[str, Any]) -> None:
         warn_nan_values("KerasBatches", batches, inputs, consequence, stacklevel=3)
 
 
+def _refuse_packed(spec: Any, where: str) -> None:
+    """Raise an :class:`~lstm_data.errors.OptionError` for a packed ``Ragged`` input: Keras takes
+    one batch dimension per input (a packed ``(T, V)`` output has none)."""
+    if spec is None:
+        return
+    packed = [n for n, f in spec.inputs.items() if getattr(f, "layout", "padded") == "packed"]
+    if packed:
+        raise OptionError(f"{where}: input {packed[0]!r} has layout='packed' ((T, V) values with cu_seqlens), "
+                          "which Keras models cannot take (every input has a batch dimension); use "
+                          "layout='padded' (or 'channels_first') with mask=True or lengths=True")
+
+
 def keras_inputs(spec: BatchSpec) -> dict[str, Any]:
     """One named ``keras.Input`` per input of ``spec``, shaped and typed by its signature.
 
@@ -272,6 +291,12 @@ def keras_inputs(spec: BatchSpec) -> dict[str, Any]:
     dict
         Input name -> ``keras.Input``, in the spec's order, ready for
         ``keras.Model(inputs, outputs)``.
+
+    Raises
+    ------
+    OptionError
+        An input has ``layout="packed"`` (Keras takes padded forms).
     """
+    _refuse_packed(spec, "keras_inputs")
     return {name: keras.Input(shape=sig.sample_shape, dtype=str(sig.dtype), name=name)
             for name, sig in spec.signature().items() if sig.role == "input"}

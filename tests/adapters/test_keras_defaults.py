@@ -75,3 +75,14 @@ def test_fit_with_noise_and_one_step_rows(data):
         "augment": {PNG2D_VARS[0]: {"gaussian": 0.1}, SLICE_VARS[0]: {"relative": 0.05}}})
     msgs, loss = _fit(spec, data)
     assert msgs == [] and np.isfinite(loss).all()
+
+
+def test_packed_inputs_are_refused_naming_the_input(data):
+    from lstm_data import Ragged
+    from lstm_data.errors import OptionError
+
+    spec = BatchSpec(inputs={"p": Ragged(PNG2D_VARS[:2], max_len=4, layout="packed")})
+    with pytest.raises(OptionError, match="input 'p' has layout='packed'.*layout='padded'"):
+        KerasBatches(Batches(data, spec, Order(batch_size=100, seed=1)))
+    with pytest.raises(OptionError, match="keras_inputs: input 'p' has layout='packed'"):
+        keras_inputs(spec)
