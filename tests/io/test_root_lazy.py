@@ -135,9 +135,12 @@ def test_rntuple_read_by_cluster_equals_uproot(tmp_path):
         ref = fh["Events"].arrays()
         assert len(fh["Events"].cluster_summaries) >= 6
     lazy = read_root(path, in_ram=False, step_bytes=8_000)
-    whole = read_root(path, in_ram=True)
+    whole = read_root(path, in_ram=True)  # in one range
+    ranges = read_root(path, in_ram=True, step_bytes=8_000)  # in RAM, cluster range by cluster range
     assert isinstance(lazy, RootDataset) and lazy.n_chunks >= 3
     _same(lazy.load(), whole)
+    _same(ranges, whole)
+    assert whole.scalar("x").tobytes() == ak.to_numpy(ref["x"]).tobytes()
     assert lazy.scalar("x").tobytes() == ak.to_numpy(ref["x"]).tobytes()
     values, offsets = lazy.ragged("Muon", np.arange(len(ref)))
     assert np.array_equal(np.diff(offsets), ak.num(ref["Muon"]).to_numpy())

@@ -171,7 +171,7 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
                           "reads it whole)", name, tree_name)
                 fh.close()
                 return lazy()
-            return read_rntuple(ttree, tree_name, name, schema, dt, selection)
+            return read_rntuple(ttree, tree_name, name, schema, dt, selection, step_bytes or STEP_BYTES)
         plan = plan_tree(ttree, tree_name, name, schema, dt, selection)
         if in_ram is None and not fits(plan.decoded_bytes()):
             _log.info("%s: tree %r: its values (about %.2f GiB) do not fit in the memory left: read from disk "

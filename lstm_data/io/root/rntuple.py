@@ -21,11 +21,61 @@ __all__ = ["read_rntuple", "RNTupleReader", "rntuple_fits"]
 
 
 def read_rntuple(ntuple: Any, ntuple_name: str, file: str, schema: Any,
-                  dt: np.dtype | None, selection: ColumnSelection) -> InMemoryDataset:
-    """An RNTuple, read whole into awkward arrays and taken as :func:`from_awkward` takes them."""
-    dataset = RNTupleReader(ntuple, ntuple_name, file, schema, dt, selection).read(0, int(ntuple.num_entries))
+                 dt: np.dtype | None, selection: ColumnSelection,
+                 chunk_bytes: int = 64 << 20) -> InMemoryDataset:
+    """An RNTuple in RAM, read in cluster ranges of about ``chunk_bytes`` (whole clusters).
+
+    Each range is taken as :func:`from_awkward` takes the whole, then copied into the
+    final arrays and let go, so memory holds the result and one range (the final
+    arrays' pages are touched only as they are filled). Ranges that give other
+    columns than the first (a field that is empty in one range) fall back to one
+    read of the whole.
+    """
+    reader = RNTupleReader(ntuple, ntuple_name, file, schema, dt, selection)
+    per = reader.bytes_per_entry()
+    rows = max(1, int(chunk_bytes / per)) if per else max(1, reader.n)
+    bounds = chunk_bounds_of(reader.clusters(), reader.n, rows)
+    if len(bounds) <= 2:
+        dataset = reader.read(0, reader.n)
+    else:
+        pieces = [reader.read(a, z) for a, z in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+        dataset = _join(pieces) if _alike(pieces) else reader.read(0, reader.n)
     dataset.source = (file,)
+    dataset.skipped = dict(reader.skipped)
     return dataset
+
+
+def _alike(pieces: list[InMemoryDataset]) -> bool:
+    first = pieces[0]
+    return all(p.scalar_names == first.scalar_names and p.groups == first.groups for p in pieces[1:])
+
+
+def _join(pieces: list[InMemoryDataset]) -> InMemoryDataset:
+    """One dataset of ``pieces`` (same columns), each piece let go once copied."""
+    from lstm_data.data.ragged import RaggedGroup
+
+    names, by_group = pieces[0].scalar_names, pieces[0].groups
+    n = sum(len(p) for p in pieces)
+    scalars = {s: np.empty(n, dtype=np.result_type(*[p.scalar(s).dtype for p in pieces])) for s in names}
+    totals = {g: sum(int(p.offsets(g)[-1]) for p in pieces) for g in by_group}
+    groups = {g: (np.empty((totals[g], len(vs)), dtype=np.result_type(*[p.ragged(g)[0].dtype for p in pieces])),
+                  np.zeros(n + 1, dtype=np.int64)) for g, vs in by_group.items()}
+    row, at = 0, dict.fromkeys(by_group, 0)
+    pieces.reverse()
+    while pieces:
+        piece = pieces.pop()
+        k = len(piece)
+        for s in names:
+            scalars[s][row:row + k] = piece.scalar(s)
+        for g in by_group:
+            values, offsets = piece.ragged(g)
+            out_values, out_offsets = groups[g]
+            out_values[at[g]:at[g] + len(values)] = values
+            out_offsets[row + 1:row + k + 1] = offsets[1:] + at[g]
+            at[g] += len(values)
+        row += k
+        del piece
+    return InMemoryDataset(scalars, {g: RaggedGroup(by_group[g], *groups[g]) for g in by_group})
 
 
 class RNTupleReader:
