@@ -45,8 +45,8 @@ Python per entry). Values equal
 int32, takes their common type, float64).
 
 An RNTuple (what ``uproot`` >= 5.7 writes for ``file["Events"] = {...}``) is
-read into awkward arrays and taken as :func:`lstm_data.io.awkward.from_awkward`
-takes them: the record field ``Muon`` is the group ``Muon`` with variables
+read in cluster ranges of about ``step_bytes`` into awkward arrays, each taken as
+:func:`lstm_data.io.awkward.from_awkward` takes them and copied into the result: the record field ``Muon`` is the group ``Muon`` with variables
 ``Muon_pt``, ..., as from the TTree of the same data (which also has ``nMuon``);
 nested records flatten to dotted names (``info.pos.x``).
 
