@@ -97,3 +97,15 @@ def test_a_model_trains_on_nested_inputs(data):
         opt.step()
         losses.append(float(loss.detach()))
     assert np.isfinite(losses).all() and len(losses) == 6
+
+
+def test_nested_values_cross_worker_processes_in_the_shared_slot(data):
+    """With worker processes and the shared transfer, the nested tensor's values are a view of the
+    worker's segment, next to the batch's other outputs (not a copy made for the transfer)."""
+    tb = TorchBatches(Batches(data, _spec("packed"), Order(batch_size=100, seed=4)), nested=True)
+    for x, _, _ in DataLoader(tb, batch_size=None, sampler=tb.sampler, num_workers=1):
+        values, cu = x["part"].values(), x["part_cu_seqlens"]
+        assert x["part"].offsets().data_ptr() == cu.data_ptr()
+        # the segment lays arrays out one after another at 64-byte offsets
+        assert cu.data_ptr() - values.data_ptr() == -(-values.nbytes // 64) * 64
+        break
