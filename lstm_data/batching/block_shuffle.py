@@ -37,8 +37,9 @@ __all__ = ["BlockSource", "value_chunk_rows"]
 
 
 def value_chunk_rows(dataset: Dataset) -> list[np.ndarray]:
-    """For each ragged group chunked on disk, the rows where its value chunks start."""
-    starts = [dataset.value_chunk_starts(name) for name in dataset.groups]
+    """For each ragged group chunked on disk, the rows where its value chunks start; and the
+    rows where chunks of on-disk rows start, when the scalars are read in chunks too."""
+    starts = [dataset.value_chunk_starts(name) for name in dataset.groups] + [dataset.row_chunk_starts()]
     return [s for s in starts if len(s)]
 
 

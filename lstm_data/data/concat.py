@@ -139,6 +139,14 @@ class ConcatDataset(Dataset):
             return np.zeros(0, dtype=np.int64)
         return np.unique(np.concatenate(pieces + [self.cumulative[:-1]])).astype(np.int64)
 
+    def row_chunk_starts(self) -> np.ndarray:
+        """Every part's row chunk starts in this dataset's rows, plus the first row of each
+        part; empty when no part reads its rows from disk in chunks."""
+        pieces = [d.row_chunk_starts() + self.cumulative[i] for i, d in enumerate(self.datasets)]
+        if not any(len(p) for p in pieces):
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(np.concatenate(pieces + [self.cumulative[:-1]])).astype(np.int64)
+
     def ragged_parts(self, group: str) -> list[tuple[np.ndarray, np.ndarray]]:
         """``(values, offsets)`` of ``group`` in every part, in row order (parts of parts
         flattened), without copying: what a batch gathers from in one pass.

@@ -265,6 +265,21 @@ class Dataset:
             raise unknown_name_error("group", group, list(self._groups))
         return 0
 
+    def row_chunk_starts(self) -> np.ndarray:
+        """The rows (int64, ascending) at which a chunk of on-disk rows begins, for every column.
+
+        Empty unless the dataset reads its scalar columns from disk in chunks of
+        rows (a file read on demand by cluster or row group). Block shuffling cuts its
+        blocks at these rows too, so a dataset of scalars only also decompresses each
+        chunk at most twice per epoch.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 row numbers, ascending.
+        """
+        return np.zeros(0, dtype=np.int64)
+
     def value_chunk_starts(self, group: str) -> np.ndarray:
         """The rows (int64, ascending) at which a chunk of ``group``'s on-disk values begins.
 

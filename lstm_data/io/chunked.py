@@ -86,6 +86,10 @@ class ChunkedDataset(OnDiskDataset):
         """Number of chunks."""
         return len(self.chunk_bounds) - 1
 
+    def row_chunk_starts(self) -> np.ndarray:
+        """The first row of every chunk (a chunk is decoded whole, scalars included)."""
+        return self.chunk_bounds[:-1].copy()
+
     def value_chunk_starts(self, group: str) -> np.ndarray:
         """The first row of every chunk (a chunk is decoded whole, every group at once)."""
         super(OnDiskDataset, self).value_chunk_len(group)  # the unknown-group error

@@ -304,3 +304,21 @@ def test_pickled_dataset_keeps_its_chunks_and_offsets(tmp_path):
     again = pickle.loads(pickle.dumps(lazy))
     assert again.io_stats.chunks_read == 0 and np.array_equal(again.chunk_bounds, lazy.chunk_bounds)
     _same(again.load(), read_root(path, in_ram=True))
+
+
+def test_a_tree_of_scalars_only_is_block_shuffled_by_its_clusters(tmp_path):
+    """No ragged group to take chunk bounds from: the rows where chunks start still cut the blocks,
+    so each cluster is decoded at most twice per epoch."""
+    rng = np.random.default_rng(3)
+    paths = [_write(tmp_path / f"s{i}.root", {"MET_pt": rng.random(3000).astype(np.float32),
+                                              "weight": rng.random(3000)}, parts=10, start=3000 * i)
+             for i in range(2)]
+    lazy = lstm_data.open([str(p) for p in paths], in_ram=False, block_bytes=10_000)
+    assert not lazy.groups and len(lazy.row_chunk_starts()) > 2
+    for part in lazy.datasets:
+        part.io_stats.track_chunks()
+    b = Batches(lazy, BatchSpec(inputs={"flat": Scalars(["MET_pt", "weight"])}, targets={"row": Scalars(["row"])}),
+                Order(batch_size=100, shuffle="block", seed=2), read=lstm_data.ReadOptions(read_ahead=False))
+    assert np.array_equal(np.sort(_epoch_rows(b, 0)), np.arange(6000))
+    for part in lazy.datasets:
+        assert max(part.io_stats.per_chunk.values()) <= 2, part.io_stats.per_chunk
