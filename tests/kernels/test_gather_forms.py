@@ -50,8 +50,8 @@ def form_cases(draw):
     source = draw(st.sampled_from(SOURCES))
     parts = _parts(rng, lengths, n_vars, source, draw(st.integers(1, 3)))
     layout = draw(st.sampled_from(["padded", "channels_first", "packed"]))
-    padding = draw(st.sampled_from(["post", "pre"]))
-    pad_mode = "constant" if layout == "packed" or padding == "pre" else draw(st.sampled_from(["constant", "wrap"]))
+    pad_mode = "constant" if layout == "packed" else draw(st.sampled_from(["constant", "wrap"]))
+    padding = "post" if pad_mode == "wrap" else draw(st.sampled_from(["post", "pre"]))
     columns = draw(st.none() | st.lists(st.integers(0, n_vars - 1), min_size=1, max_size=4))
     n_cols = n_vars if columns is None else len(columns)
     job = dict(parts=parts, layout=layout, padding=padding, pad_mode=pad_mode, columns=columns,
