@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 import warnings
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -58,6 +59,7 @@ import numpy as np
 from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
+from lstm_data.batching.order_stats import log_epoch_stats
 from lstm_data.errors import OptionError
 
 try:
@@ -149,6 +151,7 @@ class KerasBatches(PyDataset):
         self._due = -1  # the index Keras should ask for next in a pass, -1 outside passes
         self._nan_checked = False
         self._order_warned = False
+        self._waited = 0.0  # seconds Keras waited in __getitem__ this epoch
 
     # -- the sequence Keras reads ---------------------------------------------------------------
     def __len__(self) -> int:
@@ -168,7 +171,9 @@ class KerasBatches(PyDataset):
         index = check_index(index, len(self))
         with self._lock:
             self._check_order(index)
+            asked = time.perf_counter()
             inputs, targets, weights = self._take(index, self.epoch)
+            self._waited += time.perf_counter() - asked
             self._served[index] = True
         if not self._nan_checked:
             self._nan_checked = True
@@ -205,8 +210,10 @@ class KerasBatches(PyDataset):
             self._due = -1
             self._close_stream()
             if len(self._served) and self._served.all():
+                log_epoch_stats(self.batches, self.epoch, waited=self._waited)
                 self.batches.set_epoch(self.epoch + 1)
                 self._served[:] = False
+                self._waited = 0.0
 
     def set_epoch(self, epoch: int) -> None:
         """Serve the order of ``epoch`` from now on (e.g. before a ``fit`` resumed at ``initial_epoch``).

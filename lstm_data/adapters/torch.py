@@ -56,6 +56,7 @@ from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.epochs import batch_of
 from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
+from lstm_data.batching.order_stats import log_epoch_stats
 
 try:
     import torch
@@ -145,6 +146,7 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
                  source: Any = None) -> None:
         self.n_batches = check_count(n_batches, "n_batches")
         self._source = source if callable(getattr(source, "state_at", None)) else None
+        self._batches = source  # whose figures are logged at the end of each pass
         self.epoch = check_count(epoch, "epoch")
         self.identity = dict(identity or {})
         self._start = 0  # first batch of the next pass (set by load_state_dict)
@@ -162,6 +164,8 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         for i in range(start, self.n_batches):
             self._drawn = (epoch, i + 1)
             yield (epoch, i) if key is None else key(epoch, i)
+        if self._batches is not None:  # every key of the pass drawn: its figures (INFO)
+            log_epoch_stats(self._batches, epoch)
 
     def set_epoch(self, epoch: int) -> None:
         """Make ``epoch`` the next pass's epoch (from its first batch).

@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from lstm_data._util.checks import check_count
+from lstm_data.batching.order_stats import log_epoch_stats
 from lstm_data.batching.prefetch import prefetch
 
 if TYPE_CHECKING:
@@ -81,10 +83,25 @@ class EpochIteration:
         return self._counted(batches, start)
 
     def _counted(self, batches: Iterator[Batch], start: int) -> Iterator[Batch]:
-        """Yield ``batches``, recording before each how many the epoch has handed out."""
-        for k, batch in enumerate(batches, start + 1):
+        """Yield ``batches``, recording before each how many the epoch has handed out.
+
+        The seconds spent waiting for each batch are summed; when the epoch is
+        handed out to its end, its figures and that wait are logged (INFO, see
+        :func:`~lstm_data.batching.order_stats.log_epoch_stats`).
+        """
+        epoch, waited, k = getattr(self, "epoch", 0), 0.0, start
+        while True:
+            asked = time.perf_counter()
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            waited += time.perf_counter() - asked
+            k += 1
             self._next_batch = k
             yield batch
+        if k == len(self):
+            log_epoch_stats(self, epoch, waited=waited)
 
     def _next_epoch_job(self) -> Callable[[], object] | None:
         """Work for a spare worker in :meth:`iter`, bound to the current epoch (None: nothing)."""
