@@ -420,6 +420,26 @@ class ShardedBatches(EpochIteration):
         identity.pop("world_size", None)
         return identity
 
+    def stats(self, epoch: int | None = None) -> dict[str, Any]:
+        """What this rank's share of an epoch costs and how well it mixes.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0; ``None``: the current epoch.
+
+        Returns
+        -------
+        dict
+            The parent's ``stats(epoch, of=self)``: padding per real element, rows cut
+            by ``max_len`` and mixing, over this rank's batches.
+        """
+        measure = getattr(self.batches, "stats", None)
+        if measure is None:
+            raise TypeError(f"{type(self.batches).__name__} gives no order figures (only Batches do)")
+        figures: dict[str, Any] = measure(self.epoch if epoch is None else epoch, of=self)
+        return figures
+
     def signature(self) -> dict[str, OutputSignature]:
         """The parent's output signature.
 

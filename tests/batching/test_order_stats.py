@@ -99,3 +99,10 @@ def test_stats_of_a_view(data):
     part = Batches(data, _spec(), ORDERS[1], rows=np.arange(2000, 6000))
     assert part.stats()["mixing"] == pytest.approx(Batches(data.take(np.arange(2000, 6000)), _spec(),
                                                            ORDERS[1]).stats()["mixing"])
+
+
+def test_a_shard_reports_its_own_share(data):
+    b = Batches(data, _spec(), Order(batch_size=200, seed=1, bucket_by="input_png3d"))
+    shard = b.shard(1, 3)
+    assert shard.stats(0) == b.stats(0, of=shard)
+    assert shard.stats(0)["batches"] == len(shard) and shard.stats(0) != b.stats(0)
