@@ -43,6 +43,8 @@ _log = logging.getLogger("lstm_data")
 SELECTION_BLOCK = 1 << 16
 #: bytes of output rows filled at a time when derived columns join a group's values
 _FILL_BYTES = 1 << 20
+#: prong elements per block when an in-RAM group's derived columns are computed
+_EVAL_ELEMENTS = 1 << 16
 
 
 def check_derived(derived: Mapping[str, str] | None,
@@ -353,21 +355,49 @@ def _selected_rows(dataset: Dataset, derived: Mapping[str, Expression], selectio
 
 def _materialise(dataset: Dataset, derived: Mapping[str, Expression], kinds: Mapping[str, str | None],
                  rows: np.ndarray | None) -> InMemoryDataset:
-    """An in-RAM dataset of ``rows`` with the derived columns computed once."""
+    """An in-RAM dataset of ``rows`` with the derived columns computed once.
+
+    A group's derived columns are computed a block of rows at a time, straight into
+    the group's new values, so that intermediate results stay in cache.
+    """
     scalars = {s: dataset.scalar(s, rows) for s in dataset.scalar_names}
     groups = {g: dataset.ragged(g, rows) for g in dataset.groups}
     prong_of = {v: g for g, names in dataset.groups.items() for v in names}
     taken = InMemoryDataset(scalars, {g: RaggedGroup(dataset.groups[g], *vo) for g, vo in groups.items()},
                             source=dataset.source)
     env = _Env(taken, None, derived, prong_of, groups)
-    for name in derived:
-        if kinds[name] is None:
-            scalars[name] = np.ascontiguousarray(env.get(name).values)
+    per_row = [n for n in derived if kinds[n] is None]
+    for name in per_row:
+        scalars[name] = np.ascontiguousarray(env.get(name).values)
     out_groups = {}
     for g, (values, offsets) in groups.items():
         extra = [n for n in derived if kinds[n] == g]
         if extra:
-            values = _with_columns(values, [env.get(n).values for n in extra])
+            values = _group_with_derived(taken, g, extra, derived, prong_of, {n: scalars[n] for n in per_row})
         out_groups[g] = RaggedGroup(dataset.groups[g] + extra, values, offsets)
     return InMemoryDataset(scalars, out_groups, source=dataset.source)
 
+
+def _group_with_derived(data: InMemoryDataset, group: str, extra: list[str], derived: Mapping[str, Expression],
+                        prong_of: Mapping[str, str], per_row: Mapping[str, np.ndarray]) -> np.ndarray:
+    """``group``'s values with the ``extra`` derived columns appended, computed block by block."""
+    values, offsets = data.ragged(group)
+    n, width = len(offsets) - 1, values.shape[1]
+    step = max(1, _EVAL_ELEMENTS * n // max(1, int(offsets[-1])))  # rows per block
+    out: np.ndarray | None = None
+    for r0 in range(0, max(n, 1), step):
+        r1 = min(n, r0 + step)
+        p0, p1 = int(offsets[r0]), int(offsets[r1])
+        part = InMemoryDataset({s: data.scalar(s)[r0:r1] for s in data.scalar_names},
+                               {group: RaggedGroup(data.groups[group], values[p0:p1], offsets[r0:r1 + 1] - p0)})
+        env = _Env(part, None, derived, {v: g for v, g in prong_of.items() if g == group})
+        env.done.update({name: Column(col[r0:r1]) for name, col in per_row.items()})
+        cols = [env.get(name).values for name in extra]
+        if out is None:
+            dtype = np.result_type(values.dtype, *[c.dtype for c in cols])
+            out = np.empty((len(values), width + len(extra)), dtype=dtype)
+        out[p0:p1, :width] = values[p0:p1]
+        for j, col in enumerate(cols, start=width):
+            out[p0:p1, j] = col
+    assert out is not None  # the loop runs at least once
+    return out
