@@ -212,3 +212,15 @@ def test_spec_file_round_trip_and_fit_written_back(jets, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["spec.toml"]  # no temporary left
     std = fitted.inputs["pf_features"].standardize["part_pt_log"]
     assert isinstance(std.center, float) and isinstance(std.scale, float)
+
+
+def test_fit_on_disk_equals_fit_in_ram(jets, tmp_path, monkeypatch):
+    import lstm_data.batching.standardize_fit as fit
+
+    path = tmp_path / "jets.h5"
+    jets.to_hdf5(path)
+    disk = lstm_data.open(path)
+    monkeypatch.setattr(fit, "FIT_BLOCK", 13)  # many blocks of the streaming pass
+    spec = BatchSpec.from_weaver(DATA / "variant.yaml")
+    assert spec.fit(disk, fraction=0.3, seed=2) == spec.fit(jets, fraction=0.3, seed=2)
+    assert spec.fit(jets, fraction=0.3, seed=2) != spec.fit(jets, fraction=0.3, seed=3)
