@@ -241,14 +241,35 @@ class BatchBuilder:
             return self._build_in_ram(rows, arena)
         inputs: dict[str, np.ndarray] = {}
         targets: dict[str, np.ndarray] = {}
-        gathered = {g: self.dataset.ragged(g, rows) for g in self._groups_needed}
+        gathered = {g: self._read_group(g, rows) for g in self._groups_needed}
+        columns = self._read_scalars(rows)
         for f in self.fields:
             dest = inputs if f.role == "input" else targets
             if f.group is None:
-                dest[f.name] = self._scalars(f, rows)
+                dest[f.name] = self._scalars(f, rows, columns)
             else:
                 self._extras(f, *self._ragged(f, *gathered[f.group]), dest)
         return inputs, targets
+
+    def _read_scalars(self, rows: np.ndarray) -> dict[str, np.ndarray] | None:
+        """Every scalar variable of the spec at ``rows``, the rows split by file once (several
+        files on disk); ``None`` for one dataset (each column is read as it is needed)."""
+        if not isinstance(self.dataset, ConcatDataset):
+            return None
+        names = list(dict.fromkeys(v for f in self.fields if f.group is None for v in f.field.vars))
+        return self.dataset.scalars_at(names, rows)
+
+    def _read_group(self, group: str, rows: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+        """``group``'s values of ``rows`` from disk as pieces and each row's number across them.
+
+        One piece for one dataset; one per file touched for several files, left
+        unjoined (the kernel pads across pieces in one pass), in one dtype.
+        """
+        if not isinstance(self.dataset, ConcatDataset) or not len(rows):
+            return [self.dataset.ragged(group, rows)], np.arange(len(rows), dtype=np.intp)
+        pieces, at = self.dataset.ragged_pieces(group, rows)
+        dtype = np.result_type(*[v.dtype for v, _ in pieces])
+        return [(v.astype(dtype, copy=False), o.astype(np.int64, copy=False)) for v, o in pieces], at
 
     def _build_in_ram(self, rows: np.ndarray, arena: Any = None) -> tuple[Arrays, Arrays]:
         padded, tables = self.gather_kernel()(rows, arena=arena)
@@ -266,11 +287,12 @@ class BatchBuilder:
             self._extras(f, batch, lengths, dest)
         return inputs, targets
 
-    def _scalars(self, f: ResolvedField, rows: np.ndarray) -> np.ndarray:
+    def _scalars(self, f: ResolvedField, rows: np.ndarray,
+                 columns: dict[str, np.ndarray] | None = None) -> np.ndarray:
         dt = f.field.np_dtype
         out = np.empty((len(rows), len(f.field.vars)), dtype=dt)
         for j, v in enumerate(f.field.vars):  # one fancy index per column, not per row
-            col = self.dataset.scalar(v, rows)
+            col = self.dataset.scalar(v, rows) if columns is None else columns[v]
             warn_if_inexact(col, dt, f"scalar {v!r} of output {f.name!r}")
             out[:, j] = col
         params = self._transform(f)
@@ -287,26 +309,28 @@ class BatchBuilder:
             return self.nan_to
         return pad
 
-    def _ragged(self, f: ResolvedField, values: np.ndarray,
-                offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Pad one field of a group read for this batch only (on-disk path)."""
+    def _ragged(self, f: ResolvedField, pieces: list[tuple[np.ndarray, np.ndarray]],
+                at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pad one field of a group read for this batch only (on-disk path), from its pieces."""
         spec = f.ragged
         assert f.group is not None  # padded fields have a group
-        lens = np.diff(offsets)
-        width = self.width(f, int(lens.max()) if len(lens) else 0)
-        warn_if_inexact(values, spec.np_dtype, f"group {f.group!r} of output {f.name!r}")
+        longest = max((int(np.diff(o).max()) for _, o in pieces if len(o) > 1), default=0)
+        width = self.width(f, longest)
+        for values, _ in pieces:
+            warn_if_inexact(values, spec.np_dtype, f"group {f.group!r} of output {f.name!r}")
         forms = self._form_keys(f)
-        if forms:  # the in-RAM kernel over this batch's rows: the same rule, the same bits
+        values, offsets = pieces[0]
+        if forms or len(pieces) > 1:  # the in-RAM kernel over this batch's rows: the same rule, the same bits
             (batch, lengths), = kernels.BatchGather([dict(
-                values=values, offsets=offsets, max_len=spec.max_len if spec.layout == "packed" else width,
+                parts=pieces, max_len=spec.max_len if spec.layout == "packed" else width,
                 pad_value=self._pad_value(f), columns=self._columns[f.name], sort_by=f.sort_column,
                 descending=spec.descending, padding=spec.padding, truncating=spec.truncating,
-                dtype=spec.np_dtype, **forms)])(np.arange(len(offsets) - 1))[0]
+                dtype=spec.np_dtype, **forms)])(at)[0]
         else:
             batch, lengths = kernels.pad_ragged(
                 values, offsets, max_len=width, pad_value=self._pad_value(f),
                 columns=self._columns[f.name], sort_by=f.sort_column, descending=spec.descending,
                 padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype)
-        if self._masks(f) and self._has_nan(f.group, values):
+        if self._masks(f) and any(self._has_nan(f.group, v) for v, _ in pieces):
             np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
         return batch, lengths

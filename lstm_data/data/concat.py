@@ -213,13 +213,74 @@ class ConcatDataset(Dataset):
             return values, np.zeros(1, dtype=np.int64)
         values = np.concatenate([p[1] for p in pieces])
         offsets = join_offsets([np.diff(p[2]) for p in pieces])
-        if len(pieces) == 1 and np.array_equal(pieces[0][0], np.arange(len(rows))):
+        position = np.concatenate([p[0] for p in pieces])
+        if np.array_equal(position, np.arange(len(rows))):  # rows asked in file order
             return values, offsets
         # rows of ``values`` are in per-file order; put them back in request order
-        position = np.concatenate([p[0] for p in pieces])
         back = np.empty(len(rows), dtype=np.intp)
         back[position] = np.arange(len(rows))
         return take_ragged(values, offsets, back)
+
+    def scalars_at(self, names: list[str], rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Several scalar columns at ``rows``, the rows split by file once for all of them.
+
+        Parameters
+        ----------
+        names
+            Scalar columns (per-file values included).
+        rows
+            Rows of this dataset, in any order.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Each column's values at ``rows``, as :meth:`scalar` gives them.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        split = list(self._split(rows))
+        out: dict[str, np.ndarray] = {}
+        for name in names:
+            if name in self.part_values or name not in self.scalar_names or not split:
+                out[name] = self.scalar(name, rows)
+                continue
+            cols = [(pos, self.datasets[f].scalar(name, loc)) for f, pos, loc in split]
+            column = np.empty(len(rows), dtype=np.result_type(*[c.dtype for _, c in cols]))
+            for pos, col in cols:
+                column[pos] = col
+            out[name] = column
+        return out
+
+    def ragged_pieces(self, group: str, rows: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+        """``group``'s values of ``rows``, read part by part and left unjoined.
+
+        What a batch of on-disk parts is padded from in one pass: nothing is
+        concatenated nor put back in request order.
+
+        Parameters
+        ----------
+        group
+            The group's name.
+        rows
+            Rows of this dataset, in batch order.
+
+        Returns
+        -------
+        pieces : list of (values, offsets)
+            One per part holding some of ``rows``, in part order; the rows of each in
+            the order they were asked.
+        at : numpy.ndarray
+            intp, for each of ``rows``, its row number across the pieces (numbered one
+            piece after another).
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        at = np.empty(len(rows), dtype=np.intp)
+        start = 0
+        for f, pos, loc in self._split(rows):
+            pieces.append(self.datasets[f].ragged(group, loc))
+            at[pos] = np.arange(start, start + len(pos))
+            start += len(pos)
+        return pieces, at
 
     def close(self) -> None:
         """Close every file that holds a handle."""

@@ -237,7 +237,8 @@ class ChunkDecoder:
 
     Notes
     -----
-    Thread-safe: no state is shared between calls, and the codecs release the GIL.
+    Thread-safe: calls share no state but the checksums passed (each thread keeps its own
+    last partly read chunk), and the codecs release the GIL.
     """
 
     def __init__(self, directory: Path, chunk_key: Callable[[int], str], shape: tuple[int, ...],
@@ -257,6 +258,9 @@ class ChunkDecoder:
         self._manifest = manifest
         #: chunk index -> (inode, size, mtime, ctime) of the file whose checksum passed
         self._verified: dict[int, tuple[int, int, int, int]] = {}
+        #: per thread, the last chunk decoded for a part of it: (index, file identity, rows),
+        #: so consecutive reads that share a chunk (batches in file order) decode it once
+        self._kept = threading.local()
 
     @classmethod
     def for_array(cls, array: zarr.Array[Any], *, fill_missing: bool = True,
@@ -292,8 +296,12 @@ class ChunkDecoder:
                    array.shape, array.chunks[0], dtype, array.fill_value, decode,
                    name=array.path, fill_missing=fill_missing, manifest=manifest)
 
-    def _chunk(self, i: int, out: np.ndarray) -> None:
-        """Decode stored chunk ``i`` (``chunk_len`` rows) into ``out``; absent: the fill value."""
+    def _chunk(self, i: int, out: np.ndarray) -> tuple[int, int, int, int] | None:
+        """Decode stored chunk ``i`` (``chunk_len`` rows) into ``out``; absent: the fill value.
+
+        Returns the chunk file's identity (inode, size, mtime, ctime), or ``None`` when
+        the chunk is absent.
+        """
         key = self.chunk_key(i)
         path = self.directory / key
         what = f"chunk {i} of array {self.name!r}"
@@ -307,7 +315,7 @@ class ChunkDecoder:
                                   f"this array was written, so it was lost or deleted",
                                   file=str(path)) from None
             out[...] = self.fill_value
-            return
+            return None
         except OSError as exc:
             raise FormatError(f"cannot read {what} ({exc})", file=str(path)) from None
         ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
@@ -328,6 +336,7 @@ class ChunkDecoder:
                 self._manifest.check_chunk(self.name, key, raw, file=str(path), index=i,
                                            verified=True)
             self._verified[i] = ident
+        return ident
 
     def read_into(self, lo: int, hi: int, out: np.ndarray) -> None:
         """Decode records ``lo:hi`` into ``out`` (C-contiguous, shape ``(hi - lo, ...)``).
@@ -361,7 +370,6 @@ class ChunkDecoder:
                      origin: int) -> None:
         """Decode records ``lo:hi`` (chunks ``first..last``) into ``out[lo - origin:]``."""
         c = self.chunk_len
-        scratch = None
         for i in range(first, last + 1):  # per chunk, never per row
             c_lo = i * c
             a, b = max(lo, c_lo), min(hi, c_lo + c)
@@ -369,10 +377,23 @@ class ChunkDecoder:
             if a == c_lo and b == c_lo + c and dest.flags.c_contiguous:
                 self._chunk(i, dest)
                 continue
-            if scratch is None:
-                scratch = np.empty((c,) + self.shape[1:], dtype=self.dtype)
-            self._chunk(i, scratch)
-            dest[...] = scratch[a - c_lo:b - c_lo]
+            dest[...] = self._part_source(i)[a - c_lo:b - c_lo]
+
+    def _part_source(self, i: int) -> np.ndarray:
+        """Chunk ``i`` decoded, for a part of it: this thread's kept copy while its file is
+        unchanged (same inode, size and times), else decoded now and kept."""
+        kept = getattr(self._kept, "chunk", None)
+        if kept is not None and kept[0] == i and kept[1] is not None:
+            try:
+                st = os.stat(self.directory / self.chunk_key(i))
+            except OSError:
+                st = None
+            if st is not None and kept[1] == (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+                rows: np.ndarray = kept[2]
+                return rows
+        rows = np.empty((self.chunk_len,) + self.shape[1:], dtype=self.dtype)
+        self._kept.chunk = (i, self._chunk(i, rows), rows)
+        return rows
 
     def read(self, lo: int, hi: int) -> np.ndarray:
         """Records ``lo:hi`` as a new array."""

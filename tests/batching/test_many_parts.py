@@ -80,3 +80,34 @@ def test_integer_and_boolean_groups_batch_exactly_and_large_ids_warn():
         np.testing.assert_array_equal(batch[r, :n], values[offsets[r]:offsets[r] + n].astype(np.float32))
     with pytest.warns(PrecisionWarning, match=r"'event'.*16777218 becomes 16777218|integer 16777\d+ becomes"):
         Batches(ds, BatchSpec(inputs={"ev": Scalars(["event"])}), Order(batch_size=10, shuffle=False))[0]
+
+
+@pytest.mark.parametrize("shuffle", [False, True, "block"])
+def test_on_disk_parts_are_padded_from_their_pieces_as_one_file(tmp_path, shuffle):
+    """Several zarr files on disk (one stored as float64): each batch reads its rows file by file and
+    pads them across the pieces in one kernel pass; the batches equal those of one file, bitwise."""
+    whole = make_dataset(1500, seed=8)
+    cuts = [0, 400, 410, 1100, 1500]
+    paths = []
+    for i, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:])):
+        paths.append(tmp_path / f"d{i}.zarr")
+        piece = whole.take(np.arange(lo, hi))
+        if i == 2:  # a file written in float64: its values join the others' float32 exactly
+            piece = InMemoryDataset({s: piece.scalar(s) for s in piece.scalar_names},
+                                    {g: RaggedGroup(list(piece.groups[g]), piece.ragged(g)[0].astype(np.float64),
+                                                    piece.ragged(g)[1]) for g in piece.groups})
+        piece.to_zarr(paths[-1])
+    whole.to_zarr(tmp_path / "one.zarr")
+    many, one = lstm_data.open(paths), lstm_data.open(tmp_path / "one.zarr")
+    assert not many.in_ram
+    order = Order(batch_size=100, seed=4, shuffle=shuffle)
+    a, b = Batches(many, SPEC, order), Batches(one, SPEC, order)
+    assert not a.builder.in_ram and len(a) == len(b)
+    if shuffle == "block":  # blocks follow each file's chunks: other rows per batch than one file's
+        for i in (0, len(a) // 2, len(a) - 1):
+            rows = a.rows_of(i, 0)
+            ref = Batches(whole.take(rows), SPEC, Order(batch_size=len(rows), shuffle=False))[0]
+            _same(a.batch(i, 0), ref)
+        return
+    for i in range(len(a)):
+        _same(a.batch(i, 0), b.batch(i, 0))
