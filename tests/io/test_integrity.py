@@ -372,3 +372,18 @@ def test_damaged_pytables_file_is_a_format_error(tmp_path, key, chunk):
                                           rf"of dataset '{key}'") as err:
         lstm_data.open(path)
     assert err.value.file == str(path) and isinstance(err.value.__cause__, OSError)
+
+
+def test_a_partly_read_chunk_kept_for_the_next_read_is_checked_unchanged(good, tmp_path):
+    """A reader keeps its last partly read chunk for the next read of the same chunk (batches in file
+    order); a chunk file changed in between is read again, and its damage is found."""
+    path = _copy(good, tmp_path / "k.zarr")
+    z = lstm_data.open(path)
+    offsets = z.offsets("png")
+    chunk_len = z.value_chunk_len("png")
+    first = int(np.searchsorted(offsets, chunk_len + 1))  # a row whose values lie in chunk 1
+    z.ragged("png", [first])  # chunk 1 decoded in part, and kept
+    z.ragged("png", [first + 1])
+    _flip(_chunk_path(path, "png/values", 1))
+    with pytest.raises(FormatError, match=r"chunk 1 of array 'png/values' fails its CRC-32C"):
+        z.ragged("png", [first])
