@@ -377,13 +377,19 @@ def test_damaged_pytables_file_is_a_format_error(tmp_path, key, chunk):
 def test_a_partly_read_chunk_kept_for_the_next_read_is_checked_unchanged(good, tmp_path):
     """A reader keeps its last partly read chunk for the next read of the same chunk (batches in file
     order); a chunk file changed in between is read again, and its damage is found."""
+    from lstm_data.io.zarr_chunks import ChunkDecoder
+
     path = _copy(good, tmp_path / "k.zarr")
-    z = lstm_data.open(path)
-    offsets = z.offsets("png")
-    chunk_len = z.value_chunk_len("png")
-    first = int(np.searchsorted(offsets, chunk_len + 1))  # a row whose values lie in chunk 1
-    z.ragged("png", [first])  # chunk 1 decoded in part, and kept
-    z.ragged("png", [first + 1])
-    _flip(_chunk_path(path, "png/values", 1))
+    array = zarr.open_group(path, mode="r")["png/values"]
+    decoder = ChunkDecoder.for_array(array)
+    c = decoder.chunk_len
+    assert c >= 4 and array.shape[0] > 2 * c
+    first, second = np.empty((c // 2,) + array.shape[1:], array.dtype), np.empty((c - c // 2,) + array.shape[1:],
+                                                                                  array.dtype)
+    decoder.read_into(c, c + c // 2, first)  # chunk 1 decoded for its first half, and kept
+    decoder.read_into(c + c // 2, 2 * c, second)  # its second half: from the kept copy
+    assert np.array_equal(np.concatenate([first, second]), array[c:2 * c])
+    decoder.read_into(c, c + c // 2, first)
+    _flip(_chunk_path(path, "png/values", 1))  # changed on disk before the next read
     with pytest.raises(FormatError, match=r"chunk 1 of array 'png/values' fails its CRC-32C"):
-        z.ragged("png", [first])
+        decoder.read_into(c + c // 2, 2 * c, second)
