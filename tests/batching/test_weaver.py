@@ -224,3 +224,25 @@ def test_fit_on_disk_equals_fit_in_ram(jets, tmp_path, monkeypatch):
     spec = BatchSpec.from_weaver(DATA / "variant.yaml")
     assert spec.fit(disk, fraction=0.3, seed=2) == spec.fit(jets, fraction=0.3, seed=2)
     assert spec.fit(jets, fraction=0.3, seed=2) != spec.fit(jets, fraction=0.3, seed=3)
+
+
+def test_config_with_fitted_params_reads_those_numbers(jets, tmp_path):
+    """A config weaver-core wrote after its auto fit (preprocess.params) gives the fitted spec."""
+    import yaml
+
+    cfg = load_weaver_yaml(DATA / "variant.yaml")
+    ref = reference("variant")
+    fitted = BatchSpec.from_weaver(DATA / "variant.yaml").fit(jets, fraction=1.0)
+    params = {}
+    for name, opts in cfg["inputs"].items():
+        for entry in opts["vars"]:
+            entry = entry if isinstance(entry, list) else [entry]
+            center, scale = (float(x) for x in ref[f"auto/{entry[0]}"])
+            lo, hi, pad = (list(entry[3:6]) + [-5, 5, 0][len(entry[3:6]):])
+            params[entry[0]] = {"length": opts["length"], "pad_mode": opts.get("pad_mode", "constant"),
+                                "center": None if np.isnan(center) else center, "scale": scale,
+                                "min": lo, "max": hi, "pad_value": pad}
+    cfg["preprocess"]["params"] = params
+    path = tmp_path / "fitted.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    assert BatchSpec.from_weaver(path) == fitted
