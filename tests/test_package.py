@@ -144,8 +144,10 @@ def test_compiled_kernels_never_import_the_twins():
 
 
 def test_no_import_cycles():
+    """No module imports itself through others when run (imports for type checkers only are
+    left out: they never execute, and a function that takes a spec may name its type)."""
     grimp = pytest.importorskip("grimp")
-    graph = grimp.build_graph("lstm_data")
+    graph = grimp.build_graph("lstm_data", exclude_type_checking_imports=True)
     cycles = [m for m in graph.modules
               if any(graph.chain_exists(importer=dep, imported=m) for dep in graph.find_modules_directly_imported_by(m))]
     assert not cycles, f"modules on an import cycle: {sorted(cycles)}"

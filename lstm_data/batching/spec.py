@@ -622,7 +622,7 @@ class BatchSpec:
         """This spec with every ``"auto"`` standardisation center and scale computed from ``dataset``.
 
         weaver-core's rule, over a seeded sample of ``fraction`` of the rows (see
-        :mod:`lstm_data.batching.standardize_fit`; ``fit_spec_file`` writes the
+        :mod:`lstm_data.batching.standardize_fit`; :func:`lstm_data.batching.fit_file.fit_spec_file` writes the
         numbers back into a spec file).
 
         Parameters
@@ -674,7 +674,7 @@ class BatchSpec:
         """
         from lstm_data.batching.weaver_config import spec_from_weaver
 
-        return spec_from_weaver(path, observers=observers)
+        return spec_from_weaver(path, cls, observers=observers)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BatchSpec) and self.to_dict() == other.to_dict()

@@ -13,14 +13,13 @@ rows (after its ``selection``, derived variables included), read in one pass
 in ascending order, a block of rows at a time; only the sampled values of the
 ``auto`` variables are kept (``fraction`` of those columns). A fitted spec holds
 plain numbers, so training and inference read the same ones:
-:func:`fit_spec_file` writes them back into the spec file (a temporary file,
+:func:`lstm_data.batching.fit_file.fit_spec_file` writes them back into the spec file (a temporary file,
 then a rename).
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from lstm_data.batching.spec import BatchSpec
     from lstm_data.data.dataset import Dataset
 
-__all__ = ["fit_standardize", "fit_spec_file", "auto_parameters", "FIT_BLOCK"]
+__all__ = ["fit_standardize", "auto_parameters", "FIT_BLOCK"]
 
 _log = logging.getLogger("lstm_data")
 
@@ -171,51 +170,3 @@ def _filled(fields: Mapping[str, Field], fitted: Mapping[str, tuple[float, float
             new[var] = s
         out[name] = dataclasses.replace(fld, standardize=new)
     return out
-
-
-def fit_spec_file(path: str | os.PathLike[str], dataset: Dataset, *, fraction: float = 0.1,
-                  seed: int = 0) -> BatchSpec:
-    """Fit the ``"auto"`` parameters of the spec file at ``path`` and write them into it.
-
-    The file is rewritten as :meth:`BatchSpec.to_toml` writes it, keeping its other
-    tables (``[order]``, ``[read]``); comments are not kept. It is written to a
-    temporary file next to it and renamed over it, so a crash leaves the old file.
-
-    Parameters
-    ----------
-    path
-        The spec's TOML file.
-    dataset
-        The training data.
-    fraction, seed
-        As :func:`fit_standardize`.
-
-    Returns
-    -------
-    BatchSpec
-        The fitted spec (what the file now holds).
-    """
-    import tomllib
-
-    from lstm_data._util.declared import toml_text
-    from lstm_data._util.safe_output import temp_path
-    from lstm_data.batching.spec import BatchSpec
-
-    spec = BatchSpec.from_toml(path)
-    fitted = fit_standardize(spec, dataset, fraction=fraction, seed=seed)
-    with open(path, "rb") as fh:
-        others = {k: v for k, v in tomllib.load(fh).items() if k in ("order", "read")}
-    text = toml_text({**fitted.to_dict(), **others})
-    tmp = temp_path(os.fspath(path))
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return fitted
-

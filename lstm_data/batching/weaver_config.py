@@ -95,13 +95,16 @@ def weaver_data_fraction(path: str | os.PathLike[str]) -> float:
     return float(pre.get("data_fraction", 0.1))
 
 
-def spec_from_weaver(path: str | os.PathLike[str], *, observers: bool = True) -> BatchSpec:
+def spec_from_weaver(path: str | os.PathLike[str], spec_class: type[BatchSpec], *,
+                     observers: bool = True) -> BatchSpec:
     """The spec whose batches equal weaver-core's tensors for the data config at ``path``.
 
     Parameters
     ----------
     path
         A weaver-core YAML data config.
+    spec_class
+        The spec class to build (:class:`~lstm_data.batching.spec.BatchSpec`, or a subclass).
     observers
         Also output each observer as a float64 ``(B, 1)`` target named after it.
 
@@ -117,8 +120,6 @@ def spec_from_weaver(path: str | os.PathLike[str], *, observers: bool = True) ->
         An unknown or unsupported key (named), a malformed entry, or an expression
         outside the allow-list.
     """
-    from lstm_data.batching.spec import BatchSpec
-
     src = str(path)
     data = load_weaver_yaml(path)
     for key in data:
@@ -163,7 +164,7 @@ def spec_from_weaver(path: str | os.PathLike[str], *, observers: bool = True) ->
             if name in targets:
                 raise SchemaError(f"{src}: observer {name!r} has the name of a label", file=src, variable=name)
             targets[name] = Scalars([name], dtype="float64")
-    return BatchSpec(inputs, targets, nan_to=0.0, derived=derived or None, selection=selection)
+    return spec_class(inputs, targets, nan_to=0.0, derived=derived or None, selection=selection)
 
 
 def _table(data: Mapping[str, Any], key: str, src: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ COMMANDS = {
     "convert": "convert",
     "inspect": "inspect",
     "precompute": "precompute",
+    "fit": "fit",
     "bench": "bench",
 }
 

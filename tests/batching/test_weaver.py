@@ -200,7 +200,7 @@ def test_from_weaver_on_disk_equals_in_ram(jets, tmp_path):
 
 
 def test_spec_file_round_trip_and_fit_written_back(jets, tmp_path):
-    from lstm_data.batching.standardize_fit import fit_spec_file
+    from lstm_data.batching.fit_file import fit_spec_file
 
     spec = BatchSpec.from_weaver(DATA / "variant.yaml")
     path = tmp_path / "spec.toml"
@@ -246,3 +246,16 @@ def test_config_with_fitted_params_reads_those_numbers(jets, tmp_path):
     path = tmp_path / "fitted.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     assert BatchSpec.from_weaver(path) == fitted
+
+
+def test_cli_fit_writes_the_numbers_into_the_spec_file(jets, tmp_path, capsys):
+    from lstm_data.cli import main
+
+    spec = BatchSpec.from_weaver(DATA / "variant.yaml")
+    path = tmp_path / "spec.toml"
+    path.write_text(spec.to_toml())
+    assert main(["fit", str(path), "--data", str(DATA / "jets.root"), "--fraction", "0.5", "--seed", "4"]) == 0
+    assert BatchSpec.from_toml(path) == spec.fit(lstm_data.open(DATA / "jets.root"), fraction=0.5, seed=4)
+    assert "part_pt_log: center = " in capsys.readouterr().out
+    assert main(["fit", str(path), "--data", str(DATA / "jets.root")]) == 0  # nothing left to fit
+    assert "no \"auto\" standardisation" in capsys.readouterr().out
