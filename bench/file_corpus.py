@@ -12,7 +12,7 @@ builds batch 0 and the last batch (``shuffle=False``). Outcomes:
 Run from a checkout, on a folder of files (e.g. apache/parquet-testing's ``.parquet``
 files, or the ``.h5`` files that PyTables and h5py ship in their ``tests`` folders)::
 
-    python bench/file_corpus.py /tmp/corpus/parquet [--timeout 60] [--json out.json]
+    python bench/file_corpus.py /tmp/corpus/parquet [--timeout 60] [--json out.json] [--in-ram false]
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ _CHILD = r"""
 import json, sys, warnings
 warnings.simplefilter("ignore")
 path = sys.argv[1]
+opts = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
 out = {}
 try:
     import lstm_data
@@ -36,7 +37,7 @@ try:
     from lstm_data.errors import FormatError, ParseError, SchemaError, OptionError
     located = (FormatError, ParseError, SchemaError, OptionError)
     try:
-        ds = lstm_data.open(path)
+        ds = lstm_data.open(path, **opts)
         inputs = {}
         if ds.scalar_names:
             inputs["scalars"] = Scalars(ds.scalar_names)
@@ -61,9 +62,9 @@ print("RESULT" + json.dumps(out))
 """
 
 
-def try_file(path: Path, timeout: float) -> dict:
+def try_file(path: Path, timeout: float, opts: str = "{}") -> dict:
     try:
-        res = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True,
+        res = subprocess.run([sys.executable, "-c", _CHILD, str(path), opts], capture_output=True,
                              text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"outcome": "hang"}
@@ -79,12 +80,16 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--json", default=None, help="write every outcome here")
     parser.add_argument("--quiet", action="store_true", help="print only the totals")
+    parser.add_argument("--in-ram", choices=("default", "true", "false"), default="default",
+                        help="the reader's in_ram option: false reads on demand (by ROOT cluster or Parquet "
+                             "row group)")
     args = parser.parse_args()
+    args.options = json.dumps({} if args.in_ram == "default" else {"in_ram": args.in_ram == "true"})
     results = []
     for path in sorted(Path(args.folder).iterdir()):
         if path.suffix.lower() not in _SUFFIXES:
             continue
-        r = try_file(path, args.timeout)
+        r = try_file(path, args.timeout, args.options)
         r["file"] = path.name
         results.append(r)
         if not args.quiet and r["outcome"] != "ok":

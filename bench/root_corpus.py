@@ -6,12 +6,13 @@ scalar builds batch 0 and the last batch (``shuffle=False``). Outcomes:
 
 * ``ok``: both batches built;
 * ``located``: one of lstm_data's error classes (its message is printed);
+* ``differs`` (with ``--compare``): a batch value differs from uproot + awkward's padding;
 * ``bare``: any other exception (a bug: the message is printed);
 * ``crash``/``hang``: the process died or ran past the timeout.
 
 Run from a checkout (the corpus is a snapshot of scikit-hep-testdata's ROOT files)::
 
-    python bench/root_corpus.py /tmp/corpus [--timeout 60] [--json out.json]
+    python bench/root_corpus.py /tmp/corpus [--timeout 60] [--json out.json] [--in-ram false] [--compare]
 """
 from __future__ import annotations
 
@@ -26,14 +27,55 @@ _CHILD = r"""
 import json, sys, warnings
 warnings.simplefilter("ignore")
 path, tree = sys.argv[1], sys.argv[2]
+opts = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+compare = opts.pop("__compare", False)
 out = {"tree": tree}
+
+
+def _compare(path, tree, ds, inputs, batches):
+    # the padded batches against uproot's arrays padded by awkward (pad_none + fill_none)
+    import awkward as ak, numpy as np, uproot
+    checked = unchecked = 0
+    bad = []
+    with uproot.open(path) as fh:
+        obj = fh[tree]
+        names = sorted({n for spec in inputs.values() for n in spec.vars})
+        def refs(start, stop):
+            try:
+                arrs = obj.arrays(filter_name=names, entry_start=start, entry_stop=stop)
+            except Exception:
+                return {}
+            return {n: arrs[n] for n in names if n in arrs.fields}
+        for start, (x, *_rest) in batches:
+            stop = start + len(next(iter(x.values())))
+            got = refs(start, stop)
+            for key, spec in inputs.items():
+                for j, name in enumerate(spec.vars):
+                    r = got.get(name)
+                    ours = x[key][..., j]
+                    if r is None:
+                        unchecked += 1
+                        continue
+                    if key == "scalars":
+                        want = ak.to_numpy(r).astype(ours.dtype)
+                    else:
+                        want = ak.to_numpy(ak.fill_none(ak.pad_none(r[:, :16], 16, clip=True), 0)).astype(ours.dtype)
+                    checked += 1
+                    if want.shape != ours.shape or not np.array_equal(want, ours, equal_nan=True):
+                        bad.append(name)
+    res = {"checked": checked, "unchecked": unchecked}
+    if bad:
+        res["outcome"], res["error"] = "differs", "differ from uproot+awkward: " + ", ".join(sorted(set(bad)))[:250]
+    return res
+
+
 try:
     import lstm_data
     from lstm_data import Batches, BatchSpec, Ragged, Scalars
     from lstm_data.errors import FormatError, ParseError, SchemaError, OptionError
     located = (FormatError, ParseError, SchemaError, OptionError)
     try:
-        ds = lstm_data.open(f"{path}:{tree}")
+        ds = lstm_data.open(f"{path}:{tree}", **opts)
         inputs = {}
         if ds.scalar_names:
             inputs["scalars"] = Scalars(ds.scalar_names)
@@ -46,8 +88,10 @@ try:
             out["note"] = "nothing to batch"
         else:
             b = Batches(ds, BatchSpec(inputs=inputs), batch_size=64, shuffle=False)
-            b[0]; b[len(b) - 1]
+            first, last = b[0], b[len(b) - 1]
             out["outcome"] = "ok"
+            if compare:
+                out.update(_compare(path, tree, ds, inputs, [(0, first), ((len(b) - 1) * 64, last)]))
     except located as exc:
         out["outcome"], out["error"] = "located", f"{type(exc).__name__}: {exc}"[:300]
     except Exception as exc:
@@ -81,9 +125,9 @@ def trees_of(path: Path, timeout: float) -> list[str] | None:
     return None
 
 
-def try_tree(path: Path, tree: str, timeout: float) -> dict:
+def try_tree(path: Path, tree: str, timeout: float, opts: str = "{}") -> dict:
     try:
-        res = subprocess.run([sys.executable, "-c", _CHILD, str(path), tree], capture_output=True,
+        res = subprocess.run([sys.executable, "-c", _CHILD, str(path), tree, opts], capture_output=True,
                              text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"tree": tree, "outcome": "hang"}
@@ -99,14 +143,21 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--json", default=None, help="write every outcome here")
     parser.add_argument("--quiet", action="store_true", help="print only the totals")
+    parser.add_argument("--in-ram", choices=("default", "true", "false"), default="default",
+                        help="the reader's in_ram option: false reads on demand (by ROOT cluster or Parquet "
+                             "row group)")
+    parser.add_argument("--compare", action="store_true",
+                        help="compare both batches with uproot's arrays padded by awkward (outcome differs)")
     args = parser.parse_args()
+    opts = {} if args.in_ram == "default" else {"in_ram": args.in_ram == "true"}
+    args.options = json.dumps({**opts, "__compare": True} if args.compare else opts)
     results = []
     for path in sorted(Path(args.folder).glob("*.root")):
         trees = trees_of(path, args.timeout)
         if not trees:
             continue  # not readable by uproot itself, or no tree
         for tree in trees:
-            r = try_tree(path, tree, args.timeout)
+            r = try_tree(path, tree, args.timeout, args.options)
             r["file"] = path.name
             results.append(r)
             if not args.quiet and r["outcome"] != "ok":
