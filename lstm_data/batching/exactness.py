@@ -7,11 +7,9 @@ would change one warns once, naming the variable and the first value changed
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from lstm_data.errors import PrecisionWarning
+from lstm_data.errors import PrecisionWarning, warn_user
 from lstm_data.io.exact_ints import first_changed
 
 __all__ = ["warn_if_inexact", "first_inexact"]
@@ -22,9 +20,26 @@ _WARNED: set[str] = set()
 
 
 def first_inexact(values: np.ndarray, dtype: np.dtype) -> int | None:
-    """The first integer of ``values`` that ``dtype`` does not hold exactly, or ``None``."""
+    """The first integer of ``values`` that ``dtype`` does not hold exactly, or ``None``.
+
+    Integers stored as float64 count too (a reader's float64 block holding an int64
+    column): a whole number beyond 2**24 that float32 changes is an identifier, not a
+    measurement that rounds. The check is a min and a max while the values are small.
+    """
     k = first_changed(values, dtype)
-    return None if k is None else int(values.reshape(-1)[k])
+    if k is not None:
+        return int(values.reshape(-1)[k])
+    if values.dtype != np.float64 or np.dtype(dtype) != np.float32 or not values.size:
+        return None
+    flat = values.reshape(-1)
+    limit = float(1 << (np.finfo(np.float32).nmant + 1))
+    with np.errstate(invalid="ignore"):
+        if not (np.nanmax(flat) > limit or np.nanmin(flat) < -limit):
+            return None
+        big = np.flatnonzero(np.abs(flat) > limit)
+        whole = big[np.floor(flat[big]) == flat[big]]
+        changed = whole[flat[whole].astype(np.float32).astype(np.float64) != flat[whole]]
+    return int(flat[changed[0]]) if len(changed) else None
 
 
 def warn_if_inexact(values: np.ndarray, dtype: np.dtype, what: str) -> None:
@@ -36,6 +51,6 @@ def warn_if_inexact(values: np.ndarray, dtype: np.dtype, what: str) -> None:
         return
     _WARNED.add(what)
     changed = int(np.array(value).astype(dtype))
-    warnings.warn(f"{what}: integer {value} becomes {changed} as {np.dtype(dtype)} (only integers up to "
-                  f"2**{np.finfo(dtype).nmant + 1} are exact); use dtype='float64' for that output, or "
-                  "leave such identifiers out", PrecisionWarning, stacklevel=4)
+    warn_user(f"{what}: integer {value} becomes {changed} as {np.dtype(dtype)} (only integers up to "
+              f"2**{np.finfo(dtype).nmant + 1} are exact); use dtype='float64' for that output, or "
+              "leave such identifiers out", PrecisionWarning)

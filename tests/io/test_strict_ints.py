@@ -136,3 +136,28 @@ def test_cli_strict_integers(tmp_path, capsys):
     assert main(["--strict-integers", "inspect", str(tmp_path / "ev.csv")]) == 1
     err = capsys.readouterr().err
     assert f"line {line}: {EVT} reads as {2**24}" in err and "'evt'" in err
+
+
+def test_integers_a_reader_holds_as_float64_are_checked_in_a_float32_batch(tmp_path, strict):
+    """A Parquet list<int64> group is read as float64 (exact below 2**53); a float32 batch would change
+    an id above 2**24, so batching refuses in strict mode (and warns otherwise)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    ids = [[i, i + 1] for i in range(20)]
+    ids[3] = [3, EVT]
+    pq.write_table(pa.table({"q.id": pa.array(ids, pa.list_(pa.int64())), "e": np.arange(20.0)}),
+                   tmp_path / "q.parquet")
+    ds = lstm_data.open(tmp_path / "q.parquet")
+    spec = BatchSpec(inputs={"x": Ragged(["q.id"], max_len=2)})
+    with pytest.raises(PrecisionWarning, match=rf"'q'.*{EVT} becomes {2**24}"):
+        Batches(ds, spec, Order(batch_size=8, shuffle=False))[0]
+    wide = BatchSpec(inputs={"x": Ragged(["q.id"], max_len=2, dtype="float64")})
+    assert Batches(ds, wide, Order(batch_size=8, shuffle=False))[0][0]["x"][3, 1, 0] == EVT
+
+
+def test_measured_float64_values_that_round_are_not_integers(strict):
+    from lstm_data.batching.exactness import first_inexact
+
+    assert first_inexact(np.array([16777217.5, 3e9 + 0.25, np.nan]), np.float32) is None
+    assert first_inexact(np.array([1.0, np.nan, -16777219.0]), np.float32) == -16777219
+    assert first_inexact(np.array([2.0**30, 16777216.0]), np.float32) is None  # float32 holds these
