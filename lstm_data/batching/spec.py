@@ -35,7 +35,7 @@ from lstm_data.batching.fields import (
 )
 from lstm_data.batching.lstm_ee_config import check_lstm_ee_keys
 from lstm_data._util.declared import suggest, toml_text, unknown_option
-from lstm_data.batching.spec_checks import check_multiple, check_nan_to
+from lstm_data.batching.spec_checks import check_multiple, check_nan_to, check_one_step_pads
 from lstm_data.batching.spec_version import SPEC_VERSION, spec_version, with_version_defaults
 from lstm_data.errors import SchemaError
 
@@ -172,6 +172,7 @@ class BatchSpec:
                     seen.add(out)
         if not seen:
             raise SchemaError("a BatchSpec needs at least one input or target")
+        check_one_step_pads(self.inputs, self.nan_to)
         self.augment: dict[str, Noise] | None = check_augment(
             augment, [v for fld in self.inputs.values() for v in fld.vars])
 

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
-from lstm_data.errors import OptionError
+from lstm_data.errors import OptionError, SchemaError
 
-__all__ = ["check_nan_to", "check_multiple"]
+__all__ = ["check_nan_to", "check_multiple", "check_one_step_pads"]
 
 
 def check_nan_to(value: Any) -> float | None:
@@ -33,3 +33,24 @@ def check_multiple(value: Any) -> int | None:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
         raise OptionError(f"pad_to_multiple_of must be a positive int or None, got {value!r}")
     return int(value)
+
+
+def check_one_step_pads(inputs: Mapping[str, Any], nan_to: float | None) -> None:
+    """Refuse ``empty="one_step"`` on an input whose step would be NaN and that ``nan_to`` keeps NaN.
+
+    The step an empty row gets counts as an element (its mask is true), so it must be
+    a number the model can take.
+    """
+    if nan_to is not None:
+        return
+    for name, fld in inputs.items():
+        if getattr(fld, "empty", "keep") != "one_step":
+            continue
+        pads = {v: fld.pad_value for v in fld.vars}
+        pads.update({v: s.pad_value for v, s in (getattr(fld, "standardize", None) or {}).items()
+                     if s.pad_value is not None})
+        nan = [v for v, p in pads.items() if math.isnan(p)]
+        if nan:
+            raise SchemaError(f"input {name!r}: empty='one_step' gives an empty row one padded step that "
+                              f"counts as an element, but the pad value of {nan} is NaN; give a finite "
+                              "pad_value (or the spec's nan_to)", variable=name)

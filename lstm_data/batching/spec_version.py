@@ -12,6 +12,11 @@ version   default ``pad_value`` of a ``ragged`` table that does not give one
 2         0.0 (as Keras ``pad_sequences``, torch ``pad_sequence`` and weaver)
 ========  ======================================================================
 
+A file without ``version`` is read as version 1, unless it uses a key that only
+version 2 has (``derived``, ``selection``, ``augment``; a field's ``layout``,
+``pad_mode``, ``mask``, ``standardize`` or ``empty``): it was then written by
+hand for version 2, and gets version 2's defaults.
+
 A precomputed store records its spec with every ``pad_value`` written out, so
 it reloads to the values it was built with whatever the file's version.
 """
@@ -50,7 +55,7 @@ def spec_version(data: Mapping[str, Any], source: str = "spec") -> int:
     SchemaError
         ``version`` is not an int, or newer than this release reads.
     """
-    version = data.get("version", 1)
+    version = data.get("version", _unversioned(data))
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise SchemaError(f"{source}: version must be a positive int (the spec format version), "
                           f"got {version!r}")
@@ -58,6 +63,25 @@ def spec_version(data: Mapping[str, Any], source: str = "spec") -> int:
         raise SchemaError(f"{source}: spec format version {version} is newer than this lstm_data reads "
                           f"(up to {SPEC_VERSION}); upgrade lstm_data")
     return version
+
+
+#: what a version-1 spec could hold: a file without ``version`` using anything else was written
+#: for version 2 (by hand), and gets version 2's defaults
+V1_KEYS = frozenset({"inputs", "targets", "nan_to", "pad_to_multiple_of", "order", "read"})
+V1_FIELD_KEYS = frozenset({"type", "vars", "max_len", "pad_value", "sort_by", "descending", "padding",
+                           "truncating", "lengths", "dtype", "fixed"})
+
+
+def _unversioned(data: Mapping[str, Any]) -> int:
+    """The version of a spec without a ``version`` key: 1, unless it uses what only 2 has."""
+    if set(data) - V1_KEYS:
+        return 2
+    for role in ("inputs", "targets"):
+        tables = data.get(role)
+        if isinstance(tables, Mapping) and any(isinstance(t, Mapping) and set(t) - V1_FIELD_KEYS
+                                               for t in tables.values()):
+            return 2
+    return 1
 
 
 def with_version_defaults(table: Mapping[str, Any], version: int) -> dict[str, Any]:

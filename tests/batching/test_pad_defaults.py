@@ -125,3 +125,22 @@ def test_a_store_written_before_versions_reloads_and_is_reused(tmp_path, data):
     with pytest.raises(StoreMismatchError, match="differs in pad_value"):
         open_batches(out, spec=spec.replace(inputs={**spec.inputs,
                                                     "input_png3d": Ragged(PNG3D_VARS[:2], max_len=8)}))
+
+
+def test_a_file_without_version_using_version_2_options_gets_version_2_defaults(tmp_path):
+    old = tmp_path / "old.toml"
+    old.write_text('[inputs.x]\ntype = "ragged"\nvars = ["a"]\nmax_len = 4\n')
+    assert math.isnan(BatchSpec.from_toml(old).inputs["x"].pad_value)  # version 1: NaN, as written
+    new = tmp_path / "new.toml"
+    new.write_text('[inputs.x]\ntype = "ragged"\nvars = ["a"]\nmax_len = 4\nmask = true\n')
+    assert BatchSpec.from_toml(new).inputs["x"].pad_value == 0.0  # mask exists only in version 2
+    top = tmp_path / "top.toml"
+    top.write_text('selection = "a > 0"\n[inputs.x]\ntype = "ragged"\nvars = ["a"]\nmax_len = 4\n')
+    assert BatchSpec.from_toml(top).inputs["x"].pad_value == 0.0
+
+
+def test_one_step_needs_a_number_for_its_step():
+    with pytest.raises(SchemaError, match=r"'x'.*one_step.*NaN"):
+        BatchSpec(inputs={"x": Ragged(["a"], max_len=4, empty="one_step", pad_value=math.nan)})
+    BatchSpec(inputs={"x": Ragged(["a"], max_len=4, empty="one_step", pad_value=math.nan)}, nan_to=0.0)
+    BatchSpec(inputs={"x": Ragged(["a"], max_len=4, empty="one_step")})  # 0.0 by default
