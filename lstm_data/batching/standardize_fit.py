@@ -134,6 +134,9 @@ def fit_standardize(spec: BatchSpec, dataset: Dataset, *, fraction: float = 0.1,
     for var in wanted:
         if var not in prong_of and var not in scalars:
             raise SchemaError(f"'auto' standardisation of {var!r}: no such variable in the data", variable=var)
+    if not len(data):
+        what = f"the selection {spec.selection!r} keeps no row" if spec.selection else "the data has no row"
+        raise SchemaError(f"'auto' standardisation of {wanted}: {what}", variable=wanted[0])
     rows = sample_rows(len(data), fraction, seed)
     groups = sorted({prong_of[v] for v in wanted if v in prong_of})
     pieces: dict[str, list[np.ndarray]] = {v: [] for v in wanted}

@@ -259,3 +259,10 @@ def test_cli_fit_writes_the_numbers_into_the_spec_file(jets, tmp_path, capsys):
     assert "part_pt_log: center = " in capsys.readouterr().out
     assert main(["fit", str(path), "--data", str(DATA / "jets.root")]) == 0  # nothing left to fit
     assert "no \"auto\" standardisation" in capsys.readouterr().out
+
+
+def test_fit_when_the_selection_keeps_no_row_says_so(jets):
+    spec = BatchSpec.from_weaver(DATA / "variant.yaml")
+    none = spec.replace(selection="jet_pt < -1")
+    with pytest.raises(SchemaError, match=r"selection 'jet_pt < -1' keeps no row"):
+        none.fit(jets)
