@@ -32,6 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "tests/data/weaver/JetClass_full.yaml"
 BATCH = 512
+#: threads reading our side (weaver-core's loader runs in this one process too, num_workers=0)
+THREADS = 2
 
 
 def write_file(folder: Path, jets: int) -> str:
@@ -59,7 +61,9 @@ def ours(path: str, shuffle: bool):
     from lstm_data import BatchSpec, Batches, Order
 
     spec = BatchSpec.from_weaver(CONFIG, observers=False)
-    return Batches(lstm_data.open(path), spec, Order(batch_size=BATCH, shuffle=shuffle, seed=0))
+    # as weaver-core reads only the branches its config needs, so do we (and on both cores)
+    read = lstm_data.ReadOptions(needed=tuple(spec.variables), threads=THREADS)
+    return Batches(lstm_data.open(path, read=read), spec, Order(batch_size=BATCH, shuffle=shuffle, seed=0))
 
 
 def first_epochs(path: str) -> tuple[float, float, str]:
