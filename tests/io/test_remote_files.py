@@ -6,6 +6,7 @@ import functools
 import http.server
 import os
 import re
+import socket
 import threading
 
 import numpy as np
@@ -167,3 +168,109 @@ def test_any_fsspec_url_reads_root_and_parquet(served):
                       local)
     finally:
         fs.rm("/lstm_data_test", recursive=True)
+
+
+class _NoRanges(http.server.SimpleHTTPRequestHandler):
+    """A server that ignores ``Range`` headers: every GET is 200 with the whole file; 403 for ``/forbidden*``."""
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def send_head(self):
+        if self.path.startswith("/forbidden"):
+            self.send_error(403)
+            return None
+        return super().send_head()
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    """Clients that stop reading the whole file they did not ask for are no error of the test."""
+
+    def handle_error(self, request, client_address) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def served_without_ranges(served):
+    _, root, _ = served
+    server = _QuietServer(("127.0.0.1", 0), functools.partial(_NoRanges, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _read_parquet(url):
+    from lstm_data.io.parquet import read_parquet
+    return read_parquet(url)
+
+
+def _read_root(url):
+    from lstm_data.io.root import read_root
+    return read_root(url)
+
+
+READS = {"open": lstm_data.open, "read_parquet": _read_parquet, "read_root": _read_root}
+CASES = [("open", ".parquet"), ("open", ".root"), ("read_parquet", ".parquet"), ("read_root", ".root")]
+
+
+@pytest.mark.parametrize("how,suffix", CASES)
+def test_a_404_names_the_url_and_the_status_not_zarr_json(served, how, suffix):
+    url, _, _ = served
+    with pytest.raises(FileNotFoundError) as info:
+        READS[how](f"{url}/nope{suffix}")
+    assert f"{url}/nope{suffix}" in str(info.value) and "HTTP 404" in str(info.value)
+    assert "zarr.json" not in str(info.value)
+
+
+def test_a_404_at_a_url_that_names_a_zarr_store_mentions_zarr_json(served):
+    url, _, _ = served
+    with pytest.raises(FileNotFoundError, match=r"nope\.zarr \(HTTP 404 Not Found; no zarr.json there\)"):
+        lstm_data.open(f"{url}/nope.zarr")
+
+
+@pytest.mark.parametrize("how,suffix", CASES + [("open", ".zarr")])
+def test_a_refused_connection_is_a_connection_error_naming_the_url_and_the_cause(how, suffix):
+    url = f"http://127.0.0.1:{_closed_port()}/x{suffix}"
+    with pytest.raises(ConnectionRefusedError) as info:
+        READS[how](url)
+    assert url in str(info.value) and "connection refused" in str(info.value)
+
+
+def test_an_unknown_host_is_a_connection_error_naming_the_url_and_the_cause():
+    url = "http://no-such-host.invalid/x.parquet"  # .invalid never resolves (RFC 2606)
+    with pytest.raises(ConnectionError) as info:
+        lstm_data.open(url)
+    assert url in str(info.value) and "host name not found" in str(info.value)
+
+
+@pytest.mark.parametrize("how,suffix", CASES)
+def test_a_server_without_byte_ranges_is_named_as_the_cause(served_without_ranges, how, suffix):
+    url = f"{served_without_ranges}/events{suffix}"
+    with pytest.raises(OSError) as info:  # neither fsspec's ValueError nor "damaged or truncated?"
+        READS[how](url)
+    text = str(info.value)
+    assert url in text and "does not serve byte ranges" in text
+    assert "download the file" in text and "Range support" in text
+    from lstm_data.io.remote import NoByteRangesError
+    assert isinstance(info.value, NoByteRangesError)
+
+
+def test_the_same_files_read_where_byte_ranges_are_served(served, served_without_ranges):
+    """The check above is of the server: the same files at a server with ranges read."""
+    url, _, _ = served
+    assert len(lstm_data.open(f"{url}/events.parquet", columns=["calE"])) == 5_000
+    assert len(lstm_data.open(f"{url}/events.root", columns=["MET_pt"])) == 20_000
+
+
+@pytest.mark.parametrize("how,suffix", CASES)
+def test_a_403_is_a_permission_error_with_its_status_not_a_404(served_without_ranges, how, suffix):
+    url = f"{served_without_ranges}/forbidden{suffix}"
+    with pytest.raises(PermissionError) as info:
+        READS[how](url)
+    assert url in str(info.value) and "HTTP 403" in str(info.value) and "404" not in str(info.value)

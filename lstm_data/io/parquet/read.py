@@ -37,7 +37,7 @@ from lstm_data.io.parquet.columns import (
     scalar_column,
 )
 from lstm_data.io.parquet.plan import ColumnPlan
-from lstm_data.io.remote import is_url, open_remote_file
+from lstm_data.io.remote import is_url, open_remote_file, remote_read_error
 
 __all__ = ["parquet_files", "ParquetSource", "open_sources", "read_in_ram", "read_columns",
            "decoded_bytes", "BATCH_BYTES"]
@@ -114,8 +114,13 @@ def open_sources(files: list[str]) -> list[ParquetSource]:
         try:
             pf = pa.parquet.ParquetFile(source, page_checksum_verification=True)
             schema = pf.schema_arrow
-        except (pa.ArrowException, OSError) as exc:
-            raise arrow_error(exc, path) from exc
+        except Exception as exc:  # noqa: BLE001 - a URL's cause is told; else pyarrow's errors only
+            cause = remote_read_error(exc, path) if is_url(path) else None
+            if cause is not None:  # nothing there, no server, an HTTP error, no byte ranges: said as such
+                raise cause from None
+            if isinstance(exc, (pa.ArrowException, OSError)):
+                raise arrow_error(exc, path) from exc
+            raise
         sources.append(ParquetSource(path, pf, schema))
     first = sources[0]
     for s in sources[1:]:

@@ -17,7 +17,7 @@ from lstm_data.errors import FormatError, SchemaError, redact
 from lstm_data.io.awkward import refuse_named_skipped
 from lstm_data.io.column_select import ColumnSelection
 from lstm_data.io.jagged_groups import plan_groups
-from lstm_data.io.remote import is_url
+from lstm_data.io.remote import is_url, remote_read_error
 from lstm_data.io.root.tree import TreeColumns
 
 __all__ = ["TreePlan", "plan_tree", "open_root", "remote_member"]
@@ -94,6 +94,10 @@ def open_root(uproot: Any, name: str, *, lazy: bool) -> Any:
         ``root://`` without the XRootD client (or another protocol's package).
     FormatError
         Not a ROOT file (damaged or truncated?).
+    OSError
+        For a URL: nothing there (``FileNotFoundError``), no server (``ConnectionError``), an HTTP
+        error, or a server that does not serve byte ranges (``NoByteRangesError``); see
+        :func:`lstm_data.io.remote.remote_read_error`.
     """
     shown = redact(name)
     remote = is_url(name)
@@ -116,9 +120,12 @@ def open_root(uproot: Any, name: str, *, lazy: bool) -> Any:
                               f"(conda install -c conda-forge xrootd, or pip install xrootd); or copy the "
                               f"file locally (xrdcp) [{exc}]") from None
         raise ImportError(f"reading {shown}: {redact(exc)}") from None
-    except FileNotFoundError:
-        raise
     except Exception as exc:  # uproot raises many types for a file it cannot parse
+        cause = remote_read_error(exc, name) if remote else None
+        if cause is not None:  # nothing there, no server, an HTTP error, no byte ranges: said as such
+            raise cause from None
+        if isinstance(exc, FileNotFoundError):
+            raise
         if remote and isinstance(exc, OSError):
             raise OSError(f"cannot read {shown}: {type(exc).__name__}: {redact(exc)}") from None
         raise FormatError(f"cannot open as a ROOT file, damaged or truncated? "
