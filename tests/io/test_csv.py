@@ -12,7 +12,7 @@ import pytest
 
 from lstm_data.data.synthetic import write_csv
 from lstm_data.errors import BrokenRowsWarning, FormatError, ParseError, SchemaError
-from lstm_data.io.csv import reader as csv_reader
+from lstm_data.io.csv import head as csv_head
 from lstm_data.io.csv.reader import read_csv
 from lstm_data.io.schema import Schema
 from tests.helpers import assert_same_dataset
@@ -118,7 +118,7 @@ def test_inference_rule(tmp_path):
 
 
 def test_surprise_after_sample_reparses(tmp_path, monkeypatch):
-    monkeypatch.setattr(csv_reader, "SAMPLE_SIZE", 64)
+    monkeypatch.setattr(csv_head, "SAMPLE_SIZE", 64)
     rows = ["t,p.a,p.b"] + [f"{i},{i},{i}" for i in range(200)] + ['7,"1,2","3"', '8,"4",5']
     path = tmp_path / "t.csv"
     path.write_text("\n".join(rows) + "\n")

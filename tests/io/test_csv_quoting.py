@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lstm_data.io.csv import reader as csv_reader
+from lstm_data.io.csv import head as csv_head
 from lstm_data.io.csv.reader import read_csv
 from tests.helpers import assert_bitwise, assert_same_dataset
 
@@ -206,7 +206,7 @@ def test_prongs_single_in_the_sample_and_lists_later(tmp_path, monkeypatch):
     whole = read_csv(path)  # the whole file is the sample
     assert_reads_as(whole, want, ["e"], groups)
     assert np.diff(whole.ragged("png")[1])[:6].tolist() == [0, 1, 1, 0, 1, 1]
-    monkeypatch.setattr(csv_reader, "SAMPLE_SIZE", 256)  # the sample sees no list
+    monkeypatch.setattr(csv_head, "SAMPLE_SIZE", 256)  # the sample sees no list
     for block_size in (64, 1000, 1 << 16):
         assert_same_dataset(read_csv(path, block_size=block_size), whole)
 
@@ -253,7 +253,7 @@ def test_a_missing_value_written_as_quotes_among_bare_numbers_is_nan(tmp_path, m
     want = oracle(path, ["e", "x"], groups)
     assert_reads_as(read_csv(path), want, ["e", "x"], groups)
     # x looks like a column of one-prong lists until a bare number turns up after the sample
-    monkeypatch.setattr(csv_reader, "SAMPLE_SIZE", 128)
+    monkeypatch.setattr(csv_head, "SAMPLE_SIZE", 128)
     assert_reads_as(read_csv(path, block_size=256), want, ["e", "x"], groups)
 
 

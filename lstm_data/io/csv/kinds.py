@@ -25,7 +25,7 @@ import numpy as np
 
 from lstm_data.data.dataset import Dataset
 from lstm_data.io.byte_blocks import BlockReader, compression_of
-from lstm_data.io.csv import reader
+from lstm_data.io.csv import head, reader
 from lstm_data.io.csv.plan import LIST_SEP, ParserOptions, declared_plan
 from lstm_data.io.schema import Schema
 from lstm_data.io.special import is_stream
@@ -104,13 +104,13 @@ def _sample_layout(path: str, schema: Schema | None, sep: str | None, list_sep: 
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
     ahead = BlockReader(path, 1 << 20, threads=1) if compression_of(path) else None
     try:
-        names, sample, final, sep = reader.peek_sample(path, sep, ahead)
+        names, sample, final, sep = head.peek_sample(path, sep, ahead)
     finally:
         if ahead is not None:
             ahead.close()
     general = declared_plan(names, schema)
     options = ParserOptions(dtype=dt, sep=sep, list_sep=LIST_SEP if list_sep is None else list_sep)
-    plan = reader.sample_plan(general, sample, final, options) if general.general else general
+    plan = head.sample_plan(general, sample, final, options) if general.general else general
     if plan.general:  # the sample did not parse: the file's own read reports it
         return [], {}
     groups = {g: [names[c] for c in cols] for g, cols in plan.groups.items()}

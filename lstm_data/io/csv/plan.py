@@ -59,7 +59,7 @@ from lstm_data.io.column_groups import group_prefix
 from lstm_data.io.schema import Schema
 from lstm_data.kernels import BARE, LISTED, MULTI, QUOTED
 
-__all__ = ["Plan", "ParserOptions", "Scalars", "Groups", "split_header", "declared_plan", "plan_from_sample",
+__all__ = ["Plan", "ParserOptions", "Scalars", "Groups", "split_header", "header_bounds", "header_names", "sep_of", "declared_plan", "plan_from_sample",
            "assemble", "near_splits", "choose_sep", "SEPARATORS", "LIST_SEP", "check_decimal_commas"]
 
 #: field separators recognised in a header, in the order that breaks a tie
@@ -109,9 +109,9 @@ class Plan:
     general: bool = False
 
 
-def _header_end(data: bytes, final: bool) -> tuple[int, int] | None:
+def header_bounds(data: bytes, final: bool) -> tuple[int, int] | None:
     """``(start, end)`` of the header line (after a BOM; ``end`` past its newline), or
-    ``None`` when ``data`` does not hold all of it yet."""
+    ``None`` when ``data`` does not hold all of it yet (never with ``final=True``)."""
     start = len(_BOM) if data.startswith(_BOM) else 0
     end = start
     while True:
@@ -143,9 +143,17 @@ def _shown(sep: str) -> str:
 def choose_sep(data: bytes, final: bool, sep: str | None, path: str) -> str | None:
     """The field separator of the CSV text starting with ``data`` (its header line).
 
+    :func:`sep_of` the header line; ``None`` when ``data`` does not yet hold all of it.
+    """
+    bounds = header_bounds(data, final)
+    return None if bounds is None else sep_of(data[bounds[0]:bounds[1]], sep, path)
+
+
+def sep_of(line: bytes, sep: str | None, path: str) -> str:
+    """The field separator of the header ``line``.
+
     ``sep`` when given, else the one of :data:`SEPARATORS` that the header line
-    holds most often outside quotes (``","`` when it holds none). ``None`` when
-    ``data`` does not yet hold the whole header line.
+    holds most often outside quotes (``","`` when it holds none).
 
     Raises
     ------
@@ -153,10 +161,6 @@ def choose_sep(data: bytes, final: bool, sep: str | None, path: str) -> str | No
         ``sep`` is given, the header holds no ``sep`` but another separator: it
         would read as one column, so the message names the one it looks like.
     """
-    bounds = _header_end(data, final)
-    if bounds is None:
-        return None
-    line = data[bounds[0]:bounds[1]]
     found, count = _sniff(line)
     if sep is None:
         return found or ","
@@ -211,12 +215,23 @@ def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[st
     Raises
     ------
     FormatError
+        See :func:`header_names`.
+    """
+    bounds = header_bounds(data, final)
+    if bounds is None:
+        return None
+    return header_names(data, bounds, sep, path), bounds[1]
+
+
+def header_names(data: bytes, bounds: tuple[int, int], sep: str, path: str) -> list[str]:
+    """The column names of the header line ``data[bounds[0]:bounds[1]]`` (:func:`header_bounds`).
+
+    Raises
+    ------
+    FormatError
         Empty file, a header that is not UTF-8 or not CSV (e.g. bare carriage
         returns for line ends), or repeated column names.
     """
-    bounds = _header_end(data, final)
-    if bounds is None:
-        return None
     start, end = bounds
     text = data[start:end]
     if not text.strip():
@@ -239,7 +254,7 @@ def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[st
             raise FormatError(f"column {n!r} appears twice in the header", file=path, line=1,
                               variable=n)
         seen.add(n)
-    return names, end
+    return names
 
 
 def declared_plan(names: list[str], schema: Schema | None) -> Plan:

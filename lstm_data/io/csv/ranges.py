@@ -27,7 +27,7 @@ import numpy as np
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, _Located
 from lstm_data.io.byte_blocks import compression_of
-from lstm_data.io.csv import reader
+from lstm_data.io.csv import head, reader
 from lstm_data.io.csv.plan import LIST_SEP, ParserOptions, declared_plan, split_header
 from lstm_data.io.csv.stream import _columns_of, _Flushing
 from lstm_data.io.row_blocks import BLOCK_BYTES, RestartStream, RowBlocks
@@ -54,7 +54,7 @@ def csv_partitions(path: str, split_bytes: int) -> list[tuple[int, int]] | None:
     if split_bytes <= 0 or size <= split_bytes or compression_of(path) is not None:
         return None
     with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        header = split_header(mm[:reader.SAMPLE_SIZE], size <= reader.SAMPLE_SIZE, ",", path)
+        header = split_header(mm[:head.SAMPLE_SIZE], size <= head.SAMPLE_SIZE, ",", path)
         if header is None:
             return None
         start = header[1]
@@ -85,10 +85,10 @@ def csv_range_blocks(path: str, start: int, end: int, *, schema: Any = None, blo
     schema = Schema.coerce(schema)
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
     list_sep = LIST_SEP if list_sep is None else list_sep
-    names, sample, final, sep = reader.peek_sample(path, sep)
+    names, sample, final, sep = head.peek_sample(path, sep)
     options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep)
     general = declared_plan(names, schema)
-    plan = reader.sample_plan(general, sample, final, options) if general.general else general
+    plan = head.sample_plan(general, sample, final, options) if general.general else general
     if plan.general and general.general:  # the whole file decides: a stream of a range cannot
         raise RestartStream(f"{path}: its first MiB does not decide the columns")
     empty = _columns_of(plan, options)

@@ -18,7 +18,6 @@ column, variable, row and token; no error returns a partial dataset.
 """
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -40,6 +39,7 @@ from lstm_data.io.csv.parallel import (
     region_pieces,
     resolve_threads,
 )
+from lstm_data.io.csv.head import SAMPLE_SIZE, Head, parse_sample, peek_sample, read_head, sample_plan
 from lstm_data.io.csv.plan import (
     LIST_SEP,
     Groups,
@@ -48,10 +48,8 @@ from lstm_data.io.csv.plan import (
     Scalars,
     assemble,
     check_decimal_commas,
-    choose_sep,
     declared_plan,
     near_splits,
-    plan_from_sample,
     split_header,
     surprised,
 )
@@ -60,11 +58,6 @@ from lstm_data.io.schema import Schema
 from lstm_data.io.special import check_readable_kind, is_stream
 
 __all__ = ["read_csv", "DEFAULT_BLOCK_SIZE", "peek_sample", "sample_plan", "resolve_threads"]
-
-#: decompressed bytes at the start of the first file used to infer the plan
-SAMPLE_SIZE = 1 << 20
-#: read beyond SAMPLE_SIZE at a time from a plain file, for its header
-PEEK_EXTRA = 1 << 16
 
 Progress = Callable[[int, int], Any]
 
@@ -168,74 +161,31 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None
           list_sep_given: str | None = LIST_SEP) -> InMemoryDataset:
     """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`;
     ``list_sep_given``: ``None`` when the caller left ``list_sep`` to its default)."""
-    names, sample, sample_final, sep = peek_sample(paths[0], sep, ahead)
+    head = read_head(paths[0], sep, ahead)  # the header is located here, once
+    names = head.names
     general = declared_plan(names, schema)
-    options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep)
-    plan = general
+    options = ParserOptions(dtype=dt, sep=head.sep, list_sep=list_sep)
+    plan, parsed = general, None
     if general.general and not any(is_stream(p) for p in paths):  # a stream is read once
-        plan = sample_plan(general, sample, sample_final, options)
-    run = _Run(paths, names, options, progress, block_size, ahead, threads)
-    try:
-        scalars, groups, flags = run.parse(plan)
-        if not plan.general and surprised(plan, flags):
-            raise _Replan
-    except _Replan:
-        plan = general
-        scalars, groups, flags = run.parse(plan)
-    check_decimal_commas(names, flags, sep, list_sep_given, ", ".join(paths))
+        sample = parse_sample(general, head, options)
+        plan, parsed = sample.plan, (sample.parser if sample.whole and len(paths) == 1 else None)
+    run = _Run(paths, names, options, progress, block_size, ahead, threads, head)
+    if parsed is not None:  # the sample is the whole file: its parse is the file's
+        scalars, groups, flags = run.parsed(parsed)
+    else:
+        try:
+            scalars, groups, flags = run.parse(plan)
+            if not plan.general and surprised(plan, flags):
+                raise _Replan
+        except _Replan:
+            plan = general
+            scalars, groups, flags = run.parse(plan)
+    check_decimal_commas(names, flags, head.sep, list_sep_given, ", ".join(paths))
     scalar_cols, group_cols = assemble(plan, scalars, groups, flags, dt)
     warn_inexact(run.inexact, dt)
     for message in near_splits(group_cols, general.inferred):
         warn_user(f"{', '.join(paths)}: {message}", BrokenRowsWarning)
     return InMemoryDataset(scalar_cols, group_cols, source=paths)
-
-
-def peek_sample(path: str, sep: str | None,
-                ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool, str]:
-    """The header names, a sample of the text after it (and whether it is all), and the
-    field separator (``sep``, or the one the header shows: :func:`~lstm_data.io.csv.plan.choose_sep`).
-
-    With ``ahead`` (a started reader of ``path``, which is compressed) the sample
-    comes from its first blocks, which it keeps for the parse; a plain file is
-    read directly.
-    """
-    data, final = b"", False
-    chosen: str | None = None
-    header: tuple[list[str], int] | None = None
-    with contextlib.ExitStack() as stack:
-        fh = stack.enter_context(open(path, "rb")) if ahead is None else None
-        while True:
-            block = fh.read(SAMPLE_SIZE + PEEK_EXTRA) if fh is not None else \
-                ahead.peek() if ahead is not None else b""
-            final = not block
-            data += block or b""
-            if chosen is None:
-                chosen = choose_sep(data, final, sep, path)
-            header = None if chosen is None else split_header(data, final, chosen, path)
-            if header is not None and (final or len(data) - header[1] >= SAMPLE_SIZE):
-                break
-    assert header is not None and chosen is not None  # the loop ends on a header
-    names, end = header
-    if len(data) - end > SAMPLE_SIZE:  # a whole xz block may have come at once
-        return names, data[end:end + SAMPLE_SIZE], False, chosen
-    return names, data[end:], final, chosen
-
-
-def sample_plan(general: Plan, sample: bytes, final: bool, options: ParserOptions) -> Plan:
-    """The column plan that parsing ``sample`` (text after the header) with ``general`` shows.
-
-    ``general`` itself when the sample does not parse: the full parse then reports
-    the error in the right file and line. Parsed on one thread: a thread pool costs
-    more than the sample's parse (about 5 ms a MiB).
-    """
-    parser = kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
-    try:
-        parser.feed(sample, final=final)
-    except (SchemaError, ValueError):
-        return general  # let the full parse report errors in the right file and line
-    flags = parser.column_flags()
-    _, groups = parser.finish()
-    return plan_from_sample(general, flags, groups)
 
 
 class _ParsedPages:
@@ -266,9 +216,11 @@ class _Run:
 
     def __init__(self, paths: list[str], names: list[str], options: ParserOptions,
                  progress: Progress | None, block_size: int,
-                 ahead: BlockReader | None = None, threads: int = 1) -> None:
+                 ahead: BlockReader | None = None, threads: int = 1, head: Head | None = None) -> None:
         self.paths, self.names, self.options, self.threads = paths, names, options, threads
         self.ahead = ahead  # an already started reader of the first file (used once)
+        self.head = head  # the first file's header, located once
+        self.inexact: Inexact = {}
         self.progress, self.block_size = progress, block_size
         self.total = sum(_size(p) for p in paths)
 
@@ -280,7 +232,7 @@ class _Run:
         self._make = make
         parser = make()
         done = 0
-        self.inexact: Inexact = {}
+        self.inexact = {}
         for path in self.paths:
             try:
                 self._parse_file(parser, path, done)
@@ -296,6 +248,22 @@ class _Run:
         scalars, groups = parser.finish()
         return scalars, groups, flags
 
+    def parsed(self, parser: kernels.CsvBlockParser) -> tuple[Scalars, Groups, np.ndarray]:
+        """``(scalars, groups, column flags)`` of the one file that ``parser`` has parsed whole."""
+        self.inexact = {}
+        note_inexact(self.inexact, parser, self.paths[0])
+        if self.progress is not None:
+            self.progress(self.total, self.total)
+        flags = parser.column_flags()
+        scalars, groups = parser.finish()
+        return scalars, groups, flags
+
+    def _header(self, path: str, data: bytes, final: bool) -> tuple[list[str], int] | None:
+        """``(names, end)`` of ``path``'s header in ``data``: the first file's as located before."""
+        if self.head is not None and path == self.paths[0] and (final or len(data) >= self.head.end):
+            return self.head.names, self.head.end
+        return split_header(data, final, self.options["sep"], path)
+
     def _parse_file(self, parser: Parser, path: str, done: int) -> None:
         if not is_stream(path) and compression_of(path) is None and _size(path) > 0 and self._parse_mapped(
                 parser, path, done):
@@ -310,7 +278,7 @@ class _Run:
             chunks = iter(blocks)
             for block in chunks:
                 head += block
-                header = split_header(head, False, self.options["sep"], path)
+                header = self._header(path, head, False)
                 if header is not None:
                     break
             # one core inflates: the others parse (on this thread alone when that is one)
@@ -323,8 +291,10 @@ class _Run:
                     carry = self._feed(parser, carry, block)
                     if self.progress is not None:
                         self.progress(done + blocks.position, self.total)
-        if header is None:
-            carry = self._start(parser, path, split_header(head, True, self.options["sep"], path), head)
+        if header is None:  # the text ended inside the header
+            last = self._header(path, head, True)
+            assert last is not None  # with final=True, a header or an error
+            carry = self._start(parser, path, last, head)
         if header is None or workers <= 1:
             parser.feed(carry, final=True)
         if self.progress is not None:
@@ -338,7 +308,8 @@ class _Run:
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             parsed = _ParsedPages(mm, self.block_size, done, self.total, self.progress)
             size = len(mm)
-            header = split_header(mm[:SAMPLE_SIZE], size <= SAMPLE_SIZE, self.options["sep"], path)
+            header = self._header(path, b"", True) if self.head is not None and path == self.paths[0] \
+                else split_header(mm[:SAMPLE_SIZE], size <= SAMPLE_SIZE, self.options["sep"], path)
             if header is None:
                 return False
             names, pos = header

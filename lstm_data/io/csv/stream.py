@@ -32,7 +32,7 @@ from lstm_data import kernels
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import _Located
 from lstm_data.io.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
-from lstm_data.io.csv import reader
+from lstm_data.io.csv import head, reader
 from lstm_data.io.csv.plan import (
     LIST_SEP,
     Groups,
@@ -192,13 +192,13 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
     n_threads = reader.resolve_threads(threads)
     ahead = BlockReader(path, block_size, threads=n_threads) if compression_of(path) else None
     try:  # the first MiB (decompressed again by the parse: a stream cannot keep it for later)
-        names, sample, final, sep = reader.peek_sample(path, sep, ahead)
+        names, sample, final, sep = head.peek_sample(path, sep, ahead)
     finally:
         if ahead is not None:
             ahead.close()
     options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep)
     general = declared_plan(names, schema)
-    plan = reader.sample_plan(general, sample, final, options) if general.general \
+    plan = head.sample_plan(general, sample, final, options) if general.general \
         else general
     size = os.path.getsize(path)
     read_options = dict(schema=schema, dtype=dt, sep=sep, list_sep=list_sep_given, threads=threads,

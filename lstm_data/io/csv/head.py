@@ -1,0 +1,154 @@
+"""The start of a CSV input, read once: header, separator, and the sample that decides the plan.
+
+:func:`read_head` locates the header line once and takes the text after it (up
+to :data:`SAMPLE_SIZE` bytes) as the sample; :func:`parse_sample` parses that
+sample once with the general plan and says which plan the whole input gets
+(:func:`~lstm_data.io.csv.plan.plan_from_sample`). When the sample is all of
+the file's text, its parse is the file's parse: the reader assembles it and
+does not parse the file again.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+
+from lstm_data import kernels
+from lstm_data.errors import SchemaError
+from lstm_data.io.byte_blocks import BlockReader
+from lstm_data.io.csv.plan import ParserOptions, Plan, header_bounds, header_names, plan_from_sample, sep_of
+
+__all__ = ["SAMPLE_SIZE", "PEEK_EXTRA", "Head", "Sample", "read_head", "parse_sample", "sample_plan",
+           "peek_sample"]
+
+#: decompressed bytes at the start of the first file used to infer the plan
+SAMPLE_SIZE = 1 << 20
+#: read beyond SAMPLE_SIZE at a time from a plain file, for its header
+PEEK_EXTRA = 1 << 16
+
+_log = logging.getLogger("lstm_data")
+
+
+@dataclass
+class Head:
+    """The header of a CSV text and the sample after it.
+
+    Attributes
+    ----------
+    names : list of str
+        The column names.
+    sep : str
+        The field separator (given, or the one the header shows).
+    end : int
+        Offset of the first record in the (decompressed) text: past the header's newline.
+    line : int
+        Line number of the first record.
+    sample : bytes
+        The text from ``end`` on, at most :data:`SAMPLE_SIZE` bytes.
+    final : bool
+        Whether ``sample`` is all of the text.
+    """
+
+    names: list[str]
+    sep: str
+    end: int
+    line: int
+    sample: bytes
+    final: bool
+
+
+def read_head(path: str, sep: str | None, ahead: BlockReader | None = None) -> Head:
+    """The :class:`Head` of ``path``; the header line is located once.
+
+    With ``ahead`` (a started reader of ``path``, which is compressed) the text
+    comes from its first blocks, which it keeps for the parse; a plain file is
+    read directly.
+
+    Raises
+    ------
+    FormatError
+        Empty file, a header that is not UTF-8 CSV, repeated names, a given
+        ``sep`` the header lacks while it holds another separator.
+    """
+    data, final = b"", False
+    bounds: tuple[int, int] | None = None
+    with contextlib.ExitStack() as stack:
+        fh = stack.enter_context(open(path, "rb")) if ahead is None else None
+        while bounds is None or not final and len(data) - bounds[1] < SAMPLE_SIZE:
+            block = fh.read(SAMPLE_SIZE + PEEK_EXTRA) if fh is not None else \
+                ahead.peek() if ahead is not None else b""
+            final = not block
+            data += block or b""
+            if bounds is None:
+                bounds = header_bounds(data, final)
+    chosen = sep_of(data[bounds[0]:bounds[1]], sep, path)
+    names = header_names(data, bounds, chosen, path)
+    end = bounds[1]
+    line = 1 + data.count(b"\n", 0, end)
+    if len(data) - end > SAMPLE_SIZE:  # a whole xz block may have come at once
+        return Head(names, chosen, end, line, data[end:end + SAMPLE_SIZE], False)
+    return Head(names, chosen, end, line, data[end:], final)
+
+
+@dataclass
+class Sample:
+    """The sample parsed once with the general plan.
+
+    Attributes
+    ----------
+    plan : Plan
+        The plan the whole input gets: the sample's fast plan, or ``general`` when the
+        sample does not parse (the full parse then reports the error where it is).
+    parser : CsvBlockParser or None
+        The general plan's parser holding the sample's rows, when the sample parsed.
+    whole : bool
+        The sample is all of the file's text and parsed: ``parser`` holds the file's rows.
+    """
+
+    plan: Plan
+    parser: kernels.CsvBlockParser | None
+    whole: bool
+
+
+def parse_sample(general: Plan, head: Head, options: ParserOptions) -> Sample:
+    """Parse ``head.sample`` once with ``general`` and decide the plan (see :class:`Sample`).
+
+    Parsed on one thread: a thread pool costs more than the sample's parse (about 5 ms a MiB).
+    """
+    parser = kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
+    parser.line = head.line
+    try:
+        used = parser.feed(head.sample, final=head.final)
+    except (SchemaError, ValueError):
+        return Sample(general, None, False)  # the full parse reports errors in the right file and line
+    flags: np.ndarray = parser.column_flags()
+    if head.final and used == len(head.sample):
+        _log.debug("CSV sample is the whole file (%d bytes): parsed once", len(head.sample))
+        return Sample(general, parser, True)
+    _, groups = parser.finish()
+    return Sample(plan_from_sample(general, flags, groups), None, False)
+
+
+def sample_plan(general: Plan, sample: bytes, final: bool, options: ParserOptions) -> Plan:
+    """The fast plan that parsing ``sample`` (text after the header) with ``general`` shows.
+
+    ``general`` itself when the sample does not parse: the full parse then reports
+    the error in the right file and line.
+    """
+    parser = kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
+    try:
+        parser.feed(sample, final=final)
+    except (SchemaError, ValueError):
+        return general
+    flags = parser.column_flags()
+    _, groups = parser.finish()
+    return plan_from_sample(general, flags, groups)
+
+
+def peek_sample(path: str, sep: str | None,
+                ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool, str]:
+    """``(names, sample, final, sep)`` of :func:`read_head`."""
+    head = read_head(path, sep, ahead)
+    return head.names, head.sample, head.final, head.sep
