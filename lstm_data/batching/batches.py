@@ -18,7 +18,6 @@ from lstm_data._util import forksafe
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.block_shuffle import BlockSource
-from lstm_data.batching.bucket_lengths import widen_outputs
 from lstm_data.batching.bucketing import make_bucketing
 from lstm_data.batching.budget import BudgetBlockPlan, BudgetPlan, order_extras
 from lstm_data.batching.order_stats import order_stats
@@ -413,7 +412,8 @@ class Batches(EpochIteration):
             lo = self._span(slot, epoch)[0]
             plan = self._plan(epoch)
             assert isinstance(plan, BlockPlan)  # with blocks every plan is a BlockPlan (_make_plan)
-            inputs, targets = self._blocks.build(plan, self._order_epoch(epoch), lo, lo + len(positions))
+            inputs, targets = self._blocks.build(plan, self._order_epoch(epoch), lo, lo + len(positions),
+                                                 self._bucket_lengths)
             if self._view is None:
                 rows = positions
             else:
@@ -421,9 +421,7 @@ class Batches(EpochIteration):
                 rows = self._blocks.rows[positions]
         else:
             rows = positions if self._view is None else self._view[positions]
-            inputs, targets = self._builder.build(rows, arena)
-        if self._bucket_lengths is not None:
-            widen_outputs(inputs, targets, self.fields, self._bucket_lengths, self.nan_to)
+            inputs, targets = self._builder.build(rows, arena, self._bucket_lengths)
         if self._one_step is not None:
             self._one_step.apply(inputs, targets, rows)
         return inputs, targets, self._weights_for(rows, targets)
@@ -584,7 +582,8 @@ class Batches(EpochIteration):
         """The padded length of a Ragged output in a batch whose longest row has ``longest`` elements.
 
         The builder's rule (``max_len``, ``pad_to_multiple_of``), then the order's
-        ``bucket_lengths``.
+        ``bucket_lengths`` (never above the field's ``max_len``; not for a
+        ``"packed"`` output, which has no padded slots).
 
         Parameters
         ----------
@@ -598,10 +597,7 @@ class Batches(EpochIteration):
         int
             The padded length of that output in such a batch.
         """
-        width = self._builder.width(field, longest)
-        if self._bucket_lengths is not None and field.group == self._bucket_lengths.group:
-            width = self._bucket_lengths.width(width)
-        return width
+        return self._builder.chosen_width(field, longest, self._bucket_lengths)
 
     def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]:
         """What the order of an epoch costs and how well it mixes.

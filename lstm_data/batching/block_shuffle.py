@@ -23,6 +23,7 @@ import numpy as np
 
 from lstm_data._util import forksafe
 from lstm_data._util.once_cache import OnceCache
+from lstm_data.batching.bucket_lengths import BucketLengths
 from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.order import BlockPlan, block_bounds
 from lstm_data.batching.spec import Arrays, ResolvedField
@@ -162,8 +163,12 @@ class BlockSource:
         return BatchBuilder(piece, self.fields, nan_to=self.nan_to,
                             pad_to_multiple_of=self.pad_to_multiple_of), held
 
-    def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int) -> tuple[Arrays, Arrays]:
-        """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows)."""
+    def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int,
+              lengths: BucketLengths | None = None) -> tuple[Arrays, Arrays]:
+        """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows).
+
+        ``lengths``: an order's ``bucket_lengths``, as :meth:`BatchBuilder.build` takes them.
+        """
         positions = plan.order[lo:hi]
         parts = []
         for w in plan.windows_of(lo, hi):
@@ -172,8 +177,8 @@ class BlockSource:
             parts.append((builder, plan.local[w_lo:w_hi]))
         if len(parts) == 1:
             builder, local = parts[0]
-            return builder.build(local)
+            return builder.build(local, lengths=lengths)
         joined = concat_datasets([b.dataset.take(local) for b, local in parts])
         return BatchBuilder(joined, self.fields, nan_to=self.nan_to,
                             pad_to_multiple_of=self.pad_to_multiple_of).build(
-            np.arange(len(positions), dtype=np.intp))
+            np.arange(len(positions), dtype=np.intp), lengths=lengths)

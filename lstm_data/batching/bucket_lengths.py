@@ -4,7 +4,10 @@ A compiled model (XLA, JAX, ``torch.compile``) compiles once per input shape. Wi
 ``Order(bucket_by=F, bucket_lengths="auto", max_shapes=k)`` the Ragged outputs of
 ``F``'s group take one of at most ``k`` padded lengths: each batch pads to the
 smallest chosen length that holds its longest row (after ``max_len`` and
-``pad_to_multiple_of``). The lengths are chosen by an exact dynamic programme over
+``pad_to_multiple_of``), in every layout (``"padded"``, ``"channels_first"``; a
+``"packed"`` output has no padded length and is left as it is). No chosen length
+is above the ``bucket_by`` field's ``max_len`` (a given one is refused), and
+another output of the group never pads beyond its own ``max_len``. The lengths are chosen by an exact dynamic programme over
 the distinct row widths of the whole dataset (so every split of it gets the same
 shapes): among all sets of ``k`` widths that include the largest, the one that
 minimises the padding of every row to its own bucket length, ``O(k * D**2)`` for
@@ -25,7 +28,7 @@ import numpy as np
 
 from lstm_data.errors import OptionError
 
-__all__ = ["choose_lengths", "padding_of", "BucketLengths", "widen_outputs"]
+__all__ = ["choose_lengths", "padding_of", "BucketLengths"]
 
 
 def choose_lengths(widths: np.ndarray, k: int) -> np.ndarray:
@@ -79,7 +82,7 @@ def padding_of(widths: np.ndarray, lengths: np.ndarray) -> int:
 
 @dataclass(frozen=True)
 class BucketLengths:
-    """The padded lengths of one ragged group and how a batch's arrays are widened to them.
+    """The padded lengths of one ragged group.
 
     Attributes
     ----------
@@ -93,18 +96,40 @@ class BucketLengths:
     lengths: np.ndarray
 
     @classmethod
-    def make(cls, group: str, widths: np.ndarray, setting: Any, max_shapes: int) -> "BucketLengths":
+    def make(cls, group: str, widths: np.ndarray, setting: Any, max_shapes: int,
+             max_len: int | None = None, field: str | None = None) -> "BucketLengths":
         """The lengths of ``setting`` (``"auto"`` or a list) for rows of ``widths``.
+
+        Parameters
+        ----------
+        group
+            The ragged group.
+        widths
+            Every row's padded width if it were alone (after ``max_len`` and
+            ``pad_to_multiple_of``).
+        setting
+            ``"auto"`` or increasing lengths.
+        max_shapes
+            The number of lengths ``"auto"`` chooses at most.
+        max_len, field
+            The ``bucket_by`` field's ``max_len`` (``None``: no limit) and name.
 
         Raises
         ------
         OptionError
-            A given list whose largest length is below the widest row's padded width.
+            A given list whose largest length is below the widest row's padded width,
+            or with a length above ``max_len``.
         """
         widths = np.asarray(widths, dtype=np.int64)
         if setting == "auto":
             return cls(group, choose_lengths(widths, max_shapes))
         lengths = np.asarray(setting, dtype=np.int64)
+        if max_len is not None and lengths[-1] > max_len:
+            above = int(lengths[lengths > max_len][0])
+            capped = sorted(set(np.minimum(lengths, max_len).tolist()))
+            raise OptionError(f"bucket_lengths {lengths.tolist()}: {above} is above max_len {max_len} of "
+                              f"output {field or '(bucket_by)'!r} (group {group!r}), and no batch pads beyond "
+                              f"max_len; give lengths up to {max_len}, e.g. {capped}")
         widest = int(widths.max()) if len(widths) else 0
         if lengths[-1] < widest:
             raise OptionError(f"bucket_lengths {lengths.tolist()}: the largest is below {widest}, the "
@@ -123,36 +148,3 @@ class BucketLengths:
         picked: np.ndarray = np.where(at < len(self.lengths),
                                       self.lengths[np.minimum(at, len(self.lengths) - 1)], widths)
         return picked
-
-    def widen(self, array: np.ndarray, pad_value: float, pre: bool) -> np.ndarray:
-        """``array`` ``(B, P, ...)`` padded along ``P`` to :meth:`width` of ``P``.
-
-        ``pre``: the padding goes first (a field with ``padding="pre"``).
-        """
-        have = array.shape[1]
-        want = self.width(have)
-        if want == have:
-            return array
-        out = np.full((array.shape[0], want) + array.shape[2:], pad_value, dtype=array.dtype)
-        if pre:
-            out[:, want - have:] = array
-        else:
-            out[:, :have] = array
-        return out
-
-
-def widen_outputs(inputs: dict[str, np.ndarray], targets: dict[str, np.ndarray], fields: Any,
-                  lengths: BucketLengths, nan_to: float | None) -> None:
-    """Pad every Ragged output of ``lengths.group`` in a built batch to its chosen length, in place.
-
-    The padding takes the field's pad value (``nan_to`` for an input padded with NaN,
-    as the builder does), before the data for ``padding="pre"``.
-    """
-    for f in fields:
-        if f.group != lengths.group:
-            continue
-        dest = inputs if f.role == "input" else targets
-        pad = f.ragged.pad_value
-        if nan_to is not None and f.role == "input" and np.isnan(pad):
-            pad = nan_to
-        dest[f.name] = lengths.widen(dest[f.name], pad, f.ragged.padding == "pre")

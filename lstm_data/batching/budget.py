@@ -294,7 +294,7 @@ def order_extras(order: Any, fields: Sequence[Any], width: Callable[[Any, int], 
     lengths = None
     if order.bucket_lengths is not None:
         lengths = BucketLengths.make(f.group, row_widths(lambda n: width(f, n), all_lengths(f.group), cap),
-                                     order.bucket_lengths, order.max_shapes)
+                                     order.bucket_lengths, order.max_shapes, cap, f.name)
     budget = None
     if order.max_elements is not None:
         widths = row_widths(lambda n: width(f, n), view_lengths(f.group), cap)

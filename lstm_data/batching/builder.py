@@ -11,7 +11,9 @@ is concatenated. On disk, each needed group is read once per batch with
 padded. There is no per-row Python work.
 
 A field's output form (``layout``, ``pad_mode``, per-variable ``standardize``
-and pad values) is made by the same kernel call, in the same pass; the small
+and pad values) is made by the same kernel call, in the same pass, at the
+batch's padded width (with an order's ``bucket_lengths``, the chosen length:
+the kernel pads to it directly in every layout, so nothing is widened after); the small
 extra outputs (``<name>_mask``, ``<name>_cu_seqlens``, ``<name>_max_seqlen``)
 come from the lengths it returns.
 
@@ -27,6 +29,7 @@ from typing import Any, Sequence, cast
 import numpy as np
 
 from lstm_data import kernels
+from lstm_data.batching.bucket_lengths import BucketLengths
 from lstm_data.batching.field_forms import (
     CU_SEQLENS_SUFFIX,
     MASK_SUFFIX,
@@ -73,6 +76,9 @@ class BatchBuilder:
         self._row_lengths: dict[str, np.ndarray] = {}
         self._group_has_nan: dict[str, bool] = {}
         self._gather: kernels.BatchGather | None = None  # the in-RAM BatchGather, made at first use
+        self._jobs: list[dict[str, Any]] = []  # its ragged jobs
+        # the in-RAM BatchGather of each set of chosen widths (bucket_lengths), by the widths
+        self._width_gathers: dict[tuple[int | None, ...], kernels.BatchGather] = {}
         self._groups_needed = list(dict.fromkeys(f.group for f in self.fields if f.group is not None))
         # all of a group's columns in order: let the kernel copy whole prong records
         # (a field with a group always has its columns: the cast only tells the type checker)
@@ -127,6 +133,29 @@ class BatchBuilder:
         if multiple is not None and width % multiple:
             width += multiple - width % multiple
         return width if spec.max_len is None else min(spec.max_len, width)
+
+    def chosen_width(self, f: ResolvedField, longest: int, lengths: BucketLengths | None = None) -> int:
+        """The padded width of field ``f`` in a batch whose longest row has ``longest`` prongs.
+
+        :meth:`width`, then, for an output of ``lengths.group`` (an order's
+        ``bucket_lengths``), the smallest chosen length that holds it, never above the
+        field's own ``max_len``. A ``"packed"`` output has no padded width: :meth:`width`.
+        """
+        width = self.width(f, longest)
+        if lengths is None or f.group != lengths.group or f.ragged.layout == "packed":
+            return width
+        chosen = lengths.width(width)
+        return chosen if f.ragged.max_len is None else min(chosen, f.ragged.max_len)
+
+    def _chosen_widths(self, rows: np.ndarray, lengths: BucketLengths | None) -> tuple[int | None, ...] | None:
+        """Per ragged job, the chosen width of these rows' batch where ``lengths`` sets it, else ``None``."""
+        if lengths is None:
+            return None
+        lens = self.row_lengths(lengths.group)
+        longest = int(lens[rows].max()) if len(rows) else 0
+        return tuple(self.chosen_width(f, longest, lengths)
+                     if f.group == lengths.group and f.ragged.layout != "packed" else None
+                     for f in self.fields if f.group is not None)
 
     def _has_nan(self, group: str, values: np.ndarray | None = None) -> bool:
         """Whether ``values`` (on disk: this batch's) or, in RAM, the group's values hold NaN."""
@@ -224,21 +253,41 @@ class BatchBuilder:
                 ragged[-1]["multiple_of"] = self.pad_to_multiple_of
         return ragged, tables
 
-    def gather_kernel(self) -> kernels.BatchGather:
-        """The in-RAM :class:`kernels.BatchGather` of every field (made once, at first use)."""
-        if self._gather is None:
-            self._gather = kernels.BatchGather(*self.gather_jobs())
-        return self._gather
+    def gather_kernel(self, widths: tuple[int | None, ...] | None = None) -> kernels.BatchGather:
+        """The in-RAM :class:`kernels.BatchGather` of every field (made once, at first use).
 
-    def build(self, rows: np.ndarray, arena: Any = None) -> tuple[Arrays, Arrays]:
+        ``widths``: per ragged job, an exact padded width (``None``: the job's own
+        rule), one kernel per distinct tuple, sharing the first kernel's checked arrays.
+        """
+        if self._gather is None:
+            jobs, tables = self.gather_jobs()
+            self._jobs, self._gather = jobs, kernels.BatchGather(jobs, tables)
+        if widths is None or all(w is None for w in widths):
+            return self._gather
+        kernel = self._width_gathers.get(widths)
+        if kernel is None:
+            base = self._gather
+            jobs = []
+            for w, job, checked in zip(widths, self._jobs, base.ragged):
+                if w is not None:  # a rows' width the kernel pads to exactly (at most the field's max_len)
+                    job = {k: v for k, v in job.items() if k != "multiple_of"}
+                    job.update(parts=checked.parts, max_len=w, fixed=True)
+                jobs.append(job)
+            kernel = self._width_gathers.setdefault(widths, kernels.BatchGather(jobs, base.tables))
+        return kernel
+
+    def build(self, rows: np.ndarray, arena: Any = None,
+              lengths: BucketLengths | None = None) -> tuple[Arrays, Arrays]:
         """The ``(inputs, targets)`` of ``rows`` (dataset rows, in batch order).
 
         In RAM, the arrays are built in ``arena`` (a writable buffer) where they
         fit, by the rule of :class:`kernels.BatchGather`; on disk it is not used.
+        ``lengths`` (an order's ``bucket_lengths``): the outputs of its group are
+        padded to :meth:`chosen_width`.
         """
         rows = np.asarray(rows, dtype=np.intp)
         if self.in_ram:
-            return self._build_in_ram(rows, arena)
+            return self._build_in_ram(rows, arena, lengths)
         inputs: dict[str, np.ndarray] = {}
         targets: dict[str, np.ndarray] = {}
         gathered = {g: self._read_group(g, rows) for g in self._groups_needed}
@@ -248,7 +297,7 @@ class BatchBuilder:
             if f.group is None:
                 dest[f.name] = self._scalars(f, rows, columns)
             else:
-                self._extras(f, *self._ragged(f, *gathered[f.group]), dest)
+                self._extras(f, *self._ragged(f, *gathered[f.group], lengths), dest)
         return inputs, targets
 
     def _read_scalars(self, rows: np.ndarray) -> dict[str, np.ndarray] | None:
@@ -271,8 +320,9 @@ class BatchBuilder:
         dtype = np.result_type(*[v.dtype for v, _ in pieces])
         return [(v.astype(dtype, copy=False), o.astype(np.int64, copy=False)) for v, o in pieces], at
 
-    def _build_in_ram(self, rows: np.ndarray, arena: Any = None) -> tuple[Arrays, Arrays]:
-        padded, tables = self.gather_kernel()(rows, arena=arena)
+    def _build_in_ram(self, rows: np.ndarray, arena: Any = None,
+                      buckets: BucketLengths | None = None) -> tuple[Arrays, Arrays]:
+        padded, tables = self.gather_kernel(self._chosen_widths(rows, buckets))(rows, arena=arena)
         padded_it, tables_it = iter(padded), iter(tables)
         inputs: dict[str, np.ndarray] = {}
         targets: dict[str, np.ndarray] = {}
@@ -310,12 +360,12 @@ class BatchBuilder:
         return pad
 
     def _ragged(self, f: ResolvedField, pieces: list[tuple[np.ndarray, np.ndarray]],
-                at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                at: np.ndarray, buckets: BucketLengths | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Pad one field of a group read for this batch only (on-disk path), from its pieces."""
         spec = f.ragged
         assert f.group is not None  # padded fields have a group
         longest = max((int(np.diff(o).max()) for _, o in pieces if len(o) > 1), default=0)
-        width = self.width(f, longest)
+        width = self.chosen_width(f, longest, buckets)
         for values, _ in pieces:
             warn_if_inexact(values, spec.np_dtype, f"group {f.group!r} of output {f.name!r}")
         forms = self._form_keys(f)
