@@ -69,8 +69,9 @@ __all__ = ["TorchBatches", "EpochSampler", "nested_from_packed"]
 
 
 def _tensors(part: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    """Tensors sharing each array's memory, or copies of read-only arrays (a RAM cache's)."""
-    return {k: torch.from_numpy(np.ascontiguousarray(v)) if v.flags.writeable else torch.tensor(v)
+    """Tensors sharing each array's memory, or copies of read-only arrays (a RAM cache's), each of its
+    array's shape (a 0-d ``<name>_max_seqlen`` stays 0-d: ``np.ascontiguousarray`` would make it 1-d)."""
+    return {k: torch.from_numpy(np.require(v, requirements="C")) if v.flags.writeable else torch.tensor(v)
             for k, v in part.items()}
 
 

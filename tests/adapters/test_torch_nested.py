@@ -109,3 +109,28 @@ def test_nested_values_cross_worker_processes_in_the_shared_slot(data):
         # the segment lays arrays out one after another at 64-byte offsets
         assert cu.data_ptr() - values.data_ptr() == -(-values.nbytes // 64) * 64
         break
+
+
+@pytest.mark.parametrize("nested", [False, True])
+@pytest.mark.parametrize("cache", [None, "ram"])
+def test_every_tensor_has_the_numpy_batchs_shape(data, nested, cache):
+    order = Order(batch_size=100, seed=4, cache=cache)
+    b = Batches(data, _spec("packed"), order)
+    tb = TorchBatches(b, nested=nested)
+    for _ in (0, 1):  # with cache="ram" the second read is of the kept read-only arrays
+        for x in (tb[0][0], tb[(0, 0)][0]):
+            want = b.batch(0, epoch=0)[0]
+            assert want["part_max_seqlen"].shape == ()
+            for name, arr in want.items():
+                if name == "part" and nested:
+                    continue
+                assert tuple(x[name].shape) == arr.shape, name
+            assert int(x["part_max_seqlen"]) == int(want["part_max_seqlen"])
+
+
+@pytest.mark.parametrize("num_workers, transfer", [(0, "shared"), (2, "shared"), (2, "torch")])
+def test_the_loader_keeps_the_0d_max_seqlen(data, num_workers, transfer):
+    tb = TorchBatches(Batches(data, _spec("packed"), Order(batch_size=100, seed=4)), worker_transfer=transfer)
+    loader = DataLoader(tb, batch_size=None, sampler=tb.sampler, num_workers=num_workers)
+    for x, _, _ in loader:
+        assert x["part_max_seqlen"].shape == () and x["part_cu_seqlens"].shape == (101,)
