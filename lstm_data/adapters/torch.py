@@ -57,6 +57,7 @@ from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.epochs import batch_of
 from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
 from lstm_data.batching.order_stats import log_epoch_stats
+from lstm_data.errors import OptionError
 
 try:
     import torch
@@ -423,13 +424,13 @@ def _nested_names(batches: Any, nested: Any) -> tuple[str, ...]:
         return ()
     if nested is True:
         if not packed:
-            raise ValueError("TorchBatches(nested=True): the spec has no packed input (a Ragged field with "
-                             "layout='packed') to hand out as a nested tensor")
+            raise OptionError("TorchBatches(nested=True): the spec has no packed input (a Ragged field with "
+                              "layout='packed') to hand out as a nested tensor")
         return tuple(packed)
     if isinstance(nested, str) or not all(isinstance(n, str) for n in nested):
-        raise ValueError(f"TorchBatches: nested must be True, False or a list of input names, got {nested!r}")
+        raise OptionError(f"TorchBatches: nested must be True, False or a list of input names, got {nested!r}")
     wrong = [n for n in nested if n not in packed]
     if wrong:
-        raise ValueError(f"TorchBatches(nested=...): {wrong[0]!r} is not a packed input of the spec "
-                         f"(packed inputs: {packed or 'none'}); give its Ragged field layout='packed'")
+        raise OptionError(f"TorchBatches(nested=...): {wrong[0]!r} is not a packed input of the spec "
+                          f"(packed inputs: {packed or 'none'}); give its Ragged field layout='packed'")
     return tuple(nested)

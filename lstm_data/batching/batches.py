@@ -24,7 +24,7 @@ from lstm_data.batching.order_stats import order_stats
 from lstm_data.batching.augment import make_augmenter
 from lstm_data.batching.builder import BatchBuilder
 from lstm_data.batching.empty_rows import drop_empty_rows, make_one_step
-from lstm_data.batching.derived import mark_applied
+from lstm_data.batching.derived import file_bounds, mark_applied
 from lstm_data.batching.epoch import EpochIteration
 from lstm_data.batching.identity import data_fingerprint, identity_digest, order_settings
 from lstm_data.batching.legacy_options import legacy_options
@@ -41,6 +41,7 @@ from lstm_data.batching.shard import ShardedBatches
 from lstm_data.batching.splits import split_positions
 from lstm_data.batching.spec import Arrays, Batch, BatchSpec, OutputSignature
 from lstm_data.data.dataset import Dataset, InMemoryDataset
+from lstm_data.errors import OptionError
 from lstm_data.io.read_options import ReadOptions
 
 if TYPE_CHECKING:
@@ -543,8 +544,8 @@ class Batches(EpochIteration):
             by a shard of several ranks, or is not such a state.
         """
         if isinstance(state, Mapping) and (state.get("world_size", 1) != 1 or state.get("history")):
-            raise ValueError(f"a state saved by a shard of {state.get('world_size')} ranks: load it into "
-                             "batches.shard(rank, world_size) (shard(0, 1) for one process)")
+            raise OptionError(f"a state saved by a shard of {state.get('world_size')} ranks: load it into "
+                              "batches.shard(rank, world_size) (shard(0, 1) for one process)")
         super().load_state_dict(state)
 
     def _state_identity(self) -> dict[str, Any]:
@@ -576,7 +577,8 @@ class Batches(EpochIteration):
         if isinstance(plan, (BudgetPlan, BudgetBlockPlan)):
             sizes: np.ndarray = np.diff(plan.starts)[slots]
             return sizes
-        return np.minimum(self.batch_size, self.n_rows - slots * self.batch_size)
+        order = plan if isinstance(plan, np.ndarray) else plan.order  # the epoch's rows (its draws with sample)
+        return np.clip(len(order) - slots * self.batch_size, 0, self.batch_size)
 
     def padded_width(self, field: Any, longest: int) -> int:
         """The padded length of a Ragged output in a batch whose longest row has ``longest`` elements.
@@ -617,7 +619,7 @@ class Batches(EpochIteration):
             (rows longer than ``max_len``, by output), ``mixing`` and ``file_mixing``
             (1: as a full shuffle); see :mod:`lstm_data.batching.order_stats`.
         """
-        parts = getattr(self.dataset, "cumulative", None)
+        parts = file_bounds(self.dataset)
         return order_stats(self if of is None else of, self._epoch_arg(epoch), self.fields,
                            self._builder.row_lengths, self.padded_width, self.n_rows, self._view, parts)
 

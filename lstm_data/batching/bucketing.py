@@ -38,6 +38,7 @@ import numpy as np
 
 from lstm_data.batching.order import BlockPlan, epoch_rng
 from lstm_data.batching.spec import BatchSpec, Ragged, ResolvedField
+from lstm_data.errors import OptionError
 
 __all__ = ["Bucketing", "make_bucketing", "bucketed_order", "bucketed_plan", "BUCKET_STREAM"]
 
@@ -122,8 +123,8 @@ def make_bucketing(spec: BatchSpec, fields: Sequence[ResolvedField], bucket_by: 
     if not isinstance(bucket_by, str) or bucket_by not in ragged:
         close = difflib.get_close_matches(str(bucket_by), list(ragged), n=3, cutoff=0.5)
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise ValueError(f"bucket_by must name a Ragged output of the spec, got {bucket_by!r}{hint} "
-                         f"Ragged outputs: {sorted(ragged) or 'none'}")
+        raise OptionError(f"bucket_by must name a Ragged output of the spec, got {bucket_by!r}{hint} "
+                          f"Ragged outputs: {sorted(ragged) or 'none'}")
     chosen = ragged[bucket_by]
     assert chosen.group is not None  # a Ragged output has a group
     return Bucketing(bucket_by, chosen.group, chosen.ragged.max_len, window, multiple,

@@ -40,10 +40,9 @@ import numpy as np
 
 from lstm_data.batching.bucket_lengths import BucketLengths
 from lstm_data.batching.order import BlockPlan, epoch_rng
-from lstm_data.errors import OptionError
 
 __all__ = ["Budget", "BudgetPlan", "BudgetBlockPlan", "pack", "block_count", "split_largest",
-           "BUDGET_STREAM", "order_extras", "check_budget", "caps_of", "row_widths"]
+           "BUDGET_STREAM", "order_extras", "caps_of", "row_widths"]
 
 #: the :func:`~lstm_data.batching.order.epoch_rng` stream that permutes budget batches
 BUDGET_STREAM = 3
@@ -247,27 +246,6 @@ def row_widths(width: Callable[[int], int], lengths: np.ndarray, cap: int | None
     return out
 
 
-def check_budget(order: Any, bucket_by: str | None) -> None:
-    """Refuse ``max_elements`` or ``bucket_lengths`` without ``bucket_by``, and what a budget cannot take.
-
-    Raises
-    ------
-    OptionError
-        A setting that needs ``bucket_by`` without it, or ``drop_last`` or ``sample`` with
-        ``max_elements``.
-    """
-    for name in ("max_elements", "bucket_lengths"):
-        if getattr(order, name) is not None and bucket_by is None:
-            raise OptionError(f"Order.{name} needs bucket_by: the Ragged output whose length it is about")
-    if order.max_elements is not None and getattr(order, "sample", None) is not None:
-        raise OptionError("Order.max_elements cannot be combined with sample yet: the drawn rows' lengths "
-                          "differ every epoch, and so would the number of budget batches; use bucket_by "
-                          "without max_elements, or weights instead of sampling")
-    if order.max_elements is not None and order.drop_last:
-        raise OptionError("Order.drop_last does not apply with max_elements: every row is in a batch "
-                          "and every epoch has the same number of batches")
-
-
 def order_extras(order: Any, fields: Sequence[Any], width: Callable[[Any, int], int],
                  all_lengths: Callable[[str], np.ndarray], view_lengths: Callable[[str], np.ndarray],
                  windows: int | None) -> tuple[Budget | None, BucketLengths | None]:
@@ -286,7 +264,6 @@ def order_extras(order: Any, fields: Sequence[Any], width: Callable[[Any, int], 
     windows
         The most read windows of an epoch (``shuffle="block"``), else ``None``.
     """
-    check_budget(order, order.bucket_by)
     if order.bucket_by is None or (order.max_elements is None and order.bucket_lengths is None):
         return None, None
     f = next(f for f in fields if f.name == order.bucket_by)

@@ -34,7 +34,7 @@ from lstm_data.data.dataset import Dataset, InMemoryDataset, unknown_name_error
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError
 
-__all__ = ["DerivedDataset", "apply_derived", "check_derived", "expand_names", "mark_applied", "derived_key",
+__all__ = ["DerivedDataset", "apply_derived", "file_bounds", "check_derived", "expand_names", "mark_applied", "derived_key",
            "SELECTION_BLOCK"]
 
 _log = logging.getLogger("lstm_data")
@@ -324,7 +324,33 @@ def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
     else:
         out = _materialise(dataset, derived, kinds, rows)
     setattr(out, "derived_key", key)
+    bounds = file_bounds(dataset)
+    if bounds is not None and not isinstance(out, ConcatDataset):
+        setattr(out, "part_bounds", bounds if rows is None else np.searchsorted(rows, bounds).astype(np.int64))
     return out
+
+
+def file_bounds(dataset: Dataset) -> np.ndarray | None:
+    """Row bounds of the files of ``dataset`` (``None`` for data of one file).
+
+    A ``ConcatDataset``'s parts, also through the view :func:`apply_derived`
+    makes of it (its ``part_bounds``): file ``i`` holds rows
+    ``bounds[i]:bounds[i + 1]`` (empty when a selection keeps none of its rows).
+
+    Parameters
+    ----------
+    dataset
+        Any dataset.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        ``n_files + 1`` ascending int64 row numbers from 0 to ``len(dataset)``.
+    """
+    if isinstance(dataset, ConcatDataset):
+        return np.asarray(dataset.cumulative, dtype=np.int64)
+    bounds = getattr(dataset, "part_bounds", None)
+    return None if bounds is None else np.asarray(bounds, dtype=np.int64)
 
 
 def mark_applied(dataset: Dataset, spec: Any) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 from lstm_data._util.checks import check_count
 from lstm_data.batching.order_stats import log_epoch_stats
 from lstm_data.batching.prefetch import prefetch
+from lstm_data.errors import OptionError
 
 if TYPE_CHECKING:
     from lstm_data.batching.spec import Batch
@@ -157,18 +158,18 @@ class EpochIteration:
             size or shard (each difference is named), or is not such a state.
         """
         if not isinstance(state, Mapping) or "epoch" not in state or "next_batch" not in state:
-            raise ValueError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
+            raise OptionError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
         identity = self._state_identity()
         diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
                  for k, v in identity.items() if k != "identity" and state.get(k) != v]
         if not diffs and state.get("identity") != identity.get("identity"):
             diffs = ["the spec or the data differ (the state's identity digest does not match)"]
         if diffs:
-            raise ValueError("state saved by another batch sequence: " + "; ".join(diffs))
+            raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
         epoch = check_count(state["epoch"], "epoch")
         next_batch = check_count(state["next_batch"], "next_batch")
         if next_batch > len(self):
-            raise ValueError(f"next_batch {next_batch} > the {len(self)} batches of an epoch")
+            raise OptionError(f"next_batch {next_batch} > the {len(self)} batches of an epoch")
         with self._lock:
             self.epoch = epoch
             self._next_batch = self._resume_at = next_batch

@@ -187,10 +187,31 @@ class Order(DeclaredOptions):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_combinations(self)
+
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={'<array>' if isinstance(v, np.ndarray) else repr(v)}"
                           for k, v in self.changed().items())
         return f"Order({shown})"
+
+
+def _check_combinations(order: Order) -> None:
+    """Refuse settings that cannot go together (each message names both options)."""
+    for name in ("max_elements", "bucket_lengths"):
+        if getattr(order, name) is not None and order.bucket_by is None:
+            raise OptionError(f"Order.{name} needs bucket_by: the Ragged output whose length it is about")
+    if order.sample is not None and order.max_elements is not None:
+        raise OptionError("Order.sample cannot be combined with max_elements: the drawn rows' lengths differ "
+                          "every epoch, and so would the number of budget batches; use bucket_by without "
+                          "max_elements, or weights instead of sampling")
+    if order.sample is not None and order.cache == "ram":
+        raise OptionError("Order.sample draws other rows every epoch; cache='ram' would repeat the first "
+                          "epoch's draws: leave cache unset")
+    if order.max_elements is not None and order.drop_last:
+        raise OptionError("Order.drop_last does not apply with max_elements: every row is in a batch "
+                          "and every epoch has the same number of batches")
 
 
 #: the keyword spellings of these options that Batches and precompute took before Order

@@ -35,11 +35,16 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from lstm_data._util.checks import check_count
+from lstm_data.errors import OptionError
 
 __all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "MATCH_ROUNDS"]
 
 #: rounds per window of batches sorted by size before dealing (``"rounds"`` layout)
 MATCH_ROUNDS = 16
+#: the random stream of the deal's rank choices (apart from the order's streams of the same seed)
+_DEAL_STREAM = 0x6465616C
+#: how far, in units of a round's spread of batch sizes, the deal's random choice may reorder the ranks' loads
+_NOISE = 1.0
 
 
 def layout_of(shuffle: bool | str) -> str:
@@ -47,7 +52,7 @@ def layout_of(shuffle: bool | str) -> str:
     return "rounds" if shuffle is True else "runs"
 
 
-def deal(costs: np.ndarray, world: int, layout: str) -> np.ndarray:
+def deal(costs: np.ndarray, world: int, layout: str, key: Sequence[int] | None = None) -> np.ndarray:
     """Deal a pool of batches to ``world`` ranks in equal lanes.
 
     Parameters
@@ -58,6 +63,10 @@ def deal(costs: np.ndarray, world: int, layout: str) -> np.ndarray:
         The number of ranks.
     layout
         ``"rounds"`` or ``"runs"`` (see the module docstring).
+    key
+        Ints (seed, epoch, which deal of the epoch) that pick which rank takes which
+        batch of a round while the ranks' loads stay balanced (see the module
+        docstring); ``None``: always the largest batch to the least loaded rank.
 
     Returns
     -------
@@ -76,16 +85,22 @@ def deal(costs: np.ndarray, world: int, layout: str) -> np.ndarray:
     sequence = np.lexsort((costs, window)).astype(np.intp)  # sizes matched inside each window
     rounds = sequence[:n * world].reshape(n, world)
     cost = costs[rounds]
+    # with a key, ranks whose loads differ by less than the round's spread of sizes are ordered at random
+    noise = np.zeros((n, world))
+    if key is not None:
+        rng = np.random.default_rng([*(int(k) for k in key), _DEAL_STREAM])
+        noise = rng.random((n, world)) * (_NOISE * (cost.max(axis=1) - cost.min(axis=1)))[:, None]
     load = np.zeros(world)
     for j in range(n):  # one small sort per round (not per row)
         by_cost = np.argsort(-cost[j], kind="stable")
-        by_load = np.argsort(load, kind="stable")
+        by_load = np.argsort(load + noise[j], kind="stable")
         out[by_load, j] = rounds[j, by_cost]
         load[by_load] += cost[j, by_cost]
     return out
 
 
-def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout: str) -> np.ndarray:
+def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout: str,
+                   key: Sequence[int] | None = None) -> np.ndarray:
     """The batches of an epoch that no earlier world has seen, in the epoch's order.
 
     Parameters
@@ -97,6 +112,9 @@ def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout
         ``steps`` batches of every lane of its deal of the pool then left.
     layout
         The dealing layout.
+    key
+        The deals' key without the deal's number (see :func:`deal`): the ``i``-th
+        earlier world dealt with ``(*key, i)``.
 
     Returns
     -------
@@ -109,13 +127,13 @@ def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout
         A world size is < 1, or steps exceed that world's lanes.
     """
     pool = np.arange(len(costs), dtype=np.intp)
-    for world, steps in history:
+    for i, (world, steps) in enumerate(history):
         if world < 1 or steps < 0:
-            raise ValueError(f"a resume history entry must be [world_size >= 1, steps >= 0], got {[world, steps]}")
-        lanes = deal(costs[pool], world, layout)
+            raise OptionError(f"a resume history entry must be [world_size >= 1, steps >= 0], got {[world, steps]}")
+        lanes = deal(costs[pool], world, layout, None if key is None else (*key, i))
         if steps > lanes.shape[1]:
-            raise ValueError(f"the state says {steps} steps were taken on {world} ranks, but that world had "
-                             f"{lanes.shape[1]} batches per rank left")
+            raise OptionError(f"the state says {steps} steps were taken on {world} ranks, but that world had "
+                              f"{lanes.shape[1]} batches per rank left")
         keep = np.ones(len(pool), dtype=bool)
         keep[lanes[:, :steps].reshape(-1)] = False
         pool = pool[keep]
@@ -155,5 +173,5 @@ def history_of(state: Mapping[str, Any]) -> tuple[int, list[tuple[int, int]]]:
     history = state.get("history", [])
     if not isinstance(history, (list, tuple)) or not all(
             isinstance(h, (list, tuple)) and len(h) == 2 for h in history):
-        raise ValueError(f"history must be a list of [world_size, steps], got {history!r}")
+        raise OptionError(f"history must be a list of [world_size, steps], got {history!r}")
     return world, [(check_count(w, "world_size"), check_count(k, "steps")) for w, k in history]

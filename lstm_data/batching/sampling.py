@@ -377,21 +377,9 @@ def make_sampling(dataset: Any, view: np.ndarray | None, order: Any, shuffle: bo
     -------
     Sampling or None
         The draws' probabilities.
-
-    Raises
-    ------
-    OptionError
-        ``sample`` with ``cache="ram"`` (which would repeat the first epoch's
-        draws) or with ``max_elements``.
     """
     if order.sample is None:
         return None
-    if order.cache == "ram":
-        raise OptionError("Order(sample=...) draws other rows every epoch; cache='ram' would repeat the first "
-                          "epoch's draws: leave cache unset")
-    if getattr(order, "max_elements", None) is not None:
-        raise OptionError("Order(sample=...) with max_elements is not supported: the number of budget batches "
-                          "would change with every epoch's draws")
     if view is None:
         rows = np.arange(len(dataset), dtype=np.intp)
     else:

@@ -42,6 +42,7 @@ from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epoch import EpochIteration
 from lstm_data.batching.resume import batch_elements, deal, history_of, layout_of, remaining_pool
 from lstm_data.batching.source import BuildsInArena
+from lstm_data.errors import OptionError
 
 if TYPE_CHECKING:
     from lstm_data.batching.spec import Batch, BatchSpec, OutputSignature
@@ -164,8 +165,9 @@ class ShardedBatches(EpochIteration):
             lane = np.arange(self.rank * len(self), (self.rank + 1) * len(self), dtype=np.intp)
             return lane, 0
         costs = batch_elements(self.batches, epoch) if self.layout == "rounds" else np.ones(n, np.int64)
-        pool = remaining_pool(costs, history, self.layout)
-        lanes = deal(costs[pool], self.world_size, self.layout)
+        key = (self.batches.seed, epoch)
+        pool = remaining_pool(costs, history, self.layout, key)
+        lanes = deal(costs[pool], self.world_size, self.layout, (*key, len(history)))
         lane = pool[lanes[self.rank]]
         return lane, len(self) - len(lane)
 
@@ -339,7 +341,7 @@ class ShardedBatches(EpochIteration):
             differing setting is named), or is not such a state.
         """
         if not isinstance(state, Mapping) or "epoch" not in state or "next_batch" not in state:
-            raise ValueError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
+            raise OptionError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
         self._check_identity(state)
         world, history = history_of(state)
         epoch = check_count(state["epoch"], "epoch")
@@ -351,8 +353,8 @@ class ShardedBatches(EpochIteration):
         else:
             start = 0
         if not start <= next_batch <= n_full:
-            raise ValueError(f"next_batch {next_batch} is outside the steps [{start}, {n_full}] that the "
-                             f"saving world of {world} ranks had in epoch {epoch}")
+            raise OptionError(f"next_batch {next_batch} is outside the steps [{start}, {n_full}] that the "
+                              f"saving world of {world} ranks had in epoch {epoch}")
         if world == self.world_size:
             new_history, resume_at = tuple(history), next_batch
         else:
@@ -371,7 +373,7 @@ class ShardedBatches(EpochIteration):
     def _pool_size(self, epoch: int, history: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> int:
         n = len(self.batches)
         costs = batch_elements(self.batches, epoch) if self.layout == "rounds" else np.ones(n, np.int64)
-        return len(remaining_pool(costs, history, self.layout))
+        return len(remaining_pool(costs, history, self.layout, (self.batches.seed, epoch)))
 
     def _check_identity(self, state: Mapping[str, Any]) -> None:
         identity = self._state_identity()
@@ -380,7 +382,7 @@ class ShardedBatches(EpochIteration):
         if not diffs and state.get("identity") != identity.get("identity"):
             diffs = ["the spec or the data differ (the state's identity digest does not match)"]
         if diffs:
-            raise ValueError("state saved by another batch sequence: " + "; ".join(diffs))
+            raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
 
     # -- what adapters and users read off a batch sequence -------------------------------------
     @property

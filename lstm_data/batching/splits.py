@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from lstm_data.batching.derived import file_bounds
 from lstm_data.batching.order import split_rows
 from lstm_data.errors import OptionError, SchemaError
 
@@ -56,6 +57,9 @@ def _check_k(k: Any, fold: Any) -> tuple[int, int]:
 
 
 def _key_values(dataset: Any, key: Any, rows: np.ndarray) -> np.ndarray:
+    if key is None:
+        raise OptionError(f"split: by='key' needs key=<a scalar column> (e.g. an event number); the data has "
+                          f"{sorted(dataset.scalar_names)}")
     if not isinstance(key, str) or key not in dataset.scalar_names:
         raise SchemaError(f"split(by='key') needs key= naming a scalar column, got {key!r}; the data has "
                           f"{sorted(dataset.scalar_names)}", variable=str(key))
@@ -75,12 +79,14 @@ def _key_values(dataset: Any, key: Any, rows: np.ndarray) -> np.ndarray:
 
 
 def _file_of(dataset: Any, rows: np.ndarray) -> tuple[np.ndarray, int]:
-    locate = getattr(dataset, "locate", None)
-    parts = getattr(dataset, "datasets", None)
-    if not callable(locate) or parts is None:
+    bounds = file_bounds(dataset)
+    if bounds is None:
+        kind = type(dataset).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
         raise OptionError("split(by='file') needs data opened from several files (a ConcatDataset, e.g. "
-                          f"lstm_data.open([...])); this is a {type(dataset).__name__}")
-    return np.asarray(locate(rows)[0]), len(parts)
+                          f"lstm_data.open([...])); this is {article} {kind}")
+    file_of = np.searchsorted(bounds, rows, side="right") - 1
+    return file_of.astype(np.intp), len(bounds) - 1
 
 
 def split_positions(dataset: Any, rows: np.ndarray, *, by: str = "rows", test_size: Any = None,
@@ -136,6 +142,9 @@ def split_positions(dataset: Any, rows: np.ndarray, *, by: str = "rows", test_si
         file_of, n_files = _file_of(dataset, rows)
         if k is not None:
             k, fold = _check_k(k, fold)
+            if k > n_files:
+                raise OptionError(f"split(by='file') with k={k} folds needs at least {k} files, but the data "
+                                  f"has {n_files}: fold {n_files} on would be empty; use k <= {n_files}")
             val = file_of % k == fold
         else:
             _, chosen = split_rows(n_files, test_size, seed)

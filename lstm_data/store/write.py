@@ -40,6 +40,7 @@ from lstm_data.batching.order_options import Order
 from lstm_data.batching.field_forms import form_shapes
 from lstm_data.batching.spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
+from lstm_data.errors import OptionError
 from lstm_data.io.checked_store import settle_zarr
 from lstm_data.io.layout import EVERY_CHUNK_ATTR
 from lstm_data.io.manifest import MANIFEST_ATTR, write_manifest
@@ -234,7 +235,8 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
     ValueError
         ``out`` is, holds or lies inside one of the dataset's source files.
     OptionError
-        The spec declares ``augment``: noise differs per epoch, a store holds one.
+        The spec declares ``augment`` or the order ``sample``: noise and draws differ per
+        epoch, a store holds one.
     """
     import zarr
 
@@ -247,6 +249,10 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
     force = overwrite
     spec, order, _ = legacy_options(spec, order, None, options, "precompute")
     refuse_augment(spec, "precompute")  # a store holds one epoch: its noise would repeat
+    if order.sample is not None:  # nor would its draws change
+        raise OptionError("precompute: the order has sample (rows drawn anew every epoch), but a precomputed "
+                          "store holds the batches of one epoch: its draws would repeat each epoch. Precompute "
+                          "without sample (weights= reweights without drawing), or train on Batches with it")
     out = Path(out)
     started = time.perf_counter()
     order = order.replace(seed=0 if order.seed is None else order.seed,
