@@ -134,7 +134,8 @@ def test_numu_example_keeps_its_variables(layout, tmp_path):
     ds = lstm_data.open("examples/numu_v3.csv.xz")
     order = Order(batch_size=4, seed=2, shuffle=False, bucket_by="x", bucket_lengths=[3, 5, 8])
     spec = BatchSpec(inputs={"x": Ragged(["png.calE", "png.nhit"], max_len=8, layout=layout,
-                                         mask=layout != "packed")})
+                                         mask=layout != "packed")},
+                     targets={"t": Scalars(["trueE"])})
     b = Batches(ds, spec, order)
     got = b[0][0]
     lens = np.minimum(np.diff(ds.ragged("png")[1])[b.rows_of(0)], 8)
@@ -144,8 +145,19 @@ def test_numu_example_keeps_its_variables(layout, tmp_path):
     if layout != "packed":
         assert got["x_mask"].shape == (4, width)
         np.testing.assert_array_equal(got["x_mask"].sum(axis=1), lens)
-    summary = precompute(ds, spec, tmp_path / "b.zarr", order.replace(batch_size=128), progress=False)
-    assert summary is not None
+    # lstm-data precompute with the order in the spec file's [order] table: the store holds the live batches
+    from lstm_data.cli import main
+
+    order = order.replace(batch_size=128)
+    (tmp_path / "s.toml").write_text(spec.to_toml() + "\n" + order.to_toml())
+    out = tmp_path / "b.zarr"
+    assert main(["precompute", "--data", "examples/numu_v3.csv.xz", "--spec", str(tmp_path / "s.toml"),
+                 "--out", str(out), "-q"]) == 0
+    live = Batches(ds, spec, order)
+    stored = open_batches(out, order=order, shuffle=False)
+    assert len(stored) == len(live)
+    for i in range(len(live)):
+        assert_same_batch(stored[i], live[i])
 
 
 def test_lengths_above_max_len_are_refused():
