@@ -539,7 +539,7 @@ class Batches(EpochIteration):
 
         Raises
         ------
-        ValueError
+        OptionError
             The state was saved by other batches (each differing setting is named),
             by a shard of several ranks, or is not such a state.
         """

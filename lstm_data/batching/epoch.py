@@ -153,7 +153,7 @@ class EpochIteration:
 
         Raises
         ------
-        ValueError
+        OptionError
             The state was saved by a sequence with another seed, batch count, batch
             size or shard (each difference is named), or is not such a state.
         """

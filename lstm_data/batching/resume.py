@@ -12,7 +12,10 @@ batches (the ``N % W`` left over are the epoch's remainder, never more than
     batches of about the same size (no rank waits long for another at a step);
     then inside a round the largest batch goes to the rank that has had the
     fewest real elements so far, so every rank sees about the same number over
-    the epoch. At any step the ranks together have seen a prefix of this
+    the epoch. Ranks whose totals differ by less than the round's spread of
+    sizes are ordered at random (drawn from the seed, the epoch and the deal), so
+    a rank is not tied to the same kind of batch (e.g. the same length class of
+    budget batches) every epoch. At any step the ranks together have seen a prefix of this
     sequence. Used when the order is shuffled in RAM (``shuffle=True``).
 ``"runs"``
     Rank ``r`` takes the ``r``-th of ``W`` consecutive runs of the order, so with

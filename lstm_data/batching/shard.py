@@ -15,8 +15,9 @@ way (see :mod:`lstm_data.batching.resume`):
   remainder, left out; with ``shuffle`` they are other rows every epoch;
 * balanced: with ``shuffle=True`` every step of the ranks takes a round of
   ``world_size`` batches of about the same size, the largest going to the rank
-  with the fewest real elements so far, so every rank sees about the same number
-  of real elements (rows, or with ``bucket_by`` that field's prongs);
+  with the fewest real elements so far (near ties broken at random per seed and
+  epoch), so every rank sees about the same number of real elements (rows, or
+  with ``bucket_by`` that field's prongs) and, over epochs, every kind of batch;
 * local: with ``shuffle="block"`` (and ``False``) rank ``r`` takes the ``r``-th of
   ``world_size`` consecutive runs of the order, so each rank reads about
   ``1 / world_size`` of the data from disk.
@@ -336,7 +337,7 @@ class ShardedBatches(EpochIteration):
 
         Raises
         ------
-        ValueError
+        OptionError
             The state was saved by batches of another seed, order, spec or data (each
             differing setting is named), or is not such a state.
         """

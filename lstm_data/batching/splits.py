@@ -10,9 +10,10 @@ buckets, budget batches, sampling):
     lstm_ee's split: the rows shuffled with ``seed``, then cut (``test_size``), or
     cut in ``k`` equal folds.
 ``by="file"``
-    Whole files (the parts of data opened from several paths): ``test_size``
-    files (an int, or a fraction of the files), chosen with ``seed``; or with
-    ``k``, the files whose index modulo ``k`` is ``fold``.
+    Whole files (the parts of data opened from several paths, also under the
+    spec's ``selection``): ``test_size`` files (an int, or a fraction of the
+    files), chosen with ``seed``; or with ``k`` (at most the number of files),
+    the files whose index modulo ``k`` is ``fold``.
 ``by="key"``
     A scalar column of integers (an event number): with ``k``, the rows whose key
     modulo ``k`` is ``fold`` (``event % k``, the usual hold-out in HEP); with a
@@ -120,8 +121,8 @@ def split_positions(dataset: Any, rows: np.ndarray, *, by: str = "rows", test_si
     ------
     OptionError
         An unknown ``by``, neither or both of ``test_size`` and ``k``, a bad ``k``
-        or ``fold``, ``by="file"`` on data of one file, an int ``test_size`` with
-        ``by="key"``.
+        or ``fold``, ``by="file"`` on data of one file or with more folds than files,
+        ``by="key"`` without ``key`` or with an int ``test_size``.
     SchemaError
         The key column is missing or does not hold integers.
     """
