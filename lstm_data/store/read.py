@@ -165,8 +165,8 @@ class PrecomputedBatches(EpochIteration):
     def __getitem__(self, index: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         slot = self._slot(index)
         flat = {n: self._read(n, slot) for n in self._names}
-        inputs, targets, weights = self.spec.unflatten(flat)
-        return inputs, targets, weights
+        parts = self.spec.unflatten(flat)  # (inputs, targets[, weights]): no weights without targets
+        return parts[0], parts[1], parts[2] if len(parts) == 3 else {}
 
     def signature(self) -> dict[str, OutputSignature]:
         return self.spec.signature()

@@ -177,3 +177,17 @@ def test_precompute_never_replaces_its_input_or_an_unrelated_directory(tmp_path,
     assert (unrelated / "keep.txt").read_text() == "precious"
     with pytest.raises(FormatError, match="not a precomputed batch store"):
         open_batches(unrelated / "keep.txt")
+
+
+def test_a_store_of_inputs_only_reads_back(tmp_path):
+    from lstm_data import Batches, BatchSpec, Order, Ragged, open_batches
+    from lstm_data.data.synthetic import make_dataset
+    from lstm_data.store.write import precompute
+
+    data = make_dataset(300, seed=2)
+    spec = BatchSpec(inputs={"png": Ragged(["png.calE"], max_len=4)})
+    order = Order(batch_size=100, seed=1)
+    precompute(data, spec, tmp_path / "in.zarr", order, progress=False)
+    stored, live = open_batches(tmp_path / "in.zarr", shuffle=False)[0], Batches(data, spec, order)[0]
+    assert stored[1] == {} and stored[2] == live[2] == {}
+    assert stored[0]["png"].tobytes() == live[0]["png"].tobytes()
