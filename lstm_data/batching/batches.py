@@ -648,11 +648,15 @@ class Batches(EpochIteration):
         if isinstance(self.order.weights, str):
             state["_weights"] = None  # re-read from the column after unpickling
         state.pop("_sampling", None)  # remade from the label and variable columns after unpickling
+        state["_part_bounds"] = getattr(self.dataset, "part_bounds", None)  # a shared copy drops attributes
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         mark_applied(self.dataset, self.spec)  # a reopened shared copy holds them already
+        bounds = self.__dict__.pop("_part_bounds", None)
+        if bounds is not None:  # its files' row bounds (derived.file_bounds)
+            setattr(self.dataset, "part_bounds", bounds)
         if self._weights is None and isinstance(self.order.weights, str):
             self._weights = resolve_weights(self.dataset, self.order.weights)
         self._sampling = make_sampling(self.dataset, self._view, self.order, self.shuffle)

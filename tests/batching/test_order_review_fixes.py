@@ -59,6 +59,16 @@ def test_split_and_folds_by_file_see_the_files_through_a_selection(parquet_files
     assert b.stats(0)["file_mixing"] is not None
 
 
+def test_file_structure_survives_pickling_of_selected_in_ram_batches(parquet_files):
+    import pickle
+
+    b = Batches(lstm_data.open(parquet_files), SEL_SPEC, Order(batch_size=128, seed=1))
+    again = pickle.loads(pickle.dumps(b))  # as a worker process gets it (a shared copy of the data)
+    _, val = again.split(by="file", k=5, fold=3)
+    assert _files_of(val) == {3}
+    assert again.stats(0)["file_mixing"] == b.stats(0)["file_mixing"]
+
+
 def test_folds_by_file_with_more_folds_than_files_is_refused(parquet_files):
     b = Batches(lstm_data.open(parquet_files), BatchSpec(inputs={"x": Scalars(["calE"])}), Order(seed=1))
     with pytest.raises(OptionError, match=r"k=6 .*5 files|k=6.*has 5"):
