@@ -41,12 +41,12 @@ _TBASKET = struct.Struct(">hiiiib")
 _BLOCK_HEADER = 9
 
 
-def _make_inflater(name: str) -> Callable[[Any, int], bytes]:
+def _make_inflater(name: str) -> Callable[[Any, int], bytes | bytearray]:
     """``inflate(data, size)`` of the zlib inflater ``name``; ImportError if it is not installed."""
     if name == "libdeflate":
         import deflate
 
-        def inflate_libdeflate(data: Any, size: int) -> bytes:
+        def inflate_libdeflate(data: Any, size: int) -> bytearray:
             return deflate.zlib_decompress(data, size)
         return inflate_libdeflate
     if name == "isal":
@@ -64,7 +64,7 @@ def _make_inflater(name: str) -> Callable[[Any, int], bytes]:
 
 #: zlib inflaters, fastest first (measured on ROOT's level-1 baskets: libdeflate, then ISA-L)
 INFLATERS = ("libdeflate", "isal", "zlib")
-_INFLATER: tuple[str, Callable[[Any, int], bytes]] | None = None
+_INFLATER: tuple[str, Callable[[Any, int], bytes | bytearray]] | None = None
 
 
 def inflater_name() -> str:
@@ -88,7 +88,7 @@ def set_inflater(name: str | None) -> str:
     return name
 
 
-def _inflater() -> tuple[str, Callable[[Any, int], bytes]]:
+def _inflater() -> tuple[str, Callable[[Any, int], bytes | bytearray]]:
     global _INFLATER
     if _INFLATER is None:
         for name in INFLATERS:
@@ -213,7 +213,7 @@ def _inflate(raw: bytes, start: int, stop: int, size: int) -> bytes | bytearray:
         return raw[start:stop]
     inflate = _inflater()[1]
     view = memoryview(raw)  # slices of it are not copies
-    pieces: list[bytes] = []
+    pieces: list[bytes | bytearray] = []
     pos, filled = start, 0
     while pos < stop:
         head = raw[pos:pos + _BLOCK_HEADER]
@@ -249,13 +249,17 @@ def _inflate(raw: bytes, start: int, stop: int, size: int) -> bytes | bytearray:
 def _other_codec(algo: bytes, body: memoryview, usize: int) -> bytes:
     import uproot
 
+    out: bytes
     if algo == b"XZ":
-        return uproot.LZMA(1).decompress(body, usize)
-    body = bytes(body)
+        out = uproot.LZMA(1).decompress(body, usize)
+        return out
+    data = bytes(body)
     if algo == b"L4":  # an 8-byte xxhash checksum, then the LZ4 block
-        return uproot.LZ4(1).decompress(body[8:], usize)
+        out = uproot.LZ4(1).decompress(data[8:], usize)
+        return out
     if algo == b"ZS":
-        return uproot.ZSTD(1).decompress(body, usize)
+        out = uproot.ZSTD(1).decompress(data, usize)
+        return out
     raise ValueError(f"compression {algo!r} is not one this reader knows (ZL, XZ, L4, ZS)")
 
 
@@ -342,11 +346,11 @@ class PieceTask:
             heads = entry_offsets[:-1]
             if h == 10:  # byte count, version, then the vector's size: it must agree
                 size = raw[(heads + 6)[:, None] + np.arange(4)].copy().view(">i4").ravel()
-                bad = np.flatnonzero(size != lengths)
-                if len(bad):
-                    e = self.plan.starts[self.i] + int(bad[0])
+                wrong = np.flatnonzero(size != lengths)
+                if len(wrong):
+                    e = self.plan.starts[self.i] + int(wrong[0])
                     raise FormatError(f"tree {tree!r}: entry {e} of branch {self.plan.name!r} says it "
-                                      f"holds {int(size[bad[0]])} values in {int(nbytes[bad[0]])} bytes; "
+                                      f"holds {int(size[wrong[0]])} values in {int(nbytes[wrong[0]])} bytes; "
                                       "damaged file?", file=file, variable=self.plan.name, row=e)
             keep = np.ones(len(raw), dtype=bool)
             keep[(heads[:, None] + np.arange(h)).ravel()] = False

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
+from typing import AbstractSet, Callable, Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ def default_threads() -> int:
 
 def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[str]],
               dt: np.dtype | None, threads: int | None,
-              progress: Callable[[int, int], None] | None = None, declared: set[str] = frozenset()
+              progress: Callable[[int, int], None] | None = None, declared: AbstractSet[str] = frozenset()
               ) -> tuple[dict[str, np.ndarray], dict[str, RaggedGroup]]:
     """The scalars and groups this path can read, read; the rest is left to the caller.
 
@@ -63,17 +63,18 @@ def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[
     for g, names in groups.items():
         counter = cols.shared_counter(names)
         c_plan = None if counter is None else plan(counter)
-        if c_plan is None or c_plan.jagged or any(plan(v) is None or not plan(v).jagged or plan(v).header
-                                                  for v in names):
+        if counter is None or c_plan is None or c_plan.jagged or any(
+                p is None or not p.jagged or p.header for p in map(plan, names)):
             continue  # read as pieces below, or by uproot's path
         pending.append((g, names, counter))
     counts: dict[str, np.ndarray] = {}
     first: list[BasketTask] = []
     for c in dict.fromkeys(c for _, _, c in pending):
-        counts[c] = cols.cached(c)
-        if counts[c] is None:
-            counts[c] = np.empty(cols.n, dtype=cols.dtype(c))
-            first += _tasks(plan(c), counts[c])
+        cached = cols.cached(c)
+        if cached is None:
+            cached = np.empty(cols.n, dtype=cols.dtype(c))
+            first += _tasks(plan(c), cached)
+        counts[c] = cached
     _run(first, cols, n_threads, None)
     for c, array in counts.items():
         cols.remember(c, array)
@@ -99,9 +100,8 @@ def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[
         out_groups[g] = RaggedGroup(names, block, offsets)
     counted = {g for g, _, _ in pending}
     piece_groups = {g: names for g, names in groups.items() if g not in counted
-                    and all(plan(v) is not None and plan(v).jagged for v in names)}
-    pieces = {v: [PieceTask(plan(v), i) for i in range(len(plan(v).starts))]
-              for names in piece_groups.values() for v in names}
+                    and all(_jagged(plan(v)) for v in names)}
+    pieces = {v: _pieces(plan(v)) for names in piece_groups.values() for v in names}
     _run(tasks + [t for ts in pieces.values() for t in ts], cols, n_threads, progress)
     taken = set(scalars) | set(groups)
     for g, names in piece_groups.items():
@@ -123,7 +123,8 @@ def _assemble(group: str, names: list[str], pieces: dict[str, list[PieceTask]], 
     """
     lengths = {v: np.concatenate([t.lengths for t in pieces[v]]) if pieces[v] else np.zeros(0, np.int64)
                for v in names}
-    values = {v: [t.values for t in pieces[v]] or [np.zeros(0, dtype=own[v])] for v in names}
+    values = {v: [t.values for t in pieces[v] if t.values is not None] or [np.zeros(0, dtype=own[v])]
+              for v in names}  # every piece has its values (the caller checked)
     if strict:
         check_equal_lengths(group, lengths, first_row=first_row, file=file, row_word="entry",
                             where=f"tree {tree!r}: ",
@@ -133,11 +134,21 @@ def _assemble(group: str, names: list[str], pieces: dict[str, list[PieceTask]], 
     if len(parts) > 1:
         _log.info("%s: jagged branches %s share no counter and differ in length: read as the groups %s",
                   file, names, parts)
-    out = {}
+    out: dict[str, RaggedGroup] = {}
     for g, members in parts.items():
         dtype = dt if dt is not None else np.result_type(*[values[v][0].dtype for v in members])
         out[g] = build_group(g, {v: (values[v], lengths[v]) for v in members}, file=file, dtype=dtype)
     return out
+
+
+def _jagged(plan: BranchPlan | None) -> bool:
+    return plan is not None and plan.jagged
+
+
+def _pieces(plan: BranchPlan | None) -> list[PieceTask]:
+    """One task per basket of the jagged branch of ``plan``, decoded on its own."""
+    assert plan is not None
+    return [PieceTask(plan, i) for i in range(len(plan.starts))]
 
 
 def _tasks(plan: BranchPlan | None, out: np.ndarray, offsets: np.ndarray | None = None,
@@ -147,6 +158,7 @@ def _tasks(plan: BranchPlan | None, out: np.ndarray, offsets: np.ndarray | None 
     b = plan.base  # the plan of an entry range: its first entry is row 0 of ``out``
     if offsets is None:
         return [BasketTask(plan, i, out, a - b, z - b) for i, (a, z) in enumerate(zip(plan.starts, plan.stops))]
+    assert counts is not None  # given with the offsets
     return [BasketTask(plan, i, out, int(offsets[a - b]), int(offsets[z - b]), counts=counts[a - b:z - b])
             for i, (a, z) in enumerate(zip(plan.starts, plan.stops))]
 

@@ -178,7 +178,8 @@ class RootDataset(ChunkedDataset):
     def _after_fork(self) -> None:
         super()._after_fork()
         self._stale = True  # the parent's file handle shares its offset with the parent
-    def _tree_layout(self, chunk_bytes: int) -> tuple[np.ndarray, dict, dict]:
+    def _tree_layout(self, chunk_bytes: int) -> tuple[np.ndarray, dict[str, np.dtype[Any]],
+                                                       dict[str, tuple[list[str], np.dtype[Any], np.ndarray]]]:
         """Chunk bounds, scalar dtypes and groups (variables, dtype, offsets) of the planned tree."""
         plan: TreePlan = self._plan
         cols = plan.cols

@@ -144,7 +144,8 @@ class RNTupleReader:
         nbytes += sum(v.nbytes + o.nbytes for v, o in (first.ragged(g) for g in first.groups))
         return nbytes / stop
 
-    def layout(self, chunk_bytes: int) -> tuple[np.ndarray, dict, dict]:
+    def layout(self, chunk_bytes: int) -> tuple[np.ndarray, dict[str, np.dtype[Any]],
+                                                dict[str, tuple[list[str], np.dtype[Any], np.ndarray]]]:
         """Chunk bounds (whole clusters), scalar dtypes and groups (variables, dtype, offsets).
 
         Reads every chunk once for the group lengths.
@@ -173,7 +174,7 @@ class RNTupleReader:
                 values, off = part.ragged(g)
                 dtypes[g].append(values.dtype)
                 lengths[g].append(np.diff(off))
-        out = {}
+        out: dict[str, tuple[list[str], np.dtype[Any], np.ndarray]] = {}
         for g, names in groups.items():
             off = np.zeros(sum(len(x) for x in lengths[g]) + 1, dtype=np.int64)
             np.cumsum(np.concatenate(lengths[g]) if lengths[g] else np.zeros(0, np.int64), out=off[1:])
