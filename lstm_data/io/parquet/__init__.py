@@ -138,7 +138,7 @@ def _memory_bytes() -> int:
         return 8 << 30
 
 
-def read_parquet(path: str | os.PathLike, *, schema: Any = None, dtype: Any = None,
+def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any = None,
                  in_ram: bool | None = None, use_threads: bool = True,
                  columns: Sequence[str] | str | None = None,
                  exclude: Sequence[str] | str | None = None) -> Any:
@@ -194,7 +194,7 @@ def read_parquet(path: str | os.PathLike, *, schema: Any = None, dtype: Any = No
     return out
 
 
-def parquet_decoded_bytes(path: str | os.PathLike, *, schema: Any = None, dtype: Any = None,
+def parquet_decoded_bytes(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any = None,
                           columns: Sequence[str] | str | None = None,
                           exclude: Sequence[str] | str | None = None, **_: Any) -> int:
     """Uncompressed bytes of the chosen columns of a Parquet file or directory (from the metadata).

@@ -85,13 +85,13 @@ def apply_steps(arr: Any, steps: Sequence[Step]) -> Any:
 def is_list(t: Any) -> bool:
     """Whether Arrow type ``t`` is a variable-length list (``list`` or ``large_list``)."""
     import pyarrow as pa
-    return pa.types.is_list(t) or pa.types.is_large_list(t)
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t))
 
 
 def numeric(t: Any) -> bool:
     """Whether Arrow type ``t`` is numbers: float, integer or bool."""
     import pyarrow as pa
-    return pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_boolean(t)
+    return bool(pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_boolean(t))
 
 
 def _to_float(values: np.ndarray, dtype: np.dtype, *, name: str, file: str | None,
@@ -107,7 +107,7 @@ def _chunk_numbers(arr: Any, dtype: np.dtype | None, *, name: str, file: str | N
                    row_of: Any, exact: ExactInts | None = None) -> np.ndarray:
     """One Arrow array of numbers as numpy (a view when it has no nulls); nulls are NaN."""
     if arr.null_count == 0:
-        out = arr.to_numpy(zero_copy_only=False)  # numbers: a view of the buffer (bool: a copy)
+        out: np.ndarray = arr.to_numpy(zero_copy_only=False)  # numbers: a view of the buffer (bool: a copy)
     else:
         import pyarrow as pa
         filled = arr.fill_null(False if pa.types.is_boolean(arr.type) else 0).to_numpy(zero_copy_only=False)
@@ -227,7 +227,7 @@ def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = 
         lo, hi = int(offsets[0]), int(offsets[-1])
         start = row
 
-        def row_of(k: int, offsets=offsets, start=start) -> int:
+        def row_of(k: int, offsets: np.ndarray = offsets, start: int = start) -> int:
             return start + int(np.searchsorted(offsets, offsets[0] + k, side="right")) - 1
 
         child = arr.values.slice(lo, hi - lo)

@@ -92,13 +92,13 @@ class ParquetDataset(OnDiskDataset):
         lengths: dict[str, list[np.ndarray]] = {g: [] for g in firsts}
         for k in range(len(counts_all)):  # scalars and the first column of each group
             needed = self._plan.scalars + list(firsts.values())
-            table = self._read(k, list(dict.fromkeys(self._plan.source(v)[0] for v in needed)))
-            path, row0 = self._where(k)
-            for s in self._plan.scalars:
-                scalars[s].append(scalar_column(self._plan.column(table, s), s, self._plan.dtype, file=path,
-                                                first_row=row0, exact=self._plan.exact))
+            table = self._read_row_group(k, list(dict.fromkeys(self._plan.source(v)[0] for v in needed)))
+            file, row0 = self._where(k)
+            for name in self._plan.scalars:
+                scalars[name].append(scalar_column(self._plan.column(table, name), name, self._plan.dtype,
+                                                   file=file, first_row=row0, exact=self._plan.exact))
             for g, v in firsts.items():
-                lengths[g].append(self._list(table, v, g, path, row0).lengths)
+                lengths[g].append(self._list(table, v, g, file, row0).lengths)
         self._offsets_of = {}
         for g, parts in lengths.items():
             lens = np.concatenate(parts) if parts else np.zeros(0, np.int64)
@@ -119,7 +119,7 @@ class ParquetDataset(OnDiskDataset):
         first_of_file = self._rg_source.index(si)
         return self._sources[si].path, int(self.row_group_rows[k] - self.row_group_rows[first_of_file])
 
-    def _read(self, k: int, columns: list[str]) -> Any:
+    def _read_row_group(self, k: int, columns: list[str]) -> Any:
         if not self._sources:
             raise ValueError(f"{self.source[0] if self.source else 'this dataset'} was closed")
         si = self._rg_source[k]
@@ -154,7 +154,7 @@ class ParquetDataset(OnDiskDataset):
     def _row_group_values(self, group: str, k: int) -> list[np.ndarray]:
         """Every list column of ``group`` in row group ``k``, as flat arrays, checked against the offsets."""
         names = self._groups[group]
-        table = self._read(k, list(dict.fromkeys(self._plan.source(v)[0] for v in names)))
+        table = self._read_row_group(k, list(dict.fromkeys(self._plan.source(v)[0] for v in names)))
         path, row0 = self._where(k)
         cols = {v: self._list(table, v, group, path, row0) for v in names}
         a, b = int(self.row_group_rows[k]), int(self.row_group_rows[k + 1])

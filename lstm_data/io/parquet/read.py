@@ -50,7 +50,7 @@ _READ_AHEAD = 2
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
-def parquet_files(path: str | os.PathLike) -> list[str]:
+def parquet_files(path: str | os.PathLike[str]) -> list[str]:
     """``[path]`` for a file; for a directory, its ``.parquet``/``.pq`` files, sorted by name.
 
     Names starting with ``.`` or ``_`` (temporaries, Spark's ``_SUCCESS``/``_metadata``)
@@ -83,7 +83,7 @@ class ParquetSource:
 
     @property
     def num_row_groups(self) -> int:
-        return self.file.metadata.num_row_groups
+        return int(self.file.metadata.num_row_groups)
 
     def row_group_rows(self) -> np.ndarray:
         md = self.file.metadata
@@ -260,7 +260,7 @@ _DONE = object()
 
 
 def _stream(sources: list[ParquetSource], columns: list[str], batch_rows: int, use_threads: bool,
-            out: queue.Queue, stop: threading.Event) -> None:
+            out: queue.Queue[Any], stop: threading.Event) -> None:
     """Producer: ``(source index, batch)`` of every file in order, then ``_DONE`` (or the error).
 
     Every hand-over gives up once ``stop`` is set (the consumer failed and stopped taking).
@@ -305,7 +305,7 @@ def read_in_ram(sources: list[ParquetSource], plan: ColumnPlan, *, use_threads: 
     """
     assembler = _Assembler(sources, plan)
     rows = _batch_rows(sources, plan, batch_bytes)
-    batches: queue.Queue = queue.Queue(maxsize=_READ_AHEAD)
+    batches: queue.Queue[Any] = queue.Queue(maxsize=_READ_AHEAD)
     stop = threading.Event()
     producer = threading.Thread(target=_stream, args=(sources, plan.columns, rows, use_threads, batches, stop),
                                 name="lstm_data-parquet", daemon=True)

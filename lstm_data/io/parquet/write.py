@@ -33,11 +33,12 @@ ROW_GROUP_BYTES = 64 << 20
 _INT32_MAX = 2 ** 31 - 1
 
 
-def _columns_of(dataset: Any, a: int, b: int) -> tuple[dict[str, np.ndarray], dict[str, tuple]]:
+def _columns_of(dataset: Any, a: int, b: int) -> tuple[dict[str, np.ndarray],
+                                                      dict[str, tuple[np.ndarray, np.ndarray]]]:
     """Scalars and ``(values, offsets)`` of rows ``a:b`` (views for an in-RAM dataset)."""
     if isinstance(dataset, InMemoryDataset):
         scalars = {s: dataset.scalar(s)[a:b] for s in dataset.scalar_names}
-        groups = {}
+        groups: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for g in dataset.groups:
             values, offsets = dataset.ragged(g)
             lo, hi = int(offsets[a]), int(offsets[b])
@@ -49,7 +50,7 @@ def _columns_of(dataset: Any, a: int, b: int) -> tuple[dict[str, np.ndarray], di
 
 
 def _table(pa: Any, names: dict[str, list[str]], scalars: dict[str, np.ndarray],
-           groups: dict[str, tuple], large_list: bool | None) -> Any:
+           groups: dict[str, tuple[np.ndarray, np.ndarray]], large_list: bool | None) -> Any:
     columns, fields = [], []
     for s, col in scalars.items():
         columns.append(pa.array(np.ascontiguousarray(col)))
@@ -99,7 +100,7 @@ def _row_group_rows(dataset: Any) -> int:
     return int(min(1 << 20, max(1024, ROW_GROUP_BYTES // max(1, int(row_bytes)))))
 
 
-def write_parquet(dataset: Any, path: str | os.PathLike, *, row_group_size: int | None = None,
+def write_parquet(dataset: Any, path: str | os.PathLike[str], *, row_group_size: int | None = None,
                   compression: str = "zstd", large_list: bool | None = None, overwrite: bool = False,
                   progress: Callable[[int, int], None] | None = None) -> None:
     """Write ``dataset`` to one Parquet file, atomically, row group by row group.
