@@ -81,8 +81,8 @@ def _touched_chunks(offsets: np.ndarray, rows: np.ndarray, chunk_len: int) -> in
 
 def run(quick: bool = False, seed: int = 0, data=None) -> Report:
     """Measure the format stage; ``data`` (a BenchData) only sets the row count."""
-    from lstm_data.io.hdf5 import read_vlen_hdf5
-    from lstm_data.io.zarr import ZarrDataset
+    from lstm_data.io.hdf5.reader import read_vlen_hdf5
+    from lstm_data.io.ours.zarr import ZarrDataset
 
     report = Report()
     n_rows = data.n_rows if data is not None else (20_000 if quick else 100_000)

@@ -14,7 +14,7 @@ Rows (stage ``formats``):
   (each table read with h5py into a ``DataFrame``, per-slice tables merged on the
   keys, each prong table ``groupby(keys).apply(to_numpy)`` into one array per slice,
   left-joined to the slices; the fastest such per-group converter we timed:
-  ``agg(list)`` is ~3x slower) over :func:`lstm_data.io.nova_hdf5.read_nova` of the
+  ``agg(list)`` is ~3x slower) over :func:`lstm_data.io.nova.read_nova` of the
   same file, round-robin medians (higher is better, target >= 20);
 * ``NOvA HDF5 open vs vectorised pandas`` (full mode only): the careful converter
   (group sizes by ``groupby(keys).size()``, merged to the slices, values as one
@@ -180,7 +180,7 @@ def pandas_vectorised_convert(path: Path) -> dict:
 
 def nova_peak_rss(path: Path) -> tuple[int, int] | None:
     """``(peak RSS bytes, columnar bytes)`` of a fresh process opening the NOvA file ``path``."""
-    return fresh_process_peak(path, "lstm_data.io.nova_hdf5:read_nova")
+    return fresh_process_peak(path, "lstm_data.io.nova:read_nova")
 
 
 def _timed(fn) -> float:
@@ -191,7 +191,7 @@ def _timed(fn) -> float:
 
 def run(quick: bool = False, seed: int = 0, data=None) -> Report:
     """Measure the NOvA rows of the ``formats`` stage (``data`` is not used: the file is made here)."""
-    from lstm_data.io.nova_hdf5 import read_nova
+    from lstm_data.io.nova import read_nova
 
     report = Report()
     n_slices = QUICK_SLICES if quick else FULL_SLICES

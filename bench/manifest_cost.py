@@ -33,7 +33,7 @@ import numpy as np
 def _strip(path: Path) -> None:
     import zarr
 
-    from lstm_data.io.manifest import MANIFEST_ATTR, MANIFEST_KEY
+    from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY
 
     shutil.rmtree(path / MANIFEST_KEY)
     del zarr.open_group(str(path), mode="r+").attrs[MANIFEST_ATTR]
@@ -51,7 +51,7 @@ def main() -> None:
 
     from lstm_data import BatchSpec
     from lstm_data.data.synthetic import make_dataset
-    from lstm_data.io.zarr import ZarrDataset
+    from lstm_data.io.ours.zarr import ZarrDataset
     from lstm_data.store.read import PrecomputedBatches
     from lstm_data.store.write import precompute
 

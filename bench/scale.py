@@ -36,9 +36,9 @@ MB = 1e6
 
 _CONVERT_CODE = """\
 import json, sys, time
-from lstm_data.io.convert import convert_streaming
+from lstm_data.io.ours.convert import convert_streaming
 from lstm_data.io.csv.reader import read_csv
-from lstm_data.io.write import write_zarr
+from lstm_data.io.ours.write import write_zarr
 mode, src, dst = sys.argv[1], sys.argv[2:-1], sys.argv[-1]
 t0 = time.perf_counter()
 if mode == "stream":
@@ -120,7 +120,7 @@ def _dask(report: Report, data: BenchData, tmp: Path, quick: bool) -> None:
         return
     import logging
 
-    from lstm_data.io.convert import convert_streaming
+    from lstm_data.io.ours.convert import convert_streaming
     from lstm_data.scale.convert import convert_distributed
 
     files = []
@@ -146,7 +146,7 @@ def _dask(report: Report, data: BenchData, tmp: Path, quick: bool) -> None:
     one = time.perf_counter() - t0
     _remove(tmp / "one.zarr")
     env = child_env()
-    code = "import sys; from lstm_data.io.convert import convert_streaming; convert_streaming(sys.argv[1:-1], sys.argv[-1])"
+    code = "import sys; from lstm_data.io.ours.convert import convert_streaming; convert_streaming(sys.argv[1:-1], sys.argv[-1])"
     t0 = time.perf_counter()
     procs = [subprocess.Popen([sys.executable, "-c", code, *files[k::2], str(tmp / f"half{k}.zarr")], env=env)
              for k in (0, 1)]

@@ -77,8 +77,8 @@ __all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRow
 
 #: format -> (io module, function) of Dataset.to_<format>
 _WRITERS = {
-    "zarr": ("lstm_data.io.write", "write_zarr"),
-    "hdf5": ("lstm_data.io.write", "write_hdf5"),
+    "zarr": ("lstm_data.io.ours.write", "write_zarr"),
+    "hdf5": ("lstm_data.io.ours.write", "write_hdf5"),
     "parquet": ("lstm_data.io.parquet", "write_parquet"),
     "arrow": ("lstm_data.io.parquet", "to_arrow"),
     "awkward": ("lstm_data.io.awkward", "to_awkward"),

@@ -87,7 +87,7 @@ def as_old_zarr_store(path: Any) -> Path:
     (:func:`without_manifest`). Write it with ``checksum=False`` too for the old codec chain."""
     import zarr
 
-    from lstm_data.io.layout import EVERY_CHUNK_ATTR
+    from lstm_data.io.ours.layout import EVERY_CHUNK_ATTR
 
     without_manifest(path)
     root = zarr.open_group(str(path), mode="r+")
@@ -102,7 +102,7 @@ def without_manifest(path: Any) -> Path:
 
     import zarr
 
-    from lstm_data.io.manifest import MANIFEST_ATTR, MANIFEST_KEY
+    from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY
 
     shutil.rmtree(Path(path) / MANIFEST_KEY)
     root = zarr.open_group(str(path), mode="r+")

@@ -73,7 +73,7 @@ def test_the_library_never_loads_the_benchmarks():
 def test_reading_hdf5_loads_no_zarr():
     """Opening an HDF5 or NOvA file imports neither zarr nor fsspec: their ~25 MB would count in the
     reader's peak memory (a floor of the benchmark suite) and their import second in every start."""
-    code = ("import sys, lstm_data, lstm_data.io, lstm_data.io.nova_hdf5, lstm_data.io.hdf5; "
+    code = ("import sys, lstm_data, lstm_data.io, lstm_data.io.nova, lstm_data.io.hdf5.reader; "
             "print(sorted(m for m in ('zarr', 'fsspec') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

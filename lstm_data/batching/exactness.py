@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from lstm_data.errors import PrecisionWarning, warn_user
-from lstm_data.io.exact_ints import first_changed
+from lstm_data.io.columns.exact_ints import first_changed
 
 __all__ = ["warn_if_inexact", "first_inexact"]
 

@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from lstm_data._util.progress import ByteProgress
     from lstm_data._util.safe_output import check_not_input
-    from lstm_data.io.convert import convert_streaming, output_kind
+    from lstm_data.io.ours.convert import convert_streaming, output_kind
     from lstm_data.io.dispatch import expand_paths
 
     if len(args.paths) < 2:
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     if args.force:
-        from lstm_data.io.ownership import why_not_ours
+        from lstm_data.io.ours.ownership import why_not_ours
 
         why = why_not_ours(dst)
         if why is not None:

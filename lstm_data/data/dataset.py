@@ -313,7 +313,7 @@ class Dataset:
         path
             The store to write (``.zarr``).
         **options
-            Options of :func:`lstm_data.io.write.write_zarr` (chunk size, compression, checksums).
+            Options of :func:`lstm_data.io.ours.write.write_zarr` (chunk size, compression, checksums).
         """
         _writer("zarr")(self, path, **options)
 
@@ -325,7 +325,7 @@ class Dataset:
         path
             The file to write (``.h5``).
         **options
-            Options of :func:`lstm_data.io.write.write_hdf5` (chunk size, compression).
+            Options of :func:`lstm_data.io.ours.write.write_hdf5` (chunk size, compression).
         """
         _writer("hdf5")(self, path, **options)
 

@@ -6,13 +6,13 @@ by extension second:
 ==========================================  =====================================
 content                                     reader
 ==========================================  =====================================
-HDF5 signature, NOvA ntuple tables          :mod:`lstm_data.io.nova_hdf5`
-HDF5 signature (offset 0, 512, 1024, ...)   :mod:`lstm_data.io.hdf5`
+HDF5 signature, NOvA ntuple tables          :mod:`lstm_data.io.nova`
+HDF5 signature (offset 0, 512, 1024, ...)   :mod:`lstm_data.io.hdf5.reader`
 ``PAR1`` magic, or a directory of .parquet  :mod:`lstm_data.io.parquet` (extra ``parquet``)
 ``root`` magic (a ROOT file)                :mod:`lstm_data.io.root` (extra ``root``)
 gzip / xz / bz2 magic, or plain text        :mod:`lstm_data.io.csv.reader`
-directory with ``zarr.json``                :mod:`lstm_data.io.zarr` (v3, ours)
-directory with ``.zgroup`` / ``.zarray``    :mod:`lstm_data.io.l5kit` (v2)
+directory with ``zarr.json``                :mod:`lstm_data.io.ours.zarr` (v3, ours)
+directory with ``.zgroup`` / ``.zarray``    :mod:`lstm_data.io.l5kit.reader` (v2)
 ==========================================  =====================================
 
 A list of paths, or a glob pattern, gives one :class:`~lstm_data.data.concat.ConcatDataset`.
@@ -33,8 +33,8 @@ from typing import Any, Iterable, Sequence, cast
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, OptionError, SchemaError, redact
 from lstm_data.io.read_options import ReadOptions, file_value_columns, read_options_from
-from lstm_data.io.remote import is_url, remote_format
-from lstm_data.io.special import STDIN, check_readable_kind, is_stream
+from lstm_data.io.plumbing.remote import is_url, remote_format
+from lstm_data.io.plumbing.special import STDIN, check_readable_kind, is_stream
 
 __all__ = ["open", "detect_format", "expand_paths", "split_member", "input_bytes"]
 
@@ -124,7 +124,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         raise FormatError("directory is not a zarr store (no zarr.json, .zgroup or .zarray) nor a "
                           "directory of .parquet files", file=str(p))
     if _has_hdf5_signature(p):
-        from lstm_data.io.nova_hdf5 import is_nova_file
+        from lstm_data.io.nova import is_nova_file
         return "nova" if is_nova_file(p) else "hdf5"
     with p.open("rb") as fh:
         head = fh.read(4096)
@@ -210,10 +210,10 @@ def _open_one(path: str, schema: Any, read: ReadOptions) -> Dataset:
 def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
     """Open ``path`` with the reader of ``fmt``."""
     if fmt == "hdf5":
-        from lstm_data.io.hdf5 import read_hdf5
+        from lstm_data.io.hdf5.reader import read_hdf5
         return read_hdf5(path, schema=schema, **options)
     if fmt == "nova":
-        from lstm_data.io.nova_hdf5 import read_nova
+        from lstm_data.io.nova import read_nova
         return read_nova(path, schema=schema, **options)
     if fmt == "parquet":
         from lstm_data.io.parquet import read_parquet
@@ -231,10 +231,10 @@ def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
         raise SchemaError("schema given, but this store records its own groups: schema is for CSV and "
                           "lstm_ee HDF5 files; drop it (choose columns with a BatchSpec)", file=path)
     if fmt == "zarr":
-        from lstm_data.io.zarr import read_zarr
+        from lstm_data.io.ours.zarr import read_zarr
         return read_zarr(path, **options)
     if fmt == "l5kit":
-        from lstm_data.io.l5kit import read_l5kit
+        from lstm_data.io.l5kit.reader import read_l5kit
         return read_l5kit(path, **options)
     try:
         from lstm_data.io.csv.reader import read_csv
@@ -286,7 +286,7 @@ def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     path_or_paths
         A path, a glob pattern (``"data/*.h5"``), a URL of a zarr store
         (``"https://host/data.zarr"``, ``"s3://bucket/data.zarr"``: see
-        :mod:`lstm_data.io.remote`), or a list of them. Several files
+        :mod:`lstm_data.io.plumbing.remote`), or a list of them. Several files
         give one :class:`~lstm_data.data.concat.ConcatDataset` whose rows are the files'
         rows in order; their columns and groups must match.
     schema

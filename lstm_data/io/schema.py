@@ -9,7 +9,7 @@ columns to keep, and the value dtype. In TOML::
     png = ["png.calE", "png.energy"]        # a list of column names, in values order
     png2d = "png2d.*"                       # or one glob pattern, matched in file order
 
-NOvA HDF5 tables (:mod:`lstm_data.io.nova_hdf5`) take three more entries; every
+NOvA HDF5 tables (:mod:`lstm_data.io.nova`) take three more entries; every
 other reader refuses them::
 
     tables = ["rec.slc", "rec.energy.numu", "rec.vtx.elastic.fuzzyk.png*"]  # names or patterns

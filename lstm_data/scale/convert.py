@@ -10,15 +10,15 @@ Two rounds of tasks, with the links computed in between on the client:
 2. *link*: the client checks that every part has the columns of the first and
    computes each part's first row and first prong record (prefix sums over the
    parts' totals), then creates the output with its final array lengths
-   (:class:`~lstm_data.io.write.ZarrOutput`: the arrays, chunks and codecs the
+   (:class:`~lstm_data.io.ours.write.ZarrOutput`: the arrays, chunks and codecs the
    one-process writer makes);
 3. *write*: one task per part writes its rows into the output, offsets shifted
    by its first prong record, every chunk that lies wholly in its rows once and
    whole; the chunks two parts share are written by the client from the parts'
-   pieces (:mod:`lstm_data.io.chunk_ranges`). The layout attribute is written
+   pieces (:mod:`lstm_data.io.ours.chunk_ranges`). The layout attribute is written
    last, the store renamed into place, the parts removed.
 
-So the output is bitwise the one of :func:`lstm_data.io.convert.convert_streaming`
+So the output is bitwise the one of :func:`lstm_data.io.ours.convert.convert_streaming`
 (values, offsets, scalars, chunk files, attributes). A task that fails (a bad row
 in file 7) fails the convert with that task's error, the first in input order,
 naming file, line and column; no output is left. A worker that dies is replaced
@@ -45,9 +45,9 @@ from lstm_data._util.safe_output import (
     remove_stale_temporaries,
     temp_path,
 )
-from lstm_data.io.checked_store import settle_zarr
-from lstm_data.io.chunk_ranges import Piece, RangeWriter, write_shared_chunks
-from lstm_data.io.convert import (
+from lstm_data.io.ours.checked_store import settle_zarr
+from lstm_data.io.ours.chunk_ranges import Piece, RangeWriter, write_shared_chunks
+from lstm_data.io.ours.convert import (
     check_like,
     concat_blocks,
     open_blocks,
@@ -55,10 +55,10 @@ from lstm_data.io.convert import (
     table_total,
 )
 from lstm_data.io.dispatch import detect_format, input_bytes, split_member
-from lstm_data.io.external_shuffle import BUCKET_BYTES, external_shuffle, n_buckets_for
-from lstm_data.io.ownership import check_target, put_in_place
-from lstm_data.io.row_blocks import RestartStream, RowBlocks, dataset_blocks
-from lstm_data.io.write import ZarrOutput, write_hdf5, write_zarr
+from lstm_data.io.ours.external_shuffle import BUCKET_BYTES, external_shuffle, n_buckets_for
+from lstm_data.io.ours.ownership import check_target, put_in_place
+from lstm_data.io.ours.row_blocks import RestartStream, RowBlocks, dataset_blocks
+from lstm_data.io.ours.write import ZarrOutput, write_hdf5, write_zarr
 
 __all__ = ["convert_distributed", "Partition", "plan_partitions"]
 
@@ -127,7 +127,7 @@ def _parse(partition: Partition, part: str, schema: Any, options: dict[str, Any]
         if partition.start is None:  # pragma: no cover - a whole-file stream restarts itself
             raise
         raise RestartStream(f"{partition.name}: the plan from the file's first MiB does not fit") from None
-    from lstm_data.io.zarr import ZarrDataset
+    from lstm_data.io.ours.zarr import ZarrDataset
 
     done = ZarrDataset(part)
     totals = {g: int(done.offsets(g)[-1]) for g in done.groups}
@@ -141,7 +141,7 @@ def _write(part: str, out: str, keys: dict[tuple[str, str], str], chunks: dict[t
     """Task: write the rows of ``part`` into the output ``out`` from row ``first_row`` on."""
     import zarr
 
-    from lstm_data.io.zarr import ZarrDataset
+    from lstm_data.io.ours.zarr import ZarrDataset
 
     data = ZarrDataset(part)
     root = zarr.open_group(out, mode="r+", zarr_format=3)
@@ -209,7 +209,7 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
                         bucket_bytes: int | None = None, **options: Any) -> RowBlocks:
     """Convert ``sources`` into ``dst`` on the workers of the Dask ``client`` (see the module notes).
 
-    Parameters are those of :func:`lstm_data.io.convert.convert_streaming`, plus
+    Parameters are those of :func:`lstm_data.io.ours.convert.convert_streaming`, plus
     ``client`` (a ``distributed.Client``; its workers must see the inputs and the
     output's folder) and ``split_bytes`` (plain CSV files above it are split into
     byte ranges of about that size).
@@ -294,7 +294,7 @@ def _convert_locked(paths: list[str], target: Path, kind: str, *, client: Any,
 def _from_parts(infos: list[PartInfo], columns: RowBlocks, paths: list[str], schema: Any,
                 options: dict[str, Any], shuffle: int | None, target: Path, bucket_bytes: int) -> RowBlocks:
     """The parts as one table, shuffled as the one-process convert shuffles the inputs."""
-    from lstm_data.io.zarr import ZarrDataset
+    from lstm_data.io.ours.zarr import ZarrDataset
 
     tables = [dataset_blocks(ZarrDataset(i.path)) for i in infos]
     table = concat_blocks(tables, [i.partition.path for i in infos])
@@ -347,7 +347,7 @@ def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
     """Convert inputs (paths, globs) to our zarr or HDF5 layout: streaming, or on Dask with ``client``.
 
     ``lstm_data.convert(["a.csv.xz", "b.h5"], "all.zarr", shuffle=1)`` streams in one
-    process (bounded memory, :func:`lstm_data.io.convert.convert_streaming`);
+    process (bounded memory, :func:`lstm_data.io.ours.convert.convert_streaming`);
     ``client=distributed.Client(...)`` spreads the work and gives the same bytes
     (:func:`convert_distributed`).
 
@@ -361,7 +361,7 @@ def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
     client
         A Dask ``distributed.Client`` (extra ``dask``), or ``None`` to stream here.
     **options
-        Those of :func:`lstm_data.io.convert.convert_streaming` (without ``client``)
+        Those of :func:`lstm_data.io.ours.convert.convert_streaming` (without ``client``)
         or of :func:`convert_distributed` (with it): shuffle, schema, dtype, chunking
         and compression; an option the chosen path does not take is an error naming it.
 
@@ -370,7 +370,7 @@ def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
     RowBlocks
         The row blocks written, in output order.
     """
-    from lstm_data.io.convert import convert_streaming
+    from lstm_data.io.ours.convert import convert_streaming
     from lstm_data.io.dispatch import expand_paths
 
     paths = expand_paths(sources)

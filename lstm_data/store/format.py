@@ -19,7 +19,7 @@ import numpy as np
 
 from lstm_data.batching.spec import BatchSpec
 from lstm_data.data.dataset import Dataset, InMemoryDataset
-from lstm_data.io.layout import BATCH_STORE_ATTR
+from lstm_data.io.ours.layout import BATCH_STORE_ATTR
 
 __all__ = ["STORE_FORMAT", "STORE_VERSION", "ATTR", "fingerprint", "flat_outputs", "StoreMismatchError",
            "compare_metadata", "output_keys", "output_key"]
@@ -38,7 +38,7 @@ def output_keys(names: list[str]) -> dict[str, str]:
     """Node keys of the outputs ``names``: the names themselves when they are plain, safe path
     components, else generated ones (an output named ``a/b`` or ``zarr.json`` must not become a
     path inside the store); recorded in the metadata as ``keys``."""
-    from lstm_data.io.layout import node_keys
+    from lstm_data.io.ours.layout import node_keys
 
     keys, _ = node_keys(list(names), {})
     return {n: k.replace("_scalar", "_output", 1) if k != n else k for n, k in keys.items()}

@@ -28,7 +28,7 @@ import numpy as np
 
 from lstm_data._util.dask import as_completed
 from lstm_data.batching.batches import Batches
-from lstm_data.io.chunk_ranges import Piece, RangeWriter, write_shared_chunks
+from lstm_data.io.ours.chunk_ranges import Piece, RangeWriter, write_shared_chunks
 from lstm_data.store.format import flat_outputs
 
 _log = logging.getLogger("lstm_data")

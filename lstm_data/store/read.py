@@ -2,10 +2,10 @@
 
 A lost chunk of a store that records that every chunk was written, a chunk
 that fails its checksum, a chunk moved from another place, or edited metadata
-(stores with a manifest, :mod:`lstm_data.io.manifest`) is a
+(stores with a manifest, :mod:`lstm_data.io.ours.manifest`) is a
 :class:`~lstm_data.errors.FormatError` naming the store, the file, and the array
-and chunk (see :mod:`lstm_data.io.checked_store` and
-:func:`lstm_data.io.zarr.read_rows`). Stores written before keep reading;
+and chunk (see :mod:`lstm_data.io.ours.checked_store` and
+:func:`lstm_data.io.ours.zarr.read_rows`). Stores written before keep reading;
 :attr:`PrecomputedBatches.notes` says what is not detected there.
 """
 from __future__ import annotations
@@ -27,11 +27,11 @@ from lstm_data.batching.order_options import Order
 from lstm_data.batching.spec import BatchSpec, OutputSignature
 from lstm_data.errors import FormatError, OptionError
 from lstm_data._util.redact import redact
-from lstm_data.io.checked_store import open_checked, records_every_chunk
-from lstm_data.io.layout import OLD_ZARR_NOTE
-from lstm_data.io.manifest import UNCHECKED_NOTE
-from lstm_data.io.remote import is_url, remote_format
-from lstm_data.io.zarr import read_rows
+from lstm_data.io.ours.checked_store import open_checked, records_every_chunk
+from lstm_data.io.ours.layout import OLD_ZARR_NOTE
+from lstm_data.io.ours.manifest import UNCHECKED_NOTE
+from lstm_data.io.plumbing.remote import is_url, remote_format
+from lstm_data.io.ours.zarr import read_rows
 from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,

@@ -41,9 +41,9 @@ from lstm_data.batching.field_forms import form_shapes
 from lstm_data.batching.spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import OptionError
-from lstm_data.io.checked_store import settle_zarr
-from lstm_data.io.layout import EVERY_CHUNK_ATTR
-from lstm_data.io.manifest import MANIFEST_ATTR, write_manifest
+from lstm_data.io.ours.checked_store import settle_zarr
+from lstm_data.io.ours.layout import EVERY_CHUNK_ATTR
+from lstm_data.io.ours.manifest import MANIFEST_ATTR, write_manifest
 from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,
@@ -364,7 +364,7 @@ def _is_batch_store(path: Path) -> bool:
 def _codecs(compress: bool) -> dict[str, Any]:
     """Options of every array of a store: zstd (level 1) unless ``compress`` is off, then a
     CRC-32C checksum; every chunk written (a missing chunk is then damage, see
-    :mod:`lstm_data.io.checked_store`)."""
+    :mod:`lstm_data.io.ours.checked_store`)."""
     from zarr.codecs import Crc32cCodec, ZstdCodec
 
     chain = (ZstdCodec(level=1), Crc32cCodec()) if compress else (Crc32cCodec(),)
@@ -391,7 +391,7 @@ def _progress(total: int, enabled: bool) -> _Bar | None:
 
 
 def _summary_of(path: Path, seconds: float, *, reused: bool = False) -> PrecomputeSummary:
-    from lstm_data.io.checked_store import open_checked
+    from lstm_data.io.ours.checked_store import open_checked
 
     meta = read_metadata(path)
     index = stored_node(open_checked(str(path), str(path))[0], "_index", zarr.Group, str(path))

@@ -12,7 +12,7 @@ from lstm_data.batching.order import BlockPlan
 from lstm_data.batching.order_options import Order
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.errors import OptionError
-from lstm_data.io.zarr import ZarrDataset
+from lstm_data.io.ours.zarr import ZarrDataset
 from lstm_data.store.write import precompute
 from tests.helpers import assert_same_batch
 

@@ -12,7 +12,7 @@ from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, open_batches
 from lstm_data.batching.spec_version import SPEC_VERSION
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.errors import SchemaError
-from lstm_data.io.manifest import write_manifest
+from lstm_data.io.ours.manifest import write_manifest
 from lstm_data.store.write import precompute
 
 V1_FILE = """

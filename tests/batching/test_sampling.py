@@ -13,7 +13,7 @@ from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.synthetic import PNG3D_VARS, make_dataset
 from lstm_data.errors import OptionError, SchemaError
 from lstm_data.io.read_options import ReadOptions
-from lstm_data.io.zarr import ZarrDataset
+from lstm_data.io.ours.zarr import ZarrDataset
 
 N = 21000  # 1000 of class 1, 20000 of class 0: 1:20
 

@@ -13,7 +13,7 @@ import pytest
 from lstm_data.batching.source import BuildsInArena
 from lstm_data import Batches, BatchSpec, Ragged, Scalars
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
-from lstm_data.io.zarr import ZarrDataset
+from lstm_data.io.ours.zarr import ZarrDataset
 from tests.helpers import assert_same_batch
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lstm_data.io.nova_hdf5 import read_nova
+from lstm_data.io.nova import read_nova
 
 from bench import formats_nova
 from tests.helpers import assert_bitwise

@@ -9,7 +9,7 @@ import pytest
 import lstm_data
 from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
 from lstm_data.cli import main
-from lstm_data.io.nova_hdf5 import read_nova
+from lstm_data.io.nova import read_nova
 from tests.helpers import assert_same_batch, assert_same_dataset
 from tests.nova_files import PNG, make_tables, write_nova
 

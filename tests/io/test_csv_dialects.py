@@ -64,7 +64,7 @@ def test_decimal_commas_are_not_read_as_lists(tmp_path, stream):
     path.write_text("calE;nHit\n0,25;12\n1,5;7\n")
     with pytest.raises(FormatError, match=r"column 'calE' .*decimal commas"):
         if stream:
-            from lstm_data.io.convert import convert_streaming
+            from lstm_data.io.ours.convert import convert_streaming
             convert_streaming([str(path)], tmp_path / "o.zarr")
         else:
             read_csv(path)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data.io.convert import convert_streaming
+from lstm_data.io.ours.convert import convert_streaming
 from lstm_data.io.csv.precision import PrecisionWarning
 from lstm_data.io.csv.reader import read_csv
 

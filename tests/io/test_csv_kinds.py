@@ -11,7 +11,7 @@ import pytest
 import lstm_data
 from lstm_data.cli import main
 from lstm_data.errors import SchemaError
-from lstm_data.io.convert import convert_streaming
+from lstm_data.io.ours.convert import convert_streaming
 from lstm_data.io.csv.kinds import common_schema, union_groups
 from lstm_data.io.csv.reader import read_csv
 

@@ -23,7 +23,7 @@ import lstm_data
 from lstm_data import kernels
 from lstm_data.data.synthetic import write_csv
 from lstm_data.errors import FormatError, ParseError, SchemaError
-from lstm_data.io.byte_blocks import BlockReader
+from lstm_data.io.plumbing.byte_blocks import BlockReader
 from lstm_data.io.csv.parallel import region_pieces
 from lstm_data.io.csv.reader import read_csv
 from tests.helpers import assert_same_dataset
@@ -91,7 +91,7 @@ def test_float64_and_the_default_threads(tmp_path, events):
 
 
 def _xz_block_count(path: Path) -> int:
-    from lstm_data.io.xz_blocks import (
+    from lstm_data.io.plumbing.xz_blocks import (
         xz_blocks,  # here: a test on today's main fails alone
     )
 

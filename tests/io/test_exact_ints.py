@@ -12,7 +12,7 @@ import pytest
 import lstm_data
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
-from lstm_data.io.exact_ints import PrecisionWarning
+from lstm_data.io.columns.exact_ints import PrecisionWarning
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")

@@ -22,8 +22,8 @@ import zarr
 
 import lstm_data
 from lstm_data.data.synthetic import make_dataset
-from lstm_data.io.row_blocks import dataset_blocks
-from lstm_data.io.write import write_hdf5, write_zarr
+from lstm_data.io.ours.row_blocks import dataset_blocks
+from lstm_data.io.ours.write import write_hdf5, write_zarr
 
 N_ROWS = 400
 

@@ -11,7 +11,7 @@ import pytest
 import lstm_data
 from lstm_data import FormatError, SchemaError
 from lstm_data.data import synthetic
-from lstm_data.io.hdf5 import HDF5Dataset, read_hdf5
+from lstm_data.io.hdf5.reader import HDF5Dataset, read_hdf5
 from tests.helpers import assert_same_by_name
 
 

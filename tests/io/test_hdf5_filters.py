@@ -11,7 +11,7 @@ import pytest
 import lstm_data
 from lstm_data import FormatError
 from lstm_data.data.synthetic import make_dataset
-from lstm_data.io.hdf5_checks import PLUGIN_FILTERS
+from lstm_data.io.hdf5.checks import PLUGIN_FILTERS
 from tests.nova_files import make_tables, write_nova
 
 #: a filter id no plugin package provides

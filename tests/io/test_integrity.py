@@ -20,8 +20,8 @@ import lstm_data
 from lstm_data import Batches, BatchSpec, FormatError
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
-from lstm_data.io.hdf5 import HDF5Dataset, read_vlen_hdf5
-from lstm_data.io.zarr import ZarrDataset
+from lstm_data.io.hdf5.reader import HDF5Dataset, read_vlen_hdf5
+from lstm_data.io.ours.zarr import ZarrDataset
 from tests.helpers import EXAMPLES, assert_same_dataset
 from tests.io.test_zarr import CountingStore
 
@@ -377,7 +377,7 @@ def test_damaged_pytables_file_is_a_format_error(tmp_path, key, chunk):
 def test_a_partly_read_chunk_kept_for_the_next_read_is_checked_unchanged(good, tmp_path):
     """A reader keeps its last partly read chunk for the next read of the same chunk (batches in file
     order); a chunk file changed in between is read again, and its damage is found."""
-    from lstm_data.io.zarr_chunks import ChunkDecoder
+    from lstm_data.io.ours.zarr_chunks import ChunkDecoder
 
     path = _copy(good, tmp_path / "k.zarr")
     array = zarr.open_group(path, mode="r")["png/values"]

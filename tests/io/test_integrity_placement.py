@@ -22,7 +22,7 @@ from zarr.storage import LocalStore
 
 import lstm_data
 from lstm_data import BatchSpec, FormatError
-from lstm_data.io.zarr import ZarrDataset
+from lstm_data.io.ours.zarr import ZarrDataset
 from lstm_data.store.write import precompute
 from tests.helpers import EXAMPLES, as_old_zarr_store, without_manifest
 from tests.io.test_zarr import CountingStore
@@ -247,7 +247,7 @@ def test_damaged_metadata_of_a_store_without_manifest_is_a_format_error(good, tm
 def test_hdf5_layout_digest_detects_edited_metadata(ds, tmp_path, edit):
     import h5py
 
-    from lstm_data.io.hdf5_out import check_layout_digest
+    from lstm_data.io.ours.hdf5_out import check_layout_digest
 
     path = tmp_path / "d.h5"
     ds.to_hdf5(path)

@@ -14,7 +14,7 @@ import pytest
 
 import lstm_data
 from lstm_data import FormatError
-from lstm_data.io.l5kit import L5KitDataset, flat_fields
+from lstm_data.io.l5kit.reader import L5KitDataset, flat_fields
 
 N_LABELS = 17
 SCENE_DTYPE = [("frame_index_interval", np.int64, (2,)), ("host", "<U16"),

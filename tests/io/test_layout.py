@@ -15,7 +15,7 @@ import zarr
 
 import lstm_data
 from lstm_data import FormatError
-from lstm_data.io.manifest import write_manifest
+from lstm_data.io.ours.manifest import write_manifest
 
 FORMATS = ["h5", "zarr"]
 
@@ -41,7 +41,7 @@ def replace_array(path, key: str, data: np.ndarray) -> None:
     """Overwrite array ``key`` of the store with ``data`` (any dtype or shape), as a writer
     would have written it (a zarr store's manifest records the new array)."""
     if str(path).endswith(".h5"):
-        from lstm_data.io.hdf5_out import LAYOUT_DIGEST_ATTR, layout_digest
+        from lstm_data.io.ours.hdf5_out import LAYOUT_DIGEST_ATTR, layout_digest
 
         with h5py.File(path, "r+") as f:
             del f[key]

@@ -13,7 +13,7 @@ import lstm_data
 from lstm_data import FormatError, SchemaError
 from lstm_data.data import synthetic
 from lstm_data.io.dispatch import detect_format
-from lstm_data.io.nova_hdf5 import PrecisionWarning, is_nova_file, read_nova
+from lstm_data.io.nova import PrecisionWarning, is_nova_file, read_nova
 from lstm_data.io.schema import Schema
 from tests.helpers import EXAMPLES, assert_bitwise, assert_same_dataset
 from tests.nova_files import KEYS, PNG, make_tables, reference, write_nova

@@ -13,8 +13,8 @@ import lstm_data
 from lstm_data import FormatError
 from lstm_data.data import synthetic
 from lstm_data.io.dispatch import detect_format
-from lstm_data.io.hdf5 import HDF5Dataset
-from lstm_data.io.zarr import ZarrDataset
+from lstm_data.io.hdf5.reader import HDF5Dataset
+from lstm_data.io.ours.zarr import ZarrDataset
 from tests.helpers import assert_same_dataset
 
 

@@ -17,7 +17,7 @@ from lstm_data.io.parquet import (
     to_arrow,
     write_parquet,
 )
-from lstm_data.io.exact_ints import PrecisionWarning
+from lstm_data.io.columns.exact_ints import PrecisionWarning
 from lstm_data.io.parquet.columns import import_pyarrow, list_column
 from tests.helpers import assert_bitwise, assert_same_dataset
 

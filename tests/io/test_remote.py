@@ -16,7 +16,7 @@ from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches  # noqa:
 from lstm_data.cli import main  # noqa: E402
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset  # noqa: E402
 from lstm_data.errors import FormatError  # noqa: E402
-from lstm_data.io.zarr import ZarrDataset  # noqa: E402
+from lstm_data.io.ours.zarr import ZarrDataset  # noqa: E402
 from lstm_data.store.write import precompute  # noqa: E402
 from tests.helpers import assert_same_batch  # noqa: E402
 

@@ -257,7 +257,7 @@ def test_a_server_without_byte_ranges_is_named_as_the_cause(served_without_range
     text = str(info.value)
     assert url in text and "does not serve byte ranges" in text
     assert "download the file" in text and "Range support" in text
-    from lstm_data.io.remote import NoByteRangesError
+    from lstm_data.io.plumbing.remote import NoByteRangesError
     assert isinstance(info.value, NoByteRangesError)
 
 

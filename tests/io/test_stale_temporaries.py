@@ -18,7 +18,7 @@ DS_ROWS, DS_SEED = 3000, 2  # the ``ds`` fixture (tests/conftest.py)
 _KILLED_WRITER = """
 import os, sys
 import lstm_data
-from lstm_data.io.write import write_hdf5, write_zarr
+from lstm_data.io.ours.write import write_hdf5, write_zarr
 
 ds = lstm_data.open(sys.argv[1])
 write = write_hdf5 if sys.argv[2].endswith(".h5") else write_zarr

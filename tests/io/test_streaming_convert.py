@@ -7,10 +7,10 @@ import pytest
 import lstm_data
 from lstm_data.data.synthetic import make_dataset, write_csv
 from lstm_data.errors import SchemaError
-from lstm_data.io.convert import concat_blocks, convert_streaming, open_blocks
-from lstm_data.io.external_shuffle import bucket_of, external_shuffle
-from lstm_data.io.row_blocks import dataset_blocks
-from lstm_data.io.write import write_hdf5, write_zarr
+from lstm_data.io.ours.convert import concat_blocks, convert_streaming, open_blocks
+from lstm_data.io.ours.external_shuffle import bucket_of, external_shuffle
+from lstm_data.io.ours.row_blocks import dataset_blocks
+from lstm_data.io.ours.write import write_hdf5, write_zarr
 from tests.helpers import assert_same_dataset
 
 
@@ -117,7 +117,7 @@ def test_inputs_with_other_columns_are_refused(ds, tmp_path):
 
 
 def test_inputs_are_opened_one_at_a_time(ds, tmp_path, monkeypatch):
-    import lstm_data.io.convert as conv
+    import lstm_data.io.ours.convert as conv
 
     for i in range(4):
         ds.take(np.arange(i * 500, (i + 1) * 500)).to_hdf5(tmp_path / f"p{i}.h5")

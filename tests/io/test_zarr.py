@@ -13,7 +13,7 @@ from zarr.storage import LocalStore, WrapperStore
 from lstm_data import FormatError
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
-from lstm_data.io.zarr import ZarrDataset
+from lstm_data.io.ours.zarr import ZarrDataset
 from tests.helpers import as_old_zarr_store, assert_same_dataset
 
 
@@ -239,7 +239,7 @@ def test_zstd_and_uncompressed_stores_read_directly(ds, tmp_path):
                                 compressors=codec, fill_value=0)
         data = np.random.default_rng(0).random((1000, 3))
         arr[:] = data
-        from lstm_data.io.zarr_chunks import ChunkDecoder
+        from lstm_data.io.ours.zarr_chunks import ChunkDecoder
 
         dec = ChunkDecoder.for_array(arr)
         assert dec is not None
@@ -303,7 +303,7 @@ def test_garbage_in_a_valid_blosc_frame_is_a_format_error(ds, tmp_path):
 def test_zstd_and_raw_chunks_of_wrong_size_are_format_errors(tmp_path, codec):
     from zarr.codecs import ZstdCodec
 
-    from lstm_data.io.zarr_chunks import ChunkDecoder
+    from lstm_data.io.ours.zarr_chunks import ChunkDecoder
 
     root = zarr.open_group(tmp_path / "a.zarr", mode="w", zarr_format=3)
     data = np.random.default_rng(0).random((1000, 3))
@@ -331,7 +331,7 @@ def test_missing_values_chunk_of_an_old_store_reads_as_fill(ds, tmp_path):
     # stores written before every chunk was stored left all-zero chunks out (zarr's
     # write_empty_chunks=False), so there a missing values chunk may be legitimate zeros;
     # only a caller that knows better can make it an error (new stores: test_integrity.py)
-    from lstm_data.io.zarr_chunks import ChunkDecoder
+    from lstm_data.io.ours.zarr_chunks import ChunkDecoder
 
     ds.to_zarr(tmp_path / "m.zarr", chunk_bytes=16 << 10, checksum=False)
     as_old_zarr_store(tmp_path / "m.zarr")

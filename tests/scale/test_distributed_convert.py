@@ -11,7 +11,7 @@ import lstm_data
 from lstm_data.cli import main
 from lstm_data.data.synthetic import make_dataset, write_csv
 from lstm_data.errors import ParseError
-from lstm_data.io.convert import convert_streaming
+from lstm_data.io.ours.convert import convert_streaming
 from lstm_data.scale.convert import convert_distributed
 
 

@@ -10,8 +10,8 @@ import pytest
 from lstm_data import BatchSpec, Ragged, Scalars, open_batches
 from lstm_data.cli import main
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
-from lstm_data.io.chunk_ranges import RangeWriter, write_shared_chunks
-from lstm_data.io.zarr import ZarrDataset
+from lstm_data.io.ours.chunk_ranges import RangeWriter, write_shared_chunks
+from lstm_data.io.ours.zarr import ZarrDataset
 from lstm_data.scale.cluster import parse_scheduler
 from lstm_data.store import ranges
 from lstm_data.store.write import precompute

@@ -42,10 +42,10 @@ from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError
 from lstm_data.io.awkward.flatten import Leaf, _strip, describe_skipped, flatten_field
 from lstm_data.io.awkward.layout import NAMES_PARAMETER, import_awkward
-from lstm_data.io.column_select import ColumnSelection
-from lstm_data.io.column_groups import build_group
-from lstm_data.io.jagged_groups import plan_groups, split_by_lengths
-from lstm_data.io.layout import value_dtype
+from lstm_data.io.columns.select import ColumnSelection
+from lstm_data.io.columns.groups import build_group
+from lstm_data.io.columns.jagged import plan_groups, split_by_lengths
+from lstm_data.io.ours.layout import value_dtype
 from lstm_data.io.schema import Schema
 
 __all__ = ["from_awkward", "to_awkward", "NAMES_PARAMETER"]
@@ -73,7 +73,7 @@ def from_awkward(array: Any, *, schema: Any = None, dtype: Any = None, sep: str 
         Joins a record field's name and its inner field names (``Muon`` + ``pt``).
     columns, exclude
         Column names or globs to read / never to read (see
-        :mod:`lstm_data.io.column_select`); matched against the flattened names and
+        :mod:`lstm_data.io.columns.select`); matched against the flattened names and
         the list-of-records field a column comes from.
     where
         How errors name the source (a file path for an RNTuple).

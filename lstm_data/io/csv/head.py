@@ -17,7 +17,7 @@ import numpy as np
 
 from lstm_data import kernels
 from lstm_data.errors import SchemaError
-from lstm_data.io.byte_blocks import BlockReader
+from lstm_data.io.plumbing.byte_blocks import BlockReader
 from lstm_data.io.csv.plan import ParserOptions, Plan, header_bounds, header_names, plan_from_sample, sep_of
 
 __all__ = ["SAMPLE_SIZE", "PEEK_EXTRA", "Head", "Sample", "read_head", "parse_sample", "sample_plan",

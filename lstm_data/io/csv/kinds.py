@@ -24,11 +24,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from lstm_data.data.dataset import Dataset
-from lstm_data.io.byte_blocks import BlockReader, compression_of
+from lstm_data.io.plumbing.byte_blocks import BlockReader, compression_of
 from lstm_data.io.csv import head, reader
 from lstm_data.io.csv.plan import LIST_SEP, ParserOptions, declared_plan
 from lstm_data.io.schema import Schema
-from lstm_data.io.special import is_stream
+from lstm_data.io.plumbing.special import is_stream
 
 __all__ = ["unify_kinds", "common_schema", "union_groups"]
 

@@ -55,7 +55,7 @@ import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.column_groups import group_prefix
+from lstm_data.io.columns.groups import group_prefix
 from lstm_data.io.schema import Schema
 from lstm_data.kernels import BARE, LISTED, MULTI, QUOTED
 

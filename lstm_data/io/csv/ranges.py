@@ -26,11 +26,11 @@ import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, _Located
-from lstm_data.io.byte_blocks import compression_of
+from lstm_data.io.plumbing.byte_blocks import compression_of
 from lstm_data.io.csv import head, reader
 from lstm_data.io.csv.plan import LIST_SEP, ParserOptions, declared_plan, split_header
 from lstm_data.io.csv.stream import _columns_of, _Flushing
-from lstm_data.io.row_blocks import BLOCK_BYTES, RestartStream, RowBlocks
+from lstm_data.io.ours.row_blocks import BLOCK_BYTES, RestartStream, RowBlocks
 from lstm_data.io.schema import Schema
 
 __all__ = ["csv_partitions", "csv_range_blocks", "fix_location"]

@@ -27,7 +27,7 @@ import numpy as np
 from lstm_data import kernels
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import BrokenRowsWarning, SchemaError, _Located, warn_user
-from lstm_data.io.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
+from lstm_data.io.plumbing.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
 from lstm_data.io.csv.parallel import (
     MIN_PIECE,
     PIECE,
@@ -55,7 +55,7 @@ from lstm_data.io.csv.plan import (
 )
 from lstm_data.io.csv.precision import Inexact, note_inexact, warn_inexact
 from lstm_data.io.schema import Schema
-from lstm_data.io.special import check_readable_kind, is_stream
+from lstm_data.io.plumbing.special import check_readable_kind, is_stream
 
 __all__ = ["read_csv", "DEFAULT_BLOCK_SIZE", "peek_sample", "sample_plan", "resolve_threads"]
 

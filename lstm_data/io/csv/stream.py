@@ -13,7 +13,7 @@ The plan decided from the first MiB holds for the whole file in the common case.
 When a later row contradicts it (a column first seen as one number per cell
 turns out to hold lists), the reader parses again with the general plan; a
 stream cannot take back the blocks it handed out, so it raises
-:class:`~lstm_data.io.row_blocks.RestartStream`, and the writer starts over with
+:class:`~lstm_data.io.ours.row_blocks.RestartStream`, and the writer starts over with
 a stream that reads this file whole (the general plan decides every column from
 the whole file). Files whose first MiB already cannot decide are read whole too.
 Both are logged.
@@ -31,7 +31,7 @@ import numpy as np
 from lstm_data import kernels
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import _Located
-from lstm_data.io.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
+from lstm_data.io.plumbing.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
 from lstm_data.io.csv import head, reader
 from lstm_data.io.csv.plan import (
     LIST_SEP,
@@ -44,7 +44,7 @@ from lstm_data.io.csv.plan import (
     declared_plan,
     surprised,
 )
-from lstm_data.io.row_blocks import (
+from lstm_data.io.ours.row_blocks import (
     BLOCK_BYTES,
     RestartStream,
     RowBlocks,
@@ -52,7 +52,7 @@ from lstm_data.io.row_blocks import (
 )
 from lstm_data.io.csv.precision import Inexact, note_inexact, warn_inexact
 from lstm_data.io.schema import Schema
-from lstm_data.io.special import is_stream
+from lstm_data.io.plumbing.special import is_stream
 
 __all__ = ["csv_blocks"]
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError, warn_user
-from lstm_data.io.exact_ints import PrecisionWarning
-from lstm_data.io.hdf5 import read_rows
+from lstm_data.io.columns.exact_ints import PrecisionWarning
+from lstm_data.io.hdf5.reader import read_rows
 from lstm_data.io.nova.keys import TableKeys, blocks
 from lstm_data.io.nova.tables import Table, table_of
 

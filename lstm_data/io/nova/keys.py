@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 
 from lstm_data.errors import FormatError
-from lstm_data.io.hdf5 import read_rows
+from lstm_data.io.hdf5.reader import read_rows
 from lstm_data.io.nova.tables import KEY_COLUMNS
 
 __all__ = ["TableKeys", "read_keys", "pack_codes", "check_sorted", "slice_codes", "match",

@@ -28,9 +28,9 @@ import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, SchemaError, warn_user
-from lstm_data.io.column_select import ColumnSelection
-from lstm_data.io.hdf5 import read_rows
-from lstm_data.io.layout import value_dtype
+from lstm_data.io.columns.select import ColumnSelection
+from lstm_data.io.hdf5.reader import read_rows
+from lstm_data.io.ours.layout import value_dtype
 from lstm_data.io.nova.columns import ColumnReader, PrecisionWarning
 from lstm_data.io.nova.keys import (
     TableKeys,
@@ -124,10 +124,10 @@ def read_nova(path: str | os.PathLike[str], *, schema: Any = None, tables: Seque
     trust_external
         Follow external links, external storage and virtual datasets of other
         files (default: refuse them, naming the link or dataset and its target;
-        see :mod:`lstm_data.io.hdf5_checks`).
+        see :mod:`lstm_data.io.hdf5.checks`).
     columns, exclude
         Names or globs of the variables to read / never to read (see
-        :mod:`lstm_data.io.column_select`), matched against a variable's name
+        :mod:`lstm_data.io.columns.select`), matched against a variable's name
         after aliasing and against its table's (aliased) name: ``columns=["png"]``
         reads the group ``png``. Only the chosen columns' datasets are read (and the
         key columns, which place every row).

@@ -18,14 +18,14 @@ import h5py
 
 from lstm_data.data.dataset import unknown_name_error
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.hdf5_checks import member, root_names
-from lstm_data.io.hdf5_columns import skip_reason
+from lstm_data.io.hdf5.checks import member, root_names
+from lstm_data.io.hdf5.columns import skip_reason
 
 __all__ = ["KEY_COLUMNS", "Column", "Table", "is_nova_file", "list_tables", "apply_aliases", "table_of"]
 
 #: the event key of a slice, in sort order
 KEY_COLUMNS = ("run", "subrun", "cycle", "evt", "subevt")
-#: the root attribute of lstm_data's own HDF5 layout (see :mod:`lstm_data.io.layout`)
+#: the root attribute of lstm_data's own HDF5 layout (see :mod:`lstm_data.io.ours.layout`)
 _OURS_ATTR = "lstm_data_format"
 
 
@@ -124,7 +124,7 @@ def list_tables(fh: h5py.File, *, tables: Sequence[str] | None, slice_table: str
 
     An external link at the root counts as a table (it is not followed to see what it
     is); reading it is refused unless ``trust_external`` (see
-    :mod:`lstm_data.io.hdf5_checks`), as is a column reached through an external link
+    :mod:`lstm_data.io.hdf5.checks`), as is a column reached through an external link
     or whose values lie in other files.
 
     Raises

@@ -33,7 +33,7 @@ import os
 from typing import Any, Sequence
 
 from lstm_data.data.dataset import InMemoryDataset
-from lstm_data.io.column_groups import build_group
+from lstm_data.io.columns.groups import build_group
 from lstm_data.io.parquet.columns import import_pyarrow, list_column, scalar_column
 from lstm_data.io.parquet.disk import ParquetDataset
 from lstm_data.io.parquet.plan import ColumnPlan, describe_skipped, plan_columns

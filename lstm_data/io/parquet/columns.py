@@ -14,7 +14,7 @@ on-disk :class:`~lstm_data.io.parquet.disk.ParquetDataset`.
 * Integers are converted to the float dtype of their group (or to the ``dtype``
   asked for, or to float64 when a null becomes NaN); a value that does not convert
   exactly is warned about once per column (a
-  :class:`~lstm_data.io.exact_ints.PrecisionWarning` naming the column, the row and
+  :class:`~lstm_data.io.columns.exact_ints.PrecisionWarning` naming the column, the row and
   the value). An integer scalar read without a ``dtype`` stays integer, exact.
 """
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from lstm_data._util.optional import require
-from lstm_data.io.column_groups import check_group_lengths
-from lstm_data.io.exact_ints import ExactInts
+from lstm_data.io.columns.groups import check_group_lengths
+from lstm_data.io.columns.exact_ints import ExactInts
 
 __all__ = ["import_pyarrow", "ListColumn", "list_column", "scalar_column", "join_scalar_pieces",
            "METADATA_KEY", "arrow_metadata", "check_list_columns", "is_list", "numeric",
@@ -97,7 +97,7 @@ def numeric(t: Any) -> bool:
 def _to_float(values: np.ndarray, dtype: np.dtype, *, name: str, file: str | None,
               row_of: Any, exact: ExactInts | None = None) -> np.ndarray:
     """``values`` as ``dtype``; integers that do not convert exactly are warned about once per
-    column (``row_of(index)`` names the row; see :mod:`lstm_data.io.exact_ints`)."""
+    column (``row_of(index)`` names the row; see :mod:`lstm_data.io.columns.exact_ints`)."""
     if values.dtype == dtype:
         return values
     return (exact or ExactInts(file)).cast(values, dtype, name, row_of=row_of, file=file)
@@ -259,7 +259,7 @@ def check_list_columns(group: str, columns: dict[str, ListColumn], *, ref: ListC
     ------
     SchemaError
         A column differs in length in some row (names the first such row and the column;
-        see :func:`~lstm_data.io.column_groups.check_group_lengths`).
+        see :func:`~lstm_data.io.columns.groups.check_group_lengths`).
     """
     items = list(columns.items())
     if ref is None:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from lstm_data._util import forksafe
-from lstm_data.io.ondisk import OnDiskDataset
+from lstm_data.io.ours.ondisk import OnDiskDataset
 from lstm_data.io.parquet.columns import (
     ListColumn,
     check_list_columns,

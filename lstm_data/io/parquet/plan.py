@@ -18,7 +18,7 @@ decimals, dictionaries, maps, lists of lists            type and why) and logged
 (also a struct's fields of these types)
 =====================================================  ===========================================
 
-``columns`` and ``exclude`` (names or globs, see :mod:`lstm_data.io.column_select`) choose
+``columns`` and ``exclude`` (names or globs, see :mod:`lstm_data.io.columns.select`) choose
 what is read among these, matched against the output name, and for an element
 ``name[j]`` also its Arrow column ``name``; only the chosen Arrow columns are read and
 decompressed. Naming a skipped column exactly in ``columns`` is a ``SchemaError`` that
@@ -33,10 +33,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.column_groups import group_prefix, resolve_schema
-from lstm_data.io.column_select import ColumnSelection
-from lstm_data.io.exact_ints import ExactInts
-from lstm_data.io.layout import value_dtype
+from lstm_data.io.columns.groups import group_prefix, resolve_schema
+from lstm_data.io.columns.select import ColumnSelection
+from lstm_data.io.columns.exact_ints import ExactInts
+from lstm_data.io.ours.layout import value_dtype
 from lstm_data.io.parquet.columns import PANDAS_INDEX, Step, apply_steps, is_list, numeric, recorded_groups
 
 #: the step into a list's values: what follows applies to them

@@ -28,7 +28,7 @@ import numpy as np
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import FormatError
-from lstm_data.io.column_groups import interleave_pieces
+from lstm_data.io.columns.groups import interleave_pieces
 from lstm_data.io.parquet.columns import (
     check_list_columns,
     import_pyarrow,
@@ -37,7 +37,7 @@ from lstm_data.io.parquet.columns import (
     scalar_column,
 )
 from lstm_data.io.parquet.plan import ColumnPlan
-from lstm_data.io.remote import is_url, open_remote_file, remote_read_error
+from lstm_data.io.plumbing.remote import is_url, open_remote_file, remote_read_error
 
 __all__ = ["parquet_files", "ParquetSource", "open_sources", "read_in_ram", "read_columns",
            "decoded_bytes", "BATCH_BYTES"]

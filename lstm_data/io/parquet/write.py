@@ -23,7 +23,7 @@ from lstm_data._util.safe_output import (
 )
 from lstm_data._util.exclusive import output_lock
 from lstm_data.data.dataset import InMemoryDataset
-from lstm_data.io.ownership import check_target, put_in_place
+from lstm_data.io.ours.ownership import check_target, put_in_place
 from lstm_data.io.parquet.columns import arrow_metadata, import_pyarrow
 
 __all__ = ["to_arrow", "write_parquet", "ROW_GROUP_BYTES"]

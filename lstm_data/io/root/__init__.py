@@ -71,8 +71,8 @@ import logging
 from typing import Any, Callable, Sequence
 
 from lstm_data.data.dataset import Dataset, InMemoryDataset
-from lstm_data.io.column_select import ColumnSelection
-from lstm_data.io.layout import value_dtype
+from lstm_data.io.columns.select import ColumnSelection
+from lstm_data.io.ours.layout import value_dtype
 from lstm_data.io.root.lazy import CHUNK_BYTES, RootDataset
 from lstm_data.io.root.memory import check_fits, fits
 from lstm_data.io.root.plan import open_root, plan_tree, remote_member
@@ -113,7 +113,7 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
         clusters; default :data:`CHUNK_BYTES`).
     columns, exclude
         Branch names or globs to read / never to read (a counter group's name picks
-        the whole group, see :mod:`lstm_data.io.column_select`); other branches are
+        the whole group, see :mod:`lstm_data.io.columns.select`); other branches are
         not read at all.
     threads
         Threads that read and inflate baskets (``None``: every core).

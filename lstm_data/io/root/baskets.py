@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from lstm_data.errors import FormatError
-from lstm_data.io.exact_ints import check_once
+from lstm_data.io.columns.exact_ints import check_once
 
 __all__ = ["BranchPlan", "plan_branch", "inflater_name", "set_inflater", "INFLATERS", "read_basket",
            "BasketTask", "PieceTask"]

@@ -18,8 +18,8 @@ from typing import AbstractSet, Callable, Sequence
 import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
-from lstm_data.io.column_groups import build_group
-from lstm_data.io.jagged_groups import check_equal_lengths, split_by_lengths
+from lstm_data.io.columns.groups import build_group
+from lstm_data.io.columns.jagged import check_equal_lengths, split_by_lengths
 from lstm_data.io.root.baskets import BasketTask, BranchPlan, PieceTask, inflater_name
 from lstm_data.io.root.tree import TreeColumns, import_uproot
 

@@ -3,7 +3,7 @@
 A TTree's baskets are flushed in clusters (entry ranges where every branch starts a
 basket: ``TTree::SetAutoFlush``, one ``extend`` in uproot), an RNTuple's pages in
 clusters too. Whole clusters, merged into chunks of about ``step_bytes`` decoded
-bytes, are the dataset's chunks (see :mod:`lstm_data.io.chunked`): a request decodes
+bytes, are the dataset's chunks (see :mod:`lstm_data.io.plumbing.chunked`): a request decodes
 each chunk it touches once, through the same code as the whole-tree read (the
 threaded basket path, then uproot's), so the values are bitwise those of
 :func:`lstm_data.io.root.read_root` with ``in_ram=True``. Block shuffle over many such
@@ -24,9 +24,9 @@ import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import SchemaError
-from lstm_data.io.chunked import ChunkedDataset, chunk_bounds_of
-from lstm_data.io.column_select import ColumnSelection
-from lstm_data.io.layout import value_dtype
+from lstm_data.io.plumbing.chunked import ChunkedDataset, chunk_bounds_of
+from lstm_data.io.columns.select import ColumnSelection
+from lstm_data.io.ours.layout import value_dtype
 from lstm_data.io.root.baskets import BranchPlan
 from lstm_data.io.root.plan import TreePlan, open_root, plan_tree, remote_member
 from lstm_data.io.root.read import read_columns

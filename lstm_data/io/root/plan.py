@@ -15,9 +15,9 @@ import numpy as np
 
 from lstm_data.errors import FormatError, SchemaError, redact
 from lstm_data.io.awkward import refuse_named_skipped
-from lstm_data.io.column_select import ColumnSelection
-from lstm_data.io.jagged_groups import plan_groups
-from lstm_data.io.remote import is_url, remote_read_error
+from lstm_data.io.columns.select import ColumnSelection
+from lstm_data.io.columns.jagged import plan_groups
+from lstm_data.io.plumbing.remote import is_url, remote_read_error
 from lstm_data.io.root.tree import TreeColumns
 
 __all__ = ["TreePlan", "plan_tree", "open_root", "remote_member"]
@@ -97,7 +97,7 @@ def open_root(uproot: Any, name: str, *, lazy: bool) -> Any:
     OSError
         For a URL: nothing there (``FileNotFoundError``), no server (``ConnectionError``), an HTTP
         error, or a server that does not serve byte ranges (``NoByteRangesError``); see
-        :func:`lstm_data.io.remote.remote_read_error`.
+        :func:`lstm_data.io.plumbing.remote.remote_read_error`.
     """
     shown = redact(name)
     remote = is_url(name)

@@ -14,9 +14,9 @@ import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.io.awkward.layout import column_buffers
-from lstm_data.io.column_groups import build_group, interleave_pieces
-from lstm_data.io.exact_ints import check_once
-from lstm_data.io.jagged_groups import check_equal_lengths, split_by_lengths
+from lstm_data.io.columns.groups import build_group, interleave_pieces
+from lstm_data.io.columns.exact_ints import check_once
+from lstm_data.io.columns.jagged import check_equal_lengths, split_by_lengths
 from lstm_data.io.root.fast import read_fast
 from lstm_data.io.root.plan import TreePlan
 from lstm_data.io.root.tree import TreeColumns, entry_ranges

@@ -13,8 +13,8 @@ import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.chunked import chunk_bounds_of
-from lstm_data.io.column_select import ColumnSelection
+from lstm_data.io.plumbing.chunked import chunk_bounds_of
+from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.root.memory import fits
 
 __all__ = ["read_rntuple", "RNTupleReader", "rntuple_fits"]

@@ -8,8 +8,8 @@ import numpy as np
 
 from lstm_data._util.optional import require
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.jagged_groups import jagged_prefix
-from lstm_data.io.remote import is_url
+from lstm_data.io.columns.jagged import jagged_prefix
+from lstm_data.io.plumbing.remote import is_url
 from lstm_data.io.root.baskets import plan_branch
 
 __all__ = ["import_uproot", "pick_tree", "TreeColumns", "entry_ranges"]

@@ -6,7 +6,7 @@ their variables and dtype) and yields its rows as a sequence of in-RAM
 bytes consumed so far (for a progress bar). Nothing holds more than one block:
 :func:`dataset_blocks` cuts any dataset (on disk or in RAM) into blocks, the CSV
 reader parses text into blocks (:func:`lstm_data.io.csv.reader.csv_blocks`), and
-:mod:`lstm_data.io.external_shuffle` reorders blocks through disk.
+:mod:`lstm_data.io.ours.external_shuffle` reorders blocks through disk.
 """
 from __future__ import annotations
 

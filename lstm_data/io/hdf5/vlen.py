@@ -1,6 +1,6 @@
 """lstm_ee's HDF5 layout, and any group of plain h5py / PyTables arrays, read into RAM.
 
-Every dataset of the group gives columns as :mod:`lstm_data.io.hdf5_columns` says;
+Every dataset of the group gives columns as :mod:`lstm_data.io.hdf5.columns` says;
 variable-length data is read once, at open, in whole-chunk slices and turned into
 interleaved ragged groups: batches never see one Python object per row.
 """
@@ -16,12 +16,12 @@ from numpy.typing import DTypeLike
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.column_groups import build_group, group_prefix, resolve_schema
-from lstm_data.io.column_select import ColumnSelection
-from lstm_data.io.exact_ints import ExactInts
-from lstm_data.io.hdf5_checks import member
-from lstm_data.io.hdf5_columns import Columns, classify, read_compound
-from lstm_data.io.hdf5_rows import read_rows
+from lstm_data.io.columns.groups import build_group, group_prefix, resolve_schema
+from lstm_data.io.columns.select import ColumnSelection
+from lstm_data.io.columns.exact_ints import ExactInts
+from lstm_data.io.hdf5.checks import member
+from lstm_data.io.hdf5.columns import Columns, classify, read_compound
+from lstm_data.io.hdf5.rows import read_rows
 
 __all__ = ["read_vlen_hdf5", "describe_skipped"]
 
@@ -64,7 +64,7 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
                    exclude: Sequence[str] | str | None = None) -> InMemoryDataset:
     """Read lstm_ee's HDF5 layout (or any group of plain h5py / PyTables arrays) into RAM.
 
-    Every dataset under ``root`` gives columns as :mod:`lstm_data.io.hdf5_columns`
+    Every dataset under ``root`` gives columns as :mod:`lstm_data.io.hdf5.columns`
     says: 1-D numbers are scalars, ``(n, k)`` numbers the scalars ``name[0]`` ...,
     the numeric fields of a compound (a PyTables ``Table``) the scalars
     ``name.field``, variable-length numbers prong variables. Prong variables form
@@ -72,7 +72,7 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
     not numbers (strings, time, complex, objects) is skipped: listed in the
     result's ``skipped`` attribute and logged once. ``columns`` and ``exclude``
     (names or globs, matched against a column's name and its dataset's, see
-    :mod:`lstm_data.io.column_select`) choose the columns; only the datasets of
+    :mod:`lstm_data.io.columns.select`) choose the columns; only the datasets of
     chosen columns are read (of a compound, only the chosen fields).
 
     Returns

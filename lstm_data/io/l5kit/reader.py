@@ -24,8 +24,8 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.ondisk import DiskGroup, OnDiskDataset
-from lstm_data.io.zarr_v2 import V2Array, list_v2_arrays
+from lstm_data.io.ours.ondisk import DiskGroup, OnDiskDataset
+from lstm_data.io.l5kit.zarr_v2 import V2Array, list_v2_arrays
 
 __all__ = ["L5KitDataset", "read_l5kit", "flat_fields", "records_to_matrix"]
 

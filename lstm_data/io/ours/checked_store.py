@@ -3,13 +3,13 @@
 :func:`open_checked` wraps the store (a local directory, an fsspec URL, or any
 zarr store) in :class:`CheckedStore`, which sees every key zarr-python asks for:
 
-* a store with a manifest (:mod:`lstm_data.io.manifest`): every metadata file
+* a store with a manifest (:mod:`lstm_data.io.ours.manifest`): every metadata file
   and every chunk is compared with its record, so edited or damaged metadata and
   moved, swapped or foreign chunks are a :class:`~lstm_data.errors.FormatError`
   naming the store, the file and (for chunks) the array and chunk, before zarr
   parses or decodes them;
 * a store that records that every chunk was written
-  (:data:`~lstm_data.io.layout.EVERY_CHUNK_ATTR`): a missing chunk is a
+  (:data:`~lstm_data.io.ours.layout.EVERY_CHUNK_ATTR`): a missing chunk is a
   ``FormatError``, where zarr would fill it with the fill value.
 
 Stores written before manifests keep opening without the first check (their
@@ -27,9 +27,9 @@ from zarr.storage import WrapperStore
 
 from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError
-from lstm_data.io.layout import every_chunk_stored
-from lstm_data.io.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, split_key
-from lstm_data.io.remote import is_url
+from lstm_data.io.ours.layout import every_chunk_stored
+from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, split_key
+from lstm_data.io.plumbing.remote import is_url
 
 if TYPE_CHECKING:
     import zarr

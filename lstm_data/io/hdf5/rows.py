@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 
 from lstm_data.errors import FormatError
-from lstm_data.io.hdf5_checks import load_filter_plugins, missing_filter_error
+from lstm_data.io.hdf5.checks import load_filter_plugins, missing_filter_error
 
 __all__ = ["read_rows"]
 
@@ -21,7 +21,7 @@ def read_rows(ds: h5py.Dataset, lo: int = 0, hi: int | None = None, *, file: str
     names neither file nor dataset. A dataset compressed with a filter this HDF5
     library lacks is not damaged: the error names the filter and the package that
     provides it (``hdf5plugin`` is loaded first when installed, and the read
-    retried; see :func:`~lstm_data.io.hdf5_checks.missing_filter_error`). Otherwise
+    retried; see :func:`~lstm_data.io.hdf5.checks.missing_filter_error`). Otherwise
     the failing range is retried chunk by chunk to find the damaged chunk; the
     error names the file, the dataset's path (``group/array``) and the chunk, and
     is chained from h5py's.

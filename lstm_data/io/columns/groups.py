@@ -24,7 +24,7 @@ import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError
-from lstm_data.io.exact_ints import check_once
+from lstm_data.io.columns.exact_ints import check_once
 from lstm_data.kernels import interleave_columns
 
 __all__ = ["group_prefix", "resolve_schema", "build_group", "check_group_lengths", "interleave_pieces"]

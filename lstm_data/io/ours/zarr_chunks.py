@@ -22,14 +22,14 @@ size is checked against the frame header *before* decoding, because numcodecs'
 reads it and again whenever the file changes (inode, size, modification or
 change time); re-reads of the unchanged file skip it, so random batches, which
 read each chunk many times per epoch, pay for the checksum once per chunk. In a
-store with a manifest (:mod:`lstm_data.io.manifest`), that first read also checks
+store with a manifest (:mod:`lstm_data.io.ours.manifest`), that first read also checks
 that the chunk is the one recorded at its place (its size and the 4-byte CRC-32C
 it ends with): a chunk moved to another position or array is an error.
 
 A missing chunk file reads as the fill value, as in zarr: zarr-python (by default
 ``write_empty_chunks=False``) does not store chunks equal to the fill value, so
 absence alone proves nothing. Our writer stores every chunk and says so (see
-:mod:`lstm_data.io.layout`); for its stores the reader passes
+:mod:`lstm_data.io.ours.layout`); for its stores the reader passes
 ``fill_missing=False``, which makes a missing chunk an error.
 """
 from __future__ import annotations
@@ -49,7 +49,7 @@ from lstm_data.errors import FormatError
 if TYPE_CHECKING:
     import zarr
 
-    from lstm_data.io.manifest import Manifest
+    from lstm_data.io.ours.manifest import Manifest
 
 __all__ = ["ChunkDecoder"]
 
@@ -231,7 +231,7 @@ class ChunkDecoder:
         Whether a missing chunk file reads as ``fill_value`` (zarr's rule) rather
         than raising :class:`~lstm_data.errors.FormatError`.
     manifest
-        The store's :class:`~lstm_data.io.manifest.Manifest`, if it has one: each
+        The store's :class:`~lstm_data.io.ours.manifest.Manifest`, if it has one: each
         chunk file is then checked to be the one recorded at its place (once per
         file, with the checksum).
 
@@ -270,13 +270,13 @@ class ChunkDecoder:
         ``fill_missing=False`` makes a missing chunk file an error: pass it only for
         arrays whose every chunk is known to be stored. ``manifest``: the store's
         manifest, to check each chunk's place. An array opened through a
-        :class:`~lstm_data.io.checked_store.CheckedStore` is read from its local store.
+        :class:`~lstm_data.io.ours.checked_store.CheckedStore` is read from its local store.
         """
         from zarr.core.chunk_grids import RegularChunkGrid
         from zarr.core.metadata import ArrayV3Metadata
         from zarr.storage import LocalStore
 
-        from lstm_data.io.checked_store import CheckedStore
+        from lstm_data.io.ours.checked_store import CheckedStore
 
         meta = array.metadata
         store = array.store.inner if isinstance(array.store, CheckedStore) else array.store

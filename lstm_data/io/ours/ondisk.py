@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Optional, TypeVar
 import numpy as np
 
 from lstm_data.data.dataset import Dataset
-from lstm_data.io.coalesced_reads import IOStats, gather_ranges
+from lstm_data.io.plumbing.coalesced_reads import IOStats, gather_ranges
 
 __all__ = ["DiskGroup", "OnDiskDataset"]
 
@@ -73,7 +73,7 @@ class OnDiskDataset(Dataset):
     Attributes
     ----------
     io_stats : IOStats
-        Counts chunk reads of every group (see :class:`~lstm_data.io.coalesced_reads.IOStats`).
+        Counts chunk reads of every group (see :class:`~lstm_data.io.plumbing.coalesced_reads.IOStats`).
     """
 
     _reopen: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})

@@ -34,7 +34,7 @@ import numpy as np
 from h5py import h5t
 
 from lstm_data.errors import FormatError
-from lstm_data.io.hdf5_checks import load_filter_plugins, missing_filter_error
+from lstm_data.io.hdf5.checks import load_filter_plugins, missing_filter_error
 
 __all__ = ["Column", "Columns", "classify", "read_compound", "skip_reason"]
 
@@ -192,7 +192,7 @@ def classify(group: h5py.Group, get: Callable[[str], Any], *, keep: Keep = lambd
     group
         The group whose members are read.
     get
-        Member name -> the object (links checked: see :func:`lstm_data.io.hdf5_checks.member`).
+        Member name -> the object (links checked: see :func:`lstm_data.io.hdf5.checks.member`).
     keep
         ``(column name, dataset name)`` -> whether the column is wanted
         (``columns``/``exclude``); datasets without a wanted column are not read.

@@ -9,10 +9,10 @@ even an interrupted temporary store never opens as a complete one.
 
 Damage reads as an error, never as numbers: zarr stores write every chunk (zarr
 would leave out chunks equal to the fill value, so a lost chunk would read as
-zeros) and record it (:data:`~lstm_data.io.layout.EVERY_CHUNK_ATTR`), each
+zeros) and record it (:data:`~lstm_data.io.ours.layout.EVERY_CHUNK_ATTR`), each
 chunk ends with a CRC-32C checksum of its compressed bytes (zarr's ``crc32c``
 codec), and a manifest written last records every file's place and digest
-(:mod:`lstm_data.io.manifest`); HDF5 datasets carry HDF5's ``fletcher32``
+(:mod:`lstm_data.io.ours.manifest`); HDF5 datasets carry HDF5's ``fletcher32``
 checksum filter.
 """
 from __future__ import annotations
@@ -32,17 +32,17 @@ from lstm_data._util.safe_output import (
     remove_stale_temporaries,
     temp_path,
 )
-from lstm_data.io.hdf5_out import HDF5Sink
-from lstm_data.io.layout import (
+from lstm_data.io.ours.hdf5_out import HDF5Sink
+from lstm_data.io.ours.layout import (
     CHUNK_BYTES,
     EVERY_CHUNK_ATTR,
     layout_attrs,
     make_layout,
     node_keys,
 )
-from lstm_data.io.manifest import MANIFEST_ATTR, write_manifest
-from lstm_data.io.ownership import check_target, put_in_place
-from lstm_data.io.row_blocks import (
+from lstm_data.io.ours.manifest import MANIFEST_ATTR, write_manifest
+from lstm_data.io.ours.ownership import check_target, put_in_place
+from lstm_data.io.ours.row_blocks import (
     BLOCK_BYTES,
     RestartStream,
     RowBlocks,
@@ -222,7 +222,7 @@ def _stream(source: RowBlocks, sink: Sink, *, progress: Progress | None = None,
 
 class ZarrOutput:
     """An output store in our zarr layout whose arrays have their final lengths, for writers
-    that fill element ranges in several processes (:mod:`lstm_data.io.chunk_ranges`).
+    that fill element ranges in several processes (:mod:`lstm_data.io.ours.chunk_ranges`).
 
     Same arrays, chunks and codecs as :func:`write_zarr` makes, so the filled store is
     bitwise the streamed one. Call :meth:`finish` once every chunk is written: it
@@ -247,7 +247,7 @@ class _ZarrSink:
         import zarr
         from zarr.codecs import BloscCodec, Crc32cCodec
 
-        from lstm_data.io.checked_store import quiet_leftover_tasks
+        from lstm_data.io.ours.checked_store import quiet_leftover_tasks
 
         quiet_leftover_tasks()
         self._path = Path(path)
@@ -280,7 +280,7 @@ def _blocks_of(data: Dataset | RowBlocks, permutation: Any, block_bytes: int) ->
     if isinstance(data, RowBlocks):
         if permutation is not None:
             raise ValueError("permutation reorders a Dataset; a streamed input is shuffled by "
-                             "lstm_data.io.external_shuffle")
+                             "lstm_data.io.ours.external_shuffle")
         return data
     return dataset_blocks(data, _check_permutation(permutation, len(data)), block_bytes)
 
@@ -290,7 +290,7 @@ def _settle_zarr() -> None:
     import sys
 
     if "zarr" in sys.modules:
-        from lstm_data.io.checked_store import settle_zarr
+        from lstm_data.io.ours.checked_store import settle_zarr
 
         settle_zarr()
 
@@ -340,7 +340,7 @@ def write_zarr(dataset: Dataset | RowBlocks, path: str | os.PathLike[str], *, pe
     ----------
     dataset
         Any :class:`~lstm_data.data.dataset.Dataset` (written block by block), or a
-        :class:`~lstm_data.io.row_blocks.RowBlocks` stream (e.g. CSV text parsed as it is
+        :class:`~lstm_data.io.ours.row_blocks.RowBlocks` stream (e.g. CSV text parsed as it is
         read): the output grows as blocks arrive, so RAM holds one block, whatever the size.
     path
         Target directory (``*.zarr``).
@@ -351,7 +351,7 @@ def write_zarr(dataset: Dataset | RowBlocks, path: str | os.PathLike[str], *, pe
         Called as ``progress(bytes_done, bytes_total)`` after each row block.
     overwrite
         Replace an existing ``path`` (only after the new store is complete), if it is a
-        store or file lstm_data wrote (:mod:`lstm_data.io.ownership`); anything else is
+        store or file lstm_data wrote (:mod:`lstm_data.io.ours.ownership`); anything else is
         refused. Without it, an output that another process creates meanwhile is never
         replaced, and a second writer of the same output fails at once.
     chunk_bytes

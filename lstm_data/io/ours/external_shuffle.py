@@ -34,7 +34,7 @@ import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
-from lstm_data.io.row_blocks import RowBlocks
+from lstm_data.io.ours.row_blocks import RowBlocks
 
 __all__ = ["external_shuffle", "bucket_of", "n_buckets_for", "BUCKET_BYTES"]
 

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from lstm_data.io.layout import BATCH_STORE_ATTR, FORMAT_NAME
+from lstm_data.io.ours.layout import BATCH_STORE_ATTR, FORMAT_NAME
 
 __all__ = ["why_not_ours", "check_replaceable", "check_target", "put_in_place"]
 

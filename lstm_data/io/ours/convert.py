@@ -1,11 +1,11 @@
 """``convert``: any inputs to our zarr or HDF5 layout, streaming, in bounded memory.
 
-Inputs are read as blocks of rows (:class:`~lstm_data.io.row_blocks.RowBlocks`):
+Inputs are read as blocks of rows (:class:`~lstm_data.io.ours.row_blocks.RowBlocks`):
 CSV text is parsed as it is read (:func:`lstm_data.io.csv.stream.csv_blocks`),
 other formats are read a block of rows at a time. Blocks are written as they
 come (offsets shifted by the running total) and dropped, so peak memory does
 not grow with the input. ``shuffle=SEED`` goes through the external shuffle
-(:mod:`lstm_data.io.external_shuffle`). The output is written under a
+(:mod:`lstm_data.io.ours.external_shuffle`). The output is written under a
 temporary name and renamed when complete.
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError
 from lstm_data.io.dispatch import input_bytes
-from lstm_data.io.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks, row_bytes_of
-from lstm_data.io.write import Progress, write_hdf5, write_zarr
+from lstm_data.io.ours.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks, row_bytes_of
+from lstm_data.io.ours.write import Progress, write_hdf5, write_zarr
 
 __all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "check_like", "table_total"]
 
@@ -71,7 +71,7 @@ def table_total(path: str, *, schema: Any = None, threads: int | None = None, **
     It sets the number of buckets of a shuffled convert, so that the one-process
     and the distributed convert of the same inputs make the same order.
     """
-    from lstm_data.io.byte_blocks import compression_of
+    from lstm_data.io.plumbing.byte_blocks import compression_of
     from lstm_data.io.dispatch import detect_format
     from lstm_data.io.dispatch import open as open_dataset
 
@@ -196,7 +196,7 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
     RowBlocks
         What was read (columns; ``source``), for a summary.
     """
-    from lstm_data.io.external_shuffle import (
+    from lstm_data.io.ours.external_shuffle import (
         BUCKET_BYTES,
         external_shuffle,
         n_buckets_for,

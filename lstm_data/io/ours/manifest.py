@@ -20,7 +20,7 @@ The manifest is the attributes of the group :data:`MANIFEST_KEY`, written after
 everything else (the root's attributes record :data:`MANIFEST_ATTR` before, so a
 store that lost its manifest is an error, not an old store). It carries a
 CRC-32C of its own content. Readers check it through
-:mod:`lstm_data.io.checked_store`.
+:mod:`lstm_data.io.ours.checked_store`.
 """
 from __future__ import annotations
 

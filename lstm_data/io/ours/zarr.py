@@ -11,13 +11,13 @@ Damage is a :class:`~lstm_data.errors.FormatError` naming the store, the array a
 the chunk, on every read path:
 
 * a missing chunk, in a store that records that every chunk was written
-  (:data:`~lstm_data.io.layout.EVERY_CHUNK_ATTR`): our decoder is strict
+  (:data:`~lstm_data.io.ours.layout.EVERY_CHUNK_ATTR`): our decoder is strict
   (``fill_missing=False``) and zarr-python reads through
-  :class:`~lstm_data.io.checked_store.CheckedStore`, which refuses to hand out
+  :class:`~lstm_data.io.ours.checked_store.CheckedStore`, which refuses to hand out
   "no such chunk" (zarr would fill it);
 * a chunk moved, swapped or copied from another position, array or store, and
   edited or damaged metadata (``zarr.json``), in a store with a manifest
-  (:mod:`lstm_data.io.manifest`): every metadata file is checked before zarr
+  (:mod:`lstm_data.io.ours.manifest`): every metadata file is checked before zarr
   parses it, every chunk as it is read;
 * a chunk whose CRC-32C checksum fails, or that does not decode: our decoder
   checks it; a zarr-python read that fails is retried chunk by chunk
@@ -37,8 +37,8 @@ import zarr
 
 from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError
-from lstm_data.io.checked_store import open_checked, records_every_chunk
-from lstm_data.io.layout import (
+from lstm_data.io.ours.checked_store import open_checked, records_every_chunk
+from lstm_data.io.ours.layout import (
     OLD_ZARR_NOTE,
     check_group_arrays,
     parse_layout,
@@ -46,9 +46,9 @@ from lstm_data.io.layout import (
     stored_array,
     value_dtype,
 )
-from lstm_data.io.manifest import UNCHECKED_NOTE, Manifest
-from lstm_data.io.ondisk import DiskGroup, OnDiskDataset
-from lstm_data.io.zarr_chunks import ChunkDecoder
+from lstm_data.io.ours.manifest import UNCHECKED_NOTE, Manifest
+from lstm_data.io.ours.ondisk import DiskGroup, OnDiskDataset
+from lstm_data.io.ours.zarr_chunks import ChunkDecoder
 
 if TYPE_CHECKING:
     from zarr.storage import StoreLike

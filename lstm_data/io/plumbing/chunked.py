@@ -30,7 +30,7 @@ from lstm_data._util import forksafe
 from lstm_data.data.dataset import Dataset, InMemoryDataset, as_rows
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import FormatError
-from lstm_data.io.ondisk import OnDiskDataset
+from lstm_data.io.ours.ondisk import OnDiskDataset
 
 __all__ = ["ChunkedDataset", "CACHE_CHUNKS"]
 

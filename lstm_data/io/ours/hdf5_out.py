@@ -224,7 +224,7 @@ class HDF5Sink:
         return _Checked(ds, self)
 
     def finish(self, layout: dict[str, Any]) -> None:
-        from lstm_data.io.layout import layout_attrs
+        from lstm_data.io.ours.layout import layout_attrs
 
         self._file.attrs.update(layout_attrs(layout, as_json=True))
         self._file.attrs[LAYOUT_DIGEST_ATTR] = layout_digest(self._file)

@@ -6,7 +6,7 @@
 * **lstm_ee / plain h5py / PyTables arrays**: every 1-D numeric dataset in the root
   is a scalar and every variable-length numeric dataset a prong variable; ``(n, k)``
   datasets and the numeric fields of PyTables tables are scalars too (see
-  :mod:`lstm_data.io.hdf5_columns` for the names). Vlen data is read once, at open,
+  :mod:`lstm_data.io.hdf5.columns` for the names). Vlen data is read once, at open,
   in whole-chunk slices and turned into interleaved ragged groups; batches never see
   one Python object per row. What is not numbers (strings, time, complex, PyTables
   pseudo-atoms such as ``ObjectAtom``) is skipped and listed (``skipped``).
@@ -29,13 +29,13 @@ import numpy as np
 
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import SchemaError
-from lstm_data.io.column_select import ColumnSelection
-from lstm_data.io.exact_ints import ExactInts
-from lstm_data.io.hdf5_checks import member
-from lstm_data.io.hdf5_rows import read_rows
-from lstm_data.io.hdf5_vlen import read_vlen_hdf5
-from lstm_data.io.hdf5_out import check_layout_digest
-from lstm_data.io.layout import (
+from lstm_data.io.columns.select import ColumnSelection
+from lstm_data.io.columns.exact_ints import ExactInts
+from lstm_data.io.hdf5.checks import member
+from lstm_data.io.hdf5.rows import read_rows
+from lstm_data.io.hdf5.vlen import read_vlen_hdf5
+from lstm_data.io.ours.hdf5_out import check_layout_digest
+from lstm_data.io.ours.layout import (
     check_group_arrays,
     is_ours,
     parse_layout,
@@ -43,7 +43,7 @@ from lstm_data.io.layout import (
     stored_array,
     value_dtype,
 )
-from lstm_data.io.ondisk import DiskGroup, OnDiskDataset
+from lstm_data.io.ours.ondisk import DiskGroup, OnDiskDataset
 
 __all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE", "read_rows"]
 
@@ -72,7 +72,7 @@ def read_hdf5(path: str | os.PathLike[str], *, schema: Any = None, **options: An
         and values; default keeps the file's), ``max_run_chunks`` (our layout),
         ``trust_external`` (both layouts: follow external links, external storage and
         virtual datasets of other files; default: refuse them, see
-        :mod:`lstm_data.io.hdf5_checks`), ``columns`` and ``exclude`` (both layouts:
+        :mod:`lstm_data.io.hdf5.checks`), ``columns`` and ``exclude`` (both layouts:
         names or globs of the columns to read).
 
     Returns
@@ -106,10 +106,10 @@ class HDF5Dataset(OnDiskDataset):
         read. Default: the stored dtypes.
     trust_external
         Follow external links, external storage and virtual datasets of other
-        files (default: refuse them; see :mod:`lstm_data.io.hdf5_checks`).
+        files (default: refuse them; see :mod:`lstm_data.io.hdf5.checks`).
     columns, exclude
         Names or globs of the scalars and groups to load (see
-        :mod:`lstm_data.io.column_select`); a group is loaded whole when its name or
+        :mod:`lstm_data.io.columns.select`); a group is loaded whole when its name or
         one of its variables is chosen (its values are stored interleaved).
 
     Raises

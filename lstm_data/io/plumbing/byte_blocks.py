@@ -4,11 +4,11 @@ The compression is found from the first bytes (gzip ``1f 8b``, xz ``fd 37 7a 58
 5a 00``, bzip2 ``BZh``), not from the extension. zlib, liblzma and libbz2
 release the GIL while they work, so decompressing the next block overlaps the
 parsing of this one. A gzip member's CRC32 is computed by the reader of the
-text, not by the inflating thread (:mod:`lstm_data.io.gzip_raw`). With ``threads > 1``, the blocks of a multi-block ``.xz``
-(``xz -T0``) decompress on that many threads (:mod:`lstm_data.io.xz_blocks`).
+text, not by the inflating thread (:mod:`lstm_data.io.plumbing.gzip_raw`). With ``threads > 1``, the blocks of a multi-block ``.xz``
+(``xz -T0``) decompress on that many threads (:mod:`lstm_data.io.plumbing.xz_blocks`).
 A truncated or damaged stream raises :class:`~lstm_data.FormatError` naming
 the file. A named pipe or ``-`` (standard input) is read the same way, once: its
-compression is found from the first bytes read (:mod:`lstm_data.io.special`).
+compression is found from the first bytes read (:mod:`lstm_data.io.plumbing.special`).
 """
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from types import TracebackType
 from typing import BinaryIO, Callable, Generator, Iterator, Protocol
 
 from lstm_data.errors import FormatError
-from lstm_data.io.gzip_raw import Check, RawReader, Trailer, gzip_chunks
-from lstm_data.io.special import is_stream, open_stream
-from lstm_data.io.xz_blocks import decode_blocks, xz_blocks
+from lstm_data.io.plumbing.gzip_raw import Check, RawReader, Trailer, gzip_chunks
+from lstm_data.io.plumbing.special import is_stream, open_stream
+from lstm_data.io.plumbing.xz_blocks import decode_blocks, xz_blocks
 
 __all__ = ["compression_of", "BlockReader", "DEFAULT_BLOCK_SIZE"]
 

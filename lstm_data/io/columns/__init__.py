@@ -1,0 +1,1 @@
+"""The rules every reader follows: column groups, column selection, exact integers."""

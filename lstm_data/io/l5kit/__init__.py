@@ -1,0 +1,1 @@
+"""L5Kit zarr v2 datasets."""

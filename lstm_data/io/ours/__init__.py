@@ -1,0 +1,1 @@
+"""Our layout: its zarr v3 and HDF5 readers and writers, convert, manifests and ownership."""

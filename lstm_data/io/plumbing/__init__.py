@@ -1,0 +1,1 @@
+"""Bytes in: decompression on threads, coalesced chunk reads, remote stores, pipes."""
