@@ -36,7 +36,8 @@ def first_inexact(values: np.ndarray, dtype: np.dtype) -> int | None:
     with np.errstate(invalid="ignore"):
         if not (np.nanmax(flat) > limit or np.nanmin(flat) < -limit):
             return None
-        big = np.flatnonzero(np.abs(flat) > limit)
+        # beyond float32's range (DBL_MAX as "no limit") a value overflows, it is not an identifier
+        big = np.flatnonzero((np.abs(flat) > limit) & (np.abs(flat) <= np.finfo(np.float32).max))
         whole = big[np.floor(flat[big]) == flat[big]]
         changed = whole[flat[whole].astype(np.float32).astype(np.float64) != flat[whole]]
     return int(flat[changed[0]]) if len(changed) else None
