@@ -22,6 +22,7 @@ caller through uproot instead: :func:`plan_branch` returns ``None`` for them.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import struct
 import zlib
@@ -49,11 +50,12 @@ def _make_inflater(name: str) -> Callable[[Any, int], bytes | bytearray]:
         def inflate_libdeflate(data: Any, size: int) -> bytearray:
             return deflate.zlib_decompress(data, size)
         return inflate_libdeflate
-    if name == "isal":
-        from isal import isal_zlib
+    if name == "isal":  # imported by name: type checkers need not have the optional package
+        isal_zlib = importlib.import_module("isal.isal_zlib")
 
         def inflate_isal(data: Any, size: int) -> bytes:
-            return isal_zlib.decompress(data, bufsize=size)
+            out: bytes = isal_zlib.decompress(data, bufsize=size)
+            return out
         return inflate_isal
     if name == "zlib":
         def inflate_zlib(data: Any, size: int) -> bytes:
