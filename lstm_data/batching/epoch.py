@@ -112,6 +112,16 @@ class EpochIteration:
         """Move to the next epoch: a new reproducible order (``seed`` plus epoch)."""
         self.set_epoch(self.epoch + 1)
 
+    def _check_identity(self, state: Mapping[str, Any]) -> None:
+        """OptionError naming each setting ``state`` was saved with that differs from this sequence's."""
+        identity = self._state_identity()
+        diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
+                 for k, v in identity.items() if k != "identity" and state.get(k) != v]
+        if not diffs and state.get("identity") != identity.get("identity"):
+            diffs = ["the spec or the data differ (the state's identity digest does not match)"]
+        if diffs:
+            raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
+
     def set_epoch(self, epoch: int) -> None:
         """Jump to ``epoch`` (e.g. in a torch loop or to resume a run).
 
@@ -159,13 +169,7 @@ class EpochIteration:
         """
         if not isinstance(state, Mapping) or "epoch" not in state or "next_batch" not in state:
             raise OptionError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
-        identity = self._state_identity()
-        diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
-                 for k, v in identity.items() if k != "identity" and state.get(k) != v]
-        if not diffs and state.get("identity") != identity.get("identity"):
-            diffs = ["the spec or the data differ (the state's identity digest does not match)"]
-        if diffs:
-            raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
+        self._check_identity(state)
         epoch = check_count(state["epoch"], "epoch")
         next_batch = check_count(state["next_batch"], "next_batch")
         if next_batch > len(self):

@@ -376,15 +376,6 @@ class ShardedBatches(EpochIteration):
         costs = batch_elements(self.batches, epoch) if self.layout == "rounds" else np.ones(n, np.int64)
         return len(remaining_pool(costs, history, self.layout, (self.batches.seed, epoch)))
 
-    def _check_identity(self, state: Mapping[str, Any]) -> None:
-        identity = self._state_identity()
-        diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
-                 for k, v in identity.items() if k != "identity" and state.get(k) != v]
-        if not diffs and state.get("identity") != identity.get("identity"):
-            diffs = ["the spec or the data differ (the state's identity digest does not match)"]
-        if diffs:
-            raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
-
     # -- what adapters and users read off a batch sequence -------------------------------------
     @property
     def spec(self) -> BatchSpec:
