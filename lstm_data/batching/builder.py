@@ -300,11 +300,9 @@ class BatchBuilder:
                 self._extras(f, *self._ragged(f, *gathered[f.group], lengths), dest)
         return inputs, targets
 
-    def _read_scalars(self, rows: np.ndarray) -> dict[str, np.ndarray] | None:
-        """Every scalar variable of the spec at ``rows``, the rows split by file once (several
-        files on disk); ``None`` for one dataset (each column is read as it is needed)."""
-        if not isinstance(self.dataset, ConcatDataset):
-            return None
+    def _read_scalars(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Every scalar variable of the spec at ``rows``, the rows checked (and split by file,
+        for several files) once."""
         names = list(dict.fromkeys(v for f in self.fields if f.group is None for v in f.field.vars))
         return self.dataset.scalars_at(names, rows)
 

@@ -25,6 +25,20 @@ def join_offsets(lengths: list[np.ndarray]) -> np.ndarray:
     return out
 
 
+def _consecutive(rows: np.ndarray, n_rows: int) -> bool:
+    """Whether ``rows`` are ``a, a + 1, ..., b`` within ``[0, n_rows)``."""
+    n = len(rows)
+    return bool(n and 0 <= int(rows[0]) and int(rows[-1]) < n_rows and int(rows[-1]) - int(rows[0]) == n - 1
+                and (n == 1 or np.all(np.diff(rows) == 1)))
+
+
+def _as_slice(pos: np.ndarray) -> slice | np.ndarray:
+    """Increasing positions ``pos`` as a slice when they are consecutive (a cheaper index)."""
+    if len(pos) and int(pos[-1]) - int(pos[0]) == len(pos) - 1:
+        return slice(int(pos[0]), int(pos[-1]) + 1)
+    return pos
+
+
 def _describe_difference(kind: str, expected: list[str], got: list[str]) -> str:
     missing = [x for x in expected if x not in got]
     extra = [x for x in got if x not in expected]
@@ -99,6 +113,8 @@ class ConcatDataset(Dataset):
         self.part_values = {name: values[kept] for name, values in  # of the parts kept
                             self._check_part_values(part_values or {}, len(datasets)).items()}
         self._scalar_names = self._scalar_names + list(self.part_values)
+        self._kept_split: tuple[np.ndarray, list[tuple[int, np.ndarray, np.ndarray]]] | None = None
+        self._group_dtypes: dict[str, np.dtype] = {}
 
     def _check_part_values(self, given: dict[str, Sequence[float]], n_parts: int) -> dict[str, np.ndarray]:
         out = {}
@@ -174,6 +190,9 @@ class ConcatDataset(Dataset):
 
     def _split(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """Per file with rows: ``(file index, positions in request, local rows)``."""
+        if _consecutive(rows, self._n_rows):
+            yield from self._split_range(int(rows[0]), int(rows[-1]) + 1)
+            return
         file_of, local = self.locate(rows)
         order = np.argsort(file_of, kind="stable")
         bounds = np.searchsorted(file_of[order], np.arange(len(self.datasets) + 1))
@@ -181,6 +200,56 @@ class ConcatDataset(Dataset):
             pos = order[bounds[f]:bounds[f + 1]]
             if len(pos):
                 yield f, pos, local[pos].astype(np.intp)
+
+    def _split_range(self, lo: int, hi: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """:meth:`_split` of rows ``lo..hi - 1``, in order: each file's share is a range."""
+        cum = self.cumulative
+        first = int(np.searchsorted(cum, lo, side="right")) - 1
+        last = int(np.searchsorted(cum, hi - 1, side="right")) - 1
+        for f in range(first, last + 1):
+            a, b = max(lo, int(cum[f])), min(hi, int(cum[f + 1]))
+            if b > a:
+                yield f, np.arange(a - lo, b - lo, dtype=np.intp), \
+                    np.arange(a - int(cum[f]), b - int(cum[f]), dtype=np.intp)
+
+    def _split_once(self, rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """:meth:`_split` of ``rows``, kept for the last ``rows`` array asked: a batch reads
+        its scalars and each of its groups through one split."""
+        kept = self._kept_split
+        if kept is not None and kept[0] is rows:
+            return kept[1]
+        split = list(self._split(rows))
+        self._kept_split = (rows, split)
+        return split
+
+    def _group_dtype(self, group: str) -> np.dtype:
+        """The dtype ``group``'s values of several parts are joined in (kept)."""
+        dtype = self._group_dtypes.get(group)
+        if dtype is None:
+            none = np.zeros(0, np.intp)
+            dtype = self._group_dtypes[group] = np.result_type(
+                *[d.ragged(group, none)[0].dtype for d in self.datasets])
+        return dtype
+
+    def _read_range(self, group: str, split: list[tuple[int, np.ndarray, np.ndarray]]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """``group``'s values and offsets of consecutive rows (``split`` by :meth:`_split`): one
+        buffer that each part's rows are read into, in place."""
+        spans = [(self.datasets[f], int(loc[0]), int(loc[-1]) + 1) for f, _, loc in split]
+        lengths = [np.diff(d.offsets(group)[a:b + 1]) for d, a, b in spans]
+        offsets = join_offsets(lengths)
+        values = np.empty((int(offsets[-1]), len(self._groups[group])), dtype=self._group_dtype(group))
+        at = 0
+        for (d, a, b), lens in zip(spans, lengths):
+            n = int(lens.sum())
+            d.ragged_into(group, a, b, values[at:at + n])
+            at += n
+        return values, offsets
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_kept_split"] = None
+        return state
 
     def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:
         per_part = self.part_values.get(name)
@@ -207,7 +276,10 @@ class ConcatDataset(Dataset):
             parts = [d.ragged(group) for d in self.datasets]
             return (np.concatenate([p[0] for p in parts]),
                     join_offsets([np.diff(p[1]) for p in parts]))
-        pieces = [(pos, *self.datasets[f].ragged(group, loc)) for f, pos, loc in self._split(rows)]
+        split = list(self._split(rows))
+        if len(split) > 1 and _consecutive(rows, self._n_rows):
+            return self._read_range(group, split)
+        pieces = [(pos, *self.datasets[f].ragged(group, loc)) for f, pos, loc in split]
         if not pieces:
             values = self.datasets[0].ragged(group, np.zeros(0, np.intp))[0]
             return values, np.zeros(1, dtype=np.int64)
@@ -237,16 +309,22 @@ class ConcatDataset(Dataset):
             Each column's values at ``rows``, as :meth:`scalar` gives them.
         """
         rows = np.asarray(rows, dtype=np.int64)
-        split = list(self._split(rows))
-        out: dict[str, np.ndarray] = {}
-        for name in names:
-            if name in self.part_values or name not in self.scalar_names or not split:
-                out[name] = self.scalar(name, rows)
-                continue
-            cols = [(pos, self.datasets[f].scalar(name, loc)) for f, pos, loc in split]
-            column = np.empty(len(rows), dtype=np.result_type(*[c.dtype for _, c in cols]))
-            for pos, col in cols:
-                column[pos] = col
+        split = self._split_once(rows)
+        stored = [n for n in dict.fromkeys(names) if n not in self.part_values and n in self._scalar_names]
+        out: dict[str, np.ndarray] = {name: self.scalar(name, rows) for name in names
+                                      if name not in stored or not split}
+        if not split or not stored:
+            return out
+        if len(split) == 1:  # one file holds every row asked, in the order asked
+            f, pos, loc = split[0]
+            if len(pos) == len(rows) and isinstance(_as_slice(pos), slice):
+                out.update(self.datasets[f].scalars_at(stored, loc))
+                return out
+        per_part = [(pos, self.datasets[f].scalars_at(stored, loc)) for f, pos, loc in split]
+        for name in stored:
+            column = np.empty(len(rows), dtype=np.result_type(*[c[name].dtype for _, c in per_part]))
+            for pos, cols in per_part:
+                column[_as_slice(pos)] = cols[name]
             out[name] = column
         return out
 
@@ -273,12 +351,15 @@ class ConcatDataset(Dataset):
             piece after another).
         """
         rows = np.asarray(rows, dtype=np.int64)
+        split = self._split_once(rows)
+        if len(split) > 1 and _consecutive(rows, self._n_rows):  # one buffer, read in place
+            return [self._read_range(group, split)], np.arange(len(rows), dtype=np.intp)
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
         at = np.empty(len(rows), dtype=np.intp)
         start = 0
-        for f, pos, loc in self._split(rows):
+        for f, pos, loc in split:
             pieces.append(self.datasets[f].ragged(group, loc))
-            at[pos] = np.arange(start, start + len(pos))
+            at[_as_slice(pos)] = np.arange(start, start + len(pos))
             start += len(pos)
         return pieces, at
 

@@ -58,7 +58,7 @@ def as_rows(rows: Any, n: int) -> np.ndarray | None:
     if rows is None:
         return None
     if isinstance(rows, slice):
-        return np.arange(n, dtype=np.intp)[rows]
+        return np.arange(*rows.indices(n), dtype=np.intp)
     arr = np.asarray(rows)
     if arr.size == 0:
         return np.zeros(0, dtype=np.intp)
@@ -156,13 +156,36 @@ class Dataset:
         numpy.ndarray
             1-D, one value per row asked for.
         """
+        self._check_scalar(name)
+        return self._scalar(name, as_rows(rows, self._n_rows))
+
+    def scalars_at(self, names: list[str], rows: Any) -> dict[str, np.ndarray]:
+        """Several scalar columns at the same ``rows``, the rows checked once.
+
+        Parameters
+        ----------
+        names
+            Scalar columns.
+        rows
+            Row indices in any order, repeats allowed (ints, an array, a slice).
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Each column's values at ``rows``, as :meth:`scalar` gives them.
+        """
+        for name in names:
+            self._check_scalar(name)
+        checked = as_rows(rows, self._n_rows)
+        return {name: self._scalar(name, checked) for name in names}
+
+    def _check_scalar(self, name: str) -> None:
         if name not in self._scalar_names:
             owner = next((g for g, names in self._groups.items() if name in names), None)
             if owner is not None:
                 raise SchemaError(f"{name!r} is a prong variable of group {owner!r}, not a scalar; "
                                   f"read it with ragged({owner!r})", variable=name)
             raise unknown_name_error("scalar", name, self._scalar_names)
-        return self._scalar(name, as_rows(rows, self._n_rows))
 
     def ragged(self, group: str, rows: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """A ragged group's values and offsets, whole or at ``rows``.
@@ -186,6 +209,37 @@ class Dataset:
         if group not in self._groups:
             raise unknown_name_error("group", group, list(self._groups))
         return self._ragged(group, as_rows(rows, self._n_rows))
+
+    def ragged_into(self, group: str, lo: int, hi: int, out: np.ndarray) -> None:
+        """Write the values of rows ``lo .. hi - 1`` of ``group`` into ``out``.
+
+        What several files' rows are read into: one buffer, each file's share in
+        its slice. Readers that decode straight into ``out`` (our zarr layout) make
+        it cost no copy.
+
+        Parameters
+        ----------
+        group
+            The group's name.
+        lo, hi
+            Rows ``lo <= row < hi`` of this dataset.
+        out
+            ``(offsets(group)[hi] - offsets(group)[lo], V)``, any float dtype the values cast to.
+
+        Raises
+        ------
+        ValueError
+            ``out`` has another number of records.
+        IndexError
+            ``lo .. hi`` is not a range of rows.
+        """
+        if not 0 <= lo <= hi <= self._n_rows:
+            raise IndexError(f"rows {lo}..{hi} out of range for {self._n_rows} rows")
+        values, _ = self.ragged(group, slice(lo, hi))
+        if values.shape[0] != out.shape[0]:
+            raise ValueError(f"out holds {out.shape[0]} records; rows {lo}..{hi} of group "
+                             f"{group!r} have {values.shape[0]}")
+        out[...] = values
 
     def offsets(self, group: str) -> np.ndarray:
         """The full offsets of ``group``, without reading its values.

@@ -299,7 +299,7 @@ def _from_parts(infos: list[PartInfo], columns: RowBlocks, paths: list[str], sch
     tables = [dataset_blocks(ZarrDataset(i.path)) for i in infos]
     table = concat_blocks(tables, [i.partition.path for i in infos])
     table = RowBlocks(columns.scalar_dtypes, columns.groups, columns.group_dtypes, table.blocks,
-                      table.total, tuple(paths), sum(i.n_rows for i in infos))
+                      table.total, tuple(paths), sum(i.n_rows for i in infos), table.group_totals)
     if shuffle is None:
         return table
     k = n_buckets_for(sum(table_total(p, schema=schema, **options) for p in paths), bucket_bytes)

@@ -136,8 +136,12 @@ def concat_blocks(parts: Sequence[RowBlocks | Callable[[], RowBlocks]], names: S
     n_rows = sum(counts) if known and len(counts) == len(parts) else None
     total = sum(totals) if totals is not None else sum(get(i).total for i in range(len(parts))) if known \
         else first.total
+    group_totals = None
+    if known and all(p.group_totals is not None for p in listed):
+        group_totals = {g: sum(p.group_totals.get(g, 0) for p in listed if p.group_totals is not None)
+                        for g in first.groups}  # a part without a group is refused when read
     return RowBlocks(dict(first.scalar_dtypes), dict(first.groups), dict(first.group_dtypes), blocks, total,
-                     tuple(names), n_rows)
+                     tuple(names), n_rows, group_totals)
 
 
 def check_like(part: RowBlocks, first: RowBlocks, name: str, first_name: str) -> None:

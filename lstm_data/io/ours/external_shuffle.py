@@ -103,7 +103,7 @@ def external_shuffle(source: RowBlocks, seed: int, workdir: str | Path, *,
             shutil.rmtree(workdir, ignore_errors=True)
 
     return RowBlocks(source.scalar_dtypes, source.groups, source.group_dtypes, blocks, source.total,
-                     source.source, source.n_rows)
+                     source.source, source.n_rows, source.group_totals)
 
 
 def _scatter(source: RowBlocks, seed: int, k: int, workdir: Path) -> list[int]:

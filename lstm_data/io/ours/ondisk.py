@@ -86,6 +86,7 @@ class OnDiskDataset(Dataset):
         self._disk_groups = dict(groups)
         self._groups = {g: list(dg.names) for g, dg in self._disk_groups.items()}
         self._offset_cache: dict[str, np.ndarray] = {}
+        self._tiles_cache: dict[str, bool] = {}
         self.source = source
         if not hasattr(self, "io_stats"):
             self.io_stats = IOStats()
@@ -117,6 +118,29 @@ class OnDiskDataset(Dataset):
         first = lo // dg.chunk_len
         stop = -(-hi // dg.chunk_len) if hi > lo else first
         self.io_stats.record(dg.key, first, stop, out.nbytes)
+
+    def ragged_into(self, group: str, lo: int, hi: int, out: np.ndarray) -> None:
+        """Write the values of rows ``lo .. hi - 1`` of ``group`` into ``out`` (see
+        :meth:`lstm_data.data.dataset.Dataset.ragged_into`): decoded straight into it
+        when the rows' values follow each other on disk in ``out``'s dtype."""
+        dg = self._disk_groups.get(group)
+        if dg is None or dg.read_into is None or out.dtype != dg.dtype or not out.flags.c_contiguous \
+                or not 0 <= lo < hi <= self._n_rows or not self._tiled(group):
+            super().ragged_into(group, lo, hi, out)
+            return
+        a, b = int(dg.starts[lo]), int(dg.ends[hi - 1])
+        if out.shape != (b - a, len(dg.names)):
+            raise ValueError(f"out has shape {out.shape}; rows {lo}..{hi} of group {group!r} "
+                             f"need {(b - a, len(dg.names))}")
+        if b > a:
+            self._read_into(dg, a, b, out)
+
+    def _tiled(self, group: str) -> bool:
+        """Whether ``group``'s rows tile its on-disk array (kept: it does not change)."""
+        tiled = self._tiles_cache.get(group)
+        if tiled is None:
+            tiled = self._tiles_cache[group] = self._disk_groups[group].tiles()
+        return tiled
 
     def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         dg = self._disk_groups[group]

@@ -54,6 +54,8 @@ class RowBlocks:
         The input files (never overwritten by a writer).
     n_rows : int or None
         Rows in all, when known before reading (``None`` for text).
+    group_totals : dict or None
+        Group -> its prong records in all, when known before reading.
     """
 
     scalar_dtypes: dict[str, np.dtype]
@@ -63,6 +65,7 @@ class RowBlocks:
     total: int
     source: tuple[str, ...] = ()
     n_rows: int | None = None
+    group_totals: dict[str, int] | None = None
 
     @property
     def scalar_names(self) -> list[str]:
@@ -101,4 +104,5 @@ def dataset_blocks(dataset: Dataset, permutation: np.ndarray | None = None,
                      groups={g: list(v) for g, v in dataset.groups.items()},
                      group_dtypes={g: dataset.ragged(g, none)[0].dtype for g in dataset.groups},
                      blocks=blocks, total=int(row_bytes * n),
-                     source=tuple(getattr(dataset, "source", ())), n_rows=n)
+                     source=tuple(getattr(dataset, "source", ())), n_rows=n,
+                     group_totals={g: int(dataset.offsets(g)[-1]) for g in dataset.groups})

@@ -173,23 +173,34 @@ class OutputArrays:
 def _create(columns: RowBlocks, sink: Sink, chunk_bytes: int, n_rows: int = 0,
             totals: Mapping[str, int] | None = None) -> OutputArrays:
     """Create every array of ``columns``' layout in ``sink``: empty (to grow) or at their final
-    lengths (``n_rows`` rows, ``totals[group]`` prong records), with the same chunks either way."""
+    lengths (``n_rows`` rows, ``totals[group]`` prong records), with the same chunks either way.
+
+    An array whose final length ``columns`` knows before reading is cut into chunks
+    of equal length (at most ``chunk_bytes`` each) that end with it, so a reader never
+    decodes a chunk that is mostly padding (a small file's one chunk, a last chunk).
+    """
     scalar_keys, group_keys = node_keys(columns.scalar_names, columns.groups)
     out = OutputArrays({}, {}, {}, scalar_keys, group_keys)
+    rows_known, totals_known = columns.n_rows, columns.group_totals  # not ``n_rows``/``totals``: a
+    # store filled in parts has the chunks of the same input streamed by one process
 
-    def add(kind: str, name: str, key: str, length: int, row_shape: tuple[int, ...], dtype: Any) -> None:
+    def add(kind: str, name: str, key: str, length: int, row_shape: tuple[int, ...], dtype: Any,
+            final: int | None) -> None:
         chunk = _chunk_len(int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize, chunk_bytes)
+        if final is not None:  # equal chunks that just hold it: none decoded mostly for padding
+            chunk = -(-max(1, final) // -(-max(1, final) // chunk))
         out.arrays[(kind, name)] = sink.array(key, row_shape, np.dtype(dtype), chunk, length=length)
         out.chunks[(kind, name)], out.keys[(kind, name)] = chunk, key
 
     for s, dt in columns.scalar_dtypes.items():
-        add("s", s, scalar_keys[s], n_rows, (), dt)
+        add("s", s, scalar_keys[s], n_rows, (), dt, rows_known)
     for g, names in columns.groups.items():
         key = group_keys[g]
         sink.group(key, {"names": names})
-        add("o", g, f"{key}/offsets", n_rows + 1 if totals is not None else 0, (), np.int64)
+        add("o", g, f"{key}/offsets", n_rows + 1 if totals is not None else 0, (), np.int64,
+            None if rows_known is None else rows_known + 1)
         add("g", g, f"{key}/values", 0 if totals is None else int(totals[g]), (len(names),),
-            columns.group_dtypes[g])
+            columns.group_dtypes[g], None if totals_known is None else int(totals_known[g]))
     return out
 
 

@@ -204,7 +204,13 @@ def gather_ranges(starts: np.ndarray, ends: np.ndarray, *, n_values: int, chunk_
     out = np.empty((total, width), dtype=dtype)
     if total == 0:
         return out, offsets
-    if _count_runs(starts, ends) * RUN_MIN_ROWS <= len(starts):
+    runs = _count_runs(starts, ends)
+    lo0, hi0 = int(starts[0]), int(ends[-1])
+    if runs == 1 and read_into is not None and \
+            (hi0 - 1) // chunk_len - lo0 // chunk_len < max_run_chunks:
+        read_into(lo0, hi0, out)  # consecutive rows, one read of at most max_run_chunks chunks
+        return out, offsets
+    if runs * RUN_MIN_ROWS <= len(starts):
         lo, hi, dst = value_runs(starts, ends)
         _gather_runs(lo, hi, dst, out, n_values=n_values, chunk_len=chunk_len, read=read,
                      read_into=read_into, max_run_chunks=max_run_chunks)

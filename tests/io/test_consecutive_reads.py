@@ -1,0 +1,141 @@
+"""Consecutive rows of several files are read as one: chunks that end with their array, rows
+decoded straight into one buffer, scalars checked once per batch."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import zarr
+
+import lstm_data
+from lstm_data.data.concat import ConcatDataset
+from lstm_data.data.synthetic import make_dataset
+from lstm_data.errors import SchemaError
+
+DS_ROWS = 2000
+
+
+def _arrays(path):
+    root = zarr.open_group(str(path), mode="r")
+    out = {}
+
+    def walk(group, prefix=""):
+        for name, node in group.members():
+            if isinstance(node, zarr.Array):
+                out[prefix + name] = node
+            else:
+                walk(node, prefix + name + "/")
+    walk(root)
+    return out
+
+
+@pytest.mark.parametrize("chunk_bytes", [4096, 1 << 20])
+def test_arrays_of_known_length_get_equal_chunks_that_end_with_them(ds, tmp_path, chunk_bytes):
+    ds.to_zarr(tmp_path / "a.zarr", chunk_bytes=chunk_bytes)
+    arrays = _arrays(tmp_path / "a.zarr")
+    assert any(k.endswith("/values") for k in arrays)
+    for key, arr in arrays.items():
+        n, c = arr.shape[0], arr.chunks[0]
+        row_bytes = int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.dtype.itemsize
+        k = math.ceil(n / c)
+        assert c * row_bytes <= max(chunk_bytes, row_bytes), key  # never larger than asked
+        assert k * c - n < k, (key, n, c)  # the last chunk is as full as the others, less one row each
+        if n * row_bytes <= chunk_bytes:
+            assert c == n, key  # a small array is one chunk of its own length
+    back = lstm_data.open(tmp_path / "a.zarr")
+    for g in ds.groups:
+        np.testing.assert_array_equal(back.ragged(g)[0], ds.ragged(g)[0])
+
+
+def test_streamed_text_keeps_its_chunk_length(tmp_path):
+    """A CSV stream does not know its length before it is read: the chunks keep their size."""
+    text = "a,b\n" + "".join(f"{i},{i * 0.5}\n" for i in range(50))
+    (tmp_path / "t.csv").write_text(text)
+    lstm_data.convert(tmp_path / "t.csv", tmp_path / "t.zarr")
+    arr = _arrays(tmp_path / "t.zarr")["a"]
+    assert arr.shape == (50,) and arr.chunks[0] > 50
+    np.testing.assert_array_equal(lstm_data.open(tmp_path / "t.zarr").scalar("a"), np.arange(50))
+
+
+def test_ragged_into_decodes_rows_of_a_store_straight_into_a_buffer(ds, tmp_path):
+    ds.to_zarr(tmp_path / "a.zarr", chunk_bytes=8192)
+    store = lstm_data.open(tmp_path / "a.zarr")
+    offsets = store.offsets("png")
+    for lo, hi in [(0, 1), (5, 300), (1999, 2000), (0, 2000), (700, 700)]:
+        out = np.full((int(offsets[hi] - offsets[lo]), len(store.groups["png"])), -1.0, np.float32)
+        store.ragged_into("png", lo, hi, out)
+        np.testing.assert_array_equal(out, ds.ragged("png", slice(lo, hi))[0])
+    wide = np.empty((int(offsets[20] - offsets[10]), len(store.groups["png"])), np.float64)
+    store.ragged_into("png", 10, 20, wide)  # another dtype: decoded, then cast
+    np.testing.assert_array_equal(wide, ds.ragged("png", slice(10, 20))[0].astype(np.float64))
+    with pytest.raises(ValueError, match="out has shape"):
+        store.ragged_into("png", 10, 20, np.empty((1, len(store.groups["png"])), np.float32))
+    with pytest.raises(IndexError, match="out of range"):
+        store.ragged_into("png", 10, 2001, np.empty((0, 1), np.float32))
+    in_ram = np.empty((int(offsets[-1]), len(store.groups["png"])), np.float32)
+    ds.ragged_into("png", 0, 2000, in_ram)  # the generic path: a dataset in RAM
+    np.testing.assert_array_equal(in_ram, ds.ragged("png")[0])
+    with pytest.raises(ValueError, match="out holds 1 records"):
+        ds.ragged_into("png", 0, 2000, in_ram[:1])
+
+
+def _parts(ds, tmp_path, cuts):
+    paths = []
+    for i, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:])):
+        paths.append(tmp_path / f"p{i}.zarr")
+        ds.take(np.arange(lo, hi)).to_zarr(paths[-1])
+    return lstm_data.open(paths)
+
+
+def test_consecutive_rows_of_several_files_are_one_piece(ds, tmp_path):
+    many = _parts(ds, tmp_path, [0, 300, 301, 1200, 2000])
+    assert isinstance(many, ConcatDataset) and not many.in_ram
+    for lo, hi in [(250, 1300), (299, 302), (0, 2000), (1199, 1201)]:
+        rows = np.arange(lo, hi)
+        pieces, at = many.ragged_pieces("png", rows)
+        assert len(pieces) == 1 and at.tolist() == list(range(hi - lo))
+        want = ds.ragged("png", rows)
+        for got, ref in zip(pieces[0], want):
+            np.testing.assert_array_equal(got, ref)
+        for got, ref in zip(many.ragged("png", rows), want):  # the generic read takes the same path
+            np.testing.assert_array_equal(got, ref)
+    rows = np.array([1500, 10, 11, 700])  # not consecutive: one piece per file, rows placed by `at`
+    pieces, at = many.ragged_pieces("png", rows)
+    assert len(pieces) == 3
+    flat = [(v, o, k) for v, o in pieces for k in range(len(o) - 1)]
+    for i, r in enumerate(rows):
+        v, o, k = flat[at[i]]
+        np.testing.assert_array_equal(v[o[k]:o[k + 1]], ds.ragged("png", [r])[0])
+
+
+def test_scalars_at_checks_rows_once_and_names_each_column(ds, tmp_path):
+    names = ds.scalar_names[:3]
+    rows = np.array([5, 2, 1999, 2])
+    got = ds.scalars_at(names, rows)
+    for n in names:
+        np.testing.assert_array_equal(got[n], ds.scalar(n, rows))
+    with pytest.raises(SchemaError, match="unknown scalar"):
+        ds.scalars_at(["nope"], rows)
+    with pytest.raises(SchemaError, match="prong variable"):
+        ds.scalars_at([ds.groups["png"][0]], rows)
+    with pytest.raises(IndexError):
+        ds.scalars_at(names, [2000])
+    many = ConcatDataset(_parts(ds, tmp_path, [0, 1000, 2000]).datasets, part_values={"file": [7, 9]})
+    for rows in (np.arange(990, 1010), np.arange(10, 20), np.array([1500, 3, 999])):
+        got = many.scalars_at(names + ["file"], rows)
+        for n in names:
+            np.testing.assert_array_equal(got[n], ds.scalar(n, rows))
+        np.testing.assert_array_equal(got["file"], np.where(rows < 1000, 7, 9))
+
+
+def test_consecutive_rows_are_one_read_of_their_chunks(ds, tmp_path):
+    ds.to_zarr(tmp_path / "a.zarr", chunk_bytes=2048)
+    store = lstm_data.open(tmp_path / "a.zarr")
+    store.io_stats.reset()
+    store.ragged("png", np.arange(100, 140))
+    assert store.io_stats.reads == 1
+    store.io_stats.reset()
+    store.ragged("png", np.arange(0, 2000))  # longer than one read may be: split, never one huge read
+    n_chunks = math.ceil(int(store.offsets("png")[-1]) / store.value_chunk_len("png"))
+    assert n_chunks > 32 and store.io_stats.reads >= math.ceil(n_chunks / 32)
