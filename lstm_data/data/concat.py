@@ -25,6 +25,10 @@ def join_offsets(lengths: list[np.ndarray]) -> np.ndarray:
     return out
 
 
+#: rows per run of consecutive rows, on average, for reading the runs in place (else per file)
+_RUN_MIN_ROWS = 8
+
+
 def _consecutive(rows: np.ndarray, n_rows: int) -> bool:
     """Whether ``rows`` are ``a, a + 1, ..., b`` within ``[0, n_rows)``."""
     n = len(rows)
@@ -113,7 +117,7 @@ class ConcatDataset(Dataset):
         self.part_values = {name: values[kept] for name, values in  # of the parts kept
                             self._check_part_values(part_values or {}, len(datasets)).items()}
         self._scalar_names = self._scalar_names + list(self.part_values)
-        self._kept_split: tuple[np.ndarray, list[tuple[int, np.ndarray, np.ndarray]]] | None = None
+        self._kept_split: tuple[np.ndarray, list[tuple[int, slice | np.ndarray, np.ndarray]], bool] | None = None
         self._group_dtypes: dict[str, np.dtype] = {}
 
     def _check_part_values(self, given: dict[str, Sequence[float]], n_parts: int) -> dict[str, np.ndarray]:
@@ -212,15 +216,17 @@ class ConcatDataset(Dataset):
                 yield f, np.arange(a - lo, b - lo, dtype=np.intp), \
                     np.arange(a - int(cum[f]), b - int(cum[f]), dtype=np.intp)
 
-    def _split_once(self, rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        """:meth:`_split` of ``rows``, kept for the last ``rows`` array asked: a batch reads
-        its scalars and each of its groups through one split."""
+    def _split_once(self, rows: np.ndarray) -> tuple[list[tuple[int, slice | np.ndarray, np.ndarray]], bool]:
+        """:meth:`_split` of ``rows`` (positions as slices where they follow each other) and
+        whether ``rows`` are consecutive; kept for the last ``rows`` array asked, so a batch
+        reads its scalars and each of its groups through one split."""
         kept = self._kept_split
         if kept is not None and kept[0] is rows:
-            return kept[1]
-        split = list(self._split(rows))
-        self._kept_split = (rows, split)
-        return split
+            return kept[1], kept[2]
+        split = [(f, _as_slice(pos), loc) for f, pos, loc in self._split(rows)]
+        consecutive = _consecutive(rows, self._n_rows)
+        self._kept_split = (rows, split, consecutive)
+        return split, consecutive
 
     def _group_dtype(self, group: str) -> np.dtype:
         """The dtype ``group``'s values of several parts are joined in (kept)."""
@@ -231,18 +237,39 @@ class ConcatDataset(Dataset):
                 *[d.ragged(group, none)[0].dtype for d in self.datasets])
         return dtype
 
-    def _read_range(self, group: str, split: list[tuple[int, np.ndarray, np.ndarray]]
-                    ) -> tuple[np.ndarray, np.ndarray]:
-        """``group``'s values and offsets of consecutive rows (``split`` by :meth:`_split`): one
-        buffer that each part's rows are read into, in place."""
-        spans = [(self.datasets[f], int(loc[0]), int(loc[-1]) + 1) for f, _, loc in split]
-        lengths = [np.diff(d.offsets(group)[a:b + 1]) for d, a, b in spans]
+    def _spans(self, rows: np.ndarray) -> list[tuple[int, int, int]] | None:
+        """``rows`` as ``(part, first, stop)`` local row ranges in request order, when they are
+        a few runs of consecutive rows (a batch in file order, a window of shuffled blocks);
+        ``None`` when they are scattered."""
+        n = len(rows)
+        if n == 0 or (n > 1 and int(np.count_nonzero(np.diff(rows) != 1)) + 1 > max(1, n // _RUN_MIN_ROWS)):
+            return None
+        if int(rows.min()) < 0 or int(rows.max()) >= self._n_rows:
+            return None  # the per-file path names the row out of range
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        spans = []
+        cum = self.cumulative
+        for s, e in zip([0, *breaks.tolist()], [*breaks.tolist(), n]):
+            lo, hi = int(rows[s]), int(rows[e - 1]) + 1
+            first = int(np.searchsorted(cum, lo, side="right")) - 1
+            for f in range(first, len(self.datasets)):
+                a, b = max(lo, int(cum[f])), min(hi, int(cum[f + 1]))
+                if a >= hi:
+                    break
+                if b > a:
+                    spans.append((f, a - int(cum[f]), b - int(cum[f])))
+        return spans
+
+    def _read_spans(self, group: str, spans: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """``group``'s values and offsets of the rows of ``spans`` (see :meth:`_spans`): one
+        buffer that each part's rows are read into, in place, in request order."""
+        lengths = [np.diff(self.datasets[f].offsets(group)[a:b + 1]) for f, a, b in spans]
         offsets = join_offsets(lengths)
         values = np.empty((int(offsets[-1]), len(self._groups[group])), dtype=self._group_dtype(group))
         at = 0
-        for (d, a, b), lens in zip(spans, lengths):
+        for (f, a, b), lens in zip(spans, lengths):
             n = int(lens.sum())
-            d.ragged_into(group, a, b, values[at:at + n])
+            self.datasets[f].ragged_into(group, a, b, values[at:at + n])
             at += n
         return values, offsets
 
@@ -276,9 +303,10 @@ class ConcatDataset(Dataset):
             parts = [d.ragged(group) for d in self.datasets]
             return (np.concatenate([p[0] for p in parts]),
                     join_offsets([np.diff(p[1]) for p in parts]))
+        spans = self._spans(rows)
+        if spans is not None and len(spans) > 1:  # runs of rows: read in place, in request order
+            return self._read_spans(group, spans)
         split = list(self._split(rows))
-        if len(split) > 1 and _consecutive(rows, self._n_rows):
-            return self._read_range(group, split)
         pieces = [(pos, *self.datasets[f].ragged(group, loc)) for f, pos, loc in split]
         if not pieces:
             values = self.datasets[0].ragged(group, np.zeros(0, np.intp))[0]
@@ -309,22 +337,20 @@ class ConcatDataset(Dataset):
             Each column's values at ``rows``, as :meth:`scalar` gives them.
         """
         rows = np.asarray(rows, dtype=np.int64)
-        split = self._split_once(rows)
+        split, _ = self._split_once(rows)
         stored = [n for n in dict.fromkeys(names) if n not in self.part_values and n in self._scalar_names]
         out: dict[str, np.ndarray] = {name: self.scalar(name, rows) for name in names
                                       if name not in stored or not split}
         if not split or not stored:
             return out
-        if len(split) == 1:  # one file holds every row asked, in the order asked
-            f, pos, loc = split[0]
-            if len(pos) == len(rows) and isinstance(_as_slice(pos), slice):
-                out.update(self.datasets[f].scalars_at(stored, loc))
-                return out
+        if len(split) == 1 and isinstance(split[0][1], slice):  # one file, rows in the order asked
+            out.update(self.datasets[split[0][0]].scalars_at(stored, split[0][2]))
+            return out
         per_part = [(pos, self.datasets[f].scalars_at(stored, loc)) for f, pos, loc in split]
         for name in stored:
             column = np.empty(len(rows), dtype=np.result_type(*[c[name].dtype for _, c in per_part]))
             for pos, cols in per_part:
-                column[_as_slice(pos)] = cols[name]
+                column[pos] = cols[name]
             out[name] = column
         return out
 
@@ -351,16 +377,17 @@ class ConcatDataset(Dataset):
             piece after another).
         """
         rows = np.asarray(rows, dtype=np.int64)
-        split = self._split_once(rows)
-        if len(split) > 1 and _consecutive(rows, self._n_rows):  # one buffer, read in place
-            return [self._read_range(group, split)], np.arange(len(rows), dtype=np.intp)
+        split, consecutive = self._split_once(rows)
+        if len(split) > 1 and consecutive:  # one buffer, each file's rows read into it in place
+            spans = [(f, int(loc[0]), int(loc[-1]) + 1) for f, _, loc in split]
+            return [self._read_spans(group, spans)], np.arange(len(rows), dtype=np.intp)
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
         at = np.empty(len(rows), dtype=np.intp)
         start = 0
         for f, pos, loc in split:
             pieces.append(self.datasets[f].ragged(group, loc))
-            at[_as_slice(pos)] = np.arange(start, start + len(pos))
-            start += len(pos)
+            at[pos] = np.arange(start, start + len(loc))
+            start += len(loc)
         return pieces, at
 
     def close(self) -> None:

@@ -275,7 +275,7 @@ class Dataset:
         sel = as_rows(rows, self._n_rows)
         if sel is None:
             sel = np.arange(self._n_rows, dtype=np.intp)
-        scalars = {s: self._scalar(s, sel) for s in self._scalar_names}
+        scalars = self.scalars_at(self._scalar_names, sel)
         groups = {g: RaggedGroup(names, *self._ragged(g, sel)) for g, names in self._groups.items()}
         return InMemoryDataset(scalars, groups)
 

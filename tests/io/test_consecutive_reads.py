@@ -139,3 +139,20 @@ def test_consecutive_rows_are_one_read_of_their_chunks(ds, tmp_path):
     store.ragged("png", np.arange(0, 2000))  # longer than one read may be: split, never one huge read
     n_chunks = math.ceil(int(store.offsets("png")[-1]) / store.value_chunk_len("png"))
     assert n_chunks > 32 and store.io_stats.reads >= math.ceil(n_chunks / 32)
+
+
+def test_runs_of_rows_across_files_are_read_in_place_in_request_order(ds, tmp_path):
+    """What block shuffle loads: runs of consecutive rows, the runs shuffled, across files."""
+    many = _parts(ds, tmp_path, [0, 300, 301, 1200, 2000])
+    runs = [(1100, 1350), (0, 40), (290, 310), (1990, 2000), (500, 520)]
+    rows = np.concatenate([np.arange(a, b) for a, b in runs])
+    got, want = many.take(rows), ds.take(rows)
+    for g in ds.groups:
+        for x, y in zip(got.ragged(g), want.ragged(g)):
+            np.testing.assert_array_equal(x, y)
+    for s in ds.scalar_names:
+        np.testing.assert_array_equal(got.scalar(s), want.scalar(s))
+    scattered = np.random.default_rng(0).permutation(2000)[:300]  # the per-file path
+    np.testing.assert_array_equal(many.ragged("png", scattered)[0], ds.ragged("png", scattered)[0])
+    with pytest.raises(IndexError, match="2000"):
+        many.take(np.arange(1990, 2001))
