@@ -208,13 +208,21 @@ class ConcatDataset(Dataset):
     def _split_range(self, lo: int, hi: int) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """:meth:`_split` of rows ``lo..hi - 1``, in order: each file's share is a range."""
         cum = self.cumulative
-        first = int(np.searchsorted(cum, lo, side="right")) - 1
-        last = int(np.searchsorted(cum, hi - 1, side="right")) - 1
-        for f in range(first, last + 1):
-            a, b = max(lo, int(cum[f])), min(hi, int(cum[f + 1]))
-            if b > a:
-                yield f, np.arange(a - lo, b - lo, dtype=np.intp), \
-                    np.arange(a - int(cum[f]), b - int(cum[f]), dtype=np.intp)
+        for f, a, b in self._file_ranges(lo, hi):
+            base = int(cum[f])
+            yield f, np.arange(base + a - lo, base + b - lo, dtype=np.intp), np.arange(a, b, dtype=np.intp)
+
+    def _file_ranges(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
+        """Rows ``lo..hi - 1`` (within this dataset) as ``(part, first, stop)`` local ranges, in order."""
+        cum = self.cumulative
+        out = []
+        for f in range(int(np.searchsorted(cum, lo, side="right")) - 1, len(self.datasets)):
+            start, end = int(cum[f]), int(cum[f + 1])
+            if start >= hi:
+                break
+            if end > lo:
+                out.append((f, max(lo, start) - start, min(hi, end) - start))
+        return out
 
     def _split_once(self, rows: np.ndarray) -> tuple[list[tuple[int, slice | np.ndarray, np.ndarray]], bool]:
         """:meth:`_split` of ``rows`` (positions as slices where they follow each other) and
@@ -223,8 +231,13 @@ class ConcatDataset(Dataset):
         kept = self._kept_split
         if kept is not None and kept[0] is rows:
             return kept[1], kept[2]
-        split = [(f, _as_slice(pos), loc) for f, pos, loc in self._split(rows)]
         consecutive = _consecutive(rows, self._n_rows)
+        if consecutive:  # each file's share is a range: no search per row
+            lo, cum = int(rows[0]), self.cumulative
+            split = [(f, slice(int(cum[f]) + a - lo, int(cum[f]) + b - lo), np.arange(a, b, dtype=np.intp))
+                     for f, a, b in self._file_ranges(lo, lo + len(rows))]
+        else:
+            split = [(f, _as_slice(pos), loc) for f, pos, loc in self._split(rows)]
         self._kept_split = (rows, split, consecutive)
         return split, consecutive
 
@@ -246,19 +259,9 @@ class ConcatDataset(Dataset):
             return None
         if int(rows.min()) < 0 or int(rows.max()) >= self._n_rows:
             return None  # the per-file path names the row out of range
-        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-        spans = []
-        cum = self.cumulative
-        for s, e in zip([0, *breaks.tolist()], [*breaks.tolist(), n]):
-            lo, hi = int(rows[s]), int(rows[e - 1]) + 1
-            first = int(np.searchsorted(cum, lo, side="right")) - 1
-            for f in range(first, len(self.datasets)):
-                a, b = max(lo, int(cum[f])), min(hi, int(cum[f + 1]))
-                if a >= hi:
-                    break
-                if b > a:
-                    spans.append((f, a - int(cum[f]), b - int(cum[f])))
-        return spans
+        breaks = (np.flatnonzero(np.diff(rows) != 1) + 1).tolist()
+        return [span for s, e in zip([0, *breaks], [*breaks, n])
+                for span in self._file_ranges(int(rows[s]), int(rows[e - 1]) + 1)]
 
     def _read_spans(self, group: str, spans: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
         """``group``'s values and offsets of the rows of ``spans`` (see :meth:`_spans`): one
@@ -379,8 +382,9 @@ class ConcatDataset(Dataset):
         rows = np.asarray(rows, dtype=np.int64)
         split, consecutive = self._split_once(rows)
         if len(split) > 1 and consecutive:  # one buffer, each file's rows read into it in place
-            spans = [(f, int(loc[0]), int(loc[-1]) + 1) for f, _, loc in split]
-            return [self._read_spans(group, spans)], np.arange(len(rows), dtype=np.intp)
+            lo = int(rows[0])
+            return [self._read_spans(group, self._file_ranges(lo, lo + len(rows)))], \
+                np.arange(len(rows), dtype=np.intp)
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
         at = np.empty(len(rows), dtype=np.intp)
         start = 0
