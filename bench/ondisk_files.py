@@ -8,7 +8,7 @@ median of per-round ratios (one-store epoch time over the N-store one: 1.0 is on
 
 Run from a checkout::
 
-    python bench/ondisk_files.py --rounds 7
+    python bench/ondisk_files.py --rounds 7 [--format hdf5]
 """
 from __future__ import annotations
 
@@ -30,13 +30,14 @@ from bench.many_files import BATCH, CONFIG  # noqa: E402
 from lstm_data import Batches, BatchSpec, Order  # noqa: E402
 
 
-def write(whole, n: int, folder: str, tag: str) -> list[str]:
-    """``whole``'s rows as ``n`` zarr stores of (nearly) equal size."""
+def write(whole, n: int, folder: str, tag: str, fmt: str = "zarr") -> list[str]:
+    """``whole``'s rows as ``n`` stores of our layout (``fmt``: zarr or hdf5) of (nearly) equal size."""
     bounds = np.linspace(0, len(whole), n + 1).astype(np.int64)
     paths = []
     for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-        path = os.path.join(folder, f"{tag}_{i}.zarr")
-        whole.take(range(int(lo), int(hi))).to_zarr(path)
+        path = os.path.join(folder, f"{tag}_{i}.{'zarr' if fmt == 'zarr' else 'h5'}")
+        part = whole.take(range(int(lo), int(hi)))
+        part.to_zarr(path) if fmt == "zarr" else part.to_hdf5(path)
         paths.append(path)
     return paths
 
@@ -51,11 +52,12 @@ def epoch(batches: Batches, e: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--format", choices=["zarr", "hdf5"], default="zarr")
     args = parser.parse_args()
     whole = BenchData(quick=False).dataset
     spec = BatchSpec.from_lstm_ee(CONFIG)
     with tempfile.TemporaryDirectory() as folder:
-        stores = {n: write(whole, n, folder, f"n{n}") for n in (1, 2, 50)}
+        stores = {n: write(whole, n, folder, f"n{n}", args.format) for n in (1, 2, 50)}
         for shuffle in ("block", False):
             cases = {n: Batches(lstm_data.open(p if n > 1 else p[0]), spec,
                                 Order(batch_size=BATCH, seed=0, shuffle=shuffle),
@@ -68,7 +70,7 @@ def main() -> None:
                         times[n].append(t)
             for n in (2, 50):
                 ratio = statistics.median(np.array(times[1]) / np.array(times[n]))
-                print(f"shuffle={shuffle!s:5}  epoch N={n:2d} stores / 1 store, speed: {ratio:.2f}  "
+                print(f"{args.format}  shuffle={shuffle!s:5}  epoch N={n:2d} stores / 1 store, speed: {ratio:.2f}  "
                       f"(median epoch {statistics.median(times[n]) * 1e3:.0f} ms vs "
                       f"{statistics.median(times[1]) * 1e3:.0f} ms)")
 

@@ -307,7 +307,9 @@ class ConcatDataset(Dataset):
             return (np.concatenate([p[0] for p in parts]),
                     join_offsets([np.diff(p[1]) for p in parts]))
         spans = self._spans(rows)
-        if spans is not None and len(spans) > 1:  # runs of rows: read in place, in request order
+        if spans is not None and 1 < len(spans) == len({f for f, _, _ in spans}):
+            # one run of rows per file: each file's rows read in place, in request order, in
+            # one call (a file asked several runs reads them in one call, each chunk once)
             return self._read_spans(group, spans)
         split = list(self._split(rows))
         pieces = [(pos, *self.datasets[f].ragged(group, loc)) for f, pos, loc in split]

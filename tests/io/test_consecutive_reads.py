@@ -156,3 +156,27 @@ def test_runs_of_rows_across_files_are_read_in_place_in_request_order(ds, tmp_pa
     np.testing.assert_array_equal(many.ragged("png", scattered)[0], ds.ragged("png", scattered)[0])
     with pytest.raises(IndexError, match="2000"):
         many.take(np.arange(1990, 2001))
+
+
+def test_block_shuffle_over_zarr_files_reads_each_chunk_at_most_twice(ds, tmp_path):
+    from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
+
+    paths = []
+    for i, (lo, hi) in enumerate([(0, 700), (700, 1500), (1500, 2000)]):
+        paths.append(tmp_path / f"c{i}.zarr")
+        ds.take(np.arange(lo, hi)).to_zarr(paths[-1], chunk_bytes=16384)
+    many = lstm_data.open(paths)
+    for part in many.datasets:
+        part.io_stats.track_chunks()
+    spec = BatchSpec(inputs={"png": Ragged(ds.groups["png"][:3], max_len=6)},
+                     targets={"t": Scalars(ds.scalar_names[:1])})
+    b = Batches(many, spec, Order(batch_size=100, shuffle="block", seed=3),
+                read=lstm_data.ReadOptions(read_ahead=False))
+    for epoch in range(2):
+        for part in many.datasets:
+            part.io_stats.reset()
+        for i in range(len(b)):
+            b.batch(i, epoch)
+        for part in many.datasets:
+            per = part.io_stats.per_chunk
+            assert per and max(per.values()) <= 2, per

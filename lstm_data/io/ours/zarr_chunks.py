@@ -211,6 +211,23 @@ def _decoder_of(codecs: tuple[Any, ...], dtype: np.dtype[Any]) -> Callable[[byte
     return None
 
 
+#: chunks each thread keeps, over every array and file, after decoding them for a part:
+#: consecutive reads that share a chunk (batches in file order) decode it once, and the
+#: memory held does not grow with the number of files open
+KEPT_CHUNKS = 8
+
+
+class _KeptChunks(threading.local):
+    """Per thread, the last :data:`KEPT_CHUNKS` chunks decoded for a part of them, the most
+    recent last: ``(decoder, chunk index, file identity, rows)``."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[Any, int, tuple[int, int, int, int] | None, np.ndarray]] = []
+
+
+_KEPT = _KeptChunks()
+
+
 class ChunkDecoder:
     """Reads records ``lo:hi`` of a row-chunked zarr v3 array in a local directory store.
 
@@ -246,6 +263,8 @@ class ChunkDecoder:
                  decode: Callable[[bytes, np.ndarray], None], *, name: str = "",
                  fill_missing: bool = True, manifest: Any = None) -> None:
         self.directory = Path(directory)
+        self._directory = str(self.directory)
+        self._files: dict[int, tuple[str, str]] = {}
         self.chunk_key = chunk_key
         self.shape = tuple(shape)
         self.chunk_len = int(chunk_len)
@@ -258,9 +277,6 @@ class ChunkDecoder:
         self._manifest = manifest
         #: chunk index -> (inode, size, mtime, ctime) of the file whose checksum passed
         self._verified: dict[int, tuple[int, int, int, int]] = {}
-        #: per thread, the last chunk decoded for a part of it: (index, file identity, rows),
-        #: so consecutive reads that share a chunk (batches in file order) decode it once
-        self._kept = threading.local()
 
     @classmethod
     def for_array(cls, array: zarr.Array[Any], *, fill_missing: bool = True,
@@ -296,14 +312,21 @@ class ChunkDecoder:
                    array.shape, array.chunks[0], dtype, array.fill_value, decode,
                    name=array.path, fill_missing=fill_missing, manifest=manifest)
 
+    def _file_of(self, i: int) -> tuple[str, str]:
+        """Chunk ``i``'s key and file path (kept: both are asked for on every read)."""
+        known = self._files.get(i)
+        if known is None:
+            key = self.chunk_key(i)
+            known = self._files[i] = (key, os.path.join(self._directory, key))
+        return known
+
     def _chunk(self, i: int, out: np.ndarray) -> tuple[int, int, int, int] | None:
         """Decode stored chunk ``i`` (``chunk_len`` rows) into ``out``; absent: the fill value.
 
         Returns the chunk file's identity (inode, size, mtime, ctime), or ``None`` when
         the chunk is absent.
         """
-        key = self.chunk_key(i)
-        path = self.directory / key
+        key, path = self._file_of(i)
         what = f"chunk {i} of array {self.name!r}"
         try:
             with open(path, "rb") as fh:
@@ -381,19 +404,32 @@ class ChunkDecoder:
 
     def _part_source(self, i: int) -> np.ndarray:
         """Chunk ``i`` decoded, for a part of it: this thread's kept copy while its file is
-        unchanged (same inode, size and times), else decoded now and kept."""
-        kept = getattr(self._kept, "chunk", None)
-        if kept is not None and kept[0] == i and kept[1] is not None:
-            try:
-                st = os.stat(self.directory / self.chunk_key(i))
-            except OSError:
-                st = None
-            if st is not None and kept[1] == (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
-                rows: np.ndarray = kept[2]
-                return rows
-        rows = np.empty((self.chunk_len,) + self.shape[1:], dtype=self.dtype)
-        self._kept.chunk = (i, self._chunk(i, rows), rows)
+        unchanged (same inode, size and times), else decoded now and kept (see :data:`KEPT_CHUNKS`)."""
+        entries = _KEPT.entries
+        for k, (owner, index, ident, rows) in enumerate(entries):
+            if owner is self and index == i:
+                del entries[k]
+                if ident is not None and self._unchanged(i, ident):
+                    entries.append((owner, index, ident, rows))  # the most recent last
+                    return rows
+                break
+        shape = (self.chunk_len,) + self.shape[1:]
+        rows = None
+        if len(entries) >= KEPT_CHUNKS:  # the oldest goes; its buffer is reused when it fits
+            old = entries.pop(0)[3]
+            if old.shape == shape and old.dtype == self.dtype:
+                rows = old
+        if rows is None:
+            rows = np.empty(shape, dtype=self.dtype)
+        entries.append((self, i, self._chunk(i, rows), rows))
         return rows
+
+    def _unchanged(self, i: int, ident: tuple[int, int, int, int]) -> bool:
+        try:
+            st = os.stat(self._file_of(i)[1])
+        except OSError:
+            return False
+        return ident == (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def read(self, lo: int, hi: int) -> np.ndarray:
         """Records ``lo:hi`` as a new array."""
