@@ -232,6 +232,7 @@ class ConcatDataset(Dataset):
         if kept is not None and kept[0] is rows:
             return kept[1], kept[2]
         consecutive = _consecutive(rows, self._n_rows)
+        split: list[tuple[int, slice | np.ndarray, np.ndarray]]
         if consecutive:  # each file's share is a range: no search per row
             lo, cum = int(rows[0]), self.cumulative
             split = [(f, slice(int(cum[f]) + a - lo, int(cum[f]) + b - lo), np.arange(a, b, dtype=np.intp))

@@ -414,15 +414,15 @@ class ChunkDecoder:
                     return rows
                 break
         shape = (self.chunk_len,) + self.shape[1:]
-        rows = None
+        buffer = None
         if len(entries) >= KEPT_CHUNKS:  # the oldest goes; its buffer is reused when it fits
             old = entries.pop(0)[3]
             if old.shape == shape and old.dtype == self.dtype:
-                rows = old
-        if rows is None:
-            rows = np.empty(shape, dtype=self.dtype)
-        entries.append((self, i, self._chunk(i, rows), rows))
-        return rows
+                buffer = old
+        if buffer is None:
+            buffer = np.empty(shape, dtype=self.dtype)
+        entries.append((self, i, self._chunk(i, buffer), buffer))
+        return buffer
 
     def _unchanged(self, i: int, ident: tuple[int, int, int, int]) -> bool:
         try:
