@@ -1,4 +1,4 @@
-"""Many in-RAM files vs one: an epoch over the same rows split into parts, same-run ratios.
+"""Many files vs one: an epoch over the same rows split into parts, in RAM and on disk, same-run ratios.
 
 The NOvA-like bench rows are split into 2 and 50 in-RAM parts (a
 :class:`~lstm_data.data.concat.ConcatDataset` of ``whole.take(range)`` pieces,
@@ -18,6 +18,10 @@ Rows:
 * the legacy per-file path for contrast: the same parts batched as on-disk parts
   are (each batch split per part, gathered per part, concatenated, put back in
   order, then padded), by building through the builder's on-disk branch;
+* on disk: the rows written as 1, 2 and 50 zarr stores of our layout (what ``lstm_data.open``
+  of a list of stores gives), epochs with ``shuffle=False`` (batches checked bitwise against one
+  store's) and ``"block"``, read-ahead off so the reads are timed; one store's epoch time over
+  the N-store one;
 * peak RSS of a fresh process over ``Batches`` and one epoch with 50 parts in RAM
   over that with one dataset (the target is 1.1x: no transient second copy). The
   process's peak counter is reset once the rows are built, so the generator's
@@ -29,23 +33,27 @@ import gc
 import logging
 import os
 import statistics
+import tempfile
 import time
 from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
 
+import lstm_data
 from lstm_data.batching import Batches, BatchSpec
 from lstm_data.batching.order_options import Order
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset
+from lstm_data.io.read_options import ReadOptions
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 
 from bench.data import FULL_ROWS, BenchData
 from bench.memory import fresh_process_peak
 from bench.timing import Report
 
-__all__ = ["run", "split", "batches_over", "legacy_batches", "epoch_in_fresh_process"]
+__all__ = ["run", "split", "batches_over", "legacy_batches", "epoch_in_fresh_process", "write_stores",
+           "disk_epoch_times"]
 
 log = logging.getLogger("lstm_data")
 
@@ -62,6 +70,9 @@ RSS_ROWS = FULL_ROWS
 #: timed rounds of the one-pass epochs, and of the (far slower) legacy per-file path
 ROUNDS = {True: 21, False: 15}
 LEGACY_ROUNDS = {True: 3, False: 5}
+#: stores of the on-disk rows (besides one), and timed rounds of their epochs
+DISK_PARTS = (2, 50)
+DISK_ROUNDS = {True: 9, False: 9}
 _CLEAR_REFS = "/proc/self/clear_refs"
 _READER = f"{__name__}:epoch_in_fresh_process"
 
@@ -156,6 +167,51 @@ def stage_epochs(report: Report, data: BenchData, quick: bool) -> None:
                      _median_ratio(slow["1 file"], slow[f"legacy N={n}"]))
 
 
+def write_stores(whole: InMemoryDataset, n: int, folder: str, fmt: str = "zarr") -> list[str]:
+    """``whole``'s rows as ``n`` stores of our layout (``fmt``: ``zarr`` or ``hdf5``) of
+    (nearly) equal size, one after another."""
+    bounds = np.linspace(0, len(whole), n + 1).astype(np.int64)
+    paths = []
+    for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+        path = os.path.join(folder, f"n{n}_{i}.{'zarr' if fmt == 'zarr' else 'h5'}")
+        part = whole.take(range(int(lo), int(hi)))
+        if fmt == "zarr":
+            part.to_zarr(path)
+        else:
+            part.to_hdf5(path)
+        paths.append(path)
+    return paths
+
+
+def disk_epoch_times(whole: InMemoryDataset, rounds: int, fmt: str = "zarr"
+                     ) -> dict[str, dict[int, list[float]]]:
+    """Epoch seconds per round over the rows as 1 and as each of ``DISK_PARTS`` stores on disk,
+    for ``shuffle=False`` and ``"block"`` (read-ahead off, so the reads are timed); the batches
+    of ``shuffle=False`` are checked bitwise against one store's."""
+    out: dict[str, dict[int, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        stores = {n: write_stores(whole, n, folder, fmt) for n in (1, *DISK_PARTS)}
+        for shuffle in (False, "block"):
+            cases = {n: Batches(lstm_data.open(p if n > 1 else p[0]), BatchSpec.from_lstm_ee(CONFIG),
+                                Order(batch_size=BATCH, seed=0, shuffle=shuffle),
+                                read=ReadOptions(read_ahead=False)) for n, p in stores.items()}
+            if shuffle is False:
+                _check_same_batches(cases[1], {f"N={n} stores": cases[n] for n in DISK_PARTS})
+            times = _paired({str(n): _epoch(b) for n, b in cases.items()}, rounds)
+            out[str(shuffle)] = {int(n): t for n, t in times.items()}
+            for b in cases.values():
+                b.dataset.close()
+    return out
+
+
+def stage_on_disk(report: Report, data: BenchData, quick: bool) -> None:
+    times = disk_epoch_times(data.dataset, DISK_ROUNDS[quick])
+    for shuffle, per_n in times.items():
+        for n in DISK_PARTS:
+            report.ratio(STAGE, f"on-disk zarr, shuffle={shuffle}: epoch N={n} stores / 1 store, "
+                         "speed (target >= 0.87)", _median_ratio(per_n[1], per_n[n]))
+
+
 def epoch_in_fresh_process(arg: str) -> SimpleNamespace:
     """Build ``"rows:seed:parts"`` NOvA-like rows in RAM, reset this process's peak RSS,
     then make ``Batches`` and run one epoch (the reader of :func:`fresh_process_peak`).
@@ -207,5 +263,6 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None) -> Re
     data = data if data is not None else BenchData(quick=quick, seed=seed)
     report = Report()
     stage_epochs(report, data, quick)
+    stage_on_disk(report, data, quick)
     stage_peak_rss(report, data, quick)
     return report
