@@ -175,9 +175,10 @@ def _create(columns: RowBlocks, sink: Sink, chunk_bytes: int, n_rows: int = 0,
     """Create every array of ``columns``' layout in ``sink``: empty (to grow) or at their final
     lengths (``n_rows`` rows, ``totals[group]`` prong records), with the same chunks either way.
 
-    An array whose final length ``columns`` knows before reading is cut into chunks
-    of equal length (at most ``chunk_bytes`` each) that end with it, so a reader never
-    decodes a chunk that is mostly padding (a small file's one chunk, a last chunk).
+    An array whose final length ``columns`` knows before reading is cut into the number of
+    equal chunks whose size is nearest ``chunk_bytes`` (so between 2/3 and 3/2 of it, or the
+    whole array when smaller), ending with the array: a reader never decodes a chunk that is
+    mostly padding (a small file's one chunk, a last chunk).
     """
     scalar_keys, group_keys = node_keys(columns.scalar_names, columns.groups)
     out = OutputArrays({}, {}, {}, scalar_keys, group_keys)
@@ -187,8 +188,9 @@ def _create(columns: RowBlocks, sink: Sink, chunk_bytes: int, n_rows: int = 0,
     def add(kind: str, name: str, key: str, length: int, row_shape: tuple[int, ...], dtype: Any,
             final: int | None) -> None:
         chunk = _chunk_len(int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize, chunk_bytes)
-        if final is not None:  # equal chunks that just hold it: none decoded mostly for padding
-            chunk = -(-max(1, final) // -(-max(1, final) // chunk))
+        if final is not None:  # the count of equal chunks nearest the size asked, none mostly padding
+            n_chunks = max(1, round(max(1, final) / chunk))
+            chunk = -(-max(1, final) // n_chunks)
         out.arrays[(kind, name)] = sink.array(key, row_shape, np.dtype(dtype), chunk, length=length)
         out.chunks[(kind, name)], out.keys[(kind, name)] = chunk, key
 
