@@ -183,22 +183,24 @@ def write_stores(whole: InMemoryDataset, n: int, folder: str, fmt: str = "zarr")
     return paths
 
 
-def disk_epoch_times(whole: InMemoryDataset, rounds: int, fmt: str = "zarr"
+def disk_epoch_times(whole: InMemoryDataset, rounds: int, fmt: str = "zarr", read_ahead: bool = False
                      ) -> dict[str, dict[int, list[float]]]:
     """Epoch seconds per round over the rows as 1 and as each of ``DISK_PARTS`` stores on disk,
-    for ``shuffle=False`` and ``"block"`` (read-ahead off, so the reads are timed); the batches
-    of ``shuffle=False`` are checked bitwise against one store's."""
+    for ``shuffle=False`` and ``"block"`` (read-ahead off, so the reads are timed; with
+    ``read_ahead``, also block shuffle as it runs by default, the next window read meanwhile);
+    the batches of ``shuffle=False`` are checked bitwise against one store's."""
     out: dict[str, dict[int, list[float]]] = {}
+    cases_run: list[tuple[bool | str, bool]] = [(False, False), ("block", False)]
     with tempfile.TemporaryDirectory() as folder:
         stores = {n: write_stores(whole, n, folder, fmt) for n in (1, *DISK_PARTS)}
-        for shuffle in (False, "block"):
+        for shuffle, ahead in cases_run + ([("block", True)] if read_ahead else []):
             cases = {n: Batches(lstm_data.open(p if n > 1 else p[0]), BatchSpec.from_lstm_ee(CONFIG),
                                 Order(batch_size=BATCH, seed=0, shuffle=shuffle),
-                                read=ReadOptions(read_ahead=False)) for n, p in stores.items()}
+                                read=ReadOptions(read_ahead=ahead)) for n, p in stores.items()}
             if shuffle is False:
                 _check_same_batches(cases[1], {f"N={n} stores": cases[n] for n in DISK_PARTS})
             times = _paired({str(n): _epoch(b) for n, b in cases.items()}, rounds)
-            out[str(shuffle)] = {int(n): t for n, t in times.items()}
+            out[f"{shuffle}{', read-ahead' if ahead else ''}"] = {int(n): t for n, t in times.items()}
             for b in cases.values():
                 b.dataset.close()
     return out

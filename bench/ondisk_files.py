@@ -9,7 +9,7 @@ The suite's ``many_files`` stage runs the same on zarr (``lstm-data bench --only
 
 Run from a checkout::
 
-    python bench/ondisk_files.py --rounds 9 [--format hdf5]
+    python bench/ondisk_files.py --rounds 9 [--format hdf5] [--read-ahead]
 """
 from __future__ import annotations
 
@@ -30,8 +30,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--format", choices=["zarr", "hdf5"], default="zarr")
+    parser.add_argument("--read-ahead", action="store_true",
+                        help="also time block shuffle with read-ahead on (the default for Batches)")
     args = parser.parse_args()
-    times = disk_epoch_times(BenchData(quick=False).dataset, args.rounds, args.format)
+    times = disk_epoch_times(BenchData(quick=False).dataset, args.rounds, args.format, args.read_ahead)
     for shuffle, per_n in times.items():
         for n in DISK_PARTS:
             ratio = statistics.median(np.array(per_n[1]) / np.array(per_n[n]))

@@ -10,6 +10,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from lstm_data._util.helper_thread import helper
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import SchemaError
@@ -27,6 +28,16 @@ def join_offsets(lengths: list[np.ndarray]) -> np.ndarray:
 
 #: rows per run of consecutive rows, on average, for reading the runs in place (else per file)
 _RUN_MIN_ROWS = 8
+
+
+#: bytes of one read over several files above which a helper thread reads half of the files
+_PARALLEL_BYTES = 2 << 20
+
+
+def _fill(group: str, jobs: list[tuple[Dataset, int, int, np.ndarray]]) -> None:
+    """Each ``(part, first, stop, out)`` of ``jobs``: the part's rows ``first..stop - 1`` into ``out``."""
+    for part, a, b, out in jobs:
+        part.ragged_into(group, a, b, out)
 
 
 def _consecutive(rows: np.ndarray, n_rows: int) -> bool:
@@ -270,11 +281,19 @@ class ConcatDataset(Dataset):
         lengths = [np.diff(self.datasets[f].offsets(group)[a:b + 1]) for f, a, b in spans]
         offsets = join_offsets(lengths)
         values = np.empty((int(offsets[-1]), len(self._groups[group])), dtype=self._group_dtype(group))
-        at = 0
-        for (f, a, b), lens in zip(spans, lengths):
-            n = int(lens.sum())
-            self.datasets[f].ragged_into(group, a, b, values[at:at + n])
-            at += n
+        jobs = [(self.datasets[f], a, b, values[int(offsets[at]):int(offsets[at + b - a])])
+                for (f, a, b), at in zip(spans, np.cumsum([0] + [b - a for _, a, b in spans[:-1]]).tolist())]
+        if len(jobs) < 2 or values.nbytes < _PARALLEL_BYTES:
+            _fill(group, jobs)
+            return values, offsets
+        # files decode (and copy) without the GIL: a helper thread fills the second half
+        half = int(np.searchsorted(np.cumsum([j[3].nbytes for j in jobs]), values.nbytes / 2)) + 1
+        half = min(half, len(jobs) - 1)
+        later = helper("parts").submit(_fill, group, jobs[half:])
+        try:
+            _fill(group, jobs[:half])
+        finally:
+            later.result()
         return values, offsets
 
     def __getstate__(self) -> dict[str, object]:

@@ -182,3 +182,27 @@ def test_block_shuffle_over_zarr_files_reads_each_chunk_at_most_twice(ds, tmp_pa
         for part in many.datasets:
             per = part.io_stats.per_chunk
             assert per and max(per.values()) <= 2, per
+
+
+def test_a_read_over_many_files_shares_its_files_with_a_helper_thread(ds, tmp_path, monkeypatch):
+    """Above a size, half of the files are read on a helper thread: the same values, and a
+    damaged file read there is the same located error."""
+    import lstm_data.data.concat as concat_module
+    from lstm_data.errors import FormatError
+
+    monkeypatch.setattr(concat_module, "_PARALLEL_BYTES", 0)
+    cuts = [0, 300, 700, 1100, 1600, 2000]
+    many = _parts(ds, tmp_path, cuts)
+    rows = np.arange(100, 1900)
+    for got, want in zip(many.ragged("png", rows), ds.ragged("png", rows)):
+        np.testing.assert_array_equal(got, want)
+    pieces, _ = many.ragged_pieces("png2d", np.arange(0, 2000))
+    np.testing.assert_array_equal(pieces[0][0], ds.ragged("png2d")[0])
+    damaged = sorted((tmp_path / "p4.zarr").glob("png/values/c/*/*"))[0]  # read by the helper
+    raw = bytearray(damaged.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(raw))
+    fresh = lstm_data.open([tmp_path / f"p{i}.zarr" for i in range(len(cuts) - 1)])
+    with pytest.raises(FormatError) as err:
+        fresh.ragged("png", np.arange(0, 2000))
+    assert "p4.zarr" in str(err.value)

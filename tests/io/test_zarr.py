@@ -54,7 +54,7 @@ def test_layout_attributes_and_compression(ds, store):
     assert root["png"].attrs["names"] == ds.groups["png"]
     values = root["png/values"]
     assert values.shape == (ds.ragged("png")[1][-1], 33)
-    assert values.chunks[0] * 33 * 4 <= 16 << 10
+    assert values.chunks[0] * 33 * 4 <= 1.5 * (16 << 10) + 33 * 4  # equal chunks, the count nearest 16 KiB each
     assert values.nbytes_stored() < values.nbytes  # compressed
 
 
