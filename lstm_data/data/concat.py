@@ -237,10 +237,11 @@ class ConcatDataset(Dataset):
 
     def _split_once(self, rows: np.ndarray) -> tuple[list[tuple[int, slice | np.ndarray, np.ndarray]], bool]:
         """:meth:`_split` of ``rows`` (positions as slices where they follow each other) and
-        whether ``rows`` are consecutive; kept for the last ``rows`` array asked, so a batch
-        reads its scalars and each of its groups through one split."""
+        whether ``rows`` are consecutive; kept for the last rows asked (compared by value, so
+        an array changed in place is split again), so a batch reads its scalars and each of
+        its groups through one split."""
         kept = self._kept_split
-        if kept is not None and kept[0] is rows:
+        if kept is not None and len(kept[0]) == len(rows) and np.array_equal(kept[0], rows):
             return kept[1], kept[2]
         consecutive = _consecutive(rows, self._n_rows)
         split: list[tuple[int, slice | np.ndarray, np.ndarray]]
@@ -250,7 +251,7 @@ class ConcatDataset(Dataset):
                      for f, a, b in self._file_ranges(lo, lo + len(rows))]
         else:
             split = [(f, _as_slice(pos), loc) for f, pos, loc in self._split(rows)]
-        self._kept_split = (rows, split, consecutive)
+        self._kept_split = (rows.copy(), split, consecutive)
         return split, consecutive
 
     def _group_dtype(self, group: str) -> np.dtype:

@@ -206,3 +206,19 @@ def test_a_read_over_many_files_shares_its_files_with_a_helper_thread(ds, tmp_pa
     with pytest.raises(FormatError) as err:
         fresh.ragged("png", np.arange(0, 2000))
     assert "p4.zarr" in str(err.value)
+
+
+def test_rows_changed_in_place_between_reads_are_split_again(ds, tmp_path):
+    many = _parts(ds, tmp_path, [0, 1000, 2000])
+    names = ds.scalar_names[:2]
+    rows = np.arange(990, 1010)
+    many.scalars_at(names, rows)
+    rows[:] = np.arange(5, 25)[::-1]  # the same array object, other rows
+    got = many.scalars_at(names, rows)
+    for n in names:
+        np.testing.assert_array_equal(got[n], ds.scalar(n, rows))
+    pieces, at = many.ragged_pieces("png", rows)
+    flat = [(v, o, k) for v, o in pieces for k in range(len(o) - 1)]
+    for i, r in enumerate(rows):
+        v, o, k = flat[at[i]]
+        np.testing.assert_array_equal(v[o[k]:o[k + 1]], ds.ragged("png", [r])[0])
