@@ -63,6 +63,8 @@ class BatchViews:
 
         def _plan(self, epoch: int | None = None) -> BlockPlan | BudgetPlan | np.ndarray: ...
 
+        def _view_of(self, spec: BatchSpec, order: Order, rows: np.ndarray) -> Batches: ...
+
     def split(self, test_size: int | float | None = None, seed: int | None = None, *, by: str = "rows",
               key: str | None = None, k: int | None = None, fold: int = 0) -> tuple["Batches", "Batches"]:
         """Train and validation views: by rows (as lstm_ee), by file or by a key column.
@@ -98,12 +100,10 @@ class BatchViews:
         train_pos, test_pos = split_positions(self.dataset, base, by=by, test_size=test_size, seed=seed,
                                               key=key, k=k, fold=fold)
         order = self.order if self._weights is None else self.order.replace(weights=self._weights)
-        from lstm_data.batching.batches import Batches  # the class this one is a part of
-
-        train = Batches(self.dataset, self.spec, order, read=self.read, rows=base[train_pos])
+        train = self._view_of(self.spec, order, base[train_pos])
         val_shuffle = "block" if self.shuffle == "block" else False
-        val = Batches(self.dataset, self.spec.replace(augment=None), order.replace(shuffle=val_shuffle, sample=None),
-                      read=self.read, rows=base[test_pos])
+        val = self._view_of(self.spec.replace(augment=None), order.replace(shuffle=val_shuffle, sample=None),
+                            base[test_pos])
         train._seed_drawn = val._seed_drawn = self._seed_drawn
         return train, val
 

@@ -432,6 +432,10 @@ class Batches(EpochIteration, BatchViews):
             w = self._weights[rows]
         return {name: w for name in self._target_names}
 
+    def _view_of(self, spec: BatchSpec, order: Order, rows: np.ndarray) -> "Batches":
+        """Batches of the same data and read options over ``rows`` (a split's side)."""
+        return Batches(self.dataset, spec, order, read=self.read, rows=rows)
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.
 
