@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lstm_data._util import forksafe
 
-__all__ = ["helper"]
+__all__ = ["helper", "on_helper"]
 
 _POOLS: dict[str, ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
@@ -26,6 +26,12 @@ def helper(purpose: str) -> ThreadPoolExecutor:
             pool = _POOLS[purpose] = ThreadPoolExecutor(max_workers=1,
                                                         thread_name_prefix=f"lstm_data-{purpose}")
         return pool
+
+
+def on_helper(purpose: str) -> bool:
+    """Whether the calling thread is ``purpose``'s helper: work it runs must not wait on its own
+    helper (nested work, e.g. parts of parts, runs in the calling thread instead)."""
+    return threading.current_thread().name.startswith(f"lstm_data-{purpose}_")
 
 
 def _forget() -> None:

@@ -10,7 +10,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from lstm_data._util.helper_thread import helper
+from lstm_data._util.helper_thread import helper, on_helper
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import SchemaError
@@ -284,7 +284,7 @@ class ConcatDataset(Dataset):
         values = np.empty((int(offsets[-1]), len(self._groups[group])), dtype=self._group_dtype(group))
         jobs = [(self.datasets[f], a, b, values[int(offsets[at]):int(offsets[at + b - a])])
                 for (f, a, b), at in zip(spans, np.cumsum([0] + [b - a for _, a, b in spans[:-1]]).tolist())]
-        if len(jobs) < 2 or values.nbytes < _PARALLEL_BYTES:
+        if len(jobs) < 2 or values.nbytes < _PARALLEL_BYTES or on_helper("parts"):
             _fill(group, jobs)
             return values, offsets
         # files decode (and copy) without the GIL: a helper thread fills the second half

@@ -83,6 +83,7 @@ def test_ragged_into_decodes_rows_of_a_store_straight_into_a_buffer(ds, tmp_path
 
 
 def _parts(ds, tmp_path, cuts):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     paths = []
     for i, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:])):
         paths.append(tmp_path / f"p{i}.zarr")
@@ -222,3 +223,23 @@ def test_rows_changed_in_place_between_reads_are_split_again(ds, tmp_path):
     for i, r in enumerate(rows):
         v, o, k = flat[at[i]]
         np.testing.assert_array_equal(v[o[k]:o[k + 1]], ds.ragged("png", [r])[0])
+
+
+def test_parts_of_parts_read_on_the_helper_do_not_wait_on_it(ds, tmp_path, monkeypatch):
+    """A part that is itself several files reads them in the helper's thread, never by waiting
+    on the helper it runs in."""
+    import threading
+
+    import lstm_data.data.concat as concat_module
+
+    monkeypatch.setattr(concat_module, "_PARALLEL_BYTES", 0)
+    inner = [_parts(ds.take(np.arange(lo, hi)), tmp_path / f"in{lo}", [0, (hi - lo) // 2, hi - lo])
+             for lo, hi in [(0, 1000), (1000, 2000)]]
+    nested = ConcatDataset(inner)
+    got: list = []
+    reader = threading.Thread(target=lambda: got.append(nested.ragged("png", np.arange(0, 2000))),
+                              daemon=True)
+    reader.start()
+    reader.join(timeout=60)
+    assert not reader.is_alive(), "a read of parts of parts waits on its own helper thread"
+    np.testing.assert_array_equal(got[0][0], ds.ragged("png")[0])
