@@ -34,6 +34,7 @@ import logging
 import os
 import statistics
 import tempfile
+import threading
 import time
 from types import SimpleNamespace
 from typing import Callable
@@ -99,6 +100,14 @@ def legacy_batches(dataset: ConcatDataset) -> Batches:
     return batches
 
 
+def _settle() -> None:
+    """Wait for the read-ahead threads still loading (the next epoch's first window), so that one
+    case's background reads never run inside the next case's timing."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("lstm_data-read-ahead"):
+            thread.join()
+
+
 def _epoch(batches: Batches) -> Callable[[], float]:
     def run() -> float:
         t0 = time.perf_counter()
@@ -106,6 +115,7 @@ def _epoch(batches: Batches) -> Callable[[], float]:
             pass
         seconds = time.perf_counter() - t0
         batches.on_epoch_end()
+        _settle()
         return seconds
     return run
 
