@@ -206,8 +206,11 @@ class ConcatDataset(Dataset):
     def _split(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """Per file with rows: ``(file index, positions in request, local rows)``."""
         if _consecutive(rows, self._n_rows):
-            yield from self._split_range(int(rows[0]), int(rows[-1]) + 1)
-            return
+            return self._split_range(int(rows[0]), int(rows[-1]) + 1)
+        return self._split_scattered(rows)
+
+    def _split_scattered(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """:meth:`_split` of rows in any order: each row's file found by search."""
         file_of, local = self.locate(rows)
         order = np.argsort(file_of, kind="stable")
         bounds = np.searchsorted(file_of[order], np.arange(len(self.datasets) + 1))
@@ -244,13 +247,8 @@ class ConcatDataset(Dataset):
         if kept is not None and len(kept[0]) == len(rows) and np.array_equal(kept[0], rows):
             return kept[1], kept[2]
         consecutive = _consecutive(rows, self._n_rows)
-        split: list[tuple[int, slice | np.ndarray, np.ndarray]]
-        if consecutive:  # each file's share is a range: no search per row
-            lo, cum = int(rows[0]), self.cumulative
-            split = [(f, slice(int(cum[f]) + a - lo, int(cum[f]) + b - lo), np.arange(a, b, dtype=np.intp))
-                     for f, a, b in self._file_ranges(lo, lo + len(rows))]
-        else:
-            split = [(f, _as_slice(pos), loc) for f, pos, loc in self._split(rows)]
+        pieces = self._split_range(int(rows[0]), int(rows[-1]) + 1) if consecutive else self._split_scattered(rows)
+        split = [(f, _as_slice(pos), loc) for f, pos, loc in pieces]
         self._kept_split = (rows.copy(), split, consecutive)
         return split, consecutive
 
@@ -268,11 +266,13 @@ class ConcatDataset(Dataset):
         a few runs of consecutive rows (a batch in file order, a window of shuffled blocks);
         ``None`` when they are scattered."""
         n = len(rows)
-        if n == 0 or (n > 1 and int(np.count_nonzero(np.diff(rows) != 1)) + 1 > max(1, n // _RUN_MIN_ROWS)):
+        if n == 0:
+            return None
+        breaks = (np.flatnonzero(np.diff(rows) != 1) + 1).tolist()
+        if len(breaks) + 1 > max(1, n // _RUN_MIN_ROWS):
             return None
         if int(rows.min()) < 0 or int(rows.max()) >= self._n_rows:
             return None  # the per-file path names the row out of range
-        breaks = (np.flatnonzero(np.diff(rows) != 1) + 1).tolist()
         return [span for s, e in zip([0, *breaks], [*breaks, n])
                 for span in self._file_ranges(int(rows[s]), int(rows[e - 1]) + 1)]
 
