@@ -128,7 +128,7 @@ class ConcatDataset(Dataset):
         self.part_values = {name: values[kept] for name, values in  # of the parts kept
                             self._check_part_values(part_values or {}, len(datasets)).items()}
         self._scalar_names = self._scalar_names + list(self.part_values)
-        self._kept_split: tuple[np.ndarray, list[tuple[int, slice | np.ndarray, np.ndarray]], bool] | None = None
+        self._kept_split: tuple[np.ndarray, list[tuple[int, slice | np.ndarray, slice | np.ndarray]], bool] | None = None
         self._group_dtypes: dict[str, np.dtype] = {}
 
     def _check_part_values(self, given: dict[str, Sequence[float]], n_parts: int) -> dict[str, np.ndarray]:
@@ -238,17 +238,27 @@ class ConcatDataset(Dataset):
                 out.append((f, max(lo, start) - start, min(hi, end) - start))
         return out
 
-    def _split_once(self, rows: np.ndarray) -> tuple[list[tuple[int, slice | np.ndarray, np.ndarray]], bool]:
-        """:meth:`_split` of ``rows`` (positions as slices where they follow each other) and
-        whether ``rows`` are consecutive; kept for the last rows asked (compared by value, so
-        an array changed in place is split again), so a batch reads its scalars and each of
-        its groups through one split."""
+    def _split_once(self, rows: np.ndarray) -> tuple[list[tuple[int, slice | np.ndarray, slice | np.ndarray]], bool]:
+        """Per file with rows: ``(file index, positions in request, local rows)``, positions and
+        local rows as slices when ``rows`` are consecutive (then also ``True``: each file's share
+        is a range). Kept for the last rows asked (compared by value, so an array changed in
+        place is split again), so a batch reads its scalars and each of its groups through one
+        split."""
         kept = self._kept_split
         if kept is not None and len(kept[0]) == len(rows) and np.array_equal(kept[0], rows):
             return kept[1], kept[2]
         consecutive = _consecutive(rows, self._n_rows)
-        pieces = self._split_range(int(rows[0]), int(rows[-1]) + 1) if consecutive else self._split_scattered(rows)
-        split = [(f, _as_slice(pos), loc) for f, pos, loc in pieces]
+        split: list[tuple[int, slice | np.ndarray, slice | np.ndarray]]
+        if consecutive:
+            lo, cum = int(rows[0]), self.cumulative
+            split = []
+            for f, a, b in self._file_ranges(lo, lo + len(rows)):
+                if b == a:  # a part without rows
+                    continue
+                at = int(cum[f]) + a - lo
+                split.append((f, slice(at, at + b - a), slice(a, b)))
+        else:
+            split = [(f, _as_slice(pos), loc) for f, pos, loc in self._split_scattered(rows)]
         self._kept_split = (rows.copy(), split, consecutive)
         return split, consecutive
 
@@ -279,11 +289,20 @@ class ConcatDataset(Dataset):
     def _read_spans(self, group: str, spans: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
         """``group``'s values and offsets of the rows of ``spans`` (see :meth:`_spans`): one
         buffer that each part's rows are read into, in place, in request order."""
-        lengths = [np.diff(self.datasets[f].offsets(group)[a:b + 1]) for f, a, b in spans]
-        offsets = join_offsets(lengths)
-        values = np.empty((int(offsets[-1]), len(self._groups[group])), dtype=self._group_dtype(group))
-        jobs = [(self.datasets[f], a, b, values[int(offsets[at]):int(offsets[at + b - a])])
-                for (f, a, b), at in zip(spans, np.cumsum([0] + [b - a for _, a, b in spans[:-1]]).tolist())]
+        n_rows = sum(b - a for _, a, b in spans)
+        offsets = np.empty(n_rows + 1, dtype=np.int64)
+        offsets[0] = 0
+        bounds = []  # per span: first row and first value in the buffer, the part's offsets
+        row = value = 0
+        for f, a, b in spans:
+            part_offsets = self.datasets[f].offsets(group)
+            first = int(part_offsets[a])
+            np.subtract(part_offsets[a + 1:b + 1], first - value, out=offsets[row + 1:row + 1 + b - a])
+            bounds.append(value)
+            row, value = row + b - a, value + int(part_offsets[b]) - first
+        values = np.empty((value, len(self._groups[group])), dtype=self._group_dtype(group))
+        jobs = [(self.datasets[f], a, b, values[start:stop])
+                for (f, a, b), start, stop in zip(spans, bounds, bounds[1:] + [value])]
         if len(jobs) < 2 or values.nbytes < _PARALLEL_BYTES or on_helper("parts"):
             _fill(group, jobs)
             return values, offsets
@@ -404,17 +423,17 @@ class ConcatDataset(Dataset):
         """
         rows = np.asarray(rows, dtype=np.int64)
         split, consecutive = self._split_once(rows)
-        if len(split) > 1 and consecutive:  # one buffer, each file's rows read into it in place
-            lo = int(rows[0])
-            return [self._read_spans(group, self._file_ranges(lo, lo + len(rows)))], \
-                np.arange(len(rows), dtype=np.intp)
+        if consecutive:  # one buffer, each file's rows read into it in place
+            spans = [(f, loc.start, loc.stop) for f, _, loc in split if isinstance(loc, slice)]
+            return [self._read_spans(group, spans)], np.arange(len(rows), dtype=np.intp)
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
         at = np.empty(len(rows), dtype=np.intp)
         start = 0
         for f, pos, loc in split:
             pieces.append(self.datasets[f].ragged(group, loc))
-            at[pos] = np.arange(start, start + len(loc))
-            start += len(loc)
+            n = len(pieces[-1][1]) - 1
+            at[pos] = np.arange(start, start + n)
+            start += n
         return pieces, at
 
     def close(self) -> None:

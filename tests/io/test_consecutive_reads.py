@@ -94,8 +94,8 @@ def _parts(ds, tmp_path, cuts):
 def test_consecutive_rows_of_several_files_are_one_piece(ds, tmp_path):
     many = _parts(ds, tmp_path, [0, 300, 301, 1200, 2000])
     assert isinstance(many, ConcatDataset) and not many.in_ram
-    for lo, hi in [(250, 1300), (299, 302), (0, 2000), (1199, 1201)]:
-        rows = np.arange(lo, hi)
+    for lo, hi in [(250, 1300), (299, 302), (0, 2000), (1199, 1201), (400, 900), (300, 301)]:
+        rows = np.arange(lo, hi)  # the last two within one file
         pieces, at = many.ragged_pieces("png", rows)
         assert len(pieces) == 1 and at.tolist() == list(range(hi - lo))
         want = ds.ragged("png", rows)
@@ -110,6 +110,23 @@ def test_consecutive_rows_of_several_files_are_one_piece(ds, tmp_path):
     for i, r in enumerate(rows):
         v, o, k = flat[at[i]]
         np.testing.assert_array_equal(v[o[k]:o[k + 1]], ds.ragged("png", [r])[0])
+
+
+def test_consecutive_rows_across_a_file_without_rows(ds, tmp_path):
+    empty = ds.take(np.arange(0))
+    empty.to_zarr(tmp_path / "empty.zarr")
+    first, second = _parts(ds, tmp_path / "p", [0, 1000, 2000]).datasets
+    many = ConcatDataset([first, lstm_data.open(tmp_path / "empty.zarr"), second])
+    assert len(many) == 2000  # the file without rows adds none (and is left out)
+    names = ds.scalar_names[:2]
+    for lo, hi in [(990, 1010), (0, 2000), (1000, 1001)]:
+        rows = np.arange(lo, hi)
+        (values, offsets), = many.ragged_pieces("png", rows)[0]
+        want = ds.ragged("png", rows)
+        np.testing.assert_array_equal(values, want[0])
+        np.testing.assert_array_equal(offsets, want[1])
+        for n, got in many.scalars_at(names, rows).items():
+            np.testing.assert_array_equal(got, ds.scalar(n, rows))
 
 
 def test_scalars_at_checks_rows_once_and_names_each_column(ds, tmp_path):
