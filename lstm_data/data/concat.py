@@ -43,8 +43,12 @@ def _fill(group: str, jobs: list[tuple[Dataset, int, int, np.ndarray]]) -> None:
 def _consecutive(rows: np.ndarray, n_rows: int) -> bool:
     """Whether ``rows`` are ``a, a + 1, ..., b`` within ``[0, n_rows)``."""
     n = len(rows)
-    return bool(n and 0 <= int(rows[0]) and int(rows[-1]) < n_rows and int(rows[-1]) - int(rows[0]) == n - 1
-                and (n == 1 or np.all(np.diff(rows) == 1)))
+    if not n:
+        return False
+    first, last = int(rows[0]), int(rows[-1])
+    # n integers from first to last, each one more than the one before: first + (0 .. n - 1)
+    return 0 <= first and last < n_rows and last - first == n - 1 and (
+        n == 1 or bool((rows == np.arange(first, last + 1)).all()))
 
 
 def _as_slice(pos: np.ndarray) -> slice | np.ndarray:
@@ -382,7 +386,7 @@ class ConcatDataset(Dataset):
             Each column's values at ``rows``, as :meth:`scalar` gives them.
         """
         rows = np.asarray(rows, dtype=np.int64)
-        split, _ = self._split_once(rows)
+        split, consecutive = self._split_once(rows)
         stored = [n for n in dict.fromkeys(names) if n not in self.part_values and n in self._scalar_names]
         out: dict[str, np.ndarray] = {name: self.scalar(name, rows) for name in names
                                       if name not in stored or not split}
@@ -392,6 +396,9 @@ class ConcatDataset(Dataset):
             out.update(self.datasets[split[0][0]].scalars_at(stored, split[0][2]))
             return out
         per_part = [(pos, self.datasets[f].scalars_at(stored, loc)) for f, pos, loc in split]
+        if consecutive:  # each file's share follows the last one's
+            out.update({name: np.concatenate([cols[name] for _, cols in per_part]) for name in stored})
+            return out
         for name in stored:
             column = np.empty(len(rows), dtype=np.result_type(*[c[name].dtype for _, c in per_part]))
             for pos, cols in per_part:
