@@ -223,3 +223,52 @@ def test_an_int64_beyond_float64_among_float32_files_is_not_changed_silently(tmp
         warnings.simplefilter("error", PrecisionWarning)
         with pytest.raises(PrecisionWarning, match=str(big)):
             Batches(many, spec("mixed_ids_disk"), order, read=NO_AHEAD).batch(0)
+
+
+@pytest.fixture(scope="module")
+def stores(ref, tmp_path_factory):
+    """``ref`` as one zarr store and as 7 small ones (of 1 and 0 rows among them), opened."""
+    root = tmp_path_factory.mktemp("stores")
+    one = _write(ref, root / "one.zarr")
+    cuts = [0, 30, 31, 31, 90, 150, 151, 200, 240]
+    _files(ref, root, cuts)
+    return one, lstm_data.open([root / f"p{i}.zarr" for i in range(len(cuts) - 1)])
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("size", [30, 64, 240])
+def test_batches_over_many_small_files_are_those_of_one_store(ref, stores, shuffle, size):
+    one, many = stores
+    assert isinstance(many, ConcatDataset) and len(many.datasets) == 7  # the empty file left out
+    spec = _spec(ref)
+    order = Order(batch_size=size, shuffle=shuffle, seed=5)
+    got, want = Batches(many, spec, order, read=NO_AHEAD), Batches(one, spec, order, read=NO_AHEAD)
+    assert len(got) == len(want) == -(-N // size)
+    for epoch in (0, 1):
+        for i in range(len(got)):
+            rows = got.rows_of(i, epoch)
+            np.testing.assert_array_equal(rows, want.rows_of(i, epoch))
+            _same_batch(got.batch(i, epoch), want.batch(i, epoch), f"epoch {epoch} batch {i}")
+            if not shuffle:
+                _same_batch(got.batch(i, epoch), _in_ram_batch(ref, spec, rows), f"batch {i} in RAM")
+
+
+@pytest.mark.parametrize("ahead", [False, True])
+def test_block_shuffle_over_many_small_files_takes_every_row_once(ref, stores, ahead):
+    _, many = stores
+    spec = _spec(ref)
+    b = Batches(many, spec, Order(batch_size=32, shuffle="block", seed=9), read=ReadOptions(read_ahead=ahead))
+    orders = []
+    for epoch in (0, 1):
+        rows = [b.rows_of(i, epoch) for i in range(len(b))]
+        np.testing.assert_array_equal(np.sort(np.concatenate(rows)), np.arange(N))
+        orders.append(np.concatenate(rows))
+        for i, r in enumerate(rows):
+            _same_batch(b.batch(i, epoch), _in_ram_batch(ref, spec, r), f"epoch {epoch} batch {i}")
+    assert not np.array_equal(orders[0], orders[1])
+    for runs in ([(150, 200), (0, 31), (200, 210)], [(140, 152), (0, 31), (89, 95)]):  # windows of blocks
+        window = np.concatenate([np.arange(a, z) for a, z in runs])  # one run per file; a file twice
+        got = many.take(window)
+        for g in ref.groups:
+            for x, y in zip(got.ragged(g), ref.ragged(g, window)):
+                _bits(x, y, g)
