@@ -272,3 +272,113 @@ def test_block_shuffle_over_many_small_files_takes_every_row_once(ref, stores, a
         for g in ref.groups:
             for x, y in zip(got.ragged(g), ref.ragged(g, window)):
                 _bits(x, y, g)
+
+
+def _damage(path, how, other=None):
+    raw = path.read_bytes()
+    if how == "garbage":
+        path.write_bytes(np.random.default_rng(0).integers(0, 256, len(raw), dtype=np.uint8).tobytes())
+    elif how == "truncated":
+        path.write_bytes(raw[:len(raw) // 2])
+    elif how == "deleted":
+        path.unlink()
+    else:  # "swapped" with ``other``
+        theirs = other.read_bytes()
+        path.write_bytes(theirs)
+        other.write_bytes(raw)
+
+
+def _read_all(many, ref, rows=np.arange(N)):
+    """A consecutive read of every group and scalar, and the batches in file order."""
+    for g in ref.groups:
+        many.ragged_pieces(g, rows)
+    many.scalars_at(ref.scalar_names, rows)
+    b = Batches(many, _spec(ref), Order(batch_size=50, shuffle=False), read=NO_AHEAD)
+    return [b.batch(i) for i in range(len(b))]
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("how", ["garbage", "truncated", "deleted"])
+def test_a_damaged_chunk_file_of_one_part_is_an_error_naming_it(ref, tmp_path, how, warm):
+    _files(ref, tmp_path, [0, 60, 120, 180, 240])
+    paths = [tmp_path / f"p{i}.zarr" for i in range(4)]
+    many = lstm_data.open(paths)
+    if warm:  # every chunk read (and its checksum passed) before the damage
+        _read_all(many, ref)
+    chunk = "png/values/c/1/0"
+    _damage(paths[2] / chunk, how)
+    with pytest.raises(FormatError) as err:
+        many.ragged_pieces("png", np.arange(100, 200))
+    message = str(err.value)
+    assert "p2.zarr" in message and "png/values" in message, message
+    assert not any(f"p{i}.zarr" in message for i in (0, 1, 3)), message
+    with pytest.raises(FormatError, match="p2.zarr"):
+        _read_all(many, ref)
+    _check_rows(many, ref, np.arange(0, 120))  # the other files read on
+    with pytest.raises(FormatError, match="p2.zarr"):
+        _read_all(lstm_data.open(paths), ref, np.arange(120, 240))
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "deleted"])
+def test_a_damaged_scalar_chunk_is_an_error_at_open_and_not_read_after(ref, tmp_path, how):
+    """Scalars are read whole when a store is opened: damage after that changes no number."""
+    _files(ref, tmp_path, [0, 60, 120, 180, 240])
+    paths = [tmp_path / f"p{i}.zarr" for i in range(4)]
+    many = lstm_data.open(paths)
+    _damage(paths[2] / "calE" / "c" / "0", how)
+    _check_rows(many, ref, np.arange(100, 200))
+    with pytest.raises(FormatError, match=r"p2\.zarr.*calE|calE.*p2\.zarr"):
+        _read_all(lstm_data.open(paths), ref)
+
+
+def _twin(part):
+    """``part`` with other values (``x + 1``) in the same shapes: its chunk files are the same size."""
+    groups = {g: RaggedGroup(part.groups[g], part.ragged(g)[0] + 1, part.ragged(g)[1]) for g in part.groups}
+    return InMemoryDataset({s: part.scalar(s) + 1 for s in part.scalar_names}, groups)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("chunk", ["png/values/c/1/0", "trueE/c/0"])
+def test_a_chunk_swapped_with_another_parts_same_chunk_is_an_error(ref, tmp_path, chunk, warm):
+    """The manifest records each chunk's size and CRC-32C at its place: a sound chunk of another
+    store at the same key is found out, not read as the other file's numbers."""
+    first = ref.take(np.arange(60))
+    parts = [ref.take(np.arange(100, 160)), first, _twin(first), ref.take(np.arange(200, 240))]
+    paths = [tmp_path / f"p{i}.zarr" for i in range(4)]
+    for p, path in zip(parts, paths):
+        p.to_zarr(path, chunk_bytes=CHUNK, clevel=0)
+    mine, theirs = paths[2] / chunk, paths[1] / chunk
+    assert mine.stat().st_size == theirs.stat().st_size and mine.read_bytes() != theirs.read_bytes()
+    many = lstm_data.open(paths)
+    want = concat_datasets(parts)
+    if warm:
+        for lo, hi in [(0, 220), (60, 180)]:
+            _check_rows(many, want, np.arange(lo, hi))
+    _damage(mine, "swapped", theirs)
+    group = chunk.split("/")[0]
+    if group in ref.groups:
+        for rows in (np.arange(110, 130), np.arange(50, 190)):
+            with pytest.raises(FormatError, match=r"p[12]\.zarr") as err:
+                many.ragged_pieces(group, rows)
+            assert "another chunk" in str(err.value), str(err.value)
+    else:  # scalars were read at open: the numbers stay right, a new open refuses
+        _check_rows(many, want, np.arange(50, 190))
+    with pytest.raises(FormatError, match=r"another chunk's bytes.*p[12]\.zarr"):
+        _read_all(lstm_data.open(paths), ref, np.arange(0, 220))
+
+
+def test_a_damaged_hdf5_chunk_among_zarr_parts_is_an_error_naming_the_file(ref, tmp_path):
+    parts = _files(ref, tmp_path, [0, 60, 120, 240], ("zarr", "h5", "zarr"))
+    h5 = tmp_path / "p1.h5"
+    with h5py.File(h5, "r") as f:
+        info = f["png/values"].id.get_chunk_info(1)
+    many = ConcatDataset(parts)
+    with open(h5, "r+b") as fh:  # the second values chunk's bytes, flipped in place
+        fh.seek(info.byte_offset + info.size // 2)
+        byte = fh.read(1)
+        fh.seek(info.byte_offset + info.size // 2)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(FormatError, match="p1.h5"):
+        many.ragged_pieces("png", np.arange(30, 200))
+    with pytest.raises(FormatError, match="p1.h5"):
+        _read_all(many, ref)
