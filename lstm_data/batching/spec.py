@@ -16,41 +16,30 @@ Example
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data._util.declared import unknown_option
 from lstm_data.batching.augment import Noise, augment_to_dict, check_augment
 from lstm_data.batching.derived import apply_derived, check_derived, expand_names
-from lstm_data.batching.fields import (
-    CU_SEQLENS_SUFFIX,
-    MASK_SUFFIX,
-    MAX_SEQLEN_SUFFIX,
-    Field,
-    Ragged,
-    Scalars,
-    field_from_dict,
-)
-from lstm_data.batching.lstm_ee_config import check_lstm_ee_keys
-from lstm_data._util.declared import suggest, toml_text, unknown_option
+from lstm_data.batching.fields import CU_SEQLENS_SUFFIX, MASK_SUFFIX, MAX_SEQLEN_SUFFIX, Field, Ragged, Scalars
 from lstm_data.batching.spec_checks import check_multiple, check_nan_to, check_one_step_pads
-from lstm_data.batching.spec_version import SPEC_VERSION, spec_version, with_version_defaults
+from lstm_data.batching.spec_files import SpecFiles
+from lstm_data.batching.spec_outputs import (
+    LENGTHS_SUFFIX,
+    WEIGHTS_SUFFIX,
+    OutputSignature,
+    ResolvedField,
+    resolve_fields,
+)
 from lstm_data.errors import SchemaError
 
 if TYPE_CHECKING:
-    from os import PathLike
-
     from lstm_data.data.dataset import Dataset
 
 __all__ = ["BatchSpec", "Scalars", "Ragged", "OutputSignature", "ResolvedField", "LENGTHS_SUFFIX",
            "WEIGHTS_SUFFIX"]
-
-#: suffix of the per-row prong count output of a ``Ragged(..., lengths=True)`` field
-LENGTHS_SUFFIX = "_lengths"
-#: suffix of a target's weights in flat names
-WEIGHTS_SUFFIX = "_weights"
 
 #: One part of a batch: output name -> array.
 Arrays = dict[str, np.ndarray]
@@ -58,56 +47,7 @@ Arrays = dict[str, np.ndarray]
 Batch = tuple[Arrays, Arrays, Arrays]
 
 
-@dataclass(frozen=True)
-class OutputSignature:
-    """Name, role, dtype and shape of one batch output; ``None`` dims vary per batch.
-
-    The first dimension is the batch size ``B`` (``None``: the last batch may be short).
-    """
-
-    name: str
-    role: str  # "input" | "target"
-    dtype: np.dtype
-    shape: tuple[int | None, ...]
-
-    @property
-    def sample_shape(self) -> tuple[int | None, ...]:
-        """The shape without the batch dimension (what ``keras.Input(shape=...)`` takes)."""
-        return self.shape[1:]
-
-
-@dataclass(frozen=True)
-class ResolvedField:
-    """One spec field mapped onto a dataset's columns (the result of :meth:`BatchSpec.validate`).
-
-    Attributes
-    ----------
-    name, role, field
-        The output name, ``"input"``/``"target"`` and the declared field.
-    group
-        The ragged group holding a ``Ragged`` field's variables (``None`` for scalars).
-    columns
-        Column indices of the variables inside ``group`` (``None`` for scalars).
-    sort_column
-        Column index of ``field.sort_by`` inside ``group``, or ``None``.
-    """
-
-    name: str
-    role: str
-    field: Field
-    group: str | None = None
-    columns: np.ndarray | None = None
-    sort_column: int | None = None
-
-    @property
-    def ragged(self) -> Ragged:
-        """The declared field of a padded output (one with a ``group``): always a ``Ragged``."""
-        if not isinstance(self.field, Ragged):
-            raise TypeError(f"output {self.name!r} is a Scalars field, not a padded one")
-        return self.field
-
-
-class BatchSpec:
+class BatchSpec(SpecFiles):
     """The outputs of a batch: named input and target fields.
 
     Parameters
@@ -356,80 +296,9 @@ class BatchSpec:
             An unknown variable (with close-match suggestions), a scalar asked of a
             ragged field or the reverse, or one ragged field spanning two groups.
         """
-        from lstm_data.data.dataset import unknown_name_error
+        return resolve_fields(self.fields(), dataset)
 
-        scalars = set(dataset.scalar_names)
-        groups = dataset.groups
-        prong_vars = {v: g for g, names in groups.items() for v in names}
-        resolved: list[ResolvedField] = []
-        for role, name, fld in self.fields():
-            where = f"{role} {name!r}"
-            if isinstance(fld, Scalars):
-                for v in fld.vars:
-                    if v in scalars:
-                        continue
-                    if v in prong_vars:
-                        raise SchemaError(f"{where}: {v!r} is a prong variable of group "
-                                          f"{prong_vars[v]!r}; use Ragged for it", variable=v)
-                    raise _in(where, unknown_name_error("scalar", v, sorted(scalars)))
-                resolved.append(ResolvedField(name, role, fld))
-                continue
-            owners: list[str] = []
-            for v in list(fld.vars) + ([fld.sort_by] if fld.sort_by is not None else []):
-                if v not in prong_vars:
-                    if v in scalars and len(dataset) == 0:
-                        raise SchemaError(f"{where}: {v!r} was read as a scalar column because "
-                                          "the data has no rows to show its arrays; declare "
-                                          "its group with a Schema", variable=v)
-                    if v in scalars:
-                        raise SchemaError(f"{where}: {v!r} is a scalar column; use Scalars for it",
-                                          variable=v)
-                    raise _in(where, unknown_name_error("prong variable", v, sorted(prong_vars)))
-                owners.append(prong_vars[v])
-            var_owners = owners[:len(fld.vars)]
-            sort_owner = owners[len(fld.vars)] if fld.sort_by is not None else None
-            if len(set(var_owners)) > 1:
-                split = {g: [v for v, o in zip(fld.vars, var_owners) if o == g]
-                         for g in dict.fromkeys(var_owners)}
-                shown = "; ".join(f"group {g!r}: {_short(vs)}" for g, vs in split.items())
-                raise SchemaError(f"{where}: all variables of one Ragged field must be in one group "
-                                  f"(one prong count per row), got {shown}", variable=name)
-            if sort_owner not in (None, var_owners[0]):
-                raise SchemaError(f"{where}: sort_by {fld.sort_by!r} is in group {sort_owner!r}, not in "
-                                  f"the field's group {var_owners[0]!r}", variable=fld.sort_by)
-            group = owners[0]
-            index = {v: i for i, v in enumerate(groups[group])}
-            cols = np.array([index[v] for v in fld.vars], dtype=np.intp)
-            sort_col = index[fld.sort_by] if fld.sort_by is not None else None
-            resolved.append(ResolvedField(name, role, fld, group, cols, sort_col))
-        return resolved
-
-    # -- serialisation ------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """The spec as plain data that :meth:`from_dict` reads back.
-
-        Returns
-        -------
-        dict
-            JSON-safe (NaN and infinities as strings): the format ``version``,
-            ``inputs`` and ``targets`` tables, and ``nan_to`` /
-            ``pad_to_multiple_of`` / ``augment`` when set.
-        """
-        out: dict[str, Any] = {"version": SPEC_VERSION}
-        if self.nan_to is not None:
-            out["nan_to"] = self.nan_to
-        if self.pad_to_multiple_of is not None:
-            out["pad_to_multiple_of"] = self.pad_to_multiple_of
-        if self.selection is not None:
-            out["selection"] = self.selection
-        if self.derived:
-            out["derived"] = dict(self.derived)
-        if self.augment:
-            out["augment"] = augment_to_dict(self.augment)
-        out["inputs"] = {n: f.to_dict() for n, f in self.inputs.items()}
-        out["targets"] = {n: f.to_dict() for n, f in self.targets.items()}
-        return out
-
+    # -- copies ------------------------------------------------------------------------------
     def replace(self, **changes: Any) -> "BatchSpec":
         """A copy with some options changed.
 
@@ -452,144 +321,6 @@ class BatchSpec:
                 raise unknown_option(name, current, "BatchSpec")
         current.update(changes)
         return BatchSpec(**current)
-
-    def to_toml(self) -> str:
-        """The spec as TOML text: ``version = 2``, ``[inputs.NAME]`` and ``[targets.NAME]`` tables.
-
-        Returns
-        -------
-        str
-            What :meth:`from_toml` reads back (bitwise the same batches).
-        """
-        return toml_text(self.to_dict())
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "spec") -> "BatchSpec":
-        """Build a spec from ``{"inputs": {name: field}, "targets": {...}}`` (TOML/JSON form).
-
-        Each field is a table with ``type = "scalars"`` or ``"ragged"``, ``vars`` and
-        the options of that field type. Without a ``version`` key the data is read as
-        format version 1: a ``ragged`` table without ``pad_value`` pads with NaN, as
-        it did when it was written (see :mod:`lstm_data.batching.spec_version`).
-
-        Parameters
-        ----------
-        data
-            The tables; ``order`` and ``read`` tables (other option objects' homes in a
-            shared file) are ignored.
-        source
-            Where the data came from, named in errors.
-
-        Returns
-        -------
-        BatchSpec
-            The spec.
-        """
-        known = {"derived", "selection", "version", "inputs", "targets", "nan_to", "pad_to_multiple_of", "augment"}
-        # the tables of the other option objects may share the file ([order], [read])
-        unknown = set(data) - known - {"order", "read"}
-        if unknown:
-            name = sorted(unknown)[0]
-            raise SchemaError(f"{source}: unknown top-level key {name!r}{suggest(name, known)}; "
-                              f"expected {', '.join(repr(k) for k in sorted(known))}")
-        version = spec_version(data, source)
-        parts: dict[str, dict[str, Field]] = {}
-        for part in ("inputs", "targets"):
-            tables = data.get(part, {})
-            if not isinstance(tables, Mapping):
-                raise SchemaError(f"{source}: [{part}] must be a table of fields")
-            parts[part] = {name: field_from_dict(with_version_defaults(tbl, version) if isinstance(tbl, Mapping)
-                                                 else tbl, where=f"{source}: [{part}.{name}]")
-                           for name, tbl in tables.items()}
-        return cls(**parts, derived=data.get("derived"), selection=data.get("selection"),
-                   nan_to=data.get("nan_to"), pad_to_multiple_of=data.get("pad_to_multiple_of"),
-                   augment=data.get("augment"))
-
-    @classmethod
-    def from_toml(cls, path: str | PathLike[str]) -> "BatchSpec":
-        """Load a spec from a TOML file with ``[inputs.NAME]`` / ``[targets.NAME]`` tables.
-
-        Example file::
-
-            version = 2
-
-            [inputs.input_png3d]
-            type = "ragged"
-            vars = ["png.calE", "png.len"]
-            max_len = 20
-            pad_value = nan
-
-        Parameters
-        ----------
-        path
-            The TOML file; its ``[order]`` and ``[read]`` tables are left to
-            ``Order.from_toml`` and ``ReadOptions.from_toml``.
-
-        Returns
-        -------
-        BatchSpec
-            The spec.
-        """
-        import tomllib
-
-        with open(path, "rb") as fh:
-            try:
-                data = tomllib.load(fh)
-            except tomllib.TOMLDecodeError as exc:
-                raise SchemaError(f"{path}: not valid TOML: {exc}", file=str(path)) from None
-        return cls.from_dict(data, source=str(path))
-
-    @classmethod
-    def from_lstm_ee(cls, config: Any) -> "BatchSpec":
-        """The spec that reproduces lstm_ee's ``DataGenerator`` batches.
-
-        Reads ``vars_input_slice``, ``vars_input_png3d``, ``vars_input_png2d``,
-        ``var_target_total``, ``var_target_primary`` and ``max_prongs`` from a dict
-        (or an object with those attributes); missing or ``None`` keys give no output.
-        lstm_ee's layout: ``input_slice`` (B, S) float32, ``input_png3d`` /
-        ``input_png2d`` (B, P, V) float32 padded with NaN (whatever ``Ragged``'s
-        default), where P is the batch's
-        longest row capped at ``max_prongs`` (per batch, not fixed), and
-        ``target_total`` / ``target_primary`` (B, 1) float32.
-
-        The other keys of lstm_ee's ``Config`` (``batch_size``, ``model``, ...)
-        are accepted and ignored; ``noise`` and ``prong_sorters``, which change
-        lstm_ee's batches, are not applied and give a warning.
-
-        Parameters
-        ----------
-        config
-            lstm_ee's configuration, a dict or an object with those attributes.
-
-        Returns
-        -------
-        BatchSpec
-            The spec of lstm_ee's batches.
-
-        Raises
-        ------
-        SchemaError
-            A key that is not one of lstm_ee's ``Config`` (a typo such as
-            ``max_prong``): the error lists the known keys and suggests the closest.
-        """
-        def get(key: str) -> Any:
-            if isinstance(config, Mapping):
-                return config.get(key)
-            return getattr(config, key, None)
-
-        check_lstm_ee_keys(config)
-        max_prongs = get("max_prongs")
-        inputs: dict[str, Field] = {}
-        if get("vars_input_slice") is not None:
-            inputs["input_slice"] = Scalars(get("vars_input_slice"))
-        for key, name in (("vars_input_png3d", "input_png3d"), ("vars_input_png2d", "input_png2d")):
-            if get(key) is not None:
-                inputs[name] = Ragged(get(key), max_len=max_prongs, fixed=False, pad_value=math.nan)
-        targets: dict[str, Field] = {}
-        for key, name in (("var_target_total", "target_total"), ("var_target_primary", "target_primary")):
-            if get(key) is not None:
-                targets[name] = Scalars([get(key)])
-        return cls(inputs=inputs, targets=targets)
 
     def derive(self, dataset: Dataset) -> Dataset:
         """``dataset`` with this spec's derived variables and only its selected rows.
@@ -644,39 +375,6 @@ class BatchSpec:
 
         return fit_standardize(self, dataset, fraction=fraction, seed=seed)
 
-    @classmethod
-    def from_weaver(cls, path: str | PathLike[str], *, observers: bool = True) -> "BatchSpec":
-        """The spec whose batches hold weaver-core's tensors for a weaver YAML data config.
-
-        Inputs keep weaver's names and channels-first shapes ``(B, vars, length)``;
-        ``new_variables`` and ``selection`` become ``derived`` and ``selection``; a
-        ``simple`` label becomes the target ``_label_`` (the class index). See the
-        "Coming from weaver-core" page of the documentation for the whole mapping.
-        Needs PyYAML (the ``weaver`` extra).
-
-        Parameters
-        ----------
-        path
-            The weaver-core YAML data config.
-        observers
-            Also output each observer as a float64 ``(B, 1)`` target named after it.
-
-        Returns
-        -------
-        BatchSpec
-            The spec; with ``preprocess.method: auto`` its ``"auto"`` parameters are
-            filled in by :meth:`fit`.
-
-        Raises
-        ------
-        SchemaError
-            An unknown key, or one whose meaning is not reproduced (``weights``,
-            ``bucketing``, ...), named in the message.
-        """
-        from lstm_data.batching.weaver_config import spec_from_weaver
-
-        return spec_from_weaver(path, cls, observers=observers)
-
     def __eq__(self, other: object) -> bool:
         return isinstance(other, BatchSpec) and self.to_dict() == other.to_dict()
 
@@ -687,14 +385,3 @@ class BatchSpec:
                                                    ("augment", augment_to_dict(self.augment)))
                         if v is not None)
         return f"BatchSpec({inner}{extra})"
-
-
-def _in(where: str, err: SchemaError) -> SchemaError:
-    """Prefix an error's message with the field it was found in."""
-    return SchemaError(f"{where}: {err.message}", variable=err.variable)
-
-
-def _short(names: list[str], keep: int = 4) -> str:
-    """``names`` for a message: the first few and how many more."""
-    shown = ", ".join(repr(n) for n in names[:keep])
-    return shown + (f" and {len(names) - keep} more" if len(names) > keep else "")

@@ -1,0 +1,241 @@
+"""The file forms of a :class:`~lstm_data.batching.spec.BatchSpec`.
+
+:class:`SpecFiles`, the base of ``BatchSpec``, reads and writes a spec as plain
+data and TOML (:meth:`~SpecFiles.to_dict`, :meth:`~SpecFiles.from_dict`,
+:meth:`~SpecFiles.to_toml`, :meth:`~SpecFiles.from_toml`), and builds one from
+another tool's configuration: lstm_ee's ``Config`` (:meth:`~SpecFiles.from_lstm_ee`,
+keys checked by :mod:`lstm_data.batching.lstm_ee_config`) and a weaver-core YAML
+data config (:meth:`~SpecFiles.from_weaver`, read by
+:mod:`lstm_data.batching.weaver_config`).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Mapping, cast
+
+from lstm_data._util.declared import suggest, toml_text
+from lstm_data.batching.augment import Noise, augment_to_dict
+from lstm_data.batching.fields import Field, Ragged, Scalars, field_from_dict
+from lstm_data.batching.lstm_ee_config import check_lstm_ee_keys
+from lstm_data.batching.spec_version import SPEC_VERSION, spec_version, with_version_defaults
+from lstm_data.errors import SchemaError
+
+if TYPE_CHECKING:
+    from os import PathLike
+
+    from lstm_data.batching.spec import BatchSpec
+
+__all__ = ["SpecFiles"]
+
+
+class SpecFiles:
+    """Reading and writing a :class:`~lstm_data.batching.spec.BatchSpec` as plain data and files."""
+
+    inputs: dict[str, Field]
+    targets: dict[str, Field]
+    nan_to: float | None
+    pad_to_multiple_of: int | None
+    augment: dict[str, Noise] | None
+    derived: dict[str, str]
+    selection: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain data that :meth:`~lstm_data.batching.spec.BatchSpec.from_dict` reads back.
+
+        Returns
+        -------
+        dict
+            JSON-safe (NaN and infinities as strings): the format ``version``,
+            ``inputs`` and ``targets`` tables, and ``nan_to`` /
+            ``pad_to_multiple_of`` / ``augment`` when set.
+        """
+        out: dict[str, Any] = {"version": SPEC_VERSION}
+        if self.nan_to is not None:
+            out["nan_to"] = self.nan_to
+        if self.pad_to_multiple_of is not None:
+            out["pad_to_multiple_of"] = self.pad_to_multiple_of
+        if self.selection is not None:
+            out["selection"] = self.selection
+        if self.derived:
+            out["derived"] = dict(self.derived)
+        if self.augment:
+            out["augment"] = augment_to_dict(self.augment)
+        out["inputs"] = {n: f.to_dict() for n, f in self.inputs.items()}
+        out["targets"] = {n: f.to_dict() for n, f in self.targets.items()}
+        return out
+
+    def to_toml(self) -> str:
+        """The spec as TOML text: ``version = 2``, ``[inputs.NAME]`` and ``[targets.NAME]`` tables.
+
+        Returns
+        -------
+        str
+            What :meth:`~lstm_data.batching.spec.BatchSpec.from_toml` reads back (bitwise the same batches).
+        """
+        return toml_text(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "spec") -> BatchSpec:
+        """Build a spec from ``{"inputs": {name: field}, "targets": {...}}`` (TOML/JSON form).
+
+        Each field is a table with ``type = "scalars"`` or ``"ragged"``, ``vars`` and
+        the options of that field type. Without a ``version`` key the data is read as
+        format version 1: a ``ragged`` table without ``pad_value`` pads with NaN, as
+        it did when it was written (see :mod:`lstm_data.batching.spec_version`).
+
+        Parameters
+        ----------
+        data
+            The tables; ``order`` and ``read`` tables (other option objects' homes in a
+            shared file) are ignored.
+        source
+            Where the data came from, named in errors.
+
+        Returns
+        -------
+        BatchSpec
+            The spec.
+        """
+        known = {"derived", "selection", "version", "inputs", "targets", "nan_to", "pad_to_multiple_of", "augment"}
+        # the tables of the other option objects may share the file ([order], [read])
+        unknown = set(data) - known - {"order", "read"}
+        if unknown:
+            name = sorted(unknown)[0]
+            raise SchemaError(f"{source}: unknown top-level key {name!r}{suggest(name, known)}; "
+                              f"expected {', '.join(repr(k) for k in sorted(known))}")
+        version = spec_version(data, source)
+        parts: dict[str, dict[str, Field]] = {}
+        for part in ("inputs", "targets"):
+            tables = data.get(part, {})
+            if not isinstance(tables, Mapping):
+                raise SchemaError(f"{source}: [{part}] must be a table of fields")
+            parts[part] = {name: field_from_dict(with_version_defaults(tbl, version) if isinstance(tbl, Mapping)
+                                                 else tbl, where=f"{source}: [{part}.{name}]")
+                           for name, tbl in tables.items()}
+        return _spec_class(cls)(**parts, derived=data.get("derived"), selection=data.get("selection"),
+                                nan_to=data.get("nan_to"), pad_to_multiple_of=data.get("pad_to_multiple_of"),
+                                augment=data.get("augment"))
+
+    @classmethod
+    def from_toml(cls, path: str | PathLike[str]) -> BatchSpec:
+        """Load a spec from a TOML file with ``[inputs.NAME]`` / ``[targets.NAME]`` tables.
+
+        Example file::
+
+            version = 2
+
+            [inputs.input_png3d]
+            type = "ragged"
+            vars = ["png.calE", "png.len"]
+            max_len = 20
+            pad_value = nan
+
+        Parameters
+        ----------
+        path
+            The TOML file; its ``[order]`` and ``[read]`` tables are left to
+            ``Order.from_toml`` and ``ReadOptions.from_toml``.
+
+        Returns
+        -------
+        BatchSpec
+            The spec.
+        """
+        import tomllib
+
+        with open(path, "rb") as fh:
+            try:
+                data = tomllib.load(fh)
+            except tomllib.TOMLDecodeError as exc:
+                raise SchemaError(f"{path}: not valid TOML: {exc}", file=str(path)) from None
+        return cls.from_dict(data, source=str(path))
+
+    @classmethod
+    def from_lstm_ee(cls, config: Any) -> BatchSpec:
+        """The spec that reproduces lstm_ee's ``DataGenerator`` batches.
+
+        Reads ``vars_input_slice``, ``vars_input_png3d``, ``vars_input_png2d``,
+        ``var_target_total``, ``var_target_primary`` and ``max_prongs`` from a dict
+        (or an object with those attributes); missing or ``None`` keys give no output.
+        lstm_ee's layout: ``input_slice`` (B, S) float32, ``input_png3d`` /
+        ``input_png2d`` (B, P, V) float32 padded with NaN (whatever ``Ragged``'s
+        default), where P is the batch's
+        longest row capped at ``max_prongs`` (per batch, not fixed), and
+        ``target_total`` / ``target_primary`` (B, 1) float32.
+
+        The other keys of lstm_ee's ``Config`` (``batch_size``, ``model``, ...)
+        are accepted and ignored; ``noise`` and ``prong_sorters``, which change
+        lstm_ee's batches, are not applied and give a warning.
+
+        Parameters
+        ----------
+        config
+            lstm_ee's configuration, a dict or an object with those attributes.
+
+        Returns
+        -------
+        BatchSpec
+            The spec of lstm_ee's batches.
+
+        Raises
+        ------
+        SchemaError
+            A key that is not one of lstm_ee's ``Config`` (a typo such as
+            ``max_prong``): the error lists the known keys and suggests the closest.
+        """
+        def get(key: str) -> Any:
+            if isinstance(config, Mapping):
+                return config.get(key)
+            return getattr(config, key, None)
+
+        check_lstm_ee_keys(config)
+        max_prongs = get("max_prongs")
+        inputs: dict[str, Field] = {}
+        if get("vars_input_slice") is not None:
+            inputs["input_slice"] = Scalars(get("vars_input_slice"))
+        for key, name in (("vars_input_png3d", "input_png3d"), ("vars_input_png2d", "input_png2d")):
+            if get(key) is not None:
+                inputs[name] = Ragged(get(key), max_len=max_prongs, fixed=False, pad_value=math.nan)
+        targets: dict[str, Field] = {}
+        for key, name in (("var_target_total", "target_total"), ("var_target_primary", "target_primary")):
+            if get(key) is not None:
+                targets[name] = Scalars([get(key)])
+        return _spec_class(cls)(inputs=inputs, targets=targets)
+
+    @classmethod
+    def from_weaver(cls, path: str | PathLike[str], *, observers: bool = True) -> BatchSpec:
+        """The spec whose batches hold weaver-core's tensors for a weaver YAML data config.
+
+        Inputs keep weaver's names and channels-first shapes ``(B, vars, length)``;
+        ``new_variables`` and ``selection`` become ``derived`` and ``selection``; a
+        ``simple`` label becomes the target ``_label_`` (the class index). See the
+        "Coming from weaver-core" page of the documentation for the whole mapping.
+        Needs PyYAML (the ``weaver`` extra).
+
+        Parameters
+        ----------
+        path
+            The weaver-core YAML data config.
+        observers
+            Also output each observer as a float64 ``(B, 1)`` target named after it.
+
+        Returns
+        -------
+        BatchSpec
+            The spec; with ``preprocess.method: auto`` its ``"auto"`` parameters are
+            filled in by :meth:`~lstm_data.batching.spec.BatchSpec.fit`.
+
+        Raises
+        ------
+        SchemaError
+            An unknown key, or one whose meaning is not reproduced (``weights``,
+            ``bucketing``, ...), named in the message.
+        """
+        from lstm_data.batching.weaver_config import spec_from_weaver
+
+        return spec_from_weaver(path, _spec_class(cls), observers=observers)
+
+
+def _spec_class(cls: type[SpecFiles]) -> type[BatchSpec]:
+    """``cls``, a class deriving from :class:`SpecFiles`: ``BatchSpec`` or a subclass."""
+    return cast("type[BatchSpec]", cls)
