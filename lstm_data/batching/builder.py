@@ -310,13 +310,13 @@ class BatchBuilder:
         """``group``'s values of ``rows`` from disk as pieces and each row's number across them.
 
         One piece for one dataset; one per file touched for several files, left
-        unjoined (the kernel pads across pieces in one pass), in one dtype.
+        unjoined (the kernel pads across pieces in one pass), each in its file's dtype
+        (joined in one dtype once each output has checked the values, see :meth:`_ragged`).
         """
         if not isinstance(self.dataset, ConcatDataset) or not len(rows):
             return [self.dataset.ragged(group, rows)], np.arange(len(rows), dtype=np.intp)
         pieces, at = self.dataset.ragged_pieces(group, rows)
-        dtype = np.result_type(*[v.dtype for v, _ in pieces])
-        return [(v.astype(dtype, copy=False), o.astype(np.int64, copy=False)) for v, o in pieces], at
+        return [(v, o.astype(np.int64, copy=False)) for v, o in pieces], at
 
     def _build_in_ram(self, rows: np.ndarray, arena: Any = None,
                       buckets: BucketLengths | None = None) -> tuple[Arrays, Arrays]:
@@ -364,8 +364,11 @@ class BatchBuilder:
         assert f.group is not None  # padded fields have a group
         longest = max((int(np.diff(o).max()) for _, o in pieces if len(o) > 1), default=0)
         width = self.chosen_width(f, longest, buckets)
-        for values, _ in pieces:
+        for values, _ in pieces:  # as stored, before the pieces are joined in one dtype
             warn_if_inexact(values, spec.np_dtype, f"group {f.group!r} of output {f.name!r}")
+        if len({v.dtype for v, _ in pieces}) > 1:
+            dtype = np.result_type(*[v.dtype for v, _ in pieces])
+            pieces = [(v.astype(dtype), o) for v, o in pieces]
         forms = self._form_keys(f)
         values, offsets = pieces[0]
         if forms or len(pieces) > 1:  # the in-RAM kernel over this batch's rows: the same rule, the same bits

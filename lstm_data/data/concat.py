@@ -6,7 +6,7 @@ with its own chunk-aware reads, and the pieces are put back in request order.
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -49,6 +49,13 @@ def _consecutive(rows: np.ndarray, n_rows: int) -> bool:
     # n integers from first to last, each one more than the one before: first + (0 .. n - 1)
     return 0 <= first and last < n_rows and last - first == n - 1 and (
         n == 1 or bool((rows == np.arange(first, last + 1)).all()))
+
+
+def _exact_in(dtype: np.dtype, joined: np.dtype) -> bool:
+    """Whether every value of ``dtype`` converts to ``joined`` exactly (an integer of as many
+    bytes as a float does not: int64 beyond 2**53 in float64)."""
+    return dtype == joined or (bool(np.can_cast(dtype, joined, "safe"))
+                               and not (dtype.kind in "iu" and joined.kind == "f" and dtype.itemsize >= joined.itemsize))
 
 
 def _as_slice(pos: np.ndarray) -> slice | np.ndarray:
@@ -133,7 +140,7 @@ class ConcatDataset(Dataset):
                             self._check_part_values(part_values or {}, len(datasets)).items()}
         self._scalar_names = self._scalar_names + list(self.part_values)
         self._kept_split: tuple[np.ndarray, list[tuple[int, slice | np.ndarray, slice | np.ndarray]], bool] | None = None
-        self._group_dtypes: dict[str, np.dtype] = {}
+        self._group_dtypes: dict[str, tuple[np.dtype, bool]] = {}
 
     def _check_part_values(self, given: dict[str, Sequence[float]], n_parts: int) -> dict[str, np.ndarray]:
         out = {}
@@ -266,14 +273,18 @@ class ConcatDataset(Dataset):
         self._kept_split = (rows.copy(), split, consecutive)
         return split, consecutive
 
-    def _group_dtype(self, group: str) -> np.dtype:
-        """The dtype ``group``'s values of several parts are joined in (kept)."""
-        dtype = self._group_dtypes.get(group)
-        if dtype is None:
+    def _group_dtype(self, group: str) -> tuple[np.dtype, bool]:
+        """The dtype ``group``'s values of several parts are joined in, and whether every
+        part's values convert to it exactly (kept). Not so for an int64 file among float
+        ones: a batch then reads each part in its own dtype, so that the batch's own check
+        sees the values as stored."""
+        known = self._group_dtypes.get(group)
+        if known is None:
             none = np.zeros(0, np.intp)
-            dtype = self._group_dtypes[group] = np.result_type(
-                *[d.ragged(group, none)[0].dtype for d in self.datasets])
-        return dtype
+            dtypes = {d.ragged(group, none)[0].dtype for d in self.datasets}
+            joined = np.result_type(*dtypes)
+            known = self._group_dtypes[group] = (joined, all(_exact_in(d, joined) for d in dtypes))
+        return known
 
     def _spans(self, rows: np.ndarray) -> list[tuple[int, int, int]] | None:
         """``rows`` as ``(part, first, stop)`` local row ranges in request order, when they are
@@ -304,7 +315,7 @@ class ConcatDataset(Dataset):
             np.subtract(part_offsets[a + 1:b + 1], first - value, out=offsets[row + 1:row + 1 + b - a])
             bounds.append(value)
             row, value = row + b - a, value + int(part_offsets[b]) - first
-        values = np.empty((value, len(self._groups[group])), dtype=self._group_dtype(group))
+        values = np.empty((value, len(self._groups[group])), dtype=self._group_dtype(group)[0])
         jobs = [(self.datasets[f], a, b, values[start:stop])
                 for (f, a, b), start, stop in zip(spans, bounds, bounds[1:] + [value])]
         if len(jobs) < 2 or values.nbytes < _PARALLEL_BYTES or on_helper("parts"):
@@ -370,7 +381,7 @@ class ConcatDataset(Dataset):
         back[position] = np.arange(len(rows))
         return take_ragged(values, offsets, back)
 
-    def scalars_at(self, names: list[str], rows: np.ndarray) -> dict[str, np.ndarray]:
+    def scalars_at(self, names: list[str], rows: Any) -> dict[str, np.ndarray]:
         """Several scalar columns at ``rows``, the rows split by file once for all of them.
 
         Parameters
@@ -378,14 +389,15 @@ class ConcatDataset(Dataset):
         names
             Scalar columns (per-file values included).
         rows
-            Rows of this dataset, in any order.
+            Rows of this dataset, in any order (ints, an array, a slice).
 
         Returns
         -------
         dict of str to numpy.ndarray
             Each column's values at ``rows``, as :meth:`scalar` gives them.
         """
-        rows = np.asarray(rows, dtype=np.int64)
+        rows = np.arange(*rows.indices(self._n_rows)) if isinstance(rows, slice) else \
+            np.asarray(rows, dtype=np.int64)
         split, consecutive = self._split_once(rows)
         stored = [n for n in dict.fromkeys(names) if n not in self.part_values and n in self._scalar_names]
         out: dict[str, np.ndarray] = {name: self.scalar(name, rows) for name in names
@@ -430,7 +442,7 @@ class ConcatDataset(Dataset):
         """
         rows = np.asarray(rows, dtype=np.int64)
         split, consecutive = self._split_once(rows)
-        if consecutive:  # one buffer, each file's rows read into it in place
+        if consecutive and self._group_dtype(group)[1]:  # one buffer, each file's rows read in place
             spans = [(f, loc.start, loc.stop) for f, _, loc in split if isinstance(loc, slice)]
             return [self._read_spans(group, spans)], np.arange(len(rows), dtype=np.intp)
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
