@@ -38,10 +38,19 @@ def ref():
     return InMemoryDataset(scalars, groups)
 
 
-def _spec(ds, dtype=np.float32):
+def _spec(ds, dtype=np.float32, nan_to=None):
     return BatchSpec(inputs={"png": Ragged(ds.groups["png"][:4], max_len=5, dtype=dtype),
                              "png2d": Ragged(ds.groups["png2d"][:2], max_len=3, dtype=dtype)},
-                     targets={"t": Scalars(ds.scalar_names[:3], dtype=dtype)})
+                     targets={"t": Scalars(ds.scalar_names[:3], dtype=dtype)}, nan_to=nan_to)
+
+
+def _same_batches(got_ds, want_ds, spec, size):
+    """Every batch of ``got_ds`` in file order, bitwise those of ``want_ds`` (in RAM)."""
+    got = Batches(got_ds, spec, Order(batch_size=size, shuffle=False), read=NO_AHEAD)
+    want = Batches(want_ds, spec, Order(batch_size=size, shuffle=False))
+    assert len(got) == len(want) == -(-len(want_ds) // size)
+    for i in range(len(got)):
+        _same_batch(got.batch(i), want.batch(i), f"batch {i} of {size}")
 
 
 def _write(part, path):
@@ -116,12 +125,9 @@ def test_consecutive_rows_of_mixed_parts_are_the_rows_in_ram(ref, tmp_path, kind
     assert len(many) == N and not many.in_ram
     for lo, hi in RANGES:
         _check_rows(many, ref, np.arange(lo, hi))
-    spec = _spec(ref)
-    b = Batches(many, spec, Order(batch_size=50, shuffle=False), read=NO_AHEAD)
-    want = Batches(ref, spec, Order(batch_size=50, shuffle=False))
-    assert len(b) == 5  # on a file boundary (50), over 3 files (100..150 spans 3 parts), short last (40)
-    for i in range(len(b)):
-        _same_batch(b.batch(i), want.batch(i), f"batch {i}")
+    for nan_to in (None, -9.0):  # sizes 50: batches on file boundaries, a short last; 35: over 3 files
+        for size in (50, 35):
+            _same_batches(many, ref, _spec(ref, nan_to=nan_to), size)
 
 
 def _nested(ref, tmp_path):
@@ -129,23 +135,12 @@ def _nested(ref, tmp_path):
     return ConcatDataset([a, ConcatDataset([b, ConcatDataset([c, d])]), e])
 
 
-def test_groups_of_parts_of_parts_read_as_one(ref, tmp_path):
-    nested = _nested(ref, tmp_path)
-    for lo, hi in RANGES + [(39, 171), (40, 41), (0, 40), (41, 100)]:
-        _check_ragged(nested, ref, np.arange(lo, hi))
-
-
-def test_scalars_and_batches_of_parts_of_parts(ref, tmp_path):
-    nested = _nested(ref, tmp_path)
-    for lo, hi in [(0, 10), (45, 60), (39, 171), (0, N)]:  # in a leaf file; in a nested part; across
-        cols = nested.scalars_at(ref.scalar_names, np.arange(lo, hi))
-        for s in ref.scalar_names:
-            _bits(cols[s], ref.scalar(s, np.arange(lo, hi)), s)
-    spec = _spec(ref)
-    got = Batches(nested, spec, Order(batch_size=41, shuffle=False), read=NO_AHEAD)
-    want = Batches(ref, spec, Order(batch_size=41, shuffle=False))
-    for i in range(len(got)):
-        _same_batch(got.batch(i), want.batch(i), f"batch {i}")
+def test_parts_of_parts_read_as_one(ref, tmp_path):
+    a, b, c, d, e = _files(ref, tmp_path, [0, 40, 41, 100, 170, 240], ("zarr", "h5", "ram", "h5", "zarr"))
+    nested = ConcatDataset([a, ConcatDataset([b, ConcatDataset([c, d])]), e])
+    for lo, hi in RANGES + [(39, 171), (40, 41), (0, 40), (41, 100), (45, 60)]:
+        _check_rows(nested, ref, np.arange(lo, hi))
+    _same_batches(nested, ref, _spec(ref), 41)
 
 
 def _wide(part):
@@ -169,11 +164,7 @@ def test_a_float64_file_among_float32_files_keeps_its_values(ref, tmp_path, kind
     for lo, hi in [(0, N), (55, 65), (60, 62), (100, 200), (150, 240), (0, 60)]:
         _check_rows(many, want, np.arange(lo, hi))
     for dtype in (np.float32, np.float64):
-        spec = _spec(ref, dtype)
-        b = Batches(many, spec, Order(batch_size=64, shuffle=False), read=NO_AHEAD)
-        ram = Batches(want, spec, Order(batch_size=64, shuffle=False))
-        for i in range(len(b)):
-            _same_batch(b.batch(i), ram.batch(i), f"{dtype.__name__} batch {i}")
+        _same_batches(many, want, _spec(ref, dtype), 64)
     row = 61 + int(np.argmax(np.diff(parts[2].offsets("png")) > 0))  # a row of the float64 file with prongs
     x = Batches(many, _spec(ref, np.float64), Order(batch_size=N, shuffle=False), read=NO_AHEAD).batch(0)[0]
     first = want.ragged("png", [row])[0][0, :4]
@@ -204,10 +195,7 @@ def test_integer_files_of_several_widths_read_exactly(tmp_path, kinds):
         _check_rows(many, want, np.arange(lo, hi))
     spec = BatchSpec(inputs={"hit": Ragged(["hit.id", "hit.q"], max_len=4, dtype=np.float64)},
                      targets={"t": Scalars(["evt", "e"], dtype=np.float64)})
-    b = Batches(many, spec, Order(batch_size=31, shuffle=False), read=NO_AHEAD)
-    ram = Batches(want, spec, Order(batch_size=31, shuffle=False))
-    for i in range(len(b)):
-        _same_batch(b.batch(i), ram.batch(i), f"batch {i}")
+    _same_batches(many, want, spec, 31)
 
 
 _SCALAR_BUG = ("bug: a scalar column int64 (a value beyond 2**53) in one file, float32 in another: "
