@@ -12,6 +12,7 @@ import numpy as np
 
 from lstm_data._util.helper_thread import helper, on_helper
 from lstm_data.data.dataset import Dataset, InMemoryDataset
+from lstm_data.data.joins import check_join, exact_in, joined
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import SchemaError
 
@@ -25,6 +26,9 @@ def join_offsets(lengths: list[np.ndarray]) -> np.ndarray:
     np.cumsum(lens, out=out[1:])
     return out
 
+
+#: one file's share of a batch: (file index, positions in the batch, the file's own rows)
+_FilePart = tuple[int, slice | np.ndarray, slice | np.ndarray]
 
 #: rows per run of consecutive rows, on average, for reading the runs in place (else per file)
 _RUN_MIN_ROWS = 8
@@ -49,13 +53,6 @@ def _consecutive(rows: np.ndarray, n_rows: int) -> bool:
     # n integers from first to last, each one more than the one before: first + (0 .. n - 1)
     return 0 <= first and last < n_rows and last - first == n - 1 and (
         n == 1 or bool((rows == np.arange(first, last + 1)).all()))
-
-
-def _exact_in(dtype: np.dtype, joined: np.dtype) -> bool:
-    """Whether every value of ``dtype`` converts to ``joined`` exactly (an integer of as many
-    bytes as a float does not: int64 beyond 2**53 in float64)."""
-    return dtype == joined or (bool(np.can_cast(dtype, joined, "safe"))
-                               and not (dtype.kind in "iu" and joined.kind == "f" and dtype.itemsize >= joined.itemsize))
 
 
 def _as_slice(pos: np.ndarray) -> slice | np.ndarray:
@@ -139,8 +136,9 @@ class ConcatDataset(Dataset):
         self.part_values = {name: values[kept] for name, values in  # of the parts kept
                             self._check_part_values(part_values or {}, len(datasets)).items()}
         self._scalar_names = self._scalar_names + list(self.part_values)
-        self._kept_split: tuple[np.ndarray, list[tuple[int, slice | np.ndarray, slice | np.ndarray]], bool] | None = None
+        self._kept_split: tuple[np.ndarray, list[_FilePart], bool] | None = None
         self._group_dtypes: dict[str, tuple[np.dtype, bool]] = {}
+        self._join_warned: set[str] = set()  # columns whose join changed an integer (warned once)
 
     def _check_part_values(self, given: dict[str, Sequence[float]], n_parts: int) -> dict[str, np.ndarray]:
         out = {}
@@ -249,7 +247,7 @@ class ConcatDataset(Dataset):
                 out.append((f, max(lo, start) - start, min(hi, end) - start))
         return out
 
-    def _split_once(self, rows: np.ndarray) -> tuple[list[tuple[int, slice | np.ndarray, slice | np.ndarray]], bool]:
+    def _split_once(self, rows: np.ndarray) -> tuple[list[_FilePart], bool]:
         """Per file with rows: ``(file index, positions in request, local rows)``, positions and
         local rows as slices when ``rows`` are consecutive (then also ``True``: each file's share
         is a range). Kept for the last rows asked (compared by value, so an array changed in
@@ -259,7 +257,7 @@ class ConcatDataset(Dataset):
         if kept is not None and len(kept[0]) == len(rows) and np.array_equal(kept[0], rows):
             return kept[1], kept[2]
         consecutive = _consecutive(rows, self._n_rows)
-        split: list[tuple[int, slice | np.ndarray, slice | np.ndarray]]
+        split: list[_FilePart]
         if consecutive:
             lo, cum = int(rows[0]), self.cumulative
             split = []
@@ -283,7 +281,7 @@ class ConcatDataset(Dataset):
             none = np.zeros(0, np.intp)
             dtypes = {d.ragged(group, none)[0].dtype for d in self.datasets}
             joined = np.result_type(*dtypes)
-            known = self._group_dtypes[group] = (joined, all(_exact_in(d, joined) for d in dtypes))
+            known = self._group_dtypes[group] = (joined, all(exact_in(d, joined) for d in dtypes))
         return known
 
     def _spans(self, rows: np.ndarray) -> list[tuple[int, int, int]] | None:
@@ -344,12 +342,13 @@ class ConcatDataset(Dataset):
             picked: np.ndarray = per_part[self.locate(np.asarray(rows, dtype=np.int64))[0]]
             return picked
         if rows is None:
-            return np.concatenate([d.scalar(name) for d in self.datasets])
+            return joined([d.scalar(name) for d in self.datasets], f"scalar {name!r}", self._join_warned)
         parts = [(pos, self.datasets[f].scalar(name, loc)) for f, pos, loc in self._split(rows)]
         dtype = np.result_type(*[p[1].dtype for p in parts]) if parts else \
             self.datasets[0].scalar(name, np.zeros(0, np.intp)).dtype
         out = np.empty(len(rows), dtype=dtype)
         for pos, col in parts:
+            check_join(col, dtype, f"scalar {name!r}", self._join_warned)
             out[pos] = col
         return out
 
@@ -359,7 +358,7 @@ class ConcatDataset(Dataset):
     def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         if rows is None:
             parts = [d.ragged(group) for d in self.datasets]
-            return (np.concatenate([p[0] for p in parts]),
+            return (joined([p[0] for p in parts], f"group {group!r}", self._join_warned),
                     join_offsets([np.diff(p[1]) for p in parts]))
         spans = self._spans(rows)
         if spans is not None and 1 < len(spans) == len({f for f, _, _ in spans}):
@@ -371,7 +370,7 @@ class ConcatDataset(Dataset):
         if not pieces:
             values = self.datasets[0].ragged(group, np.zeros(0, np.intp))[0]
             return values, np.zeros(1, dtype=np.int64)
-        values = np.concatenate([p[1] for p in pieces])
+        values = joined([p[1] for p in pieces], f"group {group!r}", self._join_warned)
         offsets = join_offsets([np.diff(p[2]) for p in pieces])
         position = np.concatenate([p[0] for p in pieces])
         if np.array_equal(position, np.arange(len(rows))):  # rows asked in file order
@@ -409,11 +408,13 @@ class ConcatDataset(Dataset):
             return out
         per_part = [(pos, self.datasets[f].scalars_at(stored, loc)) for f, pos, loc in split]
         if consecutive:  # each file's share follows the last one's
-            out.update({name: np.concatenate([cols[name] for _, cols in per_part]) for name in stored})
+            out.update({name: joined([cols[name] for _, cols in per_part], f"scalar {name!r}", self._join_warned)
+                        for name in stored})
             return out
         for name in stored:
             column = np.empty(len(rows), dtype=np.result_type(*[c[name].dtype for _, c in per_part]))
             for pos, cols in per_part:
+                check_join(cols[name], column.dtype, f"scalar {name!r}", self._join_warned)
                 column[pos] = cols[name]
             out[name] = column
         return out
@@ -466,10 +467,10 @@ class ConcatDataset(Dataset):
 def concat_datasets(parts: Sequence[InMemoryDataset]) -> InMemoryDataset:
     """Rows of ``parts`` one after another, as one in-RAM dataset (vectorised copies)."""
     first = parts[0]
-    scalars = {s: np.concatenate([p.scalar(s) for p in parts]) for s in first.scalar_names}
+    scalars = {s: joined([p.scalar(s) for p in parts], f"scalar {s!r}") for s in first.scalar_names}
     groups = {}
     for g, names in first.groups.items():
         pieces = [p.ragged(g) for p in parts]
-        values = np.concatenate([v for v, _ in pieces])
+        values = joined([v for v, _ in pieces], f"group {g!r}")
         groups[g] = RaggedGroup(names, values, join_offsets([np.diff(o) for _, o in pieces]))
     return InMemoryDataset(scalars, groups)

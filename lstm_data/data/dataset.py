@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data.data.joins import check_join
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import SchemaError
 
@@ -239,6 +240,7 @@ class Dataset:
         if values.shape[0] != out.shape[0]:
             raise ValueError(f"out holds {out.shape[0]} records; rows {lo}..{hi} of group "
                              f"{group!r} have {values.shape[0]}")
+        check_join(values, out.dtype, f"group {group!r}")
         out[...] = values
 
     def offsets(self, group: str) -> np.ndarray:

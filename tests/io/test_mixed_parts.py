@@ -198,17 +198,9 @@ def test_integer_files_of_several_widths_read_exactly(tmp_path, kinds):
     _same_batches(many, want, spec, 31)
 
 
-_SCALAR_BUG = ("bug: a scalar column int64 (a value beyond 2**53) in one file, float32 in another: "
-               "ConcatDataset joins the parts' columns in float64 (scalars_at and scalar: "
-               "np.concatenate / np.result_type of the parts) before the batch's integer check; "
-               "no PrecisionWarning, in RAM as on disk")
-
-
 @pytest.mark.parametrize("shuffle", [False, True])
 @pytest.mark.parametrize("field, where", [
-    ("group", "ram"), ("group", "disk"),
-    pytest.param("scalar", "ram", marks=pytest.mark.xfail(strict=True, reason=_SCALAR_BUG)),
-    pytest.param("scalar", "disk", marks=pytest.mark.xfail(strict=True, reason=_SCALAR_BUG))])
+    ("group", "ram"), ("group", "disk"), ("scalar", "ram"), ("scalar", "disk")])
 def test_an_int64_beyond_float64_among_float32_files_is_not_changed_silently(tmp_path, field, where, shuffle):
     big = 2**53 + 1
     parts = [_ints(20, 0, np.float32, evt=np.float32), _ints(20, 1, np.int64, big=big)]
