@@ -254,7 +254,8 @@ class ConcatDataset(Dataset):
         place is split again), so a batch reads its scalars and each of its groups through one
         split."""
         kept = self._kept_split
-        if kept is not None and len(kept[0]) == len(rows) and np.array_equal(kept[0], rows):
+        if kept is not None and len(kept[0]) == len(rows) and len(rows) and kept[0][0] == rows[0] \
+                and np.array_equal(kept[0], rows):
             return kept[1], kept[2]
         consecutive = _consecutive(rows, self._n_rows)
         split: list[_FilePart]
@@ -408,8 +409,11 @@ class ConcatDataset(Dataset):
             return out
         per_part = [(pos, self.datasets[f].scalars_at(stored, loc)) for f, pos, loc in split]
         if consecutive:  # each file's share follows the last one's
-            out.update({name: joined([cols[name] for _, cols in per_part], f"scalar {name!r}", self._join_warned)
-                        for name in stored})
+            for name in stored:
+                columns = [cols[name] for _, cols in per_part]
+                same = all(c.dtype == columns[0].dtype for c in columns)
+                out[name] = np.concatenate(columns) if same else \
+                    joined(columns, f"scalar {name!r}", self._join_warned)
             return out
         for name in stored:
             column = np.empty(len(rows), dtype=np.result_type(*[c[name].dtype for _, c in per_part]))
