@@ -139,6 +139,7 @@ class ConcatDataset(Dataset):
         self._kept_split: tuple[np.ndarray, list[_FilePart], bool] | None = None
         self._group_dtypes: dict[str, tuple[np.dtype, bool]] = {}
         self._join_warned: set[str] = set()  # columns whose join changed an integer (warned once)
+        self._held: dict[tuple[int, str], np.ndarray] = {}  # parts' held scalar columns, by reference
 
     def _check_part_values(self, given: dict[str, Sequence[float]], n_parts: int) -> dict[str, np.ndarray]:
         out = {}
@@ -333,6 +334,7 @@ class ConcatDataset(Dataset):
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["_kept_split"] = None
+        state["_held"] = {}  # references into the parts, which pickle their own columns
         return state
 
     def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:
@@ -407,6 +409,9 @@ class ConcatDataset(Dataset):
         if len(split) == 1 and isinstance(split[0][1], slice):  # one file, rows in the order asked
             out.update(self.datasets[split[0][0]].scalars_at(stored, split[0][2]))
             return out
+        if consecutive and all(self.datasets[f].scalars_held for f, _, _ in split):
+            out.update(self._held_scalars(stored, split))  # slices of the columns the parts hold
+            return out
         per_part = [(pos, self.datasets[f].scalars_at(stored, loc)) for f, pos, loc in split]
         if consecutive:  # each file's share follows the last one's
             for name in stored:
@@ -422,6 +427,27 @@ class ConcatDataset(Dataset):
                 column[pos] = cols[name]
             out[name] = column
         return out
+
+    def _held_scalars(self, names: list[str], split: list[_FilePart]) -> dict[str, np.ndarray]:
+        """``names`` at consecutive rows (``split`` of them: local rows as slices) of parts that
+        hold their scalar columns: each file's range sliced and copied, no row index made."""
+        out = {}
+        for name in names:
+            columns = [self._held_column(f, name)[loc] for f, _, loc in split]
+            if len(columns) == 1:
+                out[name] = columns[0].copy()
+            elif all(c.dtype == columns[0].dtype for c in columns):
+                out[name] = np.concatenate(columns)
+            else:
+                out[name] = joined(columns, f"scalar {name!r}", self._join_warned)
+        return out
+
+    def _held_column(self, part: int, name: str) -> np.ndarray:
+        """Part ``part``'s column ``name`` as it holds it (kept; a reference, not a copy)."""
+        column = self._held.get((part, name))
+        if column is None:
+            column = self._held[(part, name)] = self.datasets[part].scalar(name)
+        return column
 
     def ragged_pieces(self, group: str, rows: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
         """``group``'s values of ``rows``, read part by part and left unjoined.

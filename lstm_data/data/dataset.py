@@ -301,6 +301,16 @@ class Dataset:
         """
         return False
 
+    @property
+    def scalars_held(self) -> bool:
+        """Whether the scalar columns are held in RAM, as they are returned.
+
+        Then :meth:`scalar` of every row returns the column itself, without reading or
+        copying it, so that a slice of it is a cheap read of a row range. ``False`` unless a subclass holds its scalar columns (datasets in RAM, and our
+        on-disk layout, which reads scalars when it opens).
+        """
+        return False
+
     def value_chunk_len(self, group: str) -> int:
         """Records per on-disk chunk of ``group``'s values; 0 when they are not chunked on disk.
 
@@ -504,6 +514,11 @@ class InMemoryDataset(Dataset):
     @property
     def in_ram(self) -> bool:
         """Always ``True``: the columns are numpy arrays."""
+        return True
+
+    @property
+    def scalars_held(self) -> bool:
+        """Always ``True`` (see :attr:`Dataset.scalars_held`)."""
         return True
 
     @property

@@ -3,6 +3,7 @@ decoded straight into one buffer, scalars checked once per batch."""
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -127,6 +128,20 @@ def test_consecutive_rows_across_a_file_without_rows(ds, tmp_path):
         np.testing.assert_array_equal(offsets, want[1])
         for n, got in many.scalars_at(names, rows).items():
             np.testing.assert_array_equal(got, ds.scalar(n, rows))
+
+
+def test_consecutive_scalars_are_slices_of_the_columns_held_not_kept_in_pickles(ds, tmp_path):
+    many = _parts(ds, tmp_path, [0, 700, 1400, 2000])
+    assert all(p.scalars_held for p in many.datasets) and not many.scalars_held
+    names = ds.scalar_names[:3]
+    size = len(pickle.dumps(many))
+    for lo, hi in [(0, 10), (690, 1410), (1999, 2000), (0, 2000)]:
+        got = many.scalars_at(names, np.arange(lo, hi))
+        for n in names:
+            np.testing.assert_array_equal(got[n], ds.scalar(n, slice(lo, hi)))
+            got[n][:] = -1  # a copy: the files' columns are not changed
+    np.testing.assert_array_equal(many.scalar(names[0]), ds.scalar(names[0]))
+    assert len(pickle.dumps(many)) == size  # a pickle sends paths, not the columns read
 
 
 def test_scalars_at_checks_rows_once_and_names_each_column(ds, tmp_path):

@@ -91,6 +91,14 @@ class OnDiskDataset(Dataset):
         if not hasattr(self, "io_stats"):
             self.io_stats = IOStats()
 
+    @property
+    def scalars_held(self) -> bool:
+        """Always ``True``: scalars are read when the store opens.
+
+        See :attr:`lstm_data.data.dataset.Dataset.scalars_held`.
+        """
+        return True
+
     def value_chunk_len(self, group: str) -> int:
         """Records per on-disk chunk of ``group``'s values."""
         super().value_chunk_len(group)  # the unknown-group error
