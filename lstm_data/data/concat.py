@@ -304,6 +304,14 @@ class ConcatDataset(Dataset):
     def _read_spans(self, group: str, spans: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
         """``group``'s values and offsets of the rows of ``spans`` (see :meth:`_spans`): one
         buffer that each part's rows are read into, in place, in request order."""
+        if len(spans) == 1:  # rows of one file
+            f, a, b = spans[0]
+            part_offsets = self.datasets[f].offsets(group)
+            first = int(part_offsets[a])
+            values = np.empty((int(part_offsets[b]) - first, len(self._groups[group])),
+                              dtype=self._group_dtype(group)[0])
+            self.datasets[f].ragged_into(group, a, b, values)
+            return values, part_offsets[a:b + 1] - first
         n_rows = sum(b - a for _, a, b in spans)
         offsets = np.empty(n_rows + 1, dtype=np.int64)
         offsets[0] = 0

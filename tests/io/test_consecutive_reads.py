@@ -11,7 +11,6 @@ import zarr
 
 import lstm_data
 from lstm_data.data.concat import ConcatDataset
-from lstm_data.data.synthetic import make_dataset
 from lstm_data.errors import SchemaError
 
 DS_ROWS = 2000
