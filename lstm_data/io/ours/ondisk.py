@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Optional, TypeVar
 
 import numpy as np
 
-from lstm_data.data.dataset import Dataset
+from lstm_data.data.dataset import Dataset, scratch_view
 from lstm_data.io.plumbing.coalesced_reads import IOStats, gather_ranges
 
 __all__ = ["DiskGroup", "OnDiskDataset"]
@@ -142,6 +142,21 @@ class OnDiskDataset(Dataset):
                              f"need {(b - a, len(dg.names))}")
         if b > a:
             self._read_into(dg, a, b, out)
+
+    def ragged_range(self, group: str, lo: int, hi: int,
+                     scratch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``lo .. hi - 1`` of ``group``, decoded into ``scratch`` when it is large enough.
+
+        See :meth:`lstm_data.data.dataset.Dataset.ragged_range`.
+        """
+        if not 0 <= lo <= hi <= self._n_rows:
+            raise IndexError(f"rows {lo}..{hi} out of range for {self._n_rows} rows")
+        offsets = self.offsets(group)
+        first = int(offsets[lo])
+        values = scratch_view(scratch, (int(offsets[hi]) - first, len(self._groups[group])),
+                              self._disk_groups[group].dtype)
+        self.ragged_into(group, lo, hi, values)
+        return values, offsets[lo:hi + 1] - first
 
     def _tiled(self, group: str) -> bool:
         """Whether ``group``'s rows tile its on-disk array (kept: it does not change)."""
