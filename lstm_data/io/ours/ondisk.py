@@ -149,12 +149,12 @@ class OnDiskDataset(Dataset):
 
         See :meth:`lstm_data.data.dataset.Dataset.ragged_range`.
         """
-        if not 0 <= lo <= hi <= self._n_rows:
-            raise IndexError(f"rows {lo}..{hi} out of range for {self._n_rows} rows")
+        dg = self._disk_groups.get(group)
+        if dg is None or dg.read_into is None or not 0 <= lo <= hi <= self._n_rows or not self._tiled(group):
+            return super().ragged_range(group, lo, hi, scratch)  # names what is wrong, or reads
         offsets = self.offsets(group)
         first = int(offsets[lo])
-        values = scratch_view(scratch, (int(offsets[hi]) - first, len(self._groups[group])),
-                              self._disk_groups[group].dtype)
+        values = scratch_view(scratch, (int(offsets[hi]) - first, len(dg.names)), dg.dtype)
         self.ragged_into(group, lo, hi, values)
         return values, offsets[lo:hi + 1] - first
 
