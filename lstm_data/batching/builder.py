@@ -24,7 +24,6 @@ once per output, naming the variable and the first value changed.
 from __future__ import annotations
 
 import math
-import threading
 from typing import Any, Sequence, cast
 
 import numpy as np
@@ -45,11 +44,6 @@ from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 
 __all__ = ["BatchBuilder"]
-
-
-#: per thread, a buffer per group that batches in file order read their values into (the
-#: values are padded within the same build, so the next batch reuses the memory)
-_SCRATCH = threading.local()
 
 
 class BatchBuilder:
@@ -321,12 +315,8 @@ class BatchBuilder:
         """
         n = len(rows)
         if n and int(rows[-1]) - int(rows[0]) == n - 1 and bool((rows == np.arange(rows[0], rows[-1] + 1)).all()):
-            # rows in file order: read in place into this thread's buffer for the group
-            scratch = _SCRATCH.__dict__.get(group)
-            values, offsets = self.dataset.ragged_range(group, int(rows[0]), int(rows[-1]) + 1, scratch)
-            if values.base is None or values.base is not scratch:  # grow it for the next batch
-                _SCRATCH.__dict__[group] = np.empty(values.nbytes + values.nbytes // 4 + 64, np.uint8)
-            return [(values, offsets)], np.arange(n, dtype=np.intp)
+            # rows in file order: one range, read in place (file after file for several files)
+            return [self.dataset.ragged_range(group, int(rows[0]), int(rows[-1]) + 1)], np.arange(n, dtype=np.intp)
         if not isinstance(self.dataset, ConcatDataset) or not n:
             return [self.dataset.ragged(group, rows)], np.arange(n, dtype=np.intp)
         pieces, at = self.dataset.ragged_pieces(group, rows)

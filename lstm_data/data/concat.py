@@ -11,7 +11,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from lstm_data._util.helper_thread import helper, on_helper
-from lstm_data.data.dataset import Dataset, InMemoryDataset, scratch_view, unknown_name_error
+from lstm_data.data.dataset import Dataset, InMemoryDataset, unknown_name_error
 from lstm_data.data.joins import check_join, exact_in, joined
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import SchemaError
@@ -301,12 +301,10 @@ class ConcatDataset(Dataset):
         return [span for s, e in zip([0, *breaks], [*breaks, n])
                 for span in self._file_ranges(int(rows[s]), int(rows[e - 1]) + 1)]
 
-    def ragged_range(self, group: str, lo: int, hi: int,
-                     scratch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def ragged_range(self, group: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows ``lo .. hi - 1`` of ``group``, each file's share read into one buffer.
 
-        The buffer is ``scratch`` when it is large enough (see
-        :meth:`lstm_data.data.dataset.Dataset.ragged_range`). Files whose values do not convert exactly to a common dtype (an int64 file among
+        See :meth:`lstm_data.data.dataset.Dataset.ragged_range`. Files whose values do not convert exactly to a common dtype (an int64 file among
         float ones) are joined as :meth:`ragged` joins them, with its check.
         """
         if not 0 <= lo <= hi <= self._n_rows:
@@ -315,13 +313,11 @@ class ConcatDataset(Dataset):
             raise unknown_name_error("group", group, list(self._groups))
         if not self._group_dtype(group)[1]:
             return self.ragged(group, slice(lo, hi))
-        return self._read_spans(group, [s for s in self._file_ranges(lo, hi) if s[2] > s[1]], scratch)
+        return self._read_spans(group, [s for s in self._file_ranges(lo, hi) if s[2] > s[1]])
 
-    def _read_spans(self, group: str, spans: list[tuple[int, int, int]],
-                    scratch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _read_spans(self, group: str, spans: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
         """``group``'s values and offsets of the rows of ``spans`` (see :meth:`_spans`): one
-        buffer (``scratch`` when large enough) that each part's rows are read into, in place,
-        in request order."""
+        buffer that each part's rows are read into, in place, in request order."""
         width, dtype = len(self._groups[group]), self._group_dtype(group)[0]
         if not spans:
             return np.empty((0, width), dtype), np.zeros(1, np.int64)
@@ -329,7 +325,7 @@ class ConcatDataset(Dataset):
             f, a, b = spans[0]
             part_offsets = self.datasets[f].offsets(group)
             first = int(part_offsets[a])
-            values = scratch_view(scratch, (int(part_offsets[b]) - first, width), dtype)
+            values = np.empty((int(part_offsets[b]) - first, width), dtype)
             self.datasets[f].ragged_into(group, a, b, values)
             return values, part_offsets[a:b + 1] - first
         n_rows = sum(b - a for _, a, b in spans)
@@ -343,7 +339,7 @@ class ConcatDataset(Dataset):
             np.subtract(part_offsets[a + 1:b + 1], first - value, out=offsets[row + 1:row + 1 + b - a])
             bounds.append(value)
             row, value = row + b - a, value + int(part_offsets[b]) - first
-        values = scratch_view(scratch, (value, width), dtype)
+        values = np.empty((value, width), dtype)
         jobs = [(self.datasets[f], a, b, values[start:stop])
                 for (f, a, b), start, stop in zip(spans, bounds, bounds[1:] + [value])]
         if len(jobs) < 2 or values.nbytes < _PARALLEL_BYTES or on_helper("parts"):

@@ -16,7 +16,7 @@ from lstm_data.data.joins import check_join
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import SchemaError
 
-__all__ = ["scratch_view", "Dataset", "InMemoryDataset", "unknown_name_error", "as_rows", "set_writer_source"]
+__all__ = ["Dataset", "InMemoryDataset", "unknown_name_error", "as_rows", "set_writer_source"]
 
 #: Writer = ``write(dataset, path, **options)`` (or a converter ``to(dataset, **options)``);
 #: found by format name ("zarr", "hdf5", "parquet", "arrow", "awkward").
@@ -73,15 +73,6 @@ def as_rows(rows: Any, n: int) -> np.ndarray | None:
     if lo < 0 or hi >= n:
         raise IndexError(f"row {lo if lo < 0 else hi} out of range for {n} rows")
     return arr.astype(np.intp, copy=False)
-
-
-def scratch_view(scratch: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An array of ``shape`` and ``dtype`` at the start of ``scratch`` (a 1-D uint8 buffer)
-    when it is large enough, else a new one (see :meth:`Dataset.ragged_range`)."""
-    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-    if scratch is None or scratch.dtype != np.uint8 or scratch.ndim != 1 or scratch.nbytes < nbytes:
-        return np.empty(shape, dtype=dtype)
-    return scratch[:nbytes].view(dtype).reshape(shape)
 
 
 class Dataset:
@@ -220,14 +211,12 @@ class Dataset:
             raise unknown_name_error("group", group, list(self._groups))
         return self._ragged(group, as_rows(rows, self._n_rows))
 
-    def ragged_range(self, group: str, lo: int, hi: int,
-                     scratch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def ragged_range(self, group: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """``group``'s values and offsets of rows ``lo .. hi - 1``, in place where possible.
 
-        What a batch of rows in file order reads. Readers that decode straight into
-        a buffer (our layout, several files of it) place the values in ``scratch``
-        when it is large enough, so that batch after batch reuses the same memory
-        instead of new pages; others return new arrays.
+        What a batch of rows in file order reads: readers that decode straight into
+        a buffer (our layout, several files of it) read the range in one call, with no
+        row index; others read it as :meth:`ragged` of the slice.
 
         Parameters
         ----------
@@ -235,9 +224,6 @@ class Dataset:
             The group's name.
         lo, hi
             Rows ``lo <= row < hi`` of this dataset.
-        scratch
-            A 1-D uint8 buffer the values may be placed in, from its start; the
-            returned values are then a view of it, valid until it is used again.
 
         Returns
         -------

@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Optional, TypeVar
 
 import numpy as np
 
-from lstm_data.data.dataset import Dataset, scratch_view
+from lstm_data.data.dataset import Dataset
 from lstm_data.io.plumbing.coalesced_reads import IOStats, gather_ranges
 
 __all__ = ["DiskGroup", "OnDiskDataset"]
@@ -143,18 +143,17 @@ class OnDiskDataset(Dataset):
         if b > a:
             self._read_into(dg, a, b, out)
 
-    def ragged_range(self, group: str, lo: int, hi: int,
-                     scratch: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Rows ``lo .. hi - 1`` of ``group``, decoded into ``scratch`` when it is large enough.
+    def ragged_range(self, group: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``lo .. hi - 1`` of ``group``, decoded straight into one new array.
 
         See :meth:`lstm_data.data.dataset.Dataset.ragged_range`.
         """
         dg = self._disk_groups.get(group)
         if dg is None or dg.read_into is None or not 0 <= lo <= hi <= self._n_rows or not self._tiled(group):
-            return super().ragged_range(group, lo, hi, scratch)  # names what is wrong, or reads
+            return super().ragged_range(group, lo, hi)  # names what is wrong, or reads
         offsets = self.offsets(group)
         first = int(offsets[lo])
-        values = scratch_view(scratch, (int(offsets[hi]) - first, len(dg.names)), dg.dtype)
+        values = np.empty((int(offsets[hi]) - first, len(dg.names)), dg.dtype)
         self.ragged_into(group, lo, hi, values)
         return values, offsets[lo:hi + 1] - first
 

@@ -225,17 +225,6 @@ class _KeptChunks(threading.local):
         self.entries: list[tuple[Any, int, tuple[int, int, int, int] | None, np.ndarray]] = []
 
 
-def _rows_buffer(shape: tuple[int, ...], dtype: np.dtype[Any], old: np.ndarray | None) -> np.ndarray:
-    """An array of ``shape`` and ``dtype`` in the memory of ``old`` (an evicted kept chunk)
-    when it is large enough, else new memory with some room, so that the chunks of many
-    files, whose lengths differ a little, reuse the same pages instead of faulting in new ones."""
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    base = None if old is None else old.base if old.base is not None else old
-    if not isinstance(base, np.ndarray) or base.dtype != np.uint8 or base.nbytes < nbytes:
-        base = np.empty(nbytes + nbytes // 4 + 64, dtype=np.uint8)
-    return base[:nbytes].view(dtype).reshape(shape)
-
-
 _KEPT = _KeptChunks()
 
 
@@ -424,9 +413,14 @@ class ChunkDecoder:
                     entries.append((owner, index, ident, rows))  # the most recent last
                     return rows
                 break
-        # the oldest goes; its memory is reused when it is large enough
-        old = entries.pop(0)[3] if len(entries) >= KEPT_CHUNKS else None
-        buffer = _rows_buffer((self.chunk_len,) + tuple(self.shape[1:]), self.dtype, old)
+        shape = (self.chunk_len,) + self.shape[1:]
+        buffer = None
+        if len(entries) >= KEPT_CHUNKS:  # the oldest goes; its buffer is reused when it fits
+            old = entries.pop(0)[3]
+            if old.shape == shape and old.dtype == self.dtype:
+                buffer = old
+        if buffer is None:
+            buffer = np.empty(shape, dtype=self.dtype)
         entries.append((self, i, self._chunk(i, buffer), buffer))
         return buffer
 
