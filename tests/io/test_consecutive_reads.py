@@ -219,7 +219,7 @@ def test_block_shuffle_over_zarr_files_reads_each_chunk_at_most_twice(ds, tmp_pa
 def test_a_read_over_many_files_shares_its_files_with_a_helper_thread(ds, tmp_path, monkeypatch):
     """Above a size, half of the files are read on a helper thread: the same values, and a
     damaged file read there is the same located error."""
-    import lstm_data.data.concat as concat_module
+    import lstm_data.data.concat_reads as concat_module
     from lstm_data.errors import FormatError
 
     monkeypatch.setattr(concat_module, "_PARALLEL_BYTES", 0)
@@ -261,7 +261,7 @@ def test_parts_of_parts_read_on_the_helper_do_not_wait_on_it(ds, tmp_path, monke
     on the helper it runs in."""
     import threading
 
-    import lstm_data.data.concat as concat_module
+    import lstm_data.data.concat_reads as concat_module
 
     monkeypatch.setattr(concat_module, "_PARALLEL_BYTES", 0)
     inner = [_parts(ds.take(np.arange(lo, hi)), tmp_path / f"in{lo}", [0, (hi - lo) // 2, hi - lo])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-import lstm_data.data.concat as concat_module
+import lstm_data.data.concat_reads as concat_module
 from lstm_data import Batches, BatchSpec, Order, Ragged, ReadOptions, Scalars
 from lstm_data.data.concat import ConcatDataset, concat_datasets
 from lstm_data.data.dataset import InMemoryDataset
