@@ -164,8 +164,9 @@ class ConcatReads(Dataset):
     def ragged_range(self, group: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows ``lo .. hi - 1`` of ``group``, each file's share read into one buffer.
 
-        See :meth:`lstm_data.data.dataset.Dataset.ragged_range`. Files whose values do not convert exactly to a common dtype (an int64 file among
-        float ones) are joined as :meth:`ragged` joins them, with its check.
+        See :meth:`lstm_data.data.dataset.Dataset.ragged_range`. Files whose values do
+        not convert exactly to a common dtype (an int64 file among float ones) are joined
+        as :meth:`ragged` joins them, with its check.
         """
         if not 0 <= lo <= hi <= self._n_rows:
             raise IndexError(f"rows {lo}..{hi} out of range for {self._n_rows} rows")
