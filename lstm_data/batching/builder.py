@@ -41,7 +41,7 @@ from lstm_data.batching.field_forms import (
 from lstm_data.batching.spec import LENGTHS_SUFFIX, Arrays, ResolvedField
 from lstm_data.batching.exactness import warn_if_inexact
 from lstm_data.data.concat import ConcatDataset
-from lstm_data.data.dataset import Dataset, InMemoryDataset
+from lstm_data.data.dataset import Dataset, InMemoryDataset, consecutive_range
 
 __all__ = ["BatchBuilder"]
 
@@ -314,9 +314,9 @@ class BatchBuilder:
         (joined in one dtype once each output has checked the values, see :meth:`_ragged`).
         """
         n = len(rows)
-        if n and int(rows[-1]) - int(rows[0]) == n - 1 and bool((rows == np.arange(rows[0], rows[-1] + 1)).all()):
-            # rows in file order: one range, read in place (file after file for several files)
-            return [self.dataset.ragged_range(group, int(rows[0]), int(rows[-1]) + 1)], np.arange(n, dtype=np.intp)
+        span = consecutive_range(rows, len(self.dataset))
+        if span is not None:  # rows in file order: one range, read in place (file after file)
+            return [self.dataset.ragged_range(group, *span)], np.arange(n, dtype=np.intp)
         if not isinstance(self.dataset, ConcatDataset) or not n:
             return [self.dataset.ragged(group, rows)], np.arange(n, dtype=np.intp)
         pieces, at = self.dataset.ragged_pieces(group, rows)

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from lstm_data._util.helper_thread import helper, on_helper
-from lstm_data.data.dataset import Dataset, unknown_name_error
+from lstm_data.data.dataset import Dataset, consecutive_range, unknown_name_error
 from lstm_data.data.joins import check_join, exact_in, joined
 
 __all__ = ["ConcatReads"]
@@ -35,17 +35,6 @@ def _fill(group: str, jobs: list[tuple[Dataset, int, int, np.ndarray]]) -> None:
     """Each ``(part, first, stop, out)`` of ``jobs``: the part's rows ``first..stop - 1`` into ``out``."""
     for part, a, b, out in jobs:
         part.ragged_into(group, a, b, out)
-
-
-def _consecutive(rows: np.ndarray, n_rows: int) -> bool:
-    """Whether ``rows`` are ``a, a + 1, ..., b`` within ``[0, n_rows)``."""
-    n = len(rows)
-    if not n:
-        return False
-    first, last = int(rows[0]), int(rows[-1])
-    # n integers from first to last, each one more than the one before: first + (0 .. n - 1)
-    return 0 <= first and last < n_rows and last - first == n - 1 and (
-        n == 1 or bool((rows == np.arange(first, last + 1)).all()))
 
 
 def _as_slice(pos: np.ndarray) -> slice | np.ndarray:
@@ -75,7 +64,7 @@ class ConcatReads(Dataset):
 
     def _split(self, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """Per file with rows: ``(file index, positions in request, local rows)``."""
-        if _consecutive(rows, self._n_rows):
+        if consecutive_range(rows, self._n_rows) is not None:
             return self._split_range(int(rows[0]), int(rows[-1]) + 1)
         return self._split_scattered(rows)
 
@@ -118,7 +107,7 @@ class ConcatReads(Dataset):
         if kept is not None and len(kept[0]) == len(rows) and len(rows) and kept[0][0] == rows[0] \
                 and np.array_equal(kept[0], rows):
             return kept[1], kept[2]
-        consecutive = _consecutive(rows, self._n_rows)
+        consecutive = consecutive_range(rows, self._n_rows) is not None
         split: list[_FilePart]
         if consecutive:
             lo, cum = int(rows[0]), self.cumulative
@@ -182,13 +171,10 @@ class ConcatReads(Dataset):
         width, dtype = len(self._groups[group]), self._group_dtype(group)[0]
         if not spans:
             return np.empty((0, width), dtype), np.zeros(1, np.int64)
-        if len(spans) == 1:  # rows of one file
+        if len(spans) == 1:  # rows of one file: its own range read
             f, a, b = spans[0]
-            part_offsets = self.datasets[f].offsets(group)
-            first = int(part_offsets[a])
-            values = np.empty((int(part_offsets[b]) - first, width), dtype)
-            self.datasets[f].ragged_into(group, a, b, values)
-            return values, part_offsets[a:b + 1] - first
+            values, offsets = self.datasets[f].ragged_range(group, a, b)
+            return values.astype(dtype, copy=False), offsets
         n_rows = sum(b - a for _, a, b in spans)
         offsets = np.empty(n_rows + 1, dtype=np.int64)
         offsets[0] = 0
@@ -247,11 +233,8 @@ class ConcatReads(Dataset):
             return out
         per_part = [(pos, self.datasets[f].scalars_at(stored, loc)) for f, pos, loc in split]
         if consecutive:  # each file's share follows the last one's
-            for name in stored:
-                columns = [cols[name] for _, cols in per_part]
-                same = all(c.dtype == columns[0].dtype for c in columns)
-                out[name] = np.concatenate(columns) if same else \
-                    joined(columns, f"scalar {name!r}", self._join_warned)
+            out.update({name: joined([cols[name] for _, cols in per_part], f"scalar {name!r}", self._join_warned)
+                        for name in stored})
             return out
         for name in stored:
             column = np.empty(len(rows), dtype=np.result_type(*[c[name].dtype for _, c in per_part]))
@@ -267,12 +250,8 @@ class ConcatReads(Dataset):
         out = {}
         for name in names:
             columns = [self._held_column(f, name)[loc] for f, _, loc in split]
-            if len(columns) == 1:
-                out[name] = columns[0].copy()
-            elif all(c.dtype == columns[0].dtype for c in columns):
-                out[name] = np.concatenate(columns)
-            else:
-                out[name] = joined(columns, f"scalar {name!r}", self._join_warned)
+            out[name] = columns[0].copy() if len(columns) == 1 else \
+                joined(columns, f"scalar {name!r}", self._join_warned)
         return out
 
     def _held_column(self, part: int, name: str) -> np.ndarray:

@@ -16,7 +16,7 @@ from lstm_data.data.joins import check_join
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import SchemaError
 
-__all__ = ["Dataset", "InMemoryDataset", "unknown_name_error", "as_rows", "set_writer_source"]
+__all__ = ["consecutive_range", "Dataset", "InMemoryDataset", "unknown_name_error", "as_rows", "set_writer_source"]
 
 #: Writer = ``write(dataset, path, **options)`` (or a converter ``to(dataset, **options)``);
 #: found by format name ("zarr", "hdf5", "parquet", "arrow", "awkward").
@@ -46,6 +46,20 @@ def unknown_name_error(kind: str, name: str, known: Sequence[str]) -> SchemaErro
     close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
     return SchemaError(f"unknown {kind} {name!r}{hint} (known: {len(known)} {kind}s)", variable=name)
+
+
+def consecutive_range(rows: np.ndarray, n: int) -> tuple[int, int] | None:
+    """``(a, b)`` when ``rows`` are ``a, a + 1, ..., b - 1`` within ``[0, n)`` (a batch in
+    file order), else ``None``."""
+    k = len(rows)
+    if not k:
+        return None
+    first, last = int(rows[0]), int(rows[-1])
+    if not (0 <= first and last < n and last - first == k - 1):
+        return None
+    if k > 1 and not bool((rows == np.arange(first, last + 1)).all()):
+        return None
+    return first, last + 1
 
 
 def as_rows(rows: Any, n: int) -> np.ndarray | None:

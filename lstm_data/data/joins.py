@@ -62,6 +62,8 @@ def joined(columns: list[np.ndarray], what: str, warned: set[str] | None = None)
     """``columns`` (one per part, in order) as one array, each checked by :func:`check_join`."""
     if not columns:
         raise ValueError("nothing to join")
+    if all(c.dtype == columns[0].dtype for c in columns):  # one dtype: nothing to check
+        return np.concatenate(columns)
     dtype = np.result_type(*[c.dtype for c in columns])
     for c in columns:
         check_join(c, dtype, what, warned)
