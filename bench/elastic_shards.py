@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
-from lstm_data.batching.shard import batch_elements
+from lstm_data.batching.epochs.shard import batch_elements
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 

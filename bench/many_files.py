@@ -43,7 +43,7 @@ import numpy as np
 
 import lstm_data
 from lstm_data.batching import Batches, BatchSpec
-from lstm_data.batching.order_options import Order
+from lstm_data.batching.order.options import Order
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.io.read_options import ReadOptions

@@ -20,7 +20,7 @@ import numpy as np
 
 import lstm_data
 from lstm_data.batching import Batches
-from lstm_data.batching.order_options import Order
+from lstm_data.batching.order.options import Order
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.synthetic import make_dataset
 
@@ -111,7 +111,7 @@ def _guards(report: Report, table: dict[str, dict[str, float]], numu: Any) -> No
     if "full" in table:
         report.ratio("orders", "full shuffle mixing, rows", table["full"]["mixing, rows"])
     # automatic lengths (k=4) against the best pad_to_multiple_of with at most 4 distinct shapes
-    from lstm_data.batching.bucket_lengths import choose_lengths, padding_of
+    from lstm_data.batching.order.bucket_lengths import choose_lengths, padding_of
 
     widths = np.minimum(np.diff(numu.ragged("png")[1]), BUCKET_MAX_LEN)
     best = padding_of(widths, _multiple_grid(widths, _best_multiple(numu)))
@@ -125,7 +125,7 @@ def _multiple_grid(widths: np.ndarray, m: int) -> np.ndarray:
 
 def _best_multiple(numu: Any) -> int:
     """The ``pad_to_multiple_of`` with at most 4 distinct png3d widths that pads the rows least."""
-    from lstm_data.batching.bucket_lengths import padding_of
+    from lstm_data.batching.order.bucket_lengths import padding_of
 
     widths = np.minimum(np.diff(numu.ragged("png")[1]), BUCKET_MAX_LEN)
     fits = [m for m in range(2, BUCKET_MAX_LEN + 1) if len(_multiple_grid(widths, m)) <= 4]

@@ -36,10 +36,10 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazily at run time;
     # ``X as X`` exports them: ``__all__`` is built from _LAZY, which a type checker does not read)
-    from lstm_data.batching.batches import Batches as Batches
-    from lstm_data.batching.order_options import Order as Order
-    from lstm_data.batching.fields import Standardize as Standardize
-    from lstm_data.batching.spec import BatchSpec as BatchSpec, Ragged as Ragged, Scalars as Scalars
+    from lstm_data.batching.epochs.batches import Batches as Batches
+    from lstm_data.batching.order.options import Order as Order
+    from lstm_data.batching.spec.fields import Standardize as Standardize
+    from lstm_data.batching.spec.batch_spec import BatchSpec as BatchSpec, Ragged as Ragged, Scalars as Scalars
     from lstm_data.data.dataset import Dataset as Dataset, InMemoryDataset as InMemoryDataset
     from lstm_data.io.awkward import from_awkward as from_awkward
     from lstm_data.io.dispatch import open as open
@@ -54,12 +54,12 @@ _LAZY = {
     "open": ("lstm_data.io.dispatch", "open"),
     "Dataset": ("lstm_data.data.dataset", "Dataset"),
     "InMemoryDataset": ("lstm_data.data.dataset", "InMemoryDataset"),
-    "BatchSpec": ("lstm_data.batching.spec", "BatchSpec"),
-    "Scalars": ("lstm_data.batching.spec", "Scalars"),
-    "Ragged": ("lstm_data.batching.spec", "Ragged"),
-    "Standardize": ("lstm_data.batching.fields", "Standardize"),
-    "Batches": ("lstm_data.batching.batches", "Batches"),
-    "Order": ("lstm_data.batching.order_options", "Order"),
+    "BatchSpec": ("lstm_data.batching.spec.batch_spec", "BatchSpec"),
+    "Scalars": ("lstm_data.batching.spec.batch_spec", "Scalars"),
+    "Ragged": ("lstm_data.batching.spec.batch_spec", "Ragged"),
+    "Standardize": ("lstm_data.batching.spec.fields", "Standardize"),
+    "Batches": ("lstm_data.batching.epochs.batches", "Batches"),
+    "Order": ("lstm_data.batching.order.options", "Order"),
     "ReadOptions": ("lstm_data.io.read_options", "ReadOptions"),
     "open_batches": ("lstm_data.store.read", "open_batches"),
     "precompute": ("lstm_data.store.write", "precompute"),

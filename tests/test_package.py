@@ -44,7 +44,7 @@ def test_every_documented_name_imports(module, monkeypatch):
 
 
 def test_public_names_are_the_layers_objects():
-    from lstm_data.batching.batches import Batches
+    from lstm_data.batching.epochs.batches import Batches
     from lstm_data.io.dispatch import open as open_any
     from lstm_data.store.read import open_batches
 

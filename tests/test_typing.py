@@ -44,7 +44,7 @@ def test_a_strict_type_checker_sees_the_real_public_names(tmp_path):
     assert status == 0, out + err  # no "does not explicitly export", no Any in a typed context
     ds, batches, item, stored, schema = _revealed(out)
     assert ds == "lstm_data.data.dataset.Dataset"
-    assert batches == "lstm_data.batching.batches.Batches"
+    assert batches == "lstm_data.batching.epochs.batches.Batches"
     assert item.startswith("tuple[dict[str, numpy.ndarray") and item.count("dict[str, ") == 3, item
     assert stored == "lstm_data.store.read.PrecomputedBatches"
     assert "lstm_data.io.schema.Schema" in schema

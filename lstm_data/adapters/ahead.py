@@ -3,7 +3,7 @@
 Keras (``KerasBatches``) and a torch ``DataLoader`` without worker processes
 (``TorchBatches(threads=...)``) ask for batch ``i`` of an epoch, then ``i + 1``, ...
 on one thread. A :class:`Stream` builds the next ones meanwhile on background
-threads (:func:`~lstm_data.batching.prefetch.prefetch`: the kernels release the
+threads (:func:`~lstm_data.batching.epochs.prefetch.prefetch`: the kernels release the
 GIL), each tied to its epoch. A new epoch starts a new stream at the batch asked
 for; a request out of order within the epoch is built on the spot (a shuffling
 sampler would waste every batch built ahead).
@@ -14,7 +14,7 @@ import threading
 from typing import Any, Callable, Generator, cast
 
 from lstm_data.adapters.epochs import batch_of
-from lstm_data.batching.prefetch import prefetch
+from lstm_data.batching.epochs.prefetch import prefetch
 
 __all__ = ["Stream", "Ahead"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from lstm_data._util import forksafe
 from lstm_data._util.checks import check_count
-from lstm_data.batching.source import BuildsInArena
+from lstm_data.batching.epochs.source import BuildsInArena
 
 __all__ = ["batch_of"]
 
@@ -34,8 +34,8 @@ def batch_of(batches: Any, index: int, epoch: int, arena: Any = None) -> Any:
     Parameters
     ----------
     batches
-        A :class:`~lstm_data.batching.batches.Batches` (its thread-safe
-        :meth:`~lstm_data.batching.batches.Batches.batch` serves any epoch), or
+        A :class:`~lstm_data.batching.epochs.batches.Batches` (its thread-safe
+        :meth:`~lstm_data.batching.epochs.batches.Batches.batch` serves any epoch), or
         any sequence with ``epoch``, ``set_epoch`` and ``[index]``, such as a
         precomputed store (:func:`lstm_data.open_batches`): its epoch is then
         switched and restored under a lock, one batch at a time.
@@ -43,7 +43,7 @@ def batch_of(batches: Any, index: int, epoch: int, arena: Any = None) -> Any:
         Which batch, of which epoch.
     arena
         A buffer to build the batch in, for sources that can
-        (:class:`~lstm_data.batching.source.BuildsInArena`); ignored by the others.
+        (:class:`~lstm_data.batching.epochs.source.BuildsInArena`); ignored by the others.
     """
     epoch = check_count(epoch, "epoch")
     if arena is not None and isinstance(batches, BuildsInArena):

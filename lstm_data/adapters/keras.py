@@ -59,7 +59,7 @@ import numpy as np
 from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
-from lstm_data.batching.order_stats import log_epoch_stats
+from lstm_data.batching.order.stats import log_epoch_stats
 from lstm_data.errors import OptionError
 
 try:
@@ -72,7 +72,7 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 if TYPE_CHECKING:
     import torch
 
-    from lstm_data.batching.spec import BatchSpec
+    from lstm_data.batching.spec.batch_spec import BatchSpec
 
     class PyDataset:
         """What this module uses of ``keras.utils.PyDataset``, for type checkers."""
@@ -100,7 +100,7 @@ class KerasBatches(PyDataset):
     Parameters
     ----------
     batches
-        A :class:`~lstm_data.batching.batches.Batches` or the result of
+        A :class:`~lstm_data.batching.epochs.batches.Batches` or the result of
         :func:`lstm_data.open_batches`. Its ``epoch`` is the first epoch served
         and follows the epochs of ``fit``.
     workers
@@ -289,7 +289,7 @@ def keras_inputs(spec: BatchSpec) -> dict[str, Any]:
     Parameters
     ----------
     spec
-        A :class:`~lstm_data.batching.spec.BatchSpec`; its ``signature()`` gives each
+        A :class:`~lstm_data.batching.spec.batch_spec.BatchSpec`; its ``signature()`` gives each
         input's shape without the batch dimension (``None`` where it varies per batch)
         and its dtype.
 

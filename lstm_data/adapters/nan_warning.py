@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from lstm_data.batching.fields import Ragged
+from lstm_data.batching.spec.fields import Ragged
 
 __all__ = ["nan_padded_inputs", "nan_valued_inputs", "warn_nan_padding", "warn_nan_values", "NAN_FIX"]
 

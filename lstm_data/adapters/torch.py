@@ -56,7 +56,7 @@ from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.epochs import batch_of
 from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
-from lstm_data.batching.order_stats import log_epoch_stats
+from lstm_data.batching.order.stats import log_epoch_stats
 from lstm_data.errors import OptionError
 
 try:
@@ -135,7 +135,7 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         shard, ...); a state with other values is refused by :meth:`load_state_dict`.
     source
         The batches, when they resume from a state of another world size (a
-        :class:`~lstm_data.batching.shard.ShardedBatches`: it then makes the keys,
+        :class:`~lstm_data.batching.epochs.shard.ShardedBatches`: it then makes the keys,
         the state and the resumption).
 
     Attributes
@@ -238,7 +238,7 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
     Parameters
     ----------
     batches
-        A :class:`~lstm_data.batching.batches.Batches` or the result of
+        A :class:`~lstm_data.batching.epochs.batches.Batches` or the result of
         :func:`lstm_data.open_batches`.
     worker_transfer
         How a batch built in a ``DataLoader`` worker process reaches the main

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from lstm_data.batching import Batches, BatchSpec, Ragged
-from lstm_data.batching.order_options import Order
+from lstm_data.batching.order.options import Order
 from lstm_data.io import open as open_dataset
 from lstm_data.io.read_options import ReadOptions
 

@@ -23,9 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lstm_data.batching.fit_file import fit_spec_file
-    from lstm_data.batching.spec import BatchSpec
-    from lstm_data.batching.standardize_fit import auto_variables
+    from lstm_data.batching.spec.fit_file import fit_spec_file
+    from lstm_data.batching.spec.batch_spec import BatchSpec
+    from lstm_data.batching.spec.fitting import auto_variables
     from lstm_data.io import open as open_dataset
     from lstm_data.io.read_options import ReadOptions
 

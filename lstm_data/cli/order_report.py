@@ -25,11 +25,11 @@ def order_report(ds: Any, spec_path: str) -> dict[str, Any]:
         lengths (``bucket_lengths``, or what ``"auto"`` would choose for ``max_shapes``),
         and the padding per real element they give when each row pads to its own length.
     """
-    from lstm_data.batching.batches import Batches
-    from lstm_data.batching.bucket_lengths import choose_lengths, padding_of
-    from lstm_data.batching.budget import row_widths
-    from lstm_data.batching.order_options import Order
-    from lstm_data.batching.spec import BatchSpec
+    from lstm_data.batching.epochs.batches import Batches
+    from lstm_data.batching.order.bucket_lengths import choose_lengths, padding_of
+    from lstm_data.batching.order.budget import row_widths
+    from lstm_data.batching.order.options import Order
+    from lstm_data.batching.spec.batch_spec import BatchSpec
 
     spec = BatchSpec.from_toml(spec_path)
     order = Order.from_toml(spec_path)

@@ -9,7 +9,7 @@ The store records the spec, the order and a fingerprint of every value of the da
 running again with the same settings and data reuses it, with other settings or edited
 data it is an error unless ``--overwrite``, which replaces only a batch store: an output
 that is the input data, or anything else, is refused. The spec file may also hold an
-``[order]`` table (an :class:`~lstm_data.batching.order_options.Order`) and a ``[read]``
+``[order]`` table (an :class:`~lstm_data.batching.order.options.Order`) and a ``[read]``
 table (:class:`~lstm_data.io.read_options.ReadOptions`); flags given here override them.
 Read the store with ``lstm_data.open_batches(OUT)``.
 """
@@ -64,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lstm_data.batching.order_options import Order
-    from lstm_data.batching.spec import BatchSpec
+    from lstm_data.batching.order.options import Order
+    from lstm_data.batching.spec.batch_spec import BatchSpec
     from lstm_data.io import open as open_dataset
     from lstm_data.io.read_options import ReadOptions
     from lstm_data.store.write import precompute

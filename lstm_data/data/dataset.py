@@ -335,7 +335,7 @@ class Dataset:
         """Whether every column is held in RAM, so that random row reads are cheap.
 
         ``False`` for readers that read chunks from disk on demand. ``shuffle="auto"``
-        (:class:`~lstm_data.batching.batches.Batches`, ``precompute``) shuffles rows
+        (:class:`~lstm_data.batching.epochs.batches.Batches`, ``precompute``) shuffles rows
         freely in RAM and by blocks on disk.
         """
         return False

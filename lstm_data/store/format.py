@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from lstm_data.batching.spec import BatchSpec
+from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.io.ours.layout import BATCH_STORE_ATTR
 
@@ -89,7 +89,7 @@ def _value_blocks(dataset: Dataset, group: str) -> Iterator[np.ndarray]:
 
 def flat_outputs(spec: BatchSpec, batch: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
     """``batch`` (its ``(inputs, targets, weights)`` dicts) as output name -> array, in the
-    spec's flat order (:meth:`~lstm_data.batching.spec.BatchSpec.flatten` as a dict)."""
+    spec's flat order (:meth:`~lstm_data.batching.spec.batch_spec.BatchSpec.flatten` as a dict)."""
     flat = spec.flatten(batch, as_dict=True)
     if not isinstance(flat, dict):  # as_dict=True gives a dict
         raise TypeError(f"BatchSpec.flatten(as_dict=True) gave a {type(flat).__name__}")
@@ -134,7 +134,7 @@ def compare_metadata(recorded: Mapping[str, Any], expected: Mapping[str, Any], *
 def _current_form(spec: Any) -> Any:
     """A recorded spec dict as this release writes it (format version, options added since), so
     a store written before compares equal to the same spec now; unreadable: as it is."""
-    from lstm_data.batching.spec import BatchSpec
+    from lstm_data.batching.spec.batch_spec import BatchSpec
 
     if not isinstance(spec, Mapping):
         return spec

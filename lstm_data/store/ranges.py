@@ -13,7 +13,7 @@ worker that dies while it runs a task of ours fails the precompute
 (:class:`WorkerLostError`, no store left), rather than trusting Dask's rerun;
 a task whose store was removed (the precompute failed) stops before writing more.
 
-Tasks receive the :class:`~lstm_data.batching.batches.Batches` object: an
+Tasks receive the :class:`~lstm_data.batching.epochs.batches.Batches` object: an
 on-disk dataset travels as its path, an in-RAM one as shared memory
 (workers on the same machine; on a remote cluster, convert to zarr on storage
 the workers share first).
@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from lstm_data._util.dask import as_completed
-from lstm_data.batching.batches import Batches
+from lstm_data.batching.epochs.batches import Batches
 from lstm_data.io.ours.chunk_ranges import Piece, RangeWriter, write_shared_chunks
 from lstm_data.store.format import flat_outputs
 

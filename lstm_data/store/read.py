@@ -20,11 +20,11 @@ import numpy as np
 import zarr
 
 from lstm_data._util.checks import check_index
-from lstm_data.batching.epoch import EpochIteration
-from lstm_data.batching.order import shuffled_order
+from lstm_data.batching.epochs.iteration import EpochIteration
+from lstm_data.batching.order.rows import shuffled_order
 from lstm_data._util.declared import unknown_option
-from lstm_data.batching.order_options import Order
-from lstm_data.batching.spec import BatchSpec, OutputSignature
+from lstm_data.batching.order.options import Order
+from lstm_data.batching.spec.batch_spec import BatchSpec, OutputSignature
 from lstm_data.errors import FormatError, OptionError
 from lstm_data._util.redact import redact
 from lstm_data.io.ours.checked_store import open_checked, records_every_chunk
@@ -92,7 +92,7 @@ def stored_node(root: zarr.Group, key: str, kind: type[N], name: str) -> N:
 
 
 class PrecomputedBatches(EpochIteration):
-    """The batches of a store, with the interface of :class:`~lstm_data.batching.batches.Batches`.
+    """The batches of a store, with the interface of :class:`~lstm_data.batching.epochs.batches.Batches`.
 
     Item ``i`` is ``(inputs, targets, weights)``. :meth:`on_epoch_end` permutes the
     order of the stored batches reproducibly (``seed`` plus epoch) when

@@ -31,14 +31,14 @@ from lstm_data._util.safe_output import (
     remove_stale_temporaries,
     temp_path,
 )
-from lstm_data.batching.augment import refuse_augment
-from lstm_data.batching.batches import Batches
-from lstm_data.batching.empty_rows import step_lengths
-from lstm_data.batching.order import resolve_shuffle
-from lstm_data.batching.legacy_options import legacy_options
-from lstm_data.batching.order_options import Order
-from lstm_data.batching.field_forms import form_shapes
-from lstm_data.batching.spec import LENGTHS_SUFFIX, BatchSpec
+from lstm_data.batching.spec.augment import refuse_augment
+from lstm_data.batching.epochs.batches import Batches
+from lstm_data.batching.building.empty_rows import step_lengths
+from lstm_data.batching.order.rows import resolve_shuffle
+from lstm_data.batching.epochs.legacy_options import legacy_options
+from lstm_data.batching.order.options import Order
+from lstm_data.batching.spec.forms import form_shapes
+from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import OptionError
 from lstm_data.io.ours.checked_store import settle_zarr
@@ -193,7 +193,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
     ----------
     dataset, spec
         The rows and the batch format, as for
-        :class:`~lstm_data.batching.batches.Batches`.
+        :class:`~lstm_data.batching.epochs.batches.Batches`.
     out
         The store to write. If it exists and records the same spec, order and data
         fingerprint, it is reused as is.

@@ -16,7 +16,7 @@ import torch.multiprocessing as mp  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 from lstm_data import Batches  # noqa: E402
-from lstm_data.batching.order_options import Order  # noqa: E402
+from lstm_data.batching.order.options import Order  # noqa: E402
 from lstm_data.adapters.torch import EpochSampler, TorchBatches  # noqa: E402
 from tests.adapters.rows import row_dataset, row_spec, rows_in  # noqa: E402
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
-from lstm_data.batching.augment import normal_noise
+from lstm_data.batching.building.noise import normal_noise
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.errors import OptionError, SchemaError
 from lstm_data.store.write import precompute

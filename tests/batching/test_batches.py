@@ -192,7 +192,7 @@ def test_block_shuffle_reads_the_next_epochs_first_window_ahead(tmp_path):
 def test_a_spare_worker_makes_the_next_epochs_order_during_the_epoch(ds):
     import time
 
-    from lstm_data.batching.order import shuffled_order
+    from lstm_data.batching.order.rows import shuffled_order
 
     b = Batches(ds, SPEC, batch_size=256, seed=3)
     list(b.iter(workers=1))
@@ -305,7 +305,7 @@ def test_prefetch_order_bound_errors_and_early_close():
     import threading
     import time
 
-    from lstm_data.batching.prefetch import prefetch
+    from lstm_data.batching.epochs.prefetch import prefetch
 
     state = {"running": 0, "peak": 0, "started": []}
     lock = threading.Lock()

@@ -12,7 +12,7 @@ import pytest
 
 import lstm_data
 from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
-from lstm_data.batching.order_options import Order
+from lstm_data.batching.order.options import Order
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.errors import OptionError
 from lstm_data.io.ours.zarr import ZarrDataset

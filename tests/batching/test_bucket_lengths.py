@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
-from lstm_data.batching.bucket_lengths import choose_lengths, padding_of
-from lstm_data.batching.order_options import Order
+from lstm_data.batching.order.bucket_lengths import choose_lengths, padding_of
+from lstm_data.batching.order.options import Order
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.errors import OptionError
 from lstm_data.io.ours.zarr import ZarrDataset

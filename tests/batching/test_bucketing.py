@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Ragged, Scalars
-from lstm_data.batching.bucketing import bucketed_order
+from lstm_data.batching.order.bucketing import bucketed_order
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 
 EXAMPLE_SPEC = "examples/numu_v3.toml"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
-from lstm_data.batching.order_options import Order
+from lstm_data.batching.order.options import Order
 from lstm_data.cli import main
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.io.ours.zarr import ZarrDataset

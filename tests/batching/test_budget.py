@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
-from lstm_data.batching.budget import block_count, caps_of, pack, split_largest
-from lstm_data.batching.order import BlockPlan
-from lstm_data.batching.order_options import Order
+from lstm_data.batching.order.budget import block_count, caps_of, pack, split_largest
+from lstm_data.batching.order.rows import BlockPlan
+from lstm_data.batching.order.options import Order
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.errors import OptionError
 from lstm_data.io.ours.zarr import ZarrDataset

@@ -164,7 +164,7 @@ def test_errors_name_the_problem(changes, message):
 
 
 def test_selection_reads_on_disk_in_blocks(on_disk, monkeypatch):
-    import lstm_data.batching.derived as derived
+    import lstm_data.batching.spec.derived as derived
 
     monkeypatch.setattr(derived, "SELECTION_BLOCK", 7)  # many blocks, one partial
     small = Batches(on_disk, spec(), Order(batch_size=50, shuffle=False))

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Ragged, Scalars
-from lstm_data.batching.order_options import Order
-from lstm_data.batching.resume import deal, remaining_pool
-from lstm_data.batching.shard import batch_elements
+from lstm_data.batching.order.options import Order
+from lstm_data.batching.epochs.resume import deal, remaining_pool
+from lstm_data.batching.epochs.shard import batch_elements
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 
 
@@ -202,7 +202,7 @@ def test_a_state_of_another_sample_is_refused(data):
 
 @pytest.mark.parametrize("world", [3, 4])
 def test_budget_batches_get_equal_steps_and_balanced_elements(data, world):
-    pytest.importorskip("lstm_data.batching.budget")
+    pytest.importorskip("lstm_data.batching.order.budget")
     order = Order(batch_size=256, seed=2, bucket_by="input_png3d", max_elements=1024)
     full = Batches(data, _spec(), order)
     costs = batch_elements(full, 0)

@@ -15,7 +15,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
 from lstm_data import Batches  # noqa: E402
-from lstm_data.batching.order_options import Order  # noqa: E402
+from lstm_data.batching.order.options import Order  # noqa: E402
 from lstm_data.adapters.torch import TorchBatches  # noqa: E402
 from tests.adapters.rows import row_dataset, row_spec, rows_in  # noqa: E402
 

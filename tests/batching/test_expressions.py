@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lstm_data.batching.expressions import Column, Expression
+from lstm_data.batching.spec.expressions import Column, Expression
 from lstm_data.errors import SchemaError
 
 RNG = np.random.default_rng(3)

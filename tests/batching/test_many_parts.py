@@ -8,7 +8,7 @@ import pytest
 import lstm_data
 from lstm_data import Batches, BatchSpec, Ragged, Scalars
 from lstm_data.errors import PrecisionWarning
-from lstm_data.batching.order_options import Order
+from lstm_data.batching.order.options import Order
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup

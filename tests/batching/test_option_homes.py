@@ -7,7 +7,7 @@ import pytest
 
 import lstm_data
 from lstm_data import Batches, BatchSpec, Ragged, Scalars
-from lstm_data.batching.order_options import Order
+from lstm_data.batching.order.options import Order
 from lstm_data.errors import OptionError
 from lstm_data.io.read_options import ReadOptions
 from lstm_data.synthetic import write_csv

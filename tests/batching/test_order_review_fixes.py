@@ -7,7 +7,7 @@ import pytest
 
 import lstm_data
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
-from lstm_data.batching.resume import batch_elements
+from lstm_data.batching.epochs.resume import batch_elements
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.synthetic import PNG3D_VARS, make_dataset
 from lstm_data.errors import OptionError

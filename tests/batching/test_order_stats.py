@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Ragged, Scalars
-from lstm_data.batching.order_options import Order
-from lstm_data.batching.order_stats import mixing_of
+from lstm_data.batching.order.options import Order
+from lstm_data.batching.order.stats import mixing_of
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 
@@ -80,7 +80,7 @@ def test_stats_of_a_shard(data):
 def test_epoch_figures_are_logged_once(data, caplog):
     import logging
 
-    from lstm_data.batching.order_stats import log_epoch_stats
+    from lstm_data.batching.order.stats import log_epoch_stats
 
     b = Batches(data, _spec(), ORDERS[2])
     assert log_epoch_stats(b, 0) is None  # INFO off: nothing computed

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, open_batches
-from lstm_data.batching.spec_version import SPEC_VERSION
+from lstm_data.batching.spec.version import SPEC_VERSION
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.errors import SchemaError
 from lstm_data.io.ours.manifest import write_manifest

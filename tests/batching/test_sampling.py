@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
-from lstm_data.batching.sampling import Sampling
+from lstm_data.batching.order.sampling import Sampling
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.synthetic import PNG3D_VARS, make_dataset
 from lstm_data.errors import OptionError, SchemaError

@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from lstm_data.batching.source import BuildsInArena
+from lstm_data.batching.epochs.source import BuildsInArena
 from lstm_data import Batches, BatchSpec, Ragged, Scalars
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.io.ours.zarr import ZarrDataset
@@ -41,7 +41,7 @@ def test_shards_are_disjoint_equal_and_cover_the_epoch(data, world, mode):
     for epoch in (0, 1, 2):
         got = [s.rows_of(i, epoch) for s in shards for i in range(len(s))]
         # shuffle=True: each step of the ranks takes one round of world_size batches (see
-        # lstm_data.batching.resume); else rank r holds the r-th consecutive run
+        # lstm_data.batching.epochs.resume); else rank r holds the r-th consecutive run
         if mode.get("shuffle") is True:
             lanes = []
             taken = np.concatenate([s.parent_indices(epoch) for s in shards])

@@ -6,7 +6,7 @@ import pytest
 
 import lstm_data
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
-from lstm_data.batching.order import split_rows
+from lstm_data.batching.order.rows import split_rows
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.synthetic import PNG3D_VARS, make_dataset
 from lstm_data.errors import OptionError, SchemaError

@@ -13,7 +13,7 @@ import pytest
 
 import lstm_data
 from lstm_data import BatchSpec, Batches, Order, Ragged, Scalars
-from lstm_data.batching.weaver_config import load_weaver_yaml
+from lstm_data.batching.spec.weaver import load_weaver_yaml
 from lstm_data.errors import SchemaError
 
 pytest.importorskip("yaml")
@@ -133,7 +133,7 @@ def test_per_jet_input_labels_and_observers_map_to_fields(tmp_path):
 
 def test_auto_parameters_equal_weaver_cores_autostandardizer(jets):
     """variant.yaml: selection with ak.num, derived variables, and weaver's auto rule over every selected row."""
-    from lstm_data.batching.standardize_fit import auto_parameters
+    from lstm_data.batching.spec.fitting import auto_parameters
 
     cfg = load_weaver_yaml(DATA / "variant.yaml")
     spec = BatchSpec(inputs={"j": Scalars(["jet_pt"])}, derived=cfg["new_variables"], selection=cfg["selection"])
@@ -149,7 +149,7 @@ def test_auto_parameters_equal_weaver_cores_autostandardizer(jets):
 
 
 def test_sample_rows_is_seeded_and_sized():
-    from lstm_data.batching.standardize_fit import sample_rows
+    from lstm_data.batching.spec.fitting import sample_rows
 
     a, b = sample_rows(1000, 0.1, 3), sample_rows(1000, 0.1, 3)
     np.testing.assert_array_equal(a, b)
@@ -200,7 +200,7 @@ def test_from_weaver_on_disk_equals_in_ram(jets, tmp_path):
 
 
 def test_spec_file_round_trip_and_fit_written_back(jets, tmp_path):
-    from lstm_data.batching.fit_file import fit_spec_file
+    from lstm_data.batching.spec.fit_file import fit_spec_file
 
     spec = BatchSpec.from_weaver(DATA / "variant.yaml")
     path = tmp_path / "spec.toml"
@@ -215,7 +215,7 @@ def test_spec_file_round_trip_and_fit_written_back(jets, tmp_path):
 
 
 def test_fit_on_disk_equals_fit_in_ram(jets, tmp_path, monkeypatch):
-    import lstm_data.batching.standardize_fit as fit
+    import lstm_data.batching.spec.fitting as fit
 
     path = tmp_path / "jets.h5"
     jets.to_hdf5(path)

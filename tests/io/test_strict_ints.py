@@ -156,7 +156,7 @@ def test_integers_a_reader_holds_as_float64_are_checked_in_a_float32_batch(tmp_p
 
 
 def test_measured_float64_values_that_round_are_not_integers(strict):
-    from lstm_data.batching.exactness import first_inexact
+    from lstm_data.batching.building.exactness import first_inexact
 
     assert first_inexact(np.array([16777217.5, 3e9 + 0.25, np.nan]), np.float32) is None
     assert first_inexact(np.array([1.0, np.nan, -16777219.0]), np.float32) == -16777219

@@ -1,6 +1,6 @@
 """Pure-Python twin of ``lstm_data.kernels._ext.gather``: all of a batch's kernel work in one call.
 
-A batch of a :class:`~lstm_data.batching.spec.BatchSpec` is several padded ragged fields
+A batch of a :class:`~lstm_data.batching.spec.batch_spec.BatchSpec` is several padded ragged fields
 plus several scalar tables, all for the same rows. :class:`BatchGather` checks
 the arguments of every field once, at construction; each call then does only
 the work of one batch. The compiled class does that work in a single section

@@ -1,0 +1,184 @@
+"""``shuffle="block"`` for on-disk data: load whole blocks of rows, mix them in RAM windows.
+
+Each epoch permutes blocks of consecutive rows (aligned to the on-disk chunks of
+the ragged values when the reader tells their size) and mixes the rows of a
+window of whole, consecutive permuted blocks (see :class:`~lstm_data.batching.order.rows.BlockPlan`).
+A window is read with one ``dataset.take`` (the reader coalesces chunk reads);
+every value chunk overlaps at most two blocks, hence at most two windows, so it
+is decompressed at most twice per epoch. The batches of a window are then padded
+from RAM by the kernels.
+
+While the batches of window ``w`` are built, window ``w + 1`` is read on a
+background thread (``read_ahead``), so decompression overlaps batch building
+when a core is free. Every window is still read once.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import numpy as np
+
+from lstm_data._util import forksafe
+from lstm_data._util.once_cache import OnceCache
+from lstm_data.batching.order.bucket_lengths import BucketLengths
+from lstm_data.batching.building.builder import BatchBuilder
+from lstm_data.batching.order.rows import BlockPlan, block_bounds
+from lstm_data.batching.spec.batch_spec import Arrays, ResolvedField
+from lstm_data.data.concat import concat_datasets
+from lstm_data.data.dataset import Dataset
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+_log = logging.getLogger("lstm_data")
+__all__ = ["BlockSource", "value_chunk_rows"]
+
+
+def value_chunk_rows(dataset: Dataset) -> list[np.ndarray]:
+    """For each ragged group chunked on disk, the rows where its value chunks start; and the
+    rows where chunks of on-disk rows start, when the scalars are read in chunks too."""
+    starts = [dataset.value_chunk_starts(name) for name in dataset.groups] + [dataset.row_chunk_starts()]
+    return [s for s in starts if len(s)]
+
+
+class BlockSource:
+    """Block plans and loaded windows of one dataset view.
+
+    Parameters
+    ----------
+    dataset
+        The full dataset.
+    rows
+        The view's rows, sorted ascending, or ``None`` for all rows.
+    fields
+        The resolved spec (for the per-window builders).
+    batch_size
+        Batch size; windows hold a multiple of it.
+    block_rows
+        Minimum rows per block (default: the batch size, or the widest chunk span).
+    window_rows
+        Rows mixed together (default: the larger of 16 batches and 4 blocks,
+        rounded up to whole batches).
+    nan_to, pad_to_multiple_of
+        Passed to the builders.
+    read_ahead
+        Load the next window on a background thread while the current one is used
+        (only for on-disk datasets; in RAM a window is a cheap copy). While the
+        last window of an epoch is used, the first window of the next epoch is
+        read ahead too, so in a run of epochs no read is waited for after the
+        first one (set :attr:`next_epoch_ahead` to ``False`` to stop that), with
+        the next epoch's plan from :attr:`plan_of`.
+
+    Attributes
+    ----------
+    block_loads : int
+        Blocks loaded so far (each window loads its blocks once).
+    plan_of : callable or None
+        ``epoch -> BlockPlan``, set by the owner that caches the plans; the next
+        epoch's first window is read ahead only when it is set.
+    """
+
+    #: windows kept: a batch spans at most two, plus one read ahead
+    KEEP = 3
+
+    def __init__(self, dataset: Dataset, rows: np.ndarray | None, fields: Sequence[ResolvedField],
+                 batch_size: int, *, block_rows: int | None = None, window_rows: int | None = None,
+                 nan_to: float | None = None, read_ahead: bool | None = None,
+                 pad_to_multiple_of: int | None = None) -> None:
+        self.dataset = dataset
+        self.rows = rows
+        self.fields = list(fields)
+        self.nan_to = nan_to
+        self.pad_to_multiple_of = pad_to_multiple_of
+        n_all = len(dataset)
+        bounds = block_bounds(n_all, value_chunk_rows(dataset), block_rows or batch_size)
+        if rows is not None:  # block bounds in the view's own positions
+            bounds = np.unique(np.searchsorted(rows, bounds)).astype(np.int64)
+            if bounds[0] != 0:
+                bounds = np.insert(bounds, 0, 0)
+        self.bounds = bounds
+        if window_rows is None:
+            typical = int(np.median(np.diff(bounds))) if len(bounds) > 1 else batch_size
+            window_rows = max(16 * batch_size, 4 * typical)
+        self.window_rows = -(-int(window_rows) // batch_size) * batch_size
+        self.read_ahead = (not dataset.in_ram) if read_ahead is None else bool(read_ahead)
+        self.next_epoch_ahead = True
+        self.plan_of: Callable[[int], BlockPlan] | None = None
+        self._lock = threading.Lock()  # guards block_loads
+        self._windows: OnceCache[tuple[int, int], tuple[BatchBuilder, np.ndarray]] = OnceCache(self.KEEP)
+        self.block_loads = 0
+        forksafe.register(self)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a read-ahead thread may have held it (the cache resets itself)
+
+    def __len__(self) -> int:
+        return int(self.bounds[-1])
+
+    def plan(self, seed: int, epoch: int) -> BlockPlan:
+        """Make the epoch's :class:`BlockPlan` (positions index the view's rows)."""
+        return BlockPlan.make(self.bounds, seed, epoch, self.window_rows)
+
+    def _dataset_rows(self, positions: np.ndarray) -> np.ndarray:
+        return positions if self.rows is None else self.rows[positions]
+
+    def window(self, plan: BlockPlan, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
+        """A builder over the RAM copy of ``window`` and the sorted view positions it holds."""
+        future: Future[tuple[BatchBuilder, np.ndarray]] = self._windows.prepare(
+            (epoch, window), lambda: self._load(plan, epoch, window))
+        if self.read_ahead and window + 1 < len(plan.window_block_ids):
+            self._load_ahead(plan, epoch, window + 1)
+        elif self.read_ahead and self.next_epoch_ahead and self.plan_of is not None:
+            self._load_ahead(None, epoch + 1, 0)  # the next epoch's plan, got on that thread
+        return future.result()
+
+    def _load_ahead(self, plan: BlockPlan | None, epoch: int, window: int) -> None:
+        """Start loading ``window`` of ``epoch`` on a background thread, unless under way."""
+        ahead, owner = self._windows.claim((epoch, window))
+        if owner:
+            threading.Thread(target=self._windows.fill,
+                             args=((epoch, window), ahead, lambda: self._load(plan, epoch, window)),
+                             daemon=True, name="lstm_data-read-ahead").start()
+
+    def _load(self, plan: BlockPlan | None, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
+        """Read the blocks of ``window`` (one coalesced read per group) into RAM.
+
+        ``plan=None``: get the plan of ``epoch`` from :attr:`plan_of` first. A
+        failed load reaches every waiter and is forgotten, so a later call retries.
+        """
+        if plan is None:
+            plan = self.plan_of(epoch)  # type: ignore[misc]
+        ids = plan.window_block_ids[window]
+        held = np.concatenate([np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.intp)
+                               for b in ids])
+        started = time.perf_counter()
+        piece = self.dataset.take(self._dataset_rows(held))
+        with self._lock:
+            self.block_loads += len(ids)
+        _log.debug("epoch %d window %d: read %d blocks, %d rows into RAM in %.3f s (%s)", epoch, window,
+                   len(ids), len(held), time.perf_counter() - started, threading.current_thread().name)
+        return BatchBuilder(piece, self.fields, nan_to=self.nan_to,
+                            pad_to_multiple_of=self.pad_to_multiple_of), held
+
+    def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int,
+              lengths: BucketLengths | None = None) -> tuple[Arrays, Arrays]:
+        """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows).
+
+        ``lengths``: an order's ``bucket_lengths``, as :meth:`BatchBuilder.build` takes them.
+        """
+        positions = plan.order[lo:hi]
+        parts = []
+        for w in plan.windows_of(lo, hi):
+            w_lo, w_hi = max(lo, int(plan.window_starts[w])), min(hi, int(plan.window_starts[w + 1]))
+            builder, held = self.window(plan, epoch, w)
+            parts.append((builder, plan.local[w_lo:w_hi]))
+        if len(parts) == 1:
+            builder, local = parts[0]
+            return builder.build(local, lengths=lengths)
+        joined = concat_datasets([b.dataset.take(local) for b, local in parts])
+        return BatchBuilder(joined, self.fields, nan_to=self.nan_to,
+                            pad_to_multiple_of=self.pad_to_multiple_of).build(
+            np.arange(len(positions), dtype=np.intp), lengths=lengths)

@@ -1,0 +1,391 @@
+"""Assemble one batch of a :class:`~lstm_data.batching.spec.batch_spec.BatchSpec` from dataset rows.
+
+In RAM, a batch is one :class:`kernels.BatchGather` call: it pads every ragged
+field straight from the full ``(values, offsets)`` and gathers every scalar field
+from a pre-stacked ``(N, S)`` table, all in one section without the GIL, so
+threads building batches scale. A dataset of several in-RAM parts (the files of
+``lstm_data.open(list or glob)``) is gathered the same way: the kernel takes
+every part's ``(values, offsets)`` and finds each row's part itself, so nothing
+is concatenated. On disk, each needed group is read once per batch with
+``dataset.ragged(group, rows)`` (the reader coalesces chunk reads) and then
+padded. There is no per-row Python work.
+
+A field's output form (``layout``, ``pad_mode``, per-variable ``standardize``
+and pad values) is made by the same kernel call, in the same pass, at the
+batch's padded width (with an order's ``bucket_lengths``, the chosen length:
+the kernel pads to it directly in every layout, so nothing is widened after); the small
+extra outputs (``<name>_mask``, ``<name>_cu_seqlens``, ``<name>_max_seqlen``)
+come from the lengths it returns.
+
+Integer and boolean values batch like floats. An integer that the batch dtype
+cannot hold exactly (above 2**24 in float32, 2**53 in float64) is warned about
+once per output, naming the variable and the first value changed.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence, cast
+
+import numpy as np
+
+from lstm_data import kernels
+from lstm_data.batching.order.bucket_lengths import BucketLengths
+from lstm_data.batching.spec.forms import (
+    CU_SEQLENS_SUFFIX,
+    MASK_SUFFIX,
+    MAX_SEQLEN_SUFFIX,
+    apply_standardize,
+    column_transform,
+    unresolved_auto,
+)
+from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, Arrays, ResolvedField
+from lstm_data.batching.building.exactness import warn_if_inexact
+from lstm_data.data.concat import ConcatDataset
+from lstm_data.data.dataset import Dataset, InMemoryDataset, consecutive_range
+
+__all__ = ["BatchBuilder"]
+
+
+class BatchBuilder:
+    """Builds ``(inputs, targets)`` dicts for any rows of one dataset.
+
+    Parameters
+    ----------
+    dataset
+        The rows to draw from.
+    fields
+        The spec mapped onto ``dataset`` by :meth:`BatchSpec.validate`.
+    nan_to
+        Replace NaN in inputs (data and NaN padding) by this value, as lstm_ee's
+        NaN mask did for Keras ``Masking``. ``None`` keeps NaN.
+    pad_to_multiple_of
+        Round every per-batch prong width (a ``Ragged`` field with ``max_len=None``
+        or ``fixed=False``) up to a multiple of this, capped at ``max_len``
+        (``None``: the batch's longest row, capped).
+    """
+
+    def __init__(self, dataset: Dataset, fields: Sequence[ResolvedField], *,
+                 nan_to: float | None = None, pad_to_multiple_of: int | None = None) -> None:
+        self.dataset = dataset
+        self.fields = list(fields)
+        self.nan_to = None if nan_to is None else float(nan_to)
+        self.pad_to_multiple_of = None if pad_to_multiple_of is None else int(pad_to_multiple_of)
+        self.in_ram = isinstance(dataset, InMemoryDataset) or (
+            isinstance(dataset, ConcatDataset) and dataset.in_ram)
+        self._scalar_tables: dict[str, np.ndarray] = {}
+        self._row_lengths: dict[str, np.ndarray] = {}
+        self._group_has_nan: dict[str, bool] = {}
+        self._gather: kernels.BatchGather | None = None  # the in-RAM BatchGather, made at first use
+        self._jobs: list[dict[str, Any]] = []  # its ragged jobs
+        # the in-RAM BatchGather of each set of chosen widths (bucket_lengths), by the widths
+        self._width_gathers: dict[tuple[int | None, ...], kernels.BatchGather] = {}
+        self._groups_needed = list(dict.fromkeys(f.group for f in self.fields if f.group is not None))
+        # all of a group's columns in order: let the kernel copy whole prong records
+        # (a field with a group always has its columns: the cast only tells the type checker)
+        self._columns = {f.name: None if f.group is not None and np.array_equal(
+            cast(np.ndarray, f.columns), np.arange(len(dataset.groups[f.group]))) else f.columns
+            for f in self.fields}
+
+    # -- cached per-dataset tables (built once, lazily; safe to race) ----------------------
+    def _scalar_table(self, f: ResolvedField) -> np.ndarray:
+        table = self._scalar_tables.get(f.name)
+        if table is None:
+            dt = f.field.np_dtype
+            cols = [self.dataset.scalar(v) for v in f.field.vars]
+            for name, col in zip(f.field.vars, cols):
+                warn_if_inexact(col, dt, f"scalar {name!r} of output {f.name!r}")
+            params = self._transform(f)
+            if len(cols) == 1 and cols[0].dtype == dt and params is None:
+                table = cols[0].reshape(-1, 1)
+            else:
+                table = np.empty((len(self.dataset), len(cols)), dtype=dt)
+                for j, col in enumerate(cols):  # once per column, at first use
+                    table[:, j] = col
+            if params is not None:  # standardised once, for every batch
+                apply_standardize(table, params)
+            if self._masks(f) and np.isnan(table).any():
+                table = np.where(np.isnan(table), dt.type(self.nan_to), table)
+            self._scalar_tables[f.name] = table
+        return table
+
+    def row_lengths(self, group: str) -> np.ndarray:
+        """Per-row prong counts of ``group`` over the whole dataset (int64, cached)."""
+        lens = self._row_lengths.get(group)
+        if lens is None:
+            off = self.dataset.offsets(group) if hasattr(self.dataset, "offsets") \
+                else self.dataset.ragged(group)[1]
+            lens = np.diff(off)
+            self._row_lengths[group] = lens
+        return lens
+
+    def width(self, f: ResolvedField, longest: int) -> int:
+        """The prong width of field ``f`` in a batch whose longest row has ``longest`` prongs.
+
+        ``max_len`` when the field is fixed; else ``longest`` rounded up to a
+        multiple of :attr:`pad_to_multiple_of` (if set), capped at ``max_len``.
+        The in-RAM kernel applies the same rule.
+        """
+        spec = f.ragged
+        if spec.max_len is not None and spec.fixed:
+            return spec.max_len
+        width = longest
+        multiple = self.pad_to_multiple_of
+        if multiple is not None and width % multiple:
+            width += multiple - width % multiple
+        return width if spec.max_len is None else min(spec.max_len, width)
+
+    def chosen_width(self, f: ResolvedField, longest: int, lengths: BucketLengths | None = None) -> int:
+        """The padded width of field ``f`` in a batch whose longest row has ``longest`` prongs.
+
+        :meth:`width`, then, for an output of ``lengths.group`` (an order's
+        ``bucket_lengths``), the smallest chosen length that holds it, never above the
+        field's own ``max_len``. A ``"packed"`` output has no padded width: :meth:`width`.
+        """
+        width = self.width(f, longest)
+        if lengths is None or f.group != lengths.group or f.ragged.layout == "packed":
+            return width
+        chosen = lengths.width(width)
+        return chosen if f.ragged.max_len is None else min(chosen, f.ragged.max_len)
+
+    def _chosen_widths(self, rows: np.ndarray, lengths: BucketLengths | None) -> tuple[int | None, ...] | None:
+        """Per ragged job, the chosen width of these rows' batch where ``lengths`` sets it, else ``None``."""
+        if lengths is None:
+            return None
+        lens = self.row_lengths(lengths.group)
+        longest = int(lens[rows].max()) if len(rows) else 0
+        return tuple(self.chosen_width(f, longest, lengths)
+                     if f.group == lengths.group and f.ragged.layout != "packed" else None
+                     for f in self.fields if f.group is not None)
+
+    def _has_nan(self, group: str, values: np.ndarray | None = None) -> bool:
+        """Whether ``values`` (on disk: this batch's) or, in RAM, the group's values hold NaN."""
+        if not self.in_ram:
+            assert values is not None
+            return values.dtype.kind == "f" and bool(np.isnan(values).any())
+        known = self._group_has_nan.get(group)
+        if known is None:
+            known = any(v.dtype.kind == "f" and bool(np.isnan(v).any()) for v, _ in self._parts(group))
+            self._group_has_nan[group] = known
+        return known
+
+    def _parts(self, group: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The in-RAM ``(values, offsets)`` of ``group``: one pair, or one per part."""
+        if isinstance(self.dataset, ConcatDataset):
+            return self.dataset.ragged_parts(group)
+        return [self.dataset.ragged(group)]
+
+    def _masks(self, f: ResolvedField) -> bool:
+        return self.nan_to is not None and f.role == "input"
+
+    def _transform(self, f: ResolvedField) -> dict[str, np.ndarray] | None:
+        """The kernel's ``center``/``scale``/``clip_min``/``clip_max`` of field ``f``, or ``None``.
+
+        Raises
+        ------
+        SchemaError
+            A ``Standardize`` of the field still has an ``"auto"`` parameter.
+        """
+        std = f.field.standardize
+        unresolved_auto(std, f.name)
+        return column_transform(std, f.field.vars)
+
+    def _form_keys(self, f: ResolvedField) -> dict[str, Any]:
+        """The kernel job keys of ``f``'s output form; empty for a plain padded field (so the job
+        stays one that ``pad_ragged`` takes)."""
+        spec = f.ragged
+        keys: dict[str, Any] = {}
+        if spec.layout != "padded":
+            keys["layout"] = spec.layout
+        if spec.pad_mode != "constant":
+            keys["pad_mode"] = spec.pad_mode
+        params = self._transform(f)
+        if params is not None:
+            keys.update(params)
+        if any(s.pad_value is not None for s in spec.standardize.values()):
+            pad = self._pad_value(f)
+            pads: list[float] = []
+            for v in spec.vars:
+                own = spec.standardize[v].pad_value if v in spec.standardize else None
+                pads.append(pad if own is None else own)
+            if self._masks(f):
+                assert self.nan_to is not None  # _masks(f) implies it
+                pads = [self.nan_to if math.isnan(p) else p for p in pads]
+            keys["pad_values"] = np.array(pads, dtype=np.float64)
+        return keys
+
+    def _extras(self, f: ResolvedField, batch: np.ndarray, lengths: np.ndarray, dest: Arrays) -> None:
+        """Put ``f``'s output and its lengths, mask and packed row bounds into ``dest``."""
+        spec = f.ragged
+        dest[f.name] = batch
+        if spec.lengths:
+            dest[f.name + LENGTHS_SUFFIX] = lengths
+        if spec.mask:
+            width = batch.shape[2] if spec.layout == "channels_first" else batch.shape[1]
+            slot = np.arange(width)
+            kept = lengths[:, None]
+            dest[f.name + MASK_SUFFIX] = slot >= width - kept if spec.padding == "pre" else slot < kept
+        if spec.layout == "packed":
+            cu = np.zeros(len(lengths) + 1, dtype=np.int32)
+            np.cumsum(lengths, out=cu[1:])
+            dest[f.name + CU_SEQLENS_SUFFIX] = cu
+            dest[f.name + MAX_SEQLEN_SUFFIX] = np.array(lengths.max() if len(lengths) else 0, dtype=np.int32)
+
+    # -- building ------------------------------------------------------------------------------
+    def gather_jobs(self) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
+        """The in-RAM ``BatchGather`` arguments: one ragged job per padded field, one table
+        per scalar field, each in field order."""
+        ragged: list[dict[str, Any]] = []
+        tables: list[np.ndarray] = []
+        for f in self.fields:
+            if f.group is None:
+                tables.append(self._scalar_table(f))
+                continue
+            spec = f.ragged
+            parts = self._parts(f.group)
+            for values, _ in parts:
+                warn_if_inexact(values, spec.np_dtype, f"group {f.group!r} of output {f.name!r}")
+            ragged.append(dict(
+                parts=parts, max_len=spec.max_len, fixed=spec.fixed,
+                pad_value=self._pad_value(f), columns=self._columns[f.name],
+                sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
+                truncating=spec.truncating, dtype=spec.np_dtype, **self._form_keys(f)))
+            if self.pad_to_multiple_of is not None:  # the key only when set: pad_ragged has no such option
+                ragged[-1]["multiple_of"] = self.pad_to_multiple_of
+        return ragged, tables
+
+    def gather_kernel(self, widths: tuple[int | None, ...] | None = None) -> kernels.BatchGather:
+        """The in-RAM :class:`kernels.BatchGather` of every field (made once, at first use).
+
+        ``widths``: per ragged job, an exact padded width (``None``: the job's own
+        rule), one kernel per distinct tuple, sharing the first kernel's checked arrays.
+        """
+        if self._gather is None:
+            jobs, tables = self.gather_jobs()
+            self._jobs, self._gather = jobs, kernels.BatchGather(jobs, tables)
+        if widths is None or all(w is None for w in widths):
+            return self._gather
+        kernel = self._width_gathers.get(widths)
+        if kernel is None:
+            base = self._gather
+            jobs = []
+            for w, job, checked in zip(widths, self._jobs, base.ragged):
+                if w is not None:  # a rows' width the kernel pads to exactly (at most the field's max_len)
+                    job = {k: v for k, v in job.items() if k != "multiple_of"}
+                    job.update(parts=checked.parts, max_len=w, fixed=True)
+                jobs.append(job)
+            kernel = self._width_gathers.setdefault(widths, kernels.BatchGather(jobs, base.tables))
+        return kernel
+
+    def build(self, rows: np.ndarray, arena: Any = None,
+              lengths: BucketLengths | None = None) -> tuple[Arrays, Arrays]:
+        """The ``(inputs, targets)`` of ``rows`` (dataset rows, in batch order).
+
+        In RAM, the arrays are built in ``arena`` (a writable buffer) where they
+        fit, by the rule of :class:`kernels.BatchGather`; on disk it is not used.
+        ``lengths`` (an order's ``bucket_lengths``): the outputs of its group are
+        padded to :meth:`chosen_width`.
+        """
+        rows = np.asarray(rows, dtype=np.intp)
+        if self.in_ram:
+            return self._build_in_ram(rows, arena, lengths)
+        inputs: dict[str, np.ndarray] = {}
+        targets: dict[str, np.ndarray] = {}
+        gathered = {g: self._read_group(g, rows) for g in self._groups_needed}
+        columns = self._read_scalars(rows)
+        for f in self.fields:
+            dest = inputs if f.role == "input" else targets
+            if f.group is None:
+                dest[f.name] = self._scalars(f, rows, columns)
+            else:
+                self._extras(f, *self._ragged(f, *gathered[f.group], lengths), dest)
+        return inputs, targets
+
+    def _read_scalars(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Every scalar variable of the spec at ``rows``, the rows checked (and split by file,
+        for several files) once."""
+        names = list(dict.fromkeys(v for f in self.fields if f.group is None for v in f.field.vars))
+        return self.dataset.scalars_at(names, rows)
+
+    def _read_group(self, group: str, rows: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]:
+        """``group``'s values of ``rows`` from disk as pieces and each row's number across them.
+
+        One piece for one dataset; one per file touched for several files, left
+        unjoined (the kernel pads across pieces in one pass), each in its file's dtype
+        (joined in one dtype once each output has checked the values, see :meth:`_ragged`).
+        """
+        n = len(rows)
+        span = consecutive_range(rows, len(self.dataset))
+        if span is not None:  # rows in file order: one range, read in place (file after file)
+            return [self.dataset.ragged_range(group, *span)], np.arange(n, dtype=np.intp)
+        if not isinstance(self.dataset, ConcatDataset) or not n:
+            return [self.dataset.ragged(group, rows)], np.arange(n, dtype=np.intp)
+        pieces, at = self.dataset.ragged_pieces(group, rows)
+        return [(v, o.astype(np.int64, copy=False)) for v, o in pieces], at
+
+    def _build_in_ram(self, rows: np.ndarray, arena: Any = None,
+                      buckets: BucketLengths | None = None) -> tuple[Arrays, Arrays]:
+        padded, tables = self.gather_kernel(self._chosen_widths(rows, buckets))(rows, arena=arena)
+        padded_it, tables_it = iter(padded), iter(tables)
+        inputs: dict[str, np.ndarray] = {}
+        targets: dict[str, np.ndarray] = {}
+        for f in self.fields:
+            dest = inputs if f.role == "input" else targets
+            if f.group is None:
+                dest[f.name] = next(tables_it)
+                continue
+            batch, lengths = next(padded_it)
+            if self._masks(f) and self._has_nan(f.group):
+                np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
+            self._extras(f, batch, lengths, dest)
+        return inputs, targets
+
+    def _scalars(self, f: ResolvedField, rows: np.ndarray,
+                 columns: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        dt = f.field.np_dtype
+        out = np.empty((len(rows), len(f.field.vars)), dtype=dt)
+        for j, v in enumerate(f.field.vars):  # one fancy index per column, not per row
+            col = self.dataset.scalar(v, rows) if columns is None else columns[v]
+            warn_if_inexact(col, dt, f"scalar {v!r} of output {f.name!r}")
+            out[:, j] = col
+        params = self._transform(f)
+        if params is not None:
+            apply_standardize(out, params)
+        if self._masks(f):
+            np.copyto(out, dt.type(self.nan_to), where=np.isnan(out))
+        return out
+
+    def _pad_value(self, f: ResolvedField) -> float:
+        pad = f.ragged.pad_value
+        if self._masks(f) and math.isnan(pad):
+            assert self.nan_to is not None  # _masks(f) implies it
+            return self.nan_to
+        return pad
+
+    def _ragged(self, f: ResolvedField, pieces: list[tuple[np.ndarray, np.ndarray]],
+                at: np.ndarray, buckets: BucketLengths | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Pad one field of a group read for this batch only (on-disk path), from its pieces."""
+        spec = f.ragged
+        assert f.group is not None  # padded fields have a group
+        longest = max((int(np.diff(o).max()) for _, o in pieces if len(o) > 1), default=0)
+        width = self.chosen_width(f, longest, buckets)
+        for values, _ in pieces:  # as stored, before the pieces are joined in one dtype
+            warn_if_inexact(values, spec.np_dtype, f"group {f.group!r} of output {f.name!r}")
+        if len({v.dtype for v, _ in pieces}) > 1:
+            dtype = np.result_type(*[v.dtype for v, _ in pieces])
+            pieces = [(v.astype(dtype), o) for v, o in pieces]
+        forms = self._form_keys(f)
+        values, offsets = pieces[0]
+        if forms or len(pieces) > 1:  # the in-RAM kernel over this batch's rows: the same rule, the same bits
+            (batch, lengths), = kernels.BatchGather([dict(
+                parts=pieces, max_len=spec.max_len if spec.layout == "packed" else width,
+                pad_value=self._pad_value(f), columns=self._columns[f.name], sort_by=f.sort_column,
+                descending=spec.descending, padding=spec.padding, truncating=spec.truncating,
+                dtype=spec.np_dtype, **forms)])(at)[0]
+        else:
+            batch, lengths = kernels.pad_ragged(
+                values, offsets, max_len=width, pad_value=self._pad_value(f),
+                columns=self._columns[f.name], sort_by=f.sort_column, descending=spec.descending,
+                padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype)
+        if self._masks(f) and any(self._has_nan(f.group, v) for v, _ in pieces):
+            np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
+        return batch, lengths

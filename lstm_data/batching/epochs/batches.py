@@ -1,0 +1,497 @@
+"""``Batches``: the padded batches of an epoch, by index.
+
+``Batches(dataset, spec)[i]`` returns ``(inputs, targets, weights)``: dicts of
+numpy arrays named by the spec, and per-target weights ``(B,)``. The row order is
+a pure function of ``(seed, epoch)``; :meth:`Batches.on_epoch_end` moves to the
+next epoch. Building a batch calls the GIL-free kernels, so
+:meth:`Batches.iter` with ``workers > 1`` scales on threads.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
+
+import numpy as np
+
+from lstm_data._util import forksafe
+from lstm_data._util.checks import check_count, check_index
+from lstm_data._util.once_cache import OnceCache
+from lstm_data.batching.building.blocks import BlockSource
+from lstm_data.batching.order.bucketing import make_bucketing
+from lstm_data.batching.order.budget import BudgetBlockPlan, BudgetPlan, order_extras
+from lstm_data.batching.building.noise import make_augmenter
+from lstm_data.batching.epochs.views import BatchViews
+from lstm_data.batching.building.builder import BatchBuilder
+from lstm_data.batching.building.empty_rows import drop_empty_rows, make_one_step
+from lstm_data.batching.spec.derived import mark_applied
+from lstm_data.batching.epochs.iteration import EpochIteration
+from lstm_data.batching.epochs.identity import data_fingerprint, identity_digest, order_settings
+from lstm_data.batching.epochs.legacy_options import legacy_options
+from lstm_data.batching.epochs.weights import freeze_batch, resolve_weights
+from lstm_data.batching.order.options import Order
+from lstm_data.batching.order.rows import (
+    BlockPlan,
+    fresh_seed,
+    resolve_shuffle,
+    shuffled_order,
+)
+from lstm_data.batching.order.sampling import make_sampling
+from lstm_data.batching.spec.batch_spec import Arrays, Batch, BatchSpec
+from lstm_data.data.dataset import Dataset, InMemoryDataset
+from lstm_data.errors import OptionError
+from lstm_data.io.read_options import ReadOptions
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+__all__ = ["Batches"]
+
+
+class Batches(EpochIteration, BatchViews):
+    """Padded batches of ``dataset`` laid out by ``spec``, in the rows' ``order``.
+
+    Parameters
+    ----------
+    dataset
+        Any :class:`~lstm_data.data.dataset.Dataset` (in RAM or on disk).
+    spec
+        What a batch looks like (validated against ``dataset`` here), including
+        ``nan_to`` and ``pad_to_multiple_of``.
+    order
+        How rows are ordered and grouped: an :class:`~lstm_data.batching.order.options.Order`
+        (batch size, shuffle, seed, bucketing, weights, ``drop_last``, cache). An
+        int is taken as ``Order(batch_size=order)``. Default: ``Order()``.
+    read
+        How on-disk data is read while batches are built: the ``read_ahead`` of a
+        :class:`~lstm_data.io.read_options.ReadOptions` (read the next window of a
+        block shuffle on a background thread; default: on for on-disk data).
+    rows
+        Restrict to these dataset rows (a view; :meth:`split` makes them).
+    **options
+        The keyword spellings of earlier releases (``batch_size=``, ``seed=``,
+        ``nan_to=``, ...): still accepted, with a ``DeprecationWarning`` that names
+        the new home of each.
+
+    Attributes
+    ----------
+    epoch : int
+        The current epoch (0 first).
+    order : Order
+        The order in use, with ``shuffle="auto"`` resolved and a drawn seed filled in.
+    batch_size, shuffle, seed, drop_last, cache
+        The order's settings (read-only views of :attr:`order`).
+    nan_to
+        The spec's ``nan_to``.
+
+    Notes
+    -----
+    With ``bucket_by``, every Ragged output of that field's group is padded to its
+    batch's longest row (rounded up by the spec's ``pad_to_multiple_of``, capped at
+    ``max_len``): a ``fixed=True`` field becomes per batch and :attr:`spec` (hence
+    :meth:`signature`) says its prong dimension is ``None``. See
+    :mod:`lstm_data.batching.order.bucketing`.
+    """
+
+    def __init__(self, dataset: Dataset, spec: BatchSpec, order: Order | int | None = None, *,
+                 read: ReadOptions | None = None, rows: Any = None, **options: Any) -> None:
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"dataset must be an lstm_data Dataset, got {type(dataset).__name__}")
+        if not isinstance(spec, BatchSpec):
+            raise TypeError(f"spec must be a BatchSpec, got {type(spec).__name__}")
+        spec, order, read = legacy_options(spec, order, read, options, "Batches")
+        shuffle = resolve_shuffle(order.shuffle, dataset.in_ram)
+        self._seed_drawn = order.seed is None
+        order = order.replace(shuffle=shuffle, seed=fresh_seed() if order.seed is None else order.seed)
+        self.order = order
+        self.read = read
+        dataset = spec.derive(dataset)  # derived variables and the selection's rows
+        self.dataset = dataset
+        self.spec = spec
+        self.fields = spec.validate(dataset)
+        self.epoch = 0
+        self._view = None if rows is None else self._as_view(rows)
+        self._view = drop_empty_rows(self.fields, dataset, self._view)  # Ragged(empty="drop")
+        self._weights = resolve_weights(self.dataset, order.weights)
+        self._sampling = make_sampling(dataset, self._view, order, shuffle)  # Order.sample, or None
+        self._bucketing = make_bucketing(spec, self.fields, order.bucket_by, order.bucket_window,
+                                         spec.pad_to_multiple_of, shuffle)
+        if self._bucketing is not None:  # the bucketed group's fields are padded per batch
+            self.spec = self._bucketing.spec
+            self.fields = self.spec.validate(dataset)
+        self._setup_runtime()
+
+    # -- the order's settings ----------------------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        """Rows per batch."""
+        return self.order.batch_size
+
+    @property
+    def shuffle(self) -> bool | str:
+        """The shuffle in use: ``True``, ``False`` or ``"block"``."""
+        value: bool | str = self.order.shuffle
+        return value
+
+    @property
+    def seed(self) -> int:
+        """The seed of every random order."""
+        assert self.order.seed is not None  # filled in by __init__
+        return self.order.seed
+
+    @property
+    def drop_last(self) -> bool:
+        """Whether a short last batch is dropped."""
+        return self.order.drop_last
+
+    @property
+    def cache(self) -> str | None:
+        """``"ram"`` when built batches are kept, else ``None``."""
+        return self.order.cache
+
+    @property
+    def nan_to(self) -> float | None:
+        """The spec's ``nan_to``."""
+        return self.spec.nan_to
+
+    # -- construction helpers ----------------------------------------------------------------
+    def _as_view(self, rows: Any) -> np.ndarray:
+        arr = np.asarray(rows)
+        if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+            raise ValueError(f"rows must be 1-D integers, got {arr.dtype} {arr.shape}")
+        arr = arr.astype(np.intp)
+        if arr.size and (arr.min() < 0 or arr.max() >= len(self.dataset)):
+            raise IndexError(f"rows outside [0, {len(self.dataset)})")
+        return arr
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a worker thread of the parent may have held it
+
+    def _setup_runtime(self) -> None:
+        """Objects that are rebuilt, not pickled: builder, locks, plans, caches."""
+        self._lock = threading.Lock()
+        forksafe.register(self)
+        self._identity_digest: str | None = None  # made at the first state_dict
+        self._target_names = self.spec.target_names
+        self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to,
+                                     pad_to_multiple_of=self.spec.pad_to_multiple_of)
+        # Ragged(empty="one_step") and BatchSpec(augment=...), applied to each batch built
+        self._one_step = make_one_step(self.fields, self._builder.row_lengths, self.nan_to, self.padded_width)
+        self._augmenter = make_augmenter(self.spec, self.fields, self._builder.row_lengths)
+        # this epoch's order and the next
+        self._plans: OnceCache[int, BlockPlan | BudgetPlan | np.ndarray] = OnceCache(keep=2)
+        self._ram: dict[int, Batch] = {}
+        self._blocks: BlockSource | None = None
+        if self.shuffle == "block":
+            view = None if self._view is None else np.sort(self._view)
+            self._blocks = BlockSource(self.dataset, view, self.fields, self.batch_size,
+                                       block_rows=self.order.block_rows, window_rows=self.order.window_rows,
+                                       nan_to=self.nan_to, read_ahead=self.read.read_ahead,
+                                       pad_to_multiple_of=self._builder.pad_to_multiple_of)
+            # cached batches never come back to the blocks after epoch 0
+            self._blocks.next_epoch_ahead = self.cache != "ram"
+            # with blocks every plan is a BlockPlan (_make_plan); the cast only tells the type checker
+            self._blocks.plan_of = cast("Callable[[int], BlockPlan]", self._plan_of)
+        windows = None if self._blocks is None else min(len(self._blocks.bounds) - 1,
+                                                        -(-self.n_rows // self._blocks.window_rows))
+        # element budget and chosen bucket lengths (Order.max_elements, bucket_lengths)
+        self._budget, self._bucket_lengths = order_extras(self.order, self.fields, self._builder.width,
+                                                          self._builder.row_lengths, self._view_lengths, windows)
+
+    @property
+    def builder(self) -> BatchBuilder:
+        """The :class:`~lstm_data.batching.building.builder.BatchBuilder` that turns rows into batches."""
+        return self._builder
+
+    # -- size and order -----------------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        """Rows in this view."""
+        return len(self.dataset) if self._view is None else len(self._view)
+
+    def __len__(self) -> int:
+        if self._budget is not None:  # the same every epoch, known before it
+            return self._budget.n_batches
+        rows = self.n_rows if self._sampling is None else self._sampling.epoch_size
+        if self.drop_last:
+            return rows // self.batch_size
+        return math.ceil(rows / self.batch_size)
+
+    def _order_epoch(self, epoch: int | None = None) -> int:
+        """The epoch whose row order serves ``epoch`` (default: the current one)."""
+        if self.cache == "ram":
+            return 0
+        return self.epoch if epoch is None else epoch
+
+    def _plan(self, epoch: int | None = None) -> BlockPlan | BudgetPlan | np.ndarray:
+        """The row order of ``epoch`` (default: the current one): positions into the view (made once)."""
+        return self._plan_of(self._order_epoch(epoch))
+
+    def _plan_of(self, epoch: int) -> BlockPlan | BudgetPlan | np.ndarray:
+        return self._plans.get(epoch, lambda: self._make_plan(epoch))
+
+    def _make_plan(self, epoch: int) -> BlockPlan | BudgetPlan | np.ndarray:
+        if self._blocks is not None:
+            plan = self._blocks.plan(self.seed, epoch)
+            if self._sampling is not None:  # each window draws its rows' share
+                plan = self._sampling.plan(plan, self.seed, epoch)
+            if self._budget is not None:
+                return self._budget.plan(plan, self.seed, epoch)
+            if self._bucketing is None:
+                return plan
+            return self._bucketing.plan(plan, self._view_lengths(self._bucketing.group), self.batch_size,
+                                        self.seed, epoch)
+        if self._sampling is not None:
+            order = self._sampling.order(self.seed, epoch, bool(self.shuffle))
+        elif self.shuffle:
+            order = shuffled_order(self.n_rows, self.seed, epoch)
+        else:
+            order = np.arange(self.n_rows, dtype=np.intp)
+        if self._budget is not None:
+            return self._budget.order(order, self.seed, epoch, bool(self.shuffle))
+        if self._bucketing is not None:
+            order = self._bucketing.order(order, self._view_lengths(self._bucketing.group), self.batch_size,
+                                          self.seed, epoch, shuffle=bool(self.shuffle))
+        return order
+
+    def _view_lengths(self, group: str) -> np.ndarray:
+        """Row lengths of ``group`` by view position (block plans index the sorted view)."""
+        lengths: np.ndarray = self._builder.row_lengths(group)
+        if self._view is None:
+            return lengths
+        picked: np.ndarray = lengths[np.sort(self._view) if self._blocks is not None else self._view]
+        return picked
+
+    def _next_epoch_job(self) -> Callable[[], object] | None:
+        """Make the next epoch's order (for a spare worker while this epoch is built)."""
+        if self.shuffle is False or self.cache == "ram":
+            return None  # the order never changes
+        epoch = self._order_epoch() + 1
+        return lambda: self._plans.prepare(epoch, lambda: self._make_plan(epoch))
+
+    def _batch_slot(self, index: int, epoch: int) -> int:
+        """The batch of the fixed partition serving ``index`` in ``epoch`` (differs with ``cache="ram"``)."""
+        if self.cache == "ram" and epoch > 0 and self.shuffle is not False:
+            return int(shuffled_order(len(self), self.seed, epoch)[index])
+        return index
+
+    def _span(self, slot: int, epoch: int) -> tuple[int, int]:
+        """Epoch positions ``lo, hi`` of the batch in ``slot``."""
+        plan = self._plan(epoch)
+        if isinstance(plan, (BudgetPlan, BudgetBlockPlan)):
+            return int(plan.starts[slot]), int(plan.starts[slot + 1])
+        return slot * self.batch_size, (slot + 1) * self.batch_size
+
+    def _positions(self, slot: int, epoch: int) -> npt.NDArray[np.intp]:
+        plan = self._plan(epoch)
+        order = plan if isinstance(plan, np.ndarray) else plan.order
+        lo, hi = self._span(slot, epoch)
+        return order[lo:hi]
+
+    def _check_index(self, index: int) -> int:
+        return check_index(index, len(self))
+
+    def _epoch_arg(self, epoch: int | None) -> int:
+        return self.epoch if epoch is None else check_count(epoch, "epoch")
+
+    def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray:
+        """The dataset rows of one batch, in batch order.
+
+        Parameters
+        ----------
+        index
+            Batch index (negative counts from the end).
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        numpy.ndarray
+            Row numbers of the dataset.
+        """
+        epoch = self._epoch_arg(epoch)
+        pos = self._positions(self._batch_slot(self._check_index(index), epoch), epoch)
+        if self._view is None:
+            return pos
+        view = np.sort(self._view) if self._blocks is not None else self._view
+        return view[pos]
+
+    def draws(self, epoch: int | None = None) -> dict[int, int]:
+        """How many rows of each class ``epoch`` draws (``Order(sample=...)``).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        dict of int to int
+            Class label -> draws in the epoch's batches (``{0: n}`` without
+            ``classes``); without ``sample``, the rows of the epoch under label 0.
+        """
+        epoch = self._epoch_arg(epoch)
+        positions = np.concatenate([self._positions(self._batch_slot(i, epoch), epoch) for i in range(len(self))]
+                                   or [np.zeros(0, dtype=np.intp)])
+        if self._sampling is None:
+            return {0: int(len(positions))}
+        return self._sampling.counts(positions)
+
+    # -- batches ----------------------------------------------------------------------------------
+    def __getitem__(self, index: int) -> Batch:
+        return self.batch(index)
+
+    def batch(self, index: int, epoch: int | None = None) -> Batch:
+        """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`), which stays as it is.
+
+        ``b.batch(i, epoch=e)`` equals ``b.set_epoch(e); b[i]`` without changing
+        ``b.epoch``: the order of an epoch is a pure function of ``(seed, epoch)``,
+        made once per epoch (the last two are kept). Safe to call from several
+        threads at once, for one epoch or different ones; adapters use it to tie
+        every batch to its epoch (e.g. a torch sampler's ``(epoch, i)`` keys).
+
+        Parameters
+        ----------
+        index
+            Batch index (negative counts from the end).
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``: output name -> array.
+        """
+        return self._batch(index, epoch, None)
+
+    def batch_into(self, index: int, epoch: int, arena: Any) -> Batch:
+        """Batch ``index`` of ``epoch``, built in ``arena`` where its arrays fit.
+
+        ``arena`` is a writable, C-contiguous buffer (e.g. shared memory another
+        process reads), used for in-RAM datasets without a cache (see
+        :class:`lstm_data.kernels.BatchGather`); the arrays placed are views of it,
+        the others are allocated. This is the
+        :class:`~lstm_data.batching.epochs.source.BuildsInArena` capability.
+
+        Parameters
+        ----------
+        index
+            Batch index (negative counts from the end).
+        epoch
+            An int >= 0.
+        arena
+            The buffer, 64-byte aligned.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``: output name -> array.
+        """
+        return self._batch(index, epoch, arena)
+
+    def _batch(self, index: int, epoch: int | None, arena: Any) -> Batch:
+        epoch = self._epoch_arg(epoch)
+        slot = self._batch_slot(self._check_index(index), epoch)
+        if self.cache == "ram":
+            hit = self._ram.get(slot)
+            if hit is None:  # kept read-only: an in-place edit must not reach later epochs
+                hit = self._ram.setdefault(slot, freeze_batch(self._build(slot, epoch)))
+            return self._augmented(tuple(dict(part) for part in hit), index, epoch)  # type: ignore[arg-type]
+        return self._augmented(self._build(slot, epoch, arena), index, epoch)
+
+    def _augmented(self, batch: Batch, index: int, epoch: int) -> Batch:
+        """``batch`` with the spec's noise of ``epoch`` (see :mod:`lstm_data.batching.spec.augment`)."""
+        if self._augmenter is None:
+            return batch
+        return self._augmenter.apply(batch, self.rows_of(index, epoch), self.seed, epoch)
+
+    def _build(self, slot: int, epoch: int, arena: Any = None) -> Batch:
+        positions = self._positions(slot, epoch)
+        if self._blocks is not None:
+            lo = self._span(slot, epoch)[0]
+            plan = self._plan(epoch)
+            assert isinstance(plan, BlockPlan)  # with blocks every plan is a BlockPlan (_make_plan)
+            inputs, targets = self._blocks.build(plan, self._order_epoch(epoch), lo, lo + len(positions),
+                                                 self._bucket_lengths)
+            if self._view is None:
+                rows = positions
+            else:
+                assert self._blocks.rows is not None  # the blocks of a view hold its sorted rows
+                rows = self._blocks.rows[positions]
+        else:
+            rows = positions if self._view is None else self._view[positions]
+            inputs, targets = self._builder.build(rows, arena, self._bucket_lengths)
+        if self._one_step is not None:
+            self._one_step.apply(inputs, targets, rows)
+        return inputs, targets, self._weights_for(rows, targets)
+
+    def _weights_for(self, rows: np.ndarray, targets: Arrays) -> Arrays:
+        if self._weights is None:
+            w = np.ones(len(rows), dtype=np.float32)
+        else:
+            w = self._weights[rows]
+        return {name: w for name in self._target_names}
+
+    def _view_of(self, spec: BatchSpec, order: Order, rows: np.ndarray) -> "Batches":
+        """Batches of the same data and read options over ``rows`` (a split's side)."""
+        return Batches(self.dataset, spec, order, read=self.read, rows=rows)
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.
+
+        Parameters
+        ----------
+        state
+            A :meth:`state_dict` of batches of the same seed, order, spec and data. A
+            shard's state (:meth:`shard`) resumes ``shard(0, 1)`` or any other world.
+
+        Raises
+        ------
+        OptionError
+            The state was saved by other batches (each differing setting is named),
+            by a shard of several ranks, or is not such a state.
+        """
+        if isinstance(state, Mapping) and (state.get("world_size", 1) != 1 or state.get("history")):
+            raise OptionError(f"a state saved by a shard of {state.get('world_size')} ranks: load it into "
+                              "batches.shard(rank, world_size) (shard(0, 1) for one process)")
+        super().load_state_dict(state)
+
+    def _state_identity(self) -> dict[str, Any]:
+        """The order's settings by name, the rows, and one digest of spec, settings and data
+        (rank, world size, workers and the epoch's batch count are left out)."""
+        settings = order_settings(self.order)
+        digest = self._identity_digest
+        if digest is None:
+            digest = identity_digest(self.spec, settings, data_fingerprint(self.dataset, self._view))
+            self._identity_digest = digest
+        return {**settings, "n_rows": self.n_rows, "identity": digest}
+
+    def __repr__(self) -> str:
+        return (f"Batches({len(self)} batches of {self.batch_size}, {self.n_rows} rows, "
+                f"shuffle={self.shuffle!r}, seed={self.seed}, epoch={self.epoch})")
+
+    # -- pickling: never the arrays of an in-RAM dataset -------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("_lock", "_builder", "_plans", "_ram", "_blocks", "fields", "_target_names",
+                              "_budget", "_bucket_lengths")}
+        if isinstance(self.dataset, InMemoryDataset):
+            from lstm_data.data.shared import share
+            state["dataset"] = share(self.dataset)
+        if isinstance(self.order.weights, str):
+            state["_weights"] = None  # re-read from the column after unpickling
+        state.pop("_sampling", None)  # remade from the label and variable columns after unpickling
+        state["_part_bounds"] = getattr(self.dataset, "part_bounds", None)  # a shared copy drops attributes
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        mark_applied(self.dataset, self.spec)  # a reopened shared copy holds them already
+        bounds = self.__dict__.pop("_part_bounds", None)
+        if bounds is not None:  # its files' row bounds (derived.file_bounds)
+            setattr(self.dataset, "part_bounds", bounds)
+        if self._weights is None and isinstance(self.order.weights, str):
+            self._weights = resolve_weights(self.dataset, self.order.weights)
+        self._sampling = make_sampling(self.dataset, self._view, self.order, self.shuffle)
+        self.fields = self.spec.validate(self.dataset)
+        self._setup_runtime()

@@ -1,0 +1,64 @@
+"""What a saved iteration state is bound to: the spec, the order settings and the data.
+
+:meth:`Batches.state_dict` records the settings that decide the batches by name
+(so a refused state names the setting that differs) and one digest of the spec,
+those settings and a fingerprint of the data. Rank, world size, worker count and
+the number of batches of an epoch are left out: they may change between a save
+and a resume.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import numpy as np
+
+from lstm_data.batching.order.options import Order
+from lstm_data.batching.spec.batch_spec import BatchSpec
+from lstm_data.data.dataset import Dataset
+
+__all__ = ["order_settings", "data_fingerprint", "identity_digest"]
+
+#: rows read from each end of the data for its fingerprint
+_SAMPLE_ROWS = 64
+
+
+def order_settings(order: Order) -> dict[str, Any]:
+    """Every setting of ``order`` that decides its batches, as plain values (array weights as a digest)."""
+    out: dict[str, Any] = {}
+    for name in Order.option_names():
+        value = getattr(order, name)
+        if isinstance(value, np.ndarray):
+            value = "sha256:" + hashlib.sha256(np.ascontiguousarray(value, np.float32).tobytes()).hexdigest()[:16]
+        out[name] = value
+    return out
+
+
+def data_fingerprint(dataset: Dataset, view: np.ndarray | None) -> str:
+    """A digest of the data's shape, names, row lengths and the values of its first and last rows.
+
+    Cheap (a few hundred rows are read), so a state refuses data that is not the
+    data it was saved with; it does not prove every value equal.
+    """
+    h = hashlib.sha256()
+    h.update(json.dumps([len(dataset), dataset.scalar_names, dataset.groups]).encode())
+    n = len(dataset)
+    rows = np.unique(np.concatenate([np.arange(min(n, _SAMPLE_ROWS)),
+                                     np.arange(max(0, n - _SAMPLE_ROWS), n)])).astype(np.intp)
+    for name in dataset.scalar_names:
+        h.update(np.ascontiguousarray(dataset.scalar(name, rows)).tobytes())
+    for group in dataset.groups:
+        values, offsets = dataset.ragged(group, rows)
+        h.update(np.ascontiguousarray(values).tobytes())
+        h.update(np.ascontiguousarray(offsets).tobytes())
+        h.update(str(int(dataset.offsets(group)[-1])).encode())
+    if view is not None:
+        h.update(np.ascontiguousarray(view, dtype=np.int64).tobytes())
+    return h.hexdigest()[:32]
+
+
+def identity_digest(spec: BatchSpec, settings: dict[str, Any], data: str) -> str:
+    """One digest of the spec, the order settings and the data fingerprint."""
+    text = json.dumps([spec.to_dict(), settings, data], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

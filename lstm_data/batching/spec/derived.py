@@ -1,0 +1,429 @@
+"""Derived variables and a row selection applied to a dataset.
+
+``BatchSpec(derived={"part_pt": "np.hypot(part_px, part_py)"}, selection="jet_pt > 500")``
+gives every field the variables ``derived`` defines and keeps only the rows the
+``selection`` holds true for. :func:`apply_derived` turns a dataset into the one
+the spec's fields read:
+
+- a derived variable that reads a prong variable (directly or through another
+  derived variable) joins that variable's group, so one ``Ragged`` field can mix
+  stored and derived prong variables; one that reads only per-row variables (or
+  ``num()`` of a group) is a new scalar column;
+- the selection is evaluated once, over every row (on disk in blocks of
+  :data:`SELECTION_BLOCK` rows, reading only the columns it names), and the
+  result is a row view: batches, orders, splits, shards and stores see only the
+  selected rows, and ``len()`` counts them.
+
+Cost. In RAM the derived values are computed once, when batches are made, and
+held: a group that gains derived variables is copied once with its new columns
+(``(total, V + D)``), the selected rows are copied once; nothing is copied when
+neither applies. On disk nothing is held: each batch reads its rows and computes
+their derived values (the selection's row numbers, 8 bytes per kept row, are
+the only thing kept).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+import numpy as np
+
+from lstm_data.batching.spec.expressions import Column, Expression
+from lstm_data.data.concat import ConcatDataset
+from lstm_data.data.dataset import Dataset, InMemoryDataset, unknown_name_error
+from lstm_data.data.ragged import RaggedGroup
+from lstm_data.errors import SchemaError
+
+__all__ = ["DerivedDataset", "apply_derived", "file_bounds", "check_derived", "expand_names", "mark_applied", "derived_key",
+           "SELECTION_BLOCK"]
+
+_log = logging.getLogger("lstm_data")
+
+#: rows per block when a selection is evaluated over on-disk data
+SELECTION_BLOCK = 1 << 16
+#: bytes of output rows filled at a time when derived columns join a group's values
+_FILL_BYTES = 1 << 20
+#: prong elements per block when an in-RAM group's derived columns are computed
+_EVAL_ELEMENTS = 1 << 16
+
+
+def check_derived(derived: Mapping[str, str] | None,
+                  selection: str | None) -> tuple[dict[str, Expression], Expression | None]:
+    """Parse and check a spec's ``derived`` table and ``selection``.
+
+    Parameters
+    ----------
+    derived
+        Variable name -> expression text (``None``: none).
+    selection
+        A per-row boolean expression, or ``None``.
+
+    Returns
+    -------
+    derived : dict of str to Expression
+        The parsed expressions, in the order given (``x: "x"`` left out, as weaver-core does).
+    selection : Expression or None
+        The parsed selection.
+
+    Raises
+    ------
+    SchemaError
+        Not a table of name -> text, an expression outside the allow-list, or a
+        derived variable that reads itself (directly or through others).
+    """
+    out: dict[str, Expression] = {}
+    if derived is not None and not isinstance(derived, Mapping):
+        raise SchemaError(f"derived must be a table of variable name -> expression, got {derived!r}")
+    for name, text in (derived or {}).items():
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("__"):
+            raise SchemaError(f"derived: {name!r} is not a valid variable name (letters, digits and _, "
+                              "not starting with a digit or __)", variable=str(name))
+        if text == name:
+            continue
+        out[name] = Expression(text, where=f"derived {name!r}")
+    sel = None if selection is None else Expression(selection, where="selection")
+    _check_cycles(out)
+    return out, sel
+
+
+def _check_cycles(derived: Mapping[str, Expression]) -> None:
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == 2 or name not in derived:
+            return
+        if state.get(name) == 1:
+            if path[-1] == name:
+                raise SchemaError(f"derived variable {name!r} reads itself (a derived variable cannot replace "
+                                  "a column of the same name: choose another name)", variable=name)
+            loop = path[path.index(name):] + [name]
+            raise SchemaError(f"derived variables read each other in a loop: {' -> '.join(loop)}",
+                              variable=name)
+        state[name] = 1
+        for dep in derived[name].names:
+            visit(dep, path + [name])
+        state[name] = 2
+
+    for name in derived:
+        visit(name, [])
+
+
+def expand_names(names: list[str], derived: Mapping[str, Expression], selection: Expression | None) -> list[str]:
+    """The stored columns that ``names`` and the selection read, derived variables replaced by theirs."""
+    out: dict[str, None] = {}
+    todo = list(names) + (list(selection.names) if selection is not None else [])
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in derived:
+            todo[:0] = derived[name].names
+        else:
+            out.setdefault(name)
+    return list(out)
+
+
+class _Env:
+    """Columns of some rows of a base dataset, derived ones computed on first use."""
+
+    def __init__(self, base: Dataset, rows: np.ndarray | None, derived: Mapping[str, Expression],
+                 prong_of: Mapping[str, str], groups: dict[str, tuple[np.ndarray, np.ndarray]] | None = None):
+        self.base, self.rows, self.derived, self.prong_of = base, rows, derived, prong_of
+        self.n_rows = len(base) if rows is None else len(rows)
+        self.groups = dict(groups or {})
+        self.done: dict[str, Column] = {}
+
+    def group(self, g: str) -> tuple[np.ndarray, np.ndarray]:
+        if g not in self.groups:
+            self.groups[g] = self.base.ragged(g, self.rows)
+        return self.groups[g]
+
+    def get(self, name: str) -> Column:
+        col = self.done.get(name)
+        if col is not None:
+            return col
+        if name in self.derived:
+            expr = self.derived[name]
+            col = expr.evaluate({n: self.get(n) for n in expr.names}, self.n_rows)
+        elif name in self.prong_of:
+            g = self.prong_of[name]
+            values, offsets = self.group(g)
+            col = Column(values[:, self.base.groups[g].index(name)], offsets, g)
+        else:
+            col = Column(self.base.scalar(name, self.rows))
+        self.done[name] = col
+        return col
+
+
+class DerivedDataset(Dataset):
+    """A dataset's selected rows with derived variables, computed per read (the on-disk form).
+
+    Parameters
+    ----------
+    base
+        The stored data.
+    derived
+        Derived variable -> its checked expression (from :func:`check_derived`).
+    kinds
+        Derived variable -> the group it joins, or ``None`` for a scalar column.
+    rows
+        The base rows kept by a selection (ascending), or ``None`` for all.
+    """
+
+    def __init__(self, base: Dataset, derived: Mapping[str, Expression], kinds: Mapping[str, str | None],
+                 rows: np.ndarray | None) -> None:
+        self.base = base
+        self.derived = dict(derived)
+        self.kinds = dict(kinds)
+        self.selected = rows
+        self._n_rows = len(base) if rows is None else len(rows)
+        self._scalar_names = base.scalar_names + [n for n in derived if kinds[n] is None]
+        self._groups = {g: names + [n for n in derived if kinds[n] == g] for g, names in base.groups.items()}
+        self._prong_of = {v: g for g, names in base.groups.items() for v in names}
+        self._offsets_cache: dict[str, np.ndarray] = {}
+        self.source = base.source
+
+    @property
+    def in_ram(self) -> bool:
+        """``False``: every read goes to the base dataset and computes its derived values."""
+        return False
+
+    def value_chunk_len(self, group: str) -> int:
+        """The base's chunk length when every row is kept; 0 under a selection (rows are a view)."""
+        return self.base.value_chunk_len(group) if self.selected is None else 0
+
+    def _base_rows(self, rows: np.ndarray | None) -> np.ndarray | None:
+        if self.selected is None:
+            return rows
+        return self.selected if rows is None else self.selected[rows]
+
+    def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:
+        base_rows = self._base_rows(rows)
+        if name not in self.derived:
+            return self.base.scalar(name, base_rows)
+        return _Env(self.base, base_rows, self.derived, self._prong_of).get(name).values
+
+    def _offsets(self, group: str) -> np.ndarray:
+        if self.selected is None:
+            return self.base.offsets(group)
+        off = self._offsets_cache.get(group)
+        if off is None:
+            lengths = np.diff(self.base.offsets(group))[self.selected]
+            off = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=off[1:])
+            self._offsets_cache[group] = off
+        return off
+
+    def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        base_rows = self._base_rows(rows)
+        values, offsets = self.base.ragged(group, base_rows)
+        extra = [n for n in self.derived if self.kinds[n] == group]
+        if not extra:
+            return values, offsets
+        env = _Env(self.base, base_rows, self.derived, self._prong_of, {group: (values, offsets)})
+        return _with_columns(values, [env.get(n).values for n in extra]), offsets
+
+
+def _with_columns(values: np.ndarray, extra: list[np.ndarray]) -> np.ndarray:
+    """``values`` (total, V) with the ``extra`` 1-D columns appended (one copy)."""
+    dtype = np.result_type(values.dtype, *[e.dtype for e in extra])
+    width = values.shape[1]
+    out = np.empty((len(values), width + len(extra)), dtype=dtype)
+    step = max(1, _FILL_BYTES // max(1, out.itemsize * out.shape[1]))
+    for a in range(0, len(values), step):  # a block of rows at a time stays in cache while its columns fill
+        b = a + step
+        out[a:b, :width] = values[a:b]
+        for j, col in enumerate(extra, start=width):
+            out[a:b, j] = col[a:b]
+    return out
+
+
+def _kinds(dataset: Dataset, derived: Mapping[str, Expression],
+           selection: Expression | None) -> dict[str, str | None]:
+    """Each derived variable's group (``None``: per row); checks every name the expressions read."""
+    known: dict[str, str | None] = {s: None for s in dataset.scalar_names}
+    known.update({v: g for g, names in dataset.groups.items() for v in names})
+    clash = [n for n in derived if n in known]
+    if clash:
+        raise SchemaError(f"derived variable {clash[0]!r} has the name of a column of the data; "
+                          "choose another name", variable=clash[0])
+    everything = list(known) + list(derived)
+    kinds: dict[str, str | None] = {}
+
+    def kind_of(name: str) -> str | None:
+        if name in known:
+            return known[name]
+        if name not in kinds:
+            expr = derived[name]
+            for dep in expr.names:
+                if dep not in known and dep not in derived:
+                    err = unknown_name_error("variable", dep, everything)
+                    raise SchemaError(f"{expr.where}: {err.message}", variable=dep)
+            kinds[name] = expr.kind({n: kind_of(n) for n in expr.names})
+        return kinds[name]
+
+    for name in derived:
+        kind_of(name)
+    if selection is not None:
+        for dep in selection.names:
+            if dep not in known and dep not in derived:
+                err = unknown_name_error("variable", dep, everything)
+                raise SchemaError(f"selection: {err.message}", variable=dep)
+        group = selection.kind({n: kind_of(n) for n in selection.names})
+        if group is not None:
+            raise SchemaError(f"selection {selection.text!r} gives one value per prong of group {group!r}, "
+                              "not one per row (count prongs with num(), e.g. num(part_px) > 0)")
+    return kinds
+
+
+def derived_key(derived: Mapping[str, Expression], selection: Expression | None) -> tuple[Any, ...]:
+    """What a dataset made by :func:`apply_derived` is marked with."""
+    return (tuple((n, e.text) for n, e in derived.items()), None if selection is None else selection.text)
+
+
+def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
+                  selection: Expression | None) -> Dataset:
+    """``dataset`` with the derived variables added and only the selected rows.
+
+    Parameters
+    ----------
+    dataset
+        The stored data.
+    derived, selection
+        From :func:`check_derived`.
+
+    Returns
+    -------
+    Dataset
+        ``dataset`` itself when there is nothing to apply (or it was applied
+        already); an :class:`InMemoryDataset` (or, for several in-RAM files, a
+        ``ConcatDataset`` of them) when ``dataset`` is in RAM; else a
+        :class:`DerivedDataset` view.
+
+    Raises
+    ------
+    SchemaError
+        An expression reads an unknown variable (close names suggested), mixes
+        two groups, a derived name is taken by a column, the selection is not
+        one value per row, or numpy refuses an operation.
+    """
+    key = derived_key(derived, selection)
+    if (not derived and selection is None) or getattr(dataset, "derived_key", None) == key:
+        return dataset
+    kinds = _kinds(dataset, derived, selection)
+    rows = None if selection is None else _selected_rows(dataset, derived, selection)
+    if rows is not None:
+        _log.info("selection %r keeps %d of %d rows", selection.text, len(rows), len(dataset))  # type: ignore[union-attr]
+    out: Dataset
+    if not dataset.in_ram:
+        out = DerivedDataset(dataset, derived, kinds, rows)
+    elif isinstance(dataset, ConcatDataset) and not dataset.part_values and rows is None:
+        out = ConcatDataset([_materialise(part, derived, kinds, None) for part in dataset.datasets])
+    else:
+        out = _materialise(dataset, derived, kinds, rows)
+    setattr(out, "derived_key", key)
+    bounds = file_bounds(dataset)
+    if bounds is not None and not isinstance(out, ConcatDataset):
+        setattr(out, "part_bounds", bounds if rows is None else np.searchsorted(rows, bounds).astype(np.int64))
+    return out
+
+
+def file_bounds(dataset: Dataset) -> np.ndarray | None:
+    """Row bounds of the files of ``dataset`` (``None`` for data of one file).
+
+    A ``ConcatDataset``'s parts, also through the view :func:`apply_derived`
+    makes of it (its ``part_bounds``): file ``i`` holds rows
+    ``bounds[i]:bounds[i + 1]`` (empty when a selection keeps none of its rows).
+
+    Parameters
+    ----------
+    dataset
+        Any dataset.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        ``n_files + 1`` ascending int64 row numbers from 0 to ``len(dataset)``.
+    """
+    if isinstance(dataset, ConcatDataset):
+        return np.asarray(dataset.cumulative, dtype=np.int64)
+    bounds = getattr(dataset, "part_bounds", None)
+    return None if bounds is None else np.asarray(bounds, dtype=np.int64)
+
+
+def mark_applied(dataset: Dataset, spec: Any) -> None:
+    """Mark ``dataset`` as holding ``spec``'s derived variables and selection already.
+
+    A :class:`~lstm_data.batching.epochs.batches.Batches` unpickled in a worker reopens its
+    (derived) dataset from shared memory; the mark keeps a later
+    ``spec.derive(dataset)`` from applying them twice.
+    """
+    if spec.derived or spec.selection is not None:
+        setattr(dataset, "derived_key", (tuple((n, t) for n, t in spec.derived.items() if t != n),
+                                         spec.selection))
+
+
+def _selected_rows(dataset: Dataset, derived: Mapping[str, Expression], selection: Expression) -> np.ndarray:
+    """Base rows the selection keeps, ascending (evaluated in blocks of rows)."""
+    prong_of = {v: g for g, names in dataset.groups.items() for v in names}
+    n = len(dataset)
+    blocks = [None] if dataset.in_ram else [np.arange(a, min(a + SELECTION_BLOCK, n), dtype=np.intp)
+                                            for a in range(0, n, SELECTION_BLOCK)]
+    kept = []
+    for block in blocks:
+        env = _Env(dataset, block, derived, prong_of)
+        mask = selection.evaluate({n: env.get(n) for n in selection.names}, env.n_rows).values.astype(bool)
+        kept.append(np.flatnonzero(mask) + (0 if block is None or not len(block) else block[0]))
+    return np.concatenate(kept).astype(np.intp) if kept else np.zeros(0, dtype=np.intp)
+
+
+def _materialise(dataset: Dataset, derived: Mapping[str, Expression], kinds: Mapping[str, str | None],
+                 rows: np.ndarray | None) -> InMemoryDataset:
+    """An in-RAM dataset of ``rows`` with the derived columns computed once.
+
+    A group's derived columns are computed a block of rows at a time, straight into
+    the group's new values, so that intermediate results stay in cache.
+    """
+    scalars = {s: dataset.scalar(s, rows) for s in dataset.scalar_names}
+    groups = {g: dataset.ragged(g, rows) for g in dataset.groups}
+    prong_of = {v: g for g, names in dataset.groups.items() for v in names}
+    taken = InMemoryDataset(scalars, {g: RaggedGroup(dataset.groups[g], *vo) for g, vo in groups.items()},
+                            source=dataset.source)
+    env = _Env(taken, None, derived, prong_of, groups)
+    per_row = [n for n in derived if kinds[n] is None]
+    for name in per_row:
+        scalars[name] = np.ascontiguousarray(env.get(name).values)
+    out_groups = {}
+    for g, (values, offsets) in groups.items():
+        extra = [n for n in derived if kinds[n] == g]
+        if extra:
+            values = _group_with_derived(taken, g, extra, derived, prong_of, {n: scalars[n] for n in per_row})
+        out_groups[g] = RaggedGroup(dataset.groups[g] + extra, values, offsets)
+    return InMemoryDataset(scalars, out_groups, source=dataset.source)
+
+
+def _group_with_derived(data: InMemoryDataset, group: str, extra: list[str], derived: Mapping[str, Expression],
+                        prong_of: Mapping[str, str], per_row: Mapping[str, np.ndarray]) -> np.ndarray:
+    """``group``'s values with the ``extra`` derived columns appended, computed block by block."""
+    values, offsets = data.ragged(group)
+    n, width = len(offsets) - 1, values.shape[1]
+    step = max(1, _EVAL_ELEMENTS * n // max(1, int(offsets[-1])))  # rows per block
+    out: np.ndarray | None = None
+    for r0 in range(0, max(n, 1), step):
+        r1 = min(n, r0 + step)
+        p0, p1 = int(offsets[r0]), int(offsets[r1])
+        part = InMemoryDataset({s: data.scalar(s)[r0:r1] for s in data.scalar_names},
+                               {group: RaggedGroup(data.groups[group], values[p0:p1], offsets[r0:r1 + 1] - p0)})
+        env = _Env(part, None, derived, {v: g for v, g in prong_of.items() if g == group})
+        env.done.update({name: Column(col[r0:r1]) for name, col in per_row.items()})
+        cols = [env.get(name).values for name in extra]
+        if out is None:
+            dtype = np.result_type(values.dtype, *[c.dtype for c in cols])
+            out = np.empty((len(values), width + len(extra)), dtype=dtype)
+        out[p0:p1, :width] = values[p0:p1]
+        for j, col in enumerate(cols, start=width):
+            out[p0:p1, j] = col
+    assert out is not None  # the loop runs at least once
+    return out

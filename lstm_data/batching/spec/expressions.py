@@ -1,0 +1,388 @@
+"""Safe column expressions: the text of derived variables and selections.
+
+An expression such as ``np.log(part_pt / jet_pt)`` is parsed with Python's
+:mod:`ast` and checked against an allow-list; it is never given to ``eval``.
+Allowed are the dataset's column names (and other derived variables), numeric
+and boolean constants, arithmetic (``+ - * / // % **``), comparisons, the
+element-wise logical operators ``& | ^ ~``, and calls of the functions in
+:data:`FUNCTIONS`, written bare (``log(x)``) or with weaver-core's prefixes
+``np.``, ``numpy.``, ``ak.``, ``awkward.`` and ``math.``. Anything else (other
+attributes, subscripts, lambdas, comprehensions, keyword arguments, names
+starting with ``__``) is a :class:`~lstm_data.errors.SchemaError` naming it.
+A column name that is not a Python name (``png.calE``) is written in backticks:
+```` `png.calE` / calE ````.
+
+Evaluation is columnar: a per-row variable is one value per row; a prong
+variable of a ragged group is the group's flat values plus its offsets. A
+per-row value meeting a prong value is repeated over the row's prongs
+(``numpy.repeat(values, lengths)``), so ``part_pt / jet_pt`` divides every
+particle by its jet's ``jet_pt``; two different groups cannot meet in one
+expression. Constants keep numpy's weak typing: ``float32`` columns stay
+``float32``, so the results equal those of the same numpy calls.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from lstm_data.errors import SchemaError
+
+__all__ = ["Column", "Expression", "FUNCTIONS", "CONSTANTS", "PREFIXES"]
+
+#: module prefixes a function or constant may carry (weaver-core's spellings)
+PREFIXES = ("np", "numpy", "ak", "awkward", "math")
+
+
+def _argmax(*args: np.ndarray) -> np.ndarray:
+    """Index of the largest argument, element by element (first one on ties)."""
+    out: np.ndarray = np.argmax(np.stack(np.broadcast_arrays(*args), axis=1), axis=1)
+    return out
+
+
+#: function name -> (numpy function, number of arguments; ``None``: one or more)
+FUNCTIONS: dict[str, tuple[Callable[..., Any], int | None]] = {
+    **{name: (getattr(np, name), 1) for name in (
+        "log", "log1p", "log2", "log10", "exp", "expm1", "sqrt", "cbrt", "square", "sin", "cos", "tan",
+        "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "abs",
+        "absolute", "fabs", "sign", "floor", "ceil", "rint", "trunc", "isnan", "isinf", "isfinite",
+        "logical_not", "negative", "ones_like", "zeros_like", "nan_to_num", "deg2rad", "rad2deg")},
+    **{name: (getattr(np, name), 2) for name in (
+        "hypot", "arctan2", "minimum", "maximum", "fmin", "fmax", "power", "mod", "fmod", "copysign",
+        "logical_and", "logical_or", "logical_xor")},
+    "clip": (np.clip, 3),
+    "where": (np.where, 3),
+    "atan2": (np.arctan2, 2), "atan": (np.arctan, 1), "asinh": (np.arcsinh, 1), "acosh": (np.arccosh, 1),
+    "atanh": (np.arctanh, 1), "asin": (np.arcsin, 1), "acos": (np.arccos, 1), "pow": (np.power, 2),
+    "argmax": (_argmax, None),
+}
+#: ``num(x)``: the number of prongs of each row of ``x``'s group (``ak.num``), one value per row
+COUNT_FUNCTION = "num"
+#: named constants (``np.pi``, ``math.e``, ...)
+CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
+    ast.FloorDiv: np.floor_divide, ast.Mod: np.mod, ast.Pow: np.power,
+    ast.BitAnd: np.bitwise_and, ast.BitOr: np.bitwise_or, ast.BitXor: np.bitwise_xor,
+}
+_COMPARE: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Lt: np.less, ast.LtE: np.less_equal, ast.Gt: np.greater, ast.GtE: np.greater_equal,
+    ast.Eq: np.equal, ast.NotEq: np.not_equal,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: np.negative, ast.UAdd: np.positive,
+                                             ast.Invert: np.invert}
+#: a backtick-quoted column name, e.g. `png.calE`
+_QUOTED = re.compile(r"`([^`]+)`")
+_LOGICAL = (ast.BitAnd, ast.BitOr, ast.BitXor)
+#: per-row values repeated over a group's prongs during one evaluation: (id, group) -> (source, repeat)
+_Repeats = dict[Any, tuple[np.ndarray, np.ndarray]]
+#: what a refused construct is called in messages
+_CONSTRUCTS = {ast.Lambda: "lambda", ast.Subscript: "subscript", ast.ListComp: "comprehension",
+               ast.SetComp: "comprehension", ast.DictComp: "comprehension", ast.GeneratorExp: "comprehension",
+               ast.IfExp: "'... if ... else ...'", ast.NamedExpr: "':='", ast.Starred: "'*'",
+               ast.JoinedStr: "f-string", ast.List: "list", ast.Tuple: "tuple", ast.Dict: "dict",
+               ast.Set: "set", ast.Await: "await", ast.Yield: "yield", ast.Slice: "slice"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """The values of one variable, per row or per prong.
+
+    Attributes
+    ----------
+    values
+        1-D: one value per row (``group is None``) or one per prong of ``group``.
+    offsets
+        ``(n + 1,)`` int64 row offsets into ``values`` for a prong variable, else ``None``.
+    group
+        The ragged group of a prong variable, else ``None``.
+    """
+
+    values: np.ndarray
+    offsets: np.ndarray | None = None
+    group: str | None = None
+
+
+class Expression:
+    """One checked expression over a dataset's variables.
+
+    Parameters
+    ----------
+    text
+        The expression, e.g. ``"np.log(part_pt / jet_pt)"``.
+    where
+        What the expression belongs to (``"derived 'x'"``), named in errors.
+
+    Attributes
+    ----------
+    text
+        The expression as given.
+    names
+        The variables it reads, in order of first use.
+
+    Raises
+    ------
+    SchemaError
+        Not a valid expression, or a construct, attribute or function outside
+        the allow-list (the message names it).
+    """
+
+    def __init__(self, text: str, *, where: str = "expression") -> None:
+        if not isinstance(text, str) or not text.strip():
+            raise SchemaError(f"{where}: an expression must be non-empty text, got {text!r}")
+        self.text = text
+        self.where = where
+        #: placeholder identifier -> the backtick-quoted column name it stands for
+        self._quoted: dict[str, str] = {}
+
+        def placeholder(match: re.Match[str]) -> str:
+            key = f"q{len(self._quoted)}_quoted_"
+            self._quoted[key] = match.group(1)
+            return key
+
+        try:
+            tree = ast.parse(_QUOTED.sub(placeholder, text.strip()), mode="eval")
+        except SyntaxError as exc:
+            raise SchemaError(f"{where}: {text!r} is not a valid expression ({exc.msg})") from None
+        self._tree = tree.body
+        names: dict[str, None] = {}
+        self._check(self._tree, names)
+        self.names: tuple[str, ...] = tuple(names)
+
+    def __repr__(self) -> str:
+        return f"Expression({self.text!r})"
+
+    # -- checking -----------------------------------------------------------------------------
+    def _refuse(self, what: str, variable: str | None = None) -> SchemaError:
+        return SchemaError(f"{self.where}: {what} is not allowed in an expression ({self.text!r}); "
+                           "use column names, numbers, arithmetic, comparisons, & | ~ and the "
+                           "numpy functions of lstm_data.batching.spec.expressions.FUNCTIONS", variable=variable)
+
+    def _function(self, node: ast.expr) -> str:
+        """The allowed function name that ``node`` (a call's ``func``) spells."""
+        name = self._dotted(node, "function")
+        if name not in FUNCTIONS and name != COUNT_FUNCTION:
+            raise self._refuse(f"function {self._spelling(node)!r}", self._spelling(node))
+        return name
+
+    def _dotted(self, node: ast.expr, kind: str) -> str:
+        """``np.log`` -> ``log``; ``log`` -> ``log``; anything else refused."""
+        if isinstance(node, ast.Name):
+            if node.id.startswith("__"):
+                raise self._refuse(f"name {node.id!r}", node.id)
+            return node.id
+        if isinstance(node, ast.Attribute):
+            base = node.value
+            if isinstance(base, ast.Name) and base.id in PREFIXES:
+                return node.attr
+            raise self._refuse(f"attribute {self._spelling(node)!r}", self._spelling(node))
+        raise self._refuse(f"{kind} {ast.unparse(node)!r}")
+
+    @staticmethod
+    def _spelling(node: ast.expr) -> str:
+        return ast.unparse(node)
+
+    def _check(self, node: ast.expr, names: dict[str, None]) -> None:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, int, float)):
+                return
+            raise self._refuse(f"constant {node.value!r}")
+        if isinstance(node, ast.Name):
+            if node.id.startswith("__"):
+                raise self._refuse(f"name {node.id!r}", node.id)
+            if node.id in PREFIXES:
+                raise self._refuse(f"module {node.id!r} on its own", node.id)
+            names.setdefault(self._quoted.get(node.id, node.id))
+            return
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id in PREFIXES and node.attr in CONSTANTS:
+                return
+            spelled = self._spelling(node)
+            hint = f" (quote a column name with dots in backticks: `{spelled}`)" \
+                if isinstance(node.value, ast.Name) and node.value.id not in PREFIXES else ""
+            raise self._refuse(f"attribute {spelled!r}{hint}", spelled)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            self._check(node.left, names)
+            self._check(node.right, names)
+            return
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.Not):
+                raise self._refuse("'not' (use ~ on comparisons)")
+            self._check(node.operand, names)
+            return
+        if isinstance(node, ast.Compare):
+            bad = [op for op in node.ops if type(op) not in _COMPARE]
+            if bad:
+                raise self._refuse(f"comparison {type(bad[0]).__name__!r}")
+            for part in (node.left, *node.comparators):
+                self._check(part, names)
+            return
+        if isinstance(node, ast.BoolOp):
+            raise self._refuse("'and'/'or' (use & and | on comparisons, in parentheses)")
+        if isinstance(node, ast.Call):
+            name = self._function(node.func)
+            if node.keywords:
+                raise self._refuse(f"keyword argument {node.keywords[0].arg!r} of {name!r}",
+                                   node.keywords[0].arg)
+            arity = 1 if name == COUNT_FUNCTION else FUNCTIONS[name][1]
+            if (arity is not None and len(node.args) != arity) or not node.args:
+                raise SchemaError(f"{self.where}: {name}() takes {arity or 'one or more'} argument(s), "
+                                  f"got {len(node.args)} in {self.text!r}", variable=name)
+            for arg in node.args:
+                self._check(arg, names)
+            return
+        kind = _CONSTRUCTS.get(type(node), type(node).__name__)
+        raise self._refuse(kind if kind.startswith("'") else f"a {kind}")
+
+    # -- kind: per row or per prong of which group ------------------------------------------
+    def kind(self, kinds: Mapping[str, str | None]) -> str | None:
+        """The group whose prongs the result has one value each for; ``None``: one per row.
+
+        Parameters
+        ----------
+        kinds
+            Every name of :attr:`names` -> its group, or ``None`` for a per-row variable.
+
+        Returns
+        -------
+        str or None
+            The result's group.
+
+        Raises
+        ------
+        SchemaError
+            Prong variables of two groups meet, or ``num()`` of a per-row value.
+        """
+        return self._kind(self._tree, kinds)
+
+    def _kind(self, node: ast.expr, kinds: Mapping[str, str | None]) -> str | None:
+        if isinstance(node, ast.Name):
+            return kinds[self._quoted.get(node.id, node.id)]
+        if isinstance(node, ast.Call) and self._dotted(node.func, "function") == COUNT_FUNCTION:
+            if self._kind(node.args[0], kinds) is None:
+                raise SchemaError(f"{self.where}: num() needs a prong variable, got the per-row "
+                                  f"{ast.unparse(node.args[0])!r} in {self.text!r}")
+            return None
+        parts = [self._kind(child, kinds) for child in _operands(node)]
+        return self._one_group(parts)
+
+    def _one_group(self, groups: list[str | None]) -> str | None:
+        found = list(dict.fromkeys(g for g in groups if g is not None))
+        if len(found) > 1:
+            raise SchemaError(f"{self.where}: {self.text!r} mixes prong variables of groups "
+                              f"{found[0]!r} and {found[1]!r} (different prong counts per row)")
+        return found[0] if found else None
+
+    # -- evaluation -------------------------------------------------------------------------------
+    def evaluate(self, columns: Mapping[str, Column], n_rows: int) -> Column:
+        """The expression's values over the rows of ``columns``.
+
+        Parameters
+        ----------
+        columns
+            Every name of :attr:`names` -> its :class:`Column` (all of the same rows).
+        n_rows
+            The number of rows (the length of a per-row result).
+
+        Returns
+        -------
+        Column
+            Per row, or per prong of the operands' group. A constant expression
+            gives one value per row.
+
+        Raises
+        ------
+        SchemaError
+            Two groups meet, or numpy refuses an operation (e.g. ``&`` of floats).
+        """
+        with np.errstate(all="ignore"):
+            out = self._eval(self._tree, columns, {})
+        if not isinstance(out, Column):  # a constant: one value per row
+            return Column(np.full(n_rows, out))
+        return out
+
+    def _eval(self, node: ast.expr, columns: Mapping[str, Column], repeated: _Repeats) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return columns[self._quoted.get(node.id, node.id)]
+        if isinstance(node, ast.Attribute):
+            return CONSTANTS[node.attr]
+        if isinstance(node, ast.Call):
+            name = self._dotted(node.func, "function")
+            if name == COUNT_FUNCTION:
+                arg = self._eval(node.args[0], columns, repeated)
+                if not isinstance(arg, Column) or arg.offsets is None:
+                    raise SchemaError(f"{self.where}: num() needs a prong variable in {self.text!r}")
+                return Column(np.diff(arg.offsets))
+            args = [self._eval(a, columns, repeated) for a in node.args]
+            return self._apply(FUNCTIONS[name][0], args, name, repeated)
+        if isinstance(node, ast.BinOp):
+            args = [self._eval(node.left, columns, repeated), self._eval(node.right, columns, repeated)]
+            return self._apply(_BINARY[type(node.op)], args, ast.unparse(node), repeated,
+                               logical=isinstance(node.op, _LOGICAL))
+        if isinstance(node, ast.UnaryOp):
+            arg = self._eval(node.operand, columns, repeated)
+            return self._apply(_UNARY[type(node.op)], [arg], ast.unparse(node), repeated,
+                               logical=isinstance(node.op, ast.Invert))
+        if isinstance(node, ast.Compare):  # a < b < c is (a < b) & (b < c)
+            result = None
+            left = self._eval(node.left, columns, repeated)
+            for op, comp in zip(node.ops, node.comparators):
+                right = self._eval(comp, columns, repeated)
+                part = self._apply(_COMPARE[type(op)], [left, right], ast.unparse(node), repeated)
+                result = part if result is None else self._apply(np.logical_and, [result, part], "", repeated)
+                left = right
+            return result
+        raise self._refuse(type(node).__name__)  # pragma: no cover - _check refused it already
+
+    def _apply(self, func: Callable[..., Any], args: list[Any], what: str,
+               repeated: _Repeats, logical: bool = False) -> Any:
+        cols = [a for a in args if isinstance(a, Column)]
+        if not cols:  # constants only
+            return func(*args)
+        group = self._one_group([c.group for c in cols])
+        owner = next((c for c in cols if c.group == group), cols[0])
+        values = [self._align(a, owner, repeated) for a in args]
+        if logical:
+            floats = [v for v in values if isinstance(v, np.ndarray) and v.dtype.kind in "fc"]
+            if floats:
+                raise SchemaError(f"{self.where}: {what!r} applies & | ^ ~ to {floats[0].dtype} values in "
+                                  f"{self.text!r}; they combine booleans (comparisons) or integers")
+        try:
+            result = func(*values)
+        except (TypeError, ValueError) as exc:
+            raise SchemaError(f"{self.where}: cannot evaluate {what!r} in {self.text!r}: {exc}") from None
+        return Column(np.asarray(result), owner.offsets, owner.group)
+
+    @staticmethod
+    def _align(arg: Any, owner: Column, repeated: _Repeats) -> Any:
+        """``arg``'s values on ``owner``'s rows or prongs (per-row values repeated over prongs)."""
+        if not isinstance(arg, Column):
+            return arg
+        if arg.group == owner.group:
+            return arg.values
+        assert owner.offsets is not None  # the owner is a prong column here
+        key = (id(arg.values), owner.group)
+        hit = repeated.get(key)
+        if hit is None:  # the source is kept with its repeat: its id stays its own meanwhile
+            hit = repeated[key] = (arg.values, np.repeat(arg.values, np.diff(owner.offsets)))
+        return hit[1]
+
+
+def _operands(node: ast.expr) -> list[ast.expr]:
+    """The sub-expressions whose kinds decide ``node``'s kind."""
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    if isinstance(node, ast.Compare):
+        return [node.left, *node.comparators]
+    if isinstance(node, ast.Call):
+        return list(node.args)
+    return []

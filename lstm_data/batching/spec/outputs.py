@@ -1,0 +1,157 @@
+"""The outputs a :class:`~lstm_data.batching.spec.batch_spec.BatchSpec` declares.
+
+An output's name, role, dtype and shape (:class:`OutputSignature`), and a field
+mapped onto a dataset's columns (:class:`ResolvedField`, made by :func:`resolve_fields`
+for :meth:`~lstm_data.batching.spec.batch_spec.BatchSpec.validate`). :mod:`lstm_data.batching.spec.batch_spec`
+exports the classes and the suffixes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+
+from lstm_data.batching.spec.fields import Field, Ragged, Scalars
+from lstm_data.errors import SchemaError
+
+if TYPE_CHECKING:
+    from lstm_data.data.dataset import Dataset
+
+__all__ = ["OutputSignature", "ResolvedField", "resolve_fields", "LENGTHS_SUFFIX", "WEIGHTS_SUFFIX"]
+
+#: suffix of the per-row prong count output of a ``Ragged(..., lengths=True)`` field
+LENGTHS_SUFFIX = "_lengths"
+#: suffix of a target's weights in flat names
+WEIGHTS_SUFFIX = "_weights"
+
+
+@dataclass(frozen=True)
+class OutputSignature:
+    """Name, role, dtype and shape of one batch output; ``None`` dims vary per batch.
+
+    The first dimension is the batch size ``B`` (``None``: the last batch may be short).
+    """
+
+    name: str
+    role: str  # "input" | "target"
+    dtype: np.dtype
+    shape: tuple[int | None, ...]
+
+    @property
+    def sample_shape(self) -> tuple[int | None, ...]:
+        """The shape without the batch dimension (what ``keras.Input(shape=...)`` takes)."""
+        return self.shape[1:]
+
+
+@dataclass(frozen=True)
+class ResolvedField:
+    """One spec field mapped onto a dataset's columns (the result of :meth:`BatchSpec.validate`).
+
+    Attributes
+    ----------
+    name, role, field
+        The output name, ``"input"``/``"target"`` and the declared field.
+    group
+        The ragged group holding a ``Ragged`` field's variables (``None`` for scalars).
+    columns
+        Column indices of the variables inside ``group`` (``None`` for scalars).
+    sort_column
+        Column index of ``field.sort_by`` inside ``group``, or ``None``.
+    """
+
+    name: str
+    role: str
+    field: Field
+    group: str | None = None
+    columns: np.ndarray | None = None
+    sort_column: int | None = None
+
+    @property
+    def ragged(self) -> Ragged:
+        """The declared field of a padded output (one with a ``group``): always a ``Ragged``."""
+        if not isinstance(self.field, Ragged):
+            raise TypeError(f"output {self.name!r} is a Scalars field, not a padded one")
+        return self.field
+
+
+def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -> list[ResolvedField]:
+    """Check every variable of ``fields`` against ``dataset`` and map names to columns.
+
+    Parameters
+    ----------
+    fields
+        ``(role, name, field)`` triples, as :meth:`BatchSpec.fields
+        <lstm_data.batching.spec.batch_spec.BatchSpec.fields>` gives them.
+    dataset
+        The data the batches will be made of.
+
+    Returns
+    -------
+    list of ResolvedField
+        One per field, in the order of ``fields``.
+
+    Raises
+    ------
+    SchemaError
+        An unknown variable (with close-match suggestions), a scalar asked of a
+        ragged field or the reverse, or one ragged field spanning two groups.
+    """
+    from lstm_data.data.dataset import unknown_name_error
+
+    scalars = set(dataset.scalar_names)
+    groups = dataset.groups
+    prong_vars = {v: g for g, names in groups.items() for v in names}
+    resolved: list[ResolvedField] = []
+    for role, name, fld in fields:
+        where = f"{role} {name!r}"
+        if isinstance(fld, Scalars):
+            for v in fld.vars:
+                if v in scalars:
+                    continue
+                if v in prong_vars:
+                    raise SchemaError(f"{where}: {v!r} is a prong variable of group "
+                                      f"{prong_vars[v]!r}; use Ragged for it", variable=v)
+                raise _in(where, unknown_name_error("scalar", v, sorted(scalars)))
+            resolved.append(ResolvedField(name, role, fld))
+            continue
+        owners: list[str] = []
+        for v in list(fld.vars) + ([fld.sort_by] if fld.sort_by is not None else []):
+            if v not in prong_vars:
+                if v in scalars and len(dataset) == 0:
+                    raise SchemaError(f"{where}: {v!r} was read as a scalar column because "
+                                      "the data has no rows to show its arrays; declare "
+                                      "its group with a Schema", variable=v)
+                if v in scalars:
+                    raise SchemaError(f"{where}: {v!r} is a scalar column; use Scalars for it",
+                                      variable=v)
+                raise _in(where, unknown_name_error("prong variable", v, sorted(prong_vars)))
+            owners.append(prong_vars[v])
+        var_owners = owners[:len(fld.vars)]
+        sort_owner = owners[len(fld.vars)] if fld.sort_by is not None else None
+        if len(set(var_owners)) > 1:
+            split = {g: [v for v, o in zip(fld.vars, var_owners) if o == g]
+                     for g in dict.fromkeys(var_owners)}
+            shown = "; ".join(f"group {g!r}: {_short(vs)}" for g, vs in split.items())
+            raise SchemaError(f"{where}: all variables of one Ragged field must be in one group "
+                              f"(one prong count per row), got {shown}", variable=name)
+        if sort_owner not in (None, var_owners[0]):
+            raise SchemaError(f"{where}: sort_by {fld.sort_by!r} is in group {sort_owner!r}, not in "
+                              f"the field's group {var_owners[0]!r}", variable=fld.sort_by)
+        group = owners[0]
+        index = {v: i for i, v in enumerate(groups[group])}
+        cols = np.array([index[v] for v in fld.vars], dtype=np.intp)
+        sort_col = index[fld.sort_by] if fld.sort_by is not None else None
+        resolved.append(ResolvedField(name, role, fld, group, cols, sort_col))
+    return resolved
+
+
+def _in(where: str, err: SchemaError) -> SchemaError:
+    """Prefix an error's message with the field it was found in."""
+    return SchemaError(f"{where}: {err.message}", variable=err.variable)
+
+
+def _short(names: list[str], keep: int = 4) -> str:
+    """``names`` for a message: the first few and how many more."""
+    shown = ", ".join(repr(n) for n in names[:keep])
+    return shown + (f" and {len(names) - keep} more" if len(names) > keep else "")

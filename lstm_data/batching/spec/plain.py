@@ -1,0 +1,213 @@
+"""The file forms of a :class:`~lstm_data.batching.spec.batch_spec.BatchSpec`, as functions.
+
+A spec as plain data and TOML (:func:`spec_to_dict`, :func:`spec_from_dict`,
+:func:`spec_from_toml`) and the spec of lstm_ee's ``Config`` (:func:`spec_from_lstm_ee`,
+keys checked by :mod:`lstm_data.batching.spec.lstm_ee`); weaver-core's YAML is read by
+:mod:`lstm_data.batching.spec.weaver`. Each function that makes a spec takes the spec class
+to build (``BatchSpec`` or a subclass), so this module never imports it; ``BatchSpec``'s
+``to_dict``, ``from_dict``, ``to_toml``, ``from_toml``, ``from_lstm_ee`` and ``from_weaver``
+call them.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, TypeVar
+
+from lstm_data._util.declared import suggest, toml_text
+from lstm_data.batching.spec.augment import Noise, augment_to_dict
+from lstm_data.batching.spec.fields import Field, Ragged, Scalars, field_from_dict
+from lstm_data.batching.spec.lstm_ee import check_lstm_ee_keys
+from lstm_data.batching.spec.version import SPEC_VERSION, spec_version, with_version_defaults
+from lstm_data.errors import SchemaError
+
+if TYPE_CHECKING:
+    from os import PathLike
+
+__all__ = ["SpecParts", "spec_to_dict", "spec_from_dict", "spec_from_toml", "spec_from_lstm_ee"]
+
+#: the spec class a reader builds (``BatchSpec`` or a subclass)
+S = TypeVar("S")
+
+
+class SpecParts(Protocol):
+    """What :func:`spec_to_dict` reads of a spec: its declared parts."""
+
+    @property
+    def inputs(self) -> Mapping[str, Field]: ...
+    @property
+    def targets(self) -> Mapping[str, Field]: ...
+    @property
+    def nan_to(self) -> float | None: ...
+    @property
+    def pad_to_multiple_of(self) -> int | None: ...
+    @property
+    def augment(self) -> Mapping[str, Noise] | None: ...
+    @property
+    def derived(self) -> Mapping[str, str]: ...
+    @property
+    def selection(self) -> str | None: ...
+
+
+def spec_to_dict(spec: SpecParts) -> dict[str, Any]:
+    """``spec`` as plain data that :meth:`~lstm_data.batching.spec.batch_spec.BatchSpec.from_dict` reads back.
+
+    Returns
+    -------
+    dict
+        JSON-safe (NaN and infinities as strings): the format ``version``,
+        ``inputs`` and ``targets`` tables, and ``nan_to`` /
+        ``pad_to_multiple_of`` / ``augment`` when set.
+    """
+    out: dict[str, Any] = {"version": SPEC_VERSION}
+    if spec.nan_to is not None:
+        out["nan_to"] = spec.nan_to
+    if spec.pad_to_multiple_of is not None:
+        out["pad_to_multiple_of"] = spec.pad_to_multiple_of
+    if spec.selection is not None:
+        out["selection"] = spec.selection
+    if spec.derived:
+        out["derived"] = dict(spec.derived)
+    if spec.augment:
+        out["augment"] = augment_to_dict(spec.augment)
+    out["inputs"] = {n: f.to_dict() for n, f in spec.inputs.items()}
+    out["targets"] = {n: f.to_dict() for n, f in spec.targets.items()}
+    return out
+
+
+def spec_to_toml(spec: SpecParts) -> str:
+    """The spec as TOML text: ``version = 2``, ``[inputs.NAME]`` and ``[targets.NAME]`` tables.
+
+    Returns
+    -------
+    str
+        What :meth:`~lstm_data.batching.spec.batch_spec.BatchSpec.from_toml` reads back (bitwise the same batches).
+    """
+    return toml_text(spec_to_dict(spec))
+
+
+def spec_from_dict(cls: Callable[..., S], data: Mapping[str, Any], *, source: str = "spec") -> S:
+    """Build a spec from ``{"inputs": {name: field}, "targets": {...}}`` (TOML/JSON form).
+
+    Each field is a table with ``type = "scalars"`` or ``"ragged"``, ``vars`` and
+    the options of that field type. Without a ``version`` key the data is read as
+    format version 1: a ``ragged`` table without ``pad_value`` pads with NaN, as
+    it did when it was written (see :mod:`lstm_data.batching.spec.version`).
+
+    Parameters
+    ----------
+    data
+        The tables; ``order`` and ``read`` tables (other option objects' homes in a
+        shared file) are ignored.
+    source
+        Where the data came from, named in errors.
+
+    Returns
+    -------
+    BatchSpec
+        The spec.
+    """
+    known = {"derived", "selection", "version", "inputs", "targets", "nan_to", "pad_to_multiple_of", "augment"}
+    # the tables of the other option objects may share the file ([order], [read])
+    unknown = set(data) - known - {"order", "read"}
+    if unknown:
+        name = sorted(unknown)[0]
+        raise SchemaError(f"{source}: unknown top-level key {name!r}{suggest(name, known)}; "
+                          f"expected {', '.join(repr(k) for k in sorted(known))}")
+    version = spec_version(data, source)
+    parts: dict[str, dict[str, Field]] = {}
+    for part in ("inputs", "targets"):
+        tables = data.get(part, {})
+        if not isinstance(tables, Mapping):
+            raise SchemaError(f"{source}: [{part}] must be a table of fields")
+        parts[part] = {name: field_from_dict(with_version_defaults(tbl, version) if isinstance(tbl, Mapping)
+                                             else tbl, where=f"{source}: [{part}.{name}]")
+                       for name, tbl in tables.items()}
+    return cls(**parts, derived=data.get("derived"), selection=data.get("selection"),
+                            nan_to=data.get("nan_to"), pad_to_multiple_of=data.get("pad_to_multiple_of"),
+                            augment=data.get("augment"))
+
+
+def spec_from_toml(cls: Callable[..., S], path: str | PathLike[str]) -> S:
+    """Load a spec from a TOML file with ``[inputs.NAME]`` / ``[targets.NAME]`` tables.
+
+    Example file::
+
+        version = 2
+
+        [inputs.input_png3d]
+        type = "ragged"
+        vars = ["png.calE", "png.len"]
+        max_len = 20
+        pad_value = nan
+
+    Parameters
+    ----------
+    path
+        The TOML file; its ``[order]`` and ``[read]`` tables are left to
+        ``Order.from_toml`` and ``ReadOptions.from_toml``.
+
+    Returns
+    -------
+    BatchSpec
+        The spec.
+    """
+    import tomllib
+
+    with open(path, "rb") as fh:
+        try:
+            data = tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise SchemaError(f"{path}: not valid TOML: {exc}", file=str(path)) from None
+    return spec_from_dict(cls, data, source=str(path))
+
+
+def spec_from_lstm_ee(cls: Callable[..., S], config: Any) -> S:
+    """The spec that reproduces lstm_ee's ``DataGenerator`` batches.
+
+    Reads ``vars_input_slice``, ``vars_input_png3d``, ``vars_input_png2d``,
+    ``var_target_total``, ``var_target_primary`` and ``max_prongs`` from a dict
+    (or an object with those attributes); missing or ``None`` keys give no output.
+    lstm_ee's layout: ``input_slice`` (B, S) float32, ``input_png3d`` /
+    ``input_png2d`` (B, P, V) float32 padded with NaN (whatever ``Ragged``'s
+    default), where P is the batch's
+    longest row capped at ``max_prongs`` (per batch, not fixed), and
+    ``target_total`` / ``target_primary`` (B, 1) float32.
+
+    The other keys of lstm_ee's ``Config`` (``batch_size``, ``model``, ...)
+    are accepted and ignored; ``noise`` and ``prong_sorters``, which change
+    lstm_ee's batches, are not applied and give a warning.
+
+    Parameters
+    ----------
+    config
+        lstm_ee's configuration, a dict or an object with those attributes.
+
+    Returns
+    -------
+    BatchSpec
+        The spec of lstm_ee's batches.
+
+    Raises
+    ------
+    SchemaError
+        A key that is not one of lstm_ee's ``Config`` (a typo such as
+        ``max_prong``): the error lists the known keys and suggests the closest.
+    """
+    def get(key: str) -> Any:
+        if isinstance(config, Mapping):
+            return config.get(key)
+        return getattr(config, key, None)
+
+    check_lstm_ee_keys(config)
+    max_prongs = get("max_prongs")
+    inputs: dict[str, Field] = {}
+    if get("vars_input_slice") is not None:
+        inputs["input_slice"] = Scalars(get("vars_input_slice"))
+    for key, name in (("vars_input_png3d", "input_png3d"), ("vars_input_png2d", "input_png2d")):
+        if get(key) is not None:
+            inputs[name] = Ragged(get(key), max_len=max_prongs, fixed=False, pad_value=math.nan)
+    targets: dict[str, Field] = {}
+    for key, name in (("var_target_total", "target_total"), ("var_target_primary", "target_primary")):
+        if get(key) is not None:
+            targets[name] = Scalars([get(key)])
+    return cls(inputs=inputs, targets=targets)
