@@ -65,8 +65,9 @@ def test_forked_workers_do_not_wait_for_work_under_way_in_the_parent(tmp_path, s
         shuffle="block")
     batches.set_epoch(1)
     want = [batches[i] for i in range(len(batches))]
-    batches._plans = type(batches._plans)(keep=2)  # forget epoch 1's order...
-    under_way = [batches._plans.claim(1)]  # ...and claim it, as a side job does, unfilled
+    plans = batches._plans
+    plans._plans = type(plans._plans)(keep=2)  # forget epoch 1's order...
+    under_way = [plans._plans.claim(1)]  # ...and claim it, as a side job does, unfilled
     if shuffle == "block":
         batches._blocks._windows = type(batches._blocks._windows)(keep=2)
         under_way.append(batches._blocks._windows.claim((1, 0)))

@@ -176,7 +176,7 @@ def test_block_shuffle_reads_the_next_epochs_first_window_ahead(tmp_path):
     b = Batches(lstm_data.open(tmp_path / "d.zarr"), SPEC, batch_size=500, shuffle="block", seed=1,
                 window_rows=2_000)
     source = b._blocks
-    assert len(b._plan().window_block_ids) > 1
+    assert len(b._plan().windows.block_ids) > 1
     for _ in b:
         pass
     ahead = source._windows.peek((1, 0))
@@ -205,7 +205,7 @@ def test_a_spare_worker_makes_the_next_epochs_order_during_the_epoch(ds):
     ahead = b._plans.peek(1)
     assert ahead is not None
     ahead.result(timeout=30)
-    np.testing.assert_array_equal(ahead.result(), shuffled_order(b.n_rows, 3, 1))
+    np.testing.assert_array_equal(ahead.result().order, shuffled_order(b.n_rows, 3, 1))
     b.on_epoch_end()
     assert b._plans.peek(1) is ahead  # epoch 1 starts on the order made ahead
     fresh = Batches(ds, SPEC, batch_size=256, seed=3)

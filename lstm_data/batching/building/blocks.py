@@ -2,7 +2,7 @@
 
 Each epoch permutes blocks of consecutive rows (aligned to the on-disk chunks of
 the ragged values when the reader tells their size) and mixes the rows of a
-window of whole, consecutive permuted blocks (see :class:`~lstm_data.batching.order.rows.BlockPlan`).
+window of whole, consecutive permuted blocks (see :mod:`lstm_data.batching.order.block_plans`).
 A window is read with one ``dataset.take`` (the reader coalesces chunk reads);
 every value chunk overlaps at most two blocks, hence at most two windows, so it
 is decompressed at most twice per epoch. The batches of a window are then padded
@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
 
@@ -25,7 +25,8 @@ from lstm_data._util import forksafe
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.order.bucket_lengths import BucketLengths
 from lstm_data.batching.building.builder import BatchBuilder
-from lstm_data.batching.order.rows import BlockPlan, block_bounds
+from lstm_data.batching.order.block_plans import BlockLayout
+from lstm_data.batching.order.plan import Plan
 from lstm_data.batching.spec.batch_spec import Arrays, ResolvedField
 from lstm_data.data.concat import concat_datasets
 from lstm_data.data.dataset import Dataset
@@ -34,18 +35,19 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
 _log = logging.getLogger("lstm_data")
-__all__ = ["BlockSource", "value_chunk_rows"]
+__all__ = ["BlockSource", "PlansByEpoch"]
 
 
-def value_chunk_rows(dataset: Dataset) -> list[np.ndarray]:
-    """For each ragged group chunked on disk, the rows where its value chunks start; and the
-    rows where chunks of on-disk rows start, when the scalars are read in chunks too."""
-    starts = [dataset.value_chunk_starts(name) for name in dataset.groups] + [dataset.row_chunk_starts()]
-    return [s for s in starts if len(s)]
+class PlansByEpoch(Protocol):
+    """Where a block source gets the plan of an epoch it reads ahead (:class:`~lstm_data.batching.order.plan.EpochPlans`)."""
+
+    def plan(self, epoch: int) -> Plan:
+        """The plan of ``epoch``."""
+        ...
 
 
 class BlockSource:
-    """Block plans and loaded windows of one dataset view.
+    """Loaded windows of one dataset view's block shuffle.
 
     Parameters
     ----------
@@ -55,13 +57,11 @@ class BlockSource:
         The view's rows, sorted ascending, or ``None`` for all rows.
     fields
         The resolved spec (for the per-window builders).
-    batch_size
-        Batch size; windows hold a multiple of it.
-    block_rows
-        Minimum rows per block (default: the batch size, or the widest chunk span).
-    window_rows
-        Rows mixed together (default: the larger of 16 batches and 4 blocks,
-        rounded up to whole batches).
+    layout
+        The view's blocks and window size
+        (:func:`~lstm_data.batching.order.block_plans.block_layout`).
+    plans
+        The plans of the epochs; the next epoch's first window is read ahead only when given.
     nan_to, pad_to_multiple_of
         Passed to the builders.
     read_ahead
@@ -69,44 +69,30 @@ class BlockSource:
         (only for on-disk datasets; in RAM a window is a cheap copy). While the
         last window of an epoch is used, the first window of the next epoch is
         read ahead too, so in a run of epochs no read is waited for after the
-        first one (set :attr:`next_epoch_ahead` to ``False`` to stop that), with
-        the next epoch's plan from :attr:`plan_of`.
+        first one (set :attr:`next_epoch_ahead` to ``False`` to stop that).
 
     Attributes
     ----------
     block_loads : int
         Blocks loaded so far (each window loads its blocks once).
-    plan_of : callable or None
-        ``epoch -> BlockPlan``, set by the owner that caches the plans; the next
-        epoch's first window is read ahead only when it is set.
     """
 
     #: windows kept: a batch spans at most two, plus one read ahead
     KEEP = 3
 
     def __init__(self, dataset: Dataset, rows: np.ndarray | None, fields: Sequence[ResolvedField],
-                 batch_size: int, *, block_rows: int | None = None, window_rows: int | None = None,
-                 nan_to: float | None = None, read_ahead: bool | None = None,
-                 pad_to_multiple_of: int | None = None) -> None:
+                 layout: BlockLayout, plans: PlansByEpoch | None = None, *, nan_to: float | None = None,
+                 read_ahead: bool | None = None, pad_to_multiple_of: int | None = None) -> None:
         self.dataset = dataset
         self.rows = rows
         self.fields = list(fields)
         self.nan_to = nan_to
         self.pad_to_multiple_of = pad_to_multiple_of
-        n_all = len(dataset)
-        bounds = block_bounds(n_all, value_chunk_rows(dataset), block_rows or batch_size)
-        if rows is not None:  # block bounds in the view's own positions
-            bounds = np.unique(np.searchsorted(rows, bounds)).astype(np.int64)
-            if bounds[0] != 0:
-                bounds = np.insert(bounds, 0, 0)
-        self.bounds = bounds
-        if window_rows is None:
-            typical = int(np.median(np.diff(bounds))) if len(bounds) > 1 else batch_size
-            window_rows = max(16 * batch_size, 4 * typical)
-        self.window_rows = -(-int(window_rows) // batch_size) * batch_size
+        self.bounds = layout.bounds
+        self.window_rows = layout.window_rows
+        self.plans = plans
         self.read_ahead = (not dataset.in_ram) if read_ahead is None else bool(read_ahead)
         self.next_epoch_ahead = True
-        self.plan_of: Callable[[int], BlockPlan] | None = None
         self._lock = threading.Lock()  # guards block_loads
         self._windows: OnceCache[tuple[int, int], tuple[BatchBuilder, np.ndarray]] = OnceCache(self.KEEP)
         self.block_loads = 0
@@ -118,24 +104,21 @@ class BlockSource:
     def __len__(self) -> int:
         return int(self.bounds[-1])
 
-    def plan(self, seed: int, epoch: int) -> BlockPlan:
-        """Make the epoch's :class:`BlockPlan` (positions index the view's rows)."""
-        return BlockPlan.make(self.bounds, seed, epoch, self.window_rows)
-
     def _dataset_rows(self, positions: np.ndarray) -> np.ndarray:
         return positions if self.rows is None else self.rows[positions]
 
-    def window(self, plan: BlockPlan, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
+    def window(self, plan: Plan, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
         """A builder over the RAM copy of ``window`` and the sorted view positions it holds."""
+        assert plan.windows is not None  # a block plan
         future: Future[tuple[BatchBuilder, np.ndarray]] = self._windows.prepare(
             (epoch, window), lambda: self._load(plan, epoch, window))
-        if self.read_ahead and window + 1 < len(plan.window_block_ids):
+        if self.read_ahead and window + 1 < len(plan.windows.block_ids):
             self._load_ahead(plan, epoch, window + 1)
-        elif self.read_ahead and self.next_epoch_ahead and self.plan_of is not None:
+        elif self.read_ahead and self.next_epoch_ahead and self.plans is not None:
             self._load_ahead(None, epoch + 1, 0)  # the next epoch's plan, got on that thread
         return future.result()
 
-    def _load_ahead(self, plan: BlockPlan | None, epoch: int, window: int) -> None:
+    def _load_ahead(self, plan: Plan | None, epoch: int, window: int) -> None:
         """Start loading ``window`` of ``epoch`` on a background thread, unless under way."""
         ahead, owner = self._windows.claim((epoch, window))
         if owner:
@@ -143,15 +126,17 @@ class BlockSource:
                              args=((epoch, window), ahead, lambda: self._load(plan, epoch, window)),
                              daemon=True, name="lstm_data-read-ahead").start()
 
-    def _load(self, plan: BlockPlan | None, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
+    def _load(self, plan: Plan | None, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
         """Read the blocks of ``window`` (one coalesced read per group) into RAM.
 
-        ``plan=None``: get the plan of ``epoch`` from :attr:`plan_of` first. A
+        ``plan=None``: get the plan of ``epoch`` from :attr:`plans` first. A
         failed load reaches every waiter and is forgotten, so a later call retries.
         """
         if plan is None:
-            plan = self.plan_of(epoch)  # type: ignore[misc]
-        ids = plan.window_block_ids[window]
+            assert self.plans is not None  # read ahead only with plans
+            plan = self.plans.plan(epoch)
+        assert plan.windows is not None  # a block plan
+        ids = plan.windows.block_ids[window]
         held = np.concatenate([np.arange(self.bounds[b], self.bounds[b + 1], dtype=np.intp)
                                for b in ids])
         started = time.perf_counter()
@@ -163,18 +148,20 @@ class BlockSource:
         return BatchBuilder(piece, self.fields, nan_to=self.nan_to,
                             pad_to_multiple_of=self.pad_to_multiple_of), held
 
-    def build(self, plan: BlockPlan, epoch: int, lo: int, hi: int,
+    def build(self, plan: Plan, epoch: int, lo: int, hi: int,
               lengths: BucketLengths | None = None) -> tuple[Arrays, Arrays]:
         """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows).
 
         ``lengths``: an order's ``bucket_lengths``, as :meth:`BatchBuilder.build` takes them.
         """
         positions = plan.order[lo:hi]
+        windows = plan.windows
+        assert windows is not None  # a block plan
         parts = []
-        for w in plan.windows_of(lo, hi):
-            w_lo, w_hi = max(lo, int(plan.window_starts[w])), min(hi, int(plan.window_starts[w + 1]))
+        for w in windows.of(lo, hi):
+            w_lo, w_hi = max(lo, int(windows.starts[w])), min(hi, int(windows.starts[w + 1]))
             builder, held = self.window(plan, epoch, w)
-            parts.append((builder, plan.local[w_lo:w_hi]))
+            parts.append((builder, windows.local[w_lo:w_hi]))
         if len(parts) == 1:
             builder, local = parts[0]
             return builder.build(local, lengths=lengths)

@@ -8,18 +8,19 @@ next epoch. Building a batch calls the GIL-free kernels, so
 """
 from __future__ import annotations
 
-import math
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
 from lstm_data._util import forksafe
 from lstm_data._util.checks import check_count, check_index
-from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.building.blocks import BlockSource
+from lstm_data.batching.order.block_plans import block_layout
 from lstm_data.batching.order.bucketing import make_bucketing
-from lstm_data.batching.order.budget import BudgetBlockPlan, BudgetPlan, order_extras
+from lstm_data.batching.order.budget import order_extras
+from lstm_data.batching.order.plan import EpochPlans, Plan
+from lstm_data.batching.order.policies import order_stages
 from lstm_data.batching.building.noise import make_augmenter
 from lstm_data.batching.epochs.views import BatchViews
 from lstm_data.batching.building.builder import BatchBuilder
@@ -30,12 +31,7 @@ from lstm_data.batching.epochs.identity import data_fingerprint, identity_digest
 from lstm_data.batching.epochs.legacy_options import legacy_options
 from lstm_data.batching.epochs.weights import freeze_batch, resolve_weights
 from lstm_data.batching.order.options import Order
-from lstm_data.batching.order.rows import (
-    BlockPlan,
-    fresh_seed,
-    resolve_shuffle,
-    shuffled_order,
-)
+from lstm_data.batching.order.rows import fresh_seed, resolve_shuffle, shuffled_order
 from lstm_data.batching.order.sampling import make_sampling
 from lstm_data.batching.spec.batch_spec import Arrays, Batch, BatchSpec
 from lstm_data.data.dataset import Dataset, InMemoryDataset
@@ -178,25 +174,27 @@ class Batches(EpochIteration, BatchViews):
         # Ragged(empty="one_step") and BatchSpec(augment=...), applied to each batch built
         self._one_step = make_one_step(self.fields, self._builder.row_lengths, self.nan_to, self.padded_width)
         self._augmenter = make_augmenter(self.spec, self.fields, self._builder.row_lengths)
-        # this epoch's order and the next
-        self._plans: OnceCache[int, BlockPlan | BudgetPlan | np.ndarray] = OnceCache(keep=2)
         self._ram: dict[int, Batch] = {}
+        view = None if self._view is None else np.sort(self._view)
+        layout = None if self.shuffle != "block" else block_layout(
+            self.dataset, view, self.batch_size, self.order.block_rows, self.order.window_rows)
+        # element budget and chosen bucket lengths (Order.max_elements, bucket_lengths)
+        self._budget, self._bucket_lengths = order_extras(self.order, self.fields, self._builder.width,
+                                                          self._builder.row_lengths, self._view_lengths,
+                                                          None if layout is None else layout.max_windows)
+        # the order's stages, run once per epoch (this epoch's plan and the next are kept)
+        stages = order_stages(self.order, self.n_rows, self._view_lengths, blocks=layout,
+                              sampling=self._sampling, budget=self._budget, bucketing=self._bucketing)
+        self._plans = EpochPlans(stages, self.n_rows, seed=self.seed, shuffle=self.shuffle,
+                                 batch_size=self.batch_size, drop_last=self.drop_last,
+                                 first_epoch_only=self.cache == "ram")
         self._blocks: BlockSource | None = None
-        if self.shuffle == "block":
-            view = None if self._view is None else np.sort(self._view)
-            self._blocks = BlockSource(self.dataset, view, self.fields, self.batch_size,
-                                       block_rows=self.order.block_rows, window_rows=self.order.window_rows,
-                                       nan_to=self.nan_to, read_ahead=self.read.read_ahead,
+        if layout is not None:
+            self._blocks = BlockSource(self.dataset, view, self.fields, layout, self._plans, nan_to=self.nan_to,
+                                       read_ahead=self.read.read_ahead,
                                        pad_to_multiple_of=self._builder.pad_to_multiple_of)
             # cached batches never come back to the blocks after epoch 0
             self._blocks.next_epoch_ahead = self.cache != "ram"
-            # with blocks every plan is a BlockPlan (_make_plan); the cast only tells the type checker
-            self._blocks.plan_of = cast("Callable[[int], BlockPlan]", self._plan_of)
-        windows = None if self._blocks is None else min(len(self._blocks.bounds) - 1,
-                                                        -(-self.n_rows // self._blocks.window_rows))
-        # element budget and chosen bucket lengths (Order.max_elements, bucket_lengths)
-        self._budget, self._bucket_lengths = order_extras(self.order, self.fields, self._builder.width,
-                                                          self._builder.row_lengths, self._view_lengths, windows)
 
     @property
     def builder(self) -> BatchBuilder:
@@ -210,64 +208,29 @@ class Batches(EpochIteration, BatchViews):
         return len(self.dataset) if self._view is None else len(self._view)
 
     def __len__(self) -> int:
-        if self._budget is not None:  # the same every epoch, known before it
-            return self._budget.n_batches
-        rows = self.n_rows if self._sampling is None else self._sampling.epoch_size
-        if self.drop_last:
-            return rows // self.batch_size
-        return math.ceil(rows / self.batch_size)
+        return len(self._plans)
 
     def _order_epoch(self, epoch: int | None = None) -> int:
         """The epoch whose row order serves ``epoch`` (default: the current one)."""
-        if self.cache == "ram":
-            return 0
-        return self.epoch if epoch is None else epoch
+        return self._plans.order_epoch(self.epoch if epoch is None else epoch)
 
-    def _plan(self, epoch: int | None = None) -> BlockPlan | BudgetPlan | np.ndarray:
-        """The row order of ``epoch`` (default: the current one): positions into the view (made once)."""
-        return self._plan_of(self._order_epoch(epoch))
-
-    def _plan_of(self, epoch: int) -> BlockPlan | BudgetPlan | np.ndarray:
-        return self._plans.get(epoch, lambda: self._make_plan(epoch))
-
-    def _make_plan(self, epoch: int) -> BlockPlan | BudgetPlan | np.ndarray:
-        if self._blocks is not None:
-            plan = self._blocks.plan(self.seed, epoch)
-            if self._sampling is not None:  # each window draws its rows' share
-                plan = self._sampling.plan(plan, self.seed, epoch)
-            if self._budget is not None:
-                return self._budget.plan(plan, self.seed, epoch)
-            if self._bucketing is None:
-                return plan
-            return self._bucketing.plan(plan, self._view_lengths(self._bucketing.group), self.batch_size,
-                                        self.seed, epoch)
-        if self._sampling is not None:
-            order = self._sampling.order(self.seed, epoch, bool(self.shuffle))
-        elif self.shuffle:
-            order = shuffled_order(self.n_rows, self.seed, epoch)
-        else:
-            order = np.arange(self.n_rows, dtype=np.intp)
-        if self._budget is not None:
-            return self._budget.order(order, self.seed, epoch, bool(self.shuffle))
-        if self._bucketing is not None:
-            order = self._bucketing.order(order, self._view_lengths(self._bucketing.group), self.batch_size,
-                                          self.seed, epoch, shuffle=bool(self.shuffle))
-        return order
+    def _plan(self, epoch: int | None = None) -> Plan:
+        """The plan of ``epoch`` (default: the current one): positions into the view, made once."""
+        return self._plans.plan(self.epoch if epoch is None else epoch)
 
     def _view_lengths(self, group: str) -> np.ndarray:
         """Row lengths of ``group`` by view position (block plans index the sorted view)."""
         lengths: np.ndarray = self._builder.row_lengths(group)
         if self._view is None:
             return lengths
-        picked: np.ndarray = lengths[np.sort(self._view) if self._blocks is not None else self._view]
+        picked: np.ndarray = lengths[np.sort(self._view) if self.shuffle == "block" else self._view]
         return picked
 
     def _next_epoch_job(self) -> Callable[[], object] | None:
         """Make the next epoch's order (for a spare worker while this epoch is built)."""
         if self.shuffle is False or self.cache == "ram":
             return None  # the order never changes
-        epoch = self._order_epoch() + 1
-        return lambda: self._plans.prepare(epoch, lambda: self._make_plan(epoch))
+        return self._plans.prepare(self._order_epoch() + 1)
 
     def _batch_slot(self, index: int, epoch: int) -> int:
         """The batch of the fixed partition serving ``index`` in ``epoch`` (differs with ``cache="ram"``)."""
@@ -277,16 +240,12 @@ class Batches(EpochIteration, BatchViews):
 
     def _span(self, slot: int, epoch: int) -> tuple[int, int]:
         """Epoch positions ``lo, hi`` of the batch in ``slot``."""
-        plan = self._plan(epoch)
-        if isinstance(plan, (BudgetPlan, BudgetBlockPlan)):
-            return int(plan.starts[slot]), int(plan.starts[slot + 1])
-        return slot * self.batch_size, (slot + 1) * self.batch_size
+        return self._plan(epoch).span(slot, self.batch_size)
 
     def _positions(self, slot: int, epoch: int) -> npt.NDArray[np.intp]:
-        plan = self._plan(epoch)
-        order = plan if isinstance(plan, np.ndarray) else plan.order
         lo, hi = self._span(slot, epoch)
-        return order[lo:hi]
+        positions: npt.NDArray[np.intp] = self._plan(epoch).order[lo:hi]
+        return positions
 
     def _check_index(self, index: int) -> int:
         return check_index(index, len(self))
@@ -409,9 +368,7 @@ class Batches(EpochIteration, BatchViews):
         positions = self._positions(slot, epoch)
         if self._blocks is not None:
             lo = self._span(slot, epoch)[0]
-            plan = self._plan(epoch)
-            assert isinstance(plan, BlockPlan)  # with blocks every plan is a BlockPlan (_make_plan)
-            inputs, targets = self._blocks.build(plan, self._order_epoch(epoch), lo, lo + len(positions),
+            inputs, targets = self._blocks.build(self._plan(epoch), self._order_epoch(epoch), lo, lo + len(positions),
                                                  self._bucket_lengths)
             if self._view is None:
                 rows = positions

@@ -29,6 +29,8 @@ def order_settings(order: Order) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in Order.option_names():
         value = getattr(order, name)
+        if name == "policies" and value is None:  # unset: states saved before it existed stay valid
+            continue
         if isinstance(value, np.ndarray):
             value = "sha256:" + hashlib.sha256(np.ascontiguousarray(value, np.float32).tobytes()).hexdigest()[:16]
         out[name] = value

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from lstm_data._util.checks import check_count
-from lstm_data.batching.order.budget import BudgetBlockPlan, BudgetPlan
 from lstm_data.batching.spec.derived import file_bounds
 from lstm_data.batching.order.stats import order_stats
 from lstm_data.batching.epochs.shard import ShardedBatches
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
     from lstm_data.batching.epochs.batches import Batches
     from lstm_data.batching.order.bucket_lengths import BucketLengths
     from lstm_data.batching.building.builder import BatchBuilder
-    from lstm_data.batching.order.rows import BlockPlan
+    from lstm_data.batching.order.plan import Plan
     from lstm_data.batching.order.options import Order
     from lstm_data.batching.spec.batch_spec import BatchSpec, ResolvedField
     from lstm_data.data.dataset import Dataset
@@ -61,7 +60,7 @@ class BatchViews:
 
         def _batch_slot(self, index: int, epoch: int) -> int: ...
 
-        def _plan(self, epoch: int | None = None) -> BlockPlan | BudgetPlan | np.ndarray: ...
+        def _plan(self, epoch: int | None = None) -> Plan: ...
 
         def _view_of(self, spec: BatchSpec, order: Order, rows: np.ndarray) -> Batches: ...
 
@@ -173,12 +172,7 @@ class BatchViews:
         """
         epoch = self._epoch_arg(epoch)
         slots = np.array([self._batch_slot(i, epoch) for i in range(len(self))], dtype=np.intp)
-        plan = self._plan(epoch)
-        if isinstance(plan, (BudgetPlan, BudgetBlockPlan)):
-            sizes: np.ndarray = np.diff(plan.starts)[slots]
-            return sizes
-        order = plan if isinstance(plan, np.ndarray) else plan.order  # the epoch's rows (its draws with sample)
-        return np.clip(len(order) - slots * self.batch_size, 0, self.batch_size)
+        return self._plan(epoch).sizes(slots, self.batch_size)
 
     def padded_width(self, field: Any, longest: int) -> int:
         """The padded length of a Ragged output in a batch whose longest row has ``longest`` elements.

@@ -15,7 +15,7 @@ vectorised steps (no per-row Python):
    ``drop_last`` they are the rows dropped, as without bucketing.
 
 With ``shuffle="block"`` (on-disk data) the same steps run inside each window of
-the :class:`~lstm_data.batching.order.rows.BlockPlan`, so a window is still read
+the block plan (:mod:`lstm_data.batching.order.block_plans`), so a window is still read
 once: the full batches that lie inside one window are sorted in sub-windows of
 ``bucket_window`` batches and permuted among themselves; a batch that straddles
 two windows keeps its rows. Rows then only meet rows of the same read window,
@@ -32,15 +32,16 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from lstm_data.batching.order.rows import BlockPlan, epoch_rng
+from lstm_data.batching.order.plan import EpochKey, Plan, StageDefaults
+from lstm_data.batching.order.rows import epoch_rng
 from lstm_data.batching.spec.batch_spec import BatchSpec, Ragged, ResolvedField
 from lstm_data.errors import OptionError
 
-__all__ = ["Bucketing", "make_bucketing", "bucketed_order", "bucketed_plan", "BUCKET_STREAM"]
+__all__ = ["Bucketing", "Bucketed", "make_bucketing", "bucketed_order", "bucketed_plan", "BUCKET_STREAM"]
 
 #: the :func:`~lstm_data.batching.order.rows.epoch_rng` stream of the batch permutation
 BUCKET_STREAM = 2
@@ -86,8 +87,8 @@ class Bucketing:
         rng = epoch_rng(seed, epoch, BUCKET_STREAM) if shuffle else None
         return bucketed_order(order, self.lengths(lengths), batch_size, self.window, rng)
 
-    def plan(self, plan: BlockPlan, lengths: np.ndarray, batch_size: int, seed: int,
-             epoch: int) -> BlockPlan:
+    def plan(self, plan: Plan, lengths: np.ndarray, batch_size: int, seed: int,
+             epoch: int) -> Plan:
         """The bucketed block plan of an epoch (see :func:`bucketed_plan`)."""
         return bucketed_plan(plan, self.lengths(lengths), batch_size, self.window,
                              epoch_rng(seed, epoch, BUCKET_STREAM))
@@ -96,6 +97,22 @@ class Bucketing:
         """The options that made this bucketing (recorded by precomputed stores)."""
         return {"bucket_by": self.field, "bucket_window": self.window,
                 "pad_to_multiple_of": self.multiple_of}
+
+
+class Bucketed(StageDefaults):
+    """The stage of ``Order.bucket_by``: rows of similar length in the same batch."""
+
+    def __init__(self, bucketing: Bucketing, lengths: Callable[[str], np.ndarray]) -> None:
+        self.bucketing = bucketing
+        self.lengths = lengths  # row lengths of a group, by view position
+
+    def plan(self, plan: Plan, key: EpochKey) -> Plan:
+        """``plan`` sorted by length in windows of batches (inside each read window of a block plan)."""
+        lengths = self.lengths(self.bucketing.group)
+        if plan.windows is not None:
+            return self.bucketing.plan(plan, lengths, key.batch_size, key.seed, key.epoch)
+        return Plan(self.bucketing.order(plan.order, lengths, key.batch_size, key.seed, key.epoch,
+                                         shuffle=bool(key.shuffle)))
 
 
 def _positive_int(value: Any, name: str) -> int:
@@ -131,8 +148,8 @@ def make_bucketing(spec: BatchSpec, fields: Sequence[ResolvedField], bucket_by: 
                      per_batch_spec(spec, fields, chosen.group))
 
 
-def bucketed_plan(plan: BlockPlan, lengths: np.ndarray, batch_size: int, window: int,
-                  rng: np.random.Generator) -> BlockPlan:
+def bucketed_plan(plan: Plan, lengths: np.ndarray, batch_size: int, window: int,
+                  rng: np.random.Generator) -> Plan:
     """Bucket the full batches inside each window of a block plan; windows keep their rows.
 
     Parameters
@@ -148,12 +165,13 @@ def bucketed_plan(plan: BlockPlan, lengths: np.ndarray, batch_size: int, window:
 
     Returns
     -------
-    BlockPlan
+    Plan
         The same windows and blocks; ``order`` and ``local`` permuted together
         inside the runs of whole batches that lie in one window.
     """
-    order, local = plan.order.copy(), plan.local.copy()
-    starts = plan.window_starts
+    assert plan.windows is not None  # a block plan
+    order, local = plan.order.copy(), plan.windows.local.copy()
+    starts = plan.windows.starts
     for w in range(len(starts) - 1):  # one sort per window (not per row)
         lo = -(-int(starts[w]) // batch_size) * batch_size
         hi = int(starts[w + 1]) // batch_size * batch_size
@@ -162,7 +180,7 @@ def bucketed_plan(plan: BlockPlan, lengths: np.ndarray, batch_size: int, window:
         picked = lo + bucketed_order(np.arange(hi - lo, dtype=np.intp), lengths[order[lo:hi]],
                                      batch_size, window, rng)
         order[lo:hi], local[lo:hi] = order[picked], local[picked]
-    return BlockPlan(order, plan.window_starts, plan.window_block_ids, local)
+    return Plan(order, windows=dataclasses.replace(plan.windows, local=local))
 
 
 def per_batch_spec(spec: BatchSpec, fields: Sequence[ResolvedField], group: str) -> BatchSpec:

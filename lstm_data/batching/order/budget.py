@@ -14,7 +14,7 @@ How an epoch is made (a pure function of ``(seed, epoch)``):
   epoch has the same number of batches; with ``shuffle=True`` the batches are then
   permuted.
 * ``shuffle="block"``: the same inside each read window of the
-  :class:`~lstm_data.batching.order.rows.BlockPlan` (a batch never spans two windows),
+  block plan (:mod:`lstm_data.batching.order.block_plans`) (a batch never spans two windows),
   so each window is read once. Windows hold other rows every epoch, so the count
   is made equal by a bound known before any epoch: the batches with most rows are
   split in halves (deterministically) until the epoch has :func:`block_count`
@@ -32,35 +32,21 @@ sum is found by dynamic programming over the distinct widths.
 """
 from __future__ import annotations
 
+import dataclasses
 import heapq
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from lstm_data.batching.order.bucket_lengths import BucketLengths
-from lstm_data.batching.order.rows import BlockPlan, epoch_rng
+from lstm_data.batching.order.plan import EpochKey, Plan, StageDefaults
+from lstm_data.batching.order.rows import epoch_rng
 
-__all__ = ["Budget", "BudgetPlan", "BudgetBlockPlan", "pack", "block_count", "split_largest",
+__all__ = ["Budget", "BudgetCuts", "pack", "block_count", "split_largest",
            "BUDGET_STREAM", "order_extras", "caps_of", "row_widths"]
 
 #: the :func:`~lstm_data.batching.order.rows.epoch_rng` stream that permutes budget batches
 BUDGET_STREAM = 3
-
-
-@dataclass
-class BudgetPlan:
-    """One epoch of budget batches of in-RAM order: batch ``i`` is ``order[starts[i]:starts[i + 1]]``."""
-
-    order: np.ndarray
-    starts: np.ndarray
-
-
-@dataclass
-class BudgetBlockPlan(BlockPlan):
-    """A :class:`~lstm_data.batching.order.rows.BlockPlan` cut into budget batches at ``starts``."""
-
-    starts: np.ndarray
 
 
 def caps_of(widths: np.ndarray, max_elements: int, batch_size: int) -> np.ndarray:
@@ -191,7 +177,7 @@ class Budget:
         caps = caps_of(self.widths[positions[srt]], self.max_elements, self.batch_size)
         return srt, pack(caps)
 
-    def order(self, order: np.ndarray, seed: int, epoch: int, shuffle: bool) -> BudgetPlan:
+    def order(self, order: np.ndarray, seed: int, epoch: int, shuffle: bool) -> Plan:
         """The budget batches of an in-RAM epoch whose rows come in ``order``."""
         srt, starts = self._cut(order)
         order = order[srt]
@@ -201,12 +187,13 @@ class Budget:
             perm = epoch_rng(seed, epoch, BUDGET_STREAM).permutation(self.n_batches)
             idx, starts = _permute_runs(order, starts, perm)
             order = order[idx]
-        return BudgetPlan(order.astype(np.intp, copy=False), starts)
+        return Plan(order.astype(np.intp, copy=False), starts)
 
-    def plan(self, plan: BlockPlan, seed: int, epoch: int) -> BudgetBlockPlan:
+    def plan(self, plan: Plan, seed: int, epoch: int) -> Plan:
         """The budget batches of a block-shuffled epoch: cut inside each window, then permuted there."""
-        order, local = plan.order.copy(), plan.local.copy()
-        ws = plan.window_starts
+        assert plan.windows is not None  # a block plan
+        order, local = plan.order.copy(), plan.windows.local.copy()
+        ws = plan.windows.starts
         pieces = []
         for w in range(len(ws) - 1):  # one sort per window (not per row)
             lo, hi = int(ws[w]), int(ws[w + 1])
@@ -229,7 +216,24 @@ class Budget:
             order[lo:int(run[-1])] = order[lo + idx]
             local[lo:int(run[-1])] = local[lo + idx]
             starts[a:b + 1] = new + lo
-        return BudgetBlockPlan(order, plan.window_starts, plan.window_block_ids, local, starts)
+        return Plan(order, starts, dataclasses.replace(plan.windows, local=local))
+
+
+class BudgetCuts(StageDefaults):
+    """The stage of ``Order.max_elements``: rows sorted by width and packed into budget batches."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+
+    def plan(self, plan: Plan, key: EpochKey) -> Plan:
+        """``plan`` cut into the epoch's budget batches (inside each window of a block plan)."""
+        if plan.windows is not None:
+            return self.budget.plan(plan, key.seed, key.epoch)
+        return self.budget.order(plan.order, key.seed, key.epoch, bool(key.shuffle))
+
+    def epoch_batches(self) -> int | None:
+        """The same number of batches every epoch, known before it."""
+        return self.budget.n_batches
 
 
 def row_widths(width: Callable[[int], int], lengths: np.ndarray, cap: int | None) -> np.ndarray:

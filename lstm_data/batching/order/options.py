@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from lstm_data._util.declared import DeclaredOptions
+from lstm_data.batching.order.registry import check_policies
 from lstm_data.batching.order.sampling import check_sample
 from lstm_data.errors import OptionError
 
@@ -150,6 +151,10 @@ class Order(DeclaredOptions):
         ``"flat"``, ``"ref"`` or a histogram; ``threshold``, ``overflow``),
         ``replacement`` and ``epoch_size``. See :mod:`lstm_data.batching.order.sampling`
         and the docs page "Splits and sampling".
+    policies
+        Registered order policies by name, each with a table of its options
+        (``[order.policies.NAME]`` in TOML); their stages run after the built-in
+        sampling and before bucketing (see :mod:`lstm_data.batching.order.registry`).
     """
 
     batch_size: int = 1024
@@ -166,6 +171,7 @@ class Order(DeclaredOptions):
     bucket_lengths: Any = None
     max_shapes: int = 4
     sample: Any = None
+    policies: Any = None
 
     TOML_TABLE: ClassVar[str] = "order"
     CHECKS: ClassVar[Mapping[str, Any]] = {
@@ -173,7 +179,7 @@ class Order(DeclaredOptions):
         "weights": _weights, "bucket_by": _text("bucket_by"), "bucket_window": _positive("bucket_window"),
         "block_rows": _positive("block_rows"), "window_rows": _positive("window_rows"), "cache": _cache,
         "max_elements": _positive("max_elements"), "bucket_lengths": _bucket_lengths,
-        "max_shapes": _positive("max_shapes"), "sample": check_sample,
+        "max_shapes": _positive("max_shapes"), "sample": check_sample, "policies": check_policies,
     }
 
     def __eq__(self, other: object) -> bool:

@@ -46,10 +46,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from lstm_data.batching.order.rows import BlockPlan, epoch_rng
+from lstm_data.batching.order.plan import EpochKey, Plan, StageDefaults, Windows
+from lstm_data.batching.order.rows import epoch_rng
 from lstm_data.errors import OptionError, SchemaError
 
-__all__ = ["check_sample", "Sampling", "SAMPLE_STREAM"]
+__all__ = ["check_sample", "Sampling", "SampledRows", "SAMPLE_STREAM"]
 
 #: the :func:`~lstm_data.batching.order.rows.epoch_rng` stream of the draws
 SAMPLE_STREAM = 7
@@ -337,15 +338,16 @@ class Sampling:
         drawn = self.draw(rng)
         return rng.permutation(drawn).astype(np.intp) if shuffle else np.sort(drawn, kind="stable")
 
-    def plan(self, plan: BlockPlan, seed: int, epoch: int) -> BlockPlan:
+    def plan(self, plan: Plan, seed: int, epoch: int) -> Plan:
         """A block plan whose windows hold their rows' draws, mixed (windows drawing none are left out)."""
         rng = epoch_rng(seed, epoch, SAMPLE_STREAM)
         counts = np.bincount(self.draw(rng), minlength=len(self.codes))
         orders, locals_, ids, starts = [], [], [], [0]
-        for w, block_ids in enumerate(plan.window_block_ids):
-            lo, hi = int(plan.window_starts[w]), int(plan.window_starts[w + 1])
+        assert plan.windows is not None  # a block plan
+        for w, block_ids in enumerate(plan.windows.block_ids):
+            lo, hi = int(plan.windows.starts[w]), int(plan.windows.starts[w + 1])
             rows = np.empty(hi - lo, dtype=np.intp)
-            rows[plan.local[lo:hi]] = plan.order[lo:hi]  # the window's rows, as it reads them
+            rows[plan.windows.local[lo:hi]] = plan.order[lo:hi]  # the window's rows, as it reads them
             local = np.repeat(np.arange(hi - lo, dtype=np.intp), counts[rows])
             if not len(local):
                 continue
@@ -355,8 +357,26 @@ class Sampling:
             ids.append(block_ids)
             starts.append(starts[-1] + len(local))
         empty = np.zeros(0, dtype=np.intp)
-        return BlockPlan(np.concatenate(orders) if orders else empty, np.asarray(starts, dtype=np.int64), ids,
-                         np.concatenate(locals_) if locals_ else empty)
+        return Plan(np.concatenate(orders) if orders else empty,
+                    windows=Windows(np.asarray(starts, dtype=np.int64), ids,
+                                    np.concatenate(locals_) if locals_ else empty))
+
+
+class SampledRows(StageDefaults):
+    """The stage of ``Order.sample``: the epoch's draws, shuffled, in the data's order or per window."""
+
+    def __init__(self, sampling: Sampling) -> None:
+        self.sampling = sampling
+
+    def plan(self, plan: Plan, key: EpochKey) -> Plan:
+        """The draws of the epoch: per window of a block plan, else in place of the rows."""
+        if plan.windows is not None:  # each window draws its rows' share
+            return self.sampling.plan(plan, key.seed, key.epoch)
+        return Plan(self.sampling.order(key.seed, key.epoch, bool(key.shuffle)))
+
+    def epoch_rows(self, rows: int) -> int:
+        """The draws of an epoch."""
+        return int(self.sampling.epoch_size)
 
 
 def make_sampling(dataset: Any, view: np.ndarray | None, order: Any, shuffle: bool | str) -> Sampling | None:
