@@ -22,7 +22,10 @@ from lstm_data.batching.order.budget import order_extras
 from lstm_data.batching.order.plan import EpochPlans, Plan
 from lstm_data.batching.order.policies import order_stages
 from lstm_data.batching.building.noise import make_augmenter
-from lstm_data.batching.epochs.views import BatchViews
+from lstm_data.batching.epochs.shard import ShardedBatches
+from lstm_data.batching.epochs.views import fold_views, split_views
+from lstm_data.batching.order.stats import order_stats
+from lstm_data.batching.spec.derived import file_bounds
 from lstm_data.batching.building.builder import BatchBuilder
 from lstm_data.batching.building.empty_rows import drop_empty_rows, make_one_step
 from lstm_data.batching.spec.derived import mark_applied
@@ -33,7 +36,7 @@ from lstm_data.batching.epochs.weights import freeze_batch, resolve_weights
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.order.rows import fresh_seed, resolve_shuffle, shuffled_order
 from lstm_data.batching.order.sampling import make_sampling
-from lstm_data.batching.spec.batch_spec import Arrays, Batch, BatchSpec
+from lstm_data.batching.spec.batch_spec import Arrays, Batch, BatchSpec, OutputSignature
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.errors import OptionError
 from lstm_data.io.read_options import ReadOptions
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["Batches"]
 
 
-class Batches(EpochIteration, BatchViews):
+class Batches(EpochIteration):
     """Padded batches of ``dataset`` laid out by ``spec``, in the rows' ``order``.
 
     Parameters
@@ -389,9 +392,195 @@ class Batches(EpochIteration, BatchViews):
             w = self._weights[rows]
         return {name: w for name in self._target_names}
 
-    def _view_of(self, spec: BatchSpec, order: Order, rows: np.ndarray) -> "Batches":
-        """Batches of the same data and read options over ``rows`` (a split's side)."""
-        return Batches(self.dataset, spec, order, read=self.read, rows=rows)
+    # -- views: splits, folds, shards (lstm_data.batching.epochs.views, .shard) ----------------
+    @property
+    def view_rows(self) -> np.ndarray:
+        """The dataset rows of this view, in view order (every row for the whole dataset)."""
+        return np.arange(len(self.dataset), dtype=np.intp) if self._view is None else self._view
+
+    @property
+    def seed_drawn(self) -> bool:
+        """Whether the seed was drawn here (``Order.seed=None``): another process draws another."""
+        return self._seed_drawn
+
+    def over_rows(self, rows: np.ndarray, *, spec: BatchSpec | None = None,
+                  order: Order | None = None) -> "Batches":
+        """Batches of the same data and read options over ``rows`` (a view).
+
+        Parameters
+        ----------
+        rows
+            Dataset rows, in view order.
+        spec, order
+            The view's spec and order (default: these batches'); row weights read from a
+            column are kept by row.
+
+        Returns
+        -------
+        Batches
+            The view; its seed counts as drawn when these batches' was.
+        """
+        order = self.order if order is None else order
+        if self._weights is not None:
+            order = order.replace(weights=self._weights)
+        view = Batches(self.dataset, self.spec if spec is None else spec, order, read=self.read, rows=rows)
+        view._seed_drawn = self._seed_drawn
+        return view
+
+    def split(self, test_size: int | float | None = None, seed: int | None = None, *, by: str = "rows",
+              key: str | None = None, k: int | None = None, fold: int = 0) -> tuple["Batches", "Batches"]:
+        """Train and validation views: by rows (as lstm_ee), by file or by a key column.
+
+        See :mod:`lstm_data.batching.splits`. Both views keep this object's order
+        (shuffle, block shuffle, buckets, budget batches, sampling) for their rows.
+
+        Parameters
+        ----------
+        test_size
+            Rows or files (int) or fraction (float) that go to validation; not with ``k``.
+        seed
+            Seed of the row or file shuffle, or of the key hash (default: this object's seed).
+        by
+            ``"rows"`` (default: shuffle the rows, then cut), ``"file"`` (whole files
+            of data opened from several paths) or ``"key"`` (by the integer column ``key``).
+        key
+            The key column of ``by="key"`` (e.g. an event number).
+        k, fold
+            k-fold: validation is fold ``fold`` of ``k`` (``key % k == fold`` by key,
+            ``file index % k == fold`` by file, a seeded cut of the rows by rows).
+
+        Returns
+        -------
+        train, validation : Batches
+            Same spec and options; validation batches are not shuffled per epoch
+            unless this object uses ``shuffle="block"``, are not sampled
+            (``Order.sample``): every validation row once, and carry no noise (the
+            spec's ``augment`` is left out).
+        """
+        train, val = split_views(self, test_size, seed, by=by, key=key, k=k, fold=fold)
+        return train, val
+
+    def folds(self, k: int, *, by: str = "rows", key: str | None = None,
+              seed: int | None = None) -> list[tuple["Batches", "Batches"]]:
+        """The ``k`` train/validation pairs of k-fold cross-validation (:meth:`split` with each ``fold``).
+
+        Parameters
+        ----------
+        k
+            Number of folds, >= 2.
+        by, key, seed
+            As for :meth:`split`.
+
+        Returns
+        -------
+        list of tuple of Batches
+            ``[(train, validation), ...]``, fold ``i`` validating on the ``i``-th part;
+            the validation sides are disjoint and cover the rows.
+        """
+        folds: list[tuple[Batches, Batches]] = fold_views(self, k, by=by, key=key, seed=seed)
+        return folds
+
+    def shard(self, rank: int, world_size: int) -> ShardedBatches:
+        """Rank ``rank``'s disjoint, equally long share of every epoch (one process per GPU).
+
+        Build the same ``Batches`` on every rank, then ``shard(rank, world_size)``: each
+        rank gets ``len(self) // world_size`` batches of each epoch's order, made from
+        ``(seed, epoch)`` alone (balanced in real elements for ``shuffle=True``,
+        consecutive runs otherwise). Its state resumes on a world of any size. See
+        :mod:`lstm_data.batching.epochs.shard`.
+
+        Parameters
+        ----------
+        rank
+            This process's rank, ``0 <= rank < world_size``.
+        world_size
+            The number of ranks.
+
+        Returns
+        -------
+        ShardedBatches
+            The rank's batches, with the interface of ``Batches``.
+
+        Raises
+        ------
+        ValueError
+            ``rank`` is outside ``[0, world_size)``, or ``seed`` was drawn (``seed=None``):
+            ranks would each draw their own order.
+        """
+        if self._seed_drawn:
+            raise ValueError("shard() needs the same order on every rank: give Batches an explicit seed "
+                             "(seed=None draws a different one in every process)")
+        return ShardedBatches(self, rank, world_size)
+
+    def batch_sizes(self, epoch: int | None = None) -> np.ndarray:
+        """Rows of every batch of an epoch, by index (they differ with ``max_elements``).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``len(self)`` ints; batch ``i`` is ``rows_of(i, epoch)``.
+        """
+        epoch = self._epoch_arg(epoch)
+        slots = np.array([self._batch_slot(i, epoch) for i in range(len(self))], dtype=np.intp)
+        return self._plan(epoch).sizes(slots, self.batch_size)
+
+    def padded_width(self, field: Any, longest: int) -> int:
+        """The padded length of a Ragged output in a batch whose longest row has ``longest`` elements.
+
+        The builder's rule (``max_len``, ``pad_to_multiple_of``), then the order's
+        ``bucket_lengths`` (never above the field's ``max_len``; not for a
+        ``"packed"`` output, which has no padded slots).
+
+        Parameters
+        ----------
+        field
+            The output, as resolved by :meth:`BatchSpec.validate` (one of :attr:`fields`).
+        longest
+            Elements of the batch's longest row.
+
+        Returns
+        -------
+        int
+            The padded length of that output in such a batch.
+        """
+        return self._builder.chosen_width(field, longest, self._bucket_lengths)
+
+    def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]:
+        """What the order of an epoch costs and how well it mixes.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+        of
+            A share of these batches to measure instead (a :meth:`shard`: anything
+            with ``len`` and ``rows_of(index, epoch)``); ``None``: all of them.
+
+        Returns
+        -------
+        dict
+            ``padding`` (padded slots per real element, by Ragged output), ``truncated``
+            (rows longer than ``max_len``, by output), ``mixing`` and ``file_mixing``
+            (1: as a full shuffle); see :mod:`lstm_data.batching.order.stats`.
+        """
+        parts = file_bounds(self.dataset)
+        return order_stats(self if of is None else of, self._epoch_arg(epoch), self.fields,
+                           self._builder.row_lengths, self.padded_width, self.n_rows, self._view, parts)
+
+    def signature(self) -> dict[str, OutputSignature]:
+        """The spec's output signature (see :meth:`BatchSpec.signature`).
+
+        Returns
+        -------
+        dict of str to OutputSignature
+            Output name -> name, role, dtype and shape (``None`` where it varies).
+        """
+        return self.spec.signature()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.
