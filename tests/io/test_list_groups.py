@@ -3,10 +3,13 @@
 The files are written as the public jet datasets' conversion scripts write them: Parquet
 with ``ak.to_parquet`` of a record of flat ``part_*`` list columns (each a
 ``large_list<float>`` with its own offsets, as the QuarkGluon and TopLandscape
-conversions do), and the same data as ROOT jagged branches without a counter (uproot
-writes a dict of jagged arrays as ``std::vector`` branches).
+conversions do), and the same data as ROOT: a TTree whose jagged branches share no counter
+(uproot's ``mktree`` gives each its own, ``npart_px``) and what ``file["tree"] = {...}`` writes
+(with uproot 5.7, an RNTuple of ``std::vector`` fields).
 """
 from __future__ import annotations
+
+import pickle
 
 import numpy as np
 import pytest
@@ -68,15 +71,30 @@ def write_parquet(path, cols, row_group_size=None):
     return path
 
 
-def write_root(path, cols):
-    """The same columns as ROOT branches: uproot writes jagged arrays as std::vector (no counter)."""
+def write_root(path, cols, parts=1):
+    """The same columns as a TTree written by uproot: each jagged branch has a counter of its own
+    (``npart_px``), shared by no other branch; ``parts`` baskets (clusters) per branch."""
+    uproot = pytest.importorskip("uproot")
+    cuts = np.linspace(0, len(cols["label"]), parts + 1).astype(int)
+    with uproot.recreate(path) as fh:
+        types = {k: v.type.content if isinstance(v, ak.Array) else v.dtype for k, v in cols.items()}
+        tree = fh.mktree("tree", types)
+        for a, z in zip(cuts[:-1], cuts[1:]):
+            tree.extend({k: v[a:z] for k, v in cols.items()})
+    return path
+
+
+def write_dict(path, cols):
+    """``file["tree"] = {...}`` of the jagged arrays: uproot 5.7 writes an RNTuple of ``std::vector``
+    fields (older versions a TTree)."""
     uproot = pytest.importorskip("uproot")
     with uproot.recreate(path) as fh:
         fh["tree"] = cols
     return path
 
 
-WRITERS = {"parquet": (write_parquet, "jets.parquet"), "root": (write_root, "jets.root")}
+WRITERS = {"parquet": (write_parquet, "jets.parquet"), "root": (write_root, "jets.root"),
+           "root-dict": (write_dict, "dict.root")}
 
 
 def reference(cols) -> dict[str, np.ndarray]:
@@ -110,7 +128,7 @@ def every_batch(ds, spec, batch_size=32):
     return inputs, targets
 
 
-@pytest.mark.parametrize("fmt", ["parquet", "root"])
+@pytest.mark.parametrize("fmt", list(WRITERS))
 @pytest.mark.parametrize("in_ram", [None, False])
 def test_public_layouts_form_one_group_and_batch_as_weaver(tmp_path, fmt, in_ram):
     """The acceptance: default open, one group ``part``, from_weaver batches equal to numpy's."""
@@ -144,14 +162,33 @@ def test_every_reader_groups_alike(tmp_path):
     cols = jets(200, seed=3)
     cols["part_trk_d0"] = ak.unflatten(np.ones(400, np.float32), np.full(200, 2))  # another count
     path = write_parquet(tmp_path / "j.parquet", cols, row_group_size=40)
-    root = write_root(tmp_path / "j.root", cols)
+    root = write_root(tmp_path / "j.root", cols, parts=5)
     want = {"part": PART, "part_trk_d0": ["part_trk_d0"]}
     table = pa.parquet.read_table(path)
     for ds in (read_parquet(path, in_ram=True), read_parquet(path, in_ram=False), from_arrow(table),
                lstm_data.from_awkward(ak.zip(cols, depth_limit=1)), lstm_data.open(root),
-               lstm_data.open(root, in_ram=False)):
+               lstm_data.open(root, in_ram=False), lstm_data.open(write_dict(tmp_path / "d.root", cols))):
         assert same_groups(ds, want)
         np.testing.assert_array_equal(np.diff(ds.offsets("part")), ak.num(cols["part_px"]).to_numpy())
+    lazy = lstm_data.open(root, in_ram=False, block_bytes=2000)  # many chunks, grouped over all of them
+    again = pickle.loads(pickle.dumps(lazy))
+    assert again.groups == lazy.groups and lazy.n_chunks > 2
+    for g in lazy.groups:
+        assert again.ragged(g)[0].tobytes() == lstm_data.open(root).ragged(g)[0].tobytes()
+
+
+def test_root_on_demand_groups_over_the_whole_tree(tmp_path):
+    """Counts that differ only in the last cluster: read on demand, chunk by chunk, the groups are
+    those of the whole read (not a chunk's own), and every chunk is read as them."""
+    cols = jets(200, seed=6)
+    counts = ak.num(cols["part_dphi"]).to_numpy().copy()
+    counts[190] += 1
+    cols["part_dphi"] = ak.unflatten(np.zeros(int(counts.sum()), np.float32), counts)
+    root = write_root(tmp_path / "late.root", cols, parts=5)
+    whole, lazy = lstm_data.open(root), lstm_data.open(root, in_ram=False, block_bytes=2000)
+    assert lazy.n_chunks > 2 and lazy.groups == whole.groups and "part_dphi" in whole.groups
+    for g in whole.groups:
+        assert lazy.ragged(g, np.arange(200))[0].tobytes() == whole.ragged(g)[0].tobytes()
 
 
 def test_unequal_counts_stay_apart_and_mixing_names_the_first_differing_row(tmp_path):
@@ -159,7 +196,8 @@ def test_unequal_counts_stay_apart_and_mixing_names_the_first_differing_row(tmp_
     counts = ak.num(cols["part_deta"]).to_numpy().copy()
     counts[[7, 9]] += [1, 2]  # rows 7 and 9 differ: 7 is the first
     cols["part_deta"] = ak.unflatten(np.zeros(int(counts.sum()), np.float32), counts)
-    for path in (write_parquet(tmp_path / "u.parquet", cols), write_root(tmp_path / "u.root", cols)):
+    for path in (write_parquet(tmp_path / "u.parquet", cols), write_root(tmp_path / "u.root", cols),
+                 write_dict(tmp_path / "d.root", cols)):
         ds = lstm_data.open(path)
         assert same_groups(ds, {"part": [v for v in PART if v != "part_deta"], "part_deta": ["part_deta"]})
         row = rf"'part' has {counts[7] - 1} and 'part_deta' has {counts[7]} in row 7\)"

@@ -106,10 +106,6 @@ class GroupPlan:
     declared: set[str] = field(default_factory=set)
     free: set[str] = field(default_factory=set)
 
-    def inferred(self, group: str) -> bool:
-        """Whether ``group`` holds free columns (it is cut by :func:`settle`)."""
-        return group not in self.declared and any(v in self.free for v in self.groups[group])
-
     def keyed(self, group: str) -> bool:
         """Whether ``group`` holds a column its source groups (it keeps its name when cut)."""
         return any(v not in self.free for v in self.groups[group])
