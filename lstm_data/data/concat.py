@@ -14,7 +14,7 @@ import numpy as np
 from lstm_data.data.concat_reads import ConcatReads
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.data.joins import check_join, joined
-from lstm_data.data.ragged import RaggedGroup, take_ragged
+from lstm_data.data.ragged import RaggedGroup, count_mismatch, take_ragged
 from lstm_data.errors import SchemaError
 
 __all__ = ["ConcatDataset", "concat_datasets", "join_offsets"]
@@ -35,6 +35,26 @@ def _describe_difference(kind: str, expected: list[str], got: list[str]) -> str:
         parts = ([f"missing {missing[:5]}"] if missing else []) + ([f"extra {extra[:5]}"] if extra else [])
         return f"{kind}: " + ", ".join(parts)
     return f"{kind} in a different order: {got[:8]} vs {expected[:8]}"
+
+
+def _regrouped(first: Dataset, other: Dataset, first_label: str) -> str | None:
+    """Two prong variables grouped together in one dataset and apart in the other: which,
+    and the first row where their prong counts differ (in the dataset that keeps them apart)."""
+    where = [{v: g for g, vs in d.groups.items() for v in vs} for d in (first, other)]
+    if set(where[0]) != set(where[1]):
+        return None
+    labels = (f"in {first_label}", "here")
+    for together, apart in ((0, 1), (1, 0)):
+        seen: dict[str, str] = {}
+        for v, g in where[together].items():
+            w = seen.setdefault(g, v)
+            if where[apart][w] != where[apart][v]:
+                split = [where[apart][w], where[apart][v]]
+                why = count_mismatch((first, other)[apart].offsets, split)
+                return (f"{w!r} and {v!r} are one group ({g!r}) {labels[together]} but two ({split[0]!r}, "
+                        f"{split[1]!r}) {labels[apart]}: {why}; declare the groups with a schema to read "
+                        "every file alike")
+    return None
 
 
 def _column_names(ds: Dataset) -> set[str]:
@@ -125,6 +145,9 @@ class ConcatDataset(ConcatReads):
         if other.scalar_names != first.scalar_names:
             raise SchemaError(f"columns differ from {first_label}: " + _describe_difference(
                 "scalars", first.scalar_names, other.scalar_names), file=label)
+        regrouped = _regrouped(first, other, first_label) if other.groups != first.groups else None
+        if regrouped is not None:
+            raise SchemaError(f"columns differ from {first_label}: {regrouped}", file=label)
         if list(other.groups) != list(first.groups):
             raise SchemaError(f"columns differ from {first_label}: " + _describe_difference(
                 "groups", list(first.groups), list(other.groups)), file=label)

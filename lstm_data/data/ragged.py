@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from lstm_data.errors import SchemaError
 
-__all__ = ["RaggedGroup", "check_offsets", "take_ragged", "lengths_of"]
+__all__ = ["RaggedGroup", "check_offsets", "take_ragged", "lengths_of", "count_mismatch"]
 
 
 def check_offsets(offsets: np.ndarray, total: int, *, name: str = "offsets") -> np.ndarray:
@@ -37,6 +37,37 @@ def check_offsets(offsets: np.ndarray, total: int, *, name: str = "offsets") -> 
 def lengths_of(offsets: np.ndarray) -> np.ndarray:
     """Per-row lengths (int64) of an offsets array."""
     return np.diff(offsets).astype(np.int64, copy=False)
+
+
+def count_mismatch(offsets: Callable[[str], np.ndarray], groups: Sequence[str]) -> str:
+    """Why prong variables of ``groups`` cannot be used as one group, for an error message.
+
+    Parameters
+    ----------
+    offsets
+        Group -> its offsets (e.g. ``Dataset.offsets``).
+    groups
+        Two or more group names.
+
+    Returns
+    -------
+    str
+        ``"different prong counts per row: 'a' has 3 and 'b' has 2 in row 7"`` for the
+        first row where two of them differ, or, when every row has the same counts,
+        that they are separate groups all the same (declared or read apart) and how to
+        make them one.
+    """
+    first = groups[0]
+    ref = lengths_of(offsets(first))
+    for other in groups[1:]:
+        lens = lengths_of(offsets(other))
+        bad = np.flatnonzero(lens != ref)
+        if len(bad):
+            row = int(bad[0])
+            return (f"different prong counts per row: {first!r} has {int(ref[row])} and {other!r} has "
+                    f"{int(lens[row])} in row {row}")
+    return ("their prong counts are equal in every row, but they were read as separate groups "
+            "(a schema, or the file, keeps them apart): declare them in one group with a schema")
 
 
 def take_ragged(values: np.ndarray, offsets: np.ndarray,

@@ -206,17 +206,25 @@ def test_schema_declares_groups_and_selects_columns(table):
         from_arrow(pa.table({"p.s": pa.array([["a"], []])}))
 
 
-def test_unequal_lengths_in_a_group_name_the_row_and_column(table, tmp_path):
+def test_unequal_lengths_stay_apart_and_a_declared_group_names_the_row(table, tmp_path):
+    """List columns of one prefix group by their lengths: one that differs (row 123) is a group
+    of its own, in a table, a file in RAM and on disk alike; declared together, it is an error."""
     bad = table.set_column(5, "png.dir.x", pa.array(
         [row if i != 123 else row + [1.0] for i, row in enumerate(table.column("png.dir.x").to_pylist())],
         pa.list_(pa.float32())))
-    with pytest.raises(SchemaError, match=r"'png.dir.x' has \d+ values but 'png.calE' has \d+ in row 123"):
-        from_arrow(bad)
     pq.write_table(bad, tmp_path / "bad.parquet", row_group_size=50)
+    want = {"png": ["png.calE", "png.nhit"], "png.dir.x": ["png.dir.x"], "png2d": ["png2d.calE", "png2d.view"]}
+    for ds in (from_arrow(bad), read_parquet(tmp_path / "bad.parquet", in_ram=True),
+               read_parquet(tmp_path / "bad.parquet", in_ram=False)):
+        assert ds.groups == want
+        assert_matches_arrow(ds.load(), bad)
+    declared = {"groups": {"png": "png.*"}}
+    with pytest.raises(SchemaError, match=r"'png.dir.x' has \d+ values but 'png.calE' has \d+ in row 123"):
+        from_arrow(bad, schema=declared)
     for in_ram in (True, False):
         ds = None
         with pytest.raises(SchemaError, match="in row 123") as info:
-            ds = read_parquet(tmp_path / "bad.parquet", in_ram=in_ram)
+            ds = read_parquet(tmp_path / "bad.parquet", in_ram=in_ram, schema=declared)
             ds.ragged("png")  # on disk: found when its row group is read
         assert (info.value.file, info.value.row, info.value.variable) == (
             str(tmp_path / "bad.parquet"), 123, "png.dir.x")

@@ -431,7 +431,7 @@ class Batches(EpochIteration):
               key: str | None = None, k: int | None = None, fold: int = 0) -> tuple["Batches", "Batches"]:
         """Train and validation views: by rows (as lstm_ee), by file or by a key column.
 
-        See :mod:`lstm_data.batching.splits`. Both views keep this object's order
+        See :mod:`lstm_data.batching.order.splits`. Both views keep this object's order
         (shuffle, block shuffle, buckets, budget batches, sampling) for their rows.
 
         Parameters

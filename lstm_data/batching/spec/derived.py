@@ -31,7 +31,7 @@ import numpy as np
 from lstm_data.batching.spec.expressions import Column, Expression
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset, unknown_name_error
-from lstm_data.data.ragged import RaggedGroup
+from lstm_data.data.ragged import RaggedGroup, count_mismatch
 from lstm_data.errors import SchemaError
 
 __all__ = ["DerivedDataset", "apply_derived", "file_bounds", "check_derived", "expand_names", "mark_applied", "derived_key",
@@ -252,6 +252,9 @@ def _kinds(dataset: Dataset, derived: Mapping[str, Expression],
     everything = list(known) + list(derived)
     kinds: dict[str, str | None] = {}
 
+    def why(groups: list[str]) -> str:  # only when groups meet: reads their offsets then
+        return count_mismatch(dataset.offsets, groups)
+
     def kind_of(name: str) -> str | None:
         if name in known:
             return known[name]
@@ -261,7 +264,7 @@ def _kinds(dataset: Dataset, derived: Mapping[str, Expression],
                 if dep not in known and dep not in derived:
                     err = unknown_name_error("variable", dep, everything)
                     raise SchemaError(f"{expr.where}: {err.message}", variable=dep)
-            kinds[name] = expr.kind({n: kind_of(n) for n in expr.names})
+            kinds[name] = expr.kind({n: kind_of(n) for n in expr.names}, why)
         return kinds[name]
 
     for name in derived:
@@ -271,7 +274,7 @@ def _kinds(dataset: Dataset, derived: Mapping[str, Expression],
             if dep not in known and dep not in derived:
                 err = unknown_name_error("variable", dep, everything)
                 raise SchemaError(f"selection: {err.message}", variable=dep)
-        group = selection.kind({n: kind_of(n) for n in selection.names})
+        group = selection.kind({n: kind_of(n) for n in selection.names}, why)
         if group is not None:
             raise SchemaError(f"selection {selection.text!r} gives one value per prong of group {group!r}, "
                               "not one per row (count prongs with num(), e.g. num(part_px) > 0)")

@@ -240,13 +240,17 @@ class Expression:
         raise self._refuse(kind if kind.startswith("'") else f"a {kind}")
 
     # -- kind: per row or per prong of which group ------------------------------------------
-    def kind(self, kinds: Mapping[str, str | None]) -> str | None:
+    def kind(self, kinds: Mapping[str, str | None],
+             why: Callable[[list[str]], str] | None = None) -> str | None:
         """The group whose prongs the result has one value each for; ``None``: one per row.
 
         Parameters
         ----------
         kinds
             Every name of :attr:`names` -> its group, or ``None`` for a per-row variable.
+        why
+            Groups that meet -> why they cannot, for the error (e.g. the first row
+            where their prong counts differ).
 
         Returns
         -------
@@ -258,24 +262,26 @@ class Expression:
         SchemaError
             Prong variables of two groups meet, or ``num()`` of a per-row value.
         """
-        return self._kind(self._tree, kinds)
+        return self._kind(self._tree, kinds, why)
 
-    def _kind(self, node: ast.expr, kinds: Mapping[str, str | None]) -> str | None:
+    def _kind(self, node: ast.expr, kinds: Mapping[str, str | None],
+              why: Callable[[list[str]], str] | None) -> str | None:
         if isinstance(node, ast.Name):
             return kinds[self._quoted.get(node.id, node.id)]
         if isinstance(node, ast.Call) and self._dotted(node.func, "function") == COUNT_FUNCTION:
-            if self._kind(node.args[0], kinds) is None:
+            if self._kind(node.args[0], kinds, why) is None:
                 raise SchemaError(f"{self.where}: num() needs a prong variable, got the per-row "
                                   f"{ast.unparse(node.args[0])!r} in {self.text!r}")
             return None
-        parts = [self._kind(child, kinds) for child in _operands(node)]
-        return self._one_group(parts)
+        parts = [self._kind(child, kinds, why) for child in _operands(node)]
+        return self._one_group(parts, why)
 
-    def _one_group(self, groups: list[str | None]) -> str | None:
+    def _one_group(self, groups: list[str | None], why: Callable[[list[str]], str] | None = None) -> str | None:
         found = list(dict.fromkeys(g for g in groups if g is not None))
         if len(found) > 1:
+            reason = why(found[:2]) if why is not None else "prong variables of two groups cannot meet"
             raise SchemaError(f"{self.where}: {self.text!r} mixes prong variables of groups "
-                              f"{found[0]!r} and {found[1]!r} (different prong counts per row)")
+                              f"{found[0]!r} and {found[1]!r} ({reason})")
         return found[0] if found else None
 
     # -- evaluation -------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 
 from lstm_data.batching.spec.fields import Field, Ragged, Scalars
+from lstm_data.data.ragged import count_mismatch
 from lstm_data.errors import SchemaError
 
 if TYPE_CHECKING:
@@ -134,7 +135,8 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
                      for g in dict.fromkeys(var_owners)}
             shown = "; ".join(f"group {g!r}: {_short(vs)}" for g, vs in split.items())
             raise SchemaError(f"{where}: all variables of one Ragged field must be in one group "
-                              f"(one prong count per row), got {shown}", variable=name)
+                              f"(one prong count per row), got {shown} "
+                              f"({count_mismatch(dataset.offsets, list(split))})", variable=name)
         if sort_owner not in (None, var_owners[0]):
             raise SchemaError(f"{where}: sort_by {fld.sort_by!r} is in group {sort_owner!r}, not in "
                               f"the field's group {var_owners[0]!r}", variable=fld.sort_by)

@@ -7,12 +7,13 @@ A dataset is a record array of N rows:
   ``Muon`` with variables ``Muon_pt``, ``Muon_eta`` (``outer_inner``, as
   ``uproot`` names the branches of a zipped record; ``sep=`` changes the ``_``);
   its fields have equal lengths by construction;
-* fields of type ``var * float32`` group by their prefix before the first ``_``
-  or ``.`` (``png.calE``, ``png.nhit`` -> group ``png``; ``Jet_pt``, ``Jet_eta``
-  -> ``Jet``) and must have equal lengths in every row; a prefix equal to a
-  record field's name joins that group; an inferred group whose columns differ in
-  length is cut into groups of equal lengths. A schema (``{group: [variables]}``)
-  declares other groups (which must have equal lengths);
+* fields of type ``var * float32`` group by their lengths, as every reader groups
+  list columns (:mod:`lstm_data.io.columns.groups`): fields of one prefix with equal
+  lengths in every row form one group named by their common prefix (``part_px``,
+  ``part_py`` -> ``part``; ``png.calE``, ``png.nhit`` -> ``png``), the others are
+  groups of their own; a prefix equal to a record field's name joins that group
+  when the lengths are equal. A schema (``{group: [variables]}``) declares other
+  groups (which must have equal lengths);
 * nested records flatten to dotted names (``info.pos.x``), fixed-size arrays to
   one column per element (``p4[0]``); what is not numbers (strings, lists of
   lists, unions) is skipped and listed in the dataset's ``skipped`` attribute
@@ -43,10 +44,9 @@ from lstm_data.errors import SchemaError
 from lstm_data.io.awkward.flatten import Leaf, _strip, describe_skipped, flatten_field
 from lstm_data.io.awkward.layout import NAMES_PARAMETER, import_awkward
 from lstm_data.io.columns.select import ColumnSelection
-from lstm_data.io.columns.groups import build_group
-from lstm_data.io.columns.jagged import plan_groups, split_by_lengths
+from lstm_data.io.columns.build import build_group
+from lstm_data.io.columns.groups import plan_groups, settle
 from lstm_data.io.ours.layout import value_dtype
-from lstm_data.io.schema import Schema
 
 __all__ = ["from_awkward", "to_awkward", "NAMES_PARAMETER"]
 
@@ -123,16 +123,16 @@ def from_awkward(array: Any, *, schema: Any = None, dtype: Any = None, sep: str 
     scalars = [n for n, leaf in leaves.items() if not leaf.jagged]
     jagged = [n for n, leaf in leaves.items() if leaf.jagged]
     keys = {n: leaf.key for n, leaf in leaves.items() if leaf.jagged and leaf.key is not None}
-    groups, scalar_names, schema_dtype = plan_groups(schema, scalars, jagged, keys, file=where)
-    dt = value_dtype(dtype if dtype is not None else schema_dtype, file=where)
-    out_scalars = {s: _cast(leaves[s].column(where).values[""], dt) for s in scalar_names}
-    declared = set(getattr(Schema.coerce(schema), "groups", None) or ())
+    plan = plan_groups(schema, scalars, jagged, keys, file=where)
+    dt = value_dtype(dtype if dtype is not None else plan.dtype, file=where)
+    out_scalars = {s: _cast(leaves[s].column(where).values[""], dt) for s in plan.scalars}
     out_groups: dict[str, RaggedGroup] = {}
-    taken = set(scalar_names) | set(groups)
-    for g, names in groups.items():
+    taken = set(plan.scalars) | set(plan.groups)
+    for g, names in plan.groups.items():
         cols = {v: leaves[v].column(where) for v in names}
         lengths = {v: c.lengths for v, c in cols.items()}
-        parts = {g: names} if g in declared else split_by_lengths(g, lengths, taken | set(out_groups))
+        parts = {g: names} if g in plan.declared else settle(g, lengths, keep=plan.keyed(g),
+                                                             taken=(taken - {g}) | set(out_groups))
         if len(parts) > 1:
             _log.info("%s: columns %s differ in length: read as the groups %s", where, names, parts)
         for sub, members in parts.items():

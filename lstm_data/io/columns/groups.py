@@ -1,82 +1,145 @@
-"""Form ragged groups from per-variable ragged columns: the one rule every reader follows.
+"""Which variable-length columns form one ragged group: the one rule every reader follows.
 
-The rule: a variable-length variable belongs to the group named by its prefix before
-the first ``.`` (``png.calE`` -> ``png``; a name without ``.`` is its own group),
-unless a schema declares the groups (declared groups win). Every variable of a group
-must have the same length in every row; a mismatch is an error naming the row and
-the variables. :func:`group_prefix` is that rule, used by the CSV, HDF5 (lstm_ee,
-h5py) and Parquet readers.
+A variable-length column joins a group by, in this order:
 
-Declared exceptions, where the format itself says which columns share a length:
+1. a **schema** that declares the group (declared groups win, and are checked: their
+   columns must have equal lengths in every row);
+2. its **key**, what the source itself says belongs together: the branches of one
+   ROOT counter (``nMuon`` counts ``Muon_pt``, ``Muon_eta``: group ``Muon``), the
+   fields of a list of records (a Parquet ``list<struct>``, an awkward ``var *
+   record``, an RNTuple collection: the group is the list), a NOvA table, the
+   groups a file of ours records, the arrays of one HDF5 layout;
+3. its **lengths**, for every other list column (a *free* column: a Parquet or Arrow
+   ``list`` column, an awkward ``var * number`` field, a ROOT jagged branch without a
+   counter): free columns of one prefix (:func:`name_prefix`, the name before its
+   first ``_`` or ``.``) that have equal lengths in every row form one group, named
+   by their longest common prefix cut at its last ``_`` or ``.``
+   (:func:`common_prefix`: ``part_px``, ``part_py``, ``part_deta`` -> ``part``;
+   ``png.calE``, ``png.nhit`` -> ``png``). A free column whose lengths no other
+   column of its prefix shares is a group of its own named by its prefix
+   (``Jet_pt`` -> ``Jet``), or by its own name when that is taken.
 
-* ROOT: branches counted by the same counter branch (``nMuon``) form one group named
-  after the counter's prefix (``Muon``), whatever their names;
-* NOvA HDF5: the rows of one table (``rec.vtx.png``) form one group;
-* nested records (Parquet structs, awkward/RNTuple records): the fields of one list of
-  records form one group named after the list;
-* fixed-size arrays (``x[0]``, ``x[1]``, ...) inside a list stay in their list's group.
+A free column whose prefix is the name of a keyed group joins it when its lengths
+are those of the group. The elements of one fixed-size array (``dir[0]``,
+``dir[1]``) count as one column. :func:`plan_groups` applies rules 1 and 2 and
+buckets the free columns by prefix; :func:`settle` cuts a bucket by lengths, from
+offsets (``np.array_equal`` of each column's lengths: one pass, once per file or row
+group, never per batch). :func:`group_prefix` (the name before the first ``.``) is how
+CSV and lstm_ee's HDF5 name the groups of their columns.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import SchemaError
-from lstm_data.io.columns.exact_ints import check_once
-from lstm_data.kernels import interleave_columns
 
-__all__ = ["group_prefix", "resolve_schema", "build_group", "check_group_lengths", "interleave_pieces"]
+__all__ = ["group_prefix", "name_prefix", "common_prefix", "GroupPlan", "plan_groups", "settle",
+           "check_group_lengths", "DECLARE_HINT"]
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_SEPARATOR = re.compile(r"[._]")
+_ELEMENTS = re.compile(r"(\[\d+\])+$")
+#: what an error about unequal lengths tells the user to do
+DECLARE_HINT = "put them in different groups with a schema"
 
 
 def group_prefix(name: str) -> str:
-    """Group of a ragged variable named ``name``: its prefix before the first ``.``."""
+    """The group of a CSV or lstm_ee HDF5 column named ``name``: its prefix before the first ``.``."""
     return name.split(".", 1)[0]
 
 
-def resolve_schema(schema: Any, scalar_names: list[str], ragged_names: list[str], *,
-                   file: str | None = None, keys: Mapping[str, str] | None = None
-                   ) -> tuple[dict[str, list[str]], list[str], np.dtype[Any] | None]:
-    """Groups, scalars and dtype for a file whose columns are known up front.
+def name_prefix(name: str) -> str:
+    """The bucket of a free list column: its name before the first ``_`` or ``.``
+    (``Jet_pt`` -> ``Jet``, ``png.calE`` -> ``png``, ``p[0]`` -> ``p``)."""
+    head = _SEPARATOR.split(_unit(name), maxsplit=1)[0]
+    return head or name
+
+
+def _unit(name: str) -> str:
+    """The column an element belongs to: ``dir[1]`` -> ``dir``."""
+    return _ELEMENTS.sub("", name) or name
+
+
+def common_prefix(names: Sequence[str]) -> str:
+    """The longest common prefix of ``names`` cut at its last ``_`` or ``.``; ``""`` when it holds none.
+
+    ``part_px``, ``part_py``, ``part_deta`` -> ``part``; ``jet_part_px``,
+    ``jet_part_py`` -> ``jet_part``; ``Muon_pt``, ``Electron_pt`` -> ``""``.
+    """
+    if not names:
+        return ""
+    lo, hi = min(names), max(names)
+    n = 0
+    while n < min(len(lo), len(hi)) and lo[n] == hi[n]:
+        n += 1
+    head = lo[:n]
+    cut = max(head.rfind("_"), head.rfind("."))
+    return head[:cut] if cut > 0 else ""
+
+
+@dataclass
+class GroupPlan:
+    """The groups of a source before its lengths are known.
+
+    Attributes
+    ----------
+    groups : dict
+        Group -> its columns, in source order (declared groups: declared order). The
+        free columns are in buckets named by :func:`name_prefix`, cut by :func:`settle`
+        once their lengths are known.
+    scalars : list of str
+        The schema's scalars, or every flat column.
+    dtype : numpy dtype or None
+        The schema's dtype; ``None`` without a schema.
+    declared : set of str
+        Groups a schema declares: never cut, a length mismatch is an error.
+    free : set of str
+        The free columns (grouped by their lengths).
+    """
+
+    groups: dict[str, list[str]]
+    scalars: list[str]
+    dtype: np.dtype[Any] | None
+    declared: set[str] = field(default_factory=set)
+    free: set[str] = field(default_factory=set)
+
+    def keyed(self, group: str) -> bool:
+        """Whether ``group`` holds a column its source groups (it keeps its name when cut)."""
+        return any(v not in self.free for v in self.groups[group])
+
+
+def plan_groups(schema: Any, scalar_names: Sequence[str], ragged_names: Sequence[str],
+                keys: Mapping[str, str] | None = None, *, file: str | None = None) -> GroupPlan:
+    """Groups, scalars and dtype of a source, by the schema and the source's keys (see the module).
 
     Parameters
     ----------
     schema
         ``None``, a :class:`~lstm_data.io.schema.Schema`, a TOML path or a mapping.
     scalar_names, ragged_names
-        The file's 1-D and variable-length columns, in file order.
+        The source's flat and variable-length numeric columns, in source order.
     keys
-        Ragged column -> the group its source puts it in (e.g. the elements
-        ``dir[0]``, ``dir[1]`` of one column); others group by :func:`group_prefix`.
-
-    Returns
-    -------
-    groups : dict
-        Group -> ragged variables. A declared group holds exactly its declared
-        variables (other variables with its prefix are left out: the schema
-        selects); variables whose prefix names no declared group group by prefix.
-    scalars : list of str
-        Declared scalars, or every scalar column.
-    dtype : numpy dtype or None
-        The schema's dtype (``None`` without a schema: keep the file's).
+        Variable-length column -> the group its source puts it in (a counter, a list
+        of records, a table); the others are free.
 
     Raises
     ------
     SchemaError
-        A declared name is not a column, or a declared group variable is not ragged.
+        A declared name is not a column, or a declared group member is not variable-length.
     """
     from lstm_data.io.schema import Schema
 
+    keys = keys or {}
     parsed = Schema.coerce(schema)
     declared: dict[str, list[str]] = {}
     scalars: list[str] | None = None
-    dtype: np.dtype[Any] | None = None
+    dtype = None
     if parsed is not None:
         try:
-            declared, scalars = parsed.resolve(scalar_names + ragged_names)
+            declared, scalars = parsed.resolve(list(scalar_names) + list(ragged_names))
         except SchemaError as exc:
             raise exc.located(file=file) from None
         dtype = parsed.dtype
@@ -84,140 +147,120 @@ def resolve_schema(schema: Any, scalar_names: list[str], ragged_names: list[str]
     for g, names in declared.items():
         for v in names:
             if v not in ragged_set:
-                raise SchemaError(f"declared variable {v!r} of group {g!r} is not a "
-                                  f"variable-length column", file=file, variable=v)
+                raise SchemaError(f"declared variable {v!r} of group {g!r} is not a variable-length "
+                                  "column", file=file, variable=v)
     groups = {g: list(v) for g, v in declared.items()}
     used = {v for vs in groups.values() for v in vs}
+    free = set()
     for v in ragged_names:
-        g = (keys or {}).get(v) or group_prefix(v)
-        if v not in used and g not in declared:
+        if v in used:
+            continue
+        g = keys.get(v) or name_prefix(v)
+        if g not in declared:  # a declared group holds exactly its declared columns: the schema selects
             groups.setdefault(g, []).append(v)
-    return groups, list(scalar_names if scalars is None else scalars), dtype
+            if v not in keys:
+                free.add(v)
+    return GroupPlan(groups, list(scalar_names if scalars is None else scalars), dtype, set(declared), free)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a is b or (len(a) == len(b) and bool(np.array_equal(a, b)))
+
+
+def settle(group: str, lengths: Mapping[str, np.ndarray], *, keep: bool = False,
+           taken: Iterable[str] = ()) -> dict[str, list[str]]:
+    """A bucket of columns cut into groups of equal lengths, named by the module's rule.
+
+    Parameters
+    ----------
+    group
+        The bucket's name (its columns' prefix, or a keyed group free columns joined).
+    lengths
+        Column -> its per-row lengths (the same rows for every column), in column order.
+    keep
+        The bucket is a keyed group: the columns with the first column's lengths keep
+        its name.
+    taken
+        Names used by other groups or scalars.
+
+    Returns
+    -------
+    dict
+        Group -> its columns (in column order within a group; groups in the order of
+        their first column).
+    """
+    refs: list[np.ndarray] = []
+    classes: list[list[str]] = []
+    for v, lens in lengths.items():
+        for i, ref in enumerate(refs):
+            if _same(ref, lens):
+                classes[i].append(v)
+                break
+        else:
+            refs.append(lens)
+            classes.append([v])
+    used = set(taken) - {group}
+    names: dict[int, str] = {}
+
+    def claim(i: int, wanted: str) -> None:
+        name, k = wanted, 2
+        if name in used:
+            name = classes[i][0]
+        base = name
+        while name in used:
+            name, k = f"{base}#{k}", k + 1
+        names[i] = name
+        used.add(name)
+
+    if keep:
+        claim(0, group)
+    for i, members in enumerate(classes):  # several columns: their common prefix, first
+        units = list(dict.fromkeys(_unit(v) for v in members))
+        if i not in names and len(units) > 1:
+            claim(i, common_prefix(units) or group)
+    for i in range(len(classes)):  # one column: the bucket's name if still free
+        if i not in names:
+            claim(i, group)
+    return {names[i]: members for i, members in enumerate(classes)}
 
 
 def check_group_lengths(group: str, lengths: Mapping[str, np.ndarray], *, file: str | None = None,
-                        first_row: int = 0) -> np.ndarray:
-    """The per-row lengths shared by every variable of ``group``, or the error naming the first bad row.
+                        first_row: int = 0, row_word: str = "row", where: str = "",
+                        hint: str = DECLARE_HINT) -> np.ndarray:
+    """The per-row lengths shared by every column of ``group``, or the error naming the first bad row.
 
     Parameters
     ----------
     lengths
-        Variable -> per-row lengths, in column order.
-    first_row
-        Row number of ``lengths[...][0]`` in the file, for the error.
+        Column -> per-row lengths of the rows ``first_row, first_row + 1, ...``, in column order.
+    row_word, where
+        How the message names a row (``"entry"`` for ROOT) and the source (``"tree 'Events': "``).
+    hint
+        What the message tells the user to do.
 
     Raises
     ------
     SchemaError
-        Two variables differ in row count, or in length in some row (names the first
-        such row, counted from ``first_row``, and the variable).
+        Two columns differ in row count, or in length in some row: names the group,
+        both columns, their lengths and the first such row (counted from ``first_row``).
     """
     names = list(lengths)
     ref_name = names[0]
-    ref_lengths = lengths[ref_name]
+    ref = lengths[ref_name]
+    rows = "entries" if row_word == "entry" else row_word + "s"
     for v in names[1:]:
         other = lengths[v]
-        if len(other) != len(ref_lengths):
-            raise SchemaError(f"group {group!r}: {v!r} has {len(other)} rows but {ref_name!r} "
-                              f"has {len(ref_lengths)}", file=file, variable=v)
-        if other is ref_lengths:
+        if len(other) != len(ref):
+            raise SchemaError(f"{where}group {group!r}: {v!r} has {len(other)} {rows} but {ref_name!r} "
+                              f"has {len(ref)}", file=file, variable=v)
+        if other is ref:
             continue
-        bad = np.flatnonzero(other != ref_lengths)
+        bad = np.flatnonzero(other != ref)
         if len(bad):
-            row = int(bad[0])
+            i = int(bad[0])
+            row = first_row + i
+            more = f" ({len(bad)} {rows} differ)" if len(bad) > 1 else ""
             raise SchemaError(
-                f"group {group!r}: {v!r} has {int(other[row])} values but {ref_name!r} has "
-                f"{int(ref_lengths[row])} in row {first_row + row} ({len(bad)} rows differ); put them in "
-                f"different groups with a schema", file=file, row=first_row + row, variable=v)
-    return ref_lengths
-
-
-def _as_pieces(values: Any) -> list[np.ndarray]:
-    return [values] if isinstance(values, np.ndarray) else list(values)
-
-
-def interleave_pieces(columns: Sequence[Sequence[np.ndarray]], out: np.ndarray) -> None:
-    """Write column ``j``, given as consecutive 1-D pieces, into ``out[:, j]``.
-
-    Pieces of different columns may break at different places (Arrow chunks, HDF5
-    reads): the value range is cut at every break of any column and each cut is one
-    call of the compiled :func:`~lstm_data.kernels.interleave_columns` on views, so
-    no piece is concatenated or copied first.
-
-    Parameters
-    ----------
-    columns
-        Per column, its pieces; each column's pieces hold ``len(out)`` values in all.
-    out
-        ``(total, V)`` float32/float64 block (or a column slice of a wider block).
-    """
-    bounds = [np.cumsum([0] + [len(p) for p in pieces]) for pieces in columns]
-    for j, b in enumerate(bounds):
-        if int(b[-1]) != len(out):
-            raise ValueError(f"column {j} has {int(b[-1])} values for {len(out)} rows of out")
-    if all(len(pieces) == 1 for pieces in columns):
-        interleave_columns([pieces[0] for pieces in columns], out)
-        return
-    cuts = np.unique(np.concatenate(bounds))
-    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
-        views = []
-        for pieces, pb in zip(columns, bounds):
-            k = int(np.searchsorted(pb, a, side="right")) - 1
-            views.append(pieces[k][a - int(pb[k]):b - int(pb[k])])
-        interleave_columns(views, out[a:b])
-
-
-def _row_of_value(offsets: np.ndarray, first_row: int, at: int) -> Callable[[int], int]:
-    """The row of a piece's value ``k``, for the piece that starts at value ``at``."""
-    return lambda k: first_row + int(np.searchsorted(offsets, at + k, side="right")) - 1
-
-
-def _check_exact(pieces: Sequence[np.ndarray], dtype: np.dtype, name: str, offsets: np.ndarray, *,
-                 file: str | None, first_row: int) -> None:
-    """Warn once if an integer column changes in the float block (a group mixing ints and floats)."""
-    start = 0
-    for p in pieces:
-        check_once(p, dtype, name, file=file, where="row", row_of=_row_of_value(offsets, first_row, start))
-        start += len(p)
-
-
-def build_group(group: str, columns: Mapping[str, tuple[Any, np.ndarray]], *,
-                file: str | None = None, dtype: Any = None, first_row: int = 0) -> RaggedGroup:
-    """Interleave same-length ragged columns into one :class:`RaggedGroup`.
-
-    Float columns are written into the ``(total, V)`` block by the compiled
-    :func:`~lstm_data.kernels.interleave_columns`, in one pass over the block.
-
-    Parameters
-    ----------
-    columns
-        Variable -> ``(flat values, per-row lengths)``, in column order. The flat
-        values may also be a list of consecutive 1-D pieces (e.g. the chunks of an
-        Arrow column); they are then used as they are, without concatenation.
-    dtype
-        Of the values block (default: the columns' common type).
-    first_row
-        Row number of the first row in the file, for errors.
-
-    Raises
-    ------
-    SchemaError
-        Two variables differ in length in some row (names the first such row).
-    """
-    names = list(columns)
-    ref_lengths = check_group_lengths(group, {v: columns[v][1] for v in names}, file=file,
-                                      first_row=first_row)
-    pieces = [_as_pieces(columns[v][0]) for v in names]
-    dt = np.dtype(dtype) if dtype is not None else np.result_type(*[p.dtype for ps in pieces for p in ps])
-    offsets = np.zeros(len(ref_lengths) + 1, dtype=np.int64)
-    np.cumsum(ref_lengths, out=offsets[1:])
-    values = np.empty((int(offsets[-1]), len(names)), dtype=dt)
-    if dt in _FLOATS:
-        for name, ps in zip(names, pieces):
-            _check_exact(ps, dt, name, offsets, file=file, first_row=first_row)
-        interleave_pieces([[p if p.dtype in _FLOATS else p.astype(dt) for p in ps] for ps in pieces],
-                          values)
-    else:  # integer columns kept as integers: no compiled kernel for those
-        for j, ps in enumerate(pieces):
-            values[:, j] = ps[0] if len(ps) == 1 else np.concatenate(ps)
-    return RaggedGroup(names, values, offsets)
+                f"{where}group {group!r}: {v!r} has {int(other[i])} values but {ref_name!r} has "
+                f"{int(ref[i])} in {row_word} {row}; {hint}{more}", file=file, row=row, variable=v)
+    return ref

@@ -16,7 +16,8 @@ from numpy.typing import DTypeLike
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.columns.groups import build_group, group_prefix, resolve_schema
+from lstm_data.io.columns.build import build_group
+from lstm_data.io.columns.groups import group_prefix, plan_groups
 from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.columns.exact_ints import ExactInts
 from lstm_data.io.hdf5.checks import member
@@ -113,9 +114,9 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
         ragged_names = [c for c, col in found.columns.items() if col.ragged]
         scalar_names = [c for c, col in found.columns.items() if not col.ragged]
         try:
-            group_vars, scalar_names, schema_dtype = resolve_schema(
-                schema, scalar_names, ragged_names, file=name,
-                keys={v: group_prefix(found.columns[v].key) for v in ragged_names})
+            planned = plan_groups(schema, scalar_names, ragged_names,
+                                  {v: group_prefix(found.columns[v].key) for v in ragged_names}, file=name)
+            group_vars, scalar_names, schema_dtype = planned.groups, planned.scalars, planned.dtype
         except SchemaError as exc:
             if exc.variable in found.skipped:
                 raise SchemaError(f"{exc.variable!r} is skipped: it holds {found.skipped[exc.variable]}, "

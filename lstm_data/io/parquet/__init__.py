@@ -6,11 +6,14 @@ Layout read and written
 * a ``list<float32|float64>`` or ``large_list`` column per prong variable
   (``png.calE``, ``png.nhit``); integer lists are read too, converted to the group's
   float dtype when every value converts exactly (else a ``FormatError``);
-* list columns form groups by the prefix before their first ``.`` (``png.calE`` and
-  ``png.nhit`` form ``png``), as the CSV reader groups prong columns, unless a schema
-  declares the groups or the file records them (files written by :func:`write_parquet`).
-  The variables of a group must have the same length in every row: a mismatch is a
-  ``SchemaError`` naming the file, the row and the column.
+* list columns of one prefix whose lengths are equal in every row form one group named
+  by their common prefix (``part_px``, ``part_py``, ``part_deta`` form ``part``;
+  ``png.calE`` and ``png.nhit`` form ``png``), the rule of every reader
+  (:mod:`lstm_data.io.columns.groups`; how a file's lengths are compared:
+  :mod:`lstm_data.io.parquet.grouping`), unless a schema declares the groups or the
+  file records them (files written by :func:`write_parquet`); a ``list<struct>`` is
+  one group. The variables of a group must have the same length in every row: a
+  mismatch is a ``SchemaError`` naming the file, the row and the column.
 
 Missing values
 --------------
@@ -33,9 +36,10 @@ import os
 from typing import Any, Sequence
 
 from lstm_data.data.dataset import InMemoryDataset
-from lstm_data.io.columns.groups import build_group
+from lstm_data.io.columns.build import build_group
 from lstm_data.io.parquet.columns import import_pyarrow, list_column, scalar_column
 from lstm_data.io.parquet.disk import ParquetDataset
+from lstm_data.io.parquet.grouping import settle_plan
 from lstm_data.io.parquet.plan import ColumnPlan, describe_skipped, plan_columns
 from lstm_data.io.parquet.read import (
     decoded_bytes,
@@ -103,6 +107,7 @@ def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None,
             raise TypeError(f"from_arrow needs a pyarrow.Table or RecordBatch, got {type(table).__name__}")
         table = pa.table(table)
     plan = plan_columns(table.schema, schema, dtype, columns=columns, exclude=exclude, file=_ARROW)
+    plan = settle_plan(plan, table, where="every row")
     _log_skipped(plan, _ARROW)
     scalars = {s: scalar_column(plan.column(table, s), s, plan.dtype, exact=plan.exact) for s in plan.scalars}
     groups = {}

@@ -27,12 +27,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from lstm_data._util.optional import require
-from lstm_data.io.columns.groups import check_group_lengths
+from lstm_data.io.columns.groups import DECLARE_HINT, check_group_lengths
 from lstm_data.io.columns.exact_ints import ExactInts
 
-__all__ = ["import_pyarrow", "ListColumn", "list_column", "scalar_column", "join_scalar_pieces",
+__all__ = ["import_pyarrow", "ListColumn", "list_column", "list_lengths", "scalar_column", "join_scalar_pieces",
            "METADATA_KEY", "arrow_metadata", "check_list_columns", "is_list", "numeric",
-           "recorded_groups", "PANDAS_INDEX", "Step", "apply_steps"]
+           "recorded_groups", "PANDAS_INDEX", "Step", "apply_steps", "leaf_index"]
 
 #: key of the Arrow schema metadata in which :func:`~lstm_data.io.parquet.to_arrow` records groups
 METADATA_KEY = b"lstm_data"
@@ -64,6 +64,20 @@ def recorded_groups(arrow_schema: Any, ragged: list[str]) -> dict[str, list[str]
             isinstance(v, list) and v and set(v) <= present for v in groups.values()):
         return None
     return {str(g): [str(x) for x in v] for g, v in groups.items()}
+
+
+def _leaves(t: Any) -> int:
+    """Parquet leaf columns of one Arrow field type."""
+    return sum(_leaves(t.field(i).type) for i in range(t.num_fields)) if t.num_fields else 1
+
+
+def leaf_index(schema: Any) -> dict[str, int]:
+    """Field name -> index of its (first) Parquet leaf column in a row group's metadata."""
+    out, k = {}, 0
+    for f in schema:
+        out[f.name] = k
+        k += _leaves(f.type)
+    return out
 
 
 #: one step from an Arrow array towards a column: ("field", i) of a struct, ("element", j) of a
@@ -251,8 +265,21 @@ def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = 
     return ListColumn(all_offsets, pieces)
 
 
+def list_lengths(chunked: Any) -> np.ndarray:
+    """Per-row lengths (int64) of a ``list``/``large_list`` column, from its offsets alone (a null list: 0)."""
+    chunks = chunked.chunks if hasattr(chunked, "chunks") else [chunked]
+    parts = []
+    for arr in chunks:
+        lengths = np.diff(arr.offsets.to_numpy(zero_copy_only=True)).astype(np.int64)
+        if arr.null_count:
+            lengths[~arr.is_valid().to_numpy(zero_copy_only=False)] = 0
+        parts.append(lengths)
+    return parts[0] if len(parts) == 1 else (np.concatenate(parts) if parts else np.zeros(0, np.int64))
+
+
 def check_list_columns(group: str, columns: dict[str, ListColumn], *, ref: ListColumn | None = None,
-                       ref_name: str | None = None, file: str | None = None, first_row: int = 0) -> ListColumn:
+                       ref_name: str | None = None, file: str | None = None, first_row: int = 0,
+                       hint: str = DECLARE_HINT) -> ListColumn:
     """The reference column (``ref``, else the first) once every column has its lengths.
 
     Raises
@@ -267,5 +294,5 @@ def check_list_columns(group: str, columns: dict[str, ListColumn], *, ref: ListC
     if all(c is ref or c.same_lengths(ref) for _, c in items):
         return ref
     check_group_lengths(group, {str(ref_name): ref.lengths, **{v: c.lengths for v, c in items}},
-                        file=file, first_row=first_row)
+                        file=file, first_row=first_row, hint=hint)
     return ref

@@ -10,7 +10,10 @@ index = the row group's number in the whole dataset).
 
 On open the scalar columns and, per ragged group, its first list column (for the
 offsets) are read; the other list columns are checked against those lengths each
-time a row group is read (an error names the file, the row and the column).
+time a row group is read (an error names the file, the row and the column). Plain
+list columns are grouped by their lengths in the first rows and the files' metadata
+(see :mod:`lstm_data.io.parquet.grouping`), as :func:`~lstm_data.io.parquet.read_parquet`
+groups them in RAM.
 """
 from __future__ import annotations
 
@@ -26,10 +29,11 @@ from lstm_data.io.parquet.columns import (
     check_list_columns,
     join_scalar_pieces,
     list_column,
+    list_lengths,
     scalar_column,
 )
 from lstm_data.io.parquet.plan import plan_columns
-from lstm_data.io.parquet.read import open_sources, parquet_files, read_columns
+from lstm_data.io.parquet.read import open_sources, parquet_files, read_columns, settle_on_first_rows
 from lstm_data.kernels import interleave_columns
 
 __all__ = ["ParquetDataset"]
@@ -73,8 +77,9 @@ class ParquetDataset(OnDiskDataset):
         self._use_threads = use_threads
         self._sources = open_sources(parquet_files(path))
         first = self._sources[0].path
-        self._plan = plan_columns(self._sources[0].schema, schema, dtype, file=first, columns=columns,
-                                  exclude=exclude)
+        self._plan = settle_on_first_rows(
+            self._sources, plan_columns(self._sources[0].schema, schema, dtype, file=first, columns=columns,
+                                        exclude=exclude), use_threads=use_threads)
         self.skipped = dict(self._plan.skipped)
         self._rg_source, self._rg_index, counts = [], [], []
         for si, s in enumerate(self._sources):
@@ -98,7 +103,7 @@ class ParquetDataset(OnDiskDataset):
                 scalars[name].append(scalar_column(self._plan.column(table, name), name, self._plan.dtype,
                                                    file=file, first_row=row0, exact=self._plan.exact))
             for g, v in firsts.items():
-                lengths[g].append(self._list(table, v, g, file, row0).lengths)
+                lengths[g].append(list_lengths(self._plan.list_source(table, v)[0]))
         self._offsets_of = {}
         for g, parts in lengths.items():
             lens = np.concatenate(parts) if parts else np.zeros(0, np.int64)
@@ -159,7 +164,8 @@ class ParquetDataset(OnDiskDataset):
         cols = {v: self._list(table, v, group, path, row0) for v in names}
         a, b = int(self.row_group_rows[k]), int(self.row_group_rows[k + 1])
         known = ListColumn([self._offsets_of[group][a:b + 1]], [])
-        check_list_columns(group, cols, ref=known, ref_name=names[0], file=path, first_row=row0)
+        check_list_columns(group, cols, ref=known, ref_name=names[0], file=path, first_row=row0,
+                           hint=self._plan.hint(group))
         flats = [c.flat() for c in cols.values()]
         self.io_stats.record(f"{group}/values", k, k + 1, sum(f.nbytes for f in flats))
         return flats

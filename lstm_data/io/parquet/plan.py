@@ -7,10 +7,10 @@ Arrow type                                             columns
 =====================================================  ===========================================
 float, integer, bool                                   a scalar column
 ``fixed_size_list<number, k>``                          scalars ``name[0]`` ... ``name[k-1]``
-``list<number>`` / ``large_list<number>``               a prong variable (groups by the prefix
-                                                       before the first ``.``)
+``list<number>`` / ``large_list<number>``               a prong variable (grouped by its lengths,
+                                                       see below)
 ``list<fixed_size_list<number, k>>``                    prong variables ``name[0]`` ...
-                                                       ``name[k-1]`` (grouped by prefix)
+                                                       ``name[k-1]`` (one list: grouped as one)
 ``struct<a: number, ...>``                              scalars ``name.a`` ... (nested: ``name.a.b``)
 ``list<struct<a: number, ...>>``                        prong variables ``name.a`` ... of group ``name``
 anything else: strings, binary, timestamps, dates,      skipped: listed in ``skipped`` (name ->
@@ -23,17 +23,24 @@ what is read among these, matched against the output name, and for an element
 ``name[j]`` also its Arrow column ``name``; only the chosen Arrow columns are read and
 decompressed. Naming a skipped column exactly in ``columns`` is a ``SchemaError`` that
 says what it holds.
+
+Groups: a list of structs is one group (named after the list); the groups a file of
+ours records, or a schema declares, are taken as they are; the other list columns
+are grouped by their lengths, the rule of every reader
+(:mod:`lstm_data.io.columns.groups`): :func:`plan_columns` puts them in buckets by
+prefix, :func:`lstm_data.io.parquet.grouping.settle_plan` cuts the buckets once the
+lengths are known.
 """
 from __future__ import annotations
 
 import glob
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
 
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.columns.groups import group_prefix, resolve_schema
+from lstm_data.io.columns.groups import DECLARE_HINT, group_prefix, plan_groups
 from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.columns.exact_ints import ExactInts
 from lstm_data.io.ours.layout import value_dtype
@@ -125,6 +132,17 @@ class ColumnPlan:
         Arrow column -> its type and why it is not read (not numbers).
     exact : ExactInts
         Warns once per column about integers that a float dtype changes.
+    value_types : dict
+        Prong variable -> the dtype of its values in the file.
+    declared : set of str
+        Groups a schema declares (or the file records): never cut.
+    free : set of str
+        Prong variables grouped by their lengths (plain list columns).
+    hints : dict
+        Group -> what an error about its lengths tells the user (groups formed
+        by equal lengths say from which rows).
+    settled : bool
+        Whether the free variables' groups are known (:meth:`settled_with`).
     """
 
     scalars: list[str]
@@ -134,6 +152,30 @@ class ColumnPlan:
     sources: dict[str, tuple[str, tuple[Step, ...]]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     exact: ExactInts = field(default_factory=lambda: ExactInts(None))
+    value_types: dict[str, np.dtype] = field(default_factory=dict)
+    declared: set[str] = field(default_factory=set)
+    free: set[str] = field(default_factory=set)
+    hints: dict[str, str] = field(default_factory=dict)
+    settled: bool = True
+
+    def inferred(self, group: str) -> bool:
+        """Whether ``group`` holds free variables (before :meth:`settled_with`: a bucket to cut)."""
+        return group not in self.declared and any(v in self.free for v in self.groups[group])
+
+    def keyed(self, group: str) -> bool:
+        """Whether ``group`` holds a variable of a list of structs (it keeps its name when cut)."""
+        return any(v not in self.free for v in self.groups[group])
+
+    def hint(self, group: str) -> str:
+        """What an error about the lengths of ``group`` tells the user to do."""
+        return self.hints.get(group, DECLARE_HINT)
+
+    def settled_with(self, groups: dict[str, list[str]], hints: dict[str, str]) -> "ColumnPlan":
+        """This plan with the groups found from the lengths (same variables), their dtypes
+        by the rule of :func:`plan_columns`."""
+        return replace(self, groups=groups, group_dtypes={g: _group_dtype(self.dtype, self.value_types, vs)
+                                                          for g, vs in groups.items()},
+                       hints=dict(hints), settled=True)
 
     @property
     def columns(self) -> list[str]:
@@ -166,10 +208,12 @@ def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
                  exclude: Sequence[str] | str | None = None) -> ColumnPlan:
     """Which columns of ``arrow_schema`` to read, grouped, and as which dtypes (see the module).
 
-    List columns group by the prefix before their first ``.`` (``png.calE`` -> ``png``)
-    unless ``schema`` declares the groups, or the table records them (written by
-    :func:`~lstm_data.io.parquet.to_arrow`). The unnamed index that pandas stores
-    (``__index_level_0__``) is not read.
+    List columns are put in buckets by prefix (``part_px`` -> ``part``), to be cut by
+    their lengths (:func:`~lstm_data.io.parquet.grouping.settle_plan`: the plan is not
+    ``settled`` until then), unless ``schema`` declares the groups, or the table
+    records them (written by :func:`~lstm_data.io.parquet.to_arrow`); a list of structs
+    is one group. The unnamed index that pandas stores (``__index_level_0__``) is not
+    read.
 
     Raises
     ------
@@ -202,9 +246,9 @@ def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
             sources[out], elements[out] = (n, leaf.steps), leaf.type
             if leaf.ragged:
                 ragged_names.append(out)
-                # a list of structs is one group; a list of numbers (or fixed-size lists) joins its prefix's
-                records = any(k == "field" for k, _ in leaf.steps[leaf.steps.index(VALUES):])
-                keys[out] = leaf.list_name if records else group_prefix(leaf.list_name)
+                # a list of structs is one group; a list of numbers (or fixed-size lists) is grouped by lengths
+                if any(k == "field" for k, _ in leaf.steps[leaf.steps.index(VALUES):]):
+                    keys[out] = leaf.list_name
             else:
                 scalar_names.append(out)
     _check_unique(outputs + list(skipped), file)
@@ -216,27 +260,31 @@ def plan_columns(arrow_schema: Any, schema: Any = None, dtype: Any = None, *,
     recorded = recorded_groups(arrow_schema, ragged_names) if schema is None else None
     declared = {"groups": recorded} if recorded else schema
     try:
-        groups, scalars, schema_dtype = resolve_schema(declared, scalar_names, ragged_names, file=file,
-                                                       keys=keys)
+        planned = plan_groups(declared, scalar_names, ragged_names, keys, file=file)
     except SchemaError as exc:
         if exc.variable in skipped:
             raise SchemaError(f"{exc.variable!r} cannot be read: it holds {skipped[exc.variable]}",
                               file=file, variable=exc.variable) from None
         raise
-    if recorded:
-        schema_dtype = None  # the recorded groups say nothing about dtypes: keep the file's
+    groups, scalars = planned.groups, planned.scalars
+    schema_dtype = None if recorded else planned.dtype  # recorded groups say nothing of dtypes: keep the file's
     dt = value_dtype(dtype if dtype is not None else schema_dtype, file=str(file))
     if not scalars and not groups:
         what = f"; skipped {describe_skipped(skipped)}" if skipped else ""
         raise FormatError(f"no numeric column to read{what}", file=file)
-    group_dtypes = {}
-    for g, members in groups.items():
-        value_types = [np.dtype(elements[v].to_pandas_dtype()) for v in members]
-        group_dtypes[g] = dt if dt is not None else np.result_type(np.float32, *value_types)
+    value_types = {v: np.dtype(elements[v].to_pandas_dtype()) for vs in groups.values() for v in vs}
+    group_dtypes = {g: _group_dtype(dt, value_types, members) for g, members in groups.items()}
     used = set(scalars) | {v for vs in groups.values() for v in vs}
-    return ColumnPlan(list(scalars), groups, group_dtypes, dt,
+    plan = ColumnPlan(list(scalars), groups, group_dtypes, dt,
                       {v: s for v, s in sources.items() if v in used and (s[1] or s[0] != v)}, skipped,
-                      ExactInts(file))
+                      ExactInts(file), value_types, planned.declared, planned.free & used)
+    plan.settled = not any(plan.inferred(g) for g in groups)
+    return plan
+
+
+def _group_dtype(dt: np.dtype | None, value_types: dict[str, np.dtype], members: list[str]) -> np.dtype:
+    """The dtype asked for, else float32 when every member converts exactly to it, else float64."""
+    return dt if dt is not None else np.result_type(np.float32, *[value_types[v] for v in members])
 
 
 def _check_unique(names: list[str], file: str | None) -> None:

@@ -13,6 +13,8 @@ holds all columns of its rows, so the block is written once, front to back.
 The block is allocated once, with the upper bound that the file's metadata gives
 (``num_values`` of a list column counts its values plus one per empty or null list);
 pages never written are never touched, and the values are the block's leading rows.
+Plain list columns are grouped by their lengths when the first batch arrives (see
+:mod:`lstm_data.io.parquet.grouping`), before any block is allocated.
 """
 from __future__ import annotations
 
@@ -28,19 +30,21 @@ import numpy as np
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.errors import FormatError
-from lstm_data.io.columns.groups import interleave_pieces
+from lstm_data.io.columns.build import interleave_pieces
 from lstm_data.io.parquet.columns import (
     check_list_columns,
     import_pyarrow,
     join_scalar_pieces,
+    leaf_index,
     list_column,
     scalar_column,
 )
+from lstm_data.io.parquet.grouping import settle_plan
 from lstm_data.io.parquet.plan import ColumnPlan
 from lstm_data.io.plumbing.remote import is_url, open_remote_file, remote_read_error
 
 __all__ = ["parquet_files", "ParquetSource", "open_sources", "read_in_ram", "read_columns",
-           "decoded_bytes", "BATCH_BYTES"]
+           "decoded_bytes", "BATCH_BYTES", "batch_rows", "settle_on_first_rows"]
 
 #: uncompressed bytes of one streamed record batch (at most; see :func:`_batch_rows`)
 BATCH_BYTES = 16 << 20
@@ -134,25 +138,11 @@ def open_sources(files: list[str]) -> list[ParquetSource]:
     return sources
 
 
-def _leaves(t: Any) -> int:
-    """Parquet leaf columns of one Arrow field type."""
-    return sum(_leaves(t.field(i).type) for i in range(t.num_fields)) if t.num_fields else 1
-
-
-def _leaf_index(schema: Any) -> dict[str, int]:
-    """Field name -> index of its (first) Parquet leaf column."""
-    out, k = {}, 0
-    for f in schema:
-        out[f.name] = k
-        k += _leaves(f.type)
-    return out
-
-
 def decoded_bytes(sources: list[ParquetSource], plan: ColumnPlan) -> int:
     """Uncompressed bytes of the plan's columns in every file (from the metadata)."""
     total = 0
     for s in sources:
-        leaf = _leaf_index(s.schema)
+        leaf = leaf_index(s.schema)
         md = s.file.metadata
         for rg in range(md.num_row_groups):
             meta = md.row_group(rg)
@@ -170,7 +160,7 @@ def read_columns(source: ParquetSource, rg: int, columns: list[str], *, use_thre
     return table if table.column_names == columns else table.select(columns)
 
 
-def _batch_rows(sources: list[ParquetSource], plan: ColumnPlan, batch_bytes: int | None) -> int:
+def batch_rows(sources: list[ParquetSource], plan: ColumnPlan, batch_bytes: int | None) -> int:
     """Rows per streamed batch: about ``batch_bytes`` of uncompressed columns (default: 1/16 of
     the data, between :data:`MIN_BATCH_BYTES` and :data:`BATCH_BYTES`, so that a small file
     still pipelines)."""
@@ -182,11 +172,32 @@ def _batch_rows(sources: list[ParquetSource], plan: ColumnPlan, batch_bytes: int
     return int(min(1 << 20, max(256, batch_bytes // max(1.0, per_row))))
 
 
+def settle_on_first_rows(sources: list[ParquetSource], plan: ColumnPlan, *,
+                         use_threads: bool = True) -> ColumnPlan:
+    """``plan`` with its list columns grouped by their lengths in the first batch that
+    :func:`read_in_ram` reads (and the files' metadata), reading only those columns."""
+    if plan.settled:
+        return plan
+    pa = import_pyarrow()
+    rows = batch_rows(sources, plan, None)
+    free = [v for g, names in plan.groups.items() if plan.inferred(g) for v in names]
+    columns = list(dict.fromkeys(plan.source(v)[0] for v in free))
+    for s in sources:
+        try:
+            batch = next(iter(s.file.iter_batches(batch_size=rows, columns=columns, use_threads=use_threads)),
+                         None)
+        except (pa.ArrowException, OSError) as exc:
+            raise arrow_error(exc, s.path, "the rows from row 0 on") from exc
+        if batch is not None and batch.num_rows:
+            return settle_plan(plan, batch, sources=sources, where=f"rows 0-{batch.num_rows - 1} of {s.path}")
+    return settle_plan(plan, None, sources=sources)
+
+
 def _capacity(sources: list[ParquetSource], names: list[str]) -> int:
     """Upper bound of a group's values: its largest ``num_values`` per row group, summed."""
     cap = 0
     for s in sources:
-        leaf, md = _leaf_index(s.schema), s.file.metadata
+        leaf, md = leaf_index(s.schema), s.file.metadata
         for rg in range(md.num_row_groups):
             cap += max(md.row_group(rg).column(leaf[c]).num_values for c in names)
     return cap
@@ -206,11 +217,21 @@ def _empty(shape: tuple[int, int], dtype: np.dtype) -> np.ndarray:
 
 
 class _Assembler:
-    """Scalars and group blocks of the whole dataset, filled batch after batch."""
+    """Scalars and group blocks of the whole dataset, filled batch after batch.
+
+    The blocks are allocated once the groups are known: at once for a settled plan,
+    else when the first rows arrive (:func:`~lstm_data.io.parquet.grouping.settle_plan`).
+    """
 
     def __init__(self, sources: list[ParquetSource], plan: ColumnPlan) -> None:
+        self.sources = sources
         self.plan = plan
         self.scalars: dict[str, list[np.ndarray]] = {s: [] for s in plan.scalars}
+        if plan.settled:
+            self._allocate()
+
+    def _allocate(self) -> None:
+        plan, sources = self.plan, self.sources
         self.lengths: dict[str, list[np.ndarray]] = {g: [] for g in plan.groups}
         self.cursor = {g: 0 for g in plan.groups}
         self.blocks = {g: _empty((_capacity(sources, [plan.source(v)[0] for v in names]), len(names)),
@@ -219,6 +240,12 @@ class _Assembler:
 
     def add(self, batch: Any, path: str, row0: int) -> None:
         """Append a record batch holding every planned column; ``row0`` is its first row in ``path``."""
+        if not self.plan.settled:
+            if not batch.num_rows:
+                return
+            where = f"rows {row0}-{row0 + batch.num_rows - 1} of {path}"
+            self.plan = settle_plan(self.plan, batch, sources=self.sources, where=where)
+            self._allocate()
         plan = self.plan
         for s in plan.scalars:
             self.scalars[s].append(scalar_column(plan.column(batch, s), s, plan.dtype, file=path,
@@ -229,7 +256,7 @@ class _Assembler:
             for v in names:
                 arr, steps = plan.list_source(batch, v)
                 cols[v] = list_column(arr, v, dt, file=path, first_row=row0, steps=steps, exact=plan.exact)
-            ref = check_list_columns(g, cols, file=path, first_row=row0)
+            ref = check_list_columns(g, cols, file=path, first_row=row0, hint=plan.hint(g))
             start, total = self.cursor[g], ref.total
             self._reserve(g, start + total)
             interleave_pieces([c.pieces for c in cols.values()], self.blocks[g][start:start + total])
@@ -245,6 +272,9 @@ class _Assembler:
             self.blocks[g] = bigger
 
     def finish(self, source: tuple[str, ...]) -> InMemoryDataset:
+        if not self.plan.settled:  # no rows at all: the metadata alone
+            self.plan = settle_plan(self.plan, None, sources=self.sources)
+            self._allocate()
         scalars = {s: join_scalar_pieces(pieces, s, exact=self.plan.exact) for s, pieces in self.scalars.items()}
         groups = {}
         for g, names in self.plan.groups.items():
@@ -304,7 +334,7 @@ def read_in_ram(sources: list[ParquetSource], plan: ColumnPlan, *, use_threads: 
         Columns of one group differ in length (names the file, the column and the row).
     """
     assembler = _Assembler(sources, plan)
-    rows = _batch_rows(sources, plan, batch_bytes)
+    rows = batch_rows(sources, plan, batch_bytes)
     batches: queue.Queue[Any] = queue.Queue(maxsize=_READ_AHEAD)
     stop = threading.Event()
     producer = threading.Thread(target=_stream, args=(sources, plan.columns, rows, use_threads, batches, stop),

@@ -18,8 +18,8 @@ from typing import AbstractSet, Callable, Sequence
 import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
-from lstm_data.io.columns.groups import build_group
-from lstm_data.io.columns.jagged import check_equal_lengths, split_by_lengths
+from lstm_data.io.columns.build import build_group
+from lstm_data.io.columns.groups import check_group_lengths, settle
 from lstm_data.io.root.baskets import BasketTask, BranchPlan, PieceTask, inflater_name
 from lstm_data.io.root.tree import TreeColumns, import_uproot
 
@@ -38,9 +38,13 @@ def default_threads() -> int:
 
 def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[str]],
               dt: np.dtype | None, threads: int | None,
-              progress: Callable[[int, int], None] | None = None, declared: AbstractSet[str] = frozenset()
-              ) -> tuple[dict[str, np.ndarray], dict[str, RaggedGroup]]:
+              progress: Callable[[int, int], None] | None = None, declared: AbstractSet[str] = frozenset(),
+              keyed: AbstractSet[str] | None = None) -> tuple[dict[str, np.ndarray], dict[str, RaggedGroup]]:
     """The scalars and groups this path can read, read; the rest is left to the caller.
+
+    ``declared`` groups are never cut; the others are cut by lengths
+    (:func:`~lstm_data.io.columns.groups.settle`), the ``keyed`` ones keeping their
+    name (default: all).
 
     Returns
     -------
@@ -109,28 +113,29 @@ def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[
             continue  # baskets without entry offsets and no counter: uproot's path
         own = {v: cols.dtype(v) for v in names}
         built = _assemble(g, names, pieces, own, dt, g in declared, taken | set(out_groups), cols.file,
-                          cols.tree, first_row=getattr(cols, "base", 0))
+                          cols.tree, first_row=getattr(cols, "base", 0), keep=keyed is None or g in keyed)
         out_groups.update(built)
     return out_scalars, out_groups
 
 
 def _assemble(group: str, names: list[str], pieces: dict[str, list[PieceTask]], own: dict[str, np.dtype],
               dt: np.dtype | None, strict: bool, taken: set[str], file: str,
-              tree: str, first_row: int = 0) -> dict[str, RaggedGroup]:
-    """A group from its branches' basket pieces; an inferred group is cut by equal lengths.
+              tree: str, first_row: int = 0, keep: bool = True) -> dict[str, RaggedGroup]:
+    """A group from its branches' basket pieces; one not declared (``strict``) is cut by equal lengths.
 
-    ``first_row``: the tree's entry of the pieces' first entry (named in errors).
+    ``first_row``: the tree's entry of the pieces' first entry (named in errors);
+    ``keep``: the first cut keeps the group's name.
     """
     lengths = {v: np.concatenate([t.lengths for t in pieces[v]]) if pieces[v] else np.zeros(0, np.int64)
                for v in names}
     values = {v: [t.values for t in pieces[v] if t.values is not None] or [np.zeros(0, dtype=own[v])]
               for v in names}  # every piece has its values (the caller checked)
     if strict:
-        check_equal_lengths(group, lengths, first_row=first_row, file=file, row_word="entry",
+        check_group_lengths(group, lengths, first_row=first_row, file=file, row_word="entry",
                             where=f"tree {tree!r}: ",
                             hint="they share no counter branch; declare them in different groups "
                                  "with a schema")
-    parts = {group: names} if strict else split_by_lengths(group, lengths, taken)
+    parts = {group: names} if strict else settle(group, lengths, keep=keep, taken=taken)
     if len(parts) > 1:
         _log.info("%s: jagged branches %s share no counter and differ in length: read as the groups %s",
                   file, names, parts)

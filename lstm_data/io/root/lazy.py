@@ -11,9 +11,11 @@ files (a :class:`~lstm_data.data.concat.ConcatDataset`) cuts its blocks at files
 chunks and decodes each chunk at most twice per epoch; memory holds the group
 offsets, the read-ahead windows and ``cache_chunks`` decoded chunks.
 
-At open, a TTree's group offsets come from the counter branches (``nMuon``); groups
-without a counter (``std::vector`` branches) and RNTuples are read once, chunk by
-chunk, for their lengths.
+At open, a TTree's group offsets come from the counter branches (``nMuon``); branches
+without a counter (``std::vector``) and RNTuples are read once, chunk by chunk, for
+their lengths. Branches without a counter are then grouped by their lengths over the
+whole tree (see :mod:`lstm_data.io.columns.groups`), exactly as a whole read groups
+them, and every chunk is read as those groups.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import numpy as np
 
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import SchemaError
+from lstm_data.io.columns.groups import check_group_lengths, settle
 from lstm_data.io.plumbing.chunked import ChunkedDataset, chunk_bounds_of
 from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.ours.layout import value_dtype
@@ -127,6 +130,7 @@ class RootDataset(ChunkedDataset):
         self._args = (name, tree, schema, dt, ColumnSelection(columns, exclude))
         self._stale = False
         self._open_reads = 0  # chunks read at open to find group lengths
+        self._settled: dict[str, list[str]] | None = None  # the groups, once the lengths are known
         self._attach()
         try:
             if layout is not None:
@@ -141,6 +145,8 @@ class RootDataset(ChunkedDataset):
         except BaseException:
             self._fh.close()
             raise
+        if self._rntuple is None:
+            self._settle({g: list(v[0]) for g, v in groups.items()})
         self._setup_chunks(bounds, scalars, groups, (name,), cache_chunks)
         if self._open_reads:
             self.io_stats.record("open", 0, self._open_reads, 0)
@@ -171,9 +177,20 @@ class RootDataset(ChunkedDataset):
                 self._rntuple = RNTupleReader(ttree, tree_name, name, schema, dt, selection)
             else:
                 self._plan = plan_tree(ttree, tree_name, name, schema, dt, selection)
+                if self._settled is not None:
+                    self._settle(self._settled)
         except BaseException:
             self._fh.close()
             raise
+
+    def _settle(self, groups: dict[str, list[str]]) -> None:
+        """Read every chunk as ``groups`` (found at open): groups without a counter are checked,
+        never cut again, so each chunk gives the dataset's groups."""
+        plan = self._plan
+        self._settled = groups
+        cols = plan.cols
+        fixed = {g for g, names in groups.items() if cols.shared_counter(names) is None}
+        self._plan = TreePlan(cols, plan.scalars, dict(groups), plan.dt, set(plan.declared) | fixed, plan.free)
 
     def _after_fork(self) -> None:
         super()._after_fork()
@@ -207,17 +224,42 @@ class RootDataset(ChunkedDataset):
             off = np.zeros(cols.n + 1, dtype=np.int64)
             np.cumsum(counts, out=off[1:])
             groups[g] = (list(names), dtypes[names[0]], off)
+        order = list(plan.groups)
         if uncounted:  # lengths known only from the values: one pass, chunk by chunk
-            sub = TreePlan(cols, [], uncounted, plan.dt, plan.declared)
-            found = _lengths_pass(bounds, lambda a, z: read_columns(sub, RangeColumns(cols, a, z), 1 << 62,
-                                                                     self._threads)[1], cols.file)
-            self._open_reads = len(bounds) - 1
-            if not found:  # no entries: the groups as planned, empty
-                found = {g: (list(names), dtypes[names[0]], np.zeros(1, dtype=np.int64))
-                         for g, names in uncounted.items()}
+            found = self._uncounted(bounds, uncounted)
             groups.update(found)
-        order = [g for g in plan.groups if g in groups] + [g for g in groups if g not in plan.groups]
+            order = [part for g in plan.groups for part in ([g] if g not in uncounted else
+                                                              [p for p in found if found[p][0][0] in uncounted[g]])]
         return bounds, scalars, {g: groups[g] for g in order}
+
+    def _uncounted(self, bounds: np.ndarray, uncounted: dict[str, list[str]]
+                   ) -> dict[str, tuple[list[str], np.dtype, np.ndarray]]:
+        """Groups (variables, dtype, offsets) of branches without a counter, from every chunk's
+        lengths: a declared group is checked, the others are cut by lengths over the whole tree."""
+        plan, cols = self._plan, self._plan.cols
+        each = {v: [v] for names in uncounted.values() for v in names}  # one branch per group
+        sub = TreePlan(cols, [], each, plan.dt, set(each))
+        read = _lengths_pass(bounds, lambda a, z: read_columns(sub, RangeColumns(cols, a, z), 1 << 62,
+                                                               self._threads)[1], cols.file)
+        self._open_reads = len(bounds) - 1
+        dtypes = plan.dtypes()
+        lengths = {v: np.diff(read[v][2]) if v in read else np.zeros(0, np.int64) for v in each}
+        taken = set(plan.scalars) | set(plan.groups)
+        out: dict[str, tuple[list[str], np.dtype, np.ndarray]] = {}
+        for g, names in uncounted.items():
+            mine = {v: lengths[v] for v in names}
+            if g in plan.declared:
+                check_group_lengths(g, mine, file=cols.file, row_word="entry", where=f"tree {cols.tree!r}: ",
+                                    hint="they share no counter branch; declare them in different groups "
+                                         "with a schema")
+                parts = {g: names}
+            else:
+                parts = settle(g, mine, keep=plan.keyed(g), taken=(taken - {g}) | set(out))
+            for p, members in parts.items():
+                dt = np.result_type(*[read[v][1] if v in read else dtypes[v] for v in members])
+                out[p] = (list(members), dt, read[members[0]][2] if members[0] in read
+                          else np.zeros(1, dtype=np.int64))
+        return out
 
     # -- reading -------------------------------------------------------------------
     def _decode_chunk(self, k: int) -> InMemoryDataset:

@@ -16,7 +16,7 @@ import numpy as np
 from lstm_data.errors import FormatError, SchemaError, redact
 from lstm_data.io.awkward import refuse_named_skipped
 from lstm_data.io.columns.select import ColumnSelection
-from lstm_data.io.columns.jagged import plan_groups
+from lstm_data.io.columns.groups import plan_groups
 from lstm_data.io.plumbing.remote import is_url, remote_read_error
 from lstm_data.io.root.tree import TreeColumns
 
@@ -40,6 +40,9 @@ class TreePlan:
         The dtype every column is cast to (``None``: the branches' own).
     declared : set of str
         Groups a schema declares (their branches must have equal lengths; never cut).
+    free : set of str
+        Jagged branches without a counter, grouped by their lengths (see
+        :mod:`lstm_data.io.columns.groups`).
     """
 
     cols: TreeColumns
@@ -47,6 +50,11 @@ class TreePlan:
     groups: dict[str, list[str]]
     dt: np.dtype | None
     declared: set[str] = field(default_factory=set)
+    free: set[str] = field(default_factory=set)
+
+    def keyed(self, group: str) -> bool:
+        """Whether ``group`` holds a branch its counter groups (it keeps its name when cut by lengths)."""
+        return any(v not in self.free for v in self.groups[group])
 
     def dtypes(self) -> dict[str, np.dtype]:
         """Column -> the dtype it is read as (a group's columns take their common type)."""
@@ -147,8 +155,7 @@ def plan_tree(ttree: Any, tree_name: str, name: str, schema: Any, dt: np.dtype |
         raise SchemaError(f"{where}nothing to read: {cols.n} entries but no branch of numbers or "
                           f"jagged lists of numbers; it holds {cols.describe_skipped()}", file=name)
     try:
-        groups, scalars, schema_dtype = plan_groups(schema, cols.scalars, cols.jagged,
-                                                   cols.counter_groups(), file=name)
+        planned = plan_groups(schema, cols.scalars, cols.jagged, cols.counter_groups(), file=name)
     except SchemaError as exc:
         if exc.variable not in cols.skipped:
             raise
@@ -157,11 +164,8 @@ def plan_tree(ttree: Any, tree_name: str, name: str, schema: Any, dt: np.dtype |
     if cols.skipped:
         _log.info("%s: %sskipped %d branches that are not numbers or jagged lists of numbers: %s",
                   name, where, len(cols.skipped), cols.describe_skipped())
-    from lstm_data.io.schema import Schema
-
-    declared = set(getattr(Schema.coerce(schema), "groups", None) or ())
-    return TreePlan(cols, list(scalars), {g: list(v) for g, v in groups.items()},
-                    dt if dt is not None else schema_dtype, declared)
+    return TreePlan(cols, list(planned.scalars), {g: list(v) for g, v in planned.groups.items()},
+                    dt if dt is not None else planned.dtype, planned.declared, planned.free)
 
 
 def _check_collisions(cols: TreeColumns, file: str) -> None:

@@ -14,9 +14,9 @@ import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.io.awkward.layout import column_buffers
-from lstm_data.io.columns.groups import build_group, interleave_pieces
+from lstm_data.io.columns.build import build_group, interleave_pieces
 from lstm_data.io.columns.exact_ints import check_once
-from lstm_data.io.columns.jagged import check_equal_lengths, split_by_lengths
+from lstm_data.io.columns.groups import check_group_lengths, settle
 from lstm_data.io.root.fast import read_fast
 from lstm_data.io.root.plan import TreePlan
 from lstm_data.io.root.tree import TreeColumns, entry_ranges
@@ -24,6 +24,8 @@ from lstm_data.io.root.tree import TreeColumns, entry_ranges
 __all__ = ["read_columns"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+#: a declared group of branches without a counter whose lengths differ
+_HINT = "they share no counter branch; declare them in different groups with a schema"
 _log = logging.getLogger("lstm_data")
 
 
@@ -37,15 +39,16 @@ def read_columns(plan: TreePlan, cols: TreeColumns, step_bytes: int, threads: in
     scalars : dict
         Column -> 1-D array.
     groups : dict
-        Group -> :class:`RaggedGroup` (an inferred group whose branches share no counter
-        and differ in length is cut into groups of equal lengths).
+        Group -> :class:`RaggedGroup` (branches without a counter are grouped by their
+        lengths: :func:`~lstm_data.io.columns.groups.settle`).
     """
-    scalars, groups, dt, declared = plan.scalars, plan.groups, plan.dt, plan.declared
-    fast_scalars, fast = read_fast(cols, scalars, groups, dt, threads, progress, declared)
+    scalars, groups, dt = plan.scalars, plan.groups, plan.dt
+    fast_scalars, fast = read_fast(cols, scalars, groups, dt, threads, progress, plan.declared,
+                                   {g for g in groups if plan.keyed(g)})
     out_scalars = {s: fast_scalars[s] if s in fast_scalars else _cast(cols.read(s), dt) for s in scalars}
     done = {v for g in fast.values() for v in g.names}
     rest = {g: names for g, names in groups.items() if not set(names) <= done}
-    slow = _read_groups(cols, rest, dt, step_bytes, declared, taken=list(scalars) + list(fast))
+    slow = _read_groups(cols, rest, dt, step_bytes, plan, taken=list(scalars) + list(fast))
     out_groups = {g: fast.pop(g) if g in fast else slow.pop(g) for g in groups if g in fast or g in slow}
     out_groups.update(fast)  # groups cut from an inferred one by lengths
     out_groups.update(slow)
@@ -63,13 +66,14 @@ class _Sink:
     allocated once and each range is interleaved straight into its rows. Without
     one, each branch's values and lengths are kept as pieces and interleaved once
     at the end: a declared group must then have equal lengths (else a located
-    error), an inferred one is cut into groups of equal lengths.
+    error), another is cut into groups of equal lengths (``keep``: the first
+    keeps the group's name).
     """
 
     def __init__(self, group: str, names: list[str], dtype: np.dtype, counts: np.ndarray | None,
-                 file: str, strict: bool) -> None:
+                 file: str, strict: bool, keep: bool = True) -> None:
         self.group, self.names, self.dtype, self.counts, self.file = group, names, dtype, counts, file
-        self.strict = strict
+        self.strict, self.keep = strict, keep
         self.offsets: np.ndarray | None = None
         if counts is not None:
             self.offsets = np.zeros(len(counts) + 1, dtype=np.int64)
@@ -103,7 +107,8 @@ class _Sink:
             return {self.group: RaggedGroup(self.names, self.block, self.offsets)}
         lengths = {v: np.concatenate(ls) if ls else np.zeros(0, dtype=np.int64)
                    for v, ls in self.lengths.items()}
-        parts = {self.group: self.names} if self.strict else split_by_lengths(self.group, lengths, taken)
+        parts = {self.group: self.names} if self.strict else settle(self.group, lengths, keep=self.keep,
+                                                                    taken=taken)
         if len(parts) > 1:
             _log.info("%s: jagged branches %s share no counter and differ in length: read as the groups %s",
                       self.file, self.names, parts)
@@ -118,14 +123,15 @@ class _Sink:
 
 
 def _read_groups(cols: TreeColumns, groups: dict[str, list[str]], dt: np.dtype | None,
-                 step_bytes: int, declared: set[str], taken: Sequence[str]) -> dict[str, RaggedGroup]:
+                 step_bytes: int, plan: TreePlan, taken: Sequence[str]) -> dict[str, RaggedGroup]:
     """Every group, read range by range."""
     sinks = {}
     for g, names in groups.items():
         counter = cols.shared_counter(names)
         counts = cols.read(counter).astype(np.int64) if counter is not None else None
         dtype = dt if dt is not None else np.result_type(*[cols.dtype(v) for v in names])
-        sinks[g] = _Sink(g, names, np.dtype(dtype), counts, cols.file, strict=g in declared)
+        sinks[g] = _Sink(g, names, np.dtype(dtype), counts, cols.file, strict=g in plan.declared,
+                         keep=plan.keyed(g))
     members = [v for names in groups.values() for v in names]
     for a, z in entry_ranges(cols, members, step_bytes):
         for g, sink in sinks.items():
@@ -137,10 +143,8 @@ def _read_groups(cols: TreeColumns, groups: dict[str, list[str]], dt: np.dtype |
                 cols.check_counts(sink.counts[a:z], lengths, a)
             elif sink.strict:
                 base = getattr(cols, "base", 0)  # a view of an entry range: name the tree's entries
-                check_equal_lengths(g, lengths, first_row=a + base, file=cols.file, row_word="entry",
-                                    where=f"tree {cols.tree!r}: ",
-                                    hint="they share no counter branch; declare them in different "
-                                         "groups with a schema")
+                check_group_lengths(g, lengths, first_row=a + base, file=cols.file, row_word="entry",
+                                    where=f"tree {cols.tree!r}: ", hint=_HINT)
             sink.put(a, columns, lengths)
     taken_names = set(taken) | set(groups)
     out: dict[str, RaggedGroup] = {}

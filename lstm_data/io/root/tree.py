@@ -8,7 +8,7 @@ import numpy as np
 
 from lstm_data._util.optional import require
 from lstm_data.errors import FormatError, SchemaError
-from lstm_data.io.columns.jagged import jagged_prefix
+from lstm_data.io.columns.groups import name_prefix
 from lstm_data.io.plumbing.remote import is_url
 from lstm_data.io.root.baskets import plan_branch
 
@@ -171,7 +171,7 @@ class TreeColumns:
             keys = self.counter_groups()
             self.scalars = [v for v in self.scalars if selection.wants(v, self._part[v][0])]
             self.jagged = [v for v in self.jagged
-                           if selection.wants(v, keys.get(v) or jagged_prefix(v), self._part[v][0])]
+                           if selection.wants(v, keys.get(v) or name_prefix(v), self._part[v][0])]
             self.skipped = {k: why for k, why in self.skipped.items() if selection.wants(k)}
 
     def _skip(self, key: str, why: str) -> None:
@@ -294,8 +294,8 @@ class TreeColumns:
             head = c[1:] if c[:1] in "nN" and len(c) > 1 else ""
             if head and all(v.startswith(head) for v in vs):
                 name = head
-            elif len({jagged_prefix(v) for v in vs}) == 1:
-                name = jagged_prefix(vs[0])
+            elif len({name_prefix(v) for v in vs}) == 1:
+                name = name_prefix(vs[0])
             else:
                 name = c
             out.update({v: name for v in vs})
