@@ -166,8 +166,8 @@ class BatchSpec:
         out: dict[str, OutputSignature] = {}
         for role, name, fld in self.fields():
             if isinstance(fld, Scalars):
-                dims = (None,) if fld.squeeze else (None, len(fld.vars))
-                out[name] = OutputSignature(name, role, fld.np_dtype, dims)
+                out[name] = OutputSignature(name, role, fld.np_dtype,
+                                            (None,) if fld.squeeze else (None, len(fld.vars)))
                 continue
             width = fld.max_len if fld.fixed else None
             n_vars = len(fld.vars)
@@ -473,7 +473,7 @@ class BatchSpec:
         path
             The weaver-core YAML data config.
         observers
-            Also output each observer as a ``(B, 1)`` target named after it.
+            Also output each observer as a float32 ``(B,)`` target named after it.
 
         Returns
         -------
