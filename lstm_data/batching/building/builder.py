@@ -88,6 +88,9 @@ class BatchBuilder:
         # the in-RAM BatchGather of each set of chosen widths (bucket_lengths), by the widths
         self._width_gathers: dict[tuple[int | None, ...], kernels.BatchGather] = {}
         self._groups_needed = list(dict.fromkeys(f.group for f in self.fields if f.group is not None))
+        # Scalars outputs of an integer dtype (gathered by NumPy, not the kernel) and of shape (B,)
+        self._integers = {f.name for f in self.fields if f.group is None and f.field.np_dtype.kind in "iu"}
+        self._squeezed = {f.name for f in self.fields if f.group is None and getattr(f.field, "squeeze", False)}
         # all of a group's columns in order: let the kernel copy whole prong records
         # (a field with a group always has its columns: the cast only tells the type checker)
         self._columns = {f.name: None if f.group is not None and np.array_equal(
@@ -188,10 +191,9 @@ class BatchBuilder:
     def _masks(self, f: ResolvedField) -> bool:
         return self.nan_to is not None and f.role == "input" and not self._integer(f)
 
-    @staticmethod
-    def _integer(f: ResolvedField) -> bool:
+    def _integer(self, f: ResolvedField) -> bool:
         """Whether ``f`` is a ``Scalars`` output of an integer dtype (gathered by NumPy, not the kernel)."""
-        return f.group is None and f.field.np_dtype.kind in "iu"
+        return f.name in self._integers
 
     def _row_name(self, k: int) -> int:
         """The row an error names for row ``k`` of the dataset."""
@@ -199,7 +201,7 @@ class BatchBuilder:
 
     def _shaped(self, f: ResolvedField, table: np.ndarray) -> np.ndarray:
         """A scalar output ``(B, S)`` as its field says: ``(B,)`` with ``squeeze`` (a view)."""
-        return table.reshape(len(table)) if getattr(f.field, "squeeze", False) else table
+        return table.reshape(len(table)) if f.name in self._squeezed else table
 
     def _transform(self, f: ResolvedField) -> dict[str, np.ndarray] | None:
         """The kernel's ``center``/``scale``/``clip_min``/``clip_max`` of field ``f``, or ``None``.
