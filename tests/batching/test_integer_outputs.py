@@ -118,16 +118,22 @@ def test_float_value_that_is_not_an_integer_is_an_error_naming_the_row(tmp_path,
     assert (err.value.variable, err.value.row) == ("label", 77)
 
 
-def test_block_windows_name_the_rows_of_the_data(tmp_path):
+@pytest.mark.parametrize("bad", [7, 91, 119])
+def test_block_windows_name_the_rows_of_the_data(tmp_path, bad):
+    """Block-shuffled windows (and batches joined across two) name the row of the data, not of the window."""
     label = np.zeros(N)
-    label[101] = 0.25
-    _data(label).to_hdf5(tmp_path / "d.h5")
+    label[bad] = 0.25
+    _data(label).to_hdf5(tmp_path / "d.h5", chunk_bytes=64)  # small chunks: many blocks, several windows
     ds = lstm_data.open(tmp_path / "d.h5")
-    batches = Batches(ds, _spec(), Order(batch_size=8, seed=5, shuffle="block"))
-    with pytest.raises(SchemaError, match="holds 0.25") as err:
-        for i in range(len(batches)):
+    batches = Batches(ds, _spec(), Order(batch_size=8, seed=5, shuffle="block", block_rows=8, window_rows=16))
+    failed = []
+    for i in range(len(batches)):
+        try:
             batches[i]
-    assert err.value.row == 101
+        except SchemaError as exc:
+            assert "holds 0.25, which is not a whole number" in str(exc)
+            failed.append(exc.row)
+    assert failed and set(failed) == {bad} and len(failed) < len(batches) // 2  # only the windows holding it
 
 
 def test_integers_out_of_range_of_int32():
