@@ -43,7 +43,7 @@ def test_torch_label_is_int64_and_trains_with_cross_entropy(tmp_path, stored):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loss_fn = torch.nn.CrossEntropyLoss()
     for i in range(len(data)):
-        inputs, targets, weights = data[i]
+        inputs, targets, _ = data[i]
         label = targets["label"]
         assert label.dtype == torch.int64 and label.shape == (len(inputs["x"]),)
         logits = model(torch.cat([inputs["x"], inputs["p"].flatten(1)], dim=1))

@@ -13,6 +13,7 @@ first such row (:func:`as_integers`).
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -114,7 +115,7 @@ def as_integers(values: np.ndarray, dtype: np.dtype, output: str, variable: str,
         return values.astype(dt)
     k = int(np.flatnonzero(~ok)[0])
     value = float(values[k])
-    if value != value:
+    if math.isnan(value):
         why = "is NaN"
     elif np.isfinite(value) and np.floor(value) != value:
         why = "is not a whole number"
