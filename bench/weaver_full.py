@@ -79,7 +79,8 @@ def first_epochs(path: str) -> tuple[float, float, str]:
     for (inputs, targets, _), (x, y) in zip(mine, theirs):
         rows += len(y["_label_"])
         same = all(np.array_equal(inputs[k].view(np.uint32), x[k].numpy().view(np.uint32)) for k in x)
-        same = same and np.array_equal(targets["_label_"][:, 0], y["_label_"].numpy())
+        label = y["_label_"].numpy()  # (B,) int64, as ours
+        same = same and targets["_label_"].dtype == label.dtype and np.array_equal(targets["_label_"], label)
         differing += not same
     ok = differing == 0 and len(mine) == len(theirs)
     return t_weaver, t_ours, f"{'EQUAL' if ok else 'DIFFERENT'} ({len(mine)} batches, {rows} rows, " \

@@ -138,7 +138,10 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
     builder = batches.builder
     for f in batches.fields:
         if f.group is None:
-            shapes[f.name] = np.column_stack([sizes, np.full(n, len(f.field.vars))])
+            if getattr(f.field, "squeeze", False):  # a (B,) output of one variable
+                shapes[f.name] = sizes.reshape(-1, 1)
+            else:
+                shapes[f.name] = np.column_stack([sizes, np.full(n, len(f.field.vars))])
             continue
         fld = f.ragged
         if fld.max_len is not None and fld.fixed:

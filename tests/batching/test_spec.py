@@ -80,8 +80,10 @@ def test_construction_errors():
         Ragged(["png.calE"], max_len=-1)
     with pytest.raises(SchemaError, match="listed twice"):
         Scalars(["calE", "calE"])
+    with pytest.raises(SchemaError, match="float32, float64, int64 or int32"):
+        Scalars(["calE"], dtype=np.int8)
     with pytest.raises(SchemaError, match="float32 or float64"):
-        Scalars(["calE"], dtype=np.int32)
+        Ragged(["png.calE"], dtype=np.int32)
     with pytest.raises(SchemaError, match="at least one"):
         BatchSpec()
 

@@ -124,11 +124,30 @@ def test_per_jet_input_labels_and_observers_map_to_fields(tmp_path):
                     "selection: (jet_pt > 600) & (ak.num(part_px) > 2)\n"
                     "new_variables:\n  jet_logpt: np.log(jet_pt)\n")
     spec = BatchSpec.from_weaver(write(tmp_path, text))
-    assert spec.inputs == {"jet_features": Scalars(["jet_pt"])}
-    assert spec.targets == {"_label_": Scalars(["_label_"]), "jet_eta": Scalars(["jet_eta"], dtype="float64")}
+    assert spec.inputs == {"jet_features": Scalars(["jet_pt"], squeeze=True)}  # weaver: (B,) for one variable
+    assert spec.targets == {"_label_": Scalars(["_label_"], dtype="int64", squeeze=True),
+                            "jet_eta": Scalars(["jet_eta"], squeeze=True)}
+    sig = spec.signature()
+    assert (sig["_label_"].dtype, sig["_label_"].shape) == (np.dtype(np.int64), (None,))
+    assert (sig["jet_eta"].dtype, sig["jet_eta"].shape) == (np.dtype(np.float32), (None,))
     assert spec.derived == {"jet_logpt": "np.log(jet_pt)", "_label_": "argmax(label_QCD, label_Hbb)"}
     assert spec.selection == "(jet_pt > 600) & (ak.num(part_px) > 2)" and spec.nan_to == 0.0
     assert "jet_eta" not in BatchSpec.from_weaver(write(tmp_path, text), observers=False).targets
+
+
+def test_custom_labels_are_class_indices_or_floats(tmp_path):
+    text = INPUT + ("labels:\n  type: custom\n  value:\n    cls: np.argmax(label_QCD, label_Hbb)\n"
+                    "    mass: jet_sdmass / 2\n")
+    spec = BatchSpec.from_weaver(write(tmp_path, text))
+    assert spec.targets == {"cls": Scalars(["cls"], dtype="int64", squeeze=True),
+                            "mass": Scalars(["mass"], squeeze=True)}
+    assert BatchSpec.from_toml(_toml(tmp_path, spec)) == spec
+
+
+def _toml(tmp_path: Path, spec: BatchSpec) -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text(spec.to_toml())
+    return path
 
 
 def test_auto_parameters_equal_weaver_cores_autostandardizer(jets):
@@ -175,17 +194,15 @@ def test_from_weaver_gives_weaver_cores_tensors(jets, config):
     inputs, targets = all_batches(jets, spec, batch_size=48)
     names = [k for k in ref if not k.startswith("auto/")]
     assert set(inputs) | set(targets) == set(names)
+    sig = spec.signature()
+    assert ref["_label_"].dtype == np.int64 and ref["_label_"].ndim == 1  # weaver's label: (B,) int64
     for name in names:
         ours = inputs[name] if name in inputs else targets[name]
         want = ref[name]
-        if name in targets:  # (B, 1) float targets; weaver: (B,) int64 label, raw observers
-            assert ours.shape == (len(want), 1)
-            ours = ours[:, 0]
-        assert ours.shape == want.shape, name
-        np.testing.assert_array_equal(ours, want.astype(ours.dtype), err_msg=name)
-        if name in inputs:
-            assert ours.dtype == np.float32
-            assert np.array_equal(ours.view(np.uint32), want.view(np.uint32)), f"{name}: not bitwise"
+        assert (ours.dtype, ours.shape) == (want.dtype, want.shape), name  # dtype and shape, as weaver's
+        assert (sig[name].dtype, sig[name].shape[1:]) == (want.dtype, want.shape[1:]), name  # as declared
+        bits = f"u{ours.dtype.itemsize}"
+        assert np.array_equal(ours.view(bits), want.view(bits)), f"{name}: not bitwise"
 
 
 def test_from_weaver_on_disk_equals_in_ram(jets, tmp_path):
@@ -195,8 +212,11 @@ def test_from_weaver_on_disk_equals_in_ram(jets, tmp_path):
     assert not disk.in_ram
     spec = BatchSpec.from_weaver(DATA / "JetClass_full.yaml")
     a, b = all_batches(jets, spec), all_batches(disk, spec)
-    for k in a[0]:
-        np.testing.assert_array_equal(a[0][k], b[0][k], err_msg=k)
+    for part in (0, 1):
+        for k in a[part]:
+            assert a[part][k].dtype == b[part][k].dtype and a[part][k].shape == b[part][k].shape, k
+            np.testing.assert_array_equal(a[part][k], b[part][k], err_msg=k)
+    assert b[1]["_label_"].dtype == np.int64 and b[1]["_label_"].ndim == 1
 
 
 def test_spec_file_round_trip_and_fit_written_back(jets, tmp_path):

@@ -145,8 +145,8 @@ class BlockSource:
             self.block_loads += len(ids)
         _log.debug("epoch %d window %d: read %d blocks, %d rows into RAM in %.3f s (%s)", epoch, window,
                    len(ids), len(held), time.perf_counter() - started, threading.current_thread().name)
-        return BatchBuilder(piece, self.fields, nan_to=self.nan_to,
-                            pad_to_multiple_of=self.pad_to_multiple_of), held
+        return BatchBuilder(piece, self.fields, nan_to=self.nan_to, pad_to_multiple_of=self.pad_to_multiple_of,
+                            row_names=self._dataset_rows(held)), held
 
     def build(self, plan: Plan, epoch: int, lo: int, hi: int,
               lengths: BucketLengths | None = None) -> tuple[Arrays, Arrays]:
@@ -166,6 +166,7 @@ class BlockSource:
             builder, local = parts[0]
             return builder.build(local, lengths=lengths)
         joined = concat_datasets([b.dataset.take(local) for b, local in parts])
-        return BatchBuilder(joined, self.fields, nan_to=self.nan_to,
-                            pad_to_multiple_of=self.pad_to_multiple_of).build(
+        names = np.concatenate([b.row_names[local] for b, local in parts if b.row_names is not None])
+        return BatchBuilder(joined, self.fields, nan_to=self.nan_to, pad_to_multiple_of=self.pad_to_multiple_of,
+                            row_names=names).build(
             np.arange(len(positions), dtype=np.intp), lengths=lengths)

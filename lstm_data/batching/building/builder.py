@@ -19,7 +19,10 @@ come from the lengths it returns.
 
 Integer and boolean values batch like floats. An integer that the batch dtype
 cannot hold exactly (above 2**24 in float32, 2**53 in float64) is warned about
-once per output, naming the variable and the first value changed.
+once per output, naming the variable and the first value changed. A ``Scalars``
+output of an integer dtype (labels, ids) takes its values unchanged or not at all
+(:func:`~lstm_data.batching.building.exactness.as_integers`); its rows are gathered
+with NumPy, next to the kernel call, which writes float outputs only.
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ from lstm_data.batching.spec.forms import (
     unresolved_auto,
 )
 from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, Arrays, ResolvedField
-from lstm_data.batching.building.exactness import warn_if_inexact
+from lstm_data.batching.building.exactness import as_integers, warn_if_inexact
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset, consecutive_range
 
@@ -62,11 +65,16 @@ class BatchBuilder:
         Round every per-batch prong width (a ``Ragged`` field with ``max_len=None``
         or ``fixed=False``) up to a multiple of this, capped at ``max_len``
         (``None``: the batch's longest row, capped).
+    row_names
+        The row an error names for each row of ``dataset`` (a window's RAM copy names
+        the rows of the data it was read from); ``None``: the dataset's own row numbers.
     """
 
     def __init__(self, dataset: Dataset, fields: Sequence[ResolvedField], *,
-                 nan_to: float | None = None, pad_to_multiple_of: int | None = None) -> None:
+                 nan_to: float | None = None, pad_to_multiple_of: int | None = None,
+                 row_names: np.ndarray | None = None) -> None:
         self.dataset = dataset
+        self.row_names = row_names
         self.fields = list(fields)
         self.nan_to = None if nan_to is None else float(nan_to)
         self.pad_to_multiple_of = None if pad_to_multiple_of is None else int(pad_to_multiple_of)
@@ -80,6 +88,9 @@ class BatchBuilder:
         # the in-RAM BatchGather of each set of chosen widths (bucket_lengths), by the widths
         self._width_gathers: dict[tuple[int | None, ...], kernels.BatchGather] = {}
         self._groups_needed = list(dict.fromkeys(f.group for f in self.fields if f.group is not None))
+        # Scalars outputs of an integer dtype (gathered by NumPy, not the kernel) and of shape (B,)
+        self._integers = {f.name for f in self.fields if f.group is None and f.field.np_dtype.kind in "iu"}
+        self._squeezed = {f.name for f in self.fields if f.group is None and getattr(f.field, "squeeze", False)}
         # all of a group's columns in order: let the kernel copy whole prong records
         # (a field with a group always has its columns: the cast only tells the type checker)
         self._columns = {f.name: None if f.group is not None and np.array_equal(
@@ -92,6 +103,9 @@ class BatchBuilder:
         if table is None:
             dt = f.field.np_dtype
             cols = [self.dataset.scalar(v) for v in f.field.vars]
+            if self._integer(f):  # checked once over every row, the first bad one named
+                cols = [as_integers(col, dt, f.name, name, self._row_name)
+                        for name, col in zip(f.field.vars, cols)]
             for name, col in zip(f.field.vars, cols):
                 warn_if_inexact(col, dt, f"scalar {name!r} of output {f.name!r}")
             params = self._transform(f)
@@ -175,7 +189,19 @@ class BatchBuilder:
         return [self.dataset.ragged(group)]
 
     def _masks(self, f: ResolvedField) -> bool:
-        return self.nan_to is not None and f.role == "input"
+        return self.nan_to is not None and f.role == "input" and not self._integer(f)
+
+    def _integer(self, f: ResolvedField) -> bool:
+        """Whether ``f`` is a ``Scalars`` output of an integer dtype (gathered by NumPy, not the kernel)."""
+        return f.name in self._integers
+
+    def _row_name(self, k: int) -> int:
+        """The row an error names for row ``k`` of the dataset."""
+        return k if self.row_names is None else int(self.row_names[k])
+
+    def _shaped(self, f: ResolvedField, table: np.ndarray) -> np.ndarray:
+        """A scalar output ``(B, S)`` as its field says: ``(B,)`` with ``squeeze`` (a view)."""
+        return table.reshape(len(table)) if f.name in self._squeezed else table
 
     def _transform(self, f: ResolvedField) -> dict[str, np.ndarray] | None:
         """The kernel's ``center``/``scale``/``clip_min``/``clip_max`` of field ``f``, or ``None``.
@@ -233,12 +259,13 @@ class BatchBuilder:
     # -- building ------------------------------------------------------------------------------
     def gather_jobs(self) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
         """The in-RAM ``BatchGather`` arguments: one ragged job per padded field, one table
-        per scalar field, each in field order."""
+        per float scalar field, each in field order."""
         ragged: list[dict[str, Any]] = []
         tables: list[np.ndarray] = []
         for f in self.fields:
             if f.group is None:
-                tables.append(self._scalar_table(f))
+                if not self._integer(f):  # integer tables are gathered by NumPy (see _build_in_ram)
+                    tables.append(self._scalar_table(f))
                 continue
             spec = f.ragged
             parts = self._parts(f.group)
@@ -295,7 +322,7 @@ class BatchBuilder:
         for f in self.fields:
             dest = inputs if f.role == "input" else targets
             if f.group is None:
-                dest[f.name] = self._scalars(f, rows, columns)
+                dest[f.name] = self._shaped(f, self._scalars(f, rows, columns))
             else:
                 self._extras(f, *self._ragged(f, *gathered[f.group], lengths), dest)
         return inputs, targets
@@ -331,7 +358,8 @@ class BatchBuilder:
         for f in self.fields:
             dest = inputs if f.role == "input" else targets
             if f.group is None:
-                dest[f.name] = next(tables_it)
+                table = self._take(self._scalar_table(f), rows) if self._integer(f) else next(tables_it)
+                dest[f.name] = self._shaped(f, table)
                 continue
             batch, lengths = next(padded_it)
             if self._masks(f) and self._has_nan(f.group):
@@ -339,13 +367,24 @@ class BatchBuilder:
             self._extras(f, batch, lengths, dest)
         return inputs, targets
 
+    @staticmethod
+    def _take(table: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``table[rows]`` of an integer table, rows checked as the kernel checks them."""
+        if len(rows) and (int(rows.min()) < 0 or int(rows.max()) >= len(table)):
+            bad = rows[(rows < 0) | (rows >= len(table))][0]
+            raise ValueError(f"row {bad} out of range for {len(table)} rows")
+        return np.take(table, rows, axis=0)
+
     def _scalars(self, f: ResolvedField, rows: np.ndarray,
                  columns: dict[str, np.ndarray] | None = None) -> np.ndarray:
         dt = f.field.np_dtype
         out = np.empty((len(rows), len(f.field.vars)), dtype=dt)
         for j, v in enumerate(f.field.vars):  # one fancy index per column, not per row
             col = self.dataset.scalar(v, rows) if columns is None else columns[v]
-            warn_if_inexact(col, dt, f"scalar {v!r} of output {f.name!r}")
+            if self._integer(f):
+                col = as_integers(col, dt, f.name, v, lambda k: self._row_name(int(rows[k])))
+            else:
+                warn_if_inexact(col, dt, f"scalar {v!r} of output {f.name!r}")
             out[:, j] = col
         params = self._transform(f)
         if params is not None:

@@ -24,7 +24,7 @@ from lstm_data._util.declared import unknown_option
 from lstm_data.batching.spec.augment import Noise, augment_to_dict, check_augment
 from lstm_data.batching.spec.derived import apply_derived, check_derived, expand_names
 from lstm_data.batching.spec.fields import CU_SEQLENS_SUFFIX, MASK_SUFFIX, MAX_SEQLEN_SUFFIX, Field, Ragged, Scalars
-from lstm_data.batching.spec.checks import check_multiple, check_nan_to, check_one_step_pads
+from lstm_data.batching.spec.checks import check_integer_noise, check_multiple, check_nan_to, check_one_step_pads
 from lstm_data.batching.spec.fitting import fit_standardize
 from lstm_data.batching.spec.plain import spec_from_dict, spec_from_lstm_ee, spec_from_toml, spec_to_dict, spec_to_toml
 from lstm_data.batching.spec.weaver import spec_from_weaver
@@ -62,7 +62,7 @@ class BatchSpec:
     nan_to
         Replace NaN in the inputs (values and NaN padding) by this finite number,
         as lstm_ee's NaN mask did for Keras ``Masking``; ``None`` keeps NaN.
-        Targets are never changed.
+        Targets and integer inputs are never changed.
     pad_to_multiple_of
         Round every per-batch prong width (a ``Ragged`` field with ``max_len=None``
         or ``fixed=False``) up to a multiple of this, capped at ``max_len``: it
@@ -119,6 +119,7 @@ class BatchSpec:
         check_one_step_pads(self.inputs, self.nan_to)
         self.augment: dict[str, Noise] | None = check_augment(
             augment, [v for fld in self.inputs.values() for v in fld.vars])
+        check_integer_noise(self.inputs, self.augment)
 
     # -- description -----------------------------------------------------------
     @staticmethod
@@ -148,7 +149,8 @@ class BatchSpec:
     def signature(self) -> dict[str, OutputSignature]:
         """Every output's name, role, dtype and shape, in flat order, before any data.
 
-        Shapes start with the batch dimension ``None``. A ``Ragged`` field's prong
+        Shapes start with the batch dimension ``None``. A ``Scalars`` field is
+        ``(B, S)``, ``(B,)`` with ``squeeze``, in its dtype. A ``Ragged`` field's prong
         dimension is ``max_len`` when it is fixed, else ``None`` (per batch); it is
         ``(B, P, V)``, ``(B, V, P)`` with ``layout="channels_first"``, and ``(T, V)``
         with ``layout="packed"`` (``T`` the batch's elements, ``None``).
@@ -164,7 +166,8 @@ class BatchSpec:
         out: dict[str, OutputSignature] = {}
         for role, name, fld in self.fields():
             if isinstance(fld, Scalars):
-                out[name] = OutputSignature(name, role, fld.np_dtype, (None, len(fld.vars)))
+                out[name] = OutputSignature(name, role, fld.np_dtype,
+                                            (None,) if fld.squeeze else (None, len(fld.vars)))
                 continue
             width = fld.max_len if fld.fixed else None
             n_vars = len(fld.vars)
@@ -470,7 +473,7 @@ class BatchSpec:
         path
             The weaver-core YAML data config.
         observers
-            Also output each observer as a ``(B, 1)`` target named after it.
+            Also output each observer as a float32 ``(B,)`` target named after it.
 
         Returns
         -------

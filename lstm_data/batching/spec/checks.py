@@ -8,7 +8,7 @@ import numpy as np
 
 from lstm_data.errors import OptionError, SchemaError
 
-__all__ = ["check_nan_to", "check_multiple", "check_one_step_pads"]
+__all__ = ["check_nan_to", "check_multiple", "check_one_step_pads", "check_integer_noise"]
 
 
 def check_nan_to(value: Any) -> float | None:
@@ -54,3 +54,15 @@ def check_one_step_pads(inputs: Mapping[str, Any], nan_to: float | None) -> None
             raise SchemaError(f"input {name!r}: empty='one_step' gives an empty row one padded step that "
                               f"counts as an element, but the pad value of {nan} is NaN; give a finite "
                               "pad_value (or the spec's nan_to)", variable=name)
+
+
+def check_integer_noise(inputs: Mapping[str, Any], augment: Mapping[str, Any] | None) -> None:
+    """Refuse noise on a variable of an integer input: its values are kept exactly."""
+    for name, fld in inputs.items():
+        if not getattr(fld, "integer", False):
+            continue
+        noisy = [v for v in fld.vars if v in (augment or {})]
+        if noisy:
+            raise SchemaError(f"augment: {noisy[0]!r} is a variable of input {name!r}, whose dtype "
+                              f"{fld.dtype} keeps values exactly; noise applies to float outputs only",
+                              variable=noisy[0])

@@ -21,15 +21,21 @@ from lstm_data.batching.spec.empty import check_empty
 from lstm_data.errors import SchemaError
 
 __all__ = ["Scalars", "Ragged", "Field", "Standardize", "field_from_dict", "MASK_SUFFIX",
-           "CU_SEQLENS_SUFFIX", "MAX_SEQLEN_SUFFIX"]
+           "CU_SEQLENS_SUFFIX", "MAX_SEQLEN_SUFFIX", "SCALAR_DTYPES"]
 
 _DTYPES = {"float32": np.float32, "float64": np.float64}
+#: the dtypes of a ``Scalars`` output: the float ones and the integer ones of labels and ids
+SCALAR_DTYPES = ("float32", "float64", "int64", "int32")
 
 
-def _dtype_name(dtype: Any, where: str) -> str:
-    dt: np.dtype[Any] = np.dtype(dtype)
-    if dt.name not in _DTYPES:
-        raise SchemaError(f"{where}: dtype must be float32 or float64, got {dt.name}")
+def _dtype_name(dtype: Any, where: str, allowed: Sequence[str] = tuple(_DTYPES)) -> str:
+    choices = ", ".join(allowed[:-1]) + " or " + allowed[-1]
+    try:
+        dt: np.dtype[Any] = np.dtype(dtype)
+    except TypeError:
+        raise SchemaError(f"{where}: dtype must be {choices}, got {dtype!r}") from None
+    if dt.name not in allowed:
+        raise SchemaError(f"{where}: dtype must be {choices}, got {dt.name}")
     return dt.name
 
 
@@ -54,33 +60,70 @@ def _json_float(x: float) -> float | str:
 
 @dataclass(frozen=True, init=False)
 class Scalars:
-    """Scalar columns side by side: output shape ``(B, S)``.
+    """Scalar columns side by side: output shape ``(B, S)``, or ``(B,)`` with ``squeeze``.
 
     Parameters
     ----------
     vars
         Scalar column names, in output column order.
     dtype
-        ``float32`` (default) or ``float64``.
+        ``float32`` (default), ``float64``, ``int64`` or ``int32``. An integer output
+        (class labels, event ids) takes its values unchanged or not at all: a float
+        value that is not a whole number, a NaN, or a value outside the dtype's range
+        is a :class:`~lstm_data.errors.SchemaError` naming the output, the variable and
+        the first such row. The spec's ``nan_to`` does not apply to it.
     standardize
         Variable name -> :class:`Standardize`: each named column becomes
-        ``clip((x - center) * scale, clip_min, clip_max)`` in the output dtype.
+        ``clip((x - center) * scale, clip_min, clip_max)`` in the output dtype. Float
+        outputs only.
+    squeeze
+        Output ``(B,)`` instead of ``(B, 1)``; the field must have one variable. The
+        shape of a class-index label that ``torch.nn.CrossEntropyLoss`` and Keras'
+        sparse categorical losses take.
+
+    Raises
+    ------
+    SchemaError
+        A dtype out of the choices, ``standardize`` on an integer output or naming a
+        variable not in ``vars``, or ``squeeze`` with more than one variable.
     """
 
     vars: tuple[str, ...]
     dtype: str = "float32"
     standardize: Mapping[str, Standardize] = field(default_factory=dict)
+    squeeze: bool = False
 
     def __init__(self, vars: Sequence[str], dtype: Any = np.float32,
-                 standardize: Mapping[str, Standardize | Mapping[str, Any]] | None = None) -> None:
-        object.__setattr__(self, "vars", _var_list(vars, "Scalars"))
-        object.__setattr__(self, "dtype", _dtype_name(dtype, "Scalars"))
-        object.__setattr__(self, "standardize", check_standardize(standardize, self.vars, "Scalars"))
+                 standardize: Mapping[str, Standardize | Mapping[str, Any]] | None = None,
+                 squeeze: bool = False) -> None:
+        where = "Scalars"
+        names = _var_list(vars, where)
+        dtype_name = _dtype_name(dtype, where, SCALAR_DTYPES)
+        std = check_standardize(standardize, names, where)
+        if std and np.dtype(dtype_name).kind != "f":
+            var = next(iter(std))
+            raise SchemaError(f"{where}: standardize ({var!r}) applies to float outputs only, and this "
+                              f"output is {dtype_name}: an integer output holds the values as they are",
+                              variable=var)
+        if not isinstance(squeeze, (bool, np.bool_)):
+            raise SchemaError(f"{where}: squeeze must be True or False, got {squeeze!r}")
+        if squeeze and len(names) != 1:
+            raise SchemaError(f"{where}: squeeze=True gives a (B,) output of one variable, but vars has "
+                              f"{len(names)}: {list(names)}")
+        object.__setattr__(self, "vars", names)
+        object.__setattr__(self, "dtype", dtype_name)
+        object.__setattr__(self, "standardize", std)
+        object.__setattr__(self, "squeeze", bool(squeeze))
 
     @property
     def np_dtype(self) -> np.dtype:
         """The output dtype as a ``numpy.dtype``."""
         return np.dtype(self.dtype)
+
+    @property
+    def integer(self) -> bool:
+        """Whether the output is of an integer dtype (values kept exactly, never standardised)."""
+        return self.np_dtype.kind in "iu"
 
     def to_dict(self) -> dict[str, Any]:
         """The field as a table of a spec file.
@@ -88,11 +131,14 @@ class Scalars:
         Returns
         -------
         dict
-            ``type = "scalars"``, ``vars``, ``dtype`` and ``standardize`` when set.
+            ``type = "scalars"``, ``vars``, ``dtype``, and ``standardize`` and
+            ``squeeze`` when set.
         """
         out: dict[str, Any] = {"type": "scalars", "vars": list(self.vars), "dtype": self.dtype}
         if self.standardize:
             out["standardize"] = standardize_to_dict(self.standardize)
+        if self.squeeze:  # written only when set: older spec files stay as they were
+            out["squeeze"] = True
         return out
 
     def output_names(self, name: str) -> list[str]:
@@ -118,7 +164,8 @@ class Scalars:
 
     def __repr__(self) -> str:
         std = f", standardize={self.standardize!r}" if self.standardize else ""
-        return f"Scalars({list(self.vars)!r}, dtype={self.dtype}{std})"
+        squeeze = ", squeeze=True" if self.squeeze else ""
+        return f"Scalars({list(self.vars)!r}, dtype={self.dtype}{std}{squeeze})"
 
 
 @dataclass(frozen=True, init=False)

@@ -11,13 +11,17 @@ weaver-core's loader gives, under the same names:
   variable's ``[name, center, scale, clip_min, clip_max, pad_value]`` as a
   ``Standardize`` (weaver's defaults: scale 1, clip to [-5, 5], pad 0; no
   center: the variable is neither standardised nor clipped); an input without
-  ``length`` becomes a ``Scalars`` field ``(B, vars)``;
+  ``length`` becomes a ``Scalars`` field ``(B, vars)``, ``(B,)`` for one variable;
 - ``new_variables`` and ``selection`` become the spec's ``derived`` and
   ``selection`` (their ``np.``, ``ak.`` and ``math.`` prefixes are accepted);
 - ``labels`` of type ``simple`` (one-hot columns) become the target ``_label_``,
-  the index of the column that holds the largest value; ``custom`` labels
-  become one target each;
-- ``observers`` become one float64 target each (``observers=False`` leaves them out);
+  the index of the column that holds the largest value, int64 ``(B,)`` as weaver
+  gives it (what ``torch.nn.CrossEntropyLoss`` takes); ``custom`` labels become
+  one ``(B,)`` target each, int64 for an ``argmax(...)`` expression, else float32;
+- ``observers`` become one float32 ``(B,)`` target each (``observers=False`` leaves
+  them out); weaver gives an observer in its branch's dtype, float32 in the public
+  datasets: set an integer observer's target to ``Scalars([name], dtype="int64",
+  squeeze=True)`` to keep its values exactly;
 - NaN in inputs becomes 0, as weaver's ``nan_to_num`` (``nan_to=0.0``).
 
 Keys that would change the tensors and that lstm_data does not reproduce
@@ -108,7 +112,7 @@ def spec_from_weaver(path: str | os.PathLike[str], spec_class: Callable[..., S],
     spec_class
         The spec class to build (:class:`~lstm_data.batching.spec.batch_spec.BatchSpec`, or a subclass).
     observers
-        Also output each observer as a float64 ``(B, 1)`` target named after it.
+        Also output each observer as a float32 ``(B,)`` target named after it.
 
     Returns
     -------
@@ -153,11 +157,11 @@ def spec_from_weaver(path: str | os.PathLike[str], spec_class: Callable[..., S],
             raise SchemaError(f"{src}: labels.value of type 'simple' must be a list of column names",
                               file=src, variable="labels")
         derived[LABEL_NAME] = f"argmax({', '.join(value)})"
-        targets[LABEL_NAME] = Scalars([LABEL_NAME])
+        targets[LABEL_NAME] = Scalars([LABEL_NAME], dtype="int64", squeeze=True)
     elif kind == "custom":
         for name, expr in _table(labels, "value", src).items():
             derived[name] = str(expr)
-            targets[name] = Scalars([name])
+            targets[name] = Scalars([name], dtype=_custom_label_dtype(str(expr)), squeeze=True)
     elif labels:
         raise SchemaError(f"{src}: labels.type must be 'simple' or 'custom', got {kind!r}", file=src,
                           variable="labels")
@@ -165,8 +169,21 @@ def spec_from_weaver(path: str | os.PathLike[str], spec_class: Callable[..., S],
         for name in data.get("observers") or []:
             if name in targets:
                 raise SchemaError(f"{src}: observer {name!r} has the name of a label", file=src, variable=name)
-            targets[name] = Scalars([name], dtype="float64")
+            targets[name] = Scalars([name], dtype="float32", squeeze=True)
     return spec_class(inputs, targets, nan_to=0.0, derived=derived or None, selection=selection)
+
+
+def _custom_label_dtype(expr: str) -> str:
+    """A ``custom`` label's dtype: int64 for a class index (an ``argmax(...)`` call), else float32."""
+    import ast
+
+    try:
+        node = ast.parse(expr.strip(), mode="eval").body
+    except SyntaxError:
+        return "float32"  # the expression's own check names the error
+    func = node.func if isinstance(node, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return "int64" if name == "argmax" else "float32"
 
 
 def _table(data: Mapping[str, Any], key: str, src: str) -> dict[str, Any]:
@@ -239,8 +256,8 @@ def _input(name: str, opts: Any, auto: bool, params: Mapping[str, Any] | None, s
         std = _standardize(center, scale, lo, hi, pad, pad_mode, f"{where}: {var}")
         if std is not None:
             standardize[var] = std
-    if length is None:
-        return Scalars(names, **({"standardize": standardize} if standardize else {}))
+    if length is None:  # weaver-core gives (B,) for one variable
+        return Scalars(names, squeeze=len(names) == 1, **({"standardize": standardize} if standardize else {}))
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise SchemaError(f"{where}: length must be a positive int or null, got {length!r}", file=src,
                           variable=name)
