@@ -30,7 +30,7 @@ from lstm_data.batching.building.builder import BatchBuilder
 from lstm_data.batching.building.empty_rows import drop_empty_rows, make_one_step
 from lstm_data.batching.spec.derived import mark_applied
 from lstm_data.batching.epochs.iteration import EpochIteration
-from lstm_data.batching.epochs.identity import data_fingerprint, identity_digest, order_settings
+from lstm_data.batching.epochs.identity import data_fingerprint, identity_digest, legacy_digests, order_settings
 from lstm_data.batching.epochs.legacy_options import legacy_options
 from lstm_data.batching.epochs.weights import freeze_batch, resolve_weights
 from lstm_data.batching.order.options import Order
@@ -611,6 +611,11 @@ class Batches(EpochIteration):
             digest = identity_digest(self.spec, settings, data_fingerprint(self.dataset, self._view))
             self._identity_digest = digest
         return {**settings, "n_rows": self.n_rows, "identity": digest}
+
+    def _legacy_identities(self, state_format: int) -> set[str]:
+        """The identity digests these batches had in an older state format."""
+        return legacy_digests(self.spec, order_settings(self.order), data_fingerprint(self.dataset, self._view),
+                              state_format)
 
     def __repr__(self) -> str:
         return (f"Batches({len(self)} batches of {self.batch_size}, {self.n_rows} rows, "

@@ -18,7 +18,11 @@ from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset
 
-__all__ = ["order_settings", "data_fingerprint", "identity_digest"]
+__all__ = ["STATE_FORMAT", "order_settings", "data_fingerprint", "identity_digest", "legacy_digests"]
+
+#: the format of saved states; a state without ``state_format`` is format 1 (saved before it was
+#: recorded). Format 1 digests were made of the spec without its ``version`` key.
+STATE_FORMAT = 2
 
 #: rows read from each end of the data for its fingerprint
 _SAMPLE_ROWS = 64
@@ -62,5 +66,32 @@ def data_fingerprint(dataset: Dataset, view: np.ndarray | None) -> str:
 
 def identity_digest(spec: BatchSpec, settings: dict[str, Any], data: str) -> str:
     """One digest of the spec, the order settings and the data fingerprint."""
-    text = json.dumps([spec.to_dict(), settings, data], sort_keys=True, default=str)
+    return _digest(spec.to_dict(), settings, data)
+
+
+def _digest(spec: dict[str, Any], settings: dict[str, Any], data: str) -> str:
+    text = json.dumps([spec, settings, data], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def legacy_digests(spec: BatchSpec, settings: dict[str, Any], data: str, state_format: int) -> set[str]:
+    """The digests a state of an older ``state_format`` carries for the same spec, settings and data.
+
+    Parameters
+    ----------
+    spec, settings, data
+        What the digest is made of (:func:`identity_digest`).
+    state_format
+        The format the state was saved in (1 or more).
+
+    Returns
+    -------
+    set of str
+        Each digest that the same batches had in that format (the current one included).
+    """
+    out = {identity_digest(spec, settings, data)}
+    if state_format < 2:  # format 1: the spec's plain form before it recorded its version
+        plain = spec.to_dict()
+        plain.pop("version", None)
+        out.add(_digest(plain, settings, data))
+    return out

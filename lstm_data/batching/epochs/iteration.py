@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import warnings
@@ -12,8 +13,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from lstm_data._util.checks import check_count
 from lstm_data.batching.order.stats import log_epoch_stats
+from lstm_data.batching.epochs.identity import STATE_FORMAT
 from lstm_data.batching.epochs.prefetch import prefetch
 from lstm_data.errors import OptionError
+
+_log = logging.getLogger("lstm_data")
 
 if TYPE_CHECKING:
     from lstm_data.batching.spec.batch_spec import Batch
@@ -113,14 +117,33 @@ class EpochIteration:
         self.set_epoch(self.epoch + 1)
 
     def _check_identity(self, state: Mapping[str, Any]) -> None:
-        """OptionError naming each setting ``state`` was saved with that differs from this sequence's."""
+        """OptionError naming each setting ``state`` was saved with that differs from this sequence's.
+
+        A state of an older format (:data:`~lstm_data.batching.epochs.identity.STATE_FORMAT`) whose
+        settings, spec and data are the same is taken, with a note in the log.
+        """
+        fmt = state.get("state_format", 1)
+        if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
+            raise OptionError(f"state_format must be an int >= 1, got {fmt!r}")
+        if fmt > STATE_FORMAT:
+            raise OptionError(f"state_format {fmt}: saved by a newer release of lstm_data (this one reads "
+                              f"formats up to {STATE_FORMAT}); upgrade lstm_data to resume it")
         identity = self._state_identity()
         diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
                  for k, v in identity.items() if k != "identity" and state.get(k) != v]
-        if not diffs and state.get("identity") != identity.get("identity"):
-            diffs = ["the spec or the data differ (the state's identity digest does not match)"]
+        saved = state.get("identity")
+        if not diffs and saved != identity.get("identity"):
+            if fmt < STATE_FORMAT and saved in self._legacy_identities(fmt):
+                _log.info("resuming a state of format %d (saved by an earlier release) as format %d", fmt,
+                          STATE_FORMAT)
+            else:
+                diffs = ["the spec or the data differ (the state's identity digest does not match)"]
         if diffs:
             raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
+
+    def _legacy_identities(self, state_format: int) -> set[str]:
+        """The identity digests these batches had in an older state format (none by default)."""
+        return set()
 
     def set_epoch(self, epoch: int) -> None:
         """Jump to ``epoch`` (e.g. in a torch loop or to resume a run).
@@ -146,11 +169,12 @@ class EpochIteration:
         Returns
         -------
         dict
-            ``epoch``, ``next_batch`` (batches of it already handed out by :meth:`iter`)
-            and what identifies this sequence (``n_batches``, and e.g. ``seed``): plain
-            ints, for ``torch.save`` or JSON.
+            ``state_format``, ``epoch``, ``next_batch`` (batches of it already handed
+            out by :meth:`iter`) and what identifies this sequence (``n_batches``, and
+            e.g. ``seed``): plain values, for ``torch.save`` or JSON.
         """
-        return {"epoch": self.epoch, "next_batch": self._next_batch, **self._state_identity()}
+        return {"state_format": STATE_FORMAT, "epoch": self.epoch, "next_batch": self._next_batch,
+                **self._state_identity()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.

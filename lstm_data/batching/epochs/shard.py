@@ -40,6 +40,7 @@ import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.once_cache import OnceCache
+from lstm_data.batching.epochs.identity import STATE_FORMAT
 from lstm_data.batching.epochs.iteration import EpochIteration
 from lstm_data.batching.epochs.resume import batch_elements, deal, history_of, layout_of, remaining_pool
 from lstm_data.batching.epochs.source import BuildsInArena
@@ -76,6 +77,8 @@ class Shardable(Protocol):
     def signature(self) -> dict[str, OutputSignature]: ...
 
     def _state_identity(self) -> dict[str, Any]: ...
+
+    def _legacy_identities(self, state_format: int) -> set[str]: ...
 
 __all__ = ["ShardedBatches", "Shardable", "check_shard", "batch_elements"]
 
@@ -318,8 +321,8 @@ class ShardedBatches(EpochIteration):
             The state.
         """
         history = [list(h) for h in self._history_for(epoch)]
-        return {"epoch": epoch, "next_batch": next_batch, **self._state_identity(),
-                "world_size": self.world_size, "history": history}
+        return {"state_format": STATE_FORMAT, "epoch": epoch, "next_batch": next_batch,
+                **self._state_identity(), "world_size": self.world_size, "history": history}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from a :meth:`state_dict` of any rank of a world of any size.
@@ -408,6 +411,9 @@ class ShardedBatches(EpochIteration):
     def n_rows(self) -> int:
         """Rows this rank sees in the current epoch."""
         return int(sum(len(self.batches.rows_of(int(p), self.epoch)) for p in self.parent_indices()))
+
+    def _legacy_identities(self, state_format: int) -> set[str]:
+        return self.batches._legacy_identities(state_format)
 
     def _state_identity(self) -> dict[str, Any]:
         identity = dict(self.batches._state_identity())
