@@ -51,10 +51,8 @@ class BlockSource:
 
     Parameters
     ----------
-    dataset
-        The full dataset.
-    rows
-        The view's rows, sorted ascending, or ``None`` for all rows.
+    dataset, rows
+        The full dataset and the view's rows, as :func:`~lstm_data.batching.order.block_plans.block_layout` takes them.
     fields
         The resolved spec (for the per-window builders).
     layout

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Protocol, TypeVar
 
 import numpy as np
 
+from lstm_data.batching.spec.plain import SpecParts
 from lstm_data.errors import SchemaError
 
 if TYPE_CHECKING:
@@ -39,15 +40,8 @@ FIT_BLOCK = 1 << 15
 AUTO = "auto"
 
 
-class FittableSpec(Protocol):
-    """What fitting reads of a spec (``BatchSpec`` has it all)."""
-
-    @property
-    def inputs(self) -> Mapping[str, Field]: ...
-    @property
-    def targets(self) -> Mapping[str, Field]: ...
-    @property
-    def selection(self) -> str | None: ...
+class FittableSpec(SpecParts, Protocol):
+    """What fitting reads of a spec (``BatchSpec`` has it all): its parts, and these methods."""
 
     def fields(self) -> Iterable[tuple[str, str, Field]]: ...
 

@@ -95,6 +95,8 @@ def spec_from_dict(cls: Callable[..., S], data: Mapping[str, Any], *, source: st
 
     Parameters
     ----------
+    cls
+        The spec class to build (``BatchSpec`` or a subclass).
     data
         The tables; ``order`` and ``read`` tables (other option objects' homes in a
         shared file) are ignored.
@@ -142,14 +144,15 @@ def spec_from_toml(cls: Callable[..., S], path: str | PathLike[str]) -> S:
 
     Parameters
     ----------
+    cls
+        The spec class to build (``BatchSpec`` or a subclass).
     path
-        The TOML file; its ``[order]`` and ``[read]`` tables are left to
-        ``Order.from_toml`` and ``ReadOptions.from_toml``.
+        The TOML file (its ``[order]`` and ``[read]`` tables belong to the other option objects).
 
     Returns
     -------
-    BatchSpec
-        The spec.
+    spec
+        An instance of ``cls``.
     """
     import tomllib
 
@@ -179,6 +182,8 @@ def spec_from_lstm_ee(cls: Callable[..., S], config: Any) -> S:
 
     Parameters
     ----------
+    cls
+        The spec class to build (``BatchSpec`` or a subclass).
     config
         lstm_ee's configuration, a dict or an object with those attributes.
 
