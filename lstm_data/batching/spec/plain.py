@@ -101,12 +101,12 @@ def spec_from_dict(cls: Callable[..., S], data: Mapping[str, Any], *, source: st
         The tables; ``order`` and ``read`` tables (other option objects' homes in a
         shared file) are ignored.
     source
-        Where the data came from, named in errors.
+        Named in errors as the data's origin (a file name).
 
     Returns
     -------
-    BatchSpec
-        The spec.
+    spec
+        An instance of ``cls``.
     """
     known = {"derived", "selection", "version", "inputs", "targets", "nan_to", "pad_to_multiple_of", "augment"}
     # the tables of the other option objects may share the file ([order], [read])
