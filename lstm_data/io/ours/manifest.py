@@ -20,7 +20,9 @@ The manifest is the attributes of the group :data:`MANIFEST_KEY`, written after
 everything else (the root's attributes record :data:`MANIFEST_ATTR` before, so a
 store that lost its manifest is an error, not an old store). It carries a
 CRC-32C of its own content. Readers check it through
-:mod:`lstm_data.io.ours.checked_store`.
+:mod:`lstm_data.io.ours.checked_store`, and check a file's size against its record
+before reading it (:meth:`Manifest.check_size`): a file that cannot be the recorded
+one is never read whole.
 """
 from __future__ import annotations
 
