@@ -100,9 +100,22 @@ def read_store_file(path: str | os.PathLike[str], *, what: str, file: str | None
     where = os.fspath(path) if file is None else file
     look_at(path, what, where)  # a device or FIFO is never opened
     fd = os.open(path, _FLAGS)
-    with open(fd, "rb", closefd=True) as fh:
+    try:
         st = os.fstat(fd)
         refuse_special(st.st_mode, what, where)  # replaced by another file since the stat
         if check_size is not None:
             check_size(st.st_size)
-        return fh.read(st.st_size), st
+        data = os.read(fd, st.st_size)  # one call, unless the file is over 2 GiB
+        if len(data) < st.st_size:
+            parts = [data]
+            left = st.st_size - len(data)
+            while left > 0:
+                part = os.read(fd, left)
+                if not part:  # truncated meanwhile: what there was
+                    break
+                parts.append(part)
+                left -= len(part)
+            data = b"".join(parts)
+        return data, st
+    finally:
+        os.close(fd)
