@@ -31,7 +31,7 @@ from lstm_data.batching.order_options import Order
 from lstm_data.batching.spec import BatchSpec, OutputSignature
 from lstm_data.errors import FormatError, OptionError, UncheckedStoreWarning, warn_user
 from lstm_data._util.redact import redact
-from lstm_data.io.ours.checked_store import open_checked, records_every_chunk, store_token
+from lstm_data.io.ours.checked_store import open_checked, opened_token, records_every_chunk, store_token
 from lstm_data.io.ours.layout import OLD_ZARR_NOTE
 from lstm_data.io.ours.manifest import UNCHECKED_NOTE, Manifest
 from lstm_data.io.read_options import ReadOptions
@@ -107,7 +107,7 @@ class PrecomputedBatches(EpochIteration):
     Item ``i`` is ``(inputs, targets, weights)``. :meth:`on_epoch_end` permutes the
     order of the stored batches reproducibly (``seed`` plus epoch) when
     ``shuffle`` is on; the rows inside each batch are those of the stored epoch.
-    Pickling sends the path only.
+    Pickling sends the path and the read options only.
 
     Parameters
     ----------
@@ -157,7 +157,7 @@ class PrecomputedBatches(EpochIteration):
     def _open(self, root: zarr.Group, manifest: Manifest | None) -> None:
         self.name = redact(self.path)
         #: the store as it was opened (see :func:`~lstm_data.io.ours.checked_store.store_token`)
-        self._token = store_token(self.path, self.name)
+        self._token = opened_token(root)
         redo = "recompute it (lstm-data precompute --overwrite) to have damage detected"
         if not records_every_chunk(root):
             also = "" if manifest is not None else f", and it {UNCHECKED_NOTE}"
@@ -211,6 +211,8 @@ class PrecomputedBatches(EpochIteration):
     def _refuse_if_replaced(self, exc: FormatError) -> None:
         """Raise a ``FormatError`` saying so if the store at the path is no longer the one this
         handle opened (written anew, or removed): a failed read then says nothing of damage."""
+        if self._token is None:  # not known at open: nothing to compare
+            return
         now = store_token(self.path, self.name)
         if now == self._token:
             return

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer, BufferPrototype
 
 __all__ = ["CheckedStore", "open_checked", "records_every_chunk", "base_store", "quiet_leftover_tasks",
-           "settle_zarr", "store_token", "MANIFEST_FILE"]
+           "settle_zarr", "store_token", "opened_token", "Token", "MANIFEST_FILE"]
 
 #: the manifest's file in a store
 MANIFEST_FILE = f"{MANIFEST_KEY}/zarr.json"
@@ -57,6 +57,8 @@ class _State:
         self.name = name
         self.manifest = manifest
         self.every_chunk = manifest is not None
+        #: CRC-32C of the root ``zarr.json`` as first read (see :func:`opened_token`)
+        self.root_digest: int | None = None
 
 
 class CheckedStore(WrapperStore[Store]):
@@ -86,6 +88,8 @@ class CheckedStore(WrapperStore[Store]):
         else:
             data = await self._get_local(self._root, key, prototype, byte_range)
         is_meta = key.rsplit("/", 1)[-1] in META_NAMES
+        if key == "zarr.json" and data is not None and byte_range is None and st.root_digest is None:
+            st.root_digest = crc32c(data.as_numpy_array())
         if data is None:
             if not is_meta and st.every_chunk:
                 array, chunk = split_key(key)
@@ -155,12 +159,27 @@ def _raw(base: Any, key: str, name: str) -> bytes | None:
     return None if data is None else bytes(data.to_bytes())
 
 
-def store_token(path: Any, name: str) -> int | None:
-    """A digest of the store at ``path`` as it is now: of its root ``zarr.json`` and its manifest.
+#: what tells one store at a path from another written there: the CRC-32C of its root
+#: ``zarr.json`` and of its manifest file (``None`` without one)
+Token = tuple[int, "int | None"]
+
+
+def opened_token(root: zarr.Group) -> Token | None:
+    """The :data:`Token` of the store of ``root`` (opened by :func:`open_checked`) as it was
+    read at open, at no cost; ``None`` if unknown."""
+    store = root.store
+    if not isinstance(store, CheckedStore) or store.state.root_digest is None:
+        return None
+    manifest = store.state.manifest
+    return store.state.root_digest, None if manifest is None else manifest.token
+
+
+def store_token(path: Any, name: str) -> Token | None:
+    """The :data:`Token` of the store at ``path`` as it is now, read anew; ``None`` when there
+    is no store there, or it cannot be read.
 
     A store written anew at the same place (``precompute --overwrite``) has another
-    one: a handle records it at open, and compares it when a read fails. ``None``
-    when there is no store there, or it cannot be read.
+    one: a handle compares it with :func:`opened_token` when a read fails.
     """
     base = base_store(path)
     try:
@@ -170,7 +189,7 @@ def store_token(path: Any, name: str) -> int | None:
         return None
     if root is None:
         return None
-    return crc32c(root + b"\0" + (manifest if manifest is not None else b""))
+    return crc32c(root), None if manifest is None else crc32c(manifest)
 
 
 def records_every_chunk(root: zarr.Group) -> bool:
