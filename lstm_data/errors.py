@@ -12,7 +12,8 @@ import warnings
 from types import FrameType
 from typing import Any, Callable
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning", "redact", "PrecisionWarning"]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning", "redact", "PrecisionWarning",
+           "UncheckedStoreWarning"]
 
 _WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
 #: characters of a bad token quoted in a message; a longer one is cut and its length given
@@ -185,6 +186,16 @@ class PrecisionWarning(UserWarning):
     Above 2**24 in float32 and 2**53 in float64 not every integer has a float: every
     reader and batch building warn once per column, naming the column and the first
     value changed.
+    """
+
+
+class UncheckedStoreWarning(UserWarning):
+    """A store opened whose damage cannot all be detected: it has no manifest.
+
+    A precomputed batch store written before manifests (or by another tool) opens
+    with this warning, which names the store and what is not checked there (chunks
+    moved, swapped or copied from elsewhere read as other numbers; edited metadata
+    goes unnoticed). ``ReadOptions(trust_unchecked=True)`` opens it without.
     """
 
 

@@ -22,6 +22,9 @@ option             meaning                                                     f
 ``root``           the HDF5 group holding lstm_ee's arrays                     hdf5
 ``trust_external`` follow HDF5 external links, external storage, virtual      hdf5, nova
                    datasets of other files (default: refuse them)
+``trust_unchecked`` open a store without a manifest (written before manifests,  batch stores
+                   or by another tool) without the warning that says what is
+                   not checked there
 ``tables``         the NOvA tables to read                                     nova
 ``slice_table``    the NOvA table whose rows are the events                    nova
 ``aliases``        NOvA column renames ``{old: new}``                           nova
@@ -184,6 +187,11 @@ class ReadOptions(DeclaredOptions):
     trust_external
         Follow HDF5 external links, external storage and virtual datasets of other
         files, which are refused by default (hdf5, nova).
+    trust_unchecked
+        Open a precomputed batch store that has no manifest (written before
+        manifests, or by another tool) without the warning that names what is not
+        checked there: chunks moved, swapped or copied from elsewhere and edited
+        metadata (batch stores: ``open_batches(path, read=...)``).
     file_values
         Scalar columns taken from the file rather than its rows: column name ->
         ``"index"`` (the file's position) or ``{glob: number}`` (a label or weight
@@ -216,6 +224,7 @@ class ReadOptions(DeclaredOptions):
     cache_chunks: int | None = None
     read_ahead: bool | None = None
     trust_external: bool | None = None
+    trust_unchecked: bool | None = None
     file_values: Mapping[str, Any] | None = None
     needed: tuple[str, ...] | None = None
     progress: Any = None
@@ -229,7 +238,7 @@ class ReadOptions(DeclaredOptions):
         "slice_table": _text("slice_table"), "aliases": _mapping("aliases"), "parent": _text("parent"),
         "relations": _mapping("relations"), "cache_chunks": _positive("cache_chunks"),
         "read_ahead": _flag("read_ahead"), "trust_external": _flag("trust_external"),
-        "file_values": _file_values, "needed": _patterns("needed"),
+        "trust_unchecked": _flag("trust_unchecked"), "file_values": _file_values, "needed": _patterns("needed"),
     }
     #: options that live only in the running process (never written to TOML)
     RUNTIME: ClassVar[frozenset[str]] = frozenset({"progress"})
@@ -312,6 +321,8 @@ def _where_it_applies(name: str) -> str:
     formats = [fmt for fmt, opts in READER_OPTIONS.items() if name in opts]
     if name == "file_values":
         return " (it is applied by lstm_data.open)"
+    if formats == ["batch store"]:
+        return " (it applies to precomputed batch stores: open_batches(path, read=...))"
     if not formats:
         return " (it is used by Batches, not by readers)" if name == "read_ahead" else ""
     return f" (only to {', '.join(formats)})"
@@ -333,6 +344,8 @@ READER_OPTIONS: dict[str, dict[str, tuple[str, Any]]] = {
              "block_bytes": ("step_bytes", None)},
     "zarr": _keep("dtype", "max_run_chunks"),
     "l5kit": _keep("dtype", "parent", "relations", "cache_chunks"),
+    #: precomputed batch stores (``open_batches``), not a reader of ``open``
+    "batch store": _keep("trust_unchecked"),
 }
 
 #: older keyword spellings -> the option that replaced them

@@ -5,8 +5,12 @@ that fails its checksum, a chunk moved from another place, or edited metadata
 (stores with a manifest, :mod:`lstm_data.io.ours.manifest`) is a
 :class:`~lstm_data.errors.FormatError` naming the store, the file, and the array
 and chunk (see :mod:`lstm_data.io.ours.checked_store` and
-:func:`lstm_data.io.ours.zarr.read_rows`). Stores written before keep reading;
-:attr:`PrecomputedBatches.notes` says what is not detected there.
+:func:`lstm_data.io.ours.zarr.read_rows`). A store whose metadata requires its
+manifest is refused without it (:func:`~lstm_data.store.format.check_requires`).
+Stores written before manifests keep reading, with an
+:class:`~lstm_data.errors.UncheckedStoreWarning` naming what is not checked
+(:attr:`PrecomputedBatches.notes`), unless ``ReadOptions(trust_unchecked=True)``.
+A handle whose store was written anew since it opened it says so.
 """
 from __future__ import annotations
 
@@ -25,17 +29,19 @@ from lstm_data.batching.order.rows import shuffled_order
 from lstm_data._util.declared import unknown_option
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import BatchSpec, OutputSignature
-from lstm_data.errors import FormatError, OptionError
+from lstm_data.errors import FormatError, OptionError, UncheckedStoreWarning, warn_user
 from lstm_data._util.redact import redact
-from lstm_data.io.ours.checked_store import open_checked, records_every_chunk
+from lstm_data.io.ours.checked_store import open_checked, opened_token, records_every_chunk, store_token
 from lstm_data.io.ours.layout import OLD_ZARR_NOTE
-from lstm_data.io.ours.manifest import UNCHECKED_NOTE
+from lstm_data.io.ours.manifest import UNCHECKED_NOTE, Manifest
+from lstm_data.io.read_options import ReadOptions
 from lstm_data.io.plumbing.remote import is_url, remote_format
 from lstm_data.io.ours.zarr import read_rows
 from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,
     STORE_VERSION,
+    check_requires,
     compare_metadata,
     fingerprint,
     output_key,
@@ -46,22 +52,9 @@ __all__ = ["open_batches", "PrecomputedBatches", "read_metadata", "stored_node"]
 N = TypeVar("N", zarr.Array[Any], zarr.Group)
 
 
-def stored_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The batch-store attribute of the zarr group at ``path`` (any version), or None if it has none."""
-    meta = open_checked(str(path), str(path))[0].attrs.get(ATTR)
-    return meta if isinstance(meta, dict) and meta.get("format") == STORE_FORMAT else None
-
-
-def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The recorded metadata of the store at ``path``.
-
-    Raises
-    ------
-    FileNotFoundError
-        No store there.
-    FormatError
-        Not a precomputed-batch store (or an unknown version of one).
-    """
+def _open_store(path: str | os.PathLike[str]) -> tuple[dict[str, Any], zarr.Group, Manifest | None]:
+    """``(recorded metadata, root group, manifest or None)`` of the store at ``path``, its
+    metadata and what it requires checked (see :func:`read_metadata`)."""
     if is_url(path):
         remote_format(str(path))  # a zarr v3 root, or FileNotFoundError / FormatError
         p: str | Path = str(path)
@@ -72,13 +65,30 @@ def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
                 raise FormatError(f"{p} is not a precomputed batch store (no zarr.json); make one with "
                                   "lstm-data precompute", file=str(p))
             raise FileNotFoundError(f"no precomputed batch store at {p}")
-    meta = stored_metadata(p)
     name = redact(p)
-    if meta is None:
+    root, manifest = open_checked(str(p), name)
+    meta = root.attrs.get(ATTR)
+    if not (isinstance(meta, dict) and meta.get("format") == STORE_FORMAT):
         raise FormatError(f"{name} is a zarr store but not a precomputed batch store", file=name)
     if meta.get("version") != STORE_VERSION:
         raise FormatError(f"{name}: unsupported batch store version {meta.get('version')!r}", file=name)
-    return meta
+    check_requires(meta, has_manifest=manifest is not None, name=name)
+    return meta, root, manifest
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The recorded metadata of the store at ``path``.
+
+    Raises
+    ------
+    FileNotFoundError
+        No store there.
+    FormatError
+        Not a precomputed-batch store (or an unknown version of one), or a store
+        that requires its manifest without one (see
+        :func:`~lstm_data.store.format.check_requires`).
+    """
+    return _open_store(path)[0]
 
 
 def stored_node(root: zarr.Group, key: str, kind: type[N], name: str) -> N:
@@ -97,23 +107,44 @@ class PrecomputedBatches(EpochIteration):
     Item ``i`` is ``(inputs, targets, weights)``. :meth:`on_epoch_end` permutes the
     order of the stored batches reproducibly (``seed`` plus epoch) when
     ``shuffle`` is on; the rows inside each batch are those of the stored epoch.
-    Pickling sends the path only.
+    Pickling sends the path and the read options only.
+
+    Parameters
+    ----------
+    path
+        The store.
+    shuffle
+        Permute the order of the stored batches each epoch after the first.
+    read
+        How the store is read: of :class:`~lstm_data.io.read_options.ReadOptions`,
+        ``trust_unchecked`` applies.
 
     Raises
     ------
     FormatError
-        At open or on a read, a lost or damaged chunk (naming store, array and chunk).
+        At open or on a read, a lost or damaged chunk (naming store, array and chunk);
+        a store that requires its manifest without one; on a read, a store written
+        anew at the path since this handle opened it.
+
+    Warns
+    -----
+    UncheckedStoreWarning
+        The store has no manifest (written before manifests): the warning names what
+        is not checked; ``ReadOptions(trust_unchecked=True)`` opens it without.
 
     Attributes
     ----------
     notes : tuple of str
-        What this store cannot detect (a store written before every chunk was
-        stored: a lost chunk reads as zeros). Empty for stores written now.
+        What this store cannot detect (a store written before manifests: moved or
+        swapped chunks, edited metadata; before every chunk was stored: a lost
+        chunk reads as zeros). Empty for stores written now.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, shuffle: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, shuffle: bool = True,
+                 read: ReadOptions | None = None) -> None:
         self.path = str(path)
-        self.meta = read_metadata(path)
+        self.read = _store_options(read, redact(self.path))
+        self.meta, root, manifest = _open_store(path)
         # with bucketing, the spec the batches were built with (its bucketed group padded per batch)
         self.spec = BatchSpec.from_dict(self.meta.get("batch_spec") or self.meta["spec"], source=redact(self.path))
         self.batch_size = int(self.meta["batch_size"])
@@ -121,18 +152,23 @@ class PrecomputedBatches(EpochIteration):
         self.n_rows = int(self.meta["n_rows"])
         self.shuffle = bool(shuffle)
         self.epoch = 0
-        self._open()
+        self._open(root, manifest)
 
-    def _open(self) -> None:
+    def _open(self, root: zarr.Group, manifest: Manifest | None) -> None:
         self.name = redact(self.path)
-        root, manifest = open_checked(self.path, self.name)
-        redo = "recompute it (lstm-data precompute --force) to have damage detected"
+        #: the store as it was opened (see :func:`~lstm_data.io.ours.checked_store.store_token`)
+        self._token = opened_token(root)
+        redo = "recompute it (lstm-data precompute --overwrite) to have damage detected"
         if not records_every_chunk(root):
-            self.notes: tuple[str, ...] = (f"{self.name}: {OLD_ZARR_NOTE}; {redo}",)
+            also = "" if manifest is not None else f", and it {UNCHECKED_NOTE}"
+            self.notes: tuple[str, ...] = (f"{self.name}: {OLD_ZARR_NOTE}{also}; {redo}",)
         elif manifest is None:
             self.notes = (f"{self.name}: {UNCHECKED_NOTE}; {redo}",)
         else:
             self.notes = ()
+        if self.notes and not self.read.trust_unchecked:
+            warn_user(f"{self.notes[0]}. To open it without this warning, give "
+                      "read=ReadOptions(trust_unchecked=True)", UncheckedStoreWarning)
         self._names = list(self.meta["outputs"])
         keys = {n: output_key(self.meta, n) for n in self._names}
         self._arrays = {n: stored_node(root, f"data/{keys[n]}", zarr.Array, self.name) for n in self._names}
@@ -164,9 +200,27 @@ class PrecomputedBatches(EpochIteration):
 
     def __getitem__(self, index: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         slot = self._slot(index)
-        flat = {n: self._read(n, slot) for n in self._names}
+        try:
+            flat = {n: self._read(n, slot) for n in self._names}
+        except FormatError as exc:
+            self._refuse_if_replaced(exc)
+            raise
         parts = self.spec.unflatten(flat)  # (inputs, targets[, weights]): no weights without targets
         return parts[0], parts[1], parts[2] if len(parts) == 3 else {}
+
+    def _refuse_if_replaced(self, exc: FormatError) -> None:
+        """Raise a ``FormatError`` saying so if the store at the path is no longer the one this
+        handle opened (written anew, or removed): a failed read then says nothing of damage."""
+        if self._token is None:  # not known at open: nothing to compare
+            return
+        now = store_token(self.path, self.name)
+        if now == self._token:
+            return
+        what = "removed" if now is None else "replaced by another store (written anew there, e.g. by " \
+                                              "lstm-data precompute --overwrite)"
+        raise FormatError(f"the store was {what} since this handle opened it: its batches cannot be "
+                          "read any more; open the store again (open_batches) to read what is there "
+                          "now", file=self.name) from exc
 
     def signature(self) -> dict[str, OutputSignature]:
         return self.spec.signature()
@@ -176,11 +230,21 @@ class PrecomputedBatches(EpochIteration):
                 f"seed={self.seed}, epoch={self.epoch})")
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "shuffle": self.shuffle, "epoch": self.epoch}
+        return {"path": self.path, "shuffle": self.shuffle, "epoch": self.epoch, "read": self.read}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        type(self).__init__(self, state["path"], shuffle=state["shuffle"])
+        type(self).__init__(self, state["path"], shuffle=state["shuffle"], read=state.get("read"))
         self.epoch = state["epoch"]
+
+
+def _store_options(read: ReadOptions | None, where: str) -> ReadOptions:
+    """``read`` (default: none set) once checked to hold only options of batch stores."""
+    if read is None:
+        return ReadOptions()
+    if not isinstance(read, ReadOptions):
+        raise OptionError(f"{where}: read must be a ReadOptions, got {type(read).__name__}")
+    read.reader_keywords("batch store", where)  # an option of another format: an OptionError
+    return read
 
 
 def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +258,8 @@ def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None, order: Order | None = None,
-                 dataset: Any = None, shuffle: bool = True, **options: Any) -> PrecomputedBatches:
+                 dataset: Any = None, shuffle: bool = True, read: ReadOptions | None = None,
+                 **options: Any) -> PrecomputedBatches:
     """Open a store written by ``lstm-data precompute``, checking it against what you expect.
 
     Parameters
@@ -212,6 +277,10 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
         recorded one (the store was made from this data).
     shuffle
         Permute the order of the stored batches each epoch after the first.
+    read
+        How the store is read (:class:`~lstm_data.io.read_options.ReadOptions`):
+        ``trust_unchecked=True`` opens a store without a manifest (written before
+        manifests) without the warning naming what is not checked there.
     **options
         ``batch_size=`` and ``seed=`` of earlier releases (deprecated: give
         ``order=Order(batch_size=..., seed=...)``).
@@ -225,12 +294,21 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
     ------
     StoreMismatchError
         A given expectation differs from the record; the message names each one.
+    FormatError
+        Not a batch store, a damaged one, or one whose metadata requires a manifest
+        that is missing (the message names it).
+
+    Warns
+    -----
+    UncheckedStoreWarning
+        The store has no manifest: the warning names what is not checked (see ``read``).
     """
+    read = _store_options(read, redact(str(path)))
     meta = read_metadata(path)
     if options:
         unknown = set(options) - {"batch_size", "seed"}
         if unknown:
-            raise unknown_option(sorted(unknown)[0], ["spec", "order", "dataset", "shuffle"], "open_batches")
+            raise unknown_option(sorted(unknown)[0], ["spec", "order", "dataset", "shuffle", "read"], "open_batches")
         warnings.warn(f"open_batches({', '.join(f'{k}=...' for k in options)}) is deprecated: give "
                       f"order=Order({', '.join(f'{k}=...' for k in options)})", DeprecationWarning, stacklevel=2)
         given = {k: v for k, v in options.items() if v is not None}
@@ -242,4 +320,4 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
             raise OptionError(f"open_batches: order must be an Order, got {type(order).__name__}")
         expected.update(order.to_dict())
     compare_metadata(_flat_record(meta), expected, where=str(path))
-    return PrecomputedBatches(path, shuffle=shuffle)
+    return PrecomputedBatches(path, shuffle=shuffle, read=read)

@@ -41,6 +41,7 @@ from lstm_data.batching.spec.forms import form_shapes
 from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import OptionError
+from lstm_data.io.read_options import ReadOptions
 from lstm_data.io.ours.checked_store import settle_zarr
 from lstm_data.io.ours.layout import EVERY_CHUNK_ATTR
 from lstm_data.io.ours.manifest import MANIFEST_ATTR, write_manifest
@@ -48,6 +49,7 @@ from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,
     STORE_VERSION,
+    REQUIRES,
     compare_metadata,
     fingerprint,
     flat_outputs,
@@ -181,7 +183,7 @@ _OWN_KEYS = ("batch_size", "seed", "shuffle", "bucket_by", "bucket_window")
 def _metadata(dataset: Dataset, spec: BatchSpec, order: Order,
               bucketing: dict[str, Any] | None) -> dict[str, Any]:
     rest = {k: v for k, v in order.to_dict().items() if k not in _OWN_KEYS}
-    return {"format": STORE_FORMAT, "version": STORE_VERSION, "spec": spec.to_dict(),
+    return {"format": STORE_FORMAT, "version": STORE_VERSION, "requires": list(REQUIRES), "spec": spec.to_dict(),
             "batch_size": int(order.batch_size), "seed": int(order.seed or 0), "shuffle": order.shuffle,
             "bucketing": bucketing or {}, "order": rest, "fingerprint": fingerprint(dataset),
             "source": list(getattr(dataset, "source", ()))}
@@ -273,7 +275,9 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
         if out.exists():
             try:
                 recorded = read_metadata(out)
-                PrecomputedBatches(out)  # every array's metadata and the index: damage shows here
+                # every array's metadata and the index: damage shows here (a store without a
+                # manifest is reused as it is: its reader warns)
+                PrecomputedBatches(out, read=ReadOptions(trust_unchecked=True))
             except Exception as exc:  # noqa: BLE001 - not a batch store: never replaced, even with force
                 if not (force and _is_batch_store(out)):  # force may replace an old or damaged store
                     raise FileExistsError(f"{out} exists and is not a precomputed batch store, or a "

@@ -120,7 +120,8 @@ def test_stores_without_a_manifest_keep_opening_with_a_note(ds, good, batch_stor
     old = as_old_zarr_store(shutil.copytree(good, tmp_path / "old.zarr"))
     assert ZarrDataset(old).notes  # the older note (lost chunks read as zeros) still given
     b = without_manifest(shutil.copytree(batch_store, tmp_path / "b.zarr"))
-    stored = lstm_data.open_batches(b)
+    with pytest.warns(lstm_data.UncheckedStoreWarning, match="not checked"):
+        stored = lstm_data.open_batches(b)
     assert len(stored.notes) == 1 and "not checked" in stored.notes[0]
     stored[0]
     assert ZarrDataset(good).notes == () and lstm_data.open_batches(batch_store).notes == ()

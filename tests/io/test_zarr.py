@@ -14,7 +14,7 @@ from lstm_data import FormatError
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.io.ours.zarr import ZarrDataset
-from tests.helpers import as_old_zarr_store, assert_same_dataset
+from tests.helpers import as_old_zarr_store, assert_same_dataset, without_manifest
 
 
 class CountingStore(WrapperStore):
@@ -264,7 +264,10 @@ def test_chunk_of_another_chunking_is_a_format_error(ds, tmp_path, direction):
     src, dst = (small, big) if direction == "short" else (big, small)
     chunk = dst / "png" / "values" / "c" / "1" / "0"
     chunk.write_bytes((src / "png" / "values" / "c" / "0" / "0").read_bytes())
-    z = ZarrDataset(dst)
+    with pytest.raises(FormatError, match=r"chunk 1 of array 'png/values' .* bytes on disk where the "
+                                          r"manifest records"):  # refused by its size, unread
+        ZarrDataset(dst).ragged("png")
+    z = ZarrDataset(without_manifest(dst))  # without a manifest, the frame checks refuse it
     with pytest.raises(FormatError, match=r"chunk 1 of array 'png/values'") as err:
         z.ragged("png")
     assert err.value.file == str(chunk)
@@ -277,6 +280,7 @@ def test_truncated_chunk_is_a_format_error_naming_it(ds, tmp_path):
     # without the checksum (which fails first, see tests/io/test_integrity.py) the frame
     # checks still catch it
     ds.to_zarr(tmp_path / "t.zarr", chunk_bytes=16 << 10, checksum=False)
+    without_manifest(tmp_path / "t.zarr")  # whose size check would refuse it first
     chunk = tmp_path / "t.zarr" / "png2d" / "values" / "c" / "2" / "0"
     chunk.write_bytes(chunk.read_bytes()[:100])
     with pytest.raises(FormatError, match=r"chunk 2 of array 'png2d/values' is 100 bytes long, "

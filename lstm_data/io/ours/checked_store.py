@@ -10,17 +10,23 @@ zarr store) in :class:`CheckedStore`, which sees every key zarr-python asks for:
   parses or decodes them;
 * a store that records that every chunk was written
   (:data:`~lstm_data.io.ours.layout.EVERY_CHUNK_ATTR`): a missing chunk is a
-  ``FormatError``, where zarr would fill it with the fill value.
+  ``FormatError``, where zarr would fill it with the fill value;
+* a local store: a file is looked at before it is read
+  (:func:`~lstm_data.io.ours.store_files.read_store_file`): a FIFO, a device or a
+  socket in place of a file is a ``FormatError`` (never opened), and in a store
+  with a manifest a file whose size is not the recorded one is refused unread (a
+  symbolic link to ``/dev/zero``, a sparse file of gigabytes).
 
 Stores written before manifests keep opening without the first check (their
 readers say so in their ``notes``).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from zarr.abc.store import Store
 from zarr.storage import WrapperStore
@@ -28,7 +34,8 @@ from zarr.storage import WrapperStore
 from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError
 from lstm_data.io.ours.layout import every_chunk_stored
-from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, split_key
+from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, crc32c, split_key
+from lstm_data.io.ours.store_files import look_at, read_store_file
 from lstm_data.io.plumbing.remote import is_url
 
 if TYPE_CHECKING:
@@ -37,7 +44,10 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer, BufferPrototype
 
 __all__ = ["CheckedStore", "open_checked", "records_every_chunk", "base_store", "quiet_leftover_tasks",
-           "settle_zarr"]
+           "settle_zarr", "store_token", "opened_token", "Token", "MANIFEST_FILE"]
+
+#: the manifest's file in a store
+MANIFEST_FILE = f"{MANIFEST_KEY}/zarr.json"
 
 
 class _State:
@@ -47,14 +57,20 @@ class _State:
         self.name = name
         self.manifest = manifest
         self.every_chunk = manifest is not None
+        #: CRC-32C of the root ``zarr.json`` as first read (see :func:`opened_token`)
+        self.root_digest: int | None = None
 
 
 class CheckedStore(WrapperStore[Store]):
     """A store whose reads are checked against the store's manifest and every-chunk record."""
 
     def __init__(self, store: Store, state: _State) -> None:
+        from zarr.storage import LocalStore
+
         super().__init__(store)
         self.state = state
+        #: the directory of a local store, whose files are looked at before they are read
+        self._root = str(store.root) if isinstance(store, LocalStore) else None
 
     def _with_store(self, store: Store) -> "CheckedStore":
         return type(self)(store, self.state)
@@ -66,9 +82,14 @@ class CheckedStore(WrapperStore[Store]):
 
     async def get(self, key: str, prototype: BufferPrototype,
                   byte_range: ByteRequest | None = None) -> Buffer | None:
-        data = await super().get(key, prototype, byte_range)
         st = self.state
+        if self._root is None:
+            data = await super().get(key, prototype, byte_range)
+        else:
+            data = await self._get_local(self._root, key, prototype, byte_range)
         is_meta = key.rsplit("/", 1)[-1] in META_NAMES
+        if key == "zarr.json" and data is not None and byte_range is None and st.root_digest is None:
+            st.root_digest = crc32c(data.as_numpy_array())
         if data is None:
             if not is_meta and st.every_chunk:
                 array, chunk = split_key(key)
@@ -86,6 +107,89 @@ class CheckedStore(WrapperStore[Store]):
                 raise FormatError(f"metadata file {key!r} is damaged (not JSON: {exc})",
                                   file=f"{st.name}/{key}" if st.name else key) from None
         return data
+
+    async def _get_local(self, root: str, key: str, prototype: BufferPrototype,
+                         byte_range: ByteRequest | None) -> Buffer | None:
+        """``get`` from a local store: the file looked at, then read (or ``None`` if absent)."""
+        inner: Any = self._store
+        if not inner._is_open:  # as LocalStore.get does
+            await inner._open()
+        path = os.path.join(root, key)
+        if byte_range is not None:  # a part of a file: looked at here, read by zarr
+            try:
+                await asyncio.to_thread(look_at, path, f"store file {key!r}", self._where(key))
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                pass
+            return await super().get(key, prototype, byte_range)
+        try:
+            raw, _ = await asyncio.to_thread(read_store_file, path, what=f"store file {key!r}",
+                                             file=self._where(key), check_size=self._size_check(key))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        return prototype.buffer.from_bytes(raw)
+
+    def _where(self, key: str) -> str:
+        return f"{self.state.name}/{key}" if self.state.name else key
+
+    def _size_check(self, key: str) -> Callable[[int], None] | None:
+        """What refuses the size of file ``key`` before it is read: its record in the manifest."""
+        manifest = self.state.manifest
+        if manifest is None:
+            return None
+        name = self.state.name
+
+        def check(size: int) -> None:
+            manifest.check_size(key, size, file=name)
+        return check
+
+
+def _raw(base: Any, key: str, name: str) -> bytes | None:
+    """The bytes of file ``key`` of the store ``base`` (a local one's looked at first), or ``None``."""
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+    from zarr.storage import LocalStore
+
+    if isinstance(base, LocalStore):
+        try:
+            return read_store_file(os.path.join(str(base.root), key), what=f"store file {key!r}",
+                                   file=f"{name}/{key}")[0]
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+    data = sync(base.get(key, default_buffer_prototype()))
+    return None if data is None else bytes(data.to_bytes())
+
+
+#: what tells one store at a path from another written there: the CRC-32C of its root
+#: ``zarr.json`` and of its manifest file (``None`` without one)
+Token = tuple[int, "int | None"]
+
+
+def opened_token(root: zarr.Group) -> Token | None:
+    """The :data:`Token` of the store of ``root`` (opened by :func:`open_checked`) as it was
+    read at open, at no cost; ``None`` if unknown."""
+    store = root.store
+    if not isinstance(store, CheckedStore) or store.state.root_digest is None:
+        return None
+    manifest = store.state.manifest
+    return store.state.root_digest, None if manifest is None else manifest.token
+
+
+def store_token(path: Any, name: str) -> Token | None:
+    """The :data:`Token` of the store at ``path`` as it is now, read anew; ``None`` when there
+    is no store there, or it cannot be read.
+
+    A store written anew at the same place (``precompute --overwrite``) has another
+    one: a handle compares it with :func:`opened_token` when a read fails.
+    """
+    base = base_store(path)
+    try:
+        root = _raw(base, "zarr.json", name)
+        manifest = _raw(base, MANIFEST_FILE, name)
+    except Exception:  # noqa: BLE001 - unreadable now (removed, refused, a server's error): no token
+        return None
+    if root is None:
+        return None
+    return crc32c(root), None if manifest is None else crc32c(manifest)
 
 
 def records_every_chunk(root: zarr.Group) -> bool:
@@ -126,22 +230,22 @@ def open_checked(path: Any, name: str) -> tuple[zarr.Group, Manifest | None]:
         As ``zarr.open_group`` raises them (no store there).
     """
     import zarr
-    from zarr.core.buffer import default_buffer_prototype
-    from zarr.core.sync import sync
 
     name = redact(name)
     quiet_leftover_tasks()
     base = base_store(path)
-    manifest_file = f"{MANIFEST_KEY}/zarr.json"
+    manifest_file = MANIFEST_FILE
     try:
-        raw = sync(base.get(manifest_file, default_buffer_prototype()))
+        raw = _raw(base, manifest_file, name)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raw = None
+    except FormatError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a server's refusal: said without credentials
         if not (isinstance(path, str) and is_url(path)):
             raise
         raise OSError(f"cannot read {name}: {type(exc).__name__}: {redact(exc)}") from None
-    manifest = None if raw is None else Manifest.parse(raw.to_bytes(), file=f"{name}/{manifest_file}")
+    manifest = None if raw is None else Manifest.parse(raw, file=f"{name}/{manifest_file}")
     state = _State(name, manifest)
     store = CheckedStore(base, state)
     root = zarr.open_group(store, mode="r", zarr_format=3)

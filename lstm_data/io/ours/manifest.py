@@ -20,7 +20,9 @@ The manifest is the attributes of the group :data:`MANIFEST_KEY`, written after
 everything else (the root's attributes record :data:`MANIFEST_ATTR` before, so a
 store that lost its manifest is an error, not an old store). It carries a
 CRC-32C of its own content. Readers check it through
-:mod:`lstm_data.io.ours.checked_store`.
+:mod:`lstm_data.io.ours.checked_store`, and check a file's size against its record
+before reading it (:meth:`Manifest.check_size`): a file that cannot be the recorded
+one is never read whole.
 """
 from __future__ import annotations
 
@@ -136,11 +138,14 @@ def write_manifest(directory: str | os.PathLike[str]) -> None:
 @dataclass
 class Manifest:
     """A loaded manifest: ``meta`` (key -> (size, digest)), ``chunks`` (array -> chunk key ->
-    (size, digest)) and ``trailer`` (arrays whose chunks are recorded by their CRC-32C trailer)."""
+    (size, digest)), ``trailer`` (arrays whose chunks are recorded by their CRC-32C trailer) and
+    ``token`` (the CRC-32C of the manifest file as read: another store written at the same
+    place has another one)."""
 
     meta: dict[str, tuple[int, int]]
     chunks: dict[str, dict[str, tuple[int, int]]]
     trailer: frozenset[str]
+    token: int = 0
 
     @classmethod
     def parse(cls, raw: bytes, *, file: str) -> "Manifest":
@@ -171,9 +176,56 @@ class Manifest:
             meta = {k: (int(v[0]), int(v[1])) for k, v in attrs["meta"].items()}
             chunks = {a: {k: (int(v[0]), int(v[1])) for k, v in c.items()}
                       for a, c in attrs["chunks"].items()}
-            return cls(meta, chunks, frozenset(attrs["trailer"]))
+            return cls(meta, chunks, frozenset(attrs["trailer"]), crc32c(raw))
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise FormatError(f"the store's manifest is damaged ({exc})", file=file) from None
+
+    def _meta_entry(self, key: str, *, file: str) -> tuple[int, int] | None:
+        """The record of metadata file ``key`` (``None``: ``key`` is not a metadata file);
+        a metadata file the manifest lacks is an error."""
+        if key.rsplit("/", 1)[-1] not in META_NAMES and key not in self.meta:
+            return None
+        want = self.meta.get(key)
+        if want is None:
+            raise FormatError(f"metadata file {key!r} is not in the store's manifest: it was "
+                              "added after the store was written", file=f"{file}/{key}")
+        return want
+
+    def _chunk_entry(self, array: str, chunk: str, *, file: str, index: int | None) -> tuple[str, tuple[int, int]]:
+        """``(the chunk in words, its record)``; a chunk the manifest lacks is an error."""
+        entries = self.chunks.get(array)
+        what = f"chunk {_index_of(chunk) if index is None else index} of array {array!r} (chunk key {chunk!r})"
+        if entries is None or chunk not in entries:
+            raise FormatError(f"{what} is not in the store's manifest: the array was changed or "
+                              "the chunk comes from elsewhere", file=file)
+        return what, entries[chunk]
+
+    def check_size(self, key: str, size: int, *, file: str) -> None:
+        """Raise :class:`FormatError` unless ``size`` bytes is the size recorded for ``key``.
+
+        Called before the file is read: a file that cannot be the recorded one (a
+        sparse file of gigabytes, a chunk moved here from elsewhere) is never read.
+        ``file`` is the store, named in errors with ``key``.
+        """
+        want = self._meta_entry(key, file=file)
+        if want is None:
+            array, chunk = split_key(key)
+            self.check_chunk_size(array, chunk, size, file=f"{file}/{key}")
+        elif size != want[0]:
+            raise FormatError(f"metadata file {key!r} was changed or damaged after the store was "
+                              f"written ({size:,} bytes, the manifest records {want[0]:,}); it was "
+                              "not read", file=f"{file}/{key}")
+
+    def check_chunk_size(self, array: str, chunk: str, size: int, *, file: str,
+                         index: int | None = None) -> None:
+        """Raise :class:`FormatError` unless ``size`` bytes is the size recorded for ``chunk`` of
+        ``array`` (before reading it; ``file`` names the chunk file in errors)."""
+        what, (recorded, _) = self._chunk_entry(array, chunk, file=file, index=index)
+        if size != recorded:
+            raise FormatError(f"{what} is {size:,} bytes on disk where the manifest records "
+                              f"{recorded:,}: it holds another chunk's bytes or other bytes (a chunk "
+                              "moved, swapped or copied here from another position, array or store, "
+                              "or a file replaced, grown or truncated); it was not read", file=file)
 
     def check(self, key: str, data: Any, *, file: str) -> None:
         """Raise :class:`FormatError` unless ``data`` (bytes-like) is the file recorded at ``key``.
@@ -183,12 +235,8 @@ class Manifest:
         import numpy as np
 
         view = np.frombuffer(data, dtype=np.uint8)
-        name = key.rsplit("/", 1)[-1]
-        if name in META_NAMES or key in self.meta:
-            want = self.meta.get(key)
-            if want is None:
-                raise FormatError(f"metadata file {key!r} is not in the store's manifest: it was "
-                                  "added after the store was written", file=f"{file}/{key}")
+        want = self._meta_entry(key, file=file)
+        if want is not None:
             if (len(view), crc32c(view)) != want:
                 raise FormatError(f"metadata file {key!r} was changed or damaged after the store "
                                   f"was written ({len(view)} bytes, recorded {want[0]}; its digest "
@@ -206,12 +254,7 @@ class Manifest:
         """
         import numpy as np
 
-        entries = self.chunks.get(array)
-        what = f"chunk {_index_of(chunk) if index is None else index} of array {array!r} (chunk key {chunk!r})"
-        if entries is None or chunk not in entries:
-            raise FormatError(f"{what} is not in the store's manifest: the array was changed or "
-                              "the chunk comes from elsewhere", file=file)
-        size, digest = entries[chunk]
+        what, (size, digest) = self._chunk_entry(array, chunk, file=file, index=index)
         view = np.frombuffer(raw, dtype=np.uint8)
         trailer = array in self.trailer
         if trailer:

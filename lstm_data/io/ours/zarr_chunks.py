@@ -26,6 +26,12 @@ store with a manifest (:mod:`lstm_data.io.ours.manifest`), that first read also 
 that the chunk is the one recorded at its place (its size and the 4-byte CRC-32C
 it ends with): a chunk moved to another position or array is an error.
 
+A chunk file is looked at before it is read
+(:func:`~lstm_data.io.ours.store_files.read_store_file`): a FIFO, a device or a socket
+in its place (a symbolic link to ``/dev/zero``) is an error and never opened, and a
+file whose size is not the manifest's record (without a manifest: larger than any
+encoding of one chunk) is refused unread, a sparse file of gigabytes too.
+
 A missing chunk file reads as the fill value, as in zarr: zarr-python (by default
 ``write_empty_chunks=False``) does not store chunks equal to the fill value, so
 absence alone proves nothing. Our writer stores every chunk and says so (see
@@ -45,6 +51,7 @@ import numpy as np
 
 from lstm_data._util import forksafe
 from lstm_data.errors import FormatError
+from lstm_data.io.ours.store_files import read_store_file
 
 if TYPE_CHECKING:
     import zarr
@@ -277,6 +284,9 @@ class ChunkDecoder:
         self._manifest = manifest
         #: chunk index -> (inode, size, mtime, ctime) of the file whose checksum passed
         self._verified: dict[int, tuple[int, int, int, int]] = {}
+        self._chunk_bytes = self.chunk_len * int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
+        #: the largest chunk file an encoding we decode makes (raw, Blosc, Zstd; and a checksum)
+        self._max_bytes = self._chunk_bytes + self._chunk_bytes // 64 + 4096
 
     @classmethod
     def for_array(cls, array: zarr.Array[Any], *, fill_missing: bool = True,
@@ -328,10 +338,13 @@ class ChunkDecoder:
         """
         key, path = self._file_of(i)
         what = f"chunk {i} of array {self.name!r}"
+
+        def check_size(size: int) -> None:
+            self._check_size(i, key, path, size)
         try:
-            with open(path, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                raw = fh.read()
+            raw, st = read_store_file(path, what=what, check_size=check_size)
+        except FormatError:
+            raise
         except FileNotFoundError:  # zarr skips writing chunks that equal the fill value
             if not self.fill_missing:
                 raise FormatError(f"{what} is missing (chunk key {key!r}): every chunk of "
@@ -360,6 +373,18 @@ class ChunkDecoder:
                                            verified=True)
             self._verified[i] = ident
         return ident
+
+    def _check_size(self, i: int, key: str, path: str, size: int) -> None:
+        """Refuse chunk file ``i`` (``key`` at ``path``) of ``size`` bytes before reading it: a
+        size other than the manifest's record, or (without a manifest) more than any encoding of
+        one chunk takes (a sparse file of gigabytes, say)."""
+        if self._manifest is not None:
+            self._manifest.check_chunk_size(self.name, key, size, file=path, index=i)
+        elif size > self._max_bytes:
+            raise FormatError(f"chunk {i} of array {self.name!r} is {size:,} bytes on disk, more "
+                              f"than any encoding of one chunk ({self._chunk_bytes:,} bytes) takes: "
+                              "the chunk file is damaged or not this array's; it was not read",
+                              file=path)
 
     def read_into(self, lo: int, hi: int, out: np.ndarray) -> None:
         """Decode records ``lo:hi`` into ``out`` (C-contiguous, shape ``(hi - lo, ...)``).
