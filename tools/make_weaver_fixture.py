@@ -154,7 +154,7 @@ def weaver_arrays(files: list[str], config: Path) -> dict[str, np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--jets", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/weaver")

@@ -44,6 +44,7 @@ from lstm_data.errors import OptionError
 from lstm_data.io.ours.checked_store import settle_zarr
 from lstm_data.io.ours.layout import EVERY_CHUNK_ATTR
 from lstm_data.io.ours.manifest import MANIFEST_ATTR, write_manifest
+from lstm_data.io.ours.ownership import describe_output
 from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,
@@ -273,14 +274,11 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
                 PrecomputedBatches(out)  # every array's metadata and the index: damage shows here
             except Exception as exc:  # noqa: BLE001 - not a batch store: never replaced, even with force
                 if not (force and _is_batch_store(out)):  # force may replace an old or damaged store
-                    raise FileExistsError(f"{out} exists and is not a precomputed batch store, or a "
-                                          f"damaged one ({exc}); recompute a damaged store with "
-                                          "overwrite (--overwrite), or remove it yourself or choose "
-                                          "another output") from None
+                    raise FileExistsError(_not_reusable(out, exc, force)) from None
                 recorded = None
             if recorded is not None and not force:
                 compare_metadata({"bucketing": {}, "order": {}, **recorded}, {k: meta[k] for k in _REUSE_KEYS},
-                                 where=str(out))
+                                 where=str(out), writing=True)
                 _log.info("precompute: %s already holds these batches (same spec, batch size, seed, "
                           "shuffle and data fingerprint): reused", out)
                 return _summary_of(out, time.perf_counter() - started, reused=True)
@@ -346,6 +344,17 @@ def _write_in_order(batches: Batches, shapes: dict[str, np.ndarray], writers: di
             bar.update(1)
     for w in writers.values():
         w.close()
+
+
+def _not_reusable(out: Path, exc: Exception, overwrite: bool) -> str:
+    """Why an existing ``out`` that does not open as a batch store is neither reused nor replaced."""
+    if _is_batch_store(out):  # damaged, and no overwrite
+        return (f"{out} already exists: it is a damaged batch store ({exc}). --overwrite (overwrite=True) "
+                "recomputes it; or choose another output")
+    what = describe_output(out)
+    return (f"{out} already exists and is not a precomputed batch store: it is {what}, which lstm_data "
+            f"never replaces{' (--overwrite replaces only a batch store)' if overwrite else ', not even with --overwrite'}"
+            ": remove it yourself or choose another output")
 
 
 def _is_batch_store(path: Path) -> bool:
