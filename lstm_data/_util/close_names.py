@@ -39,14 +39,27 @@ def close_names(name: str, known: Sequence[str], others: Iterable[str] = (), n: 
     same = [c for c in pool if c != name and c.lower() == low]  # another case
     suffix = sorted((c for c in pool if c != name and c.lower().endswith("." + low)),
                     key=lambda c: (rank[c] >= len(first), not c.endswith("." + name), len(c)))
-    close = difflib.get_close_matches(name, pool, n=n, cutoff=0.6)
+    close = _close(name, pool, n, 0.6)
     last = name.rsplit(".", 1)[-1]
     by_last: dict[str, list[str]] = {}
     for c in pool:
         by_last.setdefault(c.rsplit(".", 1)[-1], []).append(c)
-    near = [c for m in difflib.get_close_matches(last, list(by_last), n=n, cutoff=0.75) for c in by_last[m]
-            if c != name]
+    near = [c for m in _close(last, list(by_last), n, 0.75) for c in by_last[m] if c != name]
     return list(dict.fromkeys(same + suffix + close + near))[:n]
+
+
+def _close(word: str, pool: list[str], n: int, cutoff: float) -> list[str]:
+    """``difflib.get_close_matches``, ties kept in the order of ``pool`` (not reverse name order)."""
+    scored = []
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(word)
+    for i, c in enumerate(pool):
+        matcher.set_seq1(c)
+        if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff:
+            ratio = matcher.ratio()
+            if ratio >= cutoff:
+                scored.append((-ratio, i, c))
+    return [c for _, _, c in sorted(scored)[:n]]
 
 
 def did_you_mean(name: str, known: Sequence[str], others: Iterable[str] = ()) -> str:
