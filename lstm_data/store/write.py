@@ -45,6 +45,7 @@ from lstm_data.io.ours.checked_store import settle_zarr
 from lstm_data.io.ours.layout import EVERY_CHUNK_ATTR
 from lstm_data.io.ours.manifest import MANIFEST_ATTR, write_manifest
 from lstm_data.io.ours.ownership import describe_output
+from lstm_data.store.describe import is_batch_store, shape_text
 from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,
@@ -160,16 +161,6 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
     return shapes
 
 
-def _describe(shapes: np.ndarray) -> str:
-    if not len(shapes):
-        return "(no batches)"
-    cols = ["B"]
-    for j in range(1, shapes.shape[1]):
-        lo, hi = int(shapes[:, j].min()), int(shapes[:, j].max())
-        cols.append(str(hi) if lo == hi else f"{lo}..{hi}")
-    return "(" + ", ".join(cols) + ")"
-
-
 #: what must match for an existing store to be reused
 _REUSE_KEYS = ("spec", "batch_size", "seed", "shuffle", "bucketing", "order", "fingerprint")
 #: Order settings recorded under their own keys (the rest go under "order")
@@ -273,7 +264,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
                 recorded = read_metadata(out)
                 PrecomputedBatches(out)  # every array's metadata and the index: damage shows here
             except Exception as exc:  # noqa: BLE001 - not a batch store: never replaced, even with force
-                if not (force and _is_batch_store(out)):  # force may replace an old or damaged store
+                if not (force and is_batch_store(out)):  # force may replace an old or damaged store
                     raise FileExistsError(_not_reusable(out, exc, force)) from None
                 recorded = None
             if recorded is not None and not force:
@@ -348,26 +339,13 @@ def _write_in_order(batches: Batches, shapes: dict[str, np.ndarray], writers: di
 
 def _not_reusable(out: Path, exc: Exception, overwrite: bool) -> str:
     """Why an existing ``out`` that does not open as a batch store is neither reused nor replaced."""
-    if _is_batch_store(out):  # damaged, and no overwrite
+    if is_batch_store(out):  # damaged, and no overwrite
         return (f"{out} already exists: it is a damaged batch store ({exc}). --overwrite (overwrite=True) "
                 "recomputes it; or choose another output")
     what = describe_output(out)
     return (f"{out} already exists and is not a precomputed batch store: it is {what}, which lstm_data "
             f"never replaces{' (--overwrite replaces only a batch store)' if overwrite else ', not even with --overwrite'}"
             ": remove it yourself or choose another output")
-
-
-def _is_batch_store(path: Path) -> bool:
-    """Whether ``path`` is a batch store of any version (which ``force`` may replace), damaged
-    ones included: its root ``zarr.json`` (read as plain JSON) records our batch metadata."""
-    import json
-
-    try:
-        attrs = json.loads((path / "zarr.json").read_bytes()).get("attributes") or {}
-        meta = attrs.get(ATTR)
-    except Exception:  # noqa: BLE001 - unreadable: not known to be ours, not replaced
-        return False
-    return isinstance(meta, dict) and meta.get("format") == STORE_FORMAT
 
 
 def _codecs(compress: bool) -> dict[str, Any]:
@@ -410,6 +388,6 @@ def _summary_of(path: Path, seconds: float, *, reused: bool = False) -> Precompu
     for n in meta["outputs"]:
         dtype = str(sig[n].dtype) if n in sig else "float32"
         shapes = stored_node(index, f"{output_key(meta, n)}.shapes", zarr.Array, str(path))
-        outputs[n] = {"dtype": dtype, "shape": _describe(np.asarray(shapes[:]))}
+        outputs[n] = {"dtype": dtype, "shape": shape_text(np.asarray(shapes[:]))}
     return PrecomputeSummary(str(path), int(meta["n_batches"]), int(meta["n_rows"]), seconds, outputs,
                              reused)
