@@ -27,6 +27,7 @@ COMMANDS = {
     "precompute": "precompute",
     "fit": "fit",
     "bench": "bench",
+    "example": "example",
 }
 
 
