@@ -14,6 +14,7 @@ seeded, the same bytes every time; a file already there with the same bytes is k
 from __future__ import annotations
 
 import argparse
+import sys
 
 __all__ = ["add_arguments", "run"]
 
@@ -36,6 +37,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:<12} {', '.join(files)}")
         print(f"{'all':<12} {', '.join(example_files('all'))}")
         return 0 if args.list else 2
-    for path in write_examples(args.name, args.folder, overwrite=args.overwrite):
+    try:
+        written = write_examples(args.name, args.folder, overwrite=args.overwrite)
+    except ImportError as exc:
+        print(f"lstm-data example: error: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
         print(path)  # the files, on stdout (with -q too)
     return 0
