@@ -21,7 +21,8 @@ from lstm_data.batching.order_options import Order
 from lstm_data.batching.spec import BatchSpec
 from lstm_data.io.ours.checked_store import open_checked
 from lstm_data.store.format import ATTR, STORE_FORMAT, output_key
-from lstm_data.store.read import PrecomputedBatches, read_metadata, stored_node
+from lstm_data.io.plumbing.remote import is_url
+from lstm_data.store.read import PrecomputedBatches, read_metadata, stored_metadata, stored_node
 
 __all__ = ["StoreDescription", "describe_store", "is_batch_store", "shape_text"]
 
@@ -49,12 +50,12 @@ def shape_text(shapes: np.ndarray) -> str:
 
 
 def is_batch_store(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a local zarr store whose root records a batch store (any version).
+    """Whether ``path`` is a zarr store whose root records a batch store (any version).
 
     Parameters
     ----------
     path
-        A path (URLs are not looked at).
+        A path or URL.
 
     Returns
     -------
@@ -62,8 +63,11 @@ def is_batch_store(path: str | os.PathLike[str]) -> bool:
         ``True`` for a store ``precompute`` wrote, damaged ones included.
     """
     try:
-        attrs = json.loads((Path(path) / "zarr.json").read_bytes()).get("attributes") or {}
-        meta = attrs.get(ATTR)
+        if is_url(path):
+            meta = stored_metadata(str(path))
+        else:
+            attrs = json.loads((Path(path) / "zarr.json").read_bytes()).get("attributes") or {}
+            meta = attrs.get(ATTR)
     except Exception:  # noqa: BLE001 - unreadable: not known to be a batch store
         return False
     return isinstance(meta, dict) and meta.get("format") == STORE_FORMAT

@@ -40,7 +40,7 @@ from lstm_data.batching.order_options import Order
 from lstm_data.batching.field_forms import form_shapes
 from lstm_data.batching.spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
-from lstm_data.errors import OptionError
+from lstm_data.errors import OptionError, redact
 from lstm_data.io.ours.checked_store import settle_zarr
 from lstm_data.io.ours.layout import EVERY_CHUNK_ATTR
 from lstm_data.io.ours.manifest import MANIFEST_ATTR, write_manifest
@@ -173,7 +173,7 @@ def _metadata(dataset: Dataset, spec: BatchSpec, order: Order,
     return {"format": STORE_FORMAT, "version": STORE_VERSION, "spec": spec.to_dict(),
             "batch_size": int(order.batch_size), "seed": int(order.seed or 0), "shuffle": order.shuffle,
             "bucketing": bucketing or {}, "order": rest, "fingerprint": fingerprint(dataset),
-            "source": list(getattr(dataset, "source", ()))}
+            "source": [redact(s) for s in getattr(dataset, "source", ())]}  # no credentials in the store
 
 
 def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], order: Order | int | None = None, *,
