@@ -91,7 +91,7 @@ def texts(tmp: Path, rows: int) -> dict[str, bytes]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=60000)
     ap.add_argument("--runs", type=int, default=21)
     args = ap.parse_args()

@@ -51,7 +51,7 @@ def _resume(ds: InMemoryDataset, spec: BatchSpec, order: Order, world: int, new_
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--world", type=int, default=8)
     parser.add_argument("--batch", type=int, default=512)

@@ -75,7 +75,7 @@ def try_file(path: Path, timeout: float, opts: str = "{}") -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("folder")
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--json", default=None, help="write every outcome here")

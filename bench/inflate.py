@@ -16,7 +16,7 @@ from lstm_data.io.root.baskets import INFLATERS, _make_inflater
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("file")
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()

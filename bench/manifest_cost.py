@@ -46,7 +46,7 @@ def _strip(path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(allow_abbrev=False)
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--wall", action="store_true",

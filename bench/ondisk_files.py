@@ -27,7 +27,7 @@ from bench.many_files import DISK_PARTS, disk_epoch_times  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--format", choices=["zarr", "hdf5"], default="zarr")
     parser.add_argument("--read-ahead", action="store_true",

@@ -453,7 +453,7 @@ def steady(names: dict, folder: Path, runs: int, use_weaver: bool, stream_step: 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--jets", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5, help="interleaved rounds of every row (>= 5)")
     parser.add_argument("--folder", default=None, help="keep the files here (default: a temp folder)")

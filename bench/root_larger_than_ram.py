@@ -138,7 +138,7 @@ def _write_parquet(path: Path, k, rng, start: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--values-gb", type=float, default=6.0, help="decoded particle values to write (GB)")
     parser.add_argument("--cap-gb", type=float, default=2.0, help="the memory cap checked (GB)")
     parser.add_argument("--dir", default="/tmp/lstm_data_root_larger_than_ram", help="where the files go")

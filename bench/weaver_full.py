@@ -111,7 +111,7 @@ def steady_epochs(path: str, jets: int, runs: int) -> tuple[list[float], list[fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--jets", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()

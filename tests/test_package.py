@@ -25,6 +25,7 @@ DOCUMENTED = {
     "lstm_data.kernels": ["BACKEND", "parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser"],
     "lstm_data.compat": ["join_varr_arrays"],
     "lstm_data.synthetic": ["write_csv", "make_dataset", "SLICE_VARS", "PNG3D_VARS", "PNG2D_VARS"],
+    "lstm_data.examples": ["write_examples", "example_files", "EXAMPLES"],
     "lstm_data.torch": ["TorchBatches"],
     "lstm_data.keras": ["KerasBatches", "keras_inputs"],
     "lstm_data.cli": ["main"],

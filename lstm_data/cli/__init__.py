@@ -17,6 +17,7 @@ import sys
 import warnings
 from types import ModuleType
 
+from lstm_data.cli.help_text import close_matches, plain_text
 from lstm_data.errors import PrecisionWarning
 
 #: subcommand -> module under lstm_data.cli
@@ -26,6 +27,7 @@ COMMANDS = {
     "precompute": "precompute",
     "fit": "fit",
     "bench": "bench",
+    "example": "example",
 }
 
 
@@ -46,7 +48,7 @@ class _Version(argparse.Action):
 
 def _common_options() -> argparse.ArgumentParser:
     """The options every command takes."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     common.add_argument("-q", "--quiet", action="store_true",
                         help="no progress bars and no messages on stderr (errors excepted)")
     common.add_argument("-v", "--verbose", action="count", default=0,
@@ -94,16 +96,21 @@ def _configure_logging(args: argparse.Namespace) -> None:
     cleanup.propagate = True
 
 
-def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, ModuleType | None]:
-    parser = argparse.ArgumentParser(prog="lstm-data", description="Ragged event data to padded batches.")
+def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, ModuleType | None,
+                                      argparse.ArgumentParser | None]:
+    """The ``lstm-data`` parser, the chosen command's module and its parser (``None``: no command)."""
+    common = _common_options()
+    parser = argparse.ArgumentParser(prog="lstm-data", description="Ragged event data to padded batches.",
+                                     parents=[common], allow_abbrev=False,
+                                     epilog="Options -q, -v and --strict-integers go before or after the "
+                                            "command. 'lstm-data COMMAND --help' shows a command's options.")
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    common = _common_options()
     chosen = argv[0] if argv and argv[0] in COMMANDS else None
-    module = None
+    module, chosen_parser = None, None
     for name, modname in COMMANDS.items():
         if chosen is not None and name != chosen:
-            sub.add_parser(name)
+            sub.add_parser(name, allow_abbrev=False)
             continue
         try:
             mod = importlib.import_module(f"lstm_data.cli.{modname}")
@@ -111,13 +118,36 @@ def _parser(argv: list[str]) -> tuple[argparse.ArgumentParser, ModuleType | None
             if exc.name != f"lstm_data.cli.{modname}":
                 raise
             continue
-        p = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0],
-                           description=mod.__doc__, parents=[common],
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        doc = plain_text(mod.__doc__ or "").strip()
+        p = sub.add_parser(name, help=doc.splitlines()[0], description=doc, parents=[common],
+                           formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
         mod.add_arguments(p)
         if name == chosen:
-            module = mod
-    return parser, module
+            module, chosen_parser = mod, p
+    return parser, module, chosen_parser
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    """The error for arguments ``parser`` does not take, with the close matches of its options."""
+    options = [s for action in parser._actions for s in action.option_strings if s.startswith("--")]
+    hints = []
+    for arg in extra:
+        flag = arg.split("=", 1)[0]
+        if flag.startswith("-") and flag not in options:
+            close = close_matches(flag, options, n=2)
+            if close:
+                hints.append(f"{flag}: did you mean {' or '.join(close)}?")
+    return f"unrecognized arguments: {' '.join(extra)}" + (f" ({'; '.join(hints)})" if hints else "")
+
+
+def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """Exit with the close match when the first word is no command (nor an option)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or first in COMMANDS or argv[:1] == ["--version"]:
+        return
+    close = close_matches(first, COMMANDS, n=2)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    parser.error(f"unknown command {first!r} (commands: {', '.join(COMMANDS)}){hint}")
 
 
 #: options every command takes, also accepted before the command (``lstm-data -v inspect x``)
@@ -137,8 +167,12 @@ def _common_first(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run ``lstm-data`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     argv = _common_first(list(sys.argv[1:] if argv is None else argv))
-    parser, module = _parser(argv)
-    args = parser.parse_args(argv)
+    parser, module, chosen = _parser(argv)
+    if chosen is None and not {"-h", "--help", "--version"} & set(argv):
+        _unknown_command(parser, argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the command's own usage and the close matches of its options
+        (chosen or parser).error(_unrecognized(chosen or parser, extra))
     if module is None:
         parser.print_help()
         return 2

@@ -1,4 +1,4 @@
-"""Convert CSV/HDF5/zarr inputs into lstm_data's zarr v3 or HDF5 layout (atomic output).
+"""Convert inputs of any format lstm_data reads into its zarr v3 or HDF5 layout (atomic output).
 
 Examples::
 
@@ -34,7 +34,8 @@ def _at_least(low: int) -> Callable[[str], int]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="SRC... DST",
-                        help="input files or glob patterns, then the output (.zarr, .h5 or .hdf5)")
+                        help="inputs (files, glob patterns or URLs of any format lstm_data.open reads), then the "
+                             "output (.zarr, .h5 or .hdf5)")
     parser.add_argument("--shuffle", type=_at_least(0), metavar="SEED", default=None,
                         help="write rows in a seeded random order (pre-shuffled file: contiguous "
                              "batches are then random batches); inputs larger than RAM are shuffled "
@@ -74,19 +75,12 @@ def run(args: argparse.Namespace) -> int:
     output_kind(dst)
     paths = expand_paths(sources)
     check_not_input(dst, paths)  # before reading anything
-    if os.path.exists(dst) and not args.force:
-        print(f"lstm-data convert: error: {dst} exists (use --overwrite to replace it)",
-              file=sys.stderr)
-        return 1
-    if args.force:
-        from lstm_data.io.ours.ownership import why_not_ours
+    if os.path.lexists(dst):
+        from lstm_data.io.ours.ownership import check_replaceable, refusal
 
-        why = why_not_ours(dst)
-        if why is not None:
-            print(f"lstm-data convert: error: {dst} exists and is {why}; --overwrite replaces only a "
-                  "store or file that lstm_data wrote: remove it yourself or choose another output",
-                  file=sys.stderr)
-            return 1
+        if not args.force:
+            raise FileExistsError(refusal(dst))
+        check_replaceable(dst)  # --overwrite: only an output of ours
     start = time.perf_counter()
     from lstm_data.cli.csv_options import csv_options
 

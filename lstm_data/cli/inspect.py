@@ -1,10 +1,15 @@
-"""Show a dataset's rows, columns, groups, per-variable statistics and prong multiplicities.
+"""Show a dataset's rows, columns, groups, statistics and prong multiplicities, or a batch store.
 
 Examples::
 
     lstm-data inspect events.csv.xz
     lstm-data inspect events.zarr --plot multiplicity.png
     lstm-data inspect 'parts/*.h5' --json
+    lstm-data inspect numu_v3_batches.zarr
+
+A batch store (written by lstm-data precompute) shows its outputs with their roles,
+shapes and dtypes, its number of batches and rows, the data it was made of, and the
+spec and order it was built with, as TOML.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ __all__ = ["add_arguments", "run", "plot_multiplicities", "integrity_notes", "sk
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="file(s), store(s) or glob pattern")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="file(s), store(s), glob pattern or URL; or one batch store")
     parser.add_argument("--schema", metavar="FILE.toml", default=None,
                         help="declared groups/scalars/dtype for inputs that do not store them")
     add_csv_arguments(parser)
@@ -132,6 +137,16 @@ def run(args: argparse.Namespace) -> int:
     from lstm_data.io.dispatch import open as open_dataset
 
     shown = [redact(p) for p in args.paths]  # URLs without their credentials
+    if len(args.paths) == 1:
+        from lstm_data.store.describe import describe_store, is_batch_store
+
+        if is_batch_store(args.paths[0]):  # batches, not rows: what the store holds
+            if args.spec or args.plot:
+                raise ValueError(f"{shown[0]} is a batch store: --spec and --plot are for datasets; "
+                                 "the store's own spec and order are shown without them")
+            store = describe_store(args.paths[0])
+            print(json.dumps(store.to_dict(), indent=1) if args.json else "\n".join(store.lines()))
+            return 0
     ds = open_dataset(args.paths if len(args.paths) > 1 else args.paths[0], schema=args.schema,
                       **csv_options(args))
     scalar_stats = [] if args.no_stats else variable_stats(ds)

@@ -6,12 +6,11 @@ Example::
         --batch-size 1024 --seed 1 --out numu_v3_batches.zarr --threads 2
 
 The store records the spec, the order and a fingerprint of every value of the data;
-running again with the same settings and data reuses it, with other settings or edited
-data it is an error unless ``--overwrite``, which replaces only a batch store: an output
-that is the input data, or anything else, is refused. The spec file may also hold an
-``[order]`` table (an :class:`~lstm_data.batching.order.options.Order`) and a ``[read]``
-table (:class:`~lstm_data.io.read_options.ReadOptions`); flags given here override them.
-Read the store with ``lstm_data.open_batches(OUT)``.
+running again with the same settings and data reuses it. With other settings or edited
+data it is an error unless --overwrite, which replaces only a batch store (never the
+input data, nor anything else). The spec file may also hold an [order] table (Order)
+and a [read] table (ReadOptions); flags given here override them. Read the store with
+lstm_data.open_batches(OUT), show it with lstm-data inspect OUT.
 """
 from __future__ import annotations
 
@@ -29,7 +28,8 @@ def _shuffle(text: str) -> bool | str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, nargs="+", metavar="PATH",
-                        help="input data: CSV (.csv/.gz/.xz/.bz2), HDF5 or zarr; several paths concatenate")
+                        help="input data: files, glob patterns or URLs of any format lstm_data.open reads; "
+                             "several paths concatenate")
     parser.add_argument("--spec", required=True, metavar="SPEC.toml", help="BatchSpec TOML file")
     parser.add_argument("--schema", metavar="FILE.toml", default=None,
                         help="declared groups/scalars/dtype for inputs that do not store them (CSV, "

@@ -6,12 +6,12 @@ holds its columns in RAM; on-disk readers subclass :class:`Dataset` and implemen
 """
 from __future__ import annotations
 
-import difflib
 import os
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data._util.close_names import did_you_mean
 from lstm_data.data.joins import check_join
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import SchemaError
@@ -41,11 +41,32 @@ def _writer(fmt: str) -> Writer:
     return _writer_source(fmt)
 
 
-def unknown_name_error(kind: str, name: str, known: Sequence[str]) -> SchemaError:
-    """A ``SchemaError`` for an unknown name that suggests close matches."""
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-    return SchemaError(f"unknown {kind} {name!r}{hint} (known: {len(known)} {kind}s)", variable=name)
+def unknown_name_error(kind: str, name: str, known: Sequence[str], others: Iterable[str] = (),
+                       hint: str = "") -> SchemaError:
+    """A ``SchemaError`` for an unknown name that suggests close matches.
+
+    Parameters
+    ----------
+    kind
+        What was asked for (``"scalar"``, ``"group"``).
+    name
+        Its name.
+    known
+        The names of that kind.
+    others
+        Every other column, whose close names are suggested after those of ``known``
+        (dotted names ending with ``.name`` first: ``rec.slc.calE`` for ``calE``).
+    hint
+        A sentence added at the end (where a schema that names it lies).
+
+    Returns
+    -------
+    SchemaError
+        Naming ``name``, its close matches and the number of known names.
+    """
+    close = did_you_mean(name, known, others)
+    more = f". {hint}" if hint else ""
+    return SchemaError(f"unknown {kind} {name!r}{close} (known: {len(known)} {kind}s){more}", variable=name)
 
 
 def consecutive_range(rows: np.ndarray, n: int) -> tuple[int, int] | None:
@@ -200,7 +221,8 @@ class Dataset:
             if owner is not None:
                 raise SchemaError(f"{name!r} is a prong variable of group {owner!r}, not a scalar; "
                                   f"read it with ragged({owner!r})", variable=name)
-            raise unknown_name_error("scalar", name, self._scalar_names)
+            raise unknown_name_error("scalar", name, self._scalar_names,
+                                     [v for vs in self._groups.values() for v in vs])
 
     def ragged(self, group: str, rows: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """A ragged group's values and offsets, whole or at ``rows``.

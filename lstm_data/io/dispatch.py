@@ -32,7 +32,13 @@ from typing import Any, Iterable, Sequence, cast
 
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, OptionError, SchemaError, redact
-from lstm_data.io.read_options import ReadOptions, file_value_columns, read_options_from
+from lstm_data.io.read_options import (
+    RENAMED,
+    ReadOptions,
+    file_value_columns,
+    read_options_from,
+    unknown_open_keyword,
+)
 from lstm_data.io.plumbing.remote import is_url, remote_format
 from lstm_data.io.plumbing.special import STDIN, check_readable_kind, is_stream
 
@@ -274,6 +280,16 @@ def _in_ram_for_many(paths: list[str], schema: Any, read: ReadOptions) -> ReadOp
     return read.replace(in_ram=False)
 
 
+def _format_or_none(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> str | None:
+    """The format of the first local file given, for a message; ``None`` when it cannot be told
+    without more (a URL, a missing file, a damaged one)."""
+    try:
+        first = expand_paths(path_or_paths)[0]
+        return None if is_url(first) else detect_format(first)
+    except Exception:  # noqa: BLE001 - the message then lists every format's options
+        return None
+
+
 def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
          schema: Any = None, read: ReadOptions | None = None, **options: Any) -> Dataset:
     """Open a dataset of any format, or several files as one.
@@ -313,6 +329,9 @@ def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     FileNotFoundError, FormatError, ParseError, SchemaError, OptionError
     """
     try:
+        unknown = [k for k in options if k not in ReadOptions.option_names() and k not in RENAMED]
+        if unknown:
+            raise unknown_open_keyword(unknown[0], _format_or_none(path_or_paths))
         read = read_options_from(read, options)
     except OptionError as exc:  # name the data the options were given for
         shown = path_or_paths if isinstance(path_or_paths, (str, os.PathLike)) else ", ".join(

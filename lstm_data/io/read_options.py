@@ -51,10 +51,12 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data._util.close_names import close_names
 from lstm_data._util.declared import DeclaredOptions, unknown_option
 from lstm_data.errors import OptionError
 
-__all__ = ["ReadOptions", "READER_OPTIONS", "read_options_from", "file_value_columns"]
+__all__ = ["ReadOptions", "READER_OPTIONS", "read_options_from", "file_value_columns", "unknown_open_keyword",
+           "RENAMED"]
 
 
 def _dtype(value: Any) -> str:
@@ -349,8 +351,53 @@ READER_OPTIONS: dict[str, dict[str, tuple[str, Any]]] = {
 }
 
 #: older keyword spellings -> the option that replaced them
-_RENAMED = {"use_threads": "threads", "block_size": "block_bytes", "step_bytes": "block_bytes",
+RENAMED = {"use_threads": "threads", "block_size": "block_bytes", "step_bytes": "block_bytes",
             "workers": "threads"}
+
+
+#: what ``lstm_data.open`` takes besides the options of :class:`ReadOptions`
+OPEN_PARAMETERS = ("schema", "read")
+#: options ``lstm_data.open`` applies itself, whatever the format
+_OPEN_OPTIONS = ("file_values",)
+
+
+def unknown_open_keyword(name: str, fmt: str | None, where: str = "lstm_data.open") -> OptionError:
+    """The error for a keyword of ``lstm_data.open`` that is neither a parameter nor an option.
+
+    Parameters
+    ----------
+    name
+        The keyword given.
+    fmt
+        The format of the data (a key of :data:`READER_OPTIONS`), or ``None`` when unknown.
+    where
+        What it was given to, for the message.
+
+    Returns
+    -------
+    OptionError
+        Naming ``name``, its close match among the parameters and every option (saying
+        which format an option is for, when not this one), and what ``open`` takes for
+        this format: its parameters and this format's options only.
+    """
+    own = sorted(set(READER_OPTIONS[fmt]) | set(_OPEN_OPTIONS)) if fmt in READER_OPTIONS else \
+        sorted(set(ReadOptions.option_names()) - {"needed", "read_ahead"})
+    pool = [*OPEN_PARAMETERS, *own, *ReadOptions.option_names()]
+    close = close_names(name, pool, n=1)
+    hint = ""
+    if close:
+        match = close[0]
+        if match in OPEN_PARAMETERS:
+            what = f" It is a parameter of {where}"
+        elif match in own:
+            what = ""
+        else:
+            formats = [f for f, o in READER_OPTIONS.items() if match in o]
+            what = f" It is an option of {', '.join(formats)} data, not of {fmt}" if formats and fmt else ""
+        hint = f" (did you mean {match!r}?{what})"
+    data, options = (f"for {fmt} data it", "the options") if fmt else ("it", "the options of each format:")
+    return OptionError(f"{where}: unknown keyword {name!r}{hint}; {data} takes the parameters "
+                       f"{' and '.join(OPEN_PARAMETERS)}, and {options} {', '.join(own)}")
 
 
 def read_options_from(read: ReadOptions | None, keywords: Mapping[str, Any],
@@ -372,8 +419,8 @@ def read_options_from(read: ReadOptions | None, keywords: Mapping[str, Any],
     changes: dict[str, Any] = {}
     known = ReadOptions.option_names()
     for name, value in keywords.items():
-        if name in _RENAMED:
-            new = _RENAMED[name]
+        if name in RENAMED:
+            new = RENAMED[name]
             warnings.warn(f"{where}({name}=...) is deprecated: use {new}=... "
                           f"(an option of lstm_data.ReadOptions)", DeprecationWarning, stacklevel=3)
             if name == "use_threads":

@@ -148,10 +148,13 @@ def _raw(array: np.ndarray) -> memoryview:
     return flat.view(np.uint8).data
 
 
-def compare_metadata(recorded: Mapping[str, Any], expected: Mapping[str, Any], *, where: str) -> None:
+def compare_metadata(recorded: Mapping[str, Any], expected: Mapping[str, Any], *, where: str,
+                     writing: bool = False) -> None:
     """Raise :class:`StoreMismatchError` naming every key whose recorded value differs.
 
-    Only keys present (and not ``None``) in ``expected`` are checked.
+    Only keys present (and not ``None``) in ``expected`` are checked. ``writing``: the
+    store is the output of a precompute (the message says what ``--overwrite`` does),
+    else it is being opened.
     """
     diffs = []
     for key, want in expected.items():
@@ -166,9 +169,15 @@ def compare_metadata(recorded: Mapping[str, Any], expected: Mapping[str, Any], *
                 continue
             diffs.append(f"{key}: store has {have!r}, asked for {want!r}")
     if diffs:
+        differs = "; ".join(diffs)
+        if writing:
+            raise StoreMismatchError(
+                f"{where} already exists: it is a batch store lstm_data precomputed with other settings or "
+                f"data ({differs}), so refusing to reuse it. --overwrite (overwrite=True) replaces it with "
+                "the batches asked for; or choose another output")
         raise StoreMismatchError(f"{where} was precomputed with other settings or data; refusing to "
-                                 f"reuse it ({'; '.join(diffs)}). Recompute it (precompute --overwrite) "
-                                 "or point to another output.")
+                                 f"reuse it ({differs}). Open it with the settings it records, or "
+                                 "recompute it (precompute --overwrite)")
 
 
 def _current_form(spec: Any) -> Any:

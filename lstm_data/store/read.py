@@ -76,6 +76,12 @@ def _open_store(path: str | os.PathLike[str]) -> tuple[dict[str, Any], zarr.Grou
     return meta, root, manifest
 
 
+def stored_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The batch-store attribute of the zarr group at ``path`` (any version), or None if it has none."""
+    meta = open_checked(str(path), str(path))[0].attrs.get(ATTR)
+    return meta if isinstance(meta, dict) and meta.get("format") == STORE_FORMAT else None
+
+
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The recorded metadata of the store at ``path``.
 

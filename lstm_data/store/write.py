@@ -40,11 +40,13 @@ from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.forms import form_shapes
 from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, BatchSpec
 from lstm_data.data.dataset import Dataset
-from lstm_data.errors import OptionError
+from lstm_data.errors import OptionError, redact
 from lstm_data.io.read_options import ReadOptions
 from lstm_data.io.ours.checked_store import settle_zarr
 from lstm_data.io.ours.layout import EVERY_CHUNK_ATTR
 from lstm_data.io.ours.manifest import MANIFEST_ATTR, write_manifest
+from lstm_data.io.ours.ownership import describe_output
+from lstm_data.store.describe import is_batch_store, shape_text
 from lstm_data.store.format import (
     ATTR,
     STORE_FORMAT,
@@ -164,16 +166,6 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
     return shapes
 
 
-def _describe(shapes: np.ndarray) -> str:
-    if not len(shapes):
-        return "(no batches)"
-    cols = ["B"]
-    for j in range(1, shapes.shape[1]):
-        lo, hi = int(shapes[:, j].min()), int(shapes[:, j].max())
-        cols.append(str(hi) if lo == hi else f"{lo}..{hi}")
-    return "(" + ", ".join(cols) + ")"
-
-
 #: what must match for an existing store to be reused
 _REUSE_KEYS = ("spec", "batch_size", "seed", "shuffle", "bucketing", "order", "fingerprint")
 #: Order settings recorded under their own keys (the rest go under "order")
@@ -186,7 +178,7 @@ def _metadata(dataset: Dataset, spec: BatchSpec, order: Order,
     return {"format": STORE_FORMAT, "version": STORE_VERSION, "requires": list(REQUIRES), "spec": spec.to_dict(),
             "batch_size": int(order.batch_size), "seed": int(order.seed or 0), "shuffle": order.shuffle,
             "bucketing": bucketing or {}, "order": rest, "fingerprint": fingerprint(dataset),
-            "source": list(getattr(dataset, "source", ()))}
+            "source": [redact(s) for s in getattr(dataset, "source", ())]}  # no credentials in the store
 
 
 def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], order: Order | int | None = None, *,
@@ -279,15 +271,12 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
                 # manifest is reused as it is: its reader warns)
                 PrecomputedBatches(out, read=ReadOptions(trust_unchecked=True))
             except Exception as exc:  # noqa: BLE001 - not a batch store: never replaced, even with force
-                if not (force and _is_batch_store(out)):  # force may replace an old or damaged store
-                    raise FileExistsError(f"{out} exists and is not a precomputed batch store, or a "
-                                          f"damaged one ({exc}); recompute a damaged store with "
-                                          "overwrite (--overwrite), or remove it yourself or choose "
-                                          "another output") from None
+                if not (force and is_batch_store(out)):  # force may replace an old or damaged store
+                    raise FileExistsError(_not_reusable(out, exc, force)) from None
                 recorded = None
             if recorded is not None and not force:
                 compare_metadata({"bucketing": {}, "order": {}, **recorded}, {k: meta[k] for k in _REUSE_KEYS},
-                                 where=str(out))
+                                 where=str(out), writing=True)
                 _log.info("precompute: %s already holds these batches (same spec, batch size, seed, "
                           "shuffle and data fingerprint): reused", out)
                 return _summary_of(out, time.perf_counter() - started, reused=True)
@@ -355,17 +344,15 @@ def _write_in_order(batches: Batches, shapes: dict[str, np.ndarray], writers: di
         w.close()
 
 
-def _is_batch_store(path: Path) -> bool:
-    """Whether ``path`` is a batch store of any version (which ``force`` may replace), damaged
-    ones included: its root ``zarr.json`` (read as plain JSON) records our batch metadata."""
-    import json
-
-    try:
-        attrs = json.loads((path / "zarr.json").read_bytes()).get("attributes") or {}
-        meta = attrs.get(ATTR)
-    except Exception:  # noqa: BLE001 - unreadable: not known to be ours, not replaced
-        return False
-    return isinstance(meta, dict) and meta.get("format") == STORE_FORMAT
+def _not_reusable(out: Path, exc: Exception, overwrite: bool) -> str:
+    """Why an existing ``out`` that does not open as a batch store is neither reused nor replaced."""
+    if is_batch_store(out):  # damaged, and no overwrite
+        return (f"{out} already exists: it is a damaged batch store ({exc}). --overwrite (overwrite=True) "
+                "recomputes it; or choose another output")
+    what = describe_output(out)
+    return (f"{out} already exists and is not a precomputed batch store: it is {what}, which lstm_data "
+            f"never replaces{' (--overwrite replaces only a batch store)' if overwrite else ', not even with --overwrite'}"
+            ": remove it yourself or choose another output")
 
 
 def _codecs(compress: bool) -> dict[str, Any]:
@@ -408,6 +395,6 @@ def _summary_of(path: Path, seconds: float, *, reused: bool = False) -> Precompu
     for n in meta["outputs"]:
         dtype = str(sig[n].dtype) if n in sig else "float32"
         shapes = stored_node(index, f"{output_key(meta, n)}.shapes", zarr.Array, str(path))
-        outputs[n] = {"dtype": dtype, "shape": _describe(np.asarray(shapes[:]))}
+        outputs[n] = {"dtype": dtype, "shape": shape_text(np.asarray(shapes[:]))}
     return PrecomputeSummary(str(path), int(meta["n_batches"]), int(meta["n_rows"]), seconds, outputs,
                              reused)

@@ -170,9 +170,13 @@ def test_nan_padding_warns_once_naming_the_input_and_the_fix():
     assert np.isnan(history.history["loss"]).all()  # what the warning is about
 
 
-def test_the_shipped_spec_without_nan_to_warns_once_naming_both_padded_inputs():
+def test_a_version_1_spec_file_without_nan_to_warns_once_naming_both_padded_inputs(tmp_path):
     ds = lstm_data.open(EXAMPLES / "numu_v3.csv.xz")
-    spec = BatchSpec.from_toml(EXAMPLES / "numu_v3.toml")
+    # the shipped spec as lstm_ee wrote it: no version, ragged tables without pad_value (NaN)
+    old = tmp_path / "numu_v1.toml"
+    old.write_text("\n".join(line for line in (EXAMPLES / "numu_v3.toml").read_text().splitlines()
+                             if not line.startswith(("version", "pad_value", "lengths"))))
+    spec = BatchSpec.from_toml(old)
     data = KerasBatches(Batches(ds, spec, batch_size=1024, seed=0), workers=2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -182,6 +186,8 @@ def test_the_shipped_spec_without_nan_to_warns_once_naming_both_padded_inputs():
     msgs = _ours(caught)
     assert len(msgs) == 1 and "'input_png2d', 'input_png3d' holds NaN padding" in msgs[0], msgs
     assert not _ours_of(KerasBatches(Batches(ds, spec, batch_size=1024, seed=0, nan_to=0.0)))
+    assert not _ours_of(KerasBatches(Batches(ds, BatchSpec.from_toml(EXAMPLES / "numu_v3.toml"),
+                                             batch_size=1024, seed=0)))
 
 
 def _ours_of(data) -> list[str]:

@@ -104,7 +104,7 @@ def test_open_names_a_misspelt_option_for_every_format(tmp_path, csv_path, ds):
     ds.to_zarr(paths["zarr"])
     ds.to_hdf5(paths["hdf5"])
     for fmt, path in paths.items():
-        with pytest.raises(OptionError, match=r"'treads' \(did you mean 'threads'\?\)"):
+        with pytest.raises(OptionError, match=r"'treads' \(did you mean 'threads'\?"):
             lstm_data.open(path, treads=2)
     with pytest.raises(OptionError, match=r"'threads' does not apply to hdf5 data .*hdf5 takes"):
         lstm_data.open(paths["hdf5"], threads=2)

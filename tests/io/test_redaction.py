@@ -5,6 +5,7 @@ A real HTTP server on 127.0.0.1 serves a store; the URL carries ``user:secret@``
 """
 from __future__ import annotations
 
+import base64
 import functools
 import http.server
 import logging
@@ -105,3 +106,103 @@ def test_cli_shows_no_credentials(served):
                               timeout=120)
         assert SECRET not in done.stdout + done.stderr, args
         assert "***@127.0.0.1" in done.stdout + done.stderr, args
+
+
+# -- credentials never reach another library ---------------------------------------------------------------------------
+TOKEN = "t0kenOf42chars"
+
+
+class _Guarded(http.server.SimpleHTTPRequestHandler):
+    """Serves only to basic auth alice:SECRET or ?token=TOKEN (401 otherwise)."""
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _allowed(self) -> bool:
+        basic = "Basic " + base64.b64encode(f"alice:{SECRET}".encode()).decode()
+        path, _, query = self.path.partition("?")
+        if self.headers.get("Authorization") == basic or f"token={TOKEN}" in query.split("&"):
+            self.path = path
+            return True
+        self.send_error(401)
+        return False
+
+    def do_GET(self) -> None:
+        if self._allowed():
+            super().do_GET()
+
+    def do_HEAD(self) -> None:
+        if self._allowed():
+            super().do_HEAD()
+
+
+@pytest.fixture(scope="module")
+def guarded(served):
+    _, root = served
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Guarded, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+class _Everything(logging.Handler):
+    """Every record of every logger, formatted with its exception and arguments."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.texts: list[str] = []
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.texts.append(f"{self.format(record)} {record.args!r} {record.msg!r}")
+
+
+@pytest.fixture
+def every_logger_at_debug():
+    handler = _Everything()
+    loggers = [logging.getLogger()] + [logging.getLogger(n) for n in list(logging.root.manager.loggerDict)]
+    saved = [(lg, lg.level, lg.propagate) for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.DEBUG)
+    logging.getLogger().addHandler(handler)
+    for lg in loggers[1:]:
+        if not lg.propagate:
+            lg.addHandler(handler)
+    yield handler
+    for lg, level, _ in saved:
+        lg.setLevel(level)
+        if handler in lg.handlers:
+            lg.removeHandler(handler)
+
+
+def test_credentials_reach_no_log_record_of_any_library(guarded, every_logger_at_debug, capsys):
+    from lstm_data.cli import main
+
+    seen: list[str] = []
+    for url in (f"http://alice:{SECRET}@{guarded}", f"http://{guarded}/d.zarr?token={TOKEN}"):
+        store = url + "/d.zarr" if "@" in url else url
+        ds = lstm_data.open(store)  # the server refuses requests without the credentials
+        values, _ = ds.ragged("png", [0, 5, 900])
+        assert len(ds) == 1500 and len(values) > 0
+        seen += [repr(ds), str(ds), str(ds.source), " ".join(ds.notes)]
+        batches_url = url + "/b.zarr" if "@" in url else url.replace("/d.zarr", "/b.zarr")
+        batches = lstm_data.open_batches(batches_url)
+        assert batches[0][0]["input_png3d"].shape[1:] == (10, 33)
+        seen += [repr(batches)]
+        for missing in (url + "/missing.zarr" if "@" in url else url.replace("/d.zarr", "/missing.zarr"),):
+            with pytest.raises(FileNotFoundError) as err:
+                lstm_data.open(missing)
+            seen += [str(err.value), repr(err.value)]
+        assert main(["-vv", "inspect", store, "--no-stats"]) == 0
+        assert main(["inspect", batches_url]) == 0
+    out = capsys.readouterr()
+    seen += [out.out, out.err]
+    records = every_logger_at_debug.texts
+    assert any(r.startswith("fsspec") for r in records)  # fsspec did log the URLs it fetched
+    assert any("***" in s for s in seen)  # and we showed them redacted
+    for secret in (SECRET, TOKEN):
+        assert not [r for r in records if secret in r], secret
+        assert not [s for s in seen if secret in s], secret
+    # without the credentials, the server refuses
+    with pytest.raises(PermissionError, match="HTTP 401"):
+        lstm_data.open(f"http://{guarded}/d.zarr")

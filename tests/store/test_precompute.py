@@ -55,7 +55,8 @@ def test_reuse_when_equal_and_clear_error_when_not(tmp_path, ds, spec):
     with pytest.raises(StoreMismatchError, match="spec: input 'input_png2d' only in the store"):
         open_batches(out, spec=BatchSpec.from_lstm_ee({"var_target_total": "trueE"}))
     shorter = BatchSpec.from_dict(spec.to_dict())
-    shorter.inputs["input_png3d"] = lstm_data.Ragged(spec.inputs["input_png3d"].vars, max_len=3)
+    png3d = spec.inputs["input_png3d"]
+    shorter.inputs["input_png3d"] = lstm_data.Ragged(png3d.vars, max_len=3, sort_by=png3d.sort_by, lengths=True)
     with pytest.raises(StoreMismatchError, match="spec: input 'input_png3d' differs in max_len"):
         open_batches(out, spec=shorter)
     precompute(other, spec, out, batch_size=500, seed=1, progress=False, force=True)

@@ -113,7 +113,8 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
                 if v in prong_vars:
                     raise SchemaError(f"{where}: {v!r} is a prong variable of group "
                                       f"{prong_vars[v]!r}; use Ragged for it", variable=v)
-                raise _in(where, unknown_name_error("scalar", v, sorted(scalars)))
+                raise _in(where, unknown_name_error("scalar", v, sorted(scalars), sorted(prong_vars),
+                                                    hint=_schema_hint(dataset, v)))
             resolved.append(ResolvedField(name, role, fld))
             continue
         owners: list[str] = []
@@ -126,7 +127,8 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
                 if v in scalars:
                     raise SchemaError(f"{where}: {v!r} is a scalar column; use Scalars for it",
                                       variable=v)
-                raise _in(where, unknown_name_error("prong variable", v, sorted(prong_vars)))
+                raise _in(where, unknown_name_error("prong variable", v, sorted(prong_vars), sorted(scalars),
+                                                    hint=_schema_hint(dataset, v)))
             owners.append(prong_vars[v])
         var_owners = owners[:len(fld.vars)]
         sort_owner = owners[len(fld.vars)] if fld.sort_by is not None else None
@@ -146,6 +148,13 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
         sort_col = index[fld.sort_by] if fld.sort_by is not None else None
         resolved.append(ResolvedField(name, role, fld, group, cols, sort_col))
     return resolved
+
+
+def _schema_hint(dataset: Dataset, name: str) -> str:
+    """Where a schema file beside the data names ``name`` (the data was opened without it)."""
+    from lstm_data.io.schema_beside import schema_hint
+
+    return schema_hint(getattr(dataset, "source", ()), name)
 
 
 def _in(where: str, err: SchemaError) -> SchemaError:

@@ -16,11 +16,12 @@ cannot read): they are simply not there.
 """
 from __future__ import annotations
 
-import difflib
 import fnmatch
 from typing import Iterable, Sequence
 
+from lstm_data._util.close_names import did_you_mean
 from lstm_data.errors import SchemaError
+from lstm_data.io.schema_beside import schema_hint
 
 __all__ = ["ColumnSelection"]
 
@@ -73,11 +74,14 @@ class ColumnSelection:
             return
         names = sorted(set(available))
         p = unused[0]
-        close = difflib.get_close_matches(p, names, n=3, cutoff=0.6)
-        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else \
+        hint = did_you_mean(p, names) or \
             f"; there are {len(names)} columns: {', '.join(repr(n) for n in names[:8])}" \
             f"{' ...' if len(names) > 8 else ''}"
-        raise SchemaError(f"{where}columns={p!r} matches no column{hint}", file=file, variable=p)
+        beside = schema_hint([file], p) if file else ""
+        text = f"{where}columns={p!r} matches no column{hint}"
+        if beside:
+            text += f"{' ' if text.endswith('?') else '. '}{beside}"
+        raise SchemaError(text, file=file, variable=p)
 
 
 def _match(name: str, pattern: str) -> bool:

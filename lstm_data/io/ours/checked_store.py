@@ -36,7 +36,7 @@ from lstm_data.errors import FormatError
 from lstm_data.io.ours.layout import every_chunk_stored
 from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, crc32c, split_key
 from lstm_data.io.ours.store_files import look_at, read_store_file
-from lstm_data.io.plumbing.remote import is_url
+from lstm_data.io.plumbing.remote import is_url, url_credentials
 
 if TYPE_CHECKING:
     import zarr
@@ -204,8 +204,9 @@ def base_store(path: Any) -> Any:
 
     if isinstance(path, (str, os.PathLike)):
         text = os.fspath(path)
-        if is_url(text):
-            return FsspecStore.from_url(text, read_only=True)
+        if is_url(text):  # credentials as the filesystem's auth, never in a URL zarr or fsspec log
+            clean, options = url_credentials(text)
+            return FsspecStore.from_url(clean, storage_options=options, read_only=True)
         return LocalStore(text, read_only=True)
     return path
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lstm_data.io.ours.layout import BATCH_STORE_ATTR, FORMAT_NAME
 
-__all__ = ["why_not_ours", "check_replaceable", "check_target", "put_in_place"]
+__all__ = ["why_not_ours", "describe_output", "refusal", "check_replaceable", "check_target", "put_in_place"]
 
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
@@ -85,6 +85,79 @@ def why_not_ours(path: str | os.PathLike[str]) -> str | None:
     return "a file that lstm_data did not write"
 
 
+def _entries(path: Path) -> str:
+    """The first few names in a directory, for a message."""
+    names = sorted(os.listdir(path))
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return f"{len(names)} {'entry' if len(names) == 1 else 'entries'} ({shown})"
+
+
+def _root_attrs(path: Path) -> dict[str, object]:
+    """A zarr store's root attributes (plain JSON), or an HDF5 file's; empty when unreadable."""
+    try:
+        if path.is_dir():
+            return dict(json.loads((path / "zarr.json").read_bytes()).get("attributes") or {})
+        import h5py
+
+        with h5py.File(path, "r") as fh:
+            return {k: fh.attrs[k] for k in fh.attrs}
+    except Exception:  # noqa: BLE001 - described from what can be read
+        return {}
+
+
+def _ours(path: Path, kind: str) -> str:
+    """What an output of ours holds: a batch store's batches, a dataset's rows."""
+    attrs = _root_attrs(path)
+    batches = attrs.get(BATCH_STORE_ATTR)
+    if isinstance(batches, dict):
+        n, size, seed = batches.get("n_batches"), batches.get("batch_size"), batches.get("seed")
+        return (f"a batch store lstm_data precomputed ({n} batches of {size} rows, seed {seed}, "
+                f"{batches.get('n_rows')} rows)")
+    layout = attrs.get("lstm_data_layout")
+    try:
+        layout = json.loads(layout) if isinstance(layout, (str, bytes)) else layout
+        rows = f" of {int(layout['n_rows'])} rows" if isinstance(layout, dict) else ""
+    except (ValueError, KeyError, TypeError):
+        rows = ""
+    return f"{kind}{rows} that lstm_data wrote"
+
+
+def describe_output(path: str | os.PathLike[str]) -> str:
+    """What an existing output path is, in words, for a message about replacing it.
+
+    Parameters
+    ----------
+    path
+        The output.
+
+    Returns
+    -------
+    str
+        ``"nothing"`` when absent; else, e.g., ``"a batch store lstm_data precomputed (5
+        batches of 1024 rows, seed 1, 5000 rows)"``, ``"an empty directory"``, ``"a directory
+        that is not a zarr store (no zarr.json), holding 2 entries (notes.txt, sub)"``.
+    """
+    p = Path(path)
+    if p.is_symlink():
+        return f"a symbolic link to {os.readlink(p)}"
+    if not p.exists():
+        return "nothing"
+    why = why_not_ours(p)
+    if p.is_dir():
+        try:
+            if not any(p.iterdir()):
+                return "an empty directory"
+            if why is not None:
+                return f"{why}, holding {_entries(p)}"
+        except OSError:
+            return why or "a directory that cannot be listed"
+        return _ours(p, "a zarr store")
+    if why is not None:
+        return f"{why} ({p.stat().st_size} bytes)"
+    with open(p, "rb") as fh:
+        return _ours(p, "an HDF5 file") if fh.read(8) == _HDF5_SIGNATURE else "a Parquet file that lstm_data wrote"
+
+
 def check_replaceable(path: str | os.PathLike[str]) -> None:
     """Raise ``FileExistsError`` unless ``path`` is absent or may be replaced (see the module notes).
 
@@ -93,11 +166,21 @@ def check_replaceable(path: str | os.PathLike[str]) -> None:
     FileExistsError
         Naming the output and what it is.
     """
-    why = why_not_ours(path)
-    if why is not None:
-        raise FileExistsError(f"{os.fspath(path)} exists and is {why}; --force (overwrite=True) "
-                              "replaces only a store or file that lstm_data wrote: remove it "
+    if why_not_ours(path) is not None:
+        raise FileExistsError(f"{os.fspath(path)} exists and is {describe_output(path)}; --overwrite "
+                              "(overwrite=True) replaces only a store or file that lstm_data wrote: remove it "
                               "yourself or choose another output")
+
+
+def refusal(path: str | os.PathLike[str]) -> str:
+    """Why an existing ``path`` is not replaced without ``--overwrite``: what it is, and what
+    ``--overwrite`` would do to it (replace it, or refuse too)."""
+    what = describe_output(path)
+    if why_not_ours(path) is None:
+        return (f"{os.fspath(path)} already exists: it is {what}. --overwrite (overwrite=True) replaces it "
+                "with the new output; or choose another output")
+    return (f"{os.fspath(path)} already exists: it is {what}, which lstm_data never replaces, not even "
+            "with --overwrite (overwrite=True): remove it yourself or choose another output")
 
 
 def check_target(target: str | os.PathLike[str], overwrite: bool) -> None:
@@ -106,13 +189,12 @@ def check_target(target: str | os.PathLike[str], overwrite: bool) -> None:
     Raises
     ------
     FileExistsError
-        ``target`` exists and ``overwrite`` is off, or it is not ours (see
-        :func:`check_replaceable`).
+        ``target`` exists and ``overwrite`` is off (saying what it is and what ``overwrite``
+        would do), or it is not ours (see :func:`check_replaceable`).
     """
     if os.path.lexists(target):
         if not overwrite:
-            raise FileExistsError(f"{os.fspath(target)} exists; pass overwrite=True (or --force) "
-                                  "to replace it")
+            raise FileExistsError(refusal(target))
         check_replaceable(target)
 
 

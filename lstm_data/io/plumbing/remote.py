@@ -17,7 +17,8 @@ locally, or convert them to zarr and serve that.
 
 Credentials in a URL (``https://user:password@host/...``, ``?token=...``) are used
 to read, and never shown: errors, logs and ``repr`` show the URL through
-:func:`lstm_data.errors.redact`.
+:func:`lstm_data.errors.redact`, and the libraries that read (fsspec, aiohttp, zarr) never
+see them in a URL: :func:`url_credentials` hands them over as their auth.
 
 Needs ``fsspec`` and the filesystem of the protocol: ``aiohttp`` for http(s)
 (``pip install 'lstm_data[remote]'``), ``s3fs`` for s3, ``gcsfs`` for gs; ``root://``
@@ -25,16 +26,18 @@ needs the XRootD Python client (``conda install -c conda-forge xrootd``).
 """
 from __future__ import annotations
 
+import base64
 import os
 import re
 import socket
 import sys
+import urllib.parse
 from typing import Any
 
 from lstm_data._util.optional import require
 from lstm_data.errors import FormatError, redact
 
-__all__ = ["is_url", "remote_format", "remote_filesystem", "open_remote_file", "NoByteRangesError",
+__all__ = ["is_url", "remote_format", "remote_filesystem", "url_credentials", "open_remote_file", "NoByteRangesError",
            "serves_byte_ranges", "no_byte_ranges",
            "remote_read_error"]
 
@@ -181,8 +184,50 @@ def is_url(path: Any) -> bool:
     return isinstance(path, str) and bool(_URL.match(path)) and not path.startswith("file://")
 
 
+def url_credentials(url: str) -> tuple[str, dict[str, Any]]:
+    """``url`` without its credentials, and the fsspec storage options that send them.
+
+    The user information (``user:password@``) and, for http(s), the query (``?token=...``)
+    leave the URL before fsspec, aiohttp or zarr see it, as these log the URLs they fetch
+    (``fsspec.http`` at DEBUG). For http(s), the user and password go as the basic-auth
+    ``Authorization`` header of aiohttp's session (fsspec's ``client_kwargs``) and the query as parameters of every request (so it also
+    stays out of the paths of a store's keys); for s3, as s3fs's ``key`` and ``secret``; for
+    other protocols, as fsspec's ``username`` and ``password``.
+
+    Parameters
+    ----------
+    url
+        A URL, perhaps with credentials.
+
+    Returns
+    -------
+    url : str
+        The URL without user information (nor, for http(s), query).
+    options : dict
+        Storage options for :func:`fsspec.core.url_to_fs` (empty when there are no credentials).
+    """
+    parts = urllib.parse.urlsplit(url)
+    protocol, netloc, query = parts.scheme.lower(), parts.netloc, parts.query
+    options: dict[str, Any] = {}
+    if "@" in netloc:
+        userinfo, netloc = netloc.rsplit("@", 1)
+        user, _, password = (urllib.parse.unquote(p) for p in userinfo.partition(":"))
+        if protocol in ("http", "https"):  # basic auth, as aiohttp's BasicAuth encodes it, on every request
+            basic = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+            options["client_kwargs"] = {"headers": {"Authorization": f"Basic {basic}"}}
+        elif protocol in ("s3", "s3a"):
+            options.update(key=user, secret=password)
+        else:
+            options.update(username=user, password=password)
+    if query and protocol in ("http", "https"):
+        options["params"] = query  # as written (a presigned URL's signature covers its encoding)
+        query = ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)), options
+
+
 def remote_filesystem(url: str) -> tuple[Any, str]:
-    """``(fsspec filesystem, path)`` of ``url``.
+    """``(fsspec filesystem, path)`` of ``url``, its credentials given as the filesystem's auth
+    (:func:`url_credentials`), never in a path.
 
     Raises
     ------
@@ -194,7 +239,8 @@ def remote_filesystem(url: str) -> tuple[Any, str]:
     shown = redact(url)
     url_to_fs = require(f"reading {shown}", "remote", "fsspec.core").url_to_fs
     try:
-        return url_to_fs(url)  # type: ignore[no-any-return]
+        clean, options = url_credentials(url)
+        return url_to_fs(clean, **options)  # type: ignore[no-any-return]
     except ImportError as exc:
         raise ImportError(f"reading {shown} needs {package} ({redact(exc)}): pip install "
                           f"{package.split()[0]}") from None
