@@ -42,7 +42,8 @@ def _var_list(vars: Any, where: str) -> tuple[str, ...]:
     bad = [v for v in out if not isinstance(v, str)]
     if bad:
         raise SchemaError(f"{where}: variable names must be strings, got {bad[0]!r}")
-    dup = sorted({v for v in out if out.count(v) > 1})
+    seen: set[str] = set()
+    dup = sorted({v for v in out if v in seen or seen.add(v)})  # type: ignore[func-returns-value]
     if dup:
         raise SchemaError(f"{where}: variables listed twice: {dup}", variable=dup[0])
     return out
