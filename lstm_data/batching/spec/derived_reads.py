@@ -59,6 +59,8 @@ def _loop(path: list[str], name: str) -> None:
         raise SchemaError(f"derived variable {name!r} reads itself (a derived variable cannot replace "
                           "a column of the same name: choose another name)", variable=name)
     loop = path[path.index(name):] + [name]
+    if len(loop) > 9:  # a long loop shown by its ends
+        loop = loop[:4] + [f"... ({len(loop) - 7} more)"] + loop[-3:]
     raise SchemaError(f"derived variables read each other in a loop: {' -> '.join(loop)}", variable=name)
 
 

@@ -21,8 +21,9 @@ from lstm_data.errors import SchemaError
 
 __all__ = ["MAX_SLOTS", "batch_bytes", "check_batch_bytes", "memory_room"]
 
-#: prong slots of one row at most (``max_len``, ``pad_to_multiple_of``): offsets and lengths stay int32-safe
-MAX_SLOTS = 2**31 - 1
+#: prong slots of one row at most (``max_len``, ``pad_to_multiple_of``): far beyond any batch that fits in
+#: memory (checked by :func:`check_batch_bytes`), far below what the kernels' 64-bit sizes hold
+MAX_SLOTS = 2**40
 
 
 def memory_room() -> int:
