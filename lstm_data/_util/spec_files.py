@@ -9,6 +9,7 @@ not a ``RecursionError``; and what is read may nest at most
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Callable
 
 __all__ = ["MAX_SPEC_FILE_BYTES", "MAX_SPEC_NESTING", "read_spec_text", "load_toml", "load_yaml",
@@ -50,10 +51,10 @@ def load_toml(path: str | os.PathLike[str], error: Error) -> dict[str, Any]:
     Exception
         ``error(message)``: too large, not valid TOML, or nested too deep.
     """
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
+    else:  # Python < 3.11
+        import tomli as tomllib
 
     text = read_spec_text(path, error)
     try:

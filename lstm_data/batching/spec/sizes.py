@@ -107,7 +107,11 @@ def check_batch_bytes(fields: Iterable[tuple[str, str, Any]], multiple: int | No
     rows = max(1, min(int(batch_size), int(n_rows)))
     sizes = batch_bytes(fields, multiple, rows)
     total = sum(s[0] for s in sizes)
-    if not sizes or total <= (room := memory_room() if room is None else room):
+    if not sizes:
+        return
+    if room is None:
+        room = memory_room()
+    if total <= room:
         return
     size, role, name, why = max(sizes)
     raise SchemaError(f"{role} {name!r}: a batch of {rows} rows takes {_human(total)} ({total} bytes), {_human(size)} of "
