@@ -229,3 +229,24 @@ def test_a_long_chain_of_derived_variables_is_followed_without_recursion():
     loop = {**derived, "d0": "d2999 * 2"}
     with pytest.raises(SchemaError, match=r"loop: d0 -> d2999 -> d2998 -> d2997 -> \.\.\. \(2994 more\) -> d2 -> d1 -> d0"):
         BatchSpec(inputs={"j": Scalars(["d5"])}, derived=loop)
+
+
+def test_a_prong_variable_may_count_another_groups_prongs(tmp_path):
+    def two_groups():
+        ds = jets()
+        counts = np.arange(len(ds)) % 4
+        off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        groups = {g: RaggedGroup(v, *ds.ragged(g)) for g, v in ds.groups.items()}
+        groups["trk"] = RaggedGroup(["trk_x"], np.ones((int(off[-1]), 1), np.float32), off)
+        return InMemoryDataset({s: ds.scalar(s) for s in ds.scalar_names}, groups)
+
+    spec = BatchSpec(inputs={"p": Ragged(["part_share"], max_len=4)},
+                     derived={"part_share": "part_px / (num(trk_x) + 1)"})
+    values, off = two_groups().ragged("part")
+    want = values[:, 0] / (np.repeat(np.arange(N) % 4, np.diff(off)) + 1)
+    np.testing.assert_array_equal(spec.derive(two_groups()).ragged("part")[0][:, 3], want)
+    two_groups().to_hdf5(tmp_path / "two.h5")
+    disk = spec.derive(lstm_data.open(tmp_path / "two.h5"))
+    rows = np.array([5, 2, 9])
+    got, got_off = disk.ragged("part", rows)
+    np.testing.assert_array_equal(got[:, 3], np.concatenate([want[off[r]:off[r + 1]] for r in rows]))

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from lstm_data.batching.spec.derived_reads import Reads, dependency_order
+from lstm_data.batching.spec.derived_reads import Reads, dependency_order, stored_needs
 from lstm_data.batching.spec.expressions import Column, Expression
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset, as_rows, unknown_name_error
@@ -400,15 +400,21 @@ def _group_with_derived(data: InMemoryDataset, group: str, extra: list[str], der
     (``rows``: the data's row number of each row of ``data``, named in errors; ``None``: the same)."""
     values, offsets = data.ragged(group)
     n, width = len(offsets) - 1, values.shape[1]
+    read, counted = stored_needs(extra, derived, per_row)
+    scalars = [name for name in read if name not in prong_of]
+    groups = {g: data.ragged(g) for g in dict.fromkeys([group] + [prong_of[v] for v in read + counted
+                                                                   if v in prong_of])}
+    in_groups = {v: g for v, g in prong_of.items() if g in groups}
     step = max(1, _EVAL_ELEMENTS * n // max(1, int(offsets[-1])))  # rows per block
     out: np.ndarray | None = None
     for r0 in range(0, max(n, 1), step):
         r1 = min(n, r0 + step)
         p0, p1 = int(offsets[r0]), int(offsets[r1])
-        part = InMemoryDataset({s: data.scalar(s)[r0:r1] for s in data.scalar_names},
-                               {group: RaggedGroup(data.groups[group], values[p0:p1], offsets[r0:r1 + 1] - p0)})
+        part = InMemoryDataset({s: data.scalar(s)[r0:r1] for s in scalars},
+                               {g: RaggedGroup(data.groups[g], v[o[r0]:o[r1]], o[r0:r1 + 1] - o[r0])
+                                for g, (v, o) in groups.items()})
         numbers = np.arange(r0, r1, dtype=np.intp) if rows is None else rows[r0:r1]
-        reads = Reads(part, None, derived, {v: g for v, g in prong_of.items() if g == group}, row_numbers=numbers)
+        reads = Reads(part, None, derived, in_groups, row_numbers=numbers)
         reads.done.update({name: Column(col[r0:r1]) for name, col in per_row.items()})
         cols = reads.values(extra)
         if out is None:
