@@ -81,6 +81,8 @@ def test_integer_values_that_have_no_right_result_name_the_expression_and_the_fi
     ("1 // 0", "by zero"),
     ("2**2**40", "beyond float64's range"),
     ("n + 10**400", "beyond float64's range"),
+    ("x < 1" + "0" * 400, "an integer of 1329 bits"),
+    ("x < 0x" + "f" * 5000, "an integer of 20000 bits"),
 ])
 def test_constants_that_no_value_holds_are_refused_by_name(text, message):
     start = time.perf_counter()

@@ -231,6 +231,10 @@ class Expression:
         """Refuse what is outside the allow-list; collect the names read (into ``values`` too
         unless only counted: ``values`` is ``None`` for the direct argument of ``num()``)."""
         if isinstance(node, ast.Constant):
+            if isinstance(node.value, int) and node.value.bit_length() > exact.MAX_INT_BITS:
+                raise SchemaError(f"{self.where}: an integer of {node.value.bit_length()} bits in "
+                                  f"{self.text[:200]!r} is beyond float64's range: no dtype holds it",
+                                  variable=self.variable)
             if isinstance(node.value, (bool, int, float)):
                 return
             raise self._refuse(f"constant {node.value!r}")
