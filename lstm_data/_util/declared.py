@@ -203,14 +203,11 @@ def _plain(value: Any, what: str) -> Any:
 
 
 def read_toml_table(path: str | os.PathLike[str], table: str) -> dict[str, Any]:
-    """Table ``table`` of the TOML file ``path`` (``{}`` when the file has none)."""
-    import tomllib
+    """Table ``table`` of the TOML file ``path`` (``{}`` when the file has none), read within
+    the bounds of :mod:`lstm_data._util.spec_files`."""
+    from lstm_data._util.spec_files import load_toml
 
-    with open(path, "rb") as fh:
-        try:
-            data = tomllib.load(fh)
-        except tomllib.TOMLDecodeError as exc:
-            raise OptionError(f"{os.fspath(path)}: not valid TOML: {exc}") from None
+    data = load_toml(path, OptionError)
     found = data.get(table, {})
     if not isinstance(found, dict):
         raise OptionError(f"{os.fspath(path)}: [{table}] must be a table")

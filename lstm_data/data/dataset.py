@@ -216,13 +216,21 @@ class Dataset:
         return {name: self._scalar(name, checked) for name in names}
 
     def _check_scalar(self, name: str) -> None:
-        if name not in self._scalar_names:
+        if not self._has_scalar(name):
             owner = next((g for g, names in self._groups.items() if name in names), None)
             if owner is not None:
                 raise SchemaError(f"{name!r} is a prong variable of group {owner!r}, not a scalar; "
                                   f"read it with ragged({owner!r})", variable=name)
             raise unknown_name_error("scalar", name, self._scalar_names,
                                      [v for vs in self._groups.values() for v in vs])
+
+    def _has_scalar(self, name: str) -> bool:
+        """Whether ``name`` is a scalar column: a set lookup (a set made once per list of names)."""
+        names = self._scalar_names
+        cached = self.__dict__.get("_scalar_set")
+        if cached is None or cached[0] is not names or cached[1] != len(names):
+            cached = self.__dict__["_scalar_set"] = (names, len(names), frozenset(names))
+        return name in cached[2]
 
     def ragged(self, group: str, rows: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """A ragged group's values and offsets, whole or at ``rows``.

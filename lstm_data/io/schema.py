@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -147,15 +146,9 @@ class Schema:
         Schema
             The checked schema.
         """
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # Python < 3.11
-            import tomli as tomllib
-        with open(path, "rb") as fh:
-            try:
-                data = tomllib.load(fh)
-            except tomllib.TOMLDecodeError as exc:
-                raise SchemaError(f"invalid schema TOML: {exc}", file=str(path)) from None
+        from lstm_data._util.spec_files import load_toml
+
+        data = load_toml(path, lambda message: SchemaError(f"invalid schema TOML: {message}", file=str(path)))
         return cls.from_dict(data)
 
     @classmethod

@@ -171,3 +171,82 @@ def test_selection_reads_on_disk_in_blocks(on_disk, monkeypatch):
     keep = expected(jets())[0]
     got = np.concatenate([small[i][0]["jet"][:, 0] for i in range(len(small))])
     np.testing.assert_array_equal(got, jets().scalar("jet_pt")[keep])
+
+
+class _Reading(InMemoryDataset):
+    """Jets read as from disk, each read recorded: ``(kind, names)``."""
+
+    def __init__(self, data: InMemoryDataset) -> None:
+        super().__init__({s: data.scalar(s) for s in data.scalar_names},
+                         {g: RaggedGroup(v, *data.ragged(g)) for g, v in data.groups.items()})
+        self.reads: list[tuple[str, tuple[str, ...]]] = []
+
+    @property
+    def in_ram(self) -> bool:
+        return False
+
+    def scalars_at(self, names, rows):
+        self.reads.append(("scalars", tuple(names)))
+        return {n: InMemoryDataset._scalar(self, n, np.asarray(rows)) for n in names}
+
+    def _scalar(self, name, rows):
+        self.reads.append(("scalar", (name,)))
+        return super()._scalar(name, rows)
+
+    def _ragged(self, group, rows):
+        self.reads.append(("ragged", (group,)))
+        return super()._ragged(group, rows)
+
+    def _offsets(self, group):  # held, as on-disk readers hold them
+        return super()._ragged(group, None)[1]
+
+
+def test_derived_values_read_their_columns_once_per_read():
+    base = _Reading(jets())
+    derived = {"a": "jet_pt * 2", "b": "a + `jet.eta`", "c": "np.log(b) - a / n_part", "n_part": "num(part_px)",
+               "part_rel": "part_px / a", "part_b": "part_rel * b"}
+    view = BatchSpec(inputs={"j": Scalars(["c"])}, derived=derived).derive(base)
+    base.reads.clear()
+    rows = np.array([7, 3, 3, 120])
+    got = view.scalars_at(["a", "b", "c", "n_part", "jet_pt"], rows)
+    assert base.reads == [("scalars", ("jet_pt", "jet.eta"))]  # one call; num() from the offsets
+    base.reads.clear()
+    values, _ = view.ragged("part", rows)
+    assert base.reads == [("ragged", ("part",)), ("scalars", ("jet_pt", "jet.eta"))]
+    ram = BatchSpec(inputs={"j": Scalars(["c"])}, derived=derived).derive(jets())
+    for name in ("a", "b", "c", "n_part"):
+        np.testing.assert_array_equal(got[name], ram.scalar(name, rows))
+    np.testing.assert_array_equal(values, ram.ragged("part", rows)[0])
+
+
+def test_a_long_chain_of_derived_variables_is_followed_without_recursion():
+    derived = {"d0": "jet_pt + 1", **{f"d{i}": f"d{i - 1} + 1" for i in range(1, 3000)}}
+    ds = BatchSpec(inputs={"j": Scalars(["d2999"])}, derived=derived).derive(jets())
+    want = jets().scalar("jet_pt")
+    for _ in range(3000):
+        want = want + 1
+    np.testing.assert_array_equal(ds.scalar("d2999"), want)
+    loop = {**derived, "d0": "d2999 * 2"}
+    with pytest.raises(SchemaError, match=r"loop: d0 -> d2999 -> d2998 -> d2997 -> \.\.\. \(2994 more\) -> d2 -> d1 -> d0"):
+        BatchSpec(inputs={"j": Scalars(["d5"])}, derived=loop)
+
+
+def test_a_prong_variable_may_count_another_groups_prongs(tmp_path):
+    def two_groups():
+        ds = jets()
+        counts = np.arange(len(ds)) % 4
+        off = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        groups = {g: RaggedGroup(v, *ds.ragged(g)) for g, v in ds.groups.items()}
+        groups["trk"] = RaggedGroup(["trk_x"], np.ones((int(off[-1]), 1), np.float32), off)
+        return InMemoryDataset({s: ds.scalar(s) for s in ds.scalar_names}, groups)
+
+    spec = BatchSpec(inputs={"p": Ragged(["part_share"], max_len=4)},
+                     derived={"part_share": "part_px / (num(trk_x) + 1)"})
+    values, off = two_groups().ragged("part")
+    want = values[:, 0] / (np.repeat(np.arange(N) % 4, np.diff(off)) + 1)
+    np.testing.assert_array_equal(spec.derive(two_groups()).ragged("part")[0][:, 3], want)
+    two_groups().to_hdf5(tmp_path / "two.h5")
+    disk = spec.derive(lstm_data.open(tmp_path / "two.h5"))
+    rows = np.array([5, 2, 9])
+    got, got_off = disk.ragged("part", rows)
+    np.testing.assert_array_equal(got[:, 3], np.concatenate([want[off[r]:off[r + 1]] for r in rows]))

@@ -159,7 +159,7 @@ def test_precompute_and_open_batches_keep_int64(tmp_path):
     out = tmp_path / "b.zarr"
     order = Order(batch_size=32, seed=1)
     summary = lstm_data.precompute(ds, spec, out, order, progress=False)
-    assert summary.outputs["label"] == {"dtype": "int64", "shape": "(B)"}
+    assert summary.outputs["label"] == {"dtype": "int64", "shape": "(B,)"}
     stored = lstm_data.open_batches(out, spec=spec, order=order, dataset=ds)
     live = Batches(ds, spec, order)
     for i in range(len(live)):

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from lstm_data.batching.spec.sizes import MAX_SLOTS
 from lstm_data.errors import OptionError, SchemaError
 
 __all__ = ["check_nan_to", "check_multiple", "check_one_step_pads", "check_integer_noise"]
@@ -15,23 +16,25 @@ def check_nan_to(value: Any) -> float | None:
     """``nan_to`` as a float (or None), or an :class:`OptionError` naming it."""
     if value is None:
         return None
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise OptionError(f"nan_to must be a number or None, got {value!r}")
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise OptionError(f"nan_to must be a number or None, got {value!r}") from None
+    out = float(value)
     if math.isnan(out):
         raise OptionError("nan_to=NaN would replace NaN by NaN: give a finite number (e.g. 0.0) or None")
+    if math.isinf(out):
+        raise OptionError(f"nan_to must be a finite number (what NaN becomes for the model), got {value!r}")
     return out
 
 
 def check_multiple(value: Any) -> int | None:
-    """``pad_to_multiple_of`` as an int >= 1 (or None), or an :class:`OptionError` naming it."""
+    """``pad_to_multiple_of`` as an int from 1 to :data:`~lstm_data.batching.spec.sizes.MAX_SLOTS`
+    (or None), or an :class:`OptionError` naming it."""
     if value is None:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise OptionError(f"pad_to_multiple_of must be a positive int or None, got {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or \
+            not 1 <= value <= MAX_SLOTS:
+        raise OptionError(f"pad_to_multiple_of must be a positive int (at most {MAX_SLOTS}) or None, "
+                          f"got {value!r}")
     return int(value)
 
 

@@ -24,13 +24,15 @@ the only thing kept).
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import Any, Mapping
 
 import numpy as np
 
+from lstm_data.batching.spec.derived_reads import Reads, dependency_order, stored_needs
 from lstm_data.batching.spec.expressions import Column, Expression
 from lstm_data.data.concat import ConcatDataset
-from lstm_data.data.dataset import Dataset, InMemoryDataset, unknown_name_error
+from lstm_data.data.dataset import Dataset, InMemoryDataset, as_rows, unknown_name_error
 from lstm_data.data.ragged import RaggedGroup, count_mismatch
 from lstm_data.errors import SchemaError
 
@@ -80,81 +82,27 @@ def check_derived(derived: Mapping[str, str] | None,
                               "not starting with a digit or __)", variable=str(name))
         if text == name:
             continue
-        out[name] = Expression(text, where=f"derived {name!r}")
+        out[name] = Expression(text, where=f"derived {name!r}", variable=name)
     sel = None if selection is None else Expression(selection, where="selection")
-    _check_cycles(out)
+    dependency_order(out, out)  # refuses a loop
     return out, sel
-
-
-def _check_cycles(derived: Mapping[str, Expression]) -> None:
-    state: dict[str, int] = {}
-
-    def visit(name: str, path: list[str]) -> None:
-        if state.get(name) == 2 or name not in derived:
-            return
-        if state.get(name) == 1:
-            if path[-1] == name:
-                raise SchemaError(f"derived variable {name!r} reads itself (a derived variable cannot replace "
-                                  "a column of the same name: choose another name)", variable=name)
-            loop = path[path.index(name):] + [name]
-            raise SchemaError(f"derived variables read each other in a loop: {' -> '.join(loop)}",
-                              variable=name)
-        state[name] = 1
-        for dep in derived[name].names:
-            visit(dep, path + [name])
-        state[name] = 2
-
-    for name in derived:
-        visit(name, [])
 
 
 def expand_names(names: list[str], derived: Mapping[str, Expression], selection: Expression | None) -> list[str]:
     """The stored columns that ``names`` and the selection read, derived variables replaced by theirs."""
     out: dict[str, None] = {}
-    todo = list(names) + (list(selection.names) if selection is not None else [])
+    todo = deque(list(names) + (list(selection.names) if selection is not None else []))
     seen: set[str] = set()
     while todo:
-        name = todo.pop(0)
+        name = todo.popleft()
         if name in seen:
             continue
         seen.add(name)
         if name in derived:
-            todo[:0] = derived[name].names
+            todo.extendleft(reversed(derived[name].names))
         else:
             out.setdefault(name)
     return list(out)
-
-
-class _Env:
-    """Columns of some rows of a base dataset, derived ones computed on first use."""
-
-    def __init__(self, base: Dataset, rows: np.ndarray | None, derived: Mapping[str, Expression],
-                 prong_of: Mapping[str, str], groups: dict[str, tuple[np.ndarray, np.ndarray]] | None = None):
-        self.base, self.rows, self.derived, self.prong_of = base, rows, derived, prong_of
-        self.n_rows = len(base) if rows is None else len(rows)
-        self.groups = dict(groups or {})
-        self.done: dict[str, Column] = {}
-
-    def group(self, g: str) -> tuple[np.ndarray, np.ndarray]:
-        if g not in self.groups:
-            self.groups[g] = self.base.ragged(g, self.rows)
-        return self.groups[g]
-
-    def get(self, name: str) -> Column:
-        col = self.done.get(name)
-        if col is not None:
-            return col
-        if name in self.derived:
-            expr = self.derived[name]
-            col = expr.evaluate({n: self.get(n) for n in expr.names}, self.n_rows)
-        elif name in self.prong_of:
-            g = self.prong_of[name]
-            values, offsets = self.group(g)
-            col = Column(values[:, self.base.groups[g].index(name)], offsets, g)
-        else:
-            col = Column(self.base.scalar(name, self.rows))
-        self.done[name] = col
-        return col
 
 
 class DerivedDataset(Dataset):
@@ -183,6 +131,7 @@ class DerivedDataset(Dataset):
         self._groups = {g: names + [n for n in derived if kinds[n] == g] for g, names in base.groups.items()}
         self._prong_of = {v: g for g, names in base.groups.items() for v in names}
         self._offsets_cache: dict[str, np.ndarray] = {}
+        self._lengths: dict[str, np.ndarray] = {}  # group -> prong count of every base row (for num())
         self.source = base.source
 
     @property
@@ -199,11 +148,36 @@ class DerivedDataset(Dataset):
             return rows
         return self.selected if rows is None else self.selected[rows]
 
+    def _reads(self, base_rows: np.ndarray | None,
+               groups: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Reads:
+        return Reads(self.base, base_rows, self.derived, self._prong_of, groups=groups, lengths=self._lengths)
+
     def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:
-        base_rows = self._base_rows(rows)
-        if name not in self.derived:
-            return self.base.scalar(name, base_rows)
-        return _Env(self.base, base_rows, self.derived, self._prong_of).get(name).values
+        return self.scalars_at([name], rows)[name] if rows is not None else \
+            self._reads(self._base_rows(None)).values([name])[0]
+
+    def scalars_at(self, names: list[str], rows: Any) -> dict[str, np.ndarray]:
+        """Several scalar columns at ``rows``: the stored columns they need read at once
+        (one call for the base's scalars), each derived value computed once.
+
+        Parameters
+        ----------
+        names
+            Scalar columns, stored or derived.
+        rows
+            Row indices in any order, repeats allowed (ints, an array, a slice).
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Each column's values at ``rows``.
+        """
+        for name in names:
+            self._check_scalar(name)
+        base_rows = self._base_rows(as_rows(rows, self._n_rows))
+        if base_rows is None:
+            base_rows = np.arange(len(self.base), dtype=np.intp)
+        return dict(zip(names, self._reads(base_rows).values(names)))
 
     def _offsets(self, group: str) -> np.ndarray:
         if self.selected is None:
@@ -218,12 +192,28 @@ class DerivedDataset(Dataset):
 
     def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         base_rows = self._base_rows(rows)
-        values, offsets = self.base.ragged(group, base_rows)
+        return self._with_derived(group, base_rows, *self.base.ragged(group, base_rows))
+
+    def ragged_range(self, group: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """``group``'s values and offsets of rows ``lo .. hi - 1``, its derived columns joined.
+
+        Without a selection the base reads the range in place (its fast path for rows
+        in file order); the stored columns the derived ones need are read at once.
+        """
+        if not 0 <= lo <= hi <= self._n_rows:
+            raise IndexError(f"rows {lo}..{hi} out of range for {self._n_rows} rows")
+        if self.selected is not None:
+            return self.ragged(group, slice(lo, hi))
+        base_rows = np.arange(lo, hi, dtype=np.intp)
+        return self._with_derived(group, base_rows, *self.base.ragged_range(group, lo, hi))
+
+    def _with_derived(self, group: str, base_rows: np.ndarray | None, values: np.ndarray,
+                      offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         extra = [n for n in self.derived if self.kinds[n] == group]
         if not extra:
             return values, offsets
-        env = _Env(self.base, base_rows, self.derived, self._prong_of, {group: (values, offsets)})
-        return _with_columns(values, [env.get(n).values for n in extra]), offsets
+        reads = self._reads(base_rows, {group: (values, offsets)})
+        return _with_columns(values, reads.values(extra)), offsets
 
 
 def _with_columns(values: np.ndarray, extra: list[np.ndarray]) -> np.ndarray:
@@ -256,19 +246,16 @@ def _kinds(dataset: Dataset, derived: Mapping[str, Expression],
         return count_mismatch(dataset.offsets, groups)
 
     def kind_of(name: str) -> str | None:
-        if name in known:
-            return known[name]
-        if name not in kinds:
-            expr = derived[name]
-            for dep in expr.names:
-                if dep not in known and dep not in derived:
-                    err = unknown_name_error("variable", dep, everything)
-                    raise SchemaError(f"{expr.where}: {err.message}", variable=dep)
-            kinds[name] = expr.kind({n: kind_of(n) for n in expr.names}, why)
-        return kinds[name]
+        return known[name] if name in known else kinds[name]
 
-    for name in derived:
-        kind_of(name)
+    for name in dependency_order(derived, derived):  # each after those it reads
+        expr = derived[name]
+        for dep in expr.names:
+            if dep not in known and dep not in derived:
+                err = unknown_name_error("variable", dep, everything)
+                raise SchemaError(f"{expr.where}: {err.message}", variable=dep)
+        kinds[name] = expr.kind({n: kind_of(n) for n in expr.names}, why)
+    kinds = {name: kinds[name] for name in derived}
     if selection is not None:
         for dep in selection.names:
             if dep not in known and dep not in derived:
@@ -375,9 +362,10 @@ def _selected_rows(dataset: Dataset, derived: Mapping[str, Expression], selectio
     blocks = [None] if dataset.in_ram else [np.arange(a, min(a + SELECTION_BLOCK, n), dtype=np.intp)
                                             for a in range(0, n, SELECTION_BLOCK)]
     kept = []
+    lengths: dict[str, np.ndarray] = {}
     for block in blocks:
-        env = _Env(dataset, block, derived, prong_of)
-        mask = selection.evaluate({n: env.get(n) for n in selection.names}, env.n_rows).values.astype(bool)
+        reads = Reads(dataset, block, derived, prong_of, lengths=lengths)
+        mask = selection.evaluate(reads.columns(selection.names), reads.n_rows, block).values.astype(bool)
         kept.append(np.flatnonzero(mask) + (0 if block is None or not len(block) else block[0]))
     return np.concatenate(kept).astype(np.intp) if kept else np.zeros(0, dtype=np.intp)
 
@@ -394,34 +382,44 @@ def _materialise(dataset: Dataset, derived: Mapping[str, Expression], kinds: Map
     prong_of = {v: g for g, names in dataset.groups.items() for v in names}
     taken = InMemoryDataset(scalars, {g: RaggedGroup(dataset.groups[g], *vo) for g, vo in groups.items()},
                             source=dataset.source)
-    env = _Env(taken, None, derived, prong_of, groups)
     per_row = [n for n in derived if kinds[n] is None]
-    for name in per_row:
-        scalars[name] = np.ascontiguousarray(env.get(name).values)
+    reads = Reads(taken, None, derived, prong_of, groups=groups, row_numbers=rows)
+    for name, values in zip(per_row, reads.values(per_row)):
+        scalars[name] = np.ascontiguousarray(values)
     out_groups = {}
     for g, (values, offsets) in groups.items():
         extra = [n for n in derived if kinds[n] == g]
         if extra:
-            values = _group_with_derived(taken, g, extra, derived, prong_of, {n: scalars[n] for n in per_row})
+            values = _group_with_derived(taken, g, extra, derived, prong_of, {n: scalars[n] for n in per_row},
+                                         rows)
         out_groups[g] = RaggedGroup(dataset.groups[g] + extra, values, offsets)
     return InMemoryDataset(scalars, out_groups, source=dataset.source)
 
 
 def _group_with_derived(data: InMemoryDataset, group: str, extra: list[str], derived: Mapping[str, Expression],
-                        prong_of: Mapping[str, str], per_row: Mapping[str, np.ndarray]) -> np.ndarray:
-    """``group``'s values with the ``extra`` derived columns appended, computed block by block."""
+                        prong_of: Mapping[str, str], per_row: Mapping[str, np.ndarray],
+                        rows: np.ndarray | None) -> np.ndarray:
+    """``group``'s values with the ``extra`` derived columns appended, computed block by block
+    (``rows``: the data's row number of each row of ``data``, named in errors; ``None``: the same)."""
     values, offsets = data.ragged(group)
     n, width = len(offsets) - 1, values.shape[1]
+    read, counted = stored_needs(extra, derived, per_row)
+    scalars = [name for name in read if name not in prong_of]
+    groups = {g: data.ragged(g) for g in dict.fromkeys([group] + [prong_of[v] for v in read + counted
+                                                                   if v in prong_of])}
+    in_groups = {v: g for v, g in prong_of.items() if g in groups}
     step = max(1, _EVAL_ELEMENTS * n // max(1, int(offsets[-1])))  # rows per block
     out: np.ndarray | None = None
     for r0 in range(0, max(n, 1), step):
         r1 = min(n, r0 + step)
         p0, p1 = int(offsets[r0]), int(offsets[r1])
-        part = InMemoryDataset({s: data.scalar(s)[r0:r1] for s in data.scalar_names},
-                               {group: RaggedGroup(data.groups[group], values[p0:p1], offsets[r0:r1 + 1] - p0)})
-        env = _Env(part, None, derived, {v: g for v, g in prong_of.items() if g == group})
-        env.done.update({name: Column(col[r0:r1]) for name, col in per_row.items()})
-        cols = [env.get(name).values for name in extra]
+        part = InMemoryDataset({s: data.scalar(s)[r0:r1] for s in scalars},
+                               {g: RaggedGroup(data.groups[g], v[o[r0]:o[r1]], o[r0:r1 + 1] - o[r0])
+                                for g, (v, o) in groups.items()})
+        numbers = np.arange(r0, r1, dtype=np.intp) if rows is None else rows[r0:r1]
+        reads = Reads(part, None, derived, in_groups, row_numbers=numbers)
+        reads.done.update({name: Column(col[r0:r1]) for name, col in per_row.items()})
+        cols = reads.values(extra)
         if out is None:
             dtype = np.result_type(values.dtype, *[c.dtype for c in cols])
             out = np.empty((len(values), width + len(extra)), dtype=dtype)

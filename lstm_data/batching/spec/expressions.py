@@ -19,6 +19,13 @@ per-row value meeting a prong value is repeated over the row's prongs
 particle by its jet's ``jet_pt``; two different groups cannot meet in one
 expression. Constants keep numpy's weak typing: ``float32`` columns stay
 ``float32``, so the results equal those of the same numpy calls.
+
+What one expression may cost is bounded before it is parsed or evaluated (its
+length, nesting, size, comparison chains and call arguments:
+:mod:`lstm_data.batching.spec.expression_limits`), and its numbers are never
+changed silently: constants are computed exactly, integer values never wrap, an
+integer division by zero is an error naming the row
+(:mod:`lstm_data.batching.spec.exact_arithmetic`).
 """
 from __future__ import annotations
 
@@ -30,7 +37,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from lstm_data.errors import SchemaError
+from lstm_data.batching.spec import exact_arithmetic as exact
+from lstm_data.batching.spec.expression_limits import Positions, check_text, check_tree, parse
+from lstm_data.errors import PrecisionWarning, SchemaError, warn_user
 
 __all__ = ["Column", "Expression", "FUNCTIONS", "CONSTANTS", "PREFIXES"]
 
@@ -65,6 +74,16 @@ COUNT_FUNCTION = "num"
 #: named constants (``np.pi``, ``math.e``, ...)
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 
+#: the checked operation (exact_arithmetic.CHECKED) of each operator and function
+_KEYS: dict[Any, str] = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv",
+                         ast.Mod: "mod", ast.Pow: "pow", ast.USub: "neg", "negative": "neg", "abs": "abs",
+                         "absolute": "abs", "square": "square", "power": "pow", "pow": "pow", "mod": "mod",
+                         "fmod": "fmod"}
+#: functions of integer constants computed exactly, as their operators are
+_FOLDED_CALLS: dict[str, Callable[..., Any]] = {
+    "pow": lambda a, b: exact.fold_binary(ast.Pow(), a, b), "mod": lambda a, b: exact.fold_binary(ast.Mod(), a, b),
+    "neg": lambda a: exact.fold_unary(ast.USub(), a), "abs": abs,
+    "square": lambda a: exact.fold_binary(ast.Mult(), a, a)}
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.true_divide,
     ast.FloorDiv: np.floor_divide, ast.Mod: np.mod, ast.Pow: np.power,
@@ -117,6 +136,8 @@ class Expression:
         The expression, e.g. ``"np.log(part_pt / jet_pt)"``.
     where
         What the expression belongs to (``"derived 'x'"``), named in errors.
+    variable
+        The variable it defines (named in errors as their ``variable``), if any.
 
     Attributes
     ----------
@@ -124,35 +145,54 @@ class Expression:
         The expression as given.
     names
         The variables it reads, in order of first use.
+    value_names
+        Those whose values it reads; the others only have their prongs counted
+        (``num(x)``), which needs their group's offsets, not its values.
 
     Raises
     ------
     SchemaError
-        Not a valid expression, or a construct, attribute or function outside
-        the allow-list (the message names it).
+        Not a valid expression, past a limit of
+        :mod:`~lstm_data.batching.spec.expression_limits`, or a construct,
+        attribute or function outside the allow-list (the message names it).
     """
 
-    def __init__(self, text: str, *, where: str = "expression") -> None:
+    def __init__(self, text: str, *, where: str = "expression", variable: str | None = None) -> None:
         if not isinstance(text, str) or not text.strip():
-            raise SchemaError(f"{where}: an expression must be non-empty text, got {text!r}")
+            raise SchemaError(f"{where}: an expression must be non-empty text, got {text!r}", variable=variable)
+        check_text(text, where, variable)
         self.text = text
         self.where = where
+        self.variable = variable
         #: placeholder identifier -> the backtick-quoted column name it stands for
         self._quoted: dict[str, str] = {}
+        self._positions = self._placeholders(text)
+        self._tree = parse(self._positions.parsed, self._positions, where, variable, text)
+        check_tree(self._tree, self._positions, where, variable)
+        names: dict[str, None] = {}
+        values: dict[str, None] = {}
+        self._check(self._tree, names, values)
+        self.names: tuple[str, ...] = tuple(names)
+        self.value_names: tuple[str, ...] = tuple(values)
+        self._warned = False
 
-        def placeholder(match: re.Match[str]) -> str:
+    def _placeholders(self, text: str) -> Positions:
+        """``text`` with each backtick-quoted name replaced by an identifier, and where each went."""
+        parts: list[str] = []
+        spans: list[tuple[int, int, int, int]] = []
+        at = length = 0
+        for match in _QUOTED.finditer(text):
             key = f"q{len(self._quoted)}_quoted_"
             self._quoted[key] = match.group(1)
-            return key
-
-        try:
-            tree = ast.parse(_QUOTED.sub(placeholder, text.strip()), mode="eval")
-        except SyntaxError as exc:
-            raise SchemaError(f"{where}: {text!r} is not a valid expression ({exc.msg})") from None
-        self._tree = tree.body
-        names: dict[str, None] = {}
-        self._check(self._tree, names)
-        self.names: tuple[str, ...] = tuple(names)
+            parts.append(text[at:match.start()])
+            length += match.start() - at
+            spans.append((length, match.start(), len(key), match.end() - match.start()))
+            parts.append(key)
+            length += len(key)
+            at = match.end()
+        parts.append(text[at:])
+        parsed = "".join(parts)
+        return Positions(parsed.strip(), spans, leading=len(parsed) - len(parsed.lstrip()))
 
     def __repr__(self) -> str:
         return f"Expression({self.text!r})"
@@ -187,8 +227,14 @@ class Expression:
     def _spelling(node: ast.expr) -> str:
         return ast.unparse(node)
 
-    def _check(self, node: ast.expr, names: dict[str, None]) -> None:
+    def _check(self, node: ast.expr, names: dict[str, None], values: dict[str, None] | None) -> None:
+        """Refuse what is outside the allow-list; collect the names read (into ``values`` too
+        unless only counted: ``values`` is ``None`` for the direct argument of ``num()``)."""
         if isinstance(node, ast.Constant):
+            if isinstance(node.value, int) and node.value.bit_length() > exact.MAX_INT_BITS:
+                raise SchemaError(f"{self.where}: an integer of {node.value.bit_length()} bits in "
+                                  f"{self.text[:200]!r} is beyond float64's range: no dtype holds it",
+                                  variable=self.variable)
             if isinstance(node.value, (bool, int, float)):
                 return
             raise self._refuse(f"constant {node.value!r}")
@@ -197,7 +243,10 @@ class Expression:
                 raise self._refuse(f"name {node.id!r}", node.id)
             if node.id in PREFIXES:
                 raise self._refuse(f"module {node.id!r} on its own", node.id)
-            names.setdefault(self._quoted.get(node.id, node.id))
+            name = self._quoted.get(node.id, node.id)
+            names.setdefault(name)
+            if values is not None:
+                values.setdefault(name)
             return
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id in PREFIXES and node.attr in CONSTANTS:
@@ -207,20 +256,20 @@ class Expression:
                 if isinstance(node.value, ast.Name) and node.value.id not in PREFIXES else ""
             raise self._refuse(f"attribute {spelled!r}{hint}", spelled)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            self._check(node.left, names)
-            self._check(node.right, names)
+            self._check(node.left, names, values)
+            self._check(node.right, names, values)
             return
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.Not):
                 raise self._refuse("'not' (use ~ on comparisons)")
-            self._check(node.operand, names)
+            self._check(node.operand, names, values)
             return
         if isinstance(node, ast.Compare):
             bad = [op for op in node.ops if type(op) not in _COMPARE]
             if bad:
                 raise self._refuse(f"comparison {type(bad[0]).__name__!r}")
             for part in (node.left, *node.comparators):
-                self._check(part, names)
+                self._check(part, names, values)
             return
         if isinstance(node, ast.BoolOp):
             raise self._refuse("'and'/'or' (use & and | on comparisons, in parentheses)")
@@ -233,8 +282,9 @@ class Expression:
             if (arity is not None and len(node.args) != arity) or not node.args:
                 raise SchemaError(f"{self.where}: {name}() takes {arity or 'one or more'} argument(s), "
                                   f"got {len(node.args)} in {self.text!r}", variable=name)
+            counted = name == COUNT_FUNCTION and isinstance(node.args[0], ast.Name)
             for arg in node.args:
-                self._check(arg, names)
+                self._check(arg, names, None if counted else values)
             return
         kind = _CONSTRUCTS.get(type(node), type(node).__name__)
         raise self._refuse(kind if kind.startswith("'") else f"a {kind}")
@@ -285,15 +335,20 @@ class Expression:
         return found[0] if found else None
 
     # -- evaluation -------------------------------------------------------------------------------
-    def evaluate(self, columns: Mapping[str, Column], n_rows: int) -> Column:
+    def evaluate(self, columns: Mapping[str, Column], n_rows: int, rows: np.ndarray | None = None) -> Column:
         """The expression's values over the rows of ``columns``.
 
         Parameters
         ----------
         columns
             Every name of :attr:`names` -> its :class:`Column` (all of the same rows).
+            A name outside :attr:`value_names` may hold any values of the right
+            length: only its offsets are read.
         n_rows
             The number of rows (the length of a per-row result).
+        rows
+            The data's row number of each of those rows, named in errors and
+            warnings (``None``: ``0 .. n_rows - 1``).
 
         Returns
         -------
@@ -304,15 +359,36 @@ class Expression:
         Raises
         ------
         SchemaError
-            Two groups meet, or numpy refuses an operation (e.g. ``&`` of floats).
+            Two groups meet, numpy refuses an operation (e.g. ``&`` of floats), or
+            a value has no right result (an integer that does not fit, a division
+            by zero: see :mod:`~lstm_data.batching.spec.exact_arithmetic`), naming
+            the first row.
+
+        Warns
+        -----
+        PrecisionWarning
+            Once per expression, when an integer becomes a float that changes it.
         """
+        run = _Run(rows)
         with np.errstate(all="ignore"):
-            out = self._eval(self._tree, columns, {})
-        if not isinstance(out, Column):  # a constant: one value per row
-            return Column(np.full(n_rows, out))
+            out = self._eval(self._tree, columns, run)
+            if not isinstance(out, Column):  # a constant: one value per row
+                value = exact.as_array_value(out, lambda p: run.problem(p, self._tree, None))
+                out = Column(np.full(n_rows, value))
+        for problem, node, row in run.warnings[:1]:
+            if not self._warned:
+                self._warned = True
+                warn_user(self._message(problem, node, row) + "; only integers up to 2**24 (float32) or "
+                          "2**53 (float64) are exact in floats", PrecisionWarning)
         return out
 
-    def _eval(self, node: ast.expr, columns: Mapping[str, Column], repeated: _Repeats) -> Any:
+    def _message(self, problem: exact.ValueProblem, node: ast.expr, row: int | None) -> str:
+        what = ast.unparse(node)
+        at = "" if row is None else f" at row {row}"
+        within = "" if node is self._tree else f" (in {self.text!r})"
+        return f"{self.where}: {what!r}{at}: {problem.message}{within}"
+
+    def _eval(self, node: ast.expr, columns: Mapping[str, Column], run: _Run) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
@@ -322,49 +398,87 @@ class Expression:
         if isinstance(node, ast.Call):
             name = self._dotted(node.func, "function")
             if name == COUNT_FUNCTION:
-                arg = self._eval(node.args[0], columns, repeated)
+                arg = self._eval(node.args[0], columns, run)
                 if not isinstance(arg, Column) or arg.offsets is None:
-                    raise SchemaError(f"{self.where}: num() needs a prong variable in {self.text!r}")
+                    raise SchemaError(f"{self.where}: num() needs a prong variable in {self.text!r}",
+                                      variable=self.variable)
                 return Column(np.diff(arg.offsets))
-            args = [self._eval(a, columns, repeated) for a in node.args]
-            return self._apply(FUNCTIONS[name][0], args, name, repeated)
+            args = [self._eval(a, columns, run) for a in node.args]
+            return self._apply(node, _KEYS.get(name), FUNCTIONS[name][0], args, run)
         if isinstance(node, ast.BinOp):
-            args = [self._eval(node.left, columns, repeated), self._eval(node.right, columns, repeated)]
-            return self._apply(_BINARY[type(node.op)], args, ast.unparse(node), repeated,
+            args = [self._eval(node.left, columns, run), self._eval(node.right, columns, run)]
+            return self._apply(node, _KEYS.get(type(node.op)), _BINARY[type(node.op)], args, run,
                                logical=isinstance(node.op, _LOGICAL))
         if isinstance(node, ast.UnaryOp):
-            arg = self._eval(node.operand, columns, repeated)
-            return self._apply(_UNARY[type(node.op)], [arg], ast.unparse(node), repeated,
+            arg = self._eval(node.operand, columns, run)
+            return self._apply(node, _KEYS.get(type(node.op)), _UNARY[type(node.op)], [arg], run,
                                logical=isinstance(node.op, ast.Invert))
         if isinstance(node, ast.Compare):  # a < b < c is (a < b) & (b < c)
             result = None
-            left = self._eval(node.left, columns, repeated)
+            left = self._eval(node.left, columns, run)
             for op, comp in zip(node.ops, node.comparators):
-                right = self._eval(comp, columns, repeated)
-                part = self._apply(_COMPARE[type(op)], [left, right], ast.unparse(node), repeated)
-                result = part if result is None else self._apply(np.logical_and, [result, part], "", repeated)
+                right = self._eval(comp, columns, run)
+                part = self._apply(node, None, _COMPARE[type(op)], [left, right], run, compare=op)
+                if result is None:
+                    result = part
+                elif isinstance(result, Column) or isinstance(part, Column):
+                    result = self._apply(node, None, np.logical_and, [result, part], run)
+                else:
+                    result = bool(result and part)
                 left = right
             return result
         raise self._refuse(type(node).__name__)  # pragma: no cover - _check refused it already
 
-    def _apply(self, func: Callable[..., Any], args: list[Any], what: str,
-               repeated: _Repeats, logical: bool = False) -> Any:
+    def _fold(self, node: ast.expr, key: str | None, func: Callable[..., Any], args: list[Any],
+              run: _Run, compare: ast.cmpop | None) -> Any:
+        """Constants only: computed exactly (see :mod:`~lstm_data.batching.spec.exact_arithmetic`)."""
+        try:
+            if compare is not None:
+                return exact.fold_compare(compare, *args)
+            if isinstance(node, ast.BinOp):
+                return exact.fold_binary(node.op, *args)
+            if isinstance(node, ast.UnaryOp):
+                return exact.fold_unary(node.op, *args)
+            if key in _FOLDED_CALLS and not any(isinstance(a, float) for a in args):
+                return _FOLDED_CALLS[key](*args)
+            warn = lambda p: run.problem(p, node, None)  # noqa: E731
+            values = [np.asarray(exact.as_array_value(a, warn)) for a in args]
+            return exact.computed(key, func, values, warn).item()
+        except exact.ValueProblem as problem:
+            raise SchemaError(self._message(problem, node, None), variable=self.variable) from None
+        except (TypeError, ValueError) as exc:
+            raise SchemaError(f"{self.where}: cannot evaluate {ast.unparse(node)!r} in {self.text!r}: {exc}",
+                              variable=self.variable) from None
+
+    def _apply(self, node: ast.expr, key: str | None, func: Callable[..., Any], args: list[Any],
+               run: _Run, logical: bool = False, compare: ast.cmpop | None = None) -> Any:
         cols = [a for a in args if isinstance(a, Column)]
         if not cols:  # constants only
-            return func(*args)
+            return self._fold(node, key, func, args, run, compare)
         group = self._one_group([c.group for c in cols])
         owner = next((c for c in cols if c.group == group), cols[0])
-        values = [self._align(a, owner, repeated) for a in args]
+        values = [self._align(a, owner, run.repeated) for a in args]
+        arrays = [v for v in values if isinstance(v, np.ndarray)]
         if logical:
-            floats = [v for v in values if isinstance(v, np.ndarray) and v.dtype.kind in "fc"]
+            floats = [v for v in arrays if v.dtype.kind in "fc"]
             if floats:
-                raise SchemaError(f"{self.where}: {what!r} applies & | ^ ~ to {floats[0].dtype} values in "
-                                  f"{self.text!r}; they combine booleans (comparisons) or integers")
+                raise SchemaError(f"{self.where}: {ast.unparse(node)!r} applies & | ^ ~ to {floats[0].dtype} "
+                                  f"values in {self.text!r}; they combine booleans (comparisons) or integers",
+                                  variable=self.variable)
+        warn = lambda p: run.problem(p, node, owner)  # noqa: E731
         try:
-            result = func(*values)
+            values = [v if isinstance(v, np.ndarray) else exact.operand(v, arrays, compare is not None, warn)
+                      for v in values]
+            if key in exact.CHECKED:
+                values = exact.widen(values)
+            result = exact.computed(key, func, values, warn)
+        except exact.ValueProblem as problem:
+            raise SchemaError(self._message(problem, node, None), variable=self.variable,
+                              row=run.row(problem.index, owner)) from None
         except (TypeError, ValueError) as exc:
-            raise SchemaError(f"{self.where}: cannot evaluate {what!r} in {self.text!r}: {exc}") from None
-        return Column(np.asarray(result), owner.offsets, owner.group)
+            raise SchemaError(f"{self.where}: cannot evaluate {ast.unparse(node)!r} in {self.text!r}: {exc}",
+                              variable=self.variable) from None
+        return Column(result, owner.offsets, owner.group)
 
     @staticmethod
     def _align(arg: Any, owner: Column, repeated: _Repeats) -> Any:
@@ -379,6 +493,27 @@ class Expression:
         if hit is None:  # the source is kept with its repeat: its id stays its own meanwhile
             hit = repeated[key] = (arg.values, np.repeat(arg.values, np.diff(owner.offsets)))
         return hit[1]
+
+
+class _Run:
+    """One evaluation: per-row values repeated over prongs, the rows' numbers, warnings met."""
+
+    def __init__(self, rows: np.ndarray | None) -> None:
+        self.repeated: _Repeats = {}
+        self.rows = rows
+        self.warnings: list[tuple[exact.ValueProblem, ast.expr, int | None]] = []
+
+    def row(self, index: int | None, owner: Column | None) -> int | None:
+        """The data's row of element ``index`` of ``owner``'s values (``None``: a constant)."""
+        if index is None or owner is None:
+            return None
+        local = index if owner.offsets is None else int(np.searchsorted(owner.offsets, index, "right")) - 1
+        return local if self.rows is None else int(self.rows[local])
+
+    def problem(self, problem: exact.ValueProblem, node: ast.expr, owner: Column | None) -> None:
+        """A precision warning met at ``node`` (the first of an evaluation is given)."""
+        if not self.warnings:
+            self.warnings.append((problem, node, self.row(problem.index, owner)))
 
 
 def _operands(node: ast.expr) -> list[ast.expr]:

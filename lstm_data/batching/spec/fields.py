@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 
+from lstm_data.batching.spec.sizes import MAX_SLOTS
 from lstm_data.batching.spec.forms import (
     CU_SEQLENS_SUFFIX,
     LAYOUTS,
@@ -15,6 +16,7 @@ from lstm_data.batching.spec.forms import (
     PAD_MODES,
     Standardize,
     check_standardize,
+    number_option,
     standardize_to_dict,
 )
 from lstm_data.batching.spec.empty import check_empty
@@ -48,7 +50,8 @@ def _var_list(vars: Any, where: str) -> tuple[str, ...]:
     bad = [v for v in out if not isinstance(v, str)]
     if bad:
         raise SchemaError(f"{where}: variable names must be strings, got {bad[0]!r}")
-    dup = sorted({v for v in out if out.count(v) > 1})
+    seen: set[str] = set()
+    dup = sorted({v for v in out if v in seen or seen.add(v)})  # type: ignore[func-returns-value]
     if dup:
         raise SchemaError(f"{where}: variables listed twice: {dup}", variable=dup[0])
     return out
@@ -258,18 +261,15 @@ class Ragged:
         where = "Ragged"
         _check_forms(where, pad_mode, layout, padding, bool(mask))
         if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, (int, np.integer))
-                                    or max_len < 1):
-            raise SchemaError(f"{where}: max_len must be a positive int (prong slots per row) or None "
-                              f"(the batch's longest row), got {max_len!r}")
+                                    or not 1 <= max_len <= MAX_SLOTS):
+            raise SchemaError(f"{where}: max_len must be a positive int (prong slots per row, at most "
+                              f"{MAX_SLOTS}) or None (the batch's longest row), got {max_len!r}")
         for opt, val in (("padding", padding), ("truncating", truncating)):
             if val not in ("post", "pre"):
                 raise SchemaError(f"{where}: {opt} must be 'post' or 'pre', got {val!r}")
         if sort_by is not None and not isinstance(sort_by, str):
             raise SchemaError(f"{where}: sort_by must be a variable name, got {sort_by!r}")
-        try:
-            pad = float(pad_value)
-        except (TypeError, ValueError):
-            raise SchemaError(f"{where}: pad_value must be a number, got {pad_value!r}") from None
+        pad = float(number_option(pad_value, "pad_value", where, nan=True))
         values: dict[str, Any] = dict(
             vars=_var_list(vars, where), max_len=None if max_len is None else int(max_len),
             pad_value=pad, sort_by=sort_by, descending=bool(descending), padding=padding,

@@ -8,13 +8,14 @@ the same numbers.
 from __future__ import annotations
 
 import os
-import tomllib
 
 from lstm_data._util.declared import toml_text
 from lstm_data._util.safe_output import temp_path
+from lstm_data._util.spec_files import load_toml
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.batching.spec.fitting import fit_standardize
 from lstm_data.data.dataset import Dataset
+from lstm_data.errors import SchemaError
 
 __all__ = ["fit_spec_file"]
 
@@ -43,8 +44,8 @@ def fit_spec_file(path: str | os.PathLike[str], dataset: Dataset, *, fraction: f
     """
     spec = BatchSpec.from_toml(path)
     fitted = fit_standardize(spec, dataset, fraction=fraction, seed=seed)
-    with open(path, "rb") as fh:
-        others = {k: v for k, v in tomllib.load(fh).items() if k in ("order", "read")}
+    others = {k: v for k, v in load_toml(path, lambda message: SchemaError(message, file=str(path))).items()
+              if k in ("order", "read")}
     text = toml_text({**fitted.to_dict(), **others})
     tmp = temp_path(os.fspath(path))
     try:

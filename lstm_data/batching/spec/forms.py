@@ -11,7 +11,7 @@ import numpy as np
 
 from lstm_data.errors import SchemaError
 
-__all__ = ["Standardize", "AUTO", "PAD_MODES", "LAYOUTS", "MASK_SUFFIX", "CU_SEQLENS_SUFFIX",
+__all__ = ["Standardize", "number_option", "AUTO", "PAD_MODES", "LAYOUTS", "MASK_SUFFIX", "CU_SEQLENS_SUFFIX",
            "MAX_SEQLEN_SUFFIX", "check_standardize", "standardize_to_dict", "unresolved_auto",
            "column_transform", "apply_standardize", "form_shapes"]
 
@@ -29,8 +29,9 @@ CU_SEQLENS_SUFFIX = "_cu_seqlens"
 MAX_SEQLEN_SUFFIX = "_max_seqlen"
 
 
-def _number(value: Any, name: str, where: str, *, auto: bool = False, nan: bool = False) -> float | str:
-    """``value`` as a float (or ``"auto"`` when allowed), or the SchemaError naming it."""
+def number_option(value: Any, name: str, where: str, *, auto: bool = False, nan: bool = False) -> float | str:
+    """``value`` as a float (or ``"auto"`` when allowed), or the SchemaError naming it: a number
+    (not a boolean), or a string a number is written as in TOML (``"nan"``, ``"inf"``)."""
     if auto and value == AUTO:
         return AUTO
     if isinstance(value, str):  # TOML keeps infinities and NaN as strings
@@ -84,16 +85,16 @@ class Standardize:
     def __init__(self, center: float | str = 0.0, scale: float | str = 1.0, clip_min: float = -math.inf,
                  clip_max: float = math.inf, pad_value: float | None = None) -> None:
         where = "Standardize"
-        c = _number(center, "center", where, auto=True)
-        s = _number(scale, "scale", where, auto=True)
+        c = number_option(center, "center", where, auto=True)
+        s = number_option(scale, "scale", where, auto=True)
         for name, val in (("center", c), ("scale", s)):
             if val != AUTO and math.isinf(float(val)):
                 raise SchemaError(f"{where}: {name} must be finite, got {val}")
-        lo = float(_number(clip_min, "clip_min", where))
-        hi = float(_number(clip_max, "clip_max", where))
+        lo = float(number_option(clip_min, "clip_min", where))
+        hi = float(number_option(clip_max, "clip_max", where))
         if lo > hi:
             raise SchemaError(f"{where}: clip_min ({lo}) > clip_max ({hi})")
-        pad = None if pad_value is None else float(_number(pad_value, "pad_value", where, nan=True))
+        pad = None if pad_value is None else float(number_option(pad_value, "pad_value", where, nan=True))
         values: dict[str, float | str | None] = {"center": c, "scale": s, "clip_min": lo, "clip_max": hi,
                                                  "pad_value": pad}
         for key, value in values.items():

@@ -14,6 +14,7 @@ import math
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, TypeVar
 
 from lstm_data._util.declared import suggest, toml_text
+from lstm_data._util.spec_files import load_toml
 from lstm_data.batching.spec.augment import Noise, augment_to_dict
 from lstm_data.batching.spec.fields import Field, Ragged, Scalars, field_from_dict
 from lstm_data.batching.spec.lstm_ee import check_lstm_ee_keys
@@ -142,6 +143,9 @@ def spec_from_toml(cls: Callable[..., S], path: str | PathLike[str]) -> S:
         max_len = 20
         pad_value = nan
 
+    The file is read within the bounds of :mod:`lstm_data._util.spec_files` (its size
+    and nesting), before anything of it is parsed.
+
     Parameters
     ----------
     cls
@@ -153,14 +157,13 @@ def spec_from_toml(cls: Callable[..., S], path: str | PathLike[str]) -> S:
     -------
     spec
         An instance of ``cls``.
-    """
-    import tomllib
 
-    with open(path, "rb") as fh:
-        try:
-            data = tomllib.load(fh)
-        except tomllib.TOMLDecodeError as exc:
-            raise SchemaError(f"{path}: not valid TOML: {exc}", file=str(path)) from None
+    Raises
+    ------
+    SchemaError
+        The file is too large, not valid TOML, nested too deep, or not a valid spec.
+    """
+    data = load_toml(path, lambda message: SchemaError(message, file=str(path)))
     return spec_from_dict(cls, data, source=str(path))
 
 

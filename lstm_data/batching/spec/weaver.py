@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 from lstm_data._util.declared import suggest
 from lstm_data._util.optional import require
+from lstm_data._util.spec_files import load_yaml
 from lstm_data.batching.spec.fields import Field, Ragged, Scalars
 from lstm_data.errors import SchemaError
 
@@ -71,13 +72,10 @@ S = TypeVar("S")
 
 
 def load_weaver_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The top-level mapping of a weaver YAML config (needs PyYAML: the ``weaver`` extra)."""
+    """The top-level mapping of a weaver YAML config (needs PyYAML: the ``weaver`` extra), read
+    within the bounds of :mod:`lstm_data._util.spec_files` (its size and nesting)."""
     yaml = require("reading a weaver-core data config", "weaver", "yaml")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except yaml.YAMLError as exc:
-        raise SchemaError(f"{path}: not valid YAML: {exc}", file=str(path)) from None
+    data = load_yaml(path, yaml, lambda message: SchemaError(message, file=str(path)))
     if not isinstance(data, Mapping):
         raise SchemaError(f"{path}: a weaver data config is a mapping of keys, got {type(data).__name__}",
                           file=str(path))

@@ -1,0 +1,110 @@
+"""Spec and option files (TOML, YAML) read within bounds.
+
+A spec file is data a user may download. Before it is parsed its size is bounded
+(:data:`MAX_SPEC_FILE_BYTES`: spec files are a few kilobytes); a parser that
+recurses past Python's limit on deeply nested text is an error naming the file,
+not a ``RecursionError``; and what is read may nest at most
+:data:`MAX_SPEC_NESTING` tables and lists deep (a spec nests five).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+__all__ = ["MAX_SPEC_FILE_BYTES", "MAX_SPEC_NESTING", "read_spec_text", "load_toml", "load_yaml",
+           "check_nesting"]
+
+#: bytes of one spec or option file read at most (a spec of thousands of variables takes tens of kilobytes)
+MAX_SPEC_FILE_BYTES = 1 << 20
+#: tables and lists nested in one spec or option file at most
+MAX_SPEC_NESTING = 32
+
+#: makes the error a reader raises from its message (the reader's own error class, located at the file)
+Error = Callable[[str], Exception]
+
+
+def read_spec_text(path: str | os.PathLike[str], error: Error) -> str:
+    """The text of ``path``, read only when it has at most :data:`MAX_SPEC_FILE_BYTES` bytes.
+
+    Raises
+    ------
+    Exception
+        ``error(message)``: the file is larger, or is not UTF-8 text.
+    """
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_SPEC_FILE_BYTES + 1)
+    if len(data) > MAX_SPEC_FILE_BYTES:
+        raise error(f"{os.fspath(path)}: larger than {MAX_SPEC_FILE_BYTES} bytes, the most a spec or option "
+                    "file is read (lstm_data._util.spec_files.MAX_SPEC_FILE_BYTES)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{os.fspath(path)}: not UTF-8 text (byte {exc.start})") from None
+
+
+def load_toml(path: str | os.PathLike[str], error: Error) -> dict[str, Any]:
+    """The tables of the TOML file ``path``, read within the bounds of this module.
+
+    Raises
+    ------
+    Exception
+        ``error(message)``: too large, not valid TOML, or nested too deep.
+    """
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python < 3.11
+        import tomli as tomllib
+
+    text = read_spec_text(path, error)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{os.fspath(path)}: not valid TOML: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise error(_too_deep(path)) from None
+    check_nesting(data, path, error)
+    return data
+
+
+def load_yaml(path: str | os.PathLike[str], yaml: Any, error: Error) -> Any:
+    """The document of the YAML file ``path`` (``yaml``: the PyYAML module), read within bounds.
+
+    Raises
+    ------
+    Exception
+        ``error(message)``: too large, not valid YAML, or nested too deep.
+    """
+    text = read_spec_text(path, error)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise error(f"{os.fspath(path)}: not valid YAML: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise error(_too_deep(path)) from None
+    check_nesting(data, path, error)
+    return data
+
+
+def _too_deep(path: str | os.PathLike[str]) -> str:
+    return (f"{os.fspath(path)}: nests tables or lists too deep to read; a spec or option file nests at "
+            f"most {MAX_SPEC_NESTING} (lstm_data._util.spec_files.MAX_SPEC_NESTING)")
+
+
+def check_nesting(data: Any, path: str | os.PathLike[str], error: Error) -> None:
+    """Refuse ``data`` nesting more than :data:`MAX_SPEC_NESTING` tables and lists (walked
+    without recursion, each shared table once: YAML aliases are not expanded)."""
+    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
+    seen: set[int] = set()
+    while stack:
+        value, depth, where = stack.pop()
+        if not isinstance(value, (dict, list, tuple)) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if depth >= MAX_SPEC_NESTING:
+            raise error(f"{os.fspath(path)}: {where or 'the document'} nests more than {MAX_SPEC_NESTING} "
+                        "tables or lists (lstm_data._util.spec_files.MAX_SPEC_NESTING)")
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(item, (dict, list, tuple)):
+                stack.append((item, depth + 1, f"{where}.{key}" if where else str(key)))
