@@ -199,8 +199,9 @@ class StoreEpochs(EpochIteration):
         return ShardedBatches(self, rank, world_size)
 
     def _state_identity(self) -> dict[str, Any]:
-        """The seed, the per-epoch shuffle, the batch count and one digest of the store's record."""
-        return {"seed": self.seed, "shuffle": self.shuffle, "n_batches": len(self), "identity": self._digest}
+        """The seed, the per-epoch shuffle, the stored batch count and one digest of the store's record
+        (``n_batches`` is left to samplers, which record their own share's)."""
+        return {"seed": self.seed, "shuffle": self.shuffle, "stored_batches": len(self), "identity": self._digest}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict` of the same store: the next :meth:`iter` starts at its ``next_batch``.
@@ -228,7 +229,9 @@ class StoreEpochs(EpochIteration):
         """A state saved before stores recorded their identity, with this store's identity filled in."""
         if not isinstance(state, Mapping) or "identity" in state or "n_batches" not in state:
             return state
+        if state["n_batches"] != len(self):
+            raise OptionError(f"state saved by another batch sequence: n_batches: state has {state['n_batches']!r}, "
+                              f"this store {len(self)}")
         _log.info("resuming a state saved by an earlier release of lstm_data, which recorded only the store's "
                   "batch count for it (checked)")
-        identity = self._state_identity()
-        return {**{k: v for k, v in identity.items() if k != "n_batches"}, **state}
+        return {**self._state_identity(), **state}

@@ -139,5 +139,5 @@ def test_a_store_state_of_the_last_release_resumes_with_its_batch_count_checked(
     assert "earlier release" in caplog.text
     fresh = open_batches(store)
     assert [_ids(b) for b in stored] == [_ids(fresh.batch(i, 1)) for i in range(4, n)]
-    with pytest.raises(OptionError, match=f"n_batches: state has {n + 1}, this sequence {n}"):
+    with pytest.raises(OptionError, match=f"n_batches: state has {n + 1}, this store {n}"):
         open_batches(store).load_state_dict({**saved, "n_batches": n + 1})
