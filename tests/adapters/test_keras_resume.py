@@ -11,7 +11,7 @@ import pytest
 
 keras = pytest.importorskip("keras")
 
-from lstm_data import Batches, Order  # noqa: E402
+from lstm_data import Batches, Order, open_batches, precompute  # noqa: E402
 from lstm_data.adapters.keras import KerasBatches, keras_inputs  # noqa: E402
 from lstm_data.adapters.keras_resume import KerasCheckpoint  # noqa: E402
 from lstm_data.errors import FormatError, OptionError  # noqa: E402
@@ -128,3 +128,44 @@ def test_a_checkpoint_refuses_what_it_cannot_take(tmp_path):
     (tmp_path / "position.json").write_text('{"format": 1}')
     with pytest.raises(FormatError, match="not a KerasCheckpoint position"):
         KerasCheckpoint(data, tmp_path)
+
+
+def test_a_sharded_store_stopped_on_2_ranks_resumes_under_keras_on_3(tmp_path):
+    """Each rank's fit runs in turn here (no collective): what matters is which batches each one gets."""
+    budget = Order(batch_size=64, seed=13, bucket_by="input_png3d", max_elements=128)
+    precompute(row_dataset(1000), row_spec(), tmp_path / "b.zarr", budget, progress=False)
+    spec = open_batches(tmp_path / "b.zarr").spec  # input_png3d (B, None, 3): its width varies per batch
+
+    def model(log):
+        class Recording(keras.Model):
+            def train_step(self, data):
+                log.append(tuple(rows_in(data[0]).tolist()))
+                return super().train_step(data)
+
+        inputs = keras_inputs(spec)
+        x = keras.layers.Concatenate()([inputs[ROW], keras.layers.GlobalAveragePooling1D()(inputs["input_png3d"])])
+        net = Recording(inputs=inputs, outputs={"target_total": keras.layers.Dense(1, name="target_total")(x)})
+        net.compile(optimizer="adam", loss={"target_total": "mse"})
+        return net
+
+    old, states = [], []
+    for rank in range(2):
+        data = KerasBatches(open_batches(tmp_path / "b.zarr").shard(rank, 2))
+        model(old).fit(data, epochs=2, shuffle=False, verbose=0, callbacks=[data.epoch_callback, _StopAt(0, K)])
+        states.append(data.state_dict())
+    new = []
+    for rank in range(3):
+        data = KerasBatches(open_batches(tmp_path / "b.zarr").shard(rank, 3))
+        data.load_state_dict(states[1])  # any rank's state
+        new.append([])
+        model(new[-1]).fit(data, epochs=2, initial_epoch=data.epoch, shuffle=False, verbose=0,
+                           callbacks=[data.epoch_callback])
+    n = len(open_batches(tmp_path / "b.zarr"))
+    fresh = [open_batches(tmp_path / "b.zarr").shard(rank, 3) for rank in range(3)]
+    left = (n - 2 * K) // 3
+    assert {len(steps) for steps in new} == {left + len(fresh[0])}  # equal steps on every new rank
+    epoch0 = old + [b for steps in new for b in steps[:left]]
+    assert len(set(epoch0)) == len(epoch0) == n - (n - 2 * K) % 3  # each stored batch once, but the remainder
+    for shard, steps in zip(fresh, new):  # epoch 1: a fresh world of 3's
+        shard.set_epoch(1)
+        assert steps[left:] == [tuple(rows_in(b[0]).tolist()) for b in shard]
