@@ -108,7 +108,7 @@ class StoreEpochs(EpochIteration):
     def _setup_epochs(self, index: zarr.Group, name: str) -> None:
         """Read the recorded element counts from the store's ``_index`` group; start the order cache."""
         self._elements = stored_elements(index, len(self), name)
-        self._slots: OnceCache[int, np.ndarray] = OnceCache(keep=2)
+        self._slots: OnceCache[tuple[int, bool], np.ndarray] = OnceCache(keep=2)
         self._digest = store_digest(self.meta)
 
     def slots(self, epoch: int) -> np.ndarray:
@@ -126,10 +126,9 @@ class StoreEpochs(EpochIteration):
             ``shuffle``: in the stored order).
         """
         epoch = check_count(epoch, "epoch")
-        n = len(self)
-        if not self.shuffle or epoch == 0:
-            return np.arange(n, dtype=np.intp)
-        return self._slots.get(epoch, lambda: shuffled_order(n, self.seed, epoch))
+        n, shuffled = len(self), self.shuffle and epoch > 0
+        return self._slots.get((epoch, shuffled), lambda: shuffled_order(n, self.seed, epoch) if shuffled
+                               else np.arange(n, dtype=np.intp))
 
     def batch_elements(self, epoch: int) -> np.ndarray:
         """Real elements of every batch of ``epoch``, in the epoch's order (what a shard balances).
