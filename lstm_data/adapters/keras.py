@@ -29,6 +29,14 @@ ahead in one pass at the start of the next. So :class:`KerasBatches`
   resumed ``fit``), and also with a single batch per epoch, whose warm-up read
   is a whole pass.
 
+Mid-epoch resumption: :meth:`KerasBatches.state_dict` (with the epoch callback,
+which counts the steps trained) says where training stands; a new
+``KerasBatches`` given that state by :meth:`KerasBatches.load_state_dict`, in a
+``fit(..., initial_epoch=data.epoch)`` with the epoch callback, continues the
+epoch at the next step (see :mod:`lstm_data.adapters.keras_position`), and
+:class:`~lstm_data.adapters.keras_resume.KerasCheckpoint` saves and restores the
+model with it.
+
 Pass ``shuffle=False`` to ``fit`` (Keras's default ``True`` reorders the batches
 with Python's ``random``; a warning says so). As ``validation_data`` the
 ``p``-th evaluation (``p = 0, 1, ...``) reads the order of epoch ``p``, so
@@ -58,6 +66,7 @@ import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
+from lstm_data.adapters.keras_position import Position
 from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
 from lstm_data.batching.order.stats import log_epoch_stats
 from lstm_data.errors import OptionError
@@ -152,15 +161,16 @@ class KerasBatches(PyDataset):
         self._nan_checked = False
         self._order_warned = False
         self._waited = 0.0  # seconds Keras waited in __getitem__ this epoch
+        self._position = Position()  # steps trained this epoch; a loaded state's resumption
 
     # -- the sequence Keras reads ---------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self.batches)
+        return len(self.batches) - self._position.skip
 
     @property
     def num_batches(self) -> int:
-        """Batches per epoch (what Keras reads to size an epoch)."""
-        return len(self.batches)
+        """Batches of this pass (what Keras reads to size an epoch): the epoch's, or a resumed epoch's rest."""
+        return len(self)
 
     @property
     def epoch(self) -> int:
@@ -168,7 +178,8 @@ class KerasBatches(PyDataset):
         return int(self.batches.epoch)
 
     def __getitem__(self, index: int) -> tuple[dict[str, Any], ...]:
-        index = check_index(index, len(self))
+        shift = self._position.shift()  # a resumed epoch's step i is its batch shift + i
+        index = check_index(index, len(self.batches) - shift) + shift
         with self._lock:
             self._check_order(index)
             asked = time.perf_counter()
@@ -202,18 +213,20 @@ class KerasBatches(PyDataset):
     def on_epoch_begin(self) -> None:
         """Keras starts a pass (an epoch, an evaluation, or the warm-up read of ``fit``)."""
         with self._lock:
-            self._due = 0
+            self._due = self._position.shift()
 
     def on_epoch_end(self) -> None:
         """Keras ends a pass: the next epoch begins only if every batch of this one was served."""
         with self._lock:
             self._due = -1
             self._close_stream()
-            if len(self._served) and self._served.all():
+            complete = bool(len(self._served) and self._served.all())
+            if complete:
                 log_epoch_stats(self.batches, self.epoch, waited=self._waited)
                 self.batches.set_epoch(self.epoch + 1)
                 self._served[:] = False
                 self._waited = 0.0
+            self._position.pass_ended(complete)
 
     def set_epoch(self, epoch: int) -> None:
         """Serve the order of ``epoch`` from now on (e.g. before a ``fit`` resumed at ``initial_epoch``).
@@ -225,6 +238,7 @@ class KerasBatches(PyDataset):
         """
         epoch = check_count(epoch, "epoch")
         with self._lock:
+            self._position.reset()
             if epoch == self.epoch and not self._served.any():
                 return
             self._close_stream()
@@ -233,8 +247,82 @@ class KerasBatches(PyDataset):
 
     @property
     def epoch_callback(self) -> Callback:
-        """A callback for ``fit(callbacks=[...])``: each epoch ``e`` of ``fit`` starts on order ``e``."""
+        """A callback for ``fit(callbacks=[...])``: each epoch ``e`` of ``fit`` starts on order ``e``.
+
+        It also counts the steps trained (for :meth:`state_dict`) and starts a resumed
+        epoch where :meth:`load_state_dict` says.
+        """
         return _EpochSync(self)
+
+    def _start_epoch(self, epoch: int) -> None:
+        """``fit`` starts training ``epoch`` (from the epoch callback)."""
+        with self._lock:
+            skip = self._position.start(epoch)
+        if skip is None:
+            self.set_epoch(epoch)
+            return
+        with self._lock:  # the resumed epoch: its first ``skip`` batches were trained before the state was saved
+            self._close_stream()
+            self._served[:] = False
+            self._served[:skip] = True
+
+    def _step_done(self, step: int) -> None:
+        """Keras finished step ``step`` of the running pass (from the epoch callback)."""
+        self._position.step_done(step)
+
+    # -- checkpoints -------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Where training stands, to save with the model's checkpoint.
+
+        Counts the steps that the :attr:`epoch_callback` (or a
+        :class:`~lstm_data.adapters.keras_resume.KerasCheckpoint`) saw Keras train.
+
+        Returns
+        -------
+        dict
+            The wrapped batches' state at the current epoch and the steps trained in
+            it (``epoch``, ``next_batch`` and what identifies the batches): plain values,
+            for JSON.
+        """
+        epoch, step = self._position.resume or (self.epoch, self._position.trained)
+        if step >= len(self.batches):  # the epoch was trained to its end
+            epoch, step = epoch + 1, 0
+        state_at = getattr(self.batches, "state_at", None)  # a shard: its history of world sizes
+        if callable(state_at):
+            state: dict[str, Any] = state_at(epoch, step)
+            return state
+        return {**self.batches.state_dict(), "epoch": epoch, "next_batch": step}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from :meth:`state_dict`: the next ``fit`` continues its epoch at the next step.
+
+        Give ``fit`` ``initial_epoch=self.epoch`` and the :attr:`epoch_callback` (or a
+        :class:`~lstm_data.adapters.keras_resume.KerasCheckpoint`): that epoch's pass then
+        serves the batches not trained yet, and the later epochs are whole.
+
+        Parameters
+        ----------
+        state
+            A :meth:`state_dict` of the same batches (a shard's of any world size, for
+            shards).
+
+        Raises
+        ------
+        OptionError
+            The state was saved by other batches (each differing setting is named).
+        """
+        self.batches.load_state_dict(state)  # checks the state; a shard deals what is left to this world
+        point = getattr(self.batches, "resume_point", None)
+        epoch, step = point if point is not None else (check_count(state["epoch"], "epoch"),
+                                                        check_count(state["next_batch"], "next_batch"))
+        with self._lock:
+            self._close_stream()
+            self._served[:] = False
+            if step >= len(self.batches):  # that epoch was complete
+                self.batches.set_epoch(epoch + 1)
+                self._position.reset()
+            else:
+                self._position.load(epoch, step)
 
     # -- pickling: the batches, not the threads ------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -254,7 +342,10 @@ class _EpochSync(Callback):
         self.data = data
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        self.data.set_epoch(epoch)
+        self.data._start_epoch(epoch)
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        self.data._step_done(batch)
 
 
 def _as_tensors(part: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:

@@ -8,6 +8,8 @@ write
     :func:`precompute` (atomic: temporary name, then rename).
 read
     :func:`open_batches` and :class:`PrecomputedBatches`, the ``Batches`` interface.
+shards
+    A store's epochs, its shards on any world size and its saved states.
 """
 from lstm_data.store.read import PrecomputedBatches, open_batches
 from lstm_data.store.write import PrecomputeSummary, precompute

@@ -23,12 +23,10 @@ from typing import Any, TypeVar
 import numpy as np
 import zarr
 
-from lstm_data._util.checks import check_index
-from lstm_data.batching.epochs.iteration import EpochIteration
-from lstm_data.batching.order.rows import shuffled_order
+from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.declared import unknown_option
 from lstm_data.batching.order.options import Order
-from lstm_data.batching.spec.batch_spec import BatchSpec, OutputSignature
+from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
 from lstm_data.errors import FormatError, OptionError, UncheckedStoreWarning, warn_user
 from lstm_data._util.redact import redact
 from lstm_data.io.ours.checked_store import open_checked, opened_token, records_every_chunk, store_token
@@ -46,6 +44,7 @@ from lstm_data.store.format import (
     fingerprint,
     output_key,
 )
+from lstm_data.store.shards import StoreEpochs
 
 __all__ = ["open_batches", "PrecomputedBatches", "read_metadata", "stored_node"]
 
@@ -107,13 +106,14 @@ def stored_node(root: zarr.Group, key: str, kind: type[N], name: str) -> N:
     return node
 
 
-class PrecomputedBatches(EpochIteration):
+class PrecomputedBatches(StoreEpochs):
     """The batches of a store, with the interface of :class:`~lstm_data.batching.epochs.batches.Batches`.
 
     Item ``i`` is ``(inputs, targets, weights)``. :meth:`on_epoch_end` permutes the
     order of the stored batches reproducibly (``seed`` plus epoch) when
     ``shuffle`` is on; the rows inside each batch are those of the stored epoch.
-    Pickling sends the path and the read options only.
+    :meth:`shard` deals them to ranks, on any world size (see
+    :mod:`lstm_data.store.shards`). Pickling sends the path and the read options only.
 
     Parameters
     ----------
@@ -185,16 +185,13 @@ class PrecomputedBatches(EpochIteration):
                         for n in self._names}
         self._n_batches = int(self.meta["n_batches"])
         self._lock = threading.Lock()
+        self._setup_epochs(index, self.name)
 
     def __len__(self) -> int:
         return self._n_batches
 
-    def _slot(self, index: int) -> int:
-        n = self._n_batches
-        index = check_index(index, n)
-        if self.shuffle and self.epoch > 0:
-            return int(shuffled_order(n, self.seed, self.epoch)[index])
-        return int(index)
+    def _slot(self, index: int, epoch: int) -> int:
+        return int(self.slots(epoch)[check_index(index, self._n_batches)])
 
     def _whole(self, array: zarr.Array[Any]) -> np.ndarray:
         return np.asarray(read_rows(array, 0, array.shape[0], file=self.name))
@@ -204,8 +201,25 @@ class PrecomputedBatches(EpochIteration):
         values = read_rows(self._arrays[name], int(lo), int(hi), file=self.name)
         return np.asarray(values).reshape(tuple(self._shapes[name][slot]))
 
-    def __getitem__(self, index: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        slot = self._slot(index)
+    def __getitem__(self, index: int) -> Batch:
+        return self.batch(index)
+
+    def batch(self, index: int, epoch: int | None = None) -> Batch:
+        """Batch ``index`` of ``epoch`` (default: the current one); thread-safe.
+
+        Parameters
+        ----------
+        index
+            The batch's position in the epoch.
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``: output name -> array.
+        """
+        slot = self._slot(index, self.epoch if epoch is None else check_count(epoch, "epoch"))
         try:
             flat = {n: self._read(n, slot) for n in self._names}
         except FormatError as exc:

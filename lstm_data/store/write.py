@@ -36,6 +36,7 @@ from lstm_data.batching.epochs.batches import Batches
 from lstm_data.batching.building.empty_rows import step_lengths
 from lstm_data.batching.order.rows import resolve_shuffle
 from lstm_data.batching.epochs.legacy_options import legacy_options
+from lstm_data.batching.epochs.resume import batch_elements
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.forms import form_shapes
 from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, BatchSpec
@@ -64,6 +65,7 @@ from lstm_data.store.read import (
     read_metadata,
     stored_node,
 )
+from lstm_data.store.shards import ELEMENTS
 
 _log = logging.getLogger("lstm_data")
 __all__ = ["precompute", "open_batches", "PrecomputedBatches", "PrecomputeSummary"]
@@ -303,6 +305,8 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
                 index.create_array(f"{keys[n]}.shapes", data=shapes[n].astype(np.int64), **_codecs(True))
                 writers[n] = _ChunkWriter(arr, chunk)
                 element_offsets[n], chunks[n] = offsets, chunk
+            # each batch's real elements, which shards of the store balance (see store/shards.py)
+            index.create_array(ELEMENTS, data=batch_elements(batches, 0), **_codecs(True))
             bar = _progress(len(batches), progress)
             try:
                 if client is not None:

@@ -33,14 +33,14 @@ history: they are exactly those a fresh world of ``W'`` ranks has.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from lstm_data._util.checks import check_count
 from lstm_data.errors import OptionError
 
-__all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "MATCH_ROUNDS"]
+__all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "MATCH_ROUNDS", "CountsElements"]
 
 #: rounds per window of batches sorted by size before dealing (``"rounds"`` layout)
 MATCH_ROUNDS = 16
@@ -143,8 +143,19 @@ def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout
     return pool
 
 
+@runtime_checkable
+class CountsElements(Protocol):
+    """A batch sequence that knows its batches' real elements without their rows (a precomputed store)."""
+
+    def batch_elements(self, epoch: int) -> np.ndarray:
+        """Real elements of every batch of ``epoch``, in the epoch's order."""
+        ...
+
+
 def batch_elements(batches: Any, epoch: int) -> np.ndarray:
     """Real elements of every batch of ``epoch``: its rows, or with ``bucket_by`` that field's prongs.
+
+    A :class:`CountsElements` sequence gives its own counts.
 
     Parameters
     ----------
@@ -158,6 +169,8 @@ def batch_elements(batches: Any, epoch: int) -> np.ndarray:
     numpy.ndarray
         One int64 per batch.
     """
+    if isinstance(batches, CountsElements):
+        return np.asarray(batches.batch_elements(epoch), dtype=np.int64)
     rows = [batches.rows_of(i, epoch) for i in range(len(batches))]
     bucketing = getattr(batches, "_bucketing", None)
     if bucketing is None:

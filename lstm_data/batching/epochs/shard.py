@@ -42,7 +42,14 @@ from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.identity import STATE_FORMAT
 from lstm_data.batching.epochs.iteration import EpochIteration
-from lstm_data.batching.epochs.resume import batch_elements, deal, history_of, layout_of, remaining_pool
+from lstm_data.batching.epochs.resume import (
+    CountsElements,
+    batch_elements,
+    deal,
+    history_of,
+    layout_of,
+    remaining_pool,
+)
 from lstm_data.batching.epochs.source import BuildsInArena
 from lstm_data.errors import OptionError
 
@@ -290,6 +297,8 @@ class ShardedBatches(EpochIteration):
         nxt = self.epoch + 1
         if self.batches.shuffle is False or len(self) == 0:
             return None
+        if isinstance(self.batches, CountsElements):  # no rows to order (a store): make the next deal
+            return lambda: self._lane(nxt)
         return lambda: self.batches.rows_of(0, nxt)  # makes (and keeps) the next epoch's order
 
     # -- checkpoints -----------------------------------------------------------------------------
