@@ -76,7 +76,7 @@ def main() -> None:
                 z.take(rows)
 
         def _batches(path: Path) -> None:
-            b = PrecomputedBatches(path, shuffle=False)
+            b = PrecomputedBatches(path, permute=False)
             for i in range(len(b)):
                 b[i]
 

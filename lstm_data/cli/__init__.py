@@ -138,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``lstm-data`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     argv = _common_first(list(sys.argv[1:] if argv is None else argv))
     parser, module = _parser(argv)
-    args = parser.parse_args(argv)
+    with warnings.catch_warnings():  # an old flag's warning reaches the user (stderr)
+        warnings.filterwarnings("default", category=DeprecationWarning, module="lstm_data")
+        args = parser.parse_args(argv)
     if module is None:
         parser.print_help()
         return 2

@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 import zarr
 
-from lstm_data._util.checks import check_index
+from lstm_data._util.checks import check_count, check_index
+from lstm_data._util.deprecation import RenamedAttribute, renamed_keywords, warn_renamed
+from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.iteration import EpochIteration
 from lstm_data.batching.order.rows import shuffled_order
 from lstm_data._util.declared import unknown_option
 from lstm_data.batching.order.options import Order
-from lstm_data.batching.spec.batch_spec import BatchSpec, OutputSignature
+from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
 from lstm_data.errors import FormatError, OptionError
 from lstm_data._util.redact import redact
 from lstm_data.io.ours.checked_store import open_checked, records_every_chunk
@@ -92,12 +93,20 @@ def stored_node(root: zarr.Group, key: str, kind: type[N], name: str) -> N:
 
 
 class PrecomputedBatches(EpochIteration):
-    """The batches of a store, with the interface of :class:`~lstm_data.batching.epochs.batches.Batches`.
+    """The batches of a store: a batch source, as :class:`~lstm_data.batching.epochs.batches.Batches` is.
 
-    Item ``i`` is ``(inputs, targets, weights)``. :meth:`on_epoch_end` permutes the
-    order of the stored batches reproducibly (``seed`` plus epoch) when
-    ``shuffle`` is on; the rows inside each batch are those of the stored epoch.
-    Pickling sends the path only.
+    Item ``i`` is ``(inputs, targets, weights)``. With ``permute`` (default), epoch
+    ``e > 0`` serves the stored batches in a permutation made from ``(seed, e)``
+    alone; the rows inside each batch are those of the stored epoch. Pickling sends
+    the path only.
+
+    Parameters
+    ----------
+    path
+        The store.
+    permute
+        Permute the order of the stored batches each epoch after the first.
+        ``shuffle=`` is its deprecated spelling.
 
     Raises
     ------
@@ -111,7 +120,12 @@ class PrecomputedBatches(EpochIteration):
         stored: a lost chunk reads as zeros). Empty for stores written now.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, shuffle: bool = True) -> None:
+    #: the deprecated name of :attr:`permute`
+    shuffle: RenamedAttribute[bool] = RenamedAttribute("permute")
+
+    def __init__(self, path: str | os.PathLike[str], *, permute: bool = True, **old: bool) -> None:
+        if old:
+            permute = renamed_keywords("PrecomputedBatches", old, _RENAMED, strict=True)["permute"]
         self.path = str(path)
         self.meta = read_metadata(path)
         # with bucketing, the spec the batches were built with (its bucketed group padded per batch)
@@ -119,7 +133,7 @@ class PrecomputedBatches(EpochIteration):
         self.batch_size = int(self.meta["batch_size"])
         self.seed = int(self.meta["seed"])
         self.n_rows = int(self.meta["n_rows"])
-        self.shuffle = bool(shuffle)
+        self.permute = bool(permute)
         self.epoch = 0
         self._open()
 
@@ -143,15 +157,23 @@ class PrecomputedBatches(EpochIteration):
                         for n in self._names}
         self._n_batches = int(self.meta["n_batches"])
         self._lock = threading.Lock()
+        self._orders: OnceCache[int, np.ndarray] = OnceCache(keep=2)  # the permutations of the last epochs
 
     def __len__(self) -> int:
         return self._n_batches
 
-    def _slot(self, index: int) -> int:
+    @property
+    def varies_by_epoch(self) -> bool:
+        """Whether epochs differ: the stored batches are permuted per epoch (``permute``)."""
+        return self.permute and self._n_batches > 1
+
+    def _slot(self, index: int, epoch: int) -> int:
+        """The stored batch serving ``index`` in ``epoch``: a pure function of ``(seed, epoch)``."""
         n = self._n_batches
         index = check_index(index, n)
-        if self.shuffle and self.epoch > 0:
-            return int(shuffled_order(n, self.seed, self.epoch)[index])
+        if self.permute and epoch > 0:
+            order = self._orders.get(epoch, lambda: shuffled_order(n, self.seed, epoch))
+            return int(order[index])
         return int(index)
 
     def _whole(self, array: zarr.Array[Any]) -> np.ndarray:
@@ -162,8 +184,29 @@ class PrecomputedBatches(EpochIteration):
         values = read_rows(self._arrays[name], int(lo), int(hi), file=self.name)
         return np.asarray(values).reshape(tuple(self._shapes[name][slot]))
 
-    def __getitem__(self, index: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        slot = self._slot(index)
+    def __getitem__(self, index: int) -> Batch:
+        return self.batch(index)
+
+    def batch(self, index: int, epoch: int | None = None) -> Batch:
+        """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`), which stays as it is.
+
+        Safe to call from several threads at once, for one epoch or different ones:
+        the stored batch an index reads is a pure function of ``(seed, epoch)``.
+
+        Parameters
+        ----------
+        index
+            Batch index (negative counts from the end).
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``: output name -> array.
+        """
+        epoch = self.epoch if epoch is None else check_count(epoch, "epoch")
+        slot = self._slot(index, epoch)
         flat = {n: self._read(n, slot) for n in self._names}
         parts = self.spec.unflatten(flat)  # (inputs, targets[, weights]): no weights without targets
         return parts[0], parts[1], parts[2] if len(parts) == 3 else {}
@@ -176,11 +219,16 @@ class PrecomputedBatches(EpochIteration):
                 f"seed={self.seed}, epoch={self.epoch})")
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "shuffle": self.shuffle, "epoch": self.epoch}
+        return {"path": self.path, "permute": self.permute, "epoch": self.epoch}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        type(self).__init__(self, state["path"], shuffle=state["shuffle"])
+        permute = state["permute"] if "permute" in state else state["shuffle"]  # pickled by an earlier release
+        type(self).__init__(self, state["path"], permute=permute)
         self.epoch = state["epoch"]
+
+
+#: keywords of earlier releases -> their names now
+_RENAMED = {"shuffle": "permute"}
 
 
 def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +242,7 @@ def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None, order: Order | None = None,
-                 dataset: Any = None, shuffle: bool = True, **options: Any) -> PrecomputedBatches:
+                 dataset: Any = None, permute: bool = True, **options: Any) -> PrecomputedBatches:
     """Open a store written by ``lstm-data precompute``, checking it against what you expect.
 
     Parameters
@@ -210,10 +258,12 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
     dataset
         When given, its :func:`~lstm_data.store.format.fingerprint` must equal the
         recorded one (the store was made from this data).
-    shuffle
-        Permute the order of the stored batches each epoch after the first.
+    permute
+        Permute the order of the stored batches each epoch after the first (from
+        ``(seed, epoch)``: the rows inside a batch stay those stored).
     **options
-        ``batch_size=`` and ``seed=`` of earlier releases (deprecated: give
+        Spellings of earlier releases, with a ``DeprecationWarning``: ``shuffle=``
+        (now ``permute=``), ``batch_size=`` and ``seed=`` (now
         ``order=Order(batch_size=..., seed=...)``).
 
     Returns
@@ -228,11 +278,14 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
     """
     meta = read_metadata(path)
     if options:
-        unknown = set(options) - {"batch_size", "seed"}
+        unknown = set(options) - {"batch_size", "seed", *_RENAMED}
         if unknown:
-            raise unknown_option(sorted(unknown)[0], ["spec", "order", "dataset", "shuffle"], "open_batches")
-        warnings.warn(f"open_batches({', '.join(f'{k}=...' for k in options)}) is deprecated: give "
-                      f"order=Order({', '.join(f'{k}=...' for k in options)})", DeprecationWarning, stacklevel=2)
+            raise unknown_option(sorted(unknown)[0], ["spec", "order", "dataset", "permute"], "open_batches")
+        options = renamed_keywords("open_batches", options, _RENAMED)
+        permute = bool(options.pop("permute", permute))
+    if options:
+        moved = ", ".join(f"{k}=..." for k in options)
+        warn_renamed(f"open_batches({moved})", f"order=Order({moved})")
         given = {k: v for k, v in options.items() if v is not None}
         order = (order or Order()).replace(**given) if given else order
     expected = {"spec": None if spec is None else spec.to_dict(),
@@ -240,6 +293,6 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
     if order is not None:
         if not isinstance(order, Order):
             raise OptionError(f"open_batches: order must be an Order, got {type(order).__name__}")
-        expected.update(order.to_dict())
+        expected.update({k: v for k, v in order.to_dict().items() if k not in Order.NOT_IN_BATCHES})
     compare_metadata(_flat_record(meta), expected, where=str(path))
-    return PrecomputedBatches(path, shuffle=shuffle)
+    return PrecomputedBatches(path, permute=permute)

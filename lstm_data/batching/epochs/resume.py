@@ -33,14 +33,18 @@ history: they are exactly those a fresh world of ``W'`` ranks has.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from lstm_data._util.checks import check_count
 from lstm_data.errors import OptionError
 
-__all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "MATCH_ROUNDS"]
+if TYPE_CHECKING:
+    from lstm_data.batching.building.builder import BatchBuilder
+    from lstm_data.batching.order.bucketing import Bucketing
+
+__all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "MATCH_ROUNDS", "Countable"]
 
 #: rounds per window of batches sorted by size before dealing (``"rounds"`` layout)
 MATCH_ROUNDS = 16
@@ -143,7 +147,21 @@ def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout
     return pool
 
 
-def batch_elements(batches: Any, epoch: int) -> np.ndarray:
+class Countable(Protocol):
+    """What :func:`batch_elements` reads of a batch sequence (a ``Batches``)."""
+
+    def __len__(self) -> int: ...
+
+    def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray: ...
+
+    @property
+    def bucketing(self) -> Bucketing | None: ...
+
+    @property
+    def builder(self) -> BatchBuilder: ...
+
+
+def batch_elements(batches: Countable, epoch: int) -> np.ndarray:
     """Real elements of every batch of ``epoch``: its rows, or with ``bucket_by`` that field's prongs.
 
     Parameters
@@ -159,7 +177,7 @@ def batch_elements(batches: Any, epoch: int) -> np.ndarray:
         One int64 per batch.
     """
     rows = [batches.rows_of(i, epoch) for i in range(len(batches))]
-    bucketing = getattr(batches, "_bucketing", None)
+    bucketing = batches.bucketing
     if bucketing is None:
         return np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     lengths = bucketing.lengths(batches.builder.row_lengths(bucketing.group))

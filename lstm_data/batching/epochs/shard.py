@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
+from lstm_data._util.deprecation import RenamedAttribute
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.iteration import EpochIteration
 from lstm_data.batching.epochs.resume import batch_elements, deal, history_of, layout_of, remaining_pool
@@ -46,6 +47,8 @@ from lstm_data.batching.epochs.source import BuildsInArena
 from lstm_data.errors import OptionError
 
 if TYPE_CHECKING:
+    from lstm_data.batching.building.builder import BatchBuilder
+    from lstm_data.batching.order.bucketing import Bucketing
     from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
 
 
@@ -56,16 +59,19 @@ class Shardable(Protocol):
     epoch: int
 
     @property
-    def batch_size(self) -> int: ...
-
-    @property
     def shuffle(self) -> bool | str: ...
 
     @property
     def seed(self) -> int: ...
 
     @property
-    def nan_to(self) -> float | None: ...
+    def varies_by_epoch(self) -> bool: ...
+
+    @property
+    def bucketing(self) -> Bucketing | None: ...
+
+    @property
+    def builder(self) -> BatchBuilder: ...
 
     def __len__(self) -> int: ...
 
@@ -74,6 +80,8 @@ class Shardable(Protocol):
     def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray: ...
 
     def signature(self) -> dict[str, OutputSignature]: ...
+
+    def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]: ...
 
     def _state_identity(self) -> dict[str, Any]: ...
 
@@ -376,33 +384,22 @@ class ShardedBatches(EpochIteration):
         costs = batch_elements(self.batches, epoch) if self.layout == "rounds" else np.ones(n, np.int64)
         return len(remaining_pool(costs, history, self.layout, (self.batches.seed, epoch)))
 
-    # -- what adapters and users read off a batch sequence -------------------------------------
+    # -- what adapters and users read off a batch source (the parent's settings: .batches) ------
     @property
     def spec(self) -> BatchSpec:
         """The parent's spec."""
         return self.batches.spec
 
     @property
-    def batch_size(self) -> int:
-        """Rows per batch."""
-        return self.batches.batch_size
+    def varies_by_epoch(self) -> bool:
+        """Whether the parent's epochs differ (then so do this share's)."""
+        return self.batches.varies_by_epoch
 
-    @property
-    def shuffle(self) -> bool | str:
-        """The parent's shuffle mode."""
-        mode: bool | str = self.batches.shuffle
-        return mode
-
-    @property
-    def nan_to(self) -> float | None:
-        """The parent's ``nan_to``."""
-        value: float | None = self.batches.nan_to
-        return value
-
-    @property
-    def seed(self) -> int:
-        """The parent's seed (the same on every rank)."""
-        return self.batches.seed
+    #: the parent's settings, read as ``shard.batches.seed`` etc. (these spellings are deprecated)
+    batch_size: RenamedAttribute[int] = RenamedAttribute("batches.batch_size")
+    shuffle: RenamedAttribute[bool | str] = RenamedAttribute("batches.shuffle")
+    nan_to: RenamedAttribute[float | None] = RenamedAttribute("batches.nan_to")
+    seed: RenamedAttribute[int] = RenamedAttribute("batches.seed")
 
     @property
     def n_rows(self) -> int:
@@ -428,11 +425,7 @@ class ShardedBatches(EpochIteration):
             The parent's ``stats(epoch, of=self)``: padding per real element, rows cut
             by ``max_len`` and mixing, over this rank's batches.
         """
-        measure = getattr(self.batches, "stats", None)
-        if measure is None:
-            raise TypeError(f"{type(self.batches).__name__} gives no order figures (only Batches do)")
-        figures: dict[str, Any] = measure(self.epoch if epoch is None else epoch, of=self)
-        return figures
+        return self.batches.stats(self.epoch if epoch is None else epoch, of=self)
 
     def signature(self) -> dict[str, OutputSignature]:
         """The parent's output signature.

@@ -1,4 +1,4 @@
-"""What ``overwrite=True`` (``--force``) may replace: only a store or file lstm_data wrote.
+"""What ``overwrite=True`` (``--overwrite``) may replace: only a store or file lstm_data wrote.
 
 An existing output is replaced only when it is one of ours: a zarr store whose
 root records our layout or a precomputed batch store, an HDF5 file in our
@@ -95,7 +95,7 @@ def check_replaceable(path: str | os.PathLike[str]) -> None:
     """
     why = why_not_ours(path)
     if why is not None:
-        raise FileExistsError(f"{os.fspath(path)} exists and is {why}; --force (overwrite=True) "
+        raise FileExistsError(f"{os.fspath(path)} exists and is {why}; --overwrite (overwrite=True) "
                               "replaces only a store or file that lstm_data wrote: remove it "
                               "yourself or choose another output")
 
@@ -111,7 +111,7 @@ def check_target(target: str | os.PathLike[str], overwrite: bool) -> None:
     """
     if os.path.lexists(target):
         if not overwrite:
-            raise FileExistsError(f"{os.fspath(target)} exists; pass overwrite=True (or --force) "
+            raise FileExistsError(f"{os.fspath(target)} exists; pass overwrite=True (or --overwrite) "
                                   "to replace it")
         check_replaceable(target)
 
