@@ -251,6 +251,17 @@ def test_items_are_inputs_targets_weights_named_by_spec():
         KerasBatches(kb.batches, workers=0)
 
 
+def test_the_weights_keyword_is_sample_weights():
+    """``weights=`` was renamed (``Order.weights`` says what the weights are): it warns once."""
+    batches = Batches(make_dataset(300, seed=1), _spec(), lstm_data.Order(batch_size=100, seed=0))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        old = KerasBatches(batches, weights=False)
+    assert [str(w.message).split(" (")[0] for w in record if w.category is DeprecationWarning] == [
+        "KerasBatches(weights=...) is deprecated: use sample_weights=..."]
+    assert old.sample_weights is False and len(old[0]) == 2
+
+
 def test_pickle_is_small_and_maps_the_arrays():
     ds = make_dataset(20_000, seed=2)
     kb = KerasBatches(Batches(ds, _spec(), batch_size=256, seed=0, nan_to=0.0), workers=2)
