@@ -117,8 +117,10 @@ class KerasBatches(PyDataset):
         Batches built ahead at most (``workers > 1``).
     sample_weights
         Return the per-target weights as the third item, Keras's sample weights
-        (default). ``False`` returns ``(inputs, targets)``. ``weights=`` is its
-        deprecated spelling (``Order.weights`` says what the weights are).
+        (default). ``False`` returns ``(inputs, targets)``.
+    **old
+        ``weights=``, the spelling of ``sample_weights`` of earlier releases
+        (deprecated: ``Order.weights`` says what the weights are).
 
     Raises
     ------
