@@ -279,7 +279,7 @@ def _precompute(data: Path, spec: Path, out: Path, workers: int) -> tuple[float,
             "t0 = time.perf_counter()\n"
             f"rc = main(['precompute', '--data', {str(data)!r}, '--spec', {str(spec)!r}, "
             f"'--batch-size', '{BATCH}', '--seed', '1', '--out', {str(out)!r}, "
-            f"'--workers', '{workers}', '--force', '--no-progress'])\n"
+            f"'--threads', '{workers}', '--overwrite', '--no-progress'])\n"
             "seconds = time.perf_counter() - t0\n"
             "from bench.memory import peak_rss_kib\n"
             "print('RESULT', seconds, peak_rss_kib())\nsys.exit(rc)\n")

@@ -88,7 +88,7 @@ def _keras_fit(report: Report, dataset: InMemoryDataset, quick: bool, batch_size
     seqs, feeds, models, losses = {}, {}, {}, {}
     for name, kw in (("plain", {}), ("bucketed", {"bucket_by": "input_png3d"})):
         seqs[name] = Batches(dataset, spec, batch_size=batch_size, seed=0, nan_to=0.0, rows=rows, **kw)
-        feeds[name] = KerasBatches(seqs[name], weights=False)
+        feeds[name] = KerasBatches(seqs[name], sample_weights=False)
         keras.utils.set_random_seed(0)
         sig = seqs[name].signature()["input_png3d"]
         inputs = {"input_png3d": keras.Input(shape=sig.sample_shape, name="input_png3d")}

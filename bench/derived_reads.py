@@ -74,7 +74,7 @@ def _stage(stage: str, folder: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--other", help="another checkout to compare with (its compiled core built)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)

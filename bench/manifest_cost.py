@@ -82,7 +82,7 @@ def main() -> None:
                 z.take(rows)
 
         def _batches(path: Path) -> None:
-            b = PrecomputedBatches(path, shuffle=False, read=ReadOptions(trust_unchecked=True))
+            b = PrecomputedBatches(path, permute=False, read=ReadOptions(trust_unchecked=True))
             for i in range(len(b)):
                 b[i]
 

@@ -46,7 +46,6 @@ from lstm_data.batching import Batches, BatchSpec
 from lstm_data.batching.order.options import Order
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset
-from lstm_data.io.read_options import ReadOptions
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 
 from bench.data import FULL_ROWS, BenchData
@@ -213,8 +212,8 @@ def disk_epoch_times(whole: InMemoryDataset, rounds: int, fmt: str = "zarr", rea
         stores = {n: write_stores(whole, n, folder, fmt) for n in (1, *DISK_PARTS)}
         for shuffle, ahead in cases_run + ([("block", True)] if read_ahead else []):
             cases = {n: Batches(lstm_data.open(p if n > 1 else p[0]), BatchSpec.from_lstm_ee(CONFIG),
-                                Order(batch_size=BATCH, seed=0, shuffle=shuffle),
-                                read=ReadOptions(read_ahead=ahead)) for n, p in stores.items()}
+                                Order(batch_size=BATCH, seed=0, shuffle=shuffle, read_ahead=ahead))
+                     for n, p in stores.items()}
             if shuffle is False:
                 _check_same_batches(cases[1], {f"N={n} stores": cases[n] for n in DISK_PARTS})
             times = _paired({str(n): _epoch(b, steady=ahead) for n, b in cases.items()}, rounds)

@@ -46,7 +46,7 @@ def _resume(path: str, world: int, new_world: int, epoch: int) -> tuple[int, int
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--world", type=int, default=8)
     parser.add_argument("--batch", type=int, default=512)

@@ -28,6 +28,12 @@ reveal_type(batches)
 reveal_type(batches[0])
 reveal_type(lstm_data.open_batches("store.zarr"))
 reveal_type(lstm_data.Schema)
+
+# every batch sequence is a batch source, what the adapters take
+from lstm_data.batching.epochs.source import BatchSource, ShardSource
+
+sources: list[BatchSource] = [batches, batches.shard(0, 2), lstm_data.open_batches("store.zarr")]
+shard: ShardSource = batches.shard(1, 2)
 '''
 
 

@@ -283,7 +283,7 @@ def move_into_place(tmp: str | Path, target: str | Path, *, replace: bool = True
         except FileExistsError:
             raise FileExistsError(errno.EEXIST, f"{target} was created by another process while "
                                   "this one wrote it; it was left as it is and this output was "
-                                  "discarded (pass overwrite=True / --force to replace it)",
+                                  "discarded (pass overwrite=True / --overwrite to replace it)",
                                   str(target)) from None
         return
     if target.exists():

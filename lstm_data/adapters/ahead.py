@@ -11,10 +11,12 @@ sampler would waste every batch built ahead).
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Generator, cast
+from typing import Callable, Generator, cast
 
 from lstm_data.adapters.epochs import batch_of
 from lstm_data.batching.epochs.prefetch import prefetch
+from lstm_data.batching.epochs.source import BatchSource
+from lstm_data.batching.spec.batch_spec import Batch
 
 __all__ = ["Stream", "Ahead"]
 
@@ -22,14 +24,14 @@ __all__ = ["Stream", "Ahead"]
 class Stream:
     """Batches ``start, start + 1, ...`` of one epoch, built ahead on threads."""
 
-    def __init__(self, build: Callable[[int], Any], n: int, epoch: int, start: int,
+    def __init__(self, build: Callable[[int], Batch], n: int, epoch: int, start: int,
                  workers: int, ahead: int) -> None:
         self.epoch, self.next = epoch, start
         # prefetch is a generator function (declared to return an Iterator): close() closes it
-        self._items = cast(Generator[Any, None, None],
+        self._items = cast(Generator[Batch, None, None],
                            prefetch(lambda j: build(start + j), n - start, workers, ahead))
 
-    def take(self) -> Any:
+    def take(self) -> Batch:
         item = next(self._items)
         self.next += 1
         return item
@@ -44,19 +46,19 @@ class Ahead:
     Parameters
     ----------
     batches
-        Any batch sequence :func:`~lstm_data.adapters.epochs.batch_of` serves.
+        Any batch source.
     workers
         Threads building at once, the asking one included (1: no stream).
     ahead
         Batches built ahead at most.
     """
 
-    def __init__(self, batches: Any, workers: int, ahead: int) -> None:
+    def __init__(self, batches: BatchSource, workers: int, ahead: int) -> None:
         self.batches, self.workers, self.ahead = batches, workers, max(1, ahead)
         self._lock = threading.Lock()
         self._stream: Stream | None = None
 
-    def get(self, index: int, epoch: int) -> Any:
+    def get(self, index: int, epoch: int) -> Batch:
         """Batch ``index`` of ``epoch`` (an index in range, an epoch >= 0)."""
         if self.workers == 1:
             return batch_of(self.batches, index, epoch)

@@ -1,60 +1,44 @@
-"""Batch ``i`` of epoch ``e`` from any batch sequence: what the Keras and torch adapters serve.
+"""Batch ``i`` of epoch ``e`` from any batch source: what the Keras and torch adapters serve.
 
 The adapters tie every batch to an explicit epoch instead of reading the
-sequence's current :attr:`epoch` when a worker gets to it, so a batch built
-ahead, on a thread or in a persistent worker process, always belongs to the
-epoch it was asked for.
+source's current :attr:`~lstm_data.batching.epochs.source.BatchSource.epoch` when
+a worker gets to it, so a batch built ahead, on a thread or in a persistent
+worker process, always belongs to the epoch it was asked for. Every
+:class:`~lstm_data.batching.epochs.source.BatchSource` serves any epoch from any
+thread (:meth:`~lstm_data.batching.epochs.source.BatchSource.batch`), so nothing
+is switched or locked here.
 """
 from __future__ import annotations
 
-import threading
-from typing import Any
+import numpy as np
 
-from lstm_data._util import forksafe
 from lstm_data._util.checks import check_count
-from lstm_data.batching.epochs.source import BuildsInArena
+from lstm_data.batching.epochs.source import BatchSource, BuildsInArena
+from lstm_data.batching.spec.batch_spec import Batch
 
 __all__ = ["batch_of"]
 
-#: serialises the fallback of sequences without ``batch(index, epoch=)``
-_LOCK = threading.Lock()
 
-
-def _reset_lock() -> None:
-    global _LOCK
-    _LOCK = threading.Lock()  # a parent thread may have held it at the fork
-
-
-forksafe.on_fork_in_child(_reset_lock)
-
-
-def batch_of(batches: Any, index: int, epoch: int, arena: Any = None) -> Any:
-    """Batch ``index`` of ``epoch`` of ``batches``, leaving ``batches.epoch`` as it was.
+def batch_of(batches: BatchSource, index: int, epoch: int, arena: np.ndarray | None = None) -> Batch:
+    """Batch ``index`` of ``epoch`` of ``batches``, leaving ``batches.epoch`` as it is.
 
     Parameters
     ----------
     batches
-        A :class:`~lstm_data.batching.epochs.batches.Batches` (its thread-safe
-        :meth:`~lstm_data.batching.epochs.batches.Batches.batch` serves any epoch), or
-        any sequence with ``epoch``, ``set_epoch`` and ``[index]``, such as a
-        precomputed store (:func:`lstm_data.open_batches`): its epoch is then
-        switched and restored under a lock, one batch at a time.
+        Any batch source: ``Batches``, a shard of one, stored batches
+        (:func:`lstm_data.open_batches`).
     index, epoch
         Which batch, of which epoch.
     arena
         A buffer to build the batch in, for sources that can
         (:class:`~lstm_data.batching.epochs.source.BuildsInArena`); ignored by the others.
+
+    Returns
+    -------
+    tuple of dict
+        ``(inputs, targets, weights)``: output name -> array.
     """
     epoch = check_count(epoch, "epoch")
     if arena is not None and isinstance(batches, BuildsInArena):
         return batches.batch_into(index, epoch, arena)
-    get = getattr(batches, "batch", None)
-    if callable(get):
-        return get(index, epoch=epoch)
-    with _LOCK:
-        saved = batches.epoch
-        batches.set_epoch(epoch)
-        try:
-            return batches[index]
-        finally:
-            batches.set_epoch(saved)
+    return batches.batch(index, epoch)

@@ -65,10 +65,14 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
+from lstm_data._util.deprecation import RenamedAttribute, renamed_keywords
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.keras_position import Position
-from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
+from lstm_data.adapters.nan_warning import Input, warn_nan_padding, warn_nan_values
+from lstm_data.batching.epochs.source import BatchSource
 from lstm_data.batching.order.stats import log_epoch_stats
+from lstm_data.batching.spec.batch_spec import Batch, BatchSpec
+from lstm_data.batching.spec.fields import Ragged
 from lstm_data.errors import OptionError
 
 try:
@@ -81,7 +85,8 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 if TYPE_CHECKING:
     import torch
 
-    from lstm_data.batching.spec.batch_spec import BatchSpec
+    class KerasTensor:
+        """What ``keras.Input`` returns, for type checkers (Keras ships no type information)."""
 
     class PyDataset:
         """What this module uses of ``keras.utils.PyDataset``, for type checkers."""
@@ -104,14 +109,14 @@ NAN_FIX = ("use a spec with nan_to=0.0 (spec.replace(nan_to=0.0)), or a finite p
 
 
 class KerasBatches(PyDataset):
-    """A ``keras.utils.PyDataset`` serving the batches of a ``Batches`` (or precomputed store).
+    """A ``keras.utils.PyDataset`` serving the batches of any batch source.
 
     Parameters
     ----------
     batches
-        A :class:`~lstm_data.batching.epochs.batches.Batches` or the result of
-        :func:`lstm_data.open_batches`. Its ``epoch`` is the first epoch served
-        and follows the epochs of ``fit``.
+        A :class:`~lstm_data.batching.epochs.source.BatchSource`: ``Batches``, a
+        shard of one, or stored batches (:func:`lstm_data.open_batches`). Its
+        ``epoch`` is the first epoch served and follows the epochs of ``fit``.
     workers
         Threads building batches ahead of training (kept in :attr:`build_workers`;
         Keras itself sees ``workers=1``, see the module notes).
@@ -119,9 +124,12 @@ class KerasBatches(PyDataset):
         Ignored, with a warning: batches are built on threads.
     max_queue_size
         Batches built ahead at most (``workers > 1``).
-    weights
-        Return the per-target weights as the third item (default). ``False``
-        returns ``(inputs, targets)``.
+    sample_weights
+        Return the per-target weights as the third item, Keras's sample weights
+        (default). ``False`` returns ``(inputs, targets)``.
+    **old
+        ``weights=``, the spelling of ``sample_weights`` of earlier releases
+        (deprecated: ``Order.weights`` says what the weights are).
 
     Raises
     ------
@@ -132,10 +140,18 @@ class KerasBatches(PyDataset):
     ----------
     as_tensors : bool
         Items hold torch tensors (under Keras's torch backend), else NumPy arrays.
+    sample_weights : bool
+        Items end with the weights.
     """
 
-    def __init__(self, batches: Any, workers: int = 1, use_multiprocessing: bool = False,
-                 max_queue_size: int = 10, weights: bool = True) -> None:
+    #: the deprecated name of :attr:`sample_weights`
+    with_weights: RenamedAttribute[bool] = RenamedAttribute("sample_weights")
+
+    def __init__(self, batches: BatchSource, workers: int = 1, use_multiprocessing: bool = False,
+                 max_queue_size: int = 10, sample_weights: bool = True, **old: bool) -> None:
+        if old:
+            sample_weights = renamed_keywords("KerasBatches", old, {"weights": "sample_weights"},
+                                              strict=True)["sample_weights"]
         if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
         if use_multiprocessing:
@@ -143,11 +159,11 @@ class KerasBatches(PyDataset):
                           f"{workers} thread(s) (its kernels release the GIL), each tied to its epoch; "
                           "Keras's process pool would serve batches of one epoch in the next",
                           UserWarning, stacklevel=2)
-        _refuse_packed(getattr(batches, "spec", None), "KerasBatches")
+        _refuse_packed(batches.spec, "KerasBatches")
         super().__init__(workers=1, use_multiprocessing=False, max_queue_size=max_queue_size)
         self.batches = batches
         self.build_workers = int(workers)
-        self.with_weights = bool(weights)
+        self.sample_weights = bool(sample_weights)
         self.as_tensors = keras.backend.backend() == "torch"
         self._setup()
 
@@ -177,7 +193,7 @@ class KerasBatches(PyDataset):
         """The epoch being served (that of the wrapped batches)."""
         return int(self.batches.epoch)
 
-    def __getitem__(self, index: int) -> tuple[dict[str, Any], ...]:
+    def __getitem__(self, index: int) -> tuple[dict[str, Input], ...]:
         shift = self._position.shift()  # a resumed epoch's step i is its batch shift + i
         index = check_index(index, len(self.batches) - shift) + shift
         with self._lock:
@@ -189,11 +205,13 @@ class KerasBatches(PyDataset):
         if not self._nan_checked:
             self._nan_checked = True
             _warn_nan(self.batches, inputs)
+        parts: tuple[Mapping[str, Input], ...] = (inputs, targets, weights)
         if self.as_tensors:
-            inputs, targets, weights = _as_tensors(inputs), _as_tensors(targets), _as_tensors(weights)
-        return (inputs, targets, weights) if self.with_weights else (inputs, targets)
+            parts = (_as_tensors(inputs), _as_tensors(targets), _as_tensors(weights))
+        out = tuple(dict(p) for p in parts)
+        return out if self.sample_weights else out[:2]
 
-    def _take(self, index: int, epoch: int) -> Any:
+    def _take(self, index: int, epoch: int) -> Batch:
         return self._ahead.get(index, epoch)
 
     def _close_stream(self) -> None:
@@ -354,7 +372,7 @@ def _as_tensors(part: Mapping[str, np.ndarray]) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(v) if v.flags.writeable else torch.tensor(v) for k, v in part.items()}
 
 
-def _warn_nan(batches: Any, inputs: Mapping[str, Any]) -> None:
+def _warn_nan(batches: BatchSource, inputs: Mapping[str, np.ndarray]) -> None:
     """Warn about NaN in the inputs: the spec's NaN padding, else NaN found in this batch."""
     consequence = "Keras trains to loss: nan"
     if not warn_nan_padding("KerasBatches", batches, consequence + " (and Masking cannot match NaN)", NAN_FIX,
@@ -362,19 +380,17 @@ def _warn_nan(batches: Any, inputs: Mapping[str, Any]) -> None:
         warn_nan_values("KerasBatches", batches, inputs, consequence, stacklevel=3)
 
 
-def _refuse_packed(spec: Any, where: str) -> None:
+def _refuse_packed(spec: BatchSpec, where: str) -> None:
     """Raise an :class:`~lstm_data.errors.OptionError` for a packed ``Ragged`` input: Keras takes
     one batch dimension per input (a packed ``(T, V)`` output has none)."""
-    if spec is None:
-        return
-    packed = [n for n, f in spec.inputs.items() if getattr(f, "layout", "padded") == "packed"]
+    packed = [n for n, f in spec.inputs.items() if isinstance(f, Ragged) and f.layout == "packed"]
     if packed:
         raise OptionError(f"{where}: input {packed[0]!r} has layout='packed' ((T, V) values with cu_seqlens), "
                           "which Keras models cannot take (every input has a batch dimension); use "
                           "layout='padded' (or 'channels_first') with mask=True or lengths=True")
 
 
-def keras_inputs(spec: BatchSpec) -> dict[str, Any]:
+def keras_inputs(spec: BatchSpec) -> dict[str, KerasTensor]:
     """One named ``keras.Input`` per input of ``spec``, shaped and typed by its signature.
 
     Parameters

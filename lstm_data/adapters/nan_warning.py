@@ -16,11 +16,18 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Mapping, Union
 
 import numpy as np
 
+from lstm_data.batching.epochs.source import BatchSource
 from lstm_data.batching.spec.fields import Ragged
+
+if TYPE_CHECKING:
+    import torch
+
+#: one input of a batch as an adapter hands it out: an array, or a torch tensor (nested or not)
+Input = Union[np.ndarray, "torch.Tensor"]
 
 __all__ = ["nan_padded_inputs", "nan_valued_inputs", "warn_nan_padding", "warn_nan_values", "NAN_FIX"]
 
@@ -29,38 +36,28 @@ NAN_FIX = ("give the spec nan_to=0.0 (spec.replace(nan_to=0.0)), or give the fie
            "(Ragged(..., pad_value=0.0), the default of new specs)")
 
 
-def _spec(batches: Any) -> Any:
-    return getattr(batches, "spec", None)
-
-
-def _nan_to(batches: Any) -> float | None:
-    spec = _spec(batches)
-    value = getattr(batches, "nan_to", None)
-    return value if value is not None else getattr(spec, "nan_to", None)
-
-
-def nan_padded_inputs(batches: Any) -> list[str]:
+def nan_padded_inputs(batches: BatchSource) -> list[str]:
     """Inputs of ``batches``' spec padded with NaN that no ``nan_to`` replaces.
 
     Parameters
     ----------
     batches
-        A ``Batches``, a shard of one, or a precomputed store (anything with a ``spec``).
+        Any batch source: ``Batches``, a shard of one, stored batches.
 
     Returns
     -------
     list of str
         The output names, in the spec's order.
     """
-    spec = _spec(batches)
-    if spec is None or _nan_to(batches) is not None:
+    spec = batches.spec
+    if spec.nan_to is not None:
         return []
     out = []
     for name, fld in spec.inputs.items():
         if not isinstance(fld, Ragged) or not any(math.isnan(p) for p in _pad_values(fld)):
             continue
         # a packed output holds only real elements, unless empty rows get a padded step
-        if getattr(fld, "layout", "padded") == "packed" and getattr(fld, "empty", "keep") != "one_step":
+        if fld.layout == "packed" and fld.empty != "one_step":
             continue
         out.append(name)
     return out
@@ -68,15 +65,15 @@ def nan_padded_inputs(batches: Any) -> list[str]:
 
 def _pad_values(fld: Ragged) -> list[float]:
     """Each variable's fill of the padded slots: its ``Standardize.pad_value``, else the field's."""
-    std = getattr(fld, "standardize", None) or {}
     pads = []
     for v in fld.vars:
-        own = getattr(std.get(v), "pad_value", None)
+        std = fld.standardize.get(v)
+        own = None if std is None else std.pad_value
         pads.append(float(fld.pad_value if own is None else own))
     return pads
 
 
-def nan_valued_inputs(batches: Any, inputs: Mapping[str, Any]) -> list[str]:
+def nan_valued_inputs(batches: BatchSource, inputs: Mapping[str, Input]) -> list[str]:
     """Inputs of one batch holding NaN, when the spec has no ``nan_to`` (else none).
 
     Parameters
@@ -91,21 +88,25 @@ def nan_valued_inputs(batches: Any, inputs: Mapping[str, Any]) -> list[str]:
     list of str
         The names of the float inputs that hold NaN.
     """
-    if _nan_to(batches) is not None:
+    if batches.spec.nan_to is not None:
         return []
     found = []
     for name, x in inputs.items():
-        if getattr(x, "is_nested", False):  # a torch nested tensor: its packed values
-            x = x.values()
-        if hasattr(x, "detach"):  # a torch tensor
-            x = x.detach().cpu().numpy()
-        arr = np.asarray(x)
+        arr = x if isinstance(x, np.ndarray) else _tensor_values(x)
         if arr.dtype.kind == "f" and bool(np.isnan(arr).any()):
             found.append(name)
     return found
 
 
-def warn_nan_padding(adapter: str, batches: Any, consequence: str, fix: str = NAN_FIX,
+def _tensor_values(x: torch.Tensor) -> np.ndarray:
+    """A torch tensor's values as an array (a nested tensor's packed values)."""
+    if x.is_nested:
+        x = x.values()
+    values: np.ndarray = x.detach().cpu().numpy()
+    return values
+
+
+def warn_nan_padding(adapter: str, batches: BatchSource, consequence: str, fix: str = NAN_FIX,
                      stacklevel: int = 2) -> bool:
     """Warn when the spec pads an input with NaN; returns whether it warned.
 
@@ -136,7 +137,7 @@ def warn_nan_padding(adapter: str, batches: Any, consequence: str, fix: str = NA
     return True
 
 
-def warn_nan_values(adapter: str, batches: Any, inputs: Mapping[str, Any], consequence: str,
+def warn_nan_values(adapter: str, batches: BatchSource, inputs: Mapping[str, Input], consequence: str,
                     stacklevel: int = 2) -> bool:
     """Warn when one batch's inputs hold NaN values and the spec has no ``nan_to``.
 

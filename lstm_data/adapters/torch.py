@@ -56,7 +56,10 @@ from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.epochs import batch_of
 from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
+from lstm_data.batching.epochs.source import BatchSource, ShardSource
 from lstm_data.batching.order.stats import log_epoch_stats
+from lstm_data.batching.spec.batch_spec import Batch
+from lstm_data.batching.spec.fields import Ragged
 from lstm_data.errors import OptionError
 
 try:
@@ -87,20 +90,17 @@ def _in_worker() -> bool:
     return AVAILABLE and _loader_worker()
 
 
-def _identity(batches: Any) -> dict[str, Any]:
-    """What identifies ``batches`` in a saved state (seed, batch size, shard, ...), if it says."""
-    state = getattr(batches, "state_dict", None)
-    if not callable(state):
-        return {}
-    return {k: v for k, v in state().items() if k not in ("epoch", "next_batch")}
+def _identity(batches: BatchSource) -> dict[str, Any]:
+    """What identifies ``batches`` in a saved state (seed, batch size, shard, ...)."""
+    return {k: v for k, v in batches.state_dict().items() if k not in ("epoch", "next_batch")}
 
 
-def _check_sharded(batches: Any) -> None:
+def _check_sharded(batches: BatchSource) -> None:
     """Warn when torch.distributed runs several ranks and ``batches`` is not one rank's share."""
     dist = torch.distributed
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
         return
-    world = getattr(batches, "world_size", None)
+    world = batches.world_size if isinstance(batches, ShardSource) else None
     if world != dist.get_world_size():
         warnings.warn(
             f"TorchBatches under torch.distributed with {dist.get_world_size()} ranks, but the batches "
@@ -134,9 +134,9 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         What identifies the batches in :meth:`state_dict` (their seed, batch size,
         shard, ...); a state with other values is refused by :meth:`load_state_dict`.
     source
-        The batches, when they resume from a state of another world size (a
-        :class:`~lstm_data.batching.epochs.shard.ShardedBatches`: it then makes the keys,
-        the state and the resumption).
+        The batches: their figures are logged at the end of each pass; a shard
+        (:class:`~lstm_data.batching.epochs.source.ShardSource`, resumable on another
+        world size) also makes the keys, the state and the resumption.
 
     Attributes
     ----------
@@ -145,9 +145,9 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
     """
 
     def __init__(self, n_batches: int, epoch: int = 0, identity: Mapping[str, Any] | None = None,
-                 source: Any = None) -> None:
+                 source: BatchSource | None = None) -> None:
         self.n_batches = check_count(n_batches, "n_batches")
-        self._source = source if callable(getattr(source, "state_at", None)) else None
+        self._source = source if isinstance(source, ShardSource) else None
         self._batches = source  # whose figures are logged at the end of each pass
         self.epoch = check_count(epoch, "epoch")
         self.identity = dict(identity or {})
@@ -233,13 +233,13 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
 
 
 class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor]]]):
-    """Whole batches of a ``Batches`` (or precomputed store) as torch tensors.
+    """Whole batches of any batch source as torch tensors.
 
     Parameters
     ----------
     batches
-        A :class:`~lstm_data.batching.epochs.batches.Batches` or the result of
-        :func:`lstm_data.open_batches`.
+        A :class:`~lstm_data.batching.epochs.source.BatchSource`: ``Batches``, a
+        shard of one, or stored batches (:func:`lstm_data.open_batches`).
     worker_transfer
         How a batch built in a ``DataLoader`` worker process reaches the main
         process: ``"shared"`` (default), through shared-memory buffers the worker
@@ -265,7 +265,7 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
         ``nested`` that is not a packed input of the spec.
     """
 
-    def __init__(self, batches: Any, worker_transfer: str = "shared", threads: int = 1,
+    def __init__(self, batches: BatchSource, worker_transfer: str = "shared", threads: int = 1,
                  prefetch_batches: int | None = None, nested: bool | list[str] = False) -> None:
         if worker_transfer not in ("shared", "torch"):
             raise ValueError(f"worker_transfer must be 'shared' or 'torch', got {worker_transfer!r}")
@@ -301,18 +301,16 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
             slots = torch_slots.worker_slots()
             seg = slots.arena()
             try:
-                batch = batch_of(self.batches, index, epoch,
-                                 arena=None if seg is None else seg.arena)
-                self._check_nan(batch[0])
-                inputs, targets, weights = slots.share(batch, seg)
-                return self._nest(inputs), targets, weights
+                built = batch_of(self.batches, index, epoch, arena=None if seg is None else seg.arena)
+                self._check_nan(built[0])
+                shared, targets, weights = slots.share(built, seg)
+                return self._nest(shared), targets, weights
             except BaseException:
                 slots.release(seg)  # (share gives back any other segment it claimed)
                 raise
-        batch = self._batch(index, epoch)
-        inputs, targets, weights = batch
+        inputs, plain_targets, plain_weights = self._batch(index, epoch)
         self._check_nan(inputs)
-        return self._nest(_tensors(inputs)), _tensors(targets), _tensors(weights)
+        return self._nest(_tensors(inputs)), _tensors(plain_targets), _tensors(plain_weights)
 
     def _check_nan(self, inputs: Mapping[str, np.ndarray]) -> None:
         if not self._nan_checked:
@@ -325,7 +323,7 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
             inputs[name] = nested_from_packed(inputs[name], inputs[name + CU_SEQLENS], inputs[name + MAX_SEQLEN])
         return inputs
 
-    def _batch(self, index: int, epoch: int) -> Any:
+    def _batch(self, index: int, epoch: int) -> Batch:
         """Batch ``index`` of ``epoch``, from the threads building ahead when there are some."""
         if self.threads == 1 or _loader_worker():
             return batch_of(self.batches, index, epoch)
@@ -339,7 +337,7 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
         That is a persistent ``DataLoader`` worker (its copy never sees ``set_epoch``)
         or a loop that forgot ``set_epoch``: every pass would repeat one order.
         """
-        if self._warned or getattr(self.batches, "shuffle", True) is False:
+        if self._warned or not self.batches.varies_by_epoch:
             return
         epoch = self.batches.epoch
         if self._served[0] != epoch:
@@ -415,11 +413,9 @@ def nested_from_packed(values: torch.Tensor, cu_seqlens: torch.Tensor,
     return nested
 
 
-def _nested_names(batches: Any, nested: Any) -> tuple[str, ...]:
+def _nested_names(batches: BatchSource, nested: bool | list[str]) -> tuple[str, ...]:
     """The packed inputs ``nested`` asks for, checked against ``batches``' spec."""
-    spec = getattr(batches, "spec", None)
-    packed = [] if spec is None else [n for n, f in spec.inputs.items()
-                                      if getattr(f, "layout", "padded") == "packed"]
+    packed = [n for n, f in batches.spec.inputs.items() if isinstance(f, Ragged) and f.layout == "packed"]
     if nested is False or nested is None:
         return ()
     if nested is True:

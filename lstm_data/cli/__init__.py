@@ -170,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     parser, module, chosen = _parser(argv)
     if chosen is None and not {"-h", "--help", "--version"} & set(argv):
         _unknown_command(parser, argv)
-    args, extra = parser.parse_known_args(argv)
+    with warnings.catch_warnings():  # an old flag's warning reaches the user (stderr)
+        warnings.filterwarnings("default", category=DeprecationWarning, module="lstm_data")
+        args, extra = parser.parse_known_args(argv)
     if extra:  # the command's own usage and the close matches of its options
         (chosen or parser).error(_unrecognized(chosen or parser, extra))
     if module is None:

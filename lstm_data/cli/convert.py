@@ -3,7 +3,7 @@
 Examples::
 
     lstm-data convert events.csv.xz events.zarr
-    lstm-data convert part1.h5 part2.h5 'more/*.csv.gz' all.zarr --shuffle 42
+    lstm-data convert part1.h5 part2.h5 'more/*.csv.gz' all.zarr --shuffle-seed 42
     lstm-data convert events.csv events.h5 --schema schema.toml --overwrite
 """
 from __future__ import annotations
@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Callable
+
+from lstm_data._util.deprecation import RenamedFlag
 
 __all__ = ["add_arguments", "run"]
 
@@ -36,18 +38,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="+", metavar="SRC... DST",
                         help="inputs (files, glob patterns or URLs of any format lstm_data.open reads), then the "
                              "output (.zarr, .h5 or .hdf5)")
-    parser.add_argument("--shuffle", type=_at_least(0), metavar="SEED", default=None,
-                        help="write rows in a seeded random order (pre-shuffled file: contiguous "
+    parser.add_argument("--shuffle-seed", type=_at_least(0), metavar="SEED", default=None,
+                        help="write rows in a random order made from SEED (pre-shuffled file: contiguous "
                              "batches are then random batches); inputs larger than RAM are shuffled "
                              "through temporary files next to DST (disk: the table's size, once)")
+    parser.add_argument("--shuffle", action=RenamedFlag, new="--shuffle-seed", dest="shuffle_seed",
+                        type=_at_least(0))
     parser.add_argument("--schema", metavar="FILE.toml", default=None,
                         help="declared groups/scalars/dtype for inputs that do not store them")
     from lstm_data.cli.csv_options import add_csv_arguments
 
     add_csv_arguments(parser)
-    parser.add_argument("--overwrite", "--force", dest="force", action="store_true",
+    parser.add_argument("--overwrite", dest="overwrite", action="store_true",
                         help="replace an existing output, if it is a store or file that lstm_data "
                              "wrote (anything else is refused)")
+    parser.add_argument("--force", action=RenamedFlag, new="--overwrite", dest="overwrite", nargs=0, const=True)
     parser.add_argument("--chunk-kib", type=_at_least(1), default=1024, metavar="KIB",
                         help="uncompressed chunk size of the output (default 1024)")
     parser.add_argument("--threads", type=_at_least(1), default=None, metavar="N",
@@ -78,13 +83,13 @@ def run(args: argparse.Namespace) -> int:
     if os.path.lexists(dst):
         from lstm_data.io.ours.ownership import check_replaceable, refusal
 
-        if not args.force:
+        if not args.overwrite:
             raise FileExistsError(refusal(dst))
         check_replaceable(dst)  # --overwrite: only an output of ours
     start = time.perf_counter()
     from lstm_data.cli.csv_options import csv_options
 
-    options = dict(schema=args.schema, shuffle=args.shuffle, overwrite=args.force, **csv_options(args),
+    options = dict(schema=args.schema, shuffle_seed=args.shuffle_seed, overwrite=args.overwrite, **csv_options(args),
                    chunk_bytes=args.chunk_kib << 10, threads=args.threads,
                    compression=None if args.compression == "none" else args.compression)
     with ByteProgress(f"convert to {Path(dst).name}", enabled=not args.quiet) as bar:
@@ -101,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = dispatch.open(dst)
     groups = ", ".join(f"{g}[{len(v)}]" for g, v in table.groups.items()) or "none"
-    shuffled = f", shuffled with seed {args.shuffle}" if args.shuffle is not None else ""
+    shuffled = f", shuffled with seed {args.shuffle_seed}" if args.shuffle_seed is not None else ""
     print(f"wrote {dst}: {len(out)} rows, {len(table.scalar_names)} scalars, "
           f"groups {groups}{shuffled}; "
           f"{input_bytes(dst) / 2**20:.1f} MiB in {time.perf_counter() - start:.1f} s")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 
+from lstm_data._util.deprecation import RenamedFlag
 from lstm_data.cli.csv_options import add_csv_arguments, csv_options
 
 
@@ -43,11 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="row order; auto (default, as Batches): true for data loaded into RAM (CSV), "
                              "block for on-disk zarr/HDF5, whose random row reads are slow")
     parser.add_argument("--out", required=True, metavar="OUT.zarr", help="store to write")
-    parser.add_argument("--threads", "--workers", dest="threads", type=int, default=1, metavar="N",
+    parser.add_argument("--threads", dest="threads", type=int, default=1, metavar="N",
                         help="batch-building threads (default: 1)")
-    parser.add_argument("--overwrite", "--force", dest="overwrite", action="store_true",
+    parser.add_argument("--workers", action=RenamedFlag, new="--threads", dest="threads", type=int)
+    parser.add_argument("--overwrite", dest="overwrite", action="store_true",
                         help="replace a batch store made with other settings or data "
                              "(never anything that is not a batch store)")
+    parser.add_argument("--force", action=RenamedFlag, new="--overwrite", dest="overwrite", nargs=0, const=True)
     parser.add_argument("--bucket-by", metavar="OUTPUT", default=None,
                         help="length bucketing: batch rows of similar length of this Ragged output "
                              "(each batch padded to its own longest row; see Batches)")
@@ -59,7 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="build and write batches on a Dask cluster: a scheduler address "
                              "(tcp://host:8786) or local:N for N local worker processes (extra dask); "
                              "the store is bitwise the one written without it")
-    parser.add_argument("--no-compress", action="store_true", help="store raw chunks (no zstd)")
+    parser.add_argument("--compression", choices=("zstd", "none"), default="zstd",
+                        help="compression of the stored chunks (default zstd; none: raw chunks, "
+                             "checksummed either way)")
+    parser.add_argument("--no-compress", action=RenamedFlag, new="--compression none", dest="compression",
+                        nargs=0, const="none")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -85,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     data = args.data[0] if len(args.data) == 1 else args.data
     dataset = open_dataset(data, schema=args.schema, read=read, **csv_options(args))
     options = dict(threads=args.threads, overwrite=args.overwrite, progress=not (args.no_progress or args.quiet),
-                   compress=not args.no_compress)
+                   compression=None if args.compression == "none" else args.compression)
     if args.scheduler is None:
         summary = precompute(dataset, spec, args.out, order, **options)
     else:

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Sequence, cast
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, OptionError, SchemaError, redact
 from lstm_data.io.read_options import (
-    RENAMED,
+    RENAMED_READ_KEYWORDS,
     ReadOptions,
     file_value_columns,
     read_options_from,
@@ -329,7 +329,7 @@ def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     FileNotFoundError, FormatError, ParseError, SchemaError, OptionError
     """
     try:
-        unknown = [k for k in options if k not in ReadOptions.option_names() and k not in RENAMED]
+        unknown = [k for k in options if k not in ReadOptions.option_names() and k not in RENAMED_READ_KEYWORDS]
         if unknown:
             raise unknown_open_keyword(unknown[0], _format_or_none(path_or_paths))
         read = read_options_from(read, options)

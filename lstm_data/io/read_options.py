@@ -36,27 +36,30 @@ option             meaning                                                     f
 ``file_values``    scalar columns taken from the file, not its rows: name ->    every format (open)
                    ``"index"`` (the file's position) or ``{glob: number}``
                    (a label or weight per path pattern; first match wins)
-``read_ahead``     read the next block-shuffle window while batches are built  (batching)
 ``progress``       a progress callback or bar (not written to TOML)            csv, root
 =================  ==========================================================  =====================
 
-Older spellings (``use_threads``, ``block_size``, ``step_bytes``) still work for one
-release, with a ``DeprecationWarning`` that names the new one.
+Readers take these options under these names (``read_csv(path, block_bytes=...)``).
+Older spellings (``use_threads``, ``block_size``, ``step_bytes``, ``workers``) still
+work for one release, with a ``DeprecationWarning`` that names the new one
+(:mod:`lstm_data._util.deprecation`). ``read_ahead`` moved to
+:class:`~lstm_data.batching.order.options.Order` (``Order(read_ahead=...)``), the
+home of the block shuffle it reads ahead for.
 """
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
 from lstm_data._util.close_names import close_names
 from lstm_data._util.declared import DeclaredOptions, unknown_option
+from lstm_data._util.deprecation import Renamed, renamed_keywords
 from lstm_data.errors import OptionError
 
 __all__ = ["ReadOptions", "READER_OPTIONS", "read_options_from", "file_value_columns", "unknown_open_keyword",
-           "RENAMED"]
+           "RENAMED_READ_KEYWORDS"]
 
 
 def _dtype(value: Any) -> str:
@@ -184,8 +187,10 @@ class ReadOptions(DeclaredOptions):
         Decoded chunks kept: per array (l5kit); clusters of a ROOT file read on
         demand (root).
     read_ahead
-        Read the next block-shuffle window while batches are built (used by
-        ``Batches``, not by readers).
+        Deprecated: give ``Order(read_ahead=...)`` (see
+        :class:`~lstm_data.batching.order.options.Order`), the home of the block
+        shuffle it reads ahead for; ``Batches(read=ReadOptions(read_ahead=...))``
+        still works for one release, with a ``DeprecationWarning``.
     trust_external
         Follow HDF5 external links, external storage and virtual datasets of other
         files, which are refused by default (hdf5, nova).
@@ -257,7 +262,7 @@ class ReadOptions(DeclaredOptions):
         return DeclaredOptions.to_dict(kept)
 
     def reader_keywords(self, fmt: str, where: str = "") -> dict[str, Any]:
-        """The keywords for the reader of ``fmt``: each set option under the reader's name.
+        """The keywords for the reader of ``fmt``: each set option it takes, under its own name.
 
         Parameters
         ----------
@@ -269,7 +274,7 @@ class ReadOptions(DeclaredOptions):
         Returns
         -------
         dict
-            The reader function's keyword -> value.
+            Option name -> value (the reader function's keywords).
 
         Raises
         ------
@@ -281,15 +286,13 @@ class ReadOptions(DeclaredOptions):
         for name, value in self.changed().items():
             if name == "needed":  # a hint: pushed down where the format selects columns
                 if "columns" in declared and self.columns is None:
-                    keyword, convert = declared["columns"]
-                    out[keyword] = convert(value) if convert is not None else value
+                    out["columns"] = value
                 continue
             if name not in declared:
                 raise OptionError(
                     f"{where + ': ' if where else ''}option {name!r} does not apply to {fmt} data"
                     f"{_where_it_applies(name)}; {fmt} takes {', '.join(sorted(declared))}")
-            keyword, convert = declared[name]
-            out[keyword] = convert(value) if convert is not None else value
+            out[name] = value
         return out
 
 
@@ -326,33 +329,29 @@ def _where_it_applies(name: str) -> str:
     if formats == ["batch store"]:
         return " (it applies to precomputed batch stores: open_batches(path, read=...))"
     if not formats:
-        return " (it is used by Batches, not by readers)" if name == "read_ahead" else ""
+        return " (it is Order(read_ahead=...), used by Batches, not by readers)" if name == "read_ahead" else ""
     return f" (only to {', '.join(formats)})"
 
 
-def _keep(*names: str) -> dict[str, tuple[str, Any]]:
-    return {n: (n, None) for n in names}
-
-
-#: format -> {option: (the reader's keyword, conversion or None)}: what each reader takes
-READER_OPTIONS: dict[str, dict[str, tuple[str, Any]]] = {
-    "csv": {**_keep("dtype", "sep", "list_sep", "progress", "threads"), "block_bytes": ("block_size", None)},
-    "hdf5": _keep("dtype", "root", "max_run_chunks", "trust_external", "columns", "exclude"),
-    "nova": {**_keep("dtype", "slice_table", "aliases", "trust_external", "columns", "exclude"),
-             "tables": ("tables", list)},
-    "parquet": {**_keep("dtype", "in_ram", "columns", "exclude"),
-                "threads": ("use_threads", lambda n: n > 1)},
-    "root": {**_keep("dtype", "tree", "columns", "exclude", "threads", "progress", "in_ram", "cache_chunks"),
-             "block_bytes": ("step_bytes", None)},
-    "zarr": _keep("dtype", "max_run_chunks"),
-    "l5kit": _keep("dtype", "parent", "relations", "cache_chunks"),
+#: format -> the options its reader takes (as keywords of the same names)
+READER_OPTIONS: dict[str, frozenset[str]] = {
+    "csv": frozenset({"dtype", "sep", "list_sep", "progress", "threads", "block_bytes"}),
+    "hdf5": frozenset({"dtype", "root", "max_run_chunks", "trust_external", "columns", "exclude"}),
+    "nova": frozenset({"dtype", "slice_table", "aliases", "trust_external", "columns", "exclude", "tables"}),
+    "parquet": frozenset({"dtype", "in_ram", "columns", "exclude", "threads"}),
+    "root": frozenset({"dtype", "tree", "columns", "exclude", "threads", "progress", "in_ram", "cache_chunks",
+                       "block_bytes"}),
+    "zarr": frozenset({"dtype", "max_run_chunks"}),
+    "l5kit": frozenset({"dtype", "parent", "relations", "cache_chunks"}),
     #: precomputed batch stores (``open_batches``), not a reader of ``open``
-    "batch store": _keep("trust_unchecked"),
+    "batch store": frozenset({"trust_unchecked"}),
 }
 
-#: older keyword spellings -> the option that replaced them
-RENAMED = {"use_threads": "threads", "block_size": "block_bytes", "step_bytes": "block_bytes",
-            "workers": "threads"}
+#: keyword spellings of earlier releases -> the option that replaced them
+RENAMED_READ_KEYWORDS: dict[str, str | Renamed] = {
+    "use_threads": Renamed("threads", lambda on: None if on else 1, "threads=... (None: every core, 1: none)"),
+    "block_size": "block_bytes", "step_bytes": "block_bytes", "workers": "threads",
+}
 
 
 #: what ``lstm_data.open`` takes besides the options of :class:`ReadOptions`
@@ -416,18 +415,10 @@ def read_options_from(read: ReadOptions | None, keywords: Mapping[str, Any],
         raise OptionError(f"{where}: read must be a ReadOptions, got {type(read).__name__}")
     if not keywords:
         return read
-    changes: dict[str, Any] = {}
+    changes = renamed_keywords(where, keywords, RENAMED_READ_KEYWORDS, stacklevel=3)
     known = ReadOptions.option_names()
-    for name, value in keywords.items():
-        if name in RENAMED:
-            new = RENAMED[name]
-            warnings.warn(f"{where}({name}=...) is deprecated: use {new}=... "
-                          f"(an option of lstm_data.ReadOptions)", DeprecationWarning, stacklevel=3)
-            if name == "use_threads":
-                value = None if value else 1
-            name = new
+    for name in changes:
         if name not in known:
             raise unknown_option(name, known, where)
-        changes[name] = value
     return read.replace(**changes)
 

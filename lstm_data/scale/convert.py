@@ -23,7 +23,7 @@ So the output is bitwise the one of :func:`lstm_data.io.ours.convert.convert_str
 in file 7) fails the convert with that task's error, the first in input order,
 naming file, line and column; no output is left. A worker that dies is replaced
 by Dask and its task run again, writing the same bytes. HDF5 outputs, and
-shuffled ones (``shuffle=SEED``), are written by the client from the parts (HDF5
+shuffled ones (``shuffle_seed=SEED``), are written by the client from the parts (HDF5
 has no parallel writer; the external shuffle reads every part), so only the
 parsing is spread.
 """
@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from lstm_data._util.dask import as_completed, wait
+from lstm_data._util.deprecation import renamed_keywords
 from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
     check_not_input,
@@ -48,6 +49,7 @@ from lstm_data._util.safe_output import (
 from lstm_data.io.ours.checked_store import settle_zarr
 from lstm_data.io.ours.chunk_ranges import Piece, RangeWriter, write_shared_chunks
 from lstm_data.io.ours.convert import (
+    RENAMED_CONVERT,
     check_like,
     concat_blocks,
     open_blocks,
@@ -203,7 +205,7 @@ def _first_error(results: list[Any], partitions: list[Partition]) -> BaseExcepti
 
 
 def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, client: Any,
-                        schema: Any = None, shuffle: int | None = None, overwrite: bool = False,
+                        schema: Any = None, shuffle_seed: int | None = None, overwrite: bool = False,
                         progress: Callable[[int, int], None] | None = None, chunk_bytes: int | None = None,
                         compression: str | None = "gzip", split_bytes: int = SPLIT_BYTES,
                         bucket_bytes: int | None = None, **options: Any) -> RowBlocks:
@@ -221,6 +223,9 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
     FileExistsError
         ``dst`` exists and ``overwrite`` is off.
     """
+    if "shuffle" in options:
+        shuffle_seed = renamed_keywords("convert_distributed", {"shuffle": options.pop("shuffle")},
+                                        RENAMED_CONVERT)["shuffle_seed"]
     kind = output_kind(dst)
     paths = [os.fspath(p) for p in sources]
     target = Path(dst)
@@ -228,13 +233,13 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
     with output_lock(target):  # a second writer of the same output fails here, at once
         check_target(target, overwrite)
         return _convert_locked(paths, target, kind, client=client, schema=schema,
-                               shuffle=shuffle, overwrite=overwrite, progress=progress,
+                               shuffle_seed=shuffle_seed, overwrite=overwrite, progress=progress,
                                chunk_bytes=chunk_bytes, compression=compression,
                                split_bytes=split_bytes, bucket_bytes=bucket_bytes, **options)
 
 
 def _convert_locked(paths: list[str], target: Path, kind: str, *, client: Any,
-                    schema: Any, shuffle: int | None, overwrite: bool,
+                    schema: Any, shuffle_seed: int | None, overwrite: bool,
                     progress: Callable[[int, int], None] | None, chunk_bytes: int | None,
                     compression: str | None, split_bytes: int, bucket_bytes: int | None,
                     **options: Any) -> RowBlocks:
@@ -274,8 +279,8 @@ def _convert_locked(paths: list[str], target: Path, kind: str, *, client: Any,
         columns = infos[0].columns  # the first input sets the columns and dtypes, as in one process
         for info in infos[1:]:
             check_like(info.columns, columns, info.partition.path, infos[0].partition.path)
-        if shuffle is not None or kind == "hdf5":
-            table = _from_parts(infos, columns, paths, schema, options, shuffle, target,
+        if shuffle_seed is not None or kind == "hdf5":
+            table = _from_parts(infos, columns, paths, schema, options, shuffle_seed, target,
                                 bucket_bytes or BUCKET_BYTES)
             extra: dict[str, Any] = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
             if kind == "zarr":
@@ -292,7 +297,7 @@ def _convert_locked(paths: list[str], target: Path, kind: str, *, client: Any,
 
 
 def _from_parts(infos: list[PartInfo], columns: RowBlocks, paths: list[str], schema: Any,
-                options: dict[str, Any], shuffle: int | None, target: Path, bucket_bytes: int) -> RowBlocks:
+                options: dict[str, Any], shuffle_seed: int | None, target: Path, bucket_bytes: int) -> RowBlocks:
     """The parts as one table, shuffled as the one-process convert shuffles the inputs."""
     from lstm_data.io.ours.zarr import ZarrDataset
 
@@ -300,10 +305,10 @@ def _from_parts(infos: list[PartInfo], columns: RowBlocks, paths: list[str], sch
     table = concat_blocks(tables, [i.partition.path for i in infos])
     table = RowBlocks(columns.scalar_dtypes, columns.groups, columns.group_dtypes, table.blocks,
                       table.total, tuple(paths), sum(i.n_rows for i in infos), table.group_totals)
-    if shuffle is None:
+    if shuffle_seed is None:
         return table
     k = n_buckets_for(sum(table_total(p, schema=schema, **options) for p in paths), bucket_bytes)
-    return external_shuffle(table, int(shuffle), temp_path(target, "shuffle"), n_buckets=k)
+    return external_shuffle(table, int(shuffle_seed), temp_path(target, "shuffle"), n_buckets=k)
 
 
 def _link(client: Any, infos: list[PartInfo], columns: RowBlocks, target: Path, overwrite: bool,
@@ -346,7 +351,7 @@ def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
             client: Any = None, **options: Any) -> RowBlocks:
     """Convert inputs (paths, globs) to our zarr or HDF5 layout: streaming, or on Dask with ``client``.
 
-    ``lstm_data.convert(["a.csv.xz", "b.h5"], "all.zarr", shuffle=1)`` streams in one
+    ``lstm_data.convert(["a.csv.xz", "b.h5"], "all.zarr", shuffle_seed=1)`` streams in one
     process (bounded memory, :func:`lstm_data.io.ours.convert.convert_streaming`);
     ``client=distributed.Client(...)`` spreads the work and gives the same bytes
     (:func:`convert_distributed`).
@@ -362,8 +367,9 @@ def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
         A Dask ``distributed.Client`` (extra ``dask``), or ``None`` to stream here.
     **options
         Those of :func:`lstm_data.io.ours.convert.convert_streaming` (without ``client``)
-        or of :func:`convert_distributed` (with it): shuffle, schema, dtype, chunking
-        and compression; an option the chosen path does not take is an error naming it.
+        or of :func:`convert_distributed` (with it): ``shuffle_seed`` (the seed of a row
+        shuffle; ``shuffle=`` is its deprecated spelling), schema, dtype, chunking and
+        compression; an option the chosen path does not take is an error naming it.
 
     Returns
     -------
@@ -373,6 +379,7 @@ def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
     from lstm_data.io.ours.convert import convert_streaming
     from lstm_data.io.dispatch import expand_paths
 
+    options = renamed_keywords("convert", options, RENAMED_CONVERT)
     paths = expand_paths(sources)
     if client is None:
         return convert_streaming(paths, dst, **options)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +23,7 @@ import numpy as np
 import zarr
 
 from lstm_data._util.checks import check_count, check_index
+from lstm_data._util.deprecation import RenamedAttribute, renamed_keywords, warn_renamed
 from lstm_data._util.declared import unknown_option
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
@@ -111,7 +111,7 @@ class PrecomputedBatches(StoreEpochs):
 
     Item ``i`` is ``(inputs, targets, weights)``. :meth:`on_epoch_end` permutes the
     order of the stored batches reproducibly (``seed`` plus epoch) when
-    ``shuffle`` is on; the rows inside each batch are those of the stored epoch.
+    ``permute`` is on; the rows inside each batch are those of the stored epoch.
     :meth:`shard` deals them to ranks, on any world size (see
     :mod:`lstm_data.store.shards`). Pickling sends the path and the read options only.
 
@@ -119,8 +119,9 @@ class PrecomputedBatches(StoreEpochs):
     ----------
     path
         The store.
-    shuffle
-        Permute the order of the stored batches each epoch after the first.
+    permute
+        Permute the order of the stored batches each epoch after the first
+        (``shuffle=`` is its deprecated spelling).
     read
         How the store is read: of :class:`~lstm_data.io.read_options.ReadOptions`,
         ``trust_unchecked`` applies.
@@ -146,8 +147,13 @@ class PrecomputedBatches(StoreEpochs):
         chunk reads as zeros). Empty for stores written now.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, shuffle: bool = True,
-                 read: ReadOptions | None = None) -> None:
+    #: the deprecated name of :attr:`permute`
+    shuffle: RenamedAttribute[bool] = RenamedAttribute("permute")
+
+    def __init__(self, path: str | os.PathLike[str], *, permute: bool = True,
+                 read: ReadOptions | None = None, **old: bool) -> None:
+        if old:
+            permute = renamed_keywords("PrecomputedBatches", old, _RENAMED, strict=True)["permute"]
         self.path = str(path)
         self.read = _store_options(read, redact(self.path))
         self.meta, root, manifest = _open_store(path)
@@ -156,7 +162,7 @@ class PrecomputedBatches(StoreEpochs):
         self.batch_size = int(self.meta["batch_size"])
         self.seed = int(self.meta["seed"])
         self.n_rows = int(self.meta["n_rows"])
-        self.shuffle = bool(shuffle)
+        self.permute = bool(permute)
         self.epoch = 0
         self._open(root, manifest)
 
@@ -205,12 +211,15 @@ class PrecomputedBatches(StoreEpochs):
         return self.batch(index)
 
     def batch(self, index: int, epoch: int | None = None) -> Batch:
-        """Batch ``index`` of ``epoch`` (default: the current one); thread-safe.
+        """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`), which stays as it is.
+
+        Safe to call from several threads at once, for one epoch or different ones:
+        the stored batch an index reads is a pure function of ``(seed, epoch)``.
 
         Parameters
         ----------
         index
-            The batch's position in the epoch.
+            Batch index (negative counts from the end).
         epoch
             An int >= 0; ``None``: the current :attr:`epoch`.
 
@@ -250,10 +259,11 @@ class PrecomputedBatches(StoreEpochs):
                 f"seed={self.seed}, epoch={self.epoch})")
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "shuffle": self.shuffle, "epoch": self.epoch, "read": self.read}
+        return {"path": self.path, "permute": self.permute, "epoch": self.epoch, "read": self.read}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        type(self).__init__(self, state["path"], shuffle=state["shuffle"], read=state.get("read"))
+        permute = state["permute"] if "permute" in state else state["shuffle"]  # pickled by an earlier release
+        type(self).__init__(self, state["path"], permute=permute, read=state.get("read"))
         self.epoch = state["epoch"]
 
 
@@ -267,6 +277,10 @@ def _store_options(read: ReadOptions | None, where: str) -> ReadOptions:
     return read
 
 
+#: keywords of earlier releases -> their names now
+_RENAMED = {"shuffle": "permute"}
+
+
 def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
     """The store's record with its order settings at the top level, as :meth:`Order.to_dict` names them."""
     flat = dict(meta)
@@ -278,7 +292,7 @@ def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None, order: Order | None = None,
-                 dataset: Any = None, shuffle: bool = True, read: ReadOptions | None = None,
+                 dataset: Any = None, permute: bool = True, read: ReadOptions | None = None,
                  **options: Any) -> PrecomputedBatches:
     """Open a store written by ``lstm-data precompute``, checking it against what you expect.
 
@@ -295,14 +309,16 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
     dataset
         When given, its :func:`~lstm_data.store.format.fingerprint` must equal the
         recorded one (the store was made from this data).
-    shuffle
-        Permute the order of the stored batches each epoch after the first.
+    permute
+        Permute the order of the stored batches each epoch after the first (from
+        ``(seed, epoch)``: the rows inside a batch stay those stored).
     read
         How the store is read (:class:`~lstm_data.io.read_options.ReadOptions`):
         ``trust_unchecked=True`` opens a store without a manifest (written before
         manifests) without the warning naming what is not checked there.
     **options
-        ``batch_size=`` and ``seed=`` of earlier releases (deprecated: give
+        Spellings of earlier releases, with a ``DeprecationWarning``: ``shuffle=``
+        (now ``permute=``), ``batch_size=`` and ``seed=`` (now
         ``order=Order(batch_size=..., seed=...)``).
 
     Returns
@@ -326,11 +342,14 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
     read = _store_options(read, redact(str(path)))
     meta = read_metadata(path)
     if options:
-        unknown = set(options) - {"batch_size", "seed"}
+        unknown = set(options) - {"batch_size", "seed", *_RENAMED}
         if unknown:
-            raise unknown_option(sorted(unknown)[0], ["spec", "order", "dataset", "shuffle", "read"], "open_batches")
-        warnings.warn(f"open_batches({', '.join(f'{k}=...' for k in options)}) is deprecated: give "
-                      f"order=Order({', '.join(f'{k}=...' for k in options)})", DeprecationWarning, stacklevel=2)
+            raise unknown_option(sorted(unknown)[0], ["spec", "order", "dataset", "permute", "read"], "open_batches")
+        options = renamed_keywords("open_batches", options, _RENAMED)
+        permute = bool(options.pop("permute", permute))
+    if options:
+        moved = ", ".join(f"{k}=..." for k in options)
+        warn_renamed(f"open_batches({moved})", f"order=Order({moved})")
         given = {k: v for k, v in options.items() if v is not None}
         order = (order or Order()).replace(**given) if given else order
     expected = {"spec": None if spec is None else spec.to_dict(),
@@ -338,6 +357,6 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
     if order is not None:
         if not isinstance(order, Order):
             raise OptionError(f"open_batches: order must be an Order, got {type(order).__name__}")
-        expected.update(order.to_dict())
+        expected.update({k: v for k, v in order.to_dict().items() if k not in Order.NOT_IN_BATCHES})
     compare_metadata(_flat_record(meta), expected, where=str(path))
-    return PrecomputedBatches(path, shuffle=shuffle, read=read)
+    return PrecomputedBatches(path, permute=permute, read=read)

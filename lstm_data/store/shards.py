@@ -1,15 +1,15 @@
 """Stored batches epoch after epoch, on any number of ranks: :class:`StoreEpochs`.
 
 A store holds the batches of epoch 0 (:func:`~lstm_data.store.write.precompute`).
-Opened with ``shuffle=True``, epoch ``e > 0`` serves them in a permutation made from
+Opened with ``permute=True``, epoch ``e > 0`` serves them in a permutation made from
 ``(seed, e)`` alone, so every process that opens the store sees the same epochs.
 
 :meth:`StoreEpochs.shard` deals each epoch's stored batches to ranks with the rules
 of live batches (:class:`~lstm_data.batching.epochs.shard.ShardedBatches`, over the
 same functions of :mod:`lstm_data.batching.epochs.resume`): equal steps on every rank
 (``len(store) // world_size``, the few left over are the epoch's remainder), no
-batch on two ranks, balanced by real elements with ``shuffle=True`` (consecutive
-runs with ``shuffle=False``). A rank's state saved on ``W`` ranks resumes every
+batch on two ranks, balanced by real elements with ``permute=True`` (consecutive
+runs with ``permute=False``). A rank's state saved on ``W`` ranks resumes every
 rank of a world of ``W'``: the batches the old world had not reached are dealt to
 the new one, so every stored batch is served once in the epoch, and later epochs
 are those of a fresh world of ``W'``. A store is made for no particular world size.
@@ -33,6 +33,7 @@ from lstm_data._util.checks import check_count
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.iteration import EpochIteration
 from lstm_data.batching.epochs.shard import ShardedBatches
+from lstm_data.batching.epochs.resume import layout_of
 from lstm_data.batching.order.rows import shuffled_order
 from lstm_data.errors import FormatError, OptionError
 from lstm_data.io.ours.zarr import read_rows
@@ -89,7 +90,7 @@ class StoreEpochs(EpochIteration):
     """The epochs, shards and saved states of stored batches (the base of
     :class:`~lstm_data.store.read.PrecomputedBatches`).
 
-    A subclass sets ``meta``, ``spec``, ``seed``, ``batch_size``, ``shuffle`` and
+    A subclass sets ``meta``, ``spec``, ``seed``, ``batch_size``, ``permute`` and
     ``epoch``, provides ``__len__`` and ``batch``, and calls :meth:`_setup_epochs`
     when it opens the store.
     """
@@ -98,7 +99,7 @@ class StoreEpochs(EpochIteration):
     spec: BatchSpec
     seed: int
     batch_size: int
-    shuffle: bool
+    permute: bool
 
     if TYPE_CHECKING:  # provided by the subclass
         def batch(self, index: int, epoch: int | None = None) -> Batch: ...
@@ -123,10 +124,10 @@ class StoreEpochs(EpochIteration):
         -------
         numpy.ndarray
             A permutation of the stored batches (epoch 0, and every epoch without
-            ``shuffle``: in the stored order).
+            ``permute``: in the stored order).
         """
         epoch = check_count(epoch, "epoch")
-        n, shuffled = len(self), self.shuffle and epoch > 0
+        n, shuffled = len(self), self.permute and epoch > 0
         return self._slots.get((epoch, shuffled), lambda: shuffled_order(n, self.seed, epoch) if shuffled
                                else np.arange(n, dtype=np.intp))
 
@@ -170,6 +171,37 @@ class StoreEpochs(EpochIteration):
         raise TypeError("a precomputed store keeps batches, not the rows of the data they were built from; "
                         "Batches(dataset, spec, order).rows_of gives them")
 
+    def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]:
+        """Not known: the order's figures need the rows of the data, which a store does not keep.
+
+        Parameters
+        ----------
+        epoch, of
+            As for :meth:`Batches.stats <lstm_data.Batches.stats>`.
+
+        Returns
+        -------
+        dict
+            Never: this raises.
+
+        Raises
+        ------
+        TypeError
+            Always.
+        """
+        raise TypeError("a precomputed store keeps batches, not the rows of its data: the order's figures "
+                        "come from Batches(dataset, spec, order).stats()")
+
+    @property
+    def varies_by_epoch(self) -> bool:
+        """Whether epochs differ: the stored batches are permuted per epoch (``permute``)."""
+        return self.permute and len(self) > 1
+
+    @property
+    def shard_layout(self) -> str:
+        """How shards deal the stored batches: balanced rounds when permuted, else consecutive runs."""
+        return layout_of(self.permute)
+
     @property
     def nan_to(self) -> float | None:
         """The spec's ``nan_to``."""
@@ -180,7 +212,7 @@ class StoreEpochs(EpochIteration):
         """Rank ``rank``'s share of every epoch of the stored batches (one process per GPU).
 
         Every rank opens the same store and takes its share: ``len(store) // world_size``
-        batches of each epoch, balanced by real elements with ``shuffle=True``. Its
+        batches of each epoch, balanced by real elements with ``permute=True``. Its
         state resumes on a world of any size (see the module notes).
 
         Parameters
@@ -200,7 +232,7 @@ class StoreEpochs(EpochIteration):
     def _state_identity(self) -> dict[str, Any]:
         """The seed, the per-epoch shuffle, the stored batch count and one digest of the store's record
         (``n_batches`` is left to samplers, which record their own share's)."""
-        return {"seed": self.seed, "shuffle": self.shuffle, "stored_batches": len(self), "identity": self._digest}
+        return {"seed": self.seed, "permute": self.permute, "stored_batches": len(self), "identity": self._digest}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict` of the same store: the next :meth:`iter` starts at its ``next_batch``.
@@ -215,7 +247,7 @@ class StoreEpochs(EpochIteration):
         Raises
         ------
         OptionError
-            The state was saved by another store or another ``shuffle`` (each
+            The state was saved by another store or another ``permute`` (each
             difference is named), by a shard of several ranks (load it into
             :meth:`shard`), or is not such a state.
         """

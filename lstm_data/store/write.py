@@ -15,7 +15,6 @@ import errno
 import logging
 import os
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import zarr
 
+from lstm_data._util.deprecation import Renamed, renamed_keywords
 from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
     check_not_input,
@@ -36,7 +36,6 @@ from lstm_data.batching.epochs.batches import Batches
 from lstm_data.batching.building.empty_rows import step_lengths
 from lstm_data.batching.order.rows import resolve_shuffle
 from lstm_data.batching.epochs.legacy_options import legacy_options
-from lstm_data.batching.epochs.resume import batch_elements
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.forms import form_shapes
 from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, BatchSpec
@@ -170,13 +169,18 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
 
 #: what must match for an existing store to be reused
 _REUSE_KEYS = ("spec", "batch_size", "seed", "shuffle", "bucketing", "order", "fingerprint")
+#: keywords of earlier releases -> their names now
+_RENAMED: dict[str, str | Renamed] = {
+    "workers": "threads", "force": "overwrite",
+    "compress": Renamed("compression", lambda on: "zstd" if on else None, "compression='zstd' or None"),
+}
 #: Order settings recorded under their own keys (the rest go under "order")
 _OWN_KEYS = ("batch_size", "seed", "shuffle", "bucket_by", "bucket_window")
 
 
 def _metadata(dataset: Dataset, spec: BatchSpec, order: Order,
               bucketing: dict[str, Any] | None) -> dict[str, Any]:
-    rest = {k: v for k, v in order.to_dict().items() if k not in _OWN_KEYS}
+    rest = {k: v for k, v in order.to_dict().items() if k not in _OWN_KEYS and k not in Order.NOT_IN_BATCHES}
     return {"format": STORE_FORMAT, "version": STORE_VERSION, "requires": list(REQUIRES), "spec": spec.to_dict(),
             "batch_size": int(order.batch_size), "seed": int(order.seed or 0), "shuffle": order.shuffle,
             "bucketing": bucketing or {}, "order": rest, "fingerprint": fingerprint(dataset),
@@ -184,8 +188,8 @@ def _metadata(dataset: Dataset, spec: BatchSpec, order: Order,
 
 
 def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], order: Order | int | None = None, *,
-               threads: int = 1, overwrite: bool = False, progress: bool = True, compress: bool = True,
-               client: Any = None, **options: Any) -> PrecomputeSummary:
+               threads: int = 1, overwrite: bool = False, progress: bool = True,
+               compression: str | None = "zstd", client: Any = None, **options: Any) -> PrecomputeSummary:
     """Write every batch of epoch 0 to the zarr v3 store ``out``, atomically.
 
     Parameters
@@ -208,16 +212,17 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
         else at ``out`` (a dataset, an unrelated directory) is never replaced.
     progress
         Show a tqdm progress bar (batches/s) when tqdm is installed.
-    compress
-        zstd (level 1) chunks; ``False`` stores raw chunks (checksummed either way).
+    compression
+        The chunks' compression: ``"zstd"`` (level 1, default) or ``None`` for raw
+        chunks (checksummed either way).
     client
         A Dask ``distributed.Client``: build and write disjoint runs of batches on its
         workers (extra ``dask``; see :mod:`lstm_data.store.ranges`). The store is bitwise
         the one written without it. ``threads`` is then unused.
     **options
         The keyword spellings of earlier releases (``batch_size=``, ``seed=``,
-        ``shuffle=``, ``bucket_by=``, ``pad_to_multiple_of=``, ``force=``, ...), with
-        a ``DeprecationWarning`` naming the new home of each.
+        ``shuffle=``, ``bucket_by=``, ``pad_to_multiple_of=``, ``force=``, ``workers=``,
+        ``compress=``, ...), with a ``DeprecationWarning`` naming the new spelling of each.
 
     Returns
     -------
@@ -239,14 +244,13 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
     """
     import zarr
 
-    if "workers" in options:
-        warnings.warn("precompute(workers=...) is deprecated: use threads=...", DeprecationWarning, stacklevel=2)
-        threads = int(options.pop("workers"))
-    if "force" in options:
-        warnings.warn("precompute(force=...) is deprecated: use overwrite=...", DeprecationWarning, stacklevel=2)
-        overwrite = bool(options.pop("force"))
-    force = overwrite
-    spec, order, _ = legacy_options(spec, order, None, options, "precompute")
+    options = renamed_keywords("precompute", options, _RENAMED)
+    threads = int(options.pop("threads", threads))
+    force = overwrite = bool(options.pop("overwrite", overwrite))
+    compression = options.pop("compression", compression)
+    if compression not in ("zstd", None):
+        raise OptionError(f"precompute: compression must be 'zstd' or None, got {compression!r}")
+    spec, order = legacy_options(spec, order, None, options, "precompute")
     refuse_augment(spec, "precompute")  # a store holds one epoch: its noise would repeat
     if order.sample is not None:  # nor would its draws change
         raise OptionError("precompute: the order has sample (rows drawn anew every epoch), but a precomputed "
@@ -300,13 +304,13 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
                 np.cumsum(counts, out=offsets[1:])
                 chunk = max(1, _CHUNK_BYTES // dtypes[n].itemsize)
                 arr = data.create_array(keys[n], shape=(int(offsets[-1]),), chunks=(chunk,), dtype=dtypes[n],
-                                        **_codecs(compress))
-                index.create_array(f"{keys[n]}.offsets", data=offsets, **_codecs(True))
-                index.create_array(f"{keys[n]}.shapes", data=shapes[n].astype(np.int64), **_codecs(True))
+                                        **_codecs(compression))
+                index.create_array(f"{keys[n]}.offsets", data=offsets, **_codecs("zstd"))
+                index.create_array(f"{keys[n]}.shapes", data=shapes[n].astype(np.int64), **_codecs("zstd"))
                 writers[n] = _ChunkWriter(arr, chunk)
                 element_offsets[n], chunks[n] = offsets, chunk
             # each batch's real elements, which shards of the store balance (see store/shards.py)
-            index.create_array(ELEMENTS, data=batch_elements(batches, 0), **_codecs(True))
+            index.create_array(ELEMENTS, data=batches.batch_elements(0), **_codecs("zstd"))
             bar = _progress(len(batches), progress)
             try:
                 if client is not None:
@@ -359,13 +363,13 @@ def _not_reusable(out: Path, exc: Exception, overwrite: bool) -> str:
             ": remove it yourself or choose another output")
 
 
-def _codecs(compress: bool) -> dict[str, Any]:
-    """Options of every array of a store: zstd (level 1) unless ``compress`` is off, then a
+def _codecs(compression: str | None) -> dict[str, Any]:
+    """Options of every array of a store: zstd (level 1) unless ``compression`` is ``None``, then a
     CRC-32C checksum; every chunk written (a missing chunk is then damage, see
     :mod:`lstm_data.io.ours.checked_store`)."""
     from zarr.codecs import Crc32cCodec, ZstdCodec
 
-    chain = (ZstdCodec(level=1), Crc32cCodec()) if compress else (Crc32cCodec(),)
+    chain = (ZstdCodec(level=1), Crc32cCodec()) if compression == "zstd" else (Crc32cCodec(),)
     return {"compressors": chain, "config": {"write_empty_chunks": True}}
 
 

@@ -59,7 +59,7 @@ def test_keras_fit_logs_every_epoch(batches, caplog):
 
     caplog.set_level(logging.INFO, logger="lstm_data")
     batches.set_epoch(0)
-    seq = KerasBatches(batches, weights=False)
+    seq = KerasBatches(batches, sample_weights=False)
     inputs = keras_inputs(batches.spec)
     x = keras.layers.Concatenate()([keras.layers.GlobalAveragePooling1D()(inputs["png"]), inputs["slice"]])
     model = keras.Model(inputs, {"total": keras.layers.Dense(1, name="total")(x)})

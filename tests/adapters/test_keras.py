@@ -251,10 +251,21 @@ def test_items_are_inputs_targets_weights_named_by_spec():
     assert set(x) == {"input_slice", "input_png3d"} and set(y) == {"target_total"}
     assert x["input_png3d"].shape == (100, 8, 8) and not np.isnan(x["input_png3d"]).any()
     assert w["target_total"].shape == (100,)
-    x2, y2 = KerasBatches(kb.batches, weights=False)[2]
+    x2, y2 = KerasBatches(kb.batches, sample_weights=False)[2]
     np.testing.assert_array_equal(x2["input_slice"], x["input_slice"])
     with pytest.raises(ValueError, match="workers must be an int >= 1"):
         KerasBatches(kb.batches, workers=0)
+
+
+def test_the_weights_keyword_is_sample_weights():
+    """``weights=`` was renamed (``Order.weights`` says what the weights are): it warns once."""
+    batches = Batches(make_dataset(300, seed=1), _spec(), lstm_data.Order(batch_size=100, seed=0))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        old = KerasBatches(batches, weights=False)
+    assert [str(w.message).split(" (")[0] for w in record if w.category is DeprecationWarning] == [
+        "KerasBatches(weights=...) is deprecated: use sample_weights=..."]
+    assert old.sample_weights is False and len(old[0]) == 2
 
 
 def test_pickle_is_small_and_maps_the_arrays():

@@ -122,7 +122,7 @@ def test_precompute_stores_the_live_batches(data, tmp_path, setting, layout):
     order = Order(batch_size=64, seed=5, shuffle=True, bucket_by="x", **settings)
     out = tmp_path / "b.zarr"
     precompute(data["ram"], spec, out, order, progress=False)
-    stored = open_batches(out, order=order, shuffle=False)
+    stored = open_batches(out, order=order, permute=False)
     live = Batches(data["ram"], spec, order)
     assert len(stored) == len(live)
     for i in range(len(live)):
@@ -154,7 +154,7 @@ def test_numu_example_keeps_its_variables(layout, tmp_path):
     assert main(["precompute", "--data", "examples/numu_v3.csv.xz", "--spec", str(tmp_path / "s.toml"),
                  "--out", str(out), "-q"]) == 0
     live = Batches(ds, spec, order)
-    stored = open_batches(out, order=order, shuffle=False)
+    stored = open_batches(out, order=order, permute=False)
     assert len(stored) == len(live)
     for i in range(len(live)):
         assert_same_batch(stored[i], live[i])

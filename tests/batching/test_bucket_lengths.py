@@ -95,7 +95,7 @@ def test_block_shuffle_and_precompute_take_the_lengths(numu, tmp_path):
     assert len(shapes) <= 3
     out = tmp_path / "b.zarr"
     precompute(numu, _spec(), out, order.replace(shuffle=True), progress=False)
-    stored = open_batches(out, order=order.replace(shuffle=True), shuffle=False)
+    stored = open_batches(out, order=order.replace(shuffle=True), permute=False)
     fresh = Batches(numu, _spec(), order.replace(shuffle=True))
     for i in (0, len(fresh) - 1):
         assert_same_batch(stored[i], fresh[i])

@@ -178,7 +178,7 @@ def test_budget_batches_precompute_round_trip(data, tmp_path):
     order = _order(True, budget=2048)
     out = tmp_path / "b.zarr"
     precompute(data, _spec(), out, order, progress=False)
-    stored = open_batches(out, order=order, shuffle=False)
+    stored = open_batches(out, order=order, permute=False)
     b = Batches(data, _spec(), order)
     assert len(stored) == len(b)
     for i in (0, len(b) // 2, len(b) - 1):

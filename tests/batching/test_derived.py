@@ -107,7 +107,7 @@ def test_shards_splits_and_stores_see_only_selected_rows(tmp_path):
     assert train.n_rows + val.n_rows == len(keep)
     out = tmp_path / "store.zarr"
     lstm_data.precompute(ds, spec(), out, Order(batch_size=32, shuffle=False), progress=False)
-    stored = lstm_data.open_batches(out, shuffle=False)
+    stored = lstm_data.open_batches(out, permute=False)
     direct = Batches(ds, spec(), Order(batch_size=32, shuffle=False))
     assert len(stored) == len(direct)
     np.testing.assert_array_equal(stored[1][0]["part"], direct[1][0]["part"])

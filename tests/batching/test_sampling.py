@@ -12,7 +12,6 @@ from lstm_data.batching.order.sampling import Sampling
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.synthetic import PNG3D_VARS, make_dataset
 from lstm_data.errors import OptionError, SchemaError
-from lstm_data.io.read_options import ReadOptions
 from lstm_data.io.ours.zarr import ZarrDataset
 
 N = 21000  # 1000 of class 1, 20000 of class 0: 1:20
@@ -115,8 +114,8 @@ def test_block_shuffle_on_disk_draws_inside_windows_and_resumes(data, tmp_path):
     data.to_zarr(tmp_path / "d.zarr")
     disk = ZarrDataset(tmp_path / "d.zarr")
     order = Order(batch_size=500, seed=6, shuffle="block", block_rows=1000, window_rows=3000,
-                  sample={"classes": "label"})
-    b = Batches(disk, SPEC, order, read=ReadOptions(read_ahead=False))
+                  sample={"classes": "label"}, read_ahead=False)
+    b = Batches(disk, SPEC, order)
     for epoch in (0, 1):
         rows = _rows(b, epoch)
         assert len(rows) == N and abs(b.draws(epoch)[1] - N / 2) <= 21  # one rounding per window at most
@@ -125,7 +124,7 @@ def test_block_shuffle_on_disk_draws_inside_windows_and_resumes(data, tmp_path):
     it = b.iter()
     [next(it) for _ in range(5)]
     state = json.loads(json.dumps(b.state_dict()))
-    again = Batches(disk, SPEC, order, read=ReadOptions(read_ahead=False))
+    again = Batches(disk, SPEC, order)
     again.load_state_dict(state)
     rest = [batch[0]["row"][:, 0] for batch in again]
     np.testing.assert_array_equal(np.concatenate(rest), _rows(b, 0)[5 * 500:])

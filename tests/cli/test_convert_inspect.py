@@ -37,7 +37,7 @@ def test_convert_to_zarr_and_hdf5(csv_path, tmp_path, capsys):
 def test_convert_shuffle_is_seeded_permutation(csv_path, tmp_path):
     src, _ = csv_path
     ref = lstm_data.open(src)
-    assert main(["convert", str(src), str(tmp_path / "s.zarr"), "--shuffle", "5", "--quiet"]) == 0
+    assert main(["convert", str(src), str(tmp_path / "s.zarr"), "--shuffle-seed", "5", "--quiet"]) == 0
     perm = np.random.default_rng(5).permutation(len(ref))
     assert_same_dataset(lstm_data.open(tmp_path / "s.zarr"), ref.take(perm))
 
@@ -60,7 +60,7 @@ def test_convert_refuses_existing_and_bad_output(csv_path, tmp_path, capsys):
     assert "exists" in capsys.readouterr().err
     assert main(["convert", str(src), str(tmp_path / "x.parquet")]) == 1
     assert ".zarr, .h5 or .hdf5" in capsys.readouterr().err
-    assert main(["convert", str(src), str(tmp_path / "x.zarr"), "--force", "--quiet"]) == 0
+    assert main(["convert", str(src), str(tmp_path / "x.zarr"), "--overwrite", "--quiet"]) == 0
     assert len(lstm_data.open(tmp_path / "x.zarr")) == 1500
 
 
@@ -74,7 +74,7 @@ def test_convert_never_reads_its_own_output_back(csv_path, tmp_path, capsys):
     assert main(["convert", pattern, out, "--quiet"]) == 0
     assert len(lstm_data.open(out)) == 3000
     # run again: the glob now matches all.h5 itself, which would be read into itself
-    assert main(["convert", pattern, out, "--force", "--quiet"]) == 1
+    assert main(["convert", pattern, out, "--overwrite", "--quiet"]) == 1
     assert "would overwrite the input data" in capsys.readouterr().err
     assert len(lstm_data.open(out)) == 3000
     with pytest.raises(ValueError, match="would overwrite the input data"):  # the API as well

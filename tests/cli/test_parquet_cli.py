@@ -34,7 +34,7 @@ def test_convert_a_file_and_a_directory(data, tmp_path, capsys):
     assert main(["convert", str(d / "parts"), str(tmp_path / "ev.h5"), "--quiet"]) == 0
     assert_same_dataset(lstm_data.open(tmp_path / "ev.zarr"), ds)
     assert_same_dataset(lstm_data.open(tmp_path / "ev.h5"), ds)
-    assert main(["convert", str(d / "ev.parquet"), str(tmp_path / "s.zarr"), "--shuffle", "5"]) == 0
+    assert main(["convert", str(d / "ev.parquet"), str(tmp_path / "s.zarr"), "--shuffle-seed", "5"]) == 0
     assert "1200 rows" in capsys.readouterr().out
     perm = np.random.default_rng(5).permutation(len(ds))
     assert_same_dataset(lstm_data.open(tmp_path / "s.zarr"), ds.take(perm))

@@ -204,8 +204,7 @@ def test_block_shuffle_over_zarr_files_reads_each_chunk_at_most_twice(ds, tmp_pa
         part.io_stats.track_chunks()
     spec = BatchSpec(inputs={"png": Ragged(ds.groups["png"][:3], max_len=6)},
                      targets={"t": Scalars(ds.scalar_names[:1])})
-    b = Batches(many, spec, Order(batch_size=100, shuffle="block", seed=3),
-                read=lstm_data.ReadOptions(read_ahead=False))
+    b = Batches(many, spec, Order(batch_size=100, shuffle="block", seed=3, read_ahead=False))
     for epoch in range(2):
         for part in many.datasets:
             part.io_stats.reset()
@@ -280,7 +279,7 @@ def test_parts_of_parts_read_on_the_helper_do_not_wait_on_it(ds, tmp_path, monke
 def test_batches_in_file_order_kept_across_an_epoch_stay_those_of_ram(ds, tmp_path, layout):
     """Batches in file order read each range in place: every batch kept until the epoch
     ends still equals the batch built in RAM."""
-    from lstm_data import Batches, BatchSpec, Order, Ragged, ReadOptions, Scalars
+    from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
 
     png = ds.groups["png"]
     spec = BatchSpec(inputs={"p": Ragged(png[:4], max_len=6, layout=layout),
@@ -290,7 +289,7 @@ def test_batches_in_file_order_kept_across_an_epoch_stay_those_of_ram(ds, tmp_pa
     want = list(Batches(ds, spec, order))
     ds.to_zarr(tmp_path / "one.zarr")
     for source in (lstm_data.open(tmp_path / "one.zarr"), _parts(ds, tmp_path / "p", [0, 500, 1300, 2000])):
-        got = list(Batches(source, spec, order, read=ReadOptions(read_ahead=False)))
+        got = list(Batches(source, spec, order.replace(read_ahead=False)))
         assert len(got) == len(want)
         for w, g in zip(want, got):
             for key in w[0]:

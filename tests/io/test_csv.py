@@ -36,7 +36,7 @@ def write_events(path: Path, n_rows: int, seed: int, dtype=np.float32):
 def test_round_trip_compressed(tmp_path, suffix, dtype):
     path = tmp_path / f"events{suffix}"
     want = write_events(path, 700, seed=3, dtype=dtype)
-    assert_same_dataset(read_csv(path, dtype=dtype, block_size=4096), want)
+    assert_same_dataset(read_csv(path, dtype=dtype, block_bytes=4096), want)
 
 
 def test_compression_found_by_magic_not_extension(tmp_path):
@@ -55,7 +55,7 @@ def test_truncated_stream_is_format_error(tmp_path, suffix):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) * 2 // 3])
     with pytest.raises(FormatError) as info:
-        read_csv(path, block_size=2048)
+        read_csv(path, block_bytes=2048)
     assert info.value.file == str(path)
 
 
@@ -64,7 +64,7 @@ def test_multi_file_and_progress(tmp_path):
     da, db = write_events(a, 120, seed=4), write_events(b, 80, seed=5)
     calls = []
     ds = read_csv([a, b], progress=lambda done, total: calls.append((done, total)),
-                  block_size=1024)
+                  block_bytes=1024)
     assert len(ds) == 200
     np.testing.assert_array_equal(ds.scalar("calE"),
                                   np.concatenate([da.scalar("calE"), db.scalar("calE")]))
@@ -123,13 +123,13 @@ def test_surprise_after_sample_reparses(tmp_path, monkeypatch):
     path = tmp_path / "t.csv"
     path.write_text("\n".join(rows) + "\n")
     with pytest.warns(BrokenRowsWarning, match="only 1 of 202 rows, first at row 200"):
-        ds = read_csv(path, block_size=256)
+        ds = read_csv(path, block_bytes=256)
     # p.a and p.b became ragged only at the end, with different lengths: two groups
     assert ds.scalar_names == ["t"] and ds.groups == {"p": ["p.a"], "p_2": ["p.b"]}
     assert ds.ragged("p")[1][-3:].tolist() == [200, 202, 203]
     rows[-2] = '7,"1,2","3,4"'
     path.write_text("\n".join(rows) + "\n")
-    ds = read_csv(path, block_size=256)
+    ds = read_csv(path, block_bytes=256)
     assert ds.groups == {"p": ["p.a", "p.b"]}
     assert ds.ragged("p")[0][-3:].tolist() == [[1, 3], [2, 4], [4, 5]]
 
@@ -249,4 +249,4 @@ def test_large_blocks_compressed_equal_plain(tmp_path):
     gz = tmp_path / "e.csv.gz"
     gz.write_bytes(gzip.compress(plain.read_bytes()) + gzip.compress(b""))  # two members
     for path in (plain, xz, gz):
-        assert_same_dataset(read_csv(path, block_size=1 << 16), want)
+        assert_same_dataset(read_csv(path, block_bytes=1 << 16), want)

@@ -32,7 +32,7 @@ def test_float32_warns_once_naming_column_line_and_value(tmp_path, name, threads
     path = tmp_path / name
     line = _write(path)
     with pytest.warns(PrecisionWarning) as record:
-        ds = read_csv(path, threads=threads, block_size=4096)
+        ds = read_csv(path, threads=threads, block_bytes=4096)
     ours = [w for w in record if issubclass(w.category, PrecisionWarning)]
     assert len(ours) == 1
     message = str(ours[0].message)

@@ -126,7 +126,7 @@ def assert_reads_as(ds, want, scalars: list[str], groups: dict[str, list[str]]) 
 def test_writer_output_reads_as_written(tmp_path, writer, quoting, prongs, dtype):
     path = write_events(tmp_path / "t.csv", _events(300, seed=1), quoting, writer, prongs)
     groups = PRONGS if prongs else {}
-    ds = read_csv(path, dtype=dtype, block_size=700)
+    ds = read_csv(path, dtype=dtype, block_bytes=700)
     assert_reads_as(ds, oracle(path, ["e", "n"], groups, dtype), ["e", "n"], groups)
 
 
@@ -179,7 +179,7 @@ def test_quoted_and_bare_tokens_are_float_of_the_token(tmp_path, quote_numbers, 
         lines.append((f'"{scalar}"' if quote_numbers else scalar) + f',"{prongs}"')
     path = tmp_path / "t.csv"
     path.write_text("\n".join(lines) + "\n")
-    ds = read_csv(path, dtype=dtype, block_size=512)
+    ds = read_csv(path, dtype=dtype, block_bytes=512)
     groups = {"png": ["png.x"]}
     assert_reads_as(ds, oracle(path, ["e"], groups, dtype), ["e"], groups)
 
@@ -208,7 +208,7 @@ def test_prongs_single_in_the_sample_and_lists_later(tmp_path, monkeypatch):
     assert np.diff(whole.ragged("png")[1])[:6].tolist() == [0, 1, 1, 0, 1, 1]
     monkeypatch.setattr(csv_head, "SAMPLE_SIZE", 256)  # the sample sees no list
     for block_size in (64, 1000, 1 << 16):
-        assert_same_dataset(read_csv(path, block_size=block_size), whole)
+        assert_same_dataset(read_csv(path, block_bytes=block_size), whole)
 
 
 def test_multi_file_decides_once_for_all_files(tmp_path):
@@ -217,7 +217,7 @@ def test_multi_file_decides_once_for_all_files(tmp_path):
     lists = _quote_all(tmp_path / "lists.csv", header + [[2.5, "1,2,3", "4,5,6"], [3.5, "", ""]])
     groups = {"png": ["png.a", "png.b"]}
     for paths in ([singles, lists], [lists, singles]):
-        assert_reads_as(read_csv(paths, block_size=128), oracle(paths, ["e"], groups), ["e"],
+        assert_reads_as(read_csv(paths, block_bytes=128), oracle(paths, ["e"], groups), ["e"],
                         groups)
     # alone, the file without a list holds three scalars: quoting does not make lists
     assert read_csv(singles).scalar_names == ["e", "png.a", "png.b"]
@@ -254,7 +254,7 @@ def test_a_missing_value_written_as_quotes_among_bare_numbers_is_nan(tmp_path, m
     assert_reads_as(read_csv(path), want, ["e", "x"], groups)
     # x looks like a column of one-prong lists until a bare number turns up after the sample
     monkeypatch.setattr(csv_head, "SAMPLE_SIZE", 128)
-    assert_reads_as(read_csv(path, block_size=256), want, ["e", "x"], groups)
+    assert_reads_as(read_csv(path, block_bytes=256), want, ["e", "x"], groups)
 
 
 def test_files_without_quotes_are_decided_by_lists_alone(tmp_path):

@@ -67,7 +67,7 @@ def _errors_equal(path: Path, **options) -> None:
     for threads in THREADS:
         for block_size in BLOCK_SIZES:
             with pytest.raises(type(one.value)) as two:
-                read_csv(path, threads=threads, block_size=block_size, **options)
+                read_csv(path, threads=threads, block_bytes=block_size, **options)
             assert str(two.value) == str(one.value), (threads, block_size)
     return one.value
 
@@ -80,13 +80,13 @@ def test_several_threads_equal_one_at_every_block_size(tmp_path, events, suffix)
     want = read_csv(path, threads=1)
     for threads in THREADS:
         for block_size in BLOCK_SIZES:
-            assert_same_dataset(read_csv(path, threads=threads, block_size=block_size), want)
+            assert_same_dataset(read_csv(path, threads=threads, block_bytes=block_size), want)
 
 
 def test_float64_and_the_default_threads(tmp_path, events):
     path, _ = events
     want = read_csv(path, threads=1, dtype=np.float64)
-    assert_same_dataset(read_csv(path, dtype=np.float64, block_size=1000), want)
+    assert_same_dataset(read_csv(path, dtype=np.float64, block_bytes=1000), want)
     assert_same_dataset(lstm_data.open(path, threads=2, dtype=np.float64), want)
 
 
@@ -116,7 +116,7 @@ def test_xz_tool_blocks(tmp_path, events):
                        check=True)
     assert _xz_block_count(path) > 2
     assert b"".join(BlockReader(path, 1 << 20, threads=2)) == data
-    assert_same_dataset(read_csv(path, threads=3, block_size=4099), read_csv(plain, threads=1))
+    assert_same_dataset(read_csv(path, threads=3, block_bytes=4099), read_csv(plain, threads=1))
 
 
 def test_a_damaged_xz_block_is_a_format_error(tmp_path, events):
@@ -135,7 +135,7 @@ def test_gzip_members_and_crc(tmp_path, events):
     half = len(data) // 2 + 7  # a member ends mid-row
     path = tmp_path / "m.csv.gz"
     path.write_bytes(gzip.compress(data[:half]) + gzip.compress(data[half:]) + b"\0" * 8)
-    assert_same_dataset(read_csv(path, threads=3, block_size=97), read_csv(path, threads=1))
+    assert_same_dataset(read_csv(path, threads=3, block_bytes=97), read_csv(path, threads=1))
     raw = bytearray(gzip.compress(data))
     raw[-6] ^= 1  # the CRC32 of the text
     path.write_bytes(bytes(raw))
@@ -167,7 +167,7 @@ def test_multi_line_quoted_cells(tmp_path, suffix):
     assert len(want) == ROWS and want.ragged("p")[1][-1] == 2 * (ROWS - (ROWS + 1) // 3)
     for threads in THREADS:
         for block_size in BLOCK_SIZES:
-            assert_same_dataset(read_csv(path, threads=threads, block_size=block_size, schema=SCHEMA),
+            assert_same_dataset(read_csv(path, threads=threads, block_bytes=block_size, schema=SCHEMA),
                                 want)
 
 
@@ -215,7 +215,7 @@ def test_threads_argument(tmp_path, events):
         with pytest.raises(ValueError, match="threads"):
             read_csv(path, threads=bad)
     seen: list[tuple[int, int]] = []
-    read_csv(path, threads=2, block_size=4099, progress=lambda done, total: seen.append((done, total)))
+    read_csv(path, threads=2, block_bytes=4099, progress=lambda done, total: seen.append((done, total)))
     assert seen[-1] == (path.stat().st_size,) * 2
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
@@ -236,9 +236,9 @@ def test_pieces_cover_the_text_at_newlines_and_shrink_at_the_end(threads):
         assert min(sizes[-2 * threads:-1]) < step // 2
 
 
-@pytest.mark.parametrize("block_size", [0, -5, 1.5, True])
-def test_block_size_must_be_positive(tmp_path, block_size):
+@pytest.mark.parametrize("block_bytes", [0, -5, 1.5, True])
+def test_block_bytes_must_be_positive(tmp_path, block_bytes):
     path = tmp_path / "t.csv"
     path.write_text("a,b\n1,2\n")
-    with pytest.raises(ValueError, match="block_size"):
-        read_csv(path, block_size=block_size, threads=2)
+    with pytest.raises(ValueError, match="block_bytes"):
+        read_csv(path, block_bytes=block_bytes, threads=2)

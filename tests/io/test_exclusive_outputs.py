@@ -1,10 +1,10 @@
-"""Outputs are created exclusively, and ``--force`` replaces only what lstm_data wrote.
+"""Outputs are created exclusively, and ``--overwrite`` replaces only what lstm_data wrote.
 
 * two writers of one output: the second fails at once with a clear error, the
   first one's output is complete;
 * an output that someone else creates while a writer runs is never deleted
-  (without ``--force``);
-* ``--force`` / ``overwrite=True`` onto a directory or file lstm_data did not
+  (without ``--overwrite``);
+* ``--overwrite`` / ``overwrite=True`` onto a directory or file lstm_data did not
   write is refused, and it is left as it was.
 """
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _cli(*args) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
-# -- --force replaces only our outputs ---------------------------------------------------------
+# -- --overwrite replaces only our outputs ---------------------------------------------------------
 
 
 def _user_directory(path):
@@ -80,7 +80,7 @@ def test_convert_force_refuses_what_lstm_data_did_not_write(small, tmp_path, mak
     small.to_zarr(src)
     out = make(tmp_path / name)
     before = _snapshot(out)
-    done = _cli("convert", src, out, "--force", "--quiet")
+    done = _cli("convert", src, out, "--overwrite", "--quiet")
     assert done.returncode == 1
     assert "replaces only a store or file that lstm_data wrote" in done.stderr
     assert _snapshot(out) == before

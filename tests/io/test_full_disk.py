@@ -79,7 +79,7 @@ def test_convert_force_on_a_full_disk_keeps_the_old_output_and_no_temporary(big,
     small = make_dataset(50, seed=1)
     small.to_hdf5(out) if fmt == "h5" else small.to_zarr(out)
     before = sorted(os.listdir(full))
-    done = subprocess.run([sys.executable, "-m", "lstm_data", "convert", str(big), str(out), "--force",
+    done = subprocess.run([sys.executable, "-m", "lstm_data", "convert", str(big), str(out), "--overwrite",
                            "--quiet"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr[-2000:]
     assert f"cannot write {out}: No space left on device" in done.stderr

@@ -99,7 +99,7 @@ def test_swapped_chunks_of_a_batch_store_are_a_format_error(batch_store, tmp_pat
     arr = zarr.open_group(path, mode="r")["data/input_png3d"]
     assert arr.nchunks >= 2
     _swap(_chunk(path, "data/input_png3d", 0), _chunk(path, "data/input_png3d", 1))
-    stored = lstm_data.open_batches(path, shuffle=False)
+    stored = lstm_data.open_batches(path, permute=False)
     with pytest.raises(FormatError, match=r"chunk [01] of array 'data/input_png3d'"):
         for i in range(len(stored)):
             stored[i]

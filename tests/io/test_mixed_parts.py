@@ -12,7 +12,7 @@ import pytest
 
 import lstm_data
 import lstm_data.data.concat_reads as concat_module
-from lstm_data import Batches, BatchSpec, Order, Ragged, ReadOptions, Scalars
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
 from lstm_data.data.concat import ConcatDataset, concat_datasets
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
@@ -21,7 +21,6 @@ from lstm_data.errors import FormatError, PrecisionWarning
 
 N = 240
 CHUNK = 4096  # bytes: several value chunks per file
-NO_AHEAD = ReadOptions(read_ahead=False)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +45,7 @@ def _spec(ds, dtype=np.float32, nan_to=None):
 
 def _same_batches(got_ds, want_ds, spec, size):
     """Every batch of ``got_ds`` in file order, bitwise those of ``want_ds`` (in RAM)."""
-    got = Batches(got_ds, spec, Order(batch_size=size, shuffle=False), read=NO_AHEAD)
+    got = Batches(got_ds, spec, Order(batch_size=size, shuffle=False, read_ahead=False))
     want = Batches(want_ds, spec, Order(batch_size=size, shuffle=False))
     assert len(got) == len(want) == -(-len(want_ds) // size)
     for i in range(len(got)):
@@ -166,7 +165,7 @@ def test_a_float64_file_among_float32_files_keeps_its_values(ref, tmp_path, kind
     for dtype in (np.float32, np.float64):
         _same_batches(many, want, _spec(ref, dtype), 64)
     row = 61 + int(np.argmax(np.diff(parts[2].offsets("png")) > 0))  # a row of the float64 file with prongs
-    x = Batches(many, _spec(ref, np.float64), Order(batch_size=N, shuffle=False), read=NO_AHEAD).batch(0)[0]
+    x = Batches(many, _spec(ref, np.float64), Order(batch_size=N, shuffle=False, read_ahead=False)).batch(0)[0]
     first = want.ragged("png", [row])[0][0, :4]
     _bits(x["png"][row, 0], first)  # x + 0.1 exactly, not its float32
 
@@ -212,8 +211,8 @@ def test_an_int64_beyond_float64_among_float32_files_is_not_changed_silently(tmp
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrecisionWarning)
         with pytest.raises(PrecisionWarning, match=str(big)):
-            Batches(ConcatDataset(parts), spec, Order(batch_size=40, shuffle=shuffle, seed=1),
-                    read=NO_AHEAD).batch(0)
+            Batches(ConcatDataset(parts), spec,
+                    Order(batch_size=40, shuffle=shuffle, seed=1, read_ahead=False)).batch(0)
 
 
 @pytest.fixture(scope="module")
@@ -232,8 +231,8 @@ def test_batches_over_many_small_files_are_those_of_one_store(ref, stores, shuff
     one, many = stores
     assert isinstance(many, ConcatDataset) and len(many.datasets) == 7  # the empty file left out
     spec = _spec(ref)
-    order = Order(batch_size=size, shuffle=shuffle, seed=5)
-    got, want = Batches(many, spec, order, read=NO_AHEAD), Batches(one, spec, order, read=NO_AHEAD)
+    order = Order(batch_size=size, shuffle=shuffle, seed=5, read_ahead=False)
+    got, want = Batches(many, spec, order), Batches(one, spec, order)
     assert len(got) == len(want) == -(-N // size)
     for epoch in (0, 1):
         for i in range(len(got)):
@@ -248,7 +247,7 @@ def test_batches_over_many_small_files_are_those_of_one_store(ref, stores, shuff
 def test_block_shuffle_over_many_small_files_takes_every_row_once(ref, stores, ahead):
     _, many = stores
     spec = _spec(ref)
-    b = Batches(many, spec, Order(batch_size=32, shuffle="block", seed=9), read=ReadOptions(read_ahead=ahead))
+    b = Batches(many, spec, Order(batch_size=32, shuffle="block", seed=9, read_ahead=ahead))
     orders = []
     for epoch in (0, 1):
         rows = [b.rows_of(i, epoch) for i in range(len(b))]
@@ -298,7 +297,7 @@ def _read_all(many, ref, rows=np.arange(N)):
     for g in ref.groups:
         many.ragged_pieces(g, rows)
     many.scalars_at(ref.scalar_names, rows)
-    b = Batches(many, _spec(ref), Order(batch_size=50, shuffle=False), read=NO_AHEAD)
+    b = Batches(many, _spec(ref), Order(batch_size=50, shuffle=False, read_ahead=False))
     return [b.batch(i) for i in range(len(b))]
 
 

@@ -49,8 +49,7 @@ def test_block_shuffle_over_files_and_row_groups(tmp_path):
     assert not disk.in_ram
     for part in disk.datasets:
         part.io_stats.track_chunks()
-    b = Batches(disk, _spec(), Order(batch_size=100, shuffle="block", seed=3),
-                read=lstm_data.ReadOptions(read_ahead=False))
+    b = Batches(disk, _spec(), Order(batch_size=100, shuffle="block", seed=3, read_ahead=False))
     assert b.shuffle == "block"
     for epoch in range(2):
         for part in disk.datasets:

@@ -66,7 +66,7 @@ def test_path_like_output_names_of_a_batch_store(tmp_path):
     spec = BatchSpec(inputs={"a/b": Scalars(["calE"]), "zarr.json": Ragged(["png.u", "png.v"], max_len=3)},
                      targets={"../t": Scalars(["trueE"])})
     precompute(ds, spec, tmp_path / "b.zarr", progress=False)
-    stored = lstm_data.open_batches(tmp_path / "b.zarr", shuffle=False)
+    stored = lstm_data.open_batches(tmp_path / "b.zarr", permute=False)
     inputs, targets, weights = stored[0]
     assert set(inputs) == {"a/b", "zarr.json"} and set(targets) == {"../t"}
     assert inputs["zarr.json"].shape[1:] == (3, 2)

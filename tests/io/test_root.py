@@ -55,7 +55,7 @@ def test_counter_branch_names_the_group_and_stays_a_scalar(events):
 def test_small_entry_ranges_give_the_same_dataset(events):
     whole = read_root(events)
     for step in (1, 2000, 50_000):  # one entry, some entries, ranges across baskets
-        assert_same_dataset(read_root(events, step_bytes=step), whole)
+        assert_same_dataset(read_root(events, block_bytes=step), whole)
 
 
 def test_dtype_option_and_schema(events):
@@ -95,12 +95,12 @@ def test_unequal_lengths_without_shared_counter(tmp_path):
     lengths[bad] += 1
     cols["Jet_pt"] = ak.unflatten(np.ones(lengths.sum(), dtype=np.float32), lengths)
     path = write_root(tmp_path / "bad.root", {"Events": cols})
-    split = read_root(path, step_bytes=500)
+    split = read_root(path, block_bytes=500)
     assert split.groups["Jet"] == ["Jet_e"] and split.groups["Jet_pt"] == ["Jet_pt"]
     assert_bitwise(np.diff(split.offsets("Jet_pt")), lengths.astype(np.int64))
     message = rf"tree 'Events': group 'Jet': 'Jet_pt' has .* entry {bad};"
     with pytest.raises(SchemaError, match=message) as err:
-        read_root(path, step_bytes=500, schema={"Jet": ["Jet_e", "Jet_pt"]})
+        read_root(path, block_bytes=500, schema={"Jet": ["Jet_e", "Jet_pt"]})
     assert (err.value.file, err.value.variable, err.value.row) == (str(path), "Jet_pt", bad)
     ok = read_root(path, schema={"Jet": ["Jet_e"], "JetPt": ["Jet_pt"]})
     assert ok.groups["JetPt"] == ["Jet_pt"]

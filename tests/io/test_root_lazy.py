@@ -53,7 +53,7 @@ def _same(a, b):
 def test_read_on_demand_equals_the_whole_read(tmp_path):
     path = _write(tmp_path / "a.root", root_events(3000, seed=1), parts=9)
     whole = read_root(path, in_ram=True)
-    lazy = read_root(path, in_ram=False, step_bytes=20_000)
+    lazy = read_root(path, in_ram=False, block_bytes=20_000)
     assert isinstance(lazy, RootDataset) and not lazy.in_ram and lazy.n_chunks > 3
     rows = np.random.default_rng(0).integers(0, len(whole), 700)
     _same(lazy.take(rows), whole.take(rows))
@@ -93,8 +93,7 @@ def test_block_shuffle_over_files_and_clusters_reads_each_cluster_at_most_twice(
     assert isinstance(lazy, ConcatDataset) and not lazy.in_ram
     for part in lazy.datasets:
         part.io_stats.track_chunks()
-    b = Batches(lazy, _spec(), Order(batch_size=128, shuffle="block", seed=5),
-                read=lstm_data.ReadOptions(read_ahead=False))
+    b = Batches(lazy, _spec(), Order(batch_size=128, shuffle="block", seed=5, read_ahead=False))
     assert b.shuffle == "block"
     for epoch in range(2):
         for part in lazy.datasets:
@@ -134,9 +133,9 @@ def test_rntuple_read_by_cluster_equals_uproot(tmp_path):
     with uproot.open(path) as fh:
         ref = fh["Events"].arrays()
         assert len(fh["Events"].cluster_summaries) >= 6
-    lazy = read_root(path, in_ram=False, step_bytes=8_000)
+    lazy = read_root(path, in_ram=False, block_bytes=8_000)
     whole = read_root(path, in_ram=True)  # in one range
-    ranges = read_root(path, in_ram=True, step_bytes=8_000)  # in RAM, cluster range by cluster range
+    ranges = read_root(path, in_ram=True, block_bytes=8_000)  # in RAM, cluster range by cluster range
     assert isinstance(lazy, RootDataset) and lazy.n_chunks >= 3
     _same(lazy.load(), whole)
     _same(ranges, whole)
@@ -259,7 +258,7 @@ def test_forked_workers_read_through_their_own_file_handle(tmp_path):
     cols["pos"] = np.random.default_rng(2).random((6000, 3))  # float pos[3]: read through uproot
     path = _write(tmp_path / "v.root", cols, parts=12)
     whole = read_root(path, in_ram=True)
-    lazy = _DATA["lazy"] = read_root(path, in_ram=False, step_bytes=10_000, threads=1)
+    lazy = _DATA["lazy"] = read_root(path, in_ram=False, block_bytes=10_000, threads=1)
     lazy.take(np.arange(10))  # the parent has used its handle
     with multiprocessing.get_context("fork").Pool(3) as pool:
         for values, rows in pool.map(_digest, range(6)):
@@ -270,7 +269,7 @@ def test_forked_workers_read_through_their_own_file_handle(tmp_path):
 
 def test_a_whole_scalar_column_reads_its_branch_alone(tmp_path):
     path = _write(tmp_path / "a.root", root_events(3000, seed=1), parts=6)
-    lazy = read_root(path, in_ram=False, step_bytes=20_000)
+    lazy = read_root(path, in_ram=False, block_bytes=20_000)
     whole = read_root(path, in_ram=True)
     at_open = lazy.io_stats.chunks_read  # (the Jet lengths, read once at open)
     for s in ("MET_pt", "event", "passed"):
@@ -290,7 +289,7 @@ def test_unequal_lengths_in_a_declared_group_name_the_tree_entry(tmp_path):
     path = _write(tmp_path / "bad.root", cols, parts=10)
     for in_ram in (True, False):
         with pytest.raises(SchemaError) as err:
-            read_root(path, schema={"J": ["J_a", "J_b"]}, in_ram=in_ram, step_bytes=5_000).load()
+            read_root(path, schema={"J": ["J_a", "J_b"]}, in_ram=in_ram, block_bytes=5_000).load()
         assert err.value.row == 2345, (in_ram, err.value)
 
 
@@ -299,7 +298,7 @@ def test_pickled_dataset_keeps_its_chunks_and_offsets(tmp_path):
     import pickle
 
     path = _write(tmp_path / "a.root", root_events(3000, seed=1), parts=6)
-    lazy = read_root(path, in_ram=False, step_bytes=20_000)  # Jet_e/Jet_pt: lengths read at open
+    lazy = read_root(path, in_ram=False, block_bytes=20_000)  # Jet_e/Jet_pt: lengths read at open
     assert lazy.io_stats.chunks_read == lazy.n_chunks
     again = pickle.loads(pickle.dumps(lazy))
     assert again.io_stats.chunks_read == 0 and np.array_equal(again.chunk_bounds, lazy.chunk_bounds)
@@ -318,7 +317,7 @@ def test_a_tree_of_scalars_only_is_block_shuffled_by_its_clusters(tmp_path):
     for part in lazy.datasets:
         part.io_stats.track_chunks()
     b = Batches(lazy, BatchSpec(inputs={"flat": Scalars(["MET_pt", "weight"])}, targets={"row": Scalars(["row"])}),
-                Order(batch_size=100, shuffle="block", seed=2), read=lstm_data.ReadOptions(read_ahead=False))
+                Order(batch_size=100, shuffle="block", seed=2, read_ahead=False))
     assert np.array_equal(np.sort(_epoch_rows(b, 0)), np.arange(6000))
     for part in lazy.datasets:
         assert max(part.io_stats.per_chunk.values()) <= 2, part.io_stats.per_chunk

@@ -75,7 +75,7 @@ def test_convert_streaming_several_formats_in_order(ds, tmp_path):
     convert_streaming([str(tmp_path / "a.zarr"), str(tmp_path / "b.h5")], tmp_path / "ab.zarr",
                       block_bytes=1 << 14, chunk_bytes=16 * 1024)
     assert_same_dataset(lstm_data.open(tmp_path / "ab.zarr"), ds)
-    convert_streaming([str(tmp_path / "a.zarr"), str(tmp_path / "b.h5")], tmp_path / "s.h5", shuffle=3,
+    convert_streaming([str(tmp_path / "a.zarr"), str(tmp_path / "b.h5")], tmp_path / "s.h5", shuffle_seed=3,
                       block_bytes=1 << 14, bucket_bytes=1 << 16)
     shuffled = lstm_data.open(tmp_path / "s.h5")
     assert len(shuffled) == len(ds)

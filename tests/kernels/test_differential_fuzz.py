@@ -647,7 +647,7 @@ def read_case(rng, index: int, directory: Path):
     if rng.random() < .5:
         options["dtype"] = np.float32 if rng.random() < .5 else np.float64
     if rng.random() < .7:
-        options["block_size"] = int(rng.choice([7, 64, 1000]))
+        options["block_bytes"] = int(rng.choice([7, 64, 1000]))
     paths = []
     for part in range(1 if rng.random() < .8 else 2):
         data = csv_text(rng, (names, kinds, groups), sep, lsep, garbage, header=True)

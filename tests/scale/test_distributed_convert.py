@@ -49,8 +49,8 @@ def test_several_inputs_bitwise_the_one_process_store(client, inputs, tmp_path):
 
 @pytest.mark.parametrize("dst", ["s.zarr", "s.h5"])
 def test_shuffled_and_hdf5_outputs_equal_the_one_process_ones(client, inputs, tmp_path, dst):
-    convert_streaming(inputs, tmp_path / f"one-{dst}", shuffle=7, bucket_bytes=1 << 16)
-    convert_distributed(inputs, tmp_path / f"many-{dst}", client=client, shuffle=7, bucket_bytes=1 << 16)
+    convert_streaming(inputs, tmp_path / f"one-{dst}", shuffle_seed=7, bucket_bytes=1 << 16)
+    convert_distributed(inputs, tmp_path / f"many-{dst}", client=client, shuffle_seed=7, bucket_bytes=1 << 16)
     a, b = lstm_data.open(tmp_path / f"one-{dst}"), lstm_data.open(tmp_path / f"many-{dst}")
     for s in a.scalar_names:
         np.testing.assert_array_equal(a.scalar(s), b.scalar(s))

@@ -94,7 +94,7 @@ def test_cli_writes_store_and_prints_summary(tmp_path, ds, capsys):
     out = tmp_path / "b.zarr"
     def argv(seed):
         return ["precompute", "--data", str(data), "--spec", str(EXAMPLES / "numu_v3.toml"),
-                "--batch-size", "1000", "--seed", str(seed), "--out", str(out), "--workers", "2",
+                "--batch-size", "1000", "--seed", str(seed), "--out", str(out), "--threads", "2",
                 "--no-progress"]
     assert main(argv(7)) == 0
     text = capsys.readouterr().out
@@ -167,7 +167,7 @@ def test_precompute_never_replaces_its_input_or_an_unrelated_directory(tmp_path,
             precompute(lstm_data.open(data), spec, out, batch_size=500, progress=False, force=True)
     assert len(lstm_data.open(data)) == len(ds)  # still the dataset
     assert main(["precompute", "--data", str(data), "--spec", str(EXAMPLES / "numu_v3.toml"),
-                 "--out", str(data), "--force", "--no-progress"]) != 0
+                 "--out", str(data), "--overwrite", "--no-progress"]) != 0
     assert len(lstm_data.open(data)) == len(ds)
 
     unrelated = tmp_path / "results"
@@ -189,6 +189,6 @@ def test_a_store_of_inputs_only_reads_back(tmp_path):
     spec = BatchSpec(inputs={"png": Ragged(["png.calE"], max_len=4)})
     order = Order(batch_size=100, seed=1)
     precompute(data, spec, tmp_path / "in.zarr", order, progress=False)
-    stored, live = open_batches(tmp_path / "in.zarr", shuffle=False)[0], Batches(data, spec, order)[0]
+    stored, live = open_batches(tmp_path / "in.zarr", permute=False)[0], Batches(data, spec, order)[0]
     assert stored[1] == {} and stored[2] == live[2] == {}
     assert stored[0]["png"].tobytes() == live[0]["png"].tobytes()

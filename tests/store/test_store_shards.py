@@ -126,8 +126,8 @@ def test_a_state_of_another_store_is_refused_by_name(store, tmp_path):
     precompute(row_dataset(N_ROWS), row_spec(), other, ORDER.replace(seed=14), progress=False)
     with pytest.raises(OptionError, match="seed: state has 13, this sequence 14"):
         open_batches(other).load_state_dict(open_batches(store).state_dict())
-    with pytest.raises(OptionError, match="shuffle: state has True, this sequence False"):
-        open_batches(store, shuffle=False).shard(0, 2).load_state_dict(_shards(store, 4, 0)[0].state_dict())
+    with pytest.raises(OptionError, match="permute: state has True, this sequence False"):
+        open_batches(store, permute=False).shard(0, 2).load_state_dict(_shards(store, 4, 0)[0].state_dict())
 
 
 def test_a_store_state_of_the_last_release_resumes_with_its_batch_count_checked(store, caplog):

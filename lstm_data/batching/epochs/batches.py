@@ -17,11 +17,12 @@ from lstm_data._util import forksafe
 from lstm_data._util.checks import check_count, check_index
 from lstm_data.batching.building.blocks import BlockSource
 from lstm_data.batching.order.block_plans import block_layout
-from lstm_data.batching.order.bucketing import make_bucketing
+from lstm_data.batching.order.bucketing import Bucketing, make_bucketing
 from lstm_data.batching.order.budget import order_extras
 from lstm_data.batching.order.plan import EpochPlans, Plan
 from lstm_data.batching.order.policies import order_stages
 from lstm_data.batching.building.noise import make_augmenter
+from lstm_data.batching.epochs.resume import batch_elements, layout_of
 from lstm_data.batching.epochs.shard import ShardedBatches
 from lstm_data.batching.epochs.views import fold_views, split_views
 from lstm_data.batching.order.stats import order_stats
@@ -63,9 +64,8 @@ class Batches(EpochIteration):
         (batch size, shuffle, seed, bucketing, weights, ``drop_last``, cache). An
         int is taken as ``Order(batch_size=order)``. Default: ``Order()``.
     read
-        How on-disk data is read while batches are built: the ``read_ahead`` of a
-        :class:`~lstm_data.io.read_options.ReadOptions` (read the next window of a
-        block shuffle on a background thread; default: on for on-disk data).
+        Deprecated: a :class:`~lstm_data.io.read_options.ReadOptions` whose
+        ``read_ahead`` is now ``Order(read_ahead=...)``.
     rows
         Restrict to these dataset rows (a view; :meth:`split` makes them).
     **options
@@ -99,12 +99,11 @@ class Batches(EpochIteration):
             raise TypeError(f"dataset must be an lstm_data Dataset, got {type(dataset).__name__}")
         if not isinstance(spec, BatchSpec):
             raise TypeError(f"spec must be a BatchSpec, got {type(spec).__name__}")
-        spec, order, read = legacy_options(spec, order, read, options, "Batches")
+        spec, order = legacy_options(spec, order, read, options, "Batches")
         shuffle = resolve_shuffle(order.shuffle, dataset.in_ram)
         self._seed_drawn = order.seed is None
         order = order.replace(shuffle=shuffle, seed=fresh_seed() if order.seed is None else order.seed)
         self.order = order
-        self.read = read
         dataset = spec.derive(dataset)  # derived variables and the selection's rows
         self.dataset = dataset
         self.spec = spec
@@ -196,7 +195,7 @@ class Batches(EpochIteration):
         self._blocks: BlockSource | None = None
         if layout is not None:
             self._blocks = BlockSource(self.dataset, view, self.fields, layout, self._plans, nan_to=self.nan_to,
-                                       read_ahead=self.read.read_ahead,
+                                       read_ahead=self.order.read_ahead,
                                        pad_to_multiple_of=self._builder.pad_to_multiple_of)
             # cached batches never come back to the blocks after epoch 0
             self._blocks.next_epoch_ahead = self.cache != "ram"
@@ -205,6 +204,16 @@ class Batches(EpochIteration):
     def builder(self) -> BatchBuilder:
         """The :class:`~lstm_data.batching.building.builder.BatchBuilder` that turns rows into batches."""
         return self._builder
+
+    @property
+    def bucketing(self) -> Bucketing | None:
+        """The order's length bucketing (``Order.bucket_by``), or ``None``."""
+        return self._bucketing
+
+    @property
+    def varies_by_epoch(self) -> bool:
+        """Whether epochs differ: a shuffled order, rows drawn anew (``sample``) or noise (``augment``)."""
+        return self.shuffle is not False or self._sampling is not None or self._augmenter is not None
 
     # -- size and order -----------------------------------------------------------------------
     @property
@@ -279,6 +288,26 @@ class Batches(EpochIteration):
             return pos
         view = np.sort(self._view) if self._blocks is not None else self._view
         return view[pos]
+
+    @property
+    def shard_layout(self) -> str:
+        """How shards deal these batches: balanced rounds for ``shuffle=True``, else consecutive runs."""
+        return layout_of(self.shuffle)
+
+    def batch_elements(self, epoch: int) -> np.ndarray:
+        """Real elements of every batch of ``epoch``: its rows, or with ``bucket_by`` that field's prongs.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            One int64 per batch, in the epoch's order (what shards balance).
+        """
+        return batch_elements(self, epoch)
 
     def draws(self, epoch: int | None = None) -> dict[int, int]:
         """How many rows of each class ``epoch`` draws (``Order(sample=...)``).
@@ -407,7 +436,7 @@ class Batches(EpochIteration):
 
     def over_rows(self, rows: np.ndarray, *, spec: BatchSpec | None = None,
                   order: Order | None = None) -> "Batches":
-        """Batches of the same data and read options over ``rows`` (a view).
+        """Batches of the same data over ``rows`` (a view).
 
         Parameters
         ----------
@@ -425,7 +454,7 @@ class Batches(EpochIteration):
         order = self.order if order is None else order
         if self._weights is not None:
             order = order.replace(weights=self._weights)
-        view = Batches(self.dataset, self.spec if spec is None else spec, order, read=self.read, rows=rows)
+        view = Batches(self.dataset, self.spec if spec is None else spec, order, rows=rows)
         view._seed_drawn = self._seed_drawn
         return view
 

@@ -35,6 +35,8 @@ def order_settings(order: Order) -> dict[str, Any]:
         value = getattr(order, name)
         if name == "policies" and value is None:  # unset: states saved before it existed stay valid
             continue
+        if name in Order.NOT_IN_BATCHES:  # how batches are made, not what they hold
+            continue
         if isinstance(value, np.ndarray):
             value = "sha256:" + hashlib.sha256(np.ascontiguousarray(value, np.float32).tobytes()).hexdigest()[:16]
         out[name] = value

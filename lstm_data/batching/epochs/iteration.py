@@ -8,10 +8,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from lstm_data._util.checks import check_count
+from lstm_data._util.deprecation import warn_renamed
 from lstm_data.batching.order.stats import log_epoch_stats
 from lstm_data.batching.epochs.identity import STATE_FORMAT
 from lstm_data.batching.epochs.prefetch import prefetch
@@ -78,8 +78,7 @@ class EpochIteration:
             ``(inputs, targets, weights)`` of each batch not yet handed out this epoch.
         """
         if workers is not None:
-            warnings.warn("iter(workers=...) is deprecated: use iter(threads=...)", DeprecationWarning,
-                          stacklevel=2)
+            warn_renamed("iter(workers=...)", "iter(threads=...)")
             threads = workers
         start, self._resume_at = min(self._resume_at, len(self)), 0
         get = self.__getitem__ if start == 0 else (lambda i: self[start + i])

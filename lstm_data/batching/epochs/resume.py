@@ -33,14 +33,18 @@ history: they are exactly those a fresh world of ``W'`` ranks has.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from lstm_data._util.checks import check_count
 from lstm_data.errors import OptionError
 
-__all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "MATCH_ROUNDS", "CountsElements"]
+if TYPE_CHECKING:
+    from lstm_data.batching.building.builder import BatchBuilder
+    from lstm_data.batching.order.bucketing import Bucketing
+
+__all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "MATCH_ROUNDS", "Countable"]
 
 #: rounds per window of batches sorted by size before dealing (``"rounds"`` layout)
 MATCH_ROUNDS = 16
@@ -143,19 +147,22 @@ def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout
     return pool
 
 
-@runtime_checkable
-class CountsElements(Protocol):
-    """A batch sequence that knows its batches' real elements without their rows (a precomputed store)."""
+class Countable(Protocol):
+    """What :func:`batch_elements` reads of a batch sequence (a ``Batches``)."""
 
-    def batch_elements(self, epoch: int) -> np.ndarray:
-        """Real elements of every batch of ``epoch``, in the epoch's order."""
-        ...
+    def __len__(self) -> int: ...
+
+    def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray: ...
+
+    @property
+    def bucketing(self) -> Bucketing | None: ...
+
+    @property
+    def builder(self) -> BatchBuilder: ...
 
 
-def batch_elements(batches: Any, epoch: int) -> np.ndarray:
+def batch_elements(batches: Countable, epoch: int) -> np.ndarray:
     """Real elements of every batch of ``epoch``: its rows, or with ``bucket_by`` that field's prongs.
-
-    A :class:`CountsElements` sequence gives its own counts.
 
     Parameters
     ----------
@@ -169,10 +176,8 @@ def batch_elements(batches: Any, epoch: int) -> np.ndarray:
     numpy.ndarray
         One int64 per batch.
     """
-    if isinstance(batches, CountsElements):
-        return np.asarray(batches.batch_elements(epoch), dtype=np.int64)
     rows = [batches.rows_of(i, epoch) for i in range(len(batches))]
-    bucketing = getattr(batches, "_bucketing", None)
+    bucketing = batches.bucketing
     if bucketing is None:
         return np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     lengths = bucketing.lengths(batches.builder.row_lengths(bucketing.group))

@@ -39,15 +39,14 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
+from lstm_data._util.deprecation import RenamedAttribute
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.identity import STATE_FORMAT
 from lstm_data.batching.epochs.iteration import EpochIteration
 from lstm_data.batching.epochs.resume import (
-    CountsElements,
     batch_elements,
     deal,
     history_of,
-    layout_of,
     remaining_pool,
 )
 from lstm_data.batching.epochs.source import BuildsInArena
@@ -64,16 +63,15 @@ class Shardable(Protocol):
     epoch: int
 
     @property
-    def batch_size(self) -> int: ...
-
-    @property
-    def shuffle(self) -> bool | str: ...
-
-    @property
     def seed(self) -> int: ...
 
     @property
-    def nan_to(self) -> float | None: ...
+    def varies_by_epoch(self) -> bool: ...
+
+    @property
+    def shard_layout(self) -> str: ...
+
+    def batch_elements(self, epoch: int) -> np.ndarray: ...
 
     def __len__(self) -> int: ...
 
@@ -82,6 +80,8 @@ class Shardable(Protocol):
     def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray: ...
 
     def signature(self) -> dict[str, OutputSignature]: ...
+
+    def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]: ...
 
     def _state_identity(self) -> dict[str, Any]: ...
 
@@ -132,7 +132,7 @@ class ShardedBatches(EpochIteration):
         self.batches = batches
         self.rank, self.world_size = check_shard(rank, world_size)
         self.epoch = batches.epoch
-        self.layout = layout_of(batches.shuffle)
+        self.layout = batches.shard_layout
         #: the earlier worlds of epoch ``_history_epoch`` (set when a state of another world is loaded)
         self._history: tuple[tuple[int, int], ...] = ()
         self._history_epoch = -1
@@ -175,7 +175,7 @@ class ShardedBatches(EpochIteration):
         if self.layout == "runs" and not history:
             lane = np.arange(self.rank * len(self), (self.rank + 1) * len(self), dtype=np.intp)
             return lane, 0
-        costs = batch_elements(self.batches, epoch) if self.layout == "rounds" else np.ones(n, np.int64)
+        costs = self.batches.batch_elements(epoch) if self.layout == "rounds" else np.ones(n, np.int64)
         key = (self.batches.seed, epoch)
         pool = remaining_pool(costs, history, self.layout, key)
         lanes = deal(costs[pool], self.world_size, self.layout, (*key, len(history)))
@@ -295,11 +295,9 @@ class ShardedBatches(EpochIteration):
 
     def _next_epoch_job(self) -> Callable[[], object] | None:
         nxt = self.epoch + 1
-        if self.batches.shuffle is False or len(self) == 0:
+        if not self.batches.varies_by_epoch or len(self) == 0:
             return None
-        if isinstance(self.batches, CountsElements):  # no rows to order (a store): make the next deal
-            return lambda: self._lane(nxt)
-        return lambda: self.batches.rows_of(0, nxt)  # makes (and keeps) the next epoch's order
+        return lambda: self._lane(nxt)  # the next epoch's order and its deal, made (and kept) ahead
 
     # -- checkpoints -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -385,36 +383,25 @@ class ShardedBatches(EpochIteration):
 
     def _pool_size(self, epoch: int, history: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> int:
         n = len(self.batches)
-        costs = batch_elements(self.batches, epoch) if self.layout == "rounds" else np.ones(n, np.int64)
+        costs = self.batches.batch_elements(epoch) if self.layout == "rounds" else np.ones(n, np.int64)
         return len(remaining_pool(costs, history, self.layout, (self.batches.seed, epoch)))
 
-    # -- what adapters and users read off a batch sequence -------------------------------------
+    # -- what adapters and users read off a batch source (the parent's settings: .batches) ------
     @property
     def spec(self) -> BatchSpec:
         """The parent's spec."""
         return self.batches.spec
 
     @property
-    def batch_size(self) -> int:
-        """Rows per batch."""
-        return self.batches.batch_size
+    def varies_by_epoch(self) -> bool:
+        """Whether the parent's epochs differ (then so do this share's)."""
+        return self.batches.varies_by_epoch
 
-    @property
-    def shuffle(self) -> bool | str:
-        """The parent's shuffle mode."""
-        mode: bool | str = self.batches.shuffle
-        return mode
-
-    @property
-    def nan_to(self) -> float | None:
-        """The parent's ``nan_to``."""
-        value: float | None = self.batches.nan_to
-        return value
-
-    @property
-    def seed(self) -> int:
-        """The parent's seed (the same on every rank)."""
-        return self.batches.seed
+    #: the parent's settings, read as ``shard.batches.seed`` etc. (these spellings are deprecated)
+    batch_size: RenamedAttribute[int] = RenamedAttribute("batches.batch_size")
+    shuffle: RenamedAttribute[bool | str] = RenamedAttribute("batches.shuffle")
+    nan_to: RenamedAttribute[float | None] = RenamedAttribute("batches.nan_to")
+    seed: RenamedAttribute[int] = RenamedAttribute("batches.seed")
 
     @property
     def n_rows(self) -> int:
@@ -443,11 +430,7 @@ class ShardedBatches(EpochIteration):
             The parent's ``stats(epoch, of=self)``: padding per real element, rows cut
             by ``max_len`` and mixing, over this rank's batches.
         """
-        measure = getattr(self.batches, "stats", None)
-        if measure is None:
-            raise TypeError(f"{type(self.batches).__name__} gives no order figures (only Batches do)")
-        figures: dict[str, Any] = measure(self.epoch if epoch is None else epoch, of=self)
-        return figures
+        return self.batches.stats(self.epoch if epoch is None else epoch, of=self)
 
     def signature(self) -> dict[str, OutputSignature]:
         """The parent's output signature.

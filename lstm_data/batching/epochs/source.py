@@ -1,37 +1,59 @@
-"""What every batch sequence offers: the :class:`BatchSource` protocol, and its one optional capability.
+"""What every batch sequence offers: the :class:`BatchSource` protocol, and its optional capabilities.
 
 :class:`~lstm_data.batching.epochs.batches.Batches`, its shards
 (:class:`~lstm_data.batching.epochs.shard.ShardedBatches`) and stored batches
 (:func:`lstm_data.open_batches`) are batch sources: a length, batch ``index`` of
-any ``epoch``, an output signature, and a small iteration state. The Keras and
-torch adapters take any batch source.
+any ``epoch``, the spec and its output signature, and a small iteration state.
+The Keras and torch adapters take any batch source and ask nothing else of it.
 
-A source that can build a batch straight into a caller's buffer (an *arena*,
-e.g. a shared-memory segment another process reads) also implements
-:class:`BuildsInArena`; adapters check for it with ``isinstance`` and fall back
-to :meth:`BatchSource.batch` otherwise.
+Two capabilities some sources add, each a protocol the adapters check with
+``isinstance`` (never by probing attributes):
+
+* :class:`BuildsInArena`: builds a batch straight into a caller's buffer (an
+  *arena*, e.g. a shared-memory segment another process reads); the others are
+  asked for :meth:`BatchSource.batch`.
+* :class:`ShardSource`: one rank's share of a world of ranks, whose state resumes
+  on a world of another size (a torch sampler then draws its keys through it).
 """
 from __future__ import annotations
 
 from typing import Any, Mapping, Protocol, runtime_checkable
 
-from lstm_data.batching.spec.batch_spec import Batch, OutputSignature
+import numpy as np
 
-__all__ = ["BatchSource", "BuildsInArena"]
+from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
+
+__all__ = ["BatchSource", "BuildsInArena", "ShardSource"]
 
 
 @runtime_checkable
 class BatchSource(Protocol):
-    """A sequence of batches whose order is a function of ``(seed, epoch)``."""
+    """A sequence of batches whose order is a function of ``(seed, epoch)``.
+
+    Attributes
+    ----------
+    epoch : int
+        The current epoch: the one :meth:`batch` serves when given none.
+    """
 
     epoch: int
+
+    @property
+    def spec(self) -> BatchSpec:
+        """What a batch looks like (with bucketing: the spec the batches are built with)."""
+        ...
+
+    @property
+    def varies_by_epoch(self) -> bool:
+        """Whether epochs differ: batch ``i`` of two epochs may hold other rows (or other noise)."""
+        ...
 
     def __len__(self) -> int:
         """Batches per epoch."""
         ...
 
     def batch(self, index: int, epoch: int | None = None) -> Batch:
-        """Batch ``index`` of ``epoch`` (default: the current one); thread-safe."""
+        """Batch ``index`` of ``epoch`` (default: the current one); thread-safe, ``epoch`` left as it is."""
         ...
 
     def signature(self) -> dict[str, OutputSignature]:
@@ -55,11 +77,38 @@ class BatchSource(Protocol):
 class BuildsInArena(BatchSource, Protocol):
     """A batch source that can build a batch's arrays in a caller's buffer."""
 
-    def batch_into(self, index: int, epoch: int, arena: Any) -> Batch:
+    def batch_into(self, index: int, epoch: int, arena: np.ndarray) -> Batch:
         """Batch ``index`` of ``epoch`` with its arrays placed in ``arena`` where they fit.
 
         ``arena`` is a writable, C-contiguous buffer starting at a 64-byte aligned
         address; arrays that fit are views of it, the rest are allocated (the
         rule of :class:`lstm_data.kernels.BatchGather`).
         """
+        ...
+
+
+@runtime_checkable
+class ShardSource(BatchSource, Protocol):
+    """One rank's share of every epoch, resumable on a world of another size.
+
+    Attributes
+    ----------
+    rank, world_size : int
+        This share's rank and the number of ranks.
+    """
+
+    rank: int
+    world_size: int
+
+    @property
+    def resume_point(self) -> tuple[int, int]:
+        """``(epoch, step)`` where iteration resumes after :meth:`load_state_dict`."""
+        ...
+
+    def sampler_key(self, epoch: int, index: int) -> tuple[int, int]:
+        """The key ``(epoch, i)`` whose :meth:`batch` is step ``index`` of ``epoch`` in any copy."""
+        ...
+
+    def state_at(self, epoch: int, next_batch: int) -> dict[str, Any]:
+        """:meth:`state_dict` as it is when ``next_batch`` steps of ``epoch`` are done."""
         ...

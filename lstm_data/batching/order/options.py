@@ -2,7 +2,8 @@
 
 An ``Order`` says everything that decides which rows make batch ``i`` of epoch
 ``e``: the batch size, the shuffle and its seed, the blocks of a block shuffle,
-length bucketing, weights, ``drop_last`` and the RAM cache. Together with a
+length bucketing, weights, ``drop_last`` and the RAM cache (and ``read_ahead``,
+how the block shuffle reads, which never changes a batch). Together with a
 :class:`~lstm_data.batching.spec.batch_spec.BatchSpec` (what a batch looks like) and the
 data, it fixes every batch bitwise; both round-trip through TOML (``[order]``
 beside the spec's tables), so a file describes the batches it makes.
@@ -67,6 +68,12 @@ def _weights(value: Any) -> Any:
     return arr
 
 
+def _read_ahead(value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise OptionError(f"read_ahead must be true or false, got {value!r}")
+    return bool(value)
+
+
 def _cache(value: Any) -> str:
     if value != "ram":
         raise OptionError(f"cache must be None or 'ram', got {value!r}")
@@ -127,6 +134,11 @@ class Order(DeclaredOptions):
     block_rows, window_rows
         Block and window sizes of ``shuffle="block"`` (default: from the data's
         chunks).
+    read_ahead
+        With ``shuffle="block"``, read the next window on a background thread while
+        the batches of this one are built (default: on for data read from disk,
+        off in RAM). Changes when data is read, never a batch: it is not part of
+        a saved state or a store's record.
     cache
         ``"ram"``: keep built batches; the rows of each batch are fixed by the
         first epoch and later epochs permute the batches.
@@ -166,6 +178,7 @@ class Order(DeclaredOptions):
     bucket_window: int = 64
     block_rows: int | None = None
     window_rows: int | None = None
+    read_ahead: bool | None = None
     cache: str | None = None
     max_elements: int | None = None
     bucket_lengths: Any = None
@@ -174,10 +187,13 @@ class Order(DeclaredOptions):
     policies: Any = None
 
     TOML_TABLE: ClassVar[str] = "order"
+    #: settings that change how batches are made, never what they hold
+    NOT_IN_BATCHES: ClassVar[frozenset[str]] = frozenset({"read_ahead"})
     CHECKS: ClassVar[Mapping[str, Any]] = {
         "batch_size": _positive("batch_size"), "shuffle": _shuffle, "seed": _seed, "drop_last": _flag,
         "weights": _weights, "bucket_by": _text("bucket_by"), "bucket_window": _positive("bucket_window"),
-        "block_rows": _positive("block_rows"), "window_rows": _positive("window_rows"), "cache": _cache,
+        "block_rows": _positive("block_rows"), "window_rows": _positive("window_rows"), "read_ahead": _read_ahead,
+        "cache": _cache,
         "max_elements": _positive("max_elements"), "bucket_lengths": _bucket_lengths,
         "max_shapes": _positive("max_shapes"), "sample": check_sample, "policies": check_policies,
     }

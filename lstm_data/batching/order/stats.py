@@ -23,11 +23,11 @@ built):
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["order_stats", "mixing_of", "HasRows", "log_epoch_stats"]
+__all__ = ["order_stats", "mixing_of", "HasRows", "GivesFigures", "log_epoch_stats"]
 
 _log = logging.getLogger("lstm_data")
 
@@ -38,6 +38,14 @@ class HasRows(Protocol):
     def __len__(self) -> int: ...
 
     def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray: ...
+
+
+@runtime_checkable
+class GivesFigures(Protocol):
+    """A batch sequence that measures its epochs (``Batches``, a shard of one): a capability the
+    adapters check with ``isinstance`` before logging an epoch's figures."""
+
+    def stats(self, epoch: int | None = None) -> dict[str, Any]: ...
 
 
 def mixing_of(batches: list[np.ndarray], n: int) -> float:
@@ -154,14 +162,14 @@ def order_stats(seq: HasRows, epoch: int, fields: Any, row_lengths: Callable[[st
             "truncated": truncated, "length_mixing": length_mixing, "mixing": mixing_of(positions, n_rows), "file_mixing": file_mixing}
 
 
-def log_epoch_stats(batches: Any, epoch: int, waited: float | None = None) -> dict[str, Any] | None:
+def log_epoch_stats(batches: object, epoch: int, waited: float | None = None) -> dict[str, Any] | None:
     """Log the figures of ``epoch`` on the ``lstm_data`` logger (INFO), once; for adapters at epoch end.
 
     Parameters
     ----------
     batches
-        A ``Batches``, or a shard of one (measured through its parent's ``stats(of=...)``);
-        anything else is skipped.
+        Any batch sequence: one that gives figures (:class:`GivesFigures`: a ``Batches``,
+        a shard of one) is measured, others are skipped.
     epoch
         The epoch that ended.
     waited
@@ -174,14 +182,9 @@ def log_epoch_stats(batches: Any, epoch: int, waited: float | None = None) -> di
     """
     if not _log.isEnabledFor(logging.INFO):
         return None
-    parent = getattr(batches, "batches", None)
-    st: dict[str, Any]
-    if hasattr(batches, "stats") and parent is None:
-        st = batches.stats(epoch)
-    elif parent is not None and hasattr(parent, "stats"):
-        st = parent.stats(epoch, of=batches)
-    else:
+    if not isinstance(batches, GivesFigures):
         return None
+    st = batches.stats(epoch)
     pads = ", ".join(f"{k} {v:.3f}" for k, v in st["padding"].items()) or "-"
     cut = ", ".join(f"{k} {v['rows']}" for k, v in st["truncated"].items()) or "-"
     files = "-" if st["file_mixing"] is None else f"{st['file_mixing']:.2f}"

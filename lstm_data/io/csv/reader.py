@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from lstm_data import kernels
+from lstm_data._util.deprecation import renamed_keywords
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import BrokenRowsWarning, SchemaError, _Located, warn_user
 from lstm_data.io.plumbing.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
@@ -74,8 +75,8 @@ class _Replan(Exception):
 def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
              schema: Any = None, dtype: Any = None, sep: str | None = None,
              list_sep: str | None = None,
-             progress: Progress | None = None, block_size: int = DEFAULT_BLOCK_SIZE,
-             threads: int | None = None) -> InMemoryDataset:
+             progress: Progress | None = None, block_bytes: int = DEFAULT_BLOCK_SIZE,
+             threads: int | None = None, **old: Any) -> InMemoryDataset:
     """Read one CSV file, or several with the same header, into columns.
 
     Parameters
@@ -103,9 +104,10 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     progress
         Called as ``progress(bytes_done, bytes_total)`` after each block, in
         bytes of the files on disk (compressed bytes for compressed files).
-    block_size
+    block_bytes
         Decompressed bytes handed to the parser at a time (with several threads:
         the most text in one piece; small values make many pieces, as tests do).
+        ``block_size=`` is its deprecated spelling.
     threads
         Cores to use: ``None`` (default) for every core this process may use
         (``os.sched_getaffinity``), ``1`` to parse on the calling thread alone.
@@ -127,6 +129,9 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     FormatError
         An empty file, a truncated or damaged compressed stream.
     """
+    if old:
+        block_bytes = renamed_keywords("read_csv", old, {"block_size": "block_bytes"}, strict=True)["block_bytes"]
+    block_size = block_bytes
     if isinstance(path_or_paths, (str, os.PathLike)):
         paths = [os.fspath(path_or_paths)]
     else:
@@ -139,7 +144,7 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     list_sep = LIST_SEP if list_sep is None else list_sep
     threads = resolve_threads(threads)
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
-        raise ValueError(f"block_size must be a positive number of bytes, got {block_size!r}")
+        raise ValueError(f"block_bytes must be a positive number of bytes, got {block_size!r}")
     for path in paths:
         check_readable_kind(path)  # devices and sockets are refused
     # a compressed first file (or a stream) starts decompressing for the full parse at

@@ -174,14 +174,15 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
                block_size: int = DEFAULT_BLOCK_SIZE) -> RowBlocks:
     """The rows of the CSV file ``path`` in blocks of about ``block_bytes`` (see the module notes).
 
-    Options are those of :func:`~lstm_data.io.csv.reader.read_csv`. Progress units
-    are the file's bytes on disk.
+    Options are those of :func:`~lstm_data.io.csv.reader.read_csv`, but for its
+    parse block, ``block_size`` here (``block_bytes`` is the block of rows). Progress
+    units are the file's bytes on disk.
     """
     schema = Schema.coerce(schema)
     if is_stream(path):  # a pipe is read once: whole, its columns decided from all of it
         _log.info("%s: a stream: read into RAM", path)
         table = dataset_blocks(reader.read_csv(path, schema=schema, dtype=dtype, sep=sep,
-                                               list_sep=list_sep, threads=threads, block_size=block_size),
+                                               list_sep=list_sep, threads=threads, block_bytes=block_size),
                                block_bytes=block_bytes)
         return RowBlocks(table.scalar_dtypes, table.groups, table.group_dtypes, table.blocks, 0,
                          (path,), table.n_rows)
@@ -202,7 +203,7 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
         else general
     size = os.path.getsize(path)
     read_options = dict(schema=schema, dtype=dt, sep=sep, list_sep=list_sep_given, threads=threads,
-                        block_size=block_size)
+                        block_bytes=block_size)
     whole = plan.general and general.general  # the first MiB cannot decide the columns
 
     def read_whole() -> RowBlocks:

@@ -4,7 +4,7 @@ Inputs are read as blocks of rows (:class:`~lstm_data.io.ours.row_blocks.RowBloc
 CSV text is parsed as it is read (:func:`lstm_data.io.csv.stream.csv_blocks`),
 other formats are read a block of rows at a time. Blocks are written as they
 come (offsets shifted by the running total) and dropped, so peak memory does
-not grow with the input. ``shuffle=SEED`` goes through the external shuffle
+not grow with the input. ``shuffle_seed=SEED`` goes through the external shuffle
 (:mod:`lstm_data.io.ours.external_shuffle`). The output is written under a
 temporary name and renamed when complete.
 """
@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data._util.deprecation import renamed_keywords
 from lstm_data._util.safe_output import check_not_input, temp_path
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
@@ -25,7 +26,11 @@ from lstm_data.io.dispatch import input_bytes
 from lstm_data.io.ours.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks, row_bytes_of
 from lstm_data.io.ours.write import Progress, write_hdf5, write_zarr
 
-__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "check_like", "table_total"]
+__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "check_like", "table_total",
+           "RENAMED_CONVERT"]
+
+#: keywords of convert of earlier releases -> their names now
+RENAMED_CONVERT = {"shuffle": "shuffle_seed"}
 
 _ZARR_SUFFIXES = (".zarr",)
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
@@ -170,7 +175,7 @@ def _cast(block: InMemoryDataset, scalar_dtypes: Mapping[str, np.dtype[Any]],
 
 
 def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, schema: Any = None,
-                      shuffle: int | None = None, overwrite: bool = False, progress: Progress | None = None,
+                      shuffle_seed: int | None = None, overwrite: bool = False, progress: Progress | None = None,
                       chunk_bytes: int | None = None, compression: str | None = "gzip",
                       block_bytes: int = BLOCK_BYTES, bucket_bytes: int | None = None,
                       **options: Any) -> RowBlocks:
@@ -184,8 +189,9 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
         ``*.zarr`` or ``*.h5``/``*.hdf5`` (see :func:`output_kind`).
     schema, options
         Passed to each input's reader (e.g. ``dtype``).
-    shuffle
+    shuffle_seed
         Seed of a row shuffle (external, bounded memory), or ``None`` for input order.
+        ``shuffle=`` is its deprecated spelling.
     overwrite
         Replace an existing ``dst`` once the new output is complete.
     progress
@@ -206,11 +212,14 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
         n_buckets_for,
     )
 
+    if "shuffle" in options:
+        shuffle_seed = renamed_keywords("convert_streaming", {"shuffle": options.pop("shuffle")},
+                                        RENAMED_CONVERT)["shuffle_seed"]
     kind = output_kind(dst)
     paths = [os.fspath(s) for s in sources]
     check_not_input(Path(dst), paths)
     if os.path.exists(dst) and not overwrite:
-        raise FileExistsError(f"{dst} exists; pass overwrite=True (or --force) to replace it")
+        raise FileExistsError(f"{dst} exists; pass overwrite=True (or --overwrite) to replace it")
     if len(paths) == 1:
         table = open_blocks(paths[0], schema=schema, block_bytes=block_bytes, **options)
     else:  # opened one at a time, when reached; progress in file bytes
@@ -223,9 +232,9 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
         openers = [functools.partial(open_blocks, p, schema=schema, block_bytes=block_bytes, **options)
                    for p in paths]
         table = concat_blocks(openers, paths, sizes=[input_bytes(p) for p in paths])
-    if shuffle is not None:
+    if shuffle_seed is not None:
         table_bytes = sum(table_total(p, schema=schema, **options) for p in paths)
-        table = external_shuffle(table, int(shuffle), temp_path(Path(dst), "shuffle"),
+        table = external_shuffle(table, int(shuffle_seed), temp_path(Path(dst), "shuffle"),
                                  n_buckets=n_buckets_for(table_bytes, bucket_bytes or BUCKET_BYTES))
     extra: dict[str, Any] = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
     if kind == "zarr":

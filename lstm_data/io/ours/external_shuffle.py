@@ -1,6 +1,6 @@
 """A seeded shuffle of rows that never holds the table in RAM: two passes through disk buckets.
 
-``convert --shuffle SEED`` writes rows in a random order so that contiguous reads
+``convert --shuffle-seed SEED`` writes rows in a random order so that contiguous reads
 of the output are random batches. For inputs larger than RAM the shuffle is
 external:
 

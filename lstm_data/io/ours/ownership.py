@@ -1,4 +1,4 @@
-"""What ``overwrite=True`` (``--force``) may replace: only a store or file lstm_data wrote.
+"""What ``overwrite=True`` (``--overwrite``) may replace: only a store or file lstm_data wrote.
 
 An existing output is replaced only when it is one of ours: a zarr store whose
 root records our layout or a precomputed batch store, an HDF5 file in our

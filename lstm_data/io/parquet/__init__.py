@@ -35,6 +35,7 @@ import logging
 import os
 from typing import Any, Sequence
 
+from lstm_data._util.deprecation import renamed_keywords
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.io.columns.build import build_group
 from lstm_data.io.parquet.columns import import_pyarrow, list_column, scalar_column
@@ -48,6 +49,7 @@ from lstm_data.io.parquet.read import (
     read_in_ram,
 )
 from lstm_data.io.parquet.write import to_arrow, write_parquet
+from lstm_data.io.read_options import RENAMED_READ_KEYWORDS
 
 _log = logging.getLogger("lstm_data")
 #: how errors and messages name an Arrow table given in memory
@@ -144,9 +146,9 @@ def _memory_bytes() -> int:
 
 
 def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any = None,
-                 in_ram: bool | None = None, use_threads: bool = True,
+                 in_ram: bool | None = None, threads: int | None = None,
                  columns: Sequence[str] | str | None = None,
-                 exclude: Sequence[str] | str | None = None) -> Any:
+                 exclude: Sequence[str] | str | None = None, **old: Any) -> Any:
     """Open a Parquet file, or a directory of them (sorted by name, as one dataset).
 
     Parameters
@@ -163,8 +165,9 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
         (default): in RAM when the columns' uncompressed size is at most
         :data:`RAM_FRACTION` of the memory left (so of many files opened one after
         another, the later ones stay on disk once memory runs short).
-    use_threads
-        Let pyarrow decode columns on several threads.
+    threads
+        Threads pyarrow decodes columns on: ``None`` (default) every core, ``1`` the
+        calling thread alone. ``use_threads=`` (a bool) is its deprecated spelling.
     columns, exclude
         Column names or globs to read / never to read (see
         :mod:`lstm_data.io.parquet.plan`); only the chosen columns are read and
@@ -184,6 +187,10 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
     SchemaError
         Columns of one group differ in length (names the file, row and column).
     """
+    if old:
+        threads = renamed_keywords("read_parquet", old, {"use_threads": RENAMED_READ_KEYWORDS["use_threads"]},
+                                   strict=True)["threads"]
+    use_threads = threads is None or int(threads) > 1
     import_pyarrow()
     sources = open_sources(parquet_files(path))
     plan = plan_columns(sources[0].schema, schema, dtype, file=sources[0].path, columns=columns,

@@ -38,14 +38,14 @@ Numeric branches of the common kinds (one number per entry, counted arrays
 final arrays (:mod:`lstm_data.io.root.fast`), inflating zlib baskets with
 libdeflate or ISA-L when the ``deflate`` or ``isal`` package is installed (extra
 ``root-fast``). Other jagged branches (``std::vector``) are read through uproot in
-entry ranges of about ``step_bytes`` uncompressed bytes, aligned to the tree's
+entry ranges of about ``block_bytes`` uncompressed bytes, aligned to the tree's
 clusters; each range is interleaved into its group's ``(total, V)`` block (no
 Python per entry). Values equal
 ``tree.arrays(library="np")`` bitwise (a group of mixed dtypes, e.g. float32 and
 int32, takes their common type, float64).
 
 An RNTuple (what ``uproot`` >= 5.7 writes for ``file["Events"] = {...}``) is
-read in cluster ranges of about ``step_bytes`` into awkward arrays, each taken as
+read in cluster ranges of about ``block_bytes`` into awkward arrays, each taken as
 :func:`lstm_data.io.awkward.from_awkward` takes them and copied into the result: the record field ``Muon`` is the group ``Muon`` with variables
 ``Muon_pt``, ..., as from the TTree of the same data (which also has ``nMuon``);
 nested records flatten to dotted names (``info.pos.x``).
@@ -70,6 +70,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Sequence
 
+from lstm_data._util.deprecation import renamed_keywords
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.ours.layout import value_dtype
@@ -88,10 +89,10 @@ _log = logging.getLogger("lstm_data")
 
 
 def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: Any = None,
-              step_bytes: int | None = None, columns: Sequence[str] | str | None = None,
+              block_bytes: int | None = None, columns: Sequence[str] | str | None = None,
               exclude: Sequence[str] | str | None = None, threads: int | None = None,
               progress: Callable[[int, int], None] | None = None, in_ram: bool | None = None,
-              cache_chunks: int | None = None) -> Dataset:
+              cache_chunks: int | None = None, **old: Any) -> Dataset:
     """Read one TTree of a ROOT file (see the module documentation).
 
     Parameters
@@ -107,10 +108,11 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
     dtype
         ``float32`` or ``float64``: cast every column. Default: the schema's dtype,
         else the branches' own.
-    step_bytes
+    block_bytes
         Uncompressed bytes of jagged branches read at a time (default
         :data:`STEP_BYTES`); read on demand, the decoded bytes of a chunk (whole
-        clusters; default :data:`CHUNK_BYTES`).
+        clusters; default :data:`CHUNK_BYTES`). ``step_bytes=`` is its deprecated
+        spelling.
     columns, exclude
         Branch names or globs to read / never to read (a counter group's name picks
         the whole group, see :mod:`lstm_data.io.columns.select`); other branches are
@@ -150,14 +152,16 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
         two branches of the same name (names them and how to pick one); a
         ``columns`` pattern that matches no branch.
     """
+    if old:
+        block_bytes = renamed_keywords("read_root", old, {"step_bytes": "block_bytes"}, strict=True)["block_bytes"]
     uproot = import_uproot()
     name, tree = remote_member(str(path), tree)
     dt = value_dtype(dtype, file=name)
-    if step_bytes is not None and int(step_bytes) < 1:
-        raise ValueError(f"step_bytes must be at least 1, got {step_bytes!r} (file {name})")
+    if block_bytes is not None and int(block_bytes) < 1:
+        raise ValueError(f"block_bytes must be at least 1, got {block_bytes!r} (file {name})")
 
     def lazy() -> RootDataset:
-        return RootDataset(name, tree=tree, schema=schema, dtype=dtype, step_bytes=step_bytes, columns=columns,
+        return RootDataset(name, tree=tree, schema=schema, dtype=dtype, block_bytes=block_bytes, columns=columns,
                            exclude=exclude, threads=threads, cache_chunks=cache_chunks)
 
     if in_ram is False:
@@ -171,7 +175,7 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
                           "reads it whole)", name, tree_name)
                 fh.close()
                 return lazy()
-            return read_rntuple(ttree, tree_name, name, schema, dt, selection, step_bytes or STEP_BYTES)
+            return read_rntuple(ttree, tree_name, name, schema, dt, selection, block_bytes or STEP_BYTES)
         plan = plan_tree(ttree, tree_name, name, schema, dt, selection)
         if in_ram is None and not fits(plan.decoded_bytes()):
             _log.info("%s: tree %r: its values (about %.2f GiB) do not fit in the memory left: read from disk "
@@ -180,7 +184,7 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
             fh.close()
             return lazy()
         check_fits(plan.decoded_bytes(), file=name, tree=tree_name, columns=plan.n_columns())
-        out_scalars, out_groups = read_columns(plan, plan.cols, step_bytes or STEP_BYTES, threads, progress)
+        out_scalars, out_groups = read_columns(plan, plan.cols, block_bytes or STEP_BYTES, threads, progress)
     dataset = InMemoryDataset(out_scalars, out_groups, source=(name,))
     dataset.skipped = dict(plan.cols.skipped)
     return dataset

@@ -2,7 +2,7 @@
 
 A TTree's baskets are flushed in clusters (entry ranges where every branch starts a
 basket: ``TTree::SetAutoFlush``, one ``extend`` in uproot), an RNTuple's pages in
-clusters too. Whole clusters, merged into chunks of about ``step_bytes`` decoded
+clusters too. Whole clusters, merged into chunks of about ``block_bytes`` decoded
 bytes, are the dataset's chunks (see :mod:`lstm_data.io.plumbing.chunked`): a request decodes
 each chunk it touches once, through the same code as the whole-tree read (the
 threaded basket path, then uproot's), so the values are bitwise those of
@@ -38,7 +38,7 @@ from lstm_data.io.root.tree import RNTUPLE_CLASS, TreeColumns, import_uproot, pi
 
 __all__ = ["RootDataset", "CHUNK_BYTES", "RangeColumns"]
 
-#: decoded bytes per chunk when ``step_bytes`` is not given
+#: decoded bytes per chunk when ``block_bytes`` is not given
 CHUNK_BYTES = 4 << 20
 _log = logging.getLogger("lstm_data")
 
@@ -95,7 +95,7 @@ class RootDataset(ChunkedDataset):
         The ``.root`` file or its URL (``https://``, ``root://``, any fsspec URL).
     tree, schema, dtype, columns, exclude, threads
         As for :func:`lstm_data.io.root.read_root`.
-    step_bytes
+    block_bytes
         Decoded bytes per chunk (whole clusters are merged up to about this size;
         default :data:`CHUNK_BYTES`).
     cache_chunks
@@ -109,24 +109,24 @@ class RootDataset(ChunkedDataset):
     """
 
     def __init__(self, path: Any, *, tree: str | None = None, schema: Any = None, dtype: Any = None,
-                 step_bytes: int | None = None, columns: Any = None, exclude: Any = None,
+                 block_bytes: int | None = None, columns: Any = None, exclude: Any = None,
                  threads: int | None = None, cache_chunks: int | None = None) -> None:
-        self._open(path, tree=tree, schema=schema, dtype=dtype, step_bytes=step_bytes, columns=columns,
+        self._open(path, tree=tree, schema=schema, dtype=dtype, block_bytes=block_bytes, columns=columns,
                    exclude=exclude, threads=threads, cache_chunks=cache_chunks)
 
-    def _open(self, path: Any, *, tree: str | None, schema: Any, dtype: Any, step_bytes: int | None,
+    def _open(self, path: Any, *, tree: str | None, schema: Any, dtype: Any, block_bytes: int | None,
               columns: Any, exclude: Any, threads: int | None, cache_chunks: int | None,
               layout: tuple[Any, ...] | None = None) -> None:
         """Open the file; find the chunks and group offsets unless ``layout`` gives them (unpickling)."""
-        self._reopen = ((path,), {"tree": tree, "schema": schema, "dtype": dtype, "step_bytes": step_bytes,
+        self._reopen = ((path,), {"tree": tree, "schema": schema, "dtype": dtype, "block_bytes": block_bytes,
                                   "columns": columns, "exclude": exclude, "threads": threads,
                                   "cache_chunks": cache_chunks})
         name, tree = remote_member(str(path), tree)
         dt = value_dtype(dtype, file=name)
         self._threads = threads
-        chunk_bytes = CHUNK_BYTES if step_bytes is None else int(step_bytes)
+        chunk_bytes = CHUNK_BYTES if block_bytes is None else int(block_bytes)
         if chunk_bytes < 1:
-            raise ValueError(f"step_bytes must be at least 1, got {step_bytes!r} (file {name})")
+            raise ValueError(f"block_bytes must be at least 1, got {block_bytes!r} (file {name})")
         self._args = (name, tree, schema, dt, ColumnSelection(columns, exclude))
         self._stale = False
         self._open_reads = 0  # chunks read at open to find group lengths
