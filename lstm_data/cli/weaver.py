@@ -6,12 +6,13 @@ cfg.yaml --network-config net.py --num-epochs 20 --batch-size 512 ...``. weaver
 builds the model, the optimizer and runs its training loop; the loaders are
 lstm_data's (``lstm_data.adapters.weaver``): the same rows and tensors as weaver's,
 and with ``--shuffle false`` the same batches as weaver reading its files in order.
-Needs weaver-core (``pip install 'lstm_data[weaver]' weaver-core``).
+Needs weaver-core and torch (``pip install 'lstm_data[weaver,torch]'``).
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 __all__ = ["add_arguments", "run", "TAKES_OTHER_ARGUMENTS"]
 
@@ -20,7 +21,8 @@ TAKES_OTHER_ARGUMENTS = True
 
 
 def _shuffle(text: str) -> bool | str:
-    value = {"true": True, "false": False, "block": "block"}.get(text.lower())
+    choices: dict[str, bool | str] = {"true": True, "false": False, "block": "block"}
+    value = choices.get(text.lower())
     if value is None:
         raise argparse.ArgumentTypeError(f"must be true, false or block, got {text!r}")
     return value
@@ -39,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from lstm_data._util.optional import require
     from lstm_data.adapters import weaver as adapter
 
-    train = require("running weaver-core's trainer", "weaver", "weaver.train")
+    train: Any = require("running weaver-core's trainer", "weaver", "weaver.train")
     options = adapter.LoaderOptions(shuffle=args.shuffle, seed=args.seed, threads=args.threads)
     saved = train.train_load, train.test_load, sys.argv
     train.train_load = lambda weaver_args: adapter.train_load(weaver_args, options)
