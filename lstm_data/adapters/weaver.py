@@ -42,7 +42,7 @@ from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.batching.spec.derived import file_bounds
 from lstm_data.batching.spec.fitting import auto_variables
-from lstm_data.batching.spec.weaver import LABEL_NAME, load_weaver_yaml, weaver_data_fraction
+from lstm_data.batching.spec.weaver import load_weaver_yaml, weaver_data_fraction
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import OptionError
 from lstm_data.io.dispatch import open as open_dataset
@@ -85,7 +85,7 @@ class WeaverBatches(TorchBatches):
     config
         weaver-core's ``DataConfig`` (what ``loader.dataset.config`` gives weaver).
     labels
-        The target names that go to ``y``; the other targets go to ``Z``.
+        The target names that go to ``y`` (weaver's ``label_names``); the other targets go to ``Z``.
     threads
         Threads building batches ahead (see ``TorchBatches``).
     """
@@ -188,8 +188,8 @@ def _batches(files: Sequence[str], config_path: str, *, training: bool, observer
 
 def _loader(batches: Batches, config_path: str, training: bool, threads: int) -> Any:
     torch_data = require("running weaver-core's trainer on lstm_data batches", "torch", "torch.utils.data")
-    labels = [name for name in batches.spec.targets if name == LABEL_NAME] or list(batches.spec.targets)
-    data = WeaverBatches(batches, _weaver_config(config_path, training), labels, threads=threads)
+    config = _weaver_config(config_path, training)
+    data = WeaverBatches(batches, config, list(config.label_names), threads=threads)
     return torch_data.DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=0)
 
 

@@ -41,7 +41,11 @@ def run(args: argparse.Namespace) -> int:
     from lstm_data._util.optional import require
     from lstm_data.adapters import weaver as adapter
 
-    train: Any = require("running weaver-core's trainer", "weaver", "weaver.train")
+    try:
+        train: Any = require("running weaver-core's trainer", "weaver", "weaver.train")
+    except ImportError as exc:
+        print(f"lstm-data weaver: error: {exc}", file=sys.stderr)
+        return 1
     options = adapter.LoaderOptions(shuffle=args.shuffle, seed=args.seed, threads=args.threads)
     saved = train.train_load, train.test_load, sys.argv
     train.train_load = lambda weaver_args: adapter.train_load(weaver_args, options)

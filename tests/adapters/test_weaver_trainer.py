@@ -169,3 +169,9 @@ def test_rows_of_a_load_range_follow_weavers_rule():
     bounds = np.array([0, 10, 13])
     assert adapter.weaver_rows(bounds, (0, 0.8)).tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 10, 11]
     assert adapter.weaver_rows(bounds, (0.8, 1)).tolist() == [8, 9, 12]
+
+
+def test_without_weaver_core_the_error_names_the_extra(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "weaver.train", None)  # as if weaver-core were not installed
+    assert main(["weaver", "--data-train", "x.root"]) == 1
+    assert "pip install 'lstm_data[weaver]'" in capsys.readouterr().err
