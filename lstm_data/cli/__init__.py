@@ -1,7 +1,9 @@
 """The ``lstm-data`` command line: one subcommand per module in :mod:`lstm_data.cli`.
 
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``
-and a one-line module docstring used as its help. Modules import lazily, so
+and a one-line module docstring used as its help; one that sets
+``TAKES_OTHER_ARGUMENTS = True`` gets the arguments it does not know in
+``args.other`` (for the program it runs) instead of an error. Modules import lazily, so
 ``lstm-data --help`` stays fast. Every command takes, before or after its name,
 ``-q/--quiet`` (no progress bars, no messages on stderr; results still go to
 stdout) and ``-v/--verbose`` (the
@@ -28,6 +30,7 @@ COMMANDS = {
     "fit": "fit",
     "bench": "bench",
     "example": "example",
+    "weaver": "weaver",
 }
 
 
@@ -173,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     with warnings.catch_warnings():  # an old flag's warning reaches the user (stderr)
         warnings.filterwarnings("default", category=DeprecationWarning, module="lstm_data")
         args, extra = parser.parse_known_args(argv)
+    if getattr(module, "TAKES_OTHER_ARGUMENTS", False):  # handed on as given (lstm-data weaver ...)
+        args.other, extra = extra, []
     if extra:  # the command's own usage and the close matches of its options
         (chosen or parser).error(_unrecognized(chosen or parser, extra))
     if module is None:
