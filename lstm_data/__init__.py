@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Callable
 logging.getLogger("lstm_data").addHandler(logging.NullHandler())
 
 from lstm_data.data import dataset as _dataset
-from lstm_data.errors import BrokenRowsWarning, FormatError, OptionError, ParseError, PrecisionWarning, SchemaError
+from lstm_data.errors import (BrokenRowsWarning, FormatError, OptionError, ParseError, PrecisionWarning, RemoteError,
+                              SchemaError)
 
 __version__ = "0.1.0"
 
@@ -72,7 +73,7 @@ _LAZY = {
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
                "data", "io", "batching", "store", "scale", "adapters", "cli")
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning", "PrecisionWarning", "__version__", *_LAZY]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "BrokenRowsWarning", "PrecisionWarning", "__version__", *_LAZY]
 
 
 #: format -> (io module, function) of Dataset.to_<format>

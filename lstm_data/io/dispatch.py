@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
 from lstm_data.data.dataset import Dataset
-from lstm_data.errors import FormatError, OptionError, SchemaError, redact
+from lstm_data.errors import FormatError, OptionError, RemoteError, SchemaError, redact
 from lstm_data.io.read_options import ReadOptions, file_value_columns, read_options_from
 from lstm_data.io.plumbing.remote import is_url, remote_format
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.io.plumbing.special import STDIN, check_readable_kind, is_stream
 
 __all__ = ["open", "detect_format", "expand_paths", "split_member", "input_bytes"]
@@ -90,9 +91,12 @@ def _has_hdf5_signature(path: Path) -> bool:
     return False
 
 
-def detect_format(path: str | os.PathLike[str]) -> str:
+def detect_format(path: str | os.PathLike[str], remote: RemoteSettings | None = None) -> str:
     """The format of ``path``: ``"csv"``, ``"hdf5"``, ``"nova"`` (NOvA HDF5 tables), ``"parquet"``,
     ``"root"``, ``"zarr"`` (our v3 layout) or ``"l5kit"`` (zarr v2).
+
+    ``remote``: the timeouts and retries of a URL's reads (default: the defaults of
+    :class:`~lstm_data.io.plumbing.remote_errors.RemoteSettings`).
 
     Raises
     ------
@@ -102,7 +106,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         Neither content nor extension tells the format.
     """
     if is_url(path):
-        return remote_format(str(path))
+        return remote_format(str(path), remote)
     if check_readable_kind(path) is not None:  # a pipe or stdin: CSV text, read once
         return "csv"
     file, member = split_member(path)
@@ -192,7 +196,7 @@ def _is_csv(path: str) -> bool:
 
 
 def _open_one(path: str, schema: Any, read: ReadOptions) -> Dataset:
-    fmt = detect_format(path)
+    fmt = detect_format(path, read.remote_settings())
     options = read.reader_keywords(fmt, where=path)
     try:
         dataset = _read(path, fmt, schema, options)
@@ -200,7 +204,7 @@ def _open_one(path: str, schema: Any, read: ReadOptions) -> Dataset:
                   "" if dataset.in_ram else ", read from disk on demand", len(dataset),
                   len(dataset.scalar_names), list(dataset.groups))
         return dataset
-    except PermissionError:
+    except (PermissionError, RemoteError):  # said as such: neither damage nor the data's fault
         raise
     except _DAMAGE as exc:  # e.g. a missing array, a truncated HDF5 file, a bad zarr.json
         raise FormatError(f"cannot read this {fmt} data, damaged or incomplete? "

@@ -29,7 +29,8 @@ from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError
 from lstm_data.io.ours.layout import every_chunk_stored
 from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, split_key
-from lstm_data.io.plumbing.remote import is_url
+from lstm_data.io.plumbing.remote import is_url, remote_filesystem
+from lstm_data.io.plumbing.remote_errors import TRANSPORT_ERRORS, RemoteSettings
 
 if TYPE_CHECKING:
     import zarr
@@ -94,19 +95,24 @@ def records_every_chunk(root: zarr.Group) -> bool:
     return isinstance(store, CheckedStore) and store.state.every_chunk
 
 
-def base_store(path: Any) -> Any:
-    """The zarr store that ``zarr.open_group(path, mode="r")`` would read: read-only."""
+def base_store(path: Any, remote: RemoteSettings | None = None) -> Any:
+    """The zarr store that ``zarr.open_group(path, mode="r")`` would read: read-only; a URL
+    through :func:`~lstm_data.io.plumbing.remote.remote_filesystem` (for http(s): timeouts,
+    retries and checked answers, as ``remote`` sets them)."""
     from zarr.storage import FsspecStore, LocalStore
 
     if isinstance(path, (str, os.PathLike)):
         text = os.fspath(path)
         if is_url(text):
-            return FsspecStore.from_url(text, read_only=True)
+            fs, root = remote_filesystem(text, remote, asynchronous=True)
+            if not fs.async_impl:
+                return FsspecStore.from_url(text, read_only=True)
+            return FsspecStore(fs, read_only=True, path=root)
         return LocalStore(text, read_only=True)
     return path
 
 
-def open_checked(path: Any, name: str) -> tuple[zarr.Group, Manifest | None]:
+def open_checked(path: Any, name: str, remote: RemoteSettings | None = None) -> tuple[zarr.Group, Manifest | None]:
     """``(root group, manifest or None)`` of the zarr v3 store at ``path``, read through a
     :class:`CheckedStore`.
 
@@ -116,6 +122,8 @@ def open_checked(path: Any, name: str) -> tuple[zarr.Group, Manifest | None]:
         A directory, an fsspec URL, or a zarr store.
     name
         The store as named in errors (credentials redacted).
+    remote
+        Timeouts and retries of the reads of a store at a URL.
 
     Raises
     ------
@@ -131,12 +139,14 @@ def open_checked(path: Any, name: str) -> tuple[zarr.Group, Manifest | None]:
 
     name = redact(name)
     quiet_leftover_tasks()
-    base = base_store(path)
+    base = base_store(path, remote)
     manifest_file = f"{MANIFEST_KEY}/zarr.json"
     try:
         raw = sync(base.get(manifest_file, default_buffer_prototype()))
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raw = None
+    except TRANSPORT_ERRORS:  # said as such, naming the URL
+        raise
     except Exception as exc:  # noqa: BLE001 - a server's refusal: said without credentials
         if not (isinstance(path, str) and is_url(path)):
             raise

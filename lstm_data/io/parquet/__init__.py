@@ -44,6 +44,7 @@ from lstm_data.io.parquet.read import (
     read_in_ram,
 )
 from lstm_data.io.parquet.write import to_arrow, write_parquet
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 
 _log = logging.getLogger("lstm_data")
 #: how errors and messages name an Arrow table given in memory
@@ -141,7 +142,7 @@ def _memory_bytes() -> int:
 def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any = None,
                  in_ram: bool | None = None, use_threads: bool = True,
                  columns: Sequence[str] | str | None = None,
-                 exclude: Sequence[str] | str | None = None) -> Any:
+                 exclude: Sequence[str] | str | None = None, remote: RemoteSettings | None = None) -> Any:
     """Open a Parquet file, or a directory of them (sorted by name, as one dataset).
 
     Parameters
@@ -164,6 +165,9 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
         Column names or globs to read / never to read (see
         :mod:`lstm_data.io.parquet.plan`); only the chosen columns are read and
         decompressed.
+    remote
+        Timeouts and retries of the reads of a file at a URL (default: the defaults of
+        :class:`~lstm_data.io.plumbing.remote_errors.RemoteSettings`).
 
     Returns
     -------
@@ -180,7 +184,7 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
         Columns of one group differ in length (names the file, row and column).
     """
     import_pyarrow()
-    sources = open_sources(parquet_files(path))
+    sources = open_sources(parquet_files(path), remote)
     plan = plan_columns(sources[0].schema, schema, dtype, file=sources[0].path, columns=columns,
                         exclude=exclude)
     _log_skipped(plan, str(path))
@@ -188,7 +192,7 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
         in_ram = decoded_bytes(sources, plan) <= RAM_FRACTION * _memory_bytes()
     if not in_ram:
         return ParquetDataset(path, schema=schema, dtype=dtype, use_threads=use_threads,
-                              columns=columns, exclude=exclude)
+                              columns=columns, exclude=exclude, remote=remote)
     out = read_in_ram(sources, plan, use_threads=use_threads)
     out.skipped = dict(plan.skipped)
     return out
@@ -196,7 +200,8 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
 
 def parquet_decoded_bytes(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any = None,
                           columns: Sequence[str] | str | None = None,
-                          exclude: Sequence[str] | str | None = None, **_: Any) -> int:
+                          exclude: Sequence[str] | str | None = None, remote: RemoteSettings | None = None,
+                          **_: Any) -> int:
     """Uncompressed bytes of the chosen columns of a Parquet file or directory (from the metadata).
 
     Other reader options are accepted and ignored.
@@ -207,7 +212,7 @@ def parquet_decoded_bytes(path: str | os.PathLike[str], *, schema: Any = None, d
         As :func:`read_parquet`.
     """
     import_pyarrow()
-    sources = open_sources(parquet_files(path))
+    sources = open_sources(parquet_files(path), remote)
     plan = plan_columns(sources[0].schema, schema, dtype, file=sources[0].path, columns=columns,
                         exclude=exclude)
     return decoded_bytes(sources, plan)

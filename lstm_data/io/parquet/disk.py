@@ -30,6 +30,7 @@ from lstm_data.io.parquet.columns import (
 )
 from lstm_data.io.parquet.plan import plan_columns
 from lstm_data.io.parquet.read import open_sources, parquet_files, read_columns
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.kernels import interleave_columns
 
 __all__ = ["ParquetDataset"]
@@ -67,11 +68,11 @@ class ParquetDataset(OnDiskDataset):
     """
 
     def __init__(self, path: Any, *, schema: Any = None, dtype: Any = None, use_threads: bool = True,
-                 columns: Any = None, exclude: Any = None) -> None:
+                 columns: Any = None, exclude: Any = None, remote: RemoteSettings | None = None) -> None:
         self._reopen = ((path,), {"schema": schema, "dtype": dtype, "use_threads": use_threads,
-                                  "columns": columns, "exclude": exclude})
+                                  "columns": columns, "exclude": exclude, "remote": remote})
         self._use_threads = use_threads
-        self._sources = open_sources(parquet_files(path))
+        self._sources = open_sources(parquet_files(path), remote)
         first = self._sources[0].path
         self._plan = plan_columns(self._sources[0].schema, schema, dtype, file=first, columns=columns,
                                   exclude=exclude)

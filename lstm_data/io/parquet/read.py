@@ -38,6 +38,7 @@ from lstm_data.io.parquet.columns import (
 )
 from lstm_data.io.parquet.plan import ColumnPlan
 from lstm_data.io.plumbing.remote import is_url, open_remote_file, remote_read_error
+from lstm_data.io.plumbing.remote_errors import TRANSPORT_ERRORS, RemoteSettings
 
 __all__ = ["parquet_files", "ParquetSource", "open_sources", "read_in_ram", "read_columns",
            "decoded_bytes", "BATCH_BYTES"]
@@ -97,8 +98,9 @@ def arrow_error(exc: Exception, path: str, where: str = "") -> FormatError:
                        f"({type(exc).__name__}: {exc})", file=path)
 
 
-def open_sources(files: list[str]) -> list[ParquetSource]:
-    """Open every file; they must hold the same columns with the same types.
+def open_sources(files: list[str], remote: RemoteSettings | None = None) -> list[ParquetSource]:
+    """Open every file; they must hold the same columns with the same types (``remote``: the
+    timeouts and retries of files at URLs).
 
     Raises
     ------
@@ -110,7 +112,7 @@ def open_sources(files: list[str]) -> list[ParquetSource]:
     sources = []
     for path in files:
         # a URL: an fsspec file without read-ahead, so only the needed column chunks are fetched
-        source = open_remote_file(path) if is_url(path) else path
+        source = open_remote_file(path, remote) if is_url(path) else path
         try:
             pf = pa.parquet.ParquetFile(source, page_checksum_verification=True)
             schema = pf.schema_arrow
@@ -165,6 +167,8 @@ def read_columns(source: ParquetSource, rg: int, columns: list[str], *, use_thre
     pa = import_pyarrow()
     try:
         table = source.file.read_row_group(rg, columns=columns, use_threads=use_threads)
+    except TRANSPORT_ERRORS:  # a server's failure, said as such: not damage
+        raise
     except (pa.ArrowException, OSError) as exc:
         raise arrow_error(exc, source.path, f"row group {rg}") from exc
     return table if table.column_names == columns else table.select(columns)
@@ -284,6 +288,8 @@ def _stream(sources: list[ParquetSource], columns: list[str], batch_rows: int, u
                     row += batch.num_rows
                     if not put((si, batch)):
                         return
+            except TRANSPORT_ERRORS:  # a server's failure, said as such: not damage
+                raise
             except (pa.ArrowException, OSError) as exc:
                 raise arrow_error(exc, s.path, f"the rows from row {row} on") from exc
         put(_DONE)
