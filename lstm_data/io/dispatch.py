@@ -23,6 +23,7 @@ the last colon is the tree, when the whole path is not itself a file.
 """
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import logging
@@ -206,6 +207,11 @@ def _open_one(path: str, schema: Any, read: ReadOptions) -> Dataset:
         return dataset
     except (PermissionError, RemoteError):  # said as such: neither damage nor the data's fault
         raise
+    except OSError as exc:
+        if exc.errno == errno.EMFILE:  # the process's limit of open files: not damage
+            raise
+        raise FormatError(f"cannot read this {fmt} data, damaged or incomplete? "
+                          f"({type(exc).__name__}: {exc})", file=path) from exc
     except _DAMAGE as exc:  # e.g. a missing array, a truncated HDF5 file, a bad zarr.json
         raise FormatError(f"cannot read this {fmt} data, damaged or incomplete? "
                           f"({type(exc).__name__}: {exc})", file=path) from exc

@@ -200,5 +200,7 @@ class ParquetDataset(OnDiskDataset):
         return out, out_off
 
     def close(self) -> None:
-        """Drop the file readers (the dataset cannot read values afterwards)."""
+        """Close the files (the dataset cannot read values afterwards)."""
+        for source in self._sources:
+            source.close()
         self._sources = []

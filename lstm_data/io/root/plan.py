@@ -85,7 +85,8 @@ def open_root(uproot: Any, name: str, *, lazy: bool, remote: RemoteSettings | No
 
     A local file is memory-mapped for a whole read; for reads on demand (``lazy``) it
     is read with ``pread`` instead, so pages read once do not stay in the process's
-    memory. A URL goes to uproot's handler of its protocol (HTTP(S), ``root://``
+    memory, and opened for each read, so that no file is held open between reads
+    (:class:`~lstm_data.io.root.local_source.PerReadFileSource`). A URL goes to uproot's handler of its protocol (HTTP(S), ``root://``
     through the XRootD client, any other through
     :class:`~lstm_data.io.root.remote_source.CheckedSource` with the timeouts and retries
     of ``remote``): only the byte ranges of the baskets read are fetched.
@@ -111,11 +112,14 @@ def open_root(uproot: Any, name: str, *, lazy: bool, remote: RemoteSettings | No
             from lstm_data.io.root.remote_source import SETTINGS_OPTION, CheckedSource
 
             extra = {"handler": CheckedSource, SETTINGS_OPTION: remote or RemoteSettings()}
-    else:  # a Path: uproot would read 'a.root:tree' in a str as an object path
+    elif lazy:  # pread on the calling thread (no thread to fork), no file held open between reads
+        from lstm_data.io.root.local_source import PerReadFileSource
+
+        target = Path(name)  # a Path: uproot would read 'a.root:tree' in a str as an object path
+        extra = {"handler": PerReadFileSource, "use_threads": False}
+    else:
         target = Path(name)
-        extra = {"handler": uproot.MultithreadedFileSource if lazy else uproot.MemmapSource}
-        if lazy:
-            extra["use_threads"] = False  # pread on the calling thread: no thread to fork
+        extra = {"handler": uproot.MemmapSource}
     try:
         return uproot.open(target, array_cache=None, object_cache=None, **extra)
     except MemoryError:
