@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import weakref
 from typing import Any, Awaitable, Callable, TypeVar
 
 import aiohttp
@@ -101,6 +102,14 @@ class CheckedHTTPFileSystem(HTTPFileSystem):  # type: ignore[misc] # fsspec is u
         super().__init__(**kwargs)
         self.settings = RemoteSettings(connect_timeout, read_timeout, retries)
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=read_timeout)
+
+    async def set_session(self) -> aiohttp.ClientSession:
+        """fsspec's session; one made for a store read from zarr's loop is closed at exit too."""
+        fresh = self._session is None
+        session: aiohttp.ClientSession = await super().set_session()
+        if fresh and self.asynchronous:  # fsspec closes only the sessions of synchronous instances
+            weakref.finalize(self, self.close_session, asyncio.get_running_loop(), session)
+        return session
 
     async def _retried(self, url: str, attempt: Callable[[], Awaitable[T]]) -> T:
         """``attempt()``, asked again after a transient failure; any failure as one located error."""
