@@ -145,7 +145,7 @@ class HDF5Dataset(OnDiskDataset):
         self._max_run_chunks = max_run_chunks
         self._trust_external = trust_external
         self._nodes: tuple[h5py.File | None, dict[str, h5py.Dataset]] = (None, {})
-        self._file: PooledFile[h5py.File] = PooledFile(lambda: h5py.File(path, "r"), h5py.File.close, name)
+        self._file: PooledFile[h5py.File] = PooledFile(lambda: h5py.File(path, "r"), self._close_file, name)
         try:
             with self._file.use() as fh:
                 layout = _chosen(parse_layout(dict(fh.attrs), file=name),
@@ -191,6 +191,12 @@ class HDF5Dataset(OnDiskDataset):
         return DiskGroup(names=spec["names"], starts=offsets[:-1], ends=offsets[1:],
                          n_values=int(values.shape[0]), chunk_len=int(chunk_len),
                          read=read, dtype=out, key=f"{group}/values")
+
+    def _close_file(self, fh: h5py.File) -> None:
+        """Close ``fh``, dropping the datasets looked up in it (h5py's close walks every live object)."""
+        if self._nodes[0] is fh:
+            self._nodes = (None, {})
+        fh.close()
 
     def _dataset(self, fh: h5py.File, key: str) -> h5py.Dataset:
         """Dataset ``key`` of the open handle ``fh`` (checked at open; looked up once per handle)."""
