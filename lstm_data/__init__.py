@@ -36,6 +36,7 @@ from lstm_data.errors import (
     OptionError,
     ParseError,
     PrecisionWarning,
+    RemoteError,
     SchemaError,
     UncheckedStoreWarning,
 )
@@ -80,8 +81,8 @@ _LAZY = {
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
                "data", "io", "batching", "store", "scale", "adapters", "cli")
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning", "PrecisionWarning",
-           "UncheckedStoreWarning", "__version__", *_LAZY]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "BrokenRowsWarning",
+           "PrecisionWarning", "UncheckedStoreWarning", "__version__", *_LAZY]
 
 
 #: format -> (io module, function) of Dataset.to_<format>

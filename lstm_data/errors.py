@@ -12,8 +12,8 @@ import warnings
 from types import FrameType
 from typing import Any, Callable
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "BrokenRowsWarning", "redact", "PrecisionWarning",
-           "UncheckedStoreWarning"]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "BrokenRowsWarning", "redact",
+           "PrecisionWarning", "UncheckedStoreWarning"]
 
 _WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
 #: characters of a bad token quoted in a message; a longer one is cut and its length given
@@ -178,6 +178,40 @@ class OptionError(TypeError, ValueError):
     keyword argument") and a ``ValueError`` (as a bad value), so code catching
     either keeps working.
     """
+
+
+class RemoteError(OSError):
+    """A file or store at a URL could not be read: the server failed, not the data.
+
+    No server, no answer in time, an HTTP error status, a connection closed before the
+    end of an answer. The message names the URL (without credentials, see :func:`redact`)
+    and what happened.
+    Subclasses are also the built-in error of the case: ``FileNotFoundError`` (HTTP 404),
+    ``PermissionError`` (401, 403), ``TimeoutError``, ``ConnectionError``. A server that
+    answers with other bytes than those asked is a :class:`FormatError` naming the URL.
+
+    Parameters
+    ----------
+    message
+        What happened, naming the URL.
+    url
+        The URL (kept without credentials as :attr:`url`).
+
+    Attributes
+    ----------
+    url : str or None
+        The URL, without credentials.
+    status : int or None
+        The HTTP status of the answer, when an answer said what went wrong.
+    """
+
+    url: str | None
+    #: the HTTP status of the answer, when an answer said what went wrong
+    status: int | None = None
+
+    def __init__(self, message: str, *, url: str | None = None) -> None:
+        super().__init__(redact(message))
+        self.url = None if url is None else redact(url)
 
 
 class PrecisionWarning(UserWarning):

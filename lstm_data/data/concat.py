@@ -200,6 +200,7 @@ class ConcatDataset(ConcatReads):
         state = dict(self.__dict__)
         state["_kept_split"] = None
         state["_held"] = {}  # references into the parts, which pickle their own columns
+        state.pop("_scalar_set", None)  # a cache of the names, made again when needed
         return state
 
     def _scalar(self, name: str, rows: np.ndarray | None) -> np.ndarray:

@@ -23,6 +23,7 @@ the last colon is the tree, when the whole path is not itself a file.
 """
 from __future__ import annotations
 
+import errno
 import glob
 import json
 import logging
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
 from lstm_data.data.dataset import Dataset
-from lstm_data.errors import FormatError, OptionError, SchemaError, redact
+from lstm_data.errors import FormatError, OptionError, RemoteError, SchemaError, redact
 from lstm_data.io.read_options import (
     RENAMED_READ_KEYWORDS,
     ReadOptions,
@@ -40,6 +41,7 @@ from lstm_data.io.read_options import (
     unknown_open_keyword,
 )
 from lstm_data.io.plumbing.remote import is_url, remote_format
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.io.plumbing.special import STDIN, check_readable_kind, is_stream
 
 __all__ = ["open", "detect_format", "expand_paths", "split_member", "input_bytes"]
@@ -96,9 +98,12 @@ def _has_hdf5_signature(path: Path) -> bool:
     return False
 
 
-def detect_format(path: str | os.PathLike[str]) -> str:
+def detect_format(path: str | os.PathLike[str], remote: RemoteSettings | None = None) -> str:
     """The format of ``path``: ``"csv"``, ``"hdf5"``, ``"nova"`` (NOvA HDF5 tables), ``"parquet"``,
     ``"root"``, ``"zarr"`` (our v3 layout) or ``"l5kit"`` (zarr v2).
+
+    ``remote``: the timeouts and retries of a URL's reads (default: the defaults of
+    :class:`~lstm_data.io.plumbing.remote_errors.RemoteSettings`).
 
     Raises
     ------
@@ -108,7 +113,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         Neither content nor extension tells the format.
     """
     if is_url(path):
-        return remote_format(str(path))
+        return remote_format(str(path), remote)
     if check_readable_kind(path) is not None:  # a pipe or stdin: CSV text, read once
         return "csv"
     file, member = split_member(path)
@@ -198,7 +203,7 @@ def _is_csv(path: str) -> bool:
 
 
 def _open_one(path: str, schema: Any, read: ReadOptions) -> Dataset:
-    fmt = detect_format(path)
+    fmt = detect_format(path, read.remote_settings())
     options = read.reader_keywords(fmt, where=path)
     try:
         dataset = _read(path, fmt, schema, options)
@@ -206,8 +211,13 @@ def _open_one(path: str, schema: Any, read: ReadOptions) -> Dataset:
                   "" if dataset.in_ram else ", read from disk on demand", len(dataset),
                   len(dataset.scalar_names), list(dataset.groups))
         return dataset
-    except PermissionError:
+    except (PermissionError, RemoteError):  # said as such: neither damage nor the data's fault
         raise
+    except OSError as exc:
+        if exc.errno == errno.EMFILE:  # the process's limit of open files: not damage
+            raise
+        raise FormatError(f"cannot read this {fmt} data, damaged or incomplete? "
+                          f"({type(exc).__name__}: {exc})", file=path) from exc
     except _DAMAGE as exc:  # e.g. a missing array, a truncated HDF5 file, a bad zarr.json
         raise FormatError(f"cannot read this {fmt} data, damaged or incomplete? "
                           f"({type(exc).__name__}: {exc})", file=path) from exc

@@ -5,7 +5,6 @@ that does not exist is an :class:`~lstm_data.errors.OptionError` naming it and
 the close match; an option that exists but does not apply to a file's format is
 an error too, naming the format and what it takes, never silence.
 
-=================  ==========================================================  =====================
 option             meaning                                                     formats
 =================  ==========================================================  =====================
 ``dtype``          float dtype of values: ``"float32"`` or ``"float64"``        every format
@@ -38,6 +37,47 @@ option             meaning                                                     f
                    (a label or weight per path pattern; first match wins)
 ``progress``       a progress callback or bar (not written to TOML)            csv, root
 =================  ==========================================================  =====================
+=======
+===================  ==========================================================  ==========================
+option               meaning                                                     formats
+===================  ==========================================================  ==========================
+``dtype``            float dtype of values: ``"float32"`` or ``"float64"``        every format
+``threads``          threads that decompress and parse (``None``: every core)    csv, parquet, root
+``block_bytes``      bytes handled per step (parse block, tree step)             csv, root
+``in_ram``           read every value at open (``None``: the format's default;  parquet, root
+                     ``False``: by row group / cluster on demand)
+``max_run_chunks``   longest single read of an on-disk store, in chunks          hdf5, zarr
+``sep``              CSV field separator                                         csv
+``list_sep``         separator of the numbers inside a CSV list cell             csv
+``tree``             the TTree (or RNTuple) of a ROOT file                       root
+``columns``          read only these columns (names or globs ``Muon_*``)          root, parquet, hdf5, nova
+``exclude``          never read these columns (names or globs; beats columns)    root, parquet, hdf5, nova
+``root``             the HDF5 group holding lstm_ee's arrays                     hdf5
+``trust_external``   follow HDF5 external links, external storage, virtual      hdf5, nova
+                     datasets of other files (default: refuse them)
+``trust_unchecked``  open a store without a manifest (written before manifests,  batch stores
+                     or by another tool) without the warning that says what is
+                     not checked there
+``tables``           the NOvA tables to read                                     nova
+``slice_table``      the NOvA table whose rows are the events                    nova
+``aliases``          NOvA column renames ``{old: new}``                           nova
+``parent``           L5Kit: the array whose rows are the events                  l5kit
+``relations``        L5Kit: child array -> interval column of the parent         l5kit
+``cache_chunks``     decoded chunks kept (L5Kit: per array; ROOT read on demand) l5kit, root
+``needed``           the columns a spec needs: read only those where the format  root, parquet, hdf5, nova
+                     selects columns (a hint: ignored elsewhere)                 (a hint)
+``file_values``      scalar columns taken from the file, not its rows: name ->    every format (open)
+                     ``"index"`` (the file's position) or ``{glob: number}``
+                     (a label or weight per path pattern; first match wins)
+``connect_timeout``  seconds to wait for a connection to a server (default 10)  zarr, parquet, root (URLs)
+``read_timeout``     seconds to wait for each piece of a server's answer         zarr, parquet, root (URLs)
+                     (default 30): a server that stalls is an error
+``retries``          times a read at a URL is asked again after an HTTP 5xx, a   zarr, parquet, root (URLs)
+                     reset or an answer cut short (default 3; 0: never)
+``max_line_bytes``   the longest CSV line (or quoted record), in bytes (default  csv
+                     64 MiB): a longer one is a ParseError naming its line
+``progress``         a progress callback or bar (not written to TOML)            csv, root
+===================  ==========================================================  ==========================
 
 Readers take these options under these names (``read_csv(path, block_bytes=...)``).
 Older spellings (``use_threads``, ``block_size``, ``step_bytes``, ``workers``) still
@@ -57,9 +97,13 @@ from lstm_data._util.close_names import close_names
 from lstm_data._util.declared import DeclaredOptions, unknown_option
 from lstm_data._util.deprecation import Renamed, renamed_keywords
 from lstm_data.errors import OptionError
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 
-__all__ = ["ReadOptions", "READER_OPTIONS", "read_options_from", "file_value_columns", "unknown_open_keyword",
-           "RENAMED_READ_KEYWORDS"]
+__all__ = ["ReadOptions", "READER_OPTIONS", "REMOTE_OPTIONS", "read_options_from", "file_value_columns",
+           "unknown_open_keyword", "RENAMED_READ_KEYWORDS"]
+
+#: the options of reads at URLs, handed to a reader as one ``remote=RemoteSettings(...)``
+REMOTE_OPTIONS = ("connect_timeout", "read_timeout", "retries")
 
 
 def _dtype(value: Any) -> str:
@@ -76,6 +120,23 @@ def _positive(name: str) -> Any:
     def check(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise OptionError(f"{name} must be a positive int, got {value!r}")
+        return int(value)
+    return check
+
+
+def _seconds(name: str) -> Any:
+    def check(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not 0 < float(value) < float("inf"):
+            raise OptionError(f"{name} must be a positive number of seconds, got {value!r}")
+        return float(value)
+    return check
+
+
+def _count(name: str) -> Any:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise OptionError(f"{name} must be a count of 0 or more, got {value!r}")
         return int(value)
     return check
 
@@ -208,6 +269,21 @@ class ReadOptions(DeclaredOptions):
         Formats that read columns one by one (root, parquet, hdf5, nova) read only
         these unless ``columns`` is given; the others read as usual. ``lstm-data
         precompute`` sets it from the spec.
+    connect_timeout
+        Seconds to wait for a connection to the server of a URL (default 10; zarr,
+        root, parquet at URLs).
+    read_timeout
+        Seconds to wait for each piece of a server's answer, its headers and then
+        every read of its body (default 30): a server that stalls longer is a
+        ``RemoteError`` (a ``TimeoutError``) naming the URL.
+    retries
+        Times a read at a URL is asked again after an HTTP 500, 502, 503 or 504, a
+        reset or a connection closed before the end of the answer, waiting 0.25 s,
+        0.5 s, 1 s, ... between tries (default 3; 0: never).
+    max_line_bytes
+        The longest line of CSV text, or record when a quoted cell holds line breaks,
+        in bytes (default 64 MiB): a longer one is a ``ParseError`` naming the file and
+        its line, read in memory and time linear in this bound (csv).
     progress
         A progress callback or bar; never written to TOML (csv, root).
     """
@@ -234,6 +310,10 @@ class ReadOptions(DeclaredOptions):
     trust_unchecked: bool | None = None
     file_values: Mapping[str, Any] | None = None
     needed: tuple[str, ...] | None = None
+    connect_timeout: float | None = None
+    read_timeout: float | None = None
+    retries: int | None = None
+    max_line_bytes: int | None = None
     progress: Any = None
 
     TOML_TABLE: ClassVar[str] = "read"
@@ -246,6 +326,8 @@ class ReadOptions(DeclaredOptions):
         "relations": _mapping("relations"), "cache_chunks": _positive("cache_chunks"),
         "read_ahead": _flag("read_ahead"), "trust_external": _flag("trust_external"),
         "trust_unchecked": _flag("trust_unchecked"), "file_values": _file_values, "needed": _patterns("needed"),
+        "connect_timeout": _seconds("connect_timeout"), "read_timeout": _seconds("read_timeout"),
+        "retries": _count("retries"), "max_line_bytes": _positive("max_line_bytes"),
     }
     #: options that live only in the running process (never written to TOML)
     RUNTIME: ClassVar[frozenset[str]] = frozenset({"progress"})
@@ -260,6 +342,17 @@ class ReadOptions(DeclaredOptions):
         """
         kept = self.replace(**{name: None for name in self.RUNTIME})
         return DeclaredOptions.to_dict(kept)
+
+    def remote_settings(self) -> RemoteSettings:
+        """The timeouts and retries of reads at URLs (the defaults where unset).
+
+        Returns
+        -------
+        RemoteSettings
+            ``connect_timeout``, ``read_timeout`` and ``retries``.
+        """
+        given = {name: getattr(self, name) for name in REMOTE_OPTIONS if getattr(self, name) is not None}
+        return RemoteSettings(**given)
 
     def reader_keywords(self, fmt: str, where: str = "") -> dict[str, Any]:
         """The keywords for the reader of ``fmt``: each set option it takes, under its own name.
@@ -287,6 +380,12 @@ class ReadOptions(DeclaredOptions):
             if name == "needed":  # a hint: pushed down where the format selects columns
                 if "columns" in declared and self.columns is None:
                     out["columns"] = value
+                continue
+            if name in REMOTE_OPTIONS and name in declared:  # together, as one RemoteSettings
+                out["remote"] = self.remote_settings()
+                continue
+            if name in REMOTE_OPTIONS and name in declared:  # together, as one RemoteSettings
+                out["remote"] = self.remote_settings()
                 continue
             if name not in declared:
                 raise OptionError(
@@ -333,15 +432,16 @@ def _where_it_applies(name: str) -> str:
     return f" (only to {', '.join(formats)})"
 
 
-#: format -> the options its reader takes (as keywords of the same names)
+#: format -> the options its reader takes (as keywords of the same names; the options of reads at URLs
+#: as one ``remote``)
 READER_OPTIONS: dict[str, frozenset[str]] = {
-    "csv": frozenset({"dtype", "sep", "list_sep", "progress", "threads", "block_bytes"}),
+    "csv": frozenset({"dtype", "sep", "list_sep", "progress", "threads", "block_bytes", "max_line_bytes"}),
     "hdf5": frozenset({"dtype", "root", "max_run_chunks", "trust_external", "columns", "exclude"}),
     "nova": frozenset({"dtype", "slice_table", "aliases", "trust_external", "columns", "exclude", "tables"}),
-    "parquet": frozenset({"dtype", "in_ram", "columns", "exclude", "threads"}),
+    "parquet": frozenset({"dtype", "in_ram", "columns", "exclude", "threads", *REMOTE_OPTIONS}),
     "root": frozenset({"dtype", "tree", "columns", "exclude", "threads", "progress", "in_ram", "cache_chunks",
-                       "block_bytes"}),
-    "zarr": frozenset({"dtype", "max_run_chunks"}),
+                       "block_bytes", *REMOTE_OPTIONS}),
+    "zarr": frozenset({"dtype", "max_run_chunks", *REMOTE_OPTIONS}),
     "l5kit": frozenset({"dtype", "parent", "relations", "cache_chunks"}),
     #: precomputed batch stores (``open_batches``), not a reader of ``open``
     "batch store": frozenset({"trust_unchecked"}),

@@ -25,12 +25,12 @@ import types
 import warnings
 from typing import TYPE_CHECKING
 
-from lstm_data.kernels._args import BARE, MULTI, QUOTED
+from lstm_data.kernels._args import BARE, MULTI, QUOTED, long_line_message
 from lstm_data.kernels._csv_flags import INEXACT, LISTED
 
 __all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser",
            "interleave_columns", "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI", "BARE",
-           "INEXACT", "LISTED"]
+           "INEXACT", "LISTED", "long_line_message"]
 
 #: Names every backend must provide, with the same signatures.
 KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser", "interleave_columns")

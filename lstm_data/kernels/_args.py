@@ -14,7 +14,7 @@ from lstm_data.kernels._form_args import LAYOUTS, PAD_MODES, as_column_params, a
 
 __all__ = ["ARENA_ALIGN", "arena_array", "WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
            "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
-           "prepare_table", "LAYOUTS", "PAD_MODES", "as_column_params", "as_forms", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "csv_layout",
+           "prepare_table", "LAYOUTS", "PAD_MODES", "as_column_params", "as_forms", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "check_max_line", "long_line_message", "csv_layout",
            "check_interleave", "check_csv_extend", "SOURCE_KINDS", "source_kind", "prepare_parts", "locate_rows", "raise_bad_row"]
 
 WHITESPACE = " \t\r\n\v\f"
@@ -383,6 +383,35 @@ def check_csv_seps(sep: str, list_sep: str) -> tuple[int, int]:
     if list_sep == '"':
         raise ValueError("list_sep cannot be a quote")
     return ord(sep), ord(list_sep)
+
+
+def check_max_line(max_line: Any) -> int:
+    """``max_line`` of a CSV parser as a count of bytes (``None``: 0, no bound), or ``ValueError``."""
+    if max_line is None:
+        return 0
+    if isinstance(max_line, bool) or not isinstance(max_line, (int, np.integer)) or max_line < 1:
+        raise ValueError(f"max_line must be a positive number of bytes or None, got {max_line!r}")
+    return int(max_line)
+
+
+def long_line_message(max_line: int) -> str:
+    """The message of the error for a CSV line (or quoted record) longer than ``max_line`` bytes.
+
+    :class:`CsvBlockParser` raises it for a record longer than its ``max_line``, and
+    the CSV readers for a line that has not ended within ``max_line_bytes``.
+
+    Parameters
+    ----------
+    max_line : int
+        The bound, in bytes.
+
+    Returns
+    -------
+    str
+        The message (the error names the line itself).
+    """
+    return (f"a line longer than max_line_bytes = {max_line} bytes (a line that never ends, or a quote "
+            "left open?); if the data holds such lines, raise max_line_bytes (lstm_data.ReadOptions)")
 
 
 def csv_layout(names: Sequence[str], kinds: Sequence[str],

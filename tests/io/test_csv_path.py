@@ -45,12 +45,20 @@ class _Trace:
     def __init__(self) -> None:
         self.headers = 0
         self.fed = 0
+        self._found: dict[int, object] = {}
         self._lock = threading.Lock()
 
     def __call__(self, frame, event, arg):
+        code = frame.f_code
+        if event == "return" and code is csv_plan.HeaderScan.add.__code__:
+            scan = frame.f_locals["self"]
+            if arg is not None and id(scan) not in self._found:  # a header located (once per scan)
+                with self._lock:
+                    self._found[id(scan)] = scan
+                    self.headers += 1
+            return
         if event != "call":
             return
-        code = frame.f_code
         if code is csv_plan.header_bounds.__code__:
             with self._lock:
                 self.headers += 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import re
 import socket
 import threading
 
@@ -17,53 +16,7 @@ pytest.importorskip("fsspec")
 
 import lstm_data  # noqa: E402
 from tests.helpers import root_events  # noqa: E402
-
-_RANGE = re.compile(r"(\d*)-(\d*)")
-
-
-class _Ranges(http.server.SimpleHTTPRequestHandler):
-    """GET with ``Range: bytes=a-b[, c-d ...]`` (206, multipart for several ranges); counts the bytes sent."""
-
-    sent: list = []
-
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-    def do_GET(self) -> None:
-        header = self.headers.get("Range")
-        path = self.translate_path(self.path)
-        if header is None or not os.path.isfile(path):
-            size = os.path.getsize(path) if os.path.isfile(path) else 0
-            type(self).sent.append(size)
-            return super().do_GET()
-        with open(path, "rb") as fh:
-            data = fh.read()
-        size = len(data)
-        spans = []
-        for part in header.split("=", 1)[1].split(","):
-            a, b = _RANGE.match(part.strip()).groups()
-            if a == "":
-                lo, hi = size - int(b), size - 1
-            else:
-                lo, hi = int(a), min(size - 1, int(b)) if b else size - 1
-            spans.append((lo, hi))
-        type(self).sent.append(sum(hi - lo + 1 for lo, hi in spans))
-        self.send_response(206)
-        if len(spans) == 1:
-            lo, hi = spans[0]
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Range", f"bytes {lo}-{hi}/{size}")
-            self.send_header("Content-Length", str(hi - lo + 1))
-            self.end_headers()
-            self.wfile.write(data[lo:hi + 1])
-            return
-        body = b"".join(b"--XYZ\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes "
-                        + f"{lo}-{hi}/{size}".encode() + b"\r\n\r\n" + data[lo:hi + 1] + b"\r\n"
-                        for lo, hi in spans) + b"--XYZ--\r\n"
-        self.send_header("Content-Type", "multipart/byteranges; boundary=XYZ")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+from tests.http_server import RangeHandler, serve  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -82,11 +35,8 @@ def served(tmp_path_factory):
             tree.extend({k: v[a:a + 5_000] for k, v in cols.items()})
     ds = lstm_data.data.synthetic.make_dataset(5_000, seed=8)
     ds.to_parquet(root / "events.parquet", row_group_size=1_000)
-    handler = type("Handler", (_Ranges,), {"sent": []})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", root, handler.sent
-    server.shutdown()
+    with serve(root, RangeHandler) as (url, handler):
+        yield url, root, handler.sent
 
 
 def _same(a, b):

@@ -16,9 +16,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from lstm_data import kernels
-from lstm_data.errors import SchemaError
+from lstm_data.errors import ParseError, SchemaError
 from lstm_data.io.plumbing.byte_blocks import BlockReader
-from lstm_data.io.csv.plan import ParserOptions, Plan, header_bounds, header_names, plan_from_sample, sep_of
+from lstm_data.io.csv.plan import (
+    MAX_LINE_BYTES,
+    HeaderScan,
+    ParserOptions,
+    Plan,
+    header_names,
+    plan_from_sample,
+    sep_of,
+)
 
 __all__ = ["SAMPLE_SIZE", "PEEK_EXTRA", "Head", "Sample", "read_head", "parse_sample", "sample_plan",
            "peek_sample"]
@@ -59,8 +67,9 @@ class Head:
     final: bool
 
 
-def read_head(path: str, sep: str | None, ahead: BlockReader | None = None) -> Head:
-    """The :class:`Head` of ``path``; the header line is located once.
+def read_head(path: str, sep: str | None, ahead: BlockReader | None = None,
+              max_line: int = MAX_LINE_BYTES) -> Head:
+    """The :class:`Head` of ``path``; the header line is located once, in time linear in its length.
 
     With ``ahead`` (a started reader of ``path``, which is compressed) the text
     comes from its first blocks, which it keeps for the parse; a plain file is
@@ -71,18 +80,24 @@ def read_head(path: str, sep: str | None, ahead: BlockReader | None = None) -> H
     FormatError
         Empty file, a header that is not UTF-8 CSV, repeated names, a given
         ``sep`` the header lacks while it holds another separator.
+    ParseError
+        A header longer than ``max_line`` bytes (named as line 1 of ``path``), raised
+        once that many bytes came without its end.
     """
-    data, final = b"", False
+    scan, final = HeaderScan(max_line), False
     bounds: tuple[int, int] | None = None
     with contextlib.ExitStack() as stack:
         fh = stack.enter_context(open(path, "rb")) if ahead is None else None
-        while bounds is None or not final and len(data) - bounds[1] < SAMPLE_SIZE:
+        while bounds is None or not final and len(scan.data) - bounds[1] < SAMPLE_SIZE:
             block = fh.read(SAMPLE_SIZE + PEEK_EXTRA) if fh is not None else \
                 ahead.peek() if ahead is not None else b""
             final = not block
-            data += block or b""
-            if bounds is None:
-                bounds = header_bounds(data, final)
+            try:
+                found = scan.add(block or b"", final)
+            except ParseError as exc:
+                raise exc.located(file=path) from None
+            bounds = bounds or found
+    data = bytes(scan.data)
     chosen = sep_of(data[bounds[0]:bounds[1]], sep, path)
     names = header_names(data, bounds, chosen, path)
     end = bounds[1]
@@ -147,8 +162,8 @@ def sample_plan(general: Plan, sample: bytes, final: bool, options: ParserOption
     return plan_from_sample(general, flags, groups)
 
 
-def peek_sample(path: str, sep: str | None,
-                ahead: BlockReader | None = None) -> tuple[list[str], bytes, bool, str]:
+def peek_sample(path: str, sep: str | None, ahead: BlockReader | None = None,
+                max_line: int = MAX_LINE_BYTES) -> tuple[list[str], bytes, bool, str]:
     """``(names, sample, final, sep)`` of :func:`read_head`."""
-    head = read_head(path, sep, ahead)
+    head = read_head(path, sep, ahead, max_line)
     return head.names, head.sample, head.final, head.sep

@@ -25,8 +25,8 @@ import numpy as np
 
 from lstm_data.data.dataset import Dataset
 from lstm_data.io.plumbing.byte_blocks import BlockReader, compression_of
-from lstm_data.io.csv import head, reader
-from lstm_data.io.csv.plan import LIST_SEP, ParserOptions, declared_plan
+from lstm_data.io.csv import head
+from lstm_data.io.csv.plan import LIST_SEP, MAX_LINE_BYTES, ParserOptions, declared_plan
 from lstm_data.io.schema import Schema
 from lstm_data.io.plumbing.special import is_stream
 
@@ -109,7 +109,8 @@ def _sample_layout(path: str, schema: Schema | None, sep: str | None, list_sep: 
         if ahead is not None:
             ahead.close()
     general = declared_plan(names, schema)
-    options = ParserOptions(dtype=dt, sep=sep, list_sep=LIST_SEP if list_sep is None else list_sep)
+    options = ParserOptions(dtype=dt, sep=sep, list_sep=LIST_SEP if list_sep is None else list_sep,
+                            max_line=MAX_LINE_BYTES)
     plan = head.sample_plan(general, sample, final, options) if general.general else general
     if plan.general:  # the sample did not parse: the file's own read reports it
         return [], {}

@@ -36,8 +36,9 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Protocol, TypeVar
 import numpy as np
 
 from lstm_data import kernels
+from lstm_data.io.csv.plan import long_line
 
-__all__ = ["PIECE", "MIN_PIECE", "available_cores", "resolve_threads", "Parser", "PieceText", "ParallelFeed",
+__all__ = ["PIECE", "MIN_PIECE", "available_cores", "resolve_threads", "Parser", "PieceText", "ParallelFeed", "LongLine",
            "Region", "Chunks", "region_pieces", "chunk_pieces"]
 
 #: the plain-file path cuts pieces of PIECE bytes, fewer when a file is small (but
@@ -56,6 +57,9 @@ class Parser(Protocol):
 
     @line.setter
     def line(self, value: int) -> None: ...
+
+    @property
+    def rows(self) -> int: ...
 
     def feed(self, data: bytes | bytearray | memoryview, final: bool = False) -> int: ...
 
@@ -143,6 +147,21 @@ class Chunks:
         return piece if not carry else bytes(carry) + bytes(piece)
 
 
+class LongLine(Exception):
+    """No line ends within ``max_line`` bytes (raised by :func:`region_pieces` and :func:`chunk_pieces`).
+
+    Attributes
+    ----------
+    at : int or None
+        An offset inside that line (:func:`region_pieces`), or ``None`` (:func:`chunk_pieces`:
+        the line starts where the text handed out so far ends).
+    """
+
+    def __init__(self, at: int | None = None) -> None:
+        super().__init__(at)
+        self.at = at
+
+
 class ParallelFeed(Generic[P]):
     """Parse pieces on ``threads`` workers; settle them in order into ``dest``.
 
@@ -158,14 +177,19 @@ class ParallelFeed(Generic[P]):
         :class:`Region` or :class:`Chunks`: what a piece is.
     settled
         Called with a piece's ``tag`` once the piece is in ``dest`` (progress).
+    max_line
+        The longest record (0: no bound): an unfinished record left over longer than
+        that is a ``ParseError`` naming its first line.
 
     Use as a context manager: leaving it waits for the workers (and drops work
     not started), also when a piece raised.
     """
 
     def __init__(self, dest: Parser, make_parser: Callable[[], kernels.CsvBlockParser],
-                 threads: int, text: PieceText[P], settled: Callable[[int], object] | None = None) -> None:
+                 threads: int, text: PieceText[P], settled: Callable[[int], object] | None = None,
+                 max_line: int = 0) -> None:
         self.dest, self.make_parser, self.text, self.settled = dest, make_parser, text, settled
+        self.max_line = max_line
         self.depth = threads + 2
         self.idle: list[kernels.CsvBlockParser] = []
         self.pending: deque[tuple[P, bool, int, kernels.CsvBlockParser, Future[int | None]]] = deque()
@@ -216,24 +240,30 @@ class ParallelFeed(Generic[P]):
             with text.view(data) as view:
                 used = dest.feed(view, final=last)
             self.carry = text.rest(data, used) if used < text.size(data) else None
+        if self.max_line and self.carry is not None and text.size(self.carry) > self.max_line:
+            raise long_line(self.max_line, dest.line, dest.rows)
         if self.settled is not None:
             self.settled(tag)
 
 
 def region_pieces(size: int, start: int, step: int, find: Callable[[bytes, int], int],
-                  threads: int = 1) -> Iterator[tuple[tuple[int, int], bool]]:
+                  threads: int = 1, max_line: int = 0) -> Iterator[tuple[tuple[int, int], bool]]:
     """Cut ``[start, size)`` into ``((start, end), last)`` pieces of about ``step`` bytes.
 
     Each piece but the last ends just after the first newline at or past its
     target size (``find(b"\\n", at)`` is the buffer's ``find``). Near the end the
     pieces shrink (to a ``2 * threads``-th of what is left, not under
     :data:`MIN_PIECE`), so the ``threads`` workers finish at about the same time.
+    A line that does not end within ``max_line`` bytes of a piece's target end
+    raises :class:`LongLine` (0: no bound).
     """
     pos = start
     while True:
         end = pos + max(min(step, MIN_PIECE), min(step, (size - pos) // (2 * threads)))
         if end < size:
             newline = find(b"\n", end - 1)
+            if max_line and (size if newline < 0 else newline) - (end - 1) > max_line:
+                raise LongLine(end - 1)
             end = size if newline < 0 else newline + 1
         end = min(end, size)
         yield (pos, end), end >= size
@@ -242,20 +272,28 @@ def region_pieces(size: int, start: int, step: int, find: Callable[[bytes, int],
         pos = end
 
 
-def chunk_pieces(chunks: Iterable[bytes], step: int) -> Iterator[tuple[bytes | memoryview, bool]]:
+def chunk_pieces(chunks: Iterable[bytes], step: int, max_line: int = 0) -> Iterator[tuple[bytes | memoryview, bool]]:
     """Cut a stream of byte chunks into ``(piece, last)`` pieces that end after a newline.
 
     A chunk's text up to its first newline joins the previous chunk's tail as a
     small piece of its own; the rest, up to its last newline, is cut into pieces
     of about ``step`` bytes without a copy. The last piece holds whatever
-    follows the last newline (possibly nothing).
+    follows the last newline (possibly nothing). A tail longer than ``max_line``
+    bytes (a line that does not end) raises :class:`LongLine` (0: no bound), so
+    that no more than that and a chunk are held.
     """
     tail: list[bytes] = []
+    held = 0
     for chunk in chunks:
         first = chunk.find(b"\n")
         if first < 0:
             tail.append(chunk)
+            held += len(chunk)
+            if max_line and held > max_line:
+                raise LongLine()
             continue
+        if max_line and held + first > max_line:
+            raise LongLine()
         view = memoryview(chunk)
         yield (b"".join(tail) + chunk[:first + 1] if tail else view[:first + 1]), False
         last = chunk.rfind(b"\n")
@@ -266,4 +304,7 @@ def chunk_pieces(chunks: Iterable[bytes], step: int) -> Iterator[tuple[bytes | m
             yield view[pos:end], False
             pos = end
         tail = [chunk[last + 1:]] if last + 1 < len(chunk) else []
+        held = len(chunk) - last - 1
+        if max_line and held > max_line:
+            raise LongLine()
     yield b"".join(tail), True

@@ -54,12 +54,12 @@ from typing import Any, Literal, TypedDict, overload
 import numpy as np
 
 from lstm_data.data.ragged import RaggedGroup
-from lstm_data.errors import FormatError, SchemaError
+from lstm_data.errors import FormatError, ParseError, SchemaError
 from lstm_data.io.columns.groups import group_prefix
 from lstm_data.io.schema import Schema
-from lstm_data.kernels import BARE, LISTED, MULTI, QUOTED
+from lstm_data.kernels import BARE, LISTED, MULTI, QUOTED, long_line_message
 
-__all__ = ["Plan", "ParserOptions", "Scalars", "Groups", "split_header", "header_bounds", "header_names", "sep_of", "declared_plan", "plan_from_sample",
+__all__ = ["Plan", "ParserOptions", "MAX_LINE_BYTES", "max_line_of", "long_line", "HeaderScan", "Scalars", "Groups", "split_header", "header_bounds", "header_names", "sep_of", "declared_plan", "plan_from_sample",
            "assemble", "near_splits", "choose_sep", "SEPARATORS", "LIST_SEP", "check_decimal_commas"]
 
 #: field separators recognised in a header, in the order that breaks a tie
@@ -73,12 +73,32 @@ Scalars = dict[str, np.ndarray]
 Groups = dict[str, tuple[np.ndarray, np.ndarray]]
 
 
+#: the longest line (or record) of CSV text unless ``max_line_bytes`` is given
+MAX_LINE_BYTES = 64 << 20
+
+
 class ParserOptions(TypedDict):
     """The keywords a :class:`~lstm_data.kernels.CsvBlockParser` is made with, besides its plan."""
 
     dtype: np.dtype[Any]
     sep: str
     list_sep: str
+    max_line: int
+
+
+def max_line_of(max_line_bytes: Any) -> int:
+    """``max_line_bytes`` of a reader as a count of bytes (``None``: :data:`MAX_LINE_BYTES`)."""
+    if max_line_bytes is None:
+        return MAX_LINE_BYTES
+    if isinstance(max_line_bytes, bool) or not isinstance(max_line_bytes, (int, np.integer)) \
+            or max_line_bytes < 1:
+        raise ValueError(f"max_line_bytes must be a positive number of bytes, got {max_line_bytes!r}")
+    return int(max_line_bytes)
+
+
+def long_line(max_line: int, line: int, row: int | None = None) -> ParseError:
+    """The error for a line (or quoted record) from ``line`` on that is longer than ``max_line`` bytes."""
+    return ParseError(long_line_message(max_line), line=line, row=row)
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -109,6 +129,59 @@ class Plan:
     general: bool = False
 
 
+class HeaderScan:
+    """The header line of text that comes in blocks, found in time linear in its length.
+
+    :meth:`add` each block; it returns :func:`header_bounds` of the text so far once
+    they are known. A header longer than ``max_line`` bytes (its newline not
+    counted) is a ``ParseError`` naming line 1, raised as soon as that many bytes
+    came without its end: the text held is at most ``max_line`` plus a block.
+
+    Attributes
+    ----------
+    data : bytearray
+        The text so far.
+    """
+
+    def __init__(self, max_line: int) -> None:
+        self.data = bytearray()
+        self.max_line = max_line
+        self._start: int | None = None
+        self._pos = 0  # quotes counted up to here
+        self._quotes = 0
+        #: the header's ``(start, end)`` once found
+        self.found: tuple[int, int] | None = None
+
+    def add(self, block: bytes | bytearray | memoryview, final: bool = False) -> tuple[int, int] | None:
+        """The header's ``(start, end)`` once ``data`` holds it (always with ``final``), else ``None``."""
+        data = self.data
+        data += block
+        if self.found is not None:
+            return self.found
+        if self._start is None:
+            if len(data) < len(_BOM) and not final:
+                return None
+            self._start = self._pos = len(_BOM) if data.startswith(_BOM) else 0
+        start = self._start
+        while True:
+            nl = data.find(b"\n", self._pos)
+            if nl < 0:
+                self._quotes += data.count(b'"', self._pos)
+                self._pos = len(data)
+                if len(data) - start > self.max_line:
+                    raise long_line(self.max_line, 1)
+                if final:
+                    self.found = (start, len(data))
+                return self.found
+            self._quotes += data.count(b'"', self._pos, nl)
+            self._pos = nl + 1
+            if self._quotes % 2 == 0:
+                if nl - start > self.max_line:
+                    raise long_line(self.max_line, 1)
+                self.found = (start, nl + 1)
+                return self.found
+
+
 def header_bounds(data: bytes, final: bool) -> tuple[int, int] | None:
     """``(start, end)`` of the header line (after a BOM; ``end`` past its newline), or
     ``None`` when ``data`` does not hold all of it yet (never with ``final=True``)."""
@@ -125,13 +198,8 @@ def header_bounds(data: bytes, final: bool) -> tuple[int, int] | None:
 
 def _sniff(line: bytes) -> tuple[str | None, int]:
     """The candidate separator found most often outside quotes in ``line``, and how often."""
-    counts = dict.fromkeys(SEPARATORS, 0)
-    quoted = False
-    for byte in line.decode("latin-1"):
-        if byte == '"':
-            quoted = not quoted
-        elif not quoted and byte in counts:
-            counts[byte] += 1
+    outside = b"".join(bytes(line).split(b'"')[0::2])  # each quote toggles: every other piece is outside
+    counts = {c: outside.count(c.encode("latin-1")) for c in SEPARATORS}
     best = max(SEPARATORS, key=lambda c: counts[c])  # max keeps the first of a tie
     return (best, counts[best]) if counts[best] else (None, 0)
 

@@ -27,8 +27,8 @@ import numpy as np
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, _Located
 from lstm_data.io.plumbing.byte_blocks import compression_of
-from lstm_data.io.csv import head, reader
-from lstm_data.io.csv.plan import LIST_SEP, ParserOptions, declared_plan, split_header
+from lstm_data.io.csv import head
+from lstm_data.io.csv.plan import LIST_SEP, MAX_LINE_BYTES, ParserOptions, declared_plan, split_header
 from lstm_data.io.csv.stream import _columns_of, _Flushing
 from lstm_data.io.ours.row_blocks import BLOCK_BYTES, RestartStream, RowBlocks
 from lstm_data.io.schema import Schema
@@ -86,7 +86,7 @@ def csv_range_blocks(path: str, start: int, end: int, *, schema: Any = None, blo
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
     list_sep = LIST_SEP if list_sep is None else list_sep
     names, sample, final, sep = head.peek_sample(path, sep)
-    options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep)
+    options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep, max_line=MAX_LINE_BYTES)
     general = declared_plan(names, schema)
     plan = head.sample_plan(general, sample, final, options) if general.general else general
     if plan.general and general.general:  # the whole file decides: a stream of a range cannot

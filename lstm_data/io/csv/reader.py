@@ -33,6 +33,7 @@ from lstm_data.io.csv.parallel import (
     MIN_PIECE,
     PIECE,
     Chunks,
+    LongLine,
     ParallelFeed,
     Parser,
     Region,
@@ -43,15 +44,19 @@ from lstm_data.io.csv.parallel import (
 from lstm_data.io.csv.head import SAMPLE_SIZE, Head, parse_sample, peek_sample, read_head, sample_plan
 from lstm_data.io.csv.plan import (
     LIST_SEP,
+    MAX_LINE_BYTES,
     Groups,
+    HeaderScan,
     ParserOptions,
     Plan,
     Scalars,
     assemble,
     check_decimal_commas,
     declared_plan,
+    header_names,
+    long_line,
+    max_line_of,
     near_splits,
-    split_header,
     surprised,
 )
 from lstm_data.io.csv.precision import Inexact, note_inexact, warn_inexact
@@ -76,7 +81,7 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
              schema: Any = None, dtype: Any = None, sep: str | None = None,
              list_sep: str | None = None,
              progress: Progress | None = None, block_bytes: int = DEFAULT_BLOCK_SIZE,
-             threads: int | None = None, **old: Any) -> InMemoryDataset:
+             threads: int | None = None, max_line_bytes: int | None = None, **old: Any) -> InMemoryDataset:
     """Read one CSV file, or several with the same header, into columns.
 
     Parameters
@@ -114,6 +119,13 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
         A compressed file is inflated on a helper thread (the blocks of a
         multi-block ``.xz`` on ``threads`` of them) and parsed on ``threads - 1``
         (on the calling thread when that is 1): parsing hides behind inflation.
+    max_line_bytes
+        The longest line, or record when a quoted cell holds line breaks, in bytes
+        (its newline not counted; default :data:`~lstm_data.io.csv.plan.MAX_LINE_BYTES`,
+        64 MiB). A longer one is a ``ParseError`` naming the file and its first line,
+        from a plain file, a compressed stream or a pipe alike: the reader never
+        holds more than this and a block of one record, and reads a header in time
+        linear in its length.
 
     Returns
     -------
@@ -122,7 +134,8 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     Raises
     ------
     ParseError
-        A malformed number, a wrong field count, an unterminated quote.
+        A malformed number, a wrong field count, an unterminated quote, a line longer
+        than ``max_line_bytes``.
     SchemaError
         A length mismatch inside a declared group, several values in a declared
         scalar, an unknown declared column, or files with different headers.
@@ -143,6 +156,7 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     list_sep_given = list_sep
     list_sep = LIST_SEP if list_sep is None else list_sep
     threads = resolve_threads(threads)
+    max_line = max_line_of(max_line_bytes)
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
         raise ValueError(f"block_bytes must be a positive number of bytes, got {block_size!r}")
     for path in paths:
@@ -154,7 +168,7 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
         if is_stream(paths[0]) or compression_of(paths[0]) else None
     try:
         return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead, threads,
-                     list_sep_given)
+                     list_sep_given, max_line)
     finally:
         if ahead is not None:
             ahead.close()
@@ -163,13 +177,13 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
 def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None, list_sep: str,
           progress: Progress | None, block_size: int,
           ahead: BlockReader | None, threads: int = 1,
-          list_sep_given: str | None = LIST_SEP) -> InMemoryDataset:
+          list_sep_given: str | None = LIST_SEP, max_line: int = MAX_LINE_BYTES) -> InMemoryDataset:
     """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`;
     ``list_sep_given``: ``None`` when the caller left ``list_sep`` to its default)."""
-    head = read_head(paths[0], sep, ahead)  # the header is located here, once
+    head = read_head(paths[0], sep, ahead, max_line)  # the header is located here, once
     names = head.names
     general = declared_plan(names, schema)
-    options = ParserOptions(dtype=dt, sep=head.sep, list_sep=list_sep)
+    options = ParserOptions(dtype=dt, sep=head.sep, list_sep=list_sep, max_line=max_line)
     plan, parsed = general, None
     if general.general and not any(is_stream(p) for p in paths):  # a stream is read once
         sample = parse_sample(general, head, options)
@@ -227,6 +241,7 @@ class _Run:
         self.head = head  # the first file's header, located once
         self.inexact: Inexact = {}
         self.progress, self.block_size = progress, block_size
+        self.max_line = options["max_line"]
         self.total = sum(_size(p) for p in paths)
 
     def parse(self, plan: Plan) -> tuple[Scalars, Groups, np.ndarray]:
@@ -263,18 +278,24 @@ class _Run:
         scalars, groups = parser.finish()
         return scalars, groups, flags
 
-    def _header(self, path: str, data: bytes, final: bool) -> tuple[list[str], int] | None:
-        """``(names, end)`` of ``path``'s header in ``data``: the first file's as located before."""
-        if self.head is not None and path == self.paths[0] and (final or len(data) >= self.head.end):
-            return self.head.names, self.head.end
-        return split_header(data, final, self.options["sep"], path)
+    def _header_of(self, path: str, scan: HeaderScan, block: bytes, final: bool) -> tuple[list[str], int] | None:
+        """``(names, end)`` of ``path``'s header once ``scan``, fed ``block``, holds it (the first
+        file's as located before); linear in the header's length, bounded by ``max_line``."""
+        if self.head is not None and path == self.paths[0]:
+            scan.data += block
+            return (self.head.names, self.head.end) if final or len(scan.data) >= self.head.end else None
+        bounds = scan.add(block, final)
+        if bounds is None:
+            return None
+        return header_names(bytes(scan.data[:bounds[1]]), bounds, self.options["sep"], path), bounds[1]
 
     def _parse_file(self, parser: Parser, path: str, done: int) -> None:
         if not is_stream(path) and compression_of(path) is None and _size(path) > 0 and self._parse_mapped(
                 parser, path, done):
             return
-        head = b""  # the text up to the header's end, in whole blocks
-        carry: bytes | memoryview = b""
+        scan = HeaderScan(self.max_line)  # the text up to the header's end, in whole blocks
+        head = scan.data
+        carry: bytes | bytearray | memoryview = b""
         header, workers = None, 1
         reader, self.ahead = self.ahead, None
         if reader is None or reader.path != os.fspath(path):
@@ -282,8 +303,7 @@ class _Run:
         with reader as blocks:
             chunks = iter(blocks)
             for block in chunks:
-                head += block
-                header = self._header(path, head, False)
+                header = self._header_of(path, scan, block, False)
                 if header is not None:
                     break
             # one core inflates: the others parse (on this thread alone when that is one)
@@ -297,7 +317,7 @@ class _Run:
                     if self.progress is not None:
                         self.progress(done + blocks.position, self.total)
         if header is None:  # the text ended inside the header
-            last = self._header(path, head, True)
+            last = self._header_of(path, scan, b"", True)
             assert last is not None  # with final=True, a header or an error
             carry = self._start(parser, path, last, head)
         if header is None or workers <= 1:
@@ -313,8 +333,7 @@ class _Run:
         with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             parsed = _ParsedPages(mm, self.block_size, done, self.total, self.progress)
             size = len(mm)
-            header = self._header(path, b"", True) if self.head is not None and path == self.paths[0] \
-                else split_header(mm[:SAMPLE_SIZE], size <= SAMPLE_SIZE, self.options["sep"], path)
+            header = self._header_of(path, HeaderScan(self.max_line), mm[:SAMPLE_SIZE], size <= SAMPLE_SIZE)
             if header is None:
                 return False
             names, pos = header
@@ -330,6 +349,8 @@ class _Run:
                     with whole[pos:pos + step] as chunk:
                         used = parser.feed(chunk, final=final)
                     pos += used
+                    if not used and not final and step > self.max_line:  # no record end in max_line bytes
+                        raise long_line(self.max_line, parser.line, parser.rows)
                     step = self.block_size if used else step * 2  # a record longer than a block
                     parsed(pos)
         return True
@@ -340,29 +361,41 @@ class _Run:
         size = len(mm)
         # pieces of at most PIECE (and block_size), small enough that every thread gets several
         step = min(self.block_size, max(MIN_PIECE, min(PIECE, (size - pos) // (4 * self.threads))))
-        with ParallelFeed(parser, self._make, self.threads, Region(whole), parsed) as feed:
-            for piece, last in region_pieces(size, pos, step, mm.find, self.threads):
-                feed.feed(piece, last, tag=piece[1])
+        sent = pos  # where the text not yet handed to the workers starts
+        with ParallelFeed(parser, self._make, self.threads, Region(whole), parsed, self.max_line) as feed:
+            try:
+                for piece, last in region_pieces(size, pos, step, mm.find, self.threads, self.max_line):
+                    feed.feed(piece, last, tag=piece[1])
+                    sent = piece[1]
+            except LongLine as long:  # the pieces before are settled first: their errors come first
+                feed.finish()
+                line = parser.line if feed.carry is not None else \
+                    parser.line + bytes(whole[sent:long.at]).count(b"\n")
+                raise long_line(self.max_line, line, parser.rows) from None
             feed.finish()
 
     def _stream_threaded(self, parser: Parser, path: str, header: tuple[list[str], int],
-                         data: bytes, chunks: Iterable[bytes], blocks: BlockReader, done: int,
+                         data: bytes | bytearray, chunks: Iterable[bytes], blocks: BlockReader, done: int,
                          workers: int) -> None:
         """The decompressed text after ``header`` (``data``, then ``chunks``) on ``workers`` threads."""
         self._check_header(path, header[0])
         parser.line = 1 + data[:header[1]].count(b"\n")
 
         def text() -> Iterator[bytes]:
-            yield data[header[1]:]
+            yield bytes(data[header[1]:])
             yield from chunks
 
         def settled(position: int) -> None:
             if self.progress is not None:
                 self.progress(done + position, self.total)
 
-        with ParallelFeed(parser, self._make, workers, Chunks(), settled) as feed:
-            for piece, last in chunk_pieces(text(), self.block_size):
-                feed.feed(piece, last, tag=blocks.position)
+        with ParallelFeed(parser, self._make, workers, Chunks(), settled, self.max_line) as feed:
+            try:
+                for piece, last in chunk_pieces(text(), self.block_size, self.max_line):
+                    feed.feed(piece, last, tag=blocks.position)
+            except LongLine:  # the pieces before are settled first: their errors come first
+                feed.finish()
+                raise long_line(self.max_line, parser.line, parser.rows) from None
             feed.finish()
 
     def _check_header(self, path: str, names: list[str]) -> None:
@@ -371,29 +404,37 @@ class _Run:
                               f"{len(names)} columns vs {len(self.names)}", file=path, line=1)
 
     def _start(self, parser: Parser, path: str, header: tuple[list[str], int],
-               data: bytes | memoryview) -> memoryview:
+               data: bytes | bytearray | memoryview) -> bytes | bytearray | memoryview:
         names, end = header
         self._check_header(path, names)
         parser.line = 1 + bytes(data[:end]).count(b"\n")
         rest = memoryview(data)[end:]
         used = parser.feed(rest)
-        return rest[used:]
+        return self._bounded(parser, rest[used:])
 
-    @staticmethod
-    def _feed(parser: Parser, carry: bytes | memoryview, block: bytes) -> bytes | memoryview:
-        """Feed ``carry + block`` without copying the block when the carry ends at its first line."""
+    def _feed(self, parser: Parser, carry: bytes | bytearray | memoryview,
+              block: bytes) -> bytes | bytearray | memoryview:
+        """Feed ``carry + block`` without copying the block when the carry ends at its first line;
+        the unfinished record that is left (at most ``max_line`` bytes: else a ``ParseError``)."""
         if len(carry):
             cut = block.find(b"\n") + 1
-            if cut:
-                head = bytes(carry) + block[:cut]
-                used = parser.feed(head)
-                if used == len(head):
-                    rest = memoryview(block)[cut:]
-                    return rest[parser.feed(rest):]
-                carry = head[used:]
-                block = block[cut:]
-            data: bytes | memoryview = bytes(carry) + block
+            if not cut:  # no line ends in the block: the record goes on, nothing to parse yet
+                grown = carry if isinstance(carry, bytearray) else bytearray(carry)
+                grown += block
+                return self._bounded(parser, grown)
+            head = bytes(carry) + block[:cut]
+            used = parser.feed(head)
+            if used == len(head):
+                rest = memoryview(block)[cut:]
+                return self._bounded(parser, rest[parser.feed(rest):])
+            data: bytes | memoryview = head[used:] + block[cut:]
         else:
             data = memoryview(block)
-        return data[parser.feed(data):]
+        return self._bounded(parser, data[parser.feed(data):])
+
+    def _bounded(self, parser: Parser, carry: bytes | bytearray | memoryview) -> bytes | bytearray | memoryview:
+        """``carry``, the start of an unfinished record, unless it is longer than ``max_line``."""
+        if len(carry) > self.max_line:
+            raise long_line(self.max_line, parser.line, parser.rows)
+        return carry
 

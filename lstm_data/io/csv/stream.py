@@ -42,6 +42,7 @@ from lstm_data.io.csv.plan import (
     assemble,
     check_decimal_commas,
     declared_plan,
+    max_line_of,
     surprised,
 )
 from lstm_data.io.ours.row_blocks import (
@@ -81,6 +82,11 @@ class _Flushing:
     @line.setter
     def line(self, value: int) -> None:
         self._parser.line = value
+
+    @property
+    def rows(self) -> int:
+        """Rows held (not yet handed on)."""
+        return int(self._parser.rows)
 
     def feed(self, data: bytes | bytearray | memoryview, final: bool = False) -> int:
         used = self._parser.feed(data, final=final)
@@ -171,7 +177,7 @@ def _columns_of(plan: Plan, options: ParserOptions) -> InMemoryDataset:
 
 def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES, dtype: Any = None,
                sep: str | None = None, list_sep: str | None = None, threads: int | None = None,
-               block_size: int = DEFAULT_BLOCK_SIZE) -> RowBlocks:
+               block_size: int = DEFAULT_BLOCK_SIZE, max_line_bytes: int | None = None) -> RowBlocks:
     """The rows of the CSV file ``path`` in blocks of about ``block_bytes`` (see the module notes).
 
     Options are those of :func:`~lstm_data.io.csv.reader.read_csv`, but for its
@@ -182,7 +188,8 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
     if is_stream(path):  # a pipe is read once: whole, its columns decided from all of it
         _log.info("%s: a stream: read into RAM", path)
         table = dataset_blocks(reader.read_csv(path, schema=schema, dtype=dtype, sep=sep,
-                                               list_sep=list_sep, threads=threads, block_bytes=block_size),
+                                               list_sep=list_sep, threads=threads, block_bytes=block_size,
+                                               max_line_bytes=max_line_bytes),
                                block_bytes=block_bytes)
         return RowBlocks(table.scalar_dtypes, table.groups, table.group_dtypes, table.blocks, 0,
                          (path,), table.n_rows)
@@ -191,19 +198,20 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
     list_sep_given = list_sep
     list_sep = LIST_SEP if list_sep is None else list_sep
     n_threads = reader.resolve_threads(threads)
+    max_line = max_line_of(max_line_bytes)
     ahead = BlockReader(path, block_size, threads=n_threads) if compression_of(path) else None
     try:  # the first MiB (decompressed again by the parse: a stream cannot keep it for later)
-        names, sample, final, sep = head.peek_sample(path, sep, ahead)
+        names, sample, final, sep = head.peek_sample(path, sep, ahead, max_line)
     finally:
         if ahead is not None:
             ahead.close()
-    options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep)
+    options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep, max_line=max_line)
     general = declared_plan(names, schema)
     plan = head.sample_plan(general, sample, final, options) if general.general \
         else general
     size = os.path.getsize(path)
     read_options = dict(schema=schema, dtype=dt, sep=sep, list_sep=list_sep_given, threads=threads,
-                        block_bytes=block_size)
+                        block_bytes=block_size, max_line_bytes=max_line)
     whole = plan.general and general.general  # the first MiB cannot decide the columns
 
     def read_whole() -> RowBlocks:

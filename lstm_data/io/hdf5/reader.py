@@ -44,6 +44,7 @@ from lstm_data.io.ours.layout import (
     value_dtype,
 )
 from lstm_data.io.ours.ondisk import DiskGroup, OnDiskDataset
+from lstm_data.io.plumbing.open_files import PooledFile
 
 __all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE", "read_rows"]
 
@@ -98,7 +99,8 @@ class HDF5Dataset(OnDiskDataset):
     Parameters
     ----------
     path
-        The ``.h5`` file; it stays open until :meth:`close`.
+        The ``.h5`` file; it is open while read, and closed when idle and other files
+        need the room (see :mod:`lstm_data.io.plumbing.open_files`).
     max_run_chunks
         Longest single read, in chunks.
     dtype
@@ -142,34 +144,36 @@ class HDF5Dataset(OnDiskDataset):
         dt = value_dtype(dtype, file=name)
         self._max_run_chunks = max_run_chunks
         self._trust_external = trust_external
-        self._file = h5py.File(path, "r")
+        self._nodes: tuple[h5py.File | None, dict[str, h5py.Dataset]] = (None, {})
+        self._file: PooledFile[h5py.File] = PooledFile(lambda: h5py.File(path, "r"), self._close_file, name)
         try:
-            layout = _chosen(parse_layout(dict(self._file.attrs), file=name),
-                             ColumnSelection(columns, exclude), name)
-            n = layout["n_rows"]
-            self._exact = ExactInts(name)
-            scalars = {var: scalar_column(var, key, self._checked(read_rows(self._node(key, name, var),
-                                                                             file=name, variable=var),
-                                                                   dt, var),
-                                          n, dt, file=name)
-                       for var, key in layout["scalars"].items()}
-            groups = {g: self._disk_group(g, spec, n, name, dt)
-                      for g, spec in layout["groups"].items()}
-            # after the checks above, which name what is wrong; this one catches edits they cannot see
-            digest_checked = check_layout_digest(self._file, file=name)
-            self.notes = _checksum_notes(self._file, layout, name) + (
-                () if digest_checked else ("written before layout digests: an edited dtype, byte order "
-                                           "or column order is not detected",))
+            with self._file.use() as fh:
+                layout = _chosen(parse_layout(dict(fh.attrs), file=name),
+                                 ColumnSelection(columns, exclude), name)
+                n = layout["n_rows"]
+                self._exact = ExactInts(name)
+                scalars = {var: scalar_column(var, key, self._checked(read_rows(self._node(fh, key, name, var),
+                                                                                 file=name, variable=var),
+                                                                       dt, var),
+                                              n, dt, file=name)
+                           for var, key in layout["scalars"].items()}
+                groups = {g: self._disk_group(fh, g, spec, n, name, dt)
+                          for g, spec in layout["groups"].items()}
+                # after the checks above, which name what is wrong; this one catches edits they cannot see
+                digest_checked = check_layout_digest(fh, file=name)
+                self.notes = _checksum_notes(fh, layout, name) + (
+                    () if digest_checked else ("written before layout digests: an edited dtype, byte order "
+                                               "or column order is not detected",))
             self._setup(n, scalars, groups, (name,))
         except BaseException:  # no file handle left open behind an error
             self._file.close()
             raise
 
-    def _disk_group(self, group: str, spec: dict[str, Any], n: int, name: str,
+    def _disk_group(self, fh: h5py.File, group: str, spec: dict[str, Any], n: int, name: str,
                     dt: np.dtype[Any] | None) -> DiskGroup:
         key = spec["key"]
-        values = self._node(f"{key}/values", name, group)
-        stored = read_rows(self._node(f"{key}/offsets", name, group), file=name, variable=group)
+        values = self._node(fh, f"{key}/values", name, group)
+        stored = read_rows(self._node(fh, f"{key}/offsets", name, group), file=name, variable=group)
         width = len(spec["names"])
         offsets = check_group_arrays(group, stored, values, width, n, file=name, key=key)
         if values.chunks:
@@ -177,14 +181,33 @@ class HDF5Dataset(OnDiskDataset):
         else:  # contiguous: read in ~256 KiB pieces
             chunk_len = max(1, (256 << 10) // max(1, width * values.dtype.itemsize))
         out: np.dtype[Any] = values.dtype if dt is None else dt
+        values_key = f"{key}/values"
 
         def read(lo: int, hi: int) -> np.ndarray:
-            return self._checked(read_rows(values, lo, hi, file=name, variable=group), out, group,
-                                 first=lo).astype(out, copy=False)
+            with self._file.use() as handle:  # opened again if it was closed while idle
+                array = read_rows(self._dataset(handle, values_key), lo, hi, file=name, variable=group)
+            return self._checked(array, out, group, first=lo).astype(out, copy=False)
 
         return DiskGroup(names=spec["names"], starts=offsets[:-1], ends=offsets[1:],
                          n_values=int(values.shape[0]), chunk_len=int(chunk_len),
                          read=read, dtype=out, key=f"{group}/values")
+
+    def _close_file(self, fh: h5py.File) -> None:
+        """Close ``fh``, dropping the datasets looked up in it (h5py's close walks every live object)."""
+        if self._nodes[0] is fh:
+            self._nodes = (None, {})
+        fh.close()
+
+    def _dataset(self, fh: h5py.File, key: str) -> h5py.Dataset:
+        """Dataset ``key`` of the open handle ``fh`` (checked at open; looked up once per handle)."""
+        held, nodes = self._nodes
+        if held is not fh:
+            nodes = {}
+            self._nodes = (fh, nodes)
+        node = nodes.get(key)
+        if node is None:
+            node = nodes[key] = fh[key]
+        return node
 
     def _checked(self, array: np.ndarray, dtype: np.dtype[Any] | None, name: str, first: int = 0) -> np.ndarray:
         """``array`` unchanged, after warning (once per ``name``) if its integers change as ``dtype``."""
@@ -194,14 +217,15 @@ class HDF5Dataset(OnDiskDataset):
                               where="row" if array.ndim == 1 else "value row")
         return array
 
-    def _node(self, key: str, name: str, variable: str) -> h5py.Dataset:
+    def _node(self, fh: h5py.File, key: str, name: str, variable: str) -> h5py.Dataset:
         """Dataset ``key`` of the file (see :func:`.layout.stored_array`), kept inside the file."""
-        node = member(self._file, key, file=name, trust_external=self._trust_external)
+        node = member(fh, key, file=name, trust_external=self._trust_external)
         dataset: h5py.Dataset = stored_array(node, h5py.Dataset, key, file=name, variable=variable)
         return dataset
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file (a later read opens it again)."""
+        self._nodes = (None, {})
         self._file.close()
 
 

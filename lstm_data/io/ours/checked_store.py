@@ -36,7 +36,8 @@ from lstm_data.errors import FormatError
 from lstm_data.io.ours.layout import every_chunk_stored
 from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, crc32c, split_key
 from lstm_data.io.ours.store_files import look_at, read_store_file
-from lstm_data.io.plumbing.remote import is_url, url_credentials
+from lstm_data.io.plumbing.remote import is_url, remote_filesystem, url_credentials
+from lstm_data.io.plumbing.remote_errors import TRANSPORT_ERRORS, RemoteSettings
 
 if TYPE_CHECKING:
     import zarr
@@ -198,20 +199,25 @@ def records_every_chunk(root: zarr.Group) -> bool:
     return isinstance(store, CheckedStore) and store.state.every_chunk
 
 
-def base_store(path: Any) -> Any:
-    """The zarr store that ``zarr.open_group(path, mode="r")`` would read: read-only."""
+def base_store(path: Any, remote: RemoteSettings | None = None) -> Any:
+    """The zarr store that ``zarr.open_group(path, mode="r")`` would read: read-only; a URL
+    through :func:`~lstm_data.io.plumbing.remote.remote_filesystem` (for http(s): timeouts,
+    retries and checked answers, as ``remote`` sets them)."""
     from zarr.storage import FsspecStore, LocalStore
 
     if isinstance(path, (str, os.PathLike)):
         text = os.fspath(path)
         if is_url(text):  # credentials as the filesystem's auth, never in a URL zarr or fsspec log
-            clean, options = url_credentials(text)
-            return FsspecStore.from_url(clean, storage_options=options, read_only=True)
+            fs, root = remote_filesystem(text, remote, asynchronous=True)
+            if not fs.async_impl:
+                clean, options = url_credentials(text)
+                return FsspecStore.from_url(clean, storage_options=options, read_only=True)
+            return FsspecStore(fs, read_only=True, path=root)
         return LocalStore(text, read_only=True)
     return path
 
 
-def open_checked(path: Any, name: str) -> tuple[zarr.Group, Manifest | None]:
+def open_checked(path: Any, name: str, remote: RemoteSettings | None = None) -> tuple[zarr.Group, Manifest | None]:
     """``(root group, manifest or None)`` of the zarr v3 store at ``path``, read through a
     :class:`CheckedStore`.
 
@@ -221,6 +227,8 @@ def open_checked(path: Any, name: str) -> tuple[zarr.Group, Manifest | None]:
         A directory, an fsspec URL, or a zarr store.
     name
         The store as named in errors (credentials redacted).
+    remote
+        Timeouts and retries of the reads of a store at a URL.
 
     Raises
     ------
@@ -234,13 +242,15 @@ def open_checked(path: Any, name: str) -> tuple[zarr.Group, Manifest | None]:
 
     name = redact(name)
     quiet_leftover_tasks()
-    base = base_store(path)
+    base = base_store(path, remote)
     manifest_file = MANIFEST_FILE
     try:
         raw = _raw(base, manifest_file, name)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raw = None
     except FormatError:
+        raise
+    except TRANSPORT_ERRORS:  # a server's failure, said as such (naming the URL)
         raise
     except Exception as exc:  # noqa: BLE001 - a server's refusal: said without credentials
         if not (isinstance(path, str) and is_url(path)):

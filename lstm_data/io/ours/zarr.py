@@ -36,7 +36,7 @@ import numpy as np
 import zarr
 
 from lstm_data._util.redact import redact
-from lstm_data.errors import FormatError
+from lstm_data.errors import FormatError, RemoteError
 from lstm_data.io.ours.checked_store import open_checked, records_every_chunk
 from lstm_data.io.ours.layout import (
     OLD_ZARR_NOTE,
@@ -48,6 +48,7 @@ from lstm_data.io.ours.layout import (
 )
 from lstm_data.io.ours.manifest import UNCHECKED_NOTE, Manifest
 from lstm_data.io.ours.ondisk import DiskGroup, OnDiskDataset
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.io.ours.zarr_chunks import ChunkDecoder
 
 if TYPE_CHECKING:
@@ -83,14 +84,14 @@ def read_rows(array: zarr.Array[Any], lo: int, hi: int, *, file: str) -> np.ndar
     """
     try:
         return np.asarray(array[lo:hi])
-    except FormatError:
+    except (FormatError, RemoteError):  # damage found by our checks, or a server's failure: said as such
         raise
     except Exception as exc:  # codecs raise ValueError, RuntimeError, ...
         c = int(array.chunks[0]) if array.ndim else 1
         for i in range(lo // c, -(-hi // c)):
             try:
                 array[i * c:(i + 1) * c]
-            except FormatError:
+            except (FormatError, RemoteError):
                 raise
             except Exception:  # noqa: BLE001 - the damaged chunk
                 raise FormatError(f"cannot read chunk {i} of array {array.path!r} "
@@ -117,6 +118,8 @@ class ZarrDataset(OnDiskDataset):
     dtype
         ``float32`` or ``float64``: scalars are cast at open and values as they are
         read. Default: the stored dtypes.
+    remote
+        Timeouts and retries of the reads of a store at a URL.
 
     Raises
     ------
@@ -140,12 +143,13 @@ class ZarrDataset(OnDiskDataset):
         reads per chunk (``io_stats.track_chunks()``); ``hook`` is called per read.
     """
 
-    def __init__(self, path: StoreLike | os.PathLike[str], *, max_run_chunks: int = 32, dtype: Any = None) -> None:
-        self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype})
+    def __init__(self, path: StoreLike | os.PathLike[str], *, max_run_chunks: int = 32, dtype: Any = None,
+                 remote: RemoteSettings | None = None) -> None:
+        self._reopen = ((path,), {"max_run_chunks": max_run_chunks, "dtype": dtype, "remote": remote})
         name = redact(path)
         dt = value_dtype(dtype, file=name)
         try:
-            root, manifest = open_checked(path, name)
+            root, manifest = open_checked(path, name, remote)
         except (FileNotFoundError, ValueError, TypeError) as exc:
             if isinstance(exc, FormatError):
                 raise
@@ -226,7 +230,7 @@ def _node(root: zarr.Group, key: str, name: str, variable: str) -> zarr.Array[An
         node: zarr.Array[Any] | zarr.Group | None = root[key]
     except KeyError:
         node = None
-    except FormatError:
+    except (FormatError, RemoteError):
         raise
     except Exception as exc:  # noqa: BLE001 - zarr's parse of a damaged zarr.json
         raise FormatError(f"metadata file '{key}/zarr.json' is damaged ({type(exc).__name__}: "

@@ -49,6 +49,7 @@ from lstm_data.io.parquet.read import (
     read_in_ram,
 )
 from lstm_data.io.parquet.write import to_arrow, write_parquet
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.io.read_options import RENAMED_READ_KEYWORDS
 
 _log = logging.getLogger("lstm_data")
@@ -148,7 +149,8 @@ def _memory_bytes() -> int:
 def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any = None,
                  in_ram: bool | None = None, threads: int | None = None,
                  columns: Sequence[str] | str | None = None,
-                 exclude: Sequence[str] | str | None = None, **old: Any) -> Any:
+                 exclude: Sequence[str] | str | None = None, remote: RemoteSettings | None = None,
+                 **old: Any) -> Any:
     """Open a Parquet file, or a directory of them (sorted by name, as one dataset).
 
     Parameters
@@ -172,6 +174,9 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
         Column names or globs to read / never to read (see
         :mod:`lstm_data.io.parquet.plan`); only the chosen columns are read and
         decompressed.
+    remote
+        Timeouts and retries of the reads of a file at a URL (default: the defaults of
+        :class:`~lstm_data.io.plumbing.remote_errors.RemoteSettings`).
 
     Returns
     -------
@@ -192,7 +197,7 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
                                    strict=True)["threads"]
     use_threads = threads is None or int(threads) > 1
     import_pyarrow()
-    sources = open_sources(parquet_files(path))
+    sources = open_sources(parquet_files(path), remote)
     plan = plan_columns(sources[0].schema, schema, dtype, file=sources[0].path, columns=columns,
                         exclude=exclude)
     _log_skipped(plan, str(path))
@@ -200,7 +205,7 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
         in_ram = decoded_bytes(sources, plan) <= RAM_FRACTION * _memory_bytes()
     if not in_ram:
         return ParquetDataset(path, schema=schema, dtype=dtype, use_threads=use_threads,
-                              columns=columns, exclude=exclude)
+                              columns=columns, exclude=exclude, remote=remote)
     out = read_in_ram(sources, plan, use_threads=use_threads)
     out.skipped = dict(plan.skipped)
     return out
@@ -208,7 +213,8 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
 
 def parquet_decoded_bytes(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any = None,
                           columns: Sequence[str] | str | None = None,
-                          exclude: Sequence[str] | str | None = None, **_: Any) -> int:
+                          exclude: Sequence[str] | str | None = None, remote: RemoteSettings | None = None,
+                          **_: Any) -> int:
     """Uncompressed bytes of the chosen columns of a Parquet file or directory (from the metadata).
 
     Other reader options are accepted and ignored.
@@ -219,7 +225,7 @@ def parquet_decoded_bytes(path: str | os.PathLike[str], *, schema: Any = None, d
         As :func:`read_parquet`.
     """
     import_pyarrow()
-    sources = open_sources(parquet_files(path))
+    sources = open_sources(parquet_files(path), remote)
     plan = plan_columns(sources[0].schema, schema, dtype, file=sources[0].path, columns=columns,
                         exclude=exclude)
     return decoded_bytes(sources, plan)

@@ -34,6 +34,7 @@ from lstm_data.io.parquet.columns import (
 )
 from lstm_data.io.parquet.plan import plan_columns
 from lstm_data.io.parquet.read import open_sources, parquet_files, read_columns, settle_on_first_rows
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.kernels import interleave_columns
 
 __all__ = ["ParquetDataset"]
@@ -71,11 +72,11 @@ class ParquetDataset(OnDiskDataset):
     """
 
     def __init__(self, path: Any, *, schema: Any = None, dtype: Any = None, use_threads: bool = True,
-                 columns: Any = None, exclude: Any = None) -> None:
+                 columns: Any = None, exclude: Any = None, remote: RemoteSettings | None = None) -> None:
         self._reopen = ((path,), {"schema": schema, "dtype": dtype, "use_threads": use_threads,
-                                  "columns": columns, "exclude": exclude})
+                                  "columns": columns, "exclude": exclude, "remote": remote})
         self._use_threads = use_threads
-        self._sources = open_sources(parquet_files(path))
+        self._sources = open_sources(parquet_files(path), remote)
         first = self._sources[0].path
         self._plan = settle_on_first_rows(
             self._sources, plan_columns(self._sources[0].schema, schema, dtype, file=first, columns=columns,
@@ -205,5 +206,7 @@ class ParquetDataset(OnDiskDataset):
         return out, out_off
 
     def close(self) -> None:
-        """Drop the file readers (the dataset cannot read values afterwards)."""
+        """Close the files (the dataset cannot read values afterwards)."""
+        for source in self._sources:
+            source.close()
         self._sources = []

@@ -43,7 +43,7 @@ def metadata_counts(sources: list[Any], plan: ColumnPlan) -> dict[str, np.ndarra
     plain = {v: plan.source(v)[0] for v in plan.free if plan.source(v)[1] in ((), (VALUES,))}
     per: dict[str, list[int]] = {v: [] for v in plain}
     for s in sources:
-        leaf, md = leaf_index(s.schema), s.file.metadata
+        leaf, md = leaf_index(s.schema), s.metadata
         for rg in range(md.num_row_groups):
             meta = md.row_group(rg)
             for v, arrow in plain.items():

@@ -18,12 +18,13 @@ Plain list columns are grouped by their lengths when the first batch arrives (se
 """
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 import numpy as np
 
@@ -41,7 +42,9 @@ from lstm_data.io.parquet.columns import (
 )
 from lstm_data.io.parquet.grouping import settle_plan
 from lstm_data.io.parquet.plan import ColumnPlan
+from lstm_data.io.plumbing.open_files import PooledFile
 from lstm_data.io.plumbing.remote import is_url, open_remote_file, remote_read_error
+from lstm_data.io.plumbing.remote_errors import TRANSPORT_ERRORS, RemoteSettings
 
 __all__ = ["parquet_files", "ParquetSource", "open_sources", "read_in_ram", "read_columns",
            "decoded_bytes", "BATCH_BYTES", "batch_rows", "settle_on_first_rows"]
@@ -79,19 +82,30 @@ def parquet_files(path: str | os.PathLike[str]) -> list[str]:
 
 @dataclass
 class ParquetSource:
-    """One open Parquet file: its reader, metadata and Arrow schema."""
+    """One Parquet file: its metadata and Arrow schema, and its reader (``pyarrow.parquet.ParquetFile``)
+    opened for each read, and closed when idle and other files need the room (see
+    :mod:`lstm_data.io.plumbing.open_files`)."""
 
     path: str
-    file: Any
+    reader: PooledFile[Any]
     schema: Any
+    metadata: Any
 
     @property
     def num_row_groups(self) -> int:
-        return int(self.file.metadata.num_row_groups)
+        return int(self.metadata.num_row_groups)
 
     def row_group_rows(self) -> np.ndarray:
-        md = self.file.metadata
+        md = self.metadata
         return np.array([md.row_group(i).num_rows for i in range(md.num_row_groups)], dtype=np.int64)
+
+    def use(self) -> ContextManager[Any]:
+        """The open ``ParquetFile``, for the duration of a read."""
+        return self.reader.use()
+
+    def close(self) -> None:
+        """Close the file (a later read opens it again)."""
+        self.reader.close()
 
 
 def arrow_error(exc: Exception, path: str, where: str = "") -> FormatError:
@@ -101,8 +115,9 @@ def arrow_error(exc: Exception, path: str, where: str = "") -> FormatError:
                        f"({type(exc).__name__}: {exc})", file=path)
 
 
-def open_sources(files: list[str]) -> list[ParquetSource]:
-    """Open every file; they must hold the same columns with the same types.
+def open_sources(files: list[str], remote: RemoteSettings | None = None) -> list[ParquetSource]:
+    """Open every file; they must hold the same columns with the same types (``remote``: the
+    timeouts and retries of files at URLs).
 
     Raises
     ------
@@ -110,22 +125,25 @@ def open_sources(files: list[str]) -> list[ParquetSource]:
         A file is not Parquet or is damaged (names the file), or its columns differ
         from the first file's (names the file and the column).
     """
-    pa = import_pyarrow()
-    sources = []
+    sources: list[ParquetSource] = []
     for path in files:
-        # a URL: an fsspec file without read-ahead, so only the needed column chunks are fetched
-        source = open_remote_file(path) if is_url(path) else path
+        reader: PooledFile[Any] = PooledFile(_opener(path, remote), _close_parquet, path)
         try:
-            pf = pa.parquet.ParquetFile(source, page_checksum_verification=True)
-            schema = pf.schema_arrow
+            with reader.use() as pf:
+                schema, metadata = pf.schema_arrow, pf.metadata
         except Exception as exc:  # noqa: BLE001 - a URL's cause is told; else pyarrow's errors only
+            reader.close()
+            for s in sources:
+                s.close()
             cause = remote_read_error(exc, path) if is_url(path) else None
             if cause is not None:  # nothing there, no server, an HTTP error, no byte ranges: said as such
                 raise cause from None
-            if isinstance(exc, (pa.ArrowException, OSError)):
+            if isinstance(exc, OSError) and exc.errno == errno.EMFILE:  # not damage: said as such
+                raise
+            if isinstance(exc, (import_pyarrow().ArrowException, OSError)):
                 raise arrow_error(exc, path) from exc
             raise
-        sources.append(ParquetSource(path, pf, schema))
+        sources.append(ParquetSource(path, reader, schema, metadata))
     first = sources[0]
     for s in sources[1:]:
         if not s.schema.equals(first.schema, check_metadata=False):
@@ -138,12 +156,32 @@ def open_sources(files: list[str]) -> list[ParquetSource]:
     return sources
 
 
+def _opener(path: str, remote: RemoteSettings | None) -> Callable[[], Any]:
+    """Opens ``path`` as a ``ParquetFile``: the first time reading its footer, after that with
+    the metadata read then (a URL: through a file without read-ahead, so only the needed
+    column chunks are fetched)."""
+    known: list[Any] = []
+
+    def open_file() -> Any:
+        source = open_remote_file(path, remote) if is_url(path) else path
+        pf = import_pyarrow().parquet.ParquetFile(source, page_checksum_verification=True,
+                                                  metadata=known[0] if known else None)
+        if not known:
+            known.append(pf.metadata)
+        return pf
+    return open_file
+
+
+def _close_parquet(pf: Any) -> None:
+    pf.close(force=True)
+
+
 def decoded_bytes(sources: list[ParquetSource], plan: ColumnPlan) -> int:
     """Uncompressed bytes of the plan's columns in every file (from the metadata)."""
     total = 0
     for s in sources:
         leaf = leaf_index(s.schema)
-        md = s.file.metadata
+        md = s.metadata
         for rg in range(md.num_row_groups):
             meta = md.row_group(rg)
             total += sum(meta.column(leaf[c]).total_uncompressed_size for c in plan.columns)
@@ -154,7 +192,10 @@ def read_columns(source: ParquetSource, rg: int, columns: list[str], *, use_thre
     """Columns of row group ``rg`` as a ``pyarrow.Table``; damage is a ``FormatError``."""
     pa = import_pyarrow()
     try:
-        table = source.file.read_row_group(rg, columns=columns, use_threads=use_threads)
+        with source.use() as pf:
+            table = pf.read_row_group(rg, columns=columns, use_threads=use_threads)
+    except TRANSPORT_ERRORS:  # a server's failure, said as such: not damage
+        raise
     except (pa.ArrowException, OSError) as exc:
         raise arrow_error(exc, source.path, f"row group {rg}") from exc
     return table if table.column_names == columns else table.select(columns)
@@ -184,8 +225,11 @@ def settle_on_first_rows(sources: list[ParquetSource], plan: ColumnPlan, *,
     columns = list(dict.fromkeys(plan.source(v)[0] for v in free))
     for s in sources:
         try:
-            batch = next(iter(s.file.iter_batches(batch_size=rows, columns=columns, use_threads=use_threads)),
-                         None)
+            with s.use() as pf:
+                batch = next(iter(pf.iter_batches(batch_size=rows, columns=columns, use_threads=use_threads)),
+                             None)
+        except TRANSPORT_ERRORS:  # a server's failure, said as such: not damage
+            raise
         except (pa.ArrowException, OSError) as exc:
             raise arrow_error(exc, s.path, "the rows from row 0 on") from exc
         if batch is not None and batch.num_rows:
@@ -197,7 +241,7 @@ def _capacity(sources: list[ParquetSource], names: list[str]) -> int:
     """Upper bound of a group's values: its largest ``num_values`` per row group, summed."""
     cap = 0
     for s in sources:
-        leaf, md = leaf_index(s.schema), s.file.metadata
+        leaf, md = leaf_index(s.schema), s.metadata
         for rg in range(md.num_row_groups):
             cap += max(md.row_group(rg).column(leaf[c]).num_values for c in names)
     return cap
@@ -309,11 +353,14 @@ def _stream(sources: list[ParquetSource], columns: list[str], batch_rows: int, u
         for si, s in enumerate(sources):
             row = 0
             try:
-                for batch in s.file.iter_batches(batch_size=batch_rows, columns=columns,
+                with s.use() as pf:
+                    for batch in pf.iter_batches(batch_size=batch_rows, columns=columns,
                                                  use_threads=use_threads):
-                    row += batch.num_rows
-                    if not put((si, batch)):
-                        return
+                        row += batch.num_rows
+                        if not put((si, batch)):
+                            return
+            except TRANSPORT_ERRORS:  # a server's failure, said as such: not damage
+                raise
             except (pa.ArrowException, OSError) as exc:
                 raise arrow_error(exc, s.path, f"the rows from row {row} on") from exc
         put(_DONE)

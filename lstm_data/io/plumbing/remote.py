@@ -15,6 +15,14 @@ and of the needed column chunks are the requests. ``in_ram=False`` reads them on
 demand, by cluster or row group. Other files (CSV, HDF5, zarr v2): copy them
 locally, or convert them to zarr and serve that.
 
+Reads at http(s) URLs go through :class:`~lstm_data.io.plumbing.http_checked.CheckedHTTPFileSystem`:
+timeouts for a connection and for a stalled answer, retries of HTTP 5xx answers and
+connections closed early, and a check of every byte-range answer (see
+:class:`~lstm_data.io.plumbing.remote_errors.RemoteSettings` for the
+``ReadOptions`` that set them). Every failure is one
+:class:`~lstm_data.errors.RemoteError` naming the URL, and a wrong answer a
+``FormatError`` naming the URL, the range asked and what came back.
+
 Credentials in a URL (``https://user:password@host/...``, ``?token=...``) are used
 to read, and never shown: errors, logs and ``repr`` show the URL through
 :func:`lstm_data.errors.redact`, and the libraries that read (fsspec, aiohttp, zarr) never
@@ -29,17 +37,23 @@ from __future__ import annotations
 import base64
 import os
 import re
-import socket
-import sys
 import urllib.parse
 from typing import Any
 
 from lstm_data._util.optional import require
 from lstm_data.errors import FormatError, redact
+from lstm_data.io.plumbing.range_file import RangeFile
+from lstm_data.io.plumbing.remote_errors import (
+    TRANSPORT_ERRORS,
+    NoByteRangesError,
+    RemoteNotFoundError,
+    RemoteSettings,
+    no_byte_ranges,
+    remote_error,
+)
 
 __all__ = ["is_url", "remote_format", "remote_filesystem", "url_credentials", "open_remote_file", "NoByteRangesError",
-           "serves_byte_ranges", "no_byte_ranges",
-           "remote_read_error"]
+           "no_byte_ranges", "remote_read_error", "RemoteSettings"]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 #: protocol -> the package that provides its fsspec filesystem
@@ -51,132 +65,52 @@ _XROOTD = ("root", "xroot")
 _MAGIC = {b"PAR1": "parquet", b"root": "root"}
 
 
-class NoByteRangesError(OSError):
-    """The server of a URL answers a request for some bytes of a file with the whole file.
-
-    ROOT and Parquet files are read at URLs by byte ranges (HTTP ``Range`` requests);
-    the message names the URL and the ways out: download the file, or serve it from
-    a server that answers ``Range`` requests (206 Partial Content).
-    """
-
-
-def no_byte_ranges(url: str) -> NoByteRangesError:
-    """The error for a server that does not serve byte ranges of ``url`` (shown without credentials)."""
-    return NoByteRangesError(f"the server of {redact(url)} does not serve byte ranges (it ignores HTTP Range "
-                             "requests and sends the whole file), which reading ROOT and Parquet files at URLs "
-                             "needs: download the file and read it locally, or serve it with Range support")
-
-
-def serves_byte_ranges(url: str) -> bool:
-    """Whether the server of ``url`` answers a request for bytes after the first with those bytes.
-
-    Asked when a read of a file at ``url`` failed, to tell the cause; ``True`` when it
-    cannot tell (the file cannot be opened, or its size is not known).
-    """
-    try:
-        fs, path = remote_filesystem(url)
-        with fs.open(path, "rb", cache_type="none") as fh:
-            size = getattr(fh, "size", None)
-            if not size or size < 3:
-                return True
-            fh.seek(1)
-            try:
-                got = fh.read(1)
-            except ValueError:  # fsspec's HTTP file: the answer to a range after the start is not a range
-                return False
-            return len(got) == 1
-    except Exception:  # noqa: BLE001 - cannot tell; the read's own error stands
-        return True
-
-
-def _connection_failure(exc: BaseException) -> BaseException | None:
-    """The refused connection or unknown host name under ``exc`` (aiohttp keeps it as ``os_error``)."""
-    seen: set[int] = set()
-    stack: list[Any] = [exc]
-    while stack:
-        e = stack.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        if isinstance(e, (ConnectionError, socket.gaierror)):
-            return e
-        stack += [getattr(e, "os_error", None), e.__cause__, e.__context__]
-    return None
-
-
-def _unreachable(exc: BaseException, url: str) -> OSError | None:
-    """A ``ConnectionError`` naming ``url`` and the cause when ``exc`` is a refused connection or an
-    unknown host; else ``None``."""
-    cause = _connection_failure(exc)
-    if cause is None:
-        return None
-    host = url.split("://", 1)[-1].split("/", 1)[0].rpartition("@")[2]
-    cls: type[OSError] = ConnectionError
-    if isinstance(cause, ConnectionRefusedError):
-        why, cls = f"connection refused (nothing listens at {host})", ConnectionRefusedError
-    elif isinstance(cause, socket.gaierror):
-        why = f"host name not found ({cause.strerror or cause})"
-    else:
-        why = f"{type(cause).__name__}: {cause}"
-    return cls(f"cannot connect to {redact(url)}: {redact(why)}")
-
-
-def _http_status(exc: BaseException, url: str) -> OSError | None:
-    """An error naming ``url`` and the HTTP status of an answer that is neither data nor 404."""
-    aiohttp = sys.modules.get("aiohttp")
-    if aiohttp is None or not isinstance(exc, aiohttp.ClientResponseError):
-        return None
-    text = f"cannot read {redact(url)}: HTTP {exc.status} {exc.message}".rstrip()
-    return PermissionError(text) if exc.status in (401, 403) else OSError(text)
-
-
 def _nothing_at(url: str) -> FileNotFoundError:
     """"Nothing at ``url``", with the HTTP status for http(s) and zarr.json for a URL that names a store."""
     why = []
-    if url.split("://", 1)[0].lower() in ("http", "https"):
-        why.append("HTTP 404 Not Found")  # fsspec's HTTP filesystem raises FileNotFoundError for 404 only
+    if _is_http(url):
+        why.append("HTTP 404 Not Found")
     name = url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
     if url.split("?", 1)[0].endswith("/") or name.lower().endswith(".zarr") or "." not in name:
         why.append("no zarr.json there")
-    return FileNotFoundError(f"nothing at {redact(url)}" + (f" ({'; '.join(why)})" if why else ""))
+    return RemoteNotFoundError(f"nothing at {redact(url)}" + (f" ({'; '.join(why)})" if why else ""), url=url)
+
+
+def _is_http(url: str) -> bool:
+    return url.split("://", 1)[0].lower() in ("http", "https")
 
 
 def _has(fs: Any, path: str, url: str) -> bool:
-    """Whether ``path`` holds a file; a refused connection or unknown host is raised (``exists``
-    of fsspec's HTTP filesystem answers ``False`` for it)."""
+    """Whether ``path`` holds a file (its first byte is read); an HTTP 4xx status says no, as
+    ``exists`` would; any other failure is raised, naming ``url``."""
     try:
         fs.cat_file(path, start=0, end=1)
         return True
     except (FileNotFoundError, IsADirectoryError):
         return False
+    except NoByteRangesError:  # answered with the whole file: it is there
+        return True
     except Exception as exc:  # noqa: BLE001 - the server's answer, shown without credentials
-        err = _unreachable(exc, url)
-        if err is not None:
-            raise err from None
-        if _http_status(exc, url) is not None:  # an HTTP error status: not there (as exists() says)
+        err = remote_error(exc, url)
+        status = getattr(err, "status", None) or getattr(exc, "status", None)
+        if isinstance(status, int) and 400 <= status < 500:
             return False
-        raise OSError(f"cannot reach {redact(url)}: {type(exc).__name__}: {redact(exc)}") from None
+        raise err from None
 
 
-def _not_found(exc: FileNotFoundError, url: str) -> OSError:
-    """The cause of ``exc``: fsspec's HTTP ``info()`` raises ``FileNotFoundError`` for any failure."""
-    cause = exc.__cause__
-    status = _http_status(cause, url) if cause is not None and getattr(cause, "status", 404) != 404 else None
-    return _unreachable(exc, url) or status or _nothing_at(url)
-
-
-def remote_read_error(exc: BaseException, url: str) -> OSError | None:
-    """The cause of a failed open of the file at ``url``, when it is one of these: nothing
-    there (``FileNotFoundError``, with the HTTP status), a refused connection or unknown host
-    (``ConnectionError``), an HTTP error status, a server that does not serve byte ranges
-    (:class:`NoByteRangesError`, asked of the server); else ``None`` (the reader's own error stands).
+def remote_read_error(exc: BaseException, url: str) -> BaseException | None:
+    """The error to raise for a failed read of the file at ``url`` when it is the transport's:
+    the error itself when the transport said what happened (a
+    :class:`~lstm_data.errors.RemoteError`); nothing there (``FileNotFoundError``); a refused
+    connection, unknown host or other failure of the connection. ``None`` otherwise (the
+    reader's own error stands).
     """
+    if isinstance(exc, TRANSPORT_ERRORS):
+        return exc
     if isinstance(exc, FileNotFoundError):
-        return _not_found(exc, url)
-    err = _unreachable(exc, url) or _http_status(exc, url)
-    if err is None and not serves_byte_ranges(url):
-        err = no_byte_ranges(url)
-    return err
+        return _nothing_at(url)
+    err = remote_error(exc, url)
+    return err if isinstance(err, ConnectionError) else None
 
 
 def is_url(path: Any) -> bool:
@@ -225,9 +159,11 @@ def url_credentials(url: str) -> tuple[str, dict[str, Any]]:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)), options
 
 
-def remote_filesystem(url: str) -> tuple[Any, str]:
+def remote_filesystem(url: str, settings: RemoteSettings | None = None, *,
+                      asynchronous: bool = False) -> tuple[Any, str]:
     """``(fsspec filesystem, path)`` of ``url``, its credentials given as the filesystem's auth
-    (:func:`url_credentials`), never in a path.
+    (:func:`url_credentials`), never in a path: for http(s), a
+    :class:`~lstm_data.io.plumbing.http_checked.CheckedHTTPFileSystem` with ``settings``.
 
     Raises
     ------
@@ -240,13 +176,21 @@ def remote_filesystem(url: str) -> tuple[Any, str]:
     url_to_fs = require(f"reading {shown}", "remote", "fsspec.core").url_to_fs
     try:
         clean, options = url_credentials(url)
+        if _is_http(url):
+            from lstm_data.io.plumbing.http_checked import CheckedHTTPFileSystem
+
+            s = settings or RemoteSettings()
+            return CheckedHTTPFileSystem(connect_timeout=s.connect_timeout, read_timeout=s.read_timeout,
+                                         retries=s.retries, asynchronous=asynchronous, **options), clean
+        if asynchronous:
+            options["asynchronous"] = True
         return url_to_fs(clean, **options)  # type: ignore[no-any-return]
     except ImportError as exc:
         raise ImportError(f"reading {shown} needs {package} ({redact(exc)}): pip install "
                           f"{package.split()[0]}") from None
 
 
-def open_remote_file(url: str) -> Any:
+def open_remote_file(url: str, settings: RemoteSettings | None = None) -> RangeFile:
     """A binary file object of ``url`` whose reads are the requests (no read-ahead, no cache).
 
     Raises
@@ -255,24 +199,22 @@ def open_remote_file(url: str) -> Any:
         As :func:`remote_filesystem`.
     FileNotFoundError
         Nothing at ``url`` (for http(s): HTTP 404), URL shown without credentials.
-    ConnectionError
-        The server cannot be reached: connection refused, or host name not found (the cause said).
-    OSError
-        Another failure (an HTTP error status, ...), named.
+    lstm_data.errors.RemoteError
+        Any other failure (no server, an HTTP error status, no answer in time), named.
     """
-    fs, path = remote_filesystem(url)
+    fs, path = remote_filesystem(url, settings)
     try:
-        return fs.open(path, "rb", cache_type="none")
-    except FileNotFoundError as exc:
-        raise _not_found(exc, url) from None
+        size = fs.size(path)
+    except FileNotFoundError:
+        raise _nothing_at(url) from None
     except Exception as exc:  # noqa: BLE001 - the server's answer, shown without credentials
-        err = _unreachable(exc, url)
-        if err is not None:
-            raise err from None
-        raise OSError(f"cannot read {redact(url)}: {type(exc).__name__}: {redact(exc)}") from None
+        raise remote_error(exc, url) from None
+    if size is None:
+        raise remote_error(OSError("the server does not tell the file's size"), url)
+    return RangeFile(fs, path, url, size)
 
 
-def remote_format(url: str) -> str:
+def remote_format(url: str, settings: RemoteSettings | None = None) -> str:
     """``"zarr"`` when ``url`` holds a zarr v3 root (``zarr.json``); ``"root"`` or ``"parquet"``
     for such a file (its first bytes tell; a ``root://`` URL is ROOT).
 
@@ -280,13 +222,13 @@ def remote_format(url: str) -> str:
     ------
     FileNotFoundError
         Nothing at ``url`` (for http(s): HTTP 404; zarr.json is named for a URL that looks like a store).
-    ConnectionError
-        The server cannot be reached: connection refused, or host name not found (the cause said).
-    NoByteRangesError
-        A ROOT or Parquet file whose server ignores byte-range requests.
+    lstm_data.errors.RemoteError
+        The server cannot be reached, does not answer in time, answers with an error; a
+        ROOT or Parquet file whose server ignores byte-range requests (``NoByteRangesError``).
     FormatError
         Something else is there (a zarr v2 store, another file): only our zarr v3
-        layout, precomputed batch stores, ROOT and Parquet files are read from URLs.
+        layout, precomputed batch stores, ROOT and Parquet files are read from URLs;
+        or the server answered with other bytes than those asked.
     """
     protocol = url.split("://", 1)[0].lower()
     if protocol in _XROOTD:
@@ -294,7 +236,7 @@ def remote_format(url: str) -> str:
     head, sep, member = url.rpartition(":")
     if sep and member and "/" not in member and head.lower().endswith(".root"):
         url = head  # uproot's spelling of a tree in a file: url.root:Events
-    fs, path = remote_filesystem(url)
+    fs, path = remote_filesystem(url, settings)
     root = path.rstrip("/")
     if _has(fs, f"{root}/zarr.json", url):
         return "zarr"
@@ -302,25 +244,15 @@ def remote_format(url: str) -> str:
     if v2:
         raise FormatError("a zarr v2 (L5Kit) store is read from local disk only; copy it, or convert it "
                           "to our zarr v3 layout (lstm-data convert) and serve that", file=url)
-    first, other = b"", True
     try:  # the first bytes only (an exists() check may fetch the whole file over HTTP)
         first = bytes(fs.cat_file(root, start=0, end=4))
-    except FileNotFoundError:
-        other = False
-    except Exception as exc:  # noqa: BLE001 - a directory, or an unreachable server, or an HTTP error
-        err = _unreachable(exc, url) or _http_status(exc, url)
-        if err is not None:
-            raise err from None
-        try:
-            other = fs.exists(root)
-        except Exception as exc:  # noqa: BLE001 - the server's answer, shown without credentials
-            raise OSError(f"cannot reach {redact(url)}: {type(exc).__name__}: {redact(exc)}") from None
-    magic = first[:4]
-    if magic in _MAGIC:
-        if len(first) > 4:  # four bytes asked, the whole file sent: the server ignored the Range header
+    except (FileNotFoundError, IsADirectoryError):
+        raise _nothing_at(url) from None
+    except Exception as exc:  # noqa: BLE001 - an unreachable server, an HTTP error: said as such
+        raise remote_error(exc, url) from None
+    if first[:4] in _MAGIC:
+        if len(first) > 4:  # four bytes asked, more sent: the server ignored the Range header
             raise no_byte_ranges(url)
-        return _MAGIC[magic]
-    if other:
-        raise FormatError("only zarr v3 stores (lstm-data convert ... OUT.zarr), ROOT and Parquet files are read "
-                          f"from URLs; copy this {os.path.splitext(root)[1] or 'file'} locally", file=redact(url))
-    raise _nothing_at(url)
+        return _MAGIC[first[:4]]
+    raise FormatError("only zarr v3 stores (lstm-data convert ... OUT.zarr), ROOT and Parquet files are read "
+                      f"from URLs; copy this {os.path.splitext(root)[1] or 'file'} locally", file=redact(url))

@@ -76,6 +76,7 @@ from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.ours.layout import value_dtype
 from lstm_data.io.root.lazy import CHUNK_BYTES, RootDataset
 from lstm_data.io.root.memory import check_fits, fits
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.io.root.plan import open_root, plan_tree, remote_member
 from lstm_data.io.root.read import read_columns
 from lstm_data.io.root.rntuple import read_rntuple, rntuple_fits
@@ -92,7 +93,7 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
               block_bytes: int | None = None, columns: Sequence[str] | str | None = None,
               exclude: Sequence[str] | str | None = None, threads: int | None = None,
               progress: Callable[[int, int], None] | None = None, in_ram: bool | None = None,
-              cache_chunks: int | None = None, **old: Any) -> Dataset:
+              cache_chunks: int | None = None, remote: RemoteSettings | None = None, **old: Any) -> Dataset:
     """Read one TTree of a ROOT file (see the module documentation).
 
     Parameters
@@ -128,6 +129,9 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
         half of the memory left, else on demand (logged).
     cache_chunks
         Read on demand: decoded chunks kept for requests of single columns (default 2).
+    remote
+        Timeouts and retries of the reads of a file at a URL (default: the defaults of
+        :class:`~lstm_data.io.plumbing.remote_errors.RemoteSettings`).
 
     Returns
     -------
@@ -162,12 +166,12 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
 
     def lazy() -> RootDataset:
         return RootDataset(name, tree=tree, schema=schema, dtype=dtype, block_bytes=block_bytes, columns=columns,
-                           exclude=exclude, threads=threads, cache_chunks=cache_chunks)
+                           exclude=exclude, threads=threads, cache_chunks=cache_chunks, remote=remote)
 
     if in_ram is False:
         return lazy()
     selection = ColumnSelection(columns, exclude)
-    with open_root(uproot, name, lazy=False) as fh:
+    with open_root(uproot, name, lazy=False, remote=remote) as fh:
         ttree, tree_name, kind = pick_tree(fh, tree, name)
         if kind == RNTUPLE_CLASS:
             if in_ram is None and not rntuple_fits(ttree, tree_name, name, schema, dt, selection):
@@ -192,7 +196,7 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
 
 def decoded_bytes(path: Any, *, tree: str | None = None, schema: Any = None, dtype: Any = None,
                   columns: Sequence[str] | str | None = None, exclude: Sequence[str] | str | None = None,
-                  **_: Any) -> int:
+                  remote: RemoteSettings | None = None, **_: Any) -> int:
     """About how many bytes the chosen columns of a tree take once read (from its metadata; an
     RNTuple's from its first cluster). Other reader options are accepted and ignored.
 
@@ -205,7 +209,7 @@ def decoded_bytes(path: Any, *, tree: str | None = None, schema: Any = None, dty
     name, tree = remote_member(str(path), tree)
     dt = value_dtype(dtype, file=name)
     selection = ColumnSelection(columns, exclude)
-    with open_root(uproot, name, lazy=True) as fh:
+    with open_root(uproot, name, lazy=True, remote=remote) as fh:
         ttree, tree_name, kind = pick_tree(fh, tree, name)
         if kind == RNTUPLE_CLASS:
             from lstm_data.io.root.rntuple import RNTupleReader

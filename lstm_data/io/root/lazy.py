@@ -30,6 +30,7 @@ from lstm_data.io.columns.groups import check_group_lengths, settle
 from lstm_data.io.plumbing.chunked import ChunkedDataset, chunk_bounds_of
 from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.ours.layout import value_dtype
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.io.root.baskets import BranchPlan
 from lstm_data.io.root.plan import TreePlan, open_root, plan_tree, remote_member
 from lstm_data.io.root.read import read_columns
@@ -100,6 +101,8 @@ class RootDataset(ChunkedDataset):
         default :data:`CHUNK_BYTES`).
     cache_chunks
         Decoded chunks kept for requests of single columns (default 2).
+    remote
+        Timeouts and retries of the reads of a file at a URL.
 
     Raises
     ------
@@ -110,17 +113,19 @@ class RootDataset(ChunkedDataset):
 
     def __init__(self, path: Any, *, tree: str | None = None, schema: Any = None, dtype: Any = None,
                  block_bytes: int | None = None, columns: Any = None, exclude: Any = None,
-                 threads: int | None = None, cache_chunks: int | None = None) -> None:
+                 threads: int | None = None, cache_chunks: int | None = None,
+                 remote: RemoteSettings | None = None) -> None:
         self._open(path, tree=tree, schema=schema, dtype=dtype, block_bytes=block_bytes, columns=columns,
-                   exclude=exclude, threads=threads, cache_chunks=cache_chunks)
+                   exclude=exclude, threads=threads, cache_chunks=cache_chunks, remote=remote)
 
     def _open(self, path: Any, *, tree: str | None, schema: Any, dtype: Any, block_bytes: int | None,
               columns: Any, exclude: Any, threads: int | None, cache_chunks: int | None,
-              layout: tuple[Any, ...] | None = None) -> None:
+              remote: RemoteSettings | None = None, layout: tuple[Any, ...] | None = None) -> None:
         """Open the file; find the chunks and group offsets unless ``layout`` gives them (unpickling)."""
         self._reopen = ((path,), {"tree": tree, "schema": schema, "dtype": dtype, "block_bytes": block_bytes,
                                   "columns": columns, "exclude": exclude, "threads": threads,
-                                  "cache_chunks": cache_chunks})
+                                  "cache_chunks": cache_chunks, "remote": remote})
+        self._remote = remote
         name, tree = remote_member(str(path), tree)
         dt = value_dtype(dtype, file=name)
         self._threads = threads
@@ -168,7 +173,7 @@ class RootDataset(ChunkedDataset):
     def _attach(self) -> None:
         """Open the file and find the tree (again in a forked child: its own file handle)."""
         name, tree, schema, dt, selection = self._args
-        self._fh = open_root(import_uproot(), name, lazy=True)
+        self._fh = open_root(import_uproot(), name, lazy=True, remote=self._remote)
         self._rntuple: RNTupleReader | None = None
         try:
             ttree, tree_name, kind = pick_tree(self._fh, tree, name)

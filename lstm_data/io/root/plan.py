@@ -18,6 +18,7 @@ from lstm_data.io.awkward import refuse_named_skipped
 from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.columns.groups import plan_groups
 from lstm_data.io.plumbing.remote import is_url, remote_read_error
+from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.io.root.tree import TreeColumns
 
 __all__ = ["TreePlan", "plan_tree", "open_root", "remote_member"]
@@ -87,14 +88,16 @@ def remote_member(name: str, tree: str | None) -> tuple[str, str | None]:
     return name, tree
 
 
-def open_root(uproot: Any, name: str, *, lazy: bool) -> Any:
+def open_root(uproot: Any, name: str, *, lazy: bool, remote: RemoteSettings | None = None) -> Any:
     """``uproot.open`` of a path or URL, without caches.
 
     A local file is memory-mapped for a whole read; for reads on demand (``lazy``) it
     is read with ``pread`` instead, so pages read once do not stay in the process's
-    memory. A URL goes to uproot's handler of its protocol (HTTP(S), ``root://``
-    through the XRootD client, any other through fsspec): only the byte ranges of the
-    baskets read are fetched.
+    memory, and opened for each read, so that no file is held open between reads
+    (:class:`~lstm_data.io.root.local_source.PerReadFileSource`). A URL goes to uproot's handler of its protocol (HTTP(S), ``root://``
+    through the XRootD client, any other through
+    :class:`~lstm_data.io.root.remote_source.CheckedSource` with the timeouts and retries
+    of ``remote``): only the byte ranges of the baskets read are fetched.
 
     Raises
     ------
@@ -102,24 +105,31 @@ def open_root(uproot: Any, name: str, *, lazy: bool) -> Any:
         ``root://`` without the XRootD client (or another protocol's package).
     FormatError
         Not a ROOT file (damaged or truncated?).
-    OSError
-        For a URL: nothing there (``FileNotFoundError``), no server (``ConnectionError``), an HTTP
-        error, or a server that does not serve byte ranges (``NoByteRangesError``); see
-        :func:`lstm_data.io.plumbing.remote.remote_read_error`.
+    lstm_data.errors.RemoteError
+        For a URL: nothing there (a ``FileNotFoundError``), no server, no answer in time, an
+        HTTP error, or a server that does not serve byte ranges (``NoByteRangesError``); see
+        :func:`lstm_data.io.plumbing.remote.remote_read_error`. A server that answers with
+        other bytes than those asked is a ``FormatError`` naming the URL and the range.
     """
     shown = redact(name)
-    remote = is_url(name)
-    if remote:
-        target: Any = name
-        handler = None
-    else:  # a Path: uproot would read 'a.root:tree' in a str as an object path
+    is_remote = is_url(name)
+    extra: dict[str, Any] = {}
+    if is_remote:
+        target: Any = {name: None}
+        if not name.lower().startswith(("root://", "xroot://")):
+            from lstm_data.io.root.remote_source import SETTINGS_OPTION, CheckedSource
+
+            extra = {"handler": CheckedSource, SETTINGS_OPTION: remote or RemoteSettings()}
+    elif lazy:  # pread on the calling thread (no thread to fork), no file held open between reads
+        from lstm_data.io.root.local_source import PerReadFileSource
+
+        target = Path(name)  # a Path: uproot would read 'a.root:tree' in a str as an object path
+        extra = {"handler": PerReadFileSource, "use_threads": False}
+    else:
         target = Path(name)
-        handler = uproot.MultithreadedFileSource if lazy else uproot.MemmapSource
+        extra = {"handler": uproot.MemmapSource}
     try:
-        if remote:
-            return uproot.open({target: None}, array_cache=None, object_cache=None)
-        extra = {"use_threads": False} if lazy else {}  # pread on the calling thread: no thread to fork
-        return uproot.open(target, array_cache=None, object_cache=None, handler=handler, **extra)
+        return uproot.open(target, array_cache=None, object_cache=None, **extra)
     except MemoryError:
         raise
     except ImportError as exc:
@@ -128,13 +138,15 @@ def open_root(uproot: Any, name: str, *, lazy: bool) -> Any:
                               f"(conda install -c conda-forge xrootd, or pip install xrootd); or copy the "
                               f"file locally (xrdcp) [{exc}]") from None
         raise ImportError(f"reading {shown}: {redact(exc)}") from None
+    except FormatError:  # a server's wrong answer, named with the URL and the range
+        raise
     except Exception as exc:  # uproot raises many types for a file it cannot parse
-        cause = remote_read_error(exc, name) if remote else None
+        cause = remote_read_error(exc, name) if is_remote else None
         if cause is not None:  # nothing there, no server, an HTTP error, no byte ranges: said as such
             raise cause from None
         if isinstance(exc, FileNotFoundError):
             raise
-        if remote and isinstance(exc, OSError):
+        if is_remote and isinstance(exc, OSError):
             raise OSError(f"cannot read {shown}: {type(exc).__name__}: {redact(exc)}") from None
         raise FormatError(f"cannot open as a ROOT file, damaged or truncated? "
                           f"({type(exc).__name__}: {redact(exc)})", file=shown) from exc

@@ -7,8 +7,9 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from lstm_data._util.optional import require
-from lstm_data.errors import FormatError, SchemaError
+from lstm_data.errors import FormatError, RemoteError, SchemaError
 from lstm_data.io.columns.groups import name_prefix
+from lstm_data.io.plumbing.remote_errors import TRANSPORT_ERRORS
 from lstm_data.io.plumbing.remote import is_url
 from lstm_data.io.root.baskets import plan_branch
 
@@ -19,7 +20,8 @@ _TREE_CLASSES = ("TTree", "TNtuple", "TNtupleD")
 RNTUPLE_CLASS = "ROOT::RNTuple"
 _NUMERIC_KINDS = "fiub"
 #: errors that are not a damaged file
-_NOT_DAMAGE = (ImportError, MemoryError, SchemaError, FormatError)
+#: errors that say what happened themselves: never reported as damage of the file
+_NOT_DAMAGE = (ImportError, MemoryError, SchemaError, FormatError, RemoteError)
 
 
 def import_uproot() -> Any:
@@ -236,7 +238,7 @@ class TreeColumns:
             b.array(entry_start=0, entry_stop=1, library="ak")
             return True
         except Exception as exc:
-            if isinstance(exc, (ImportError, MemoryError)):
+            if isinstance(exc, (ImportError, MemoryError, *TRANSPORT_ERRORS)):
                 raise
             return False
 

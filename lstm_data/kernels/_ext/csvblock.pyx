@@ -33,7 +33,7 @@ import numpy as np
 
 from .._args import BARE, KINDS, MULTI, QUOTED, check_csv_seps
 from .colstore cimport ColStore, cs_at
-from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_MISMATCH, E_NOMEM,
+from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_LONG, E_MISMATCH, E_NOMEM,
                          E_SCALAR_LIST, E_TOO_FEW, E_TOO_MANY, E_UNTERMINATED, F_BARE,
                          F_LISTED, F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE,
                          ST_OK, CsvColumns)
@@ -132,6 +132,8 @@ cdef class CsvBlockParser(CsvColumns):
                     return self._fail(E_TOO_MANY, self._line, col)
                 col += 1
                 pos += 1
+            if self.max_line and pos - rec_start - (buf[pos - 1] == c'\n') > self.max_line:
+                return self._fail(E_LONG, rec_line, 0)
             if col != self.ncols - 1:
                 return self._fail(E_TOO_FEW, rec_line, col)
             if self._commit() < 0:

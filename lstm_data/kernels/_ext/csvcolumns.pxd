@@ -28,11 +28,12 @@ cdef enum Status:  # of the nogil parser: 0 or 1, else an error that _raise turn
     E_SCALAR_LIST = -8
     E_MISMATCH = -9
     E_BRACKET = -10
+    E_LONG = -11
 
 
 cdef class CsvColumns:
     cdef object names, group_names, group_cols, dtype, layout
-    cdef Py_ssize_t ncols, ngroups, _rows, _line, itemsize
+    cdef Py_ssize_t ncols, ngroups, _rows, _line, itemsize, max_line
     cdef bint f32
     cdef char sep, lsep
     cdef uint8_t *kind

@@ -10,7 +10,8 @@ class CsvColumns:
     """Column layout and growing buffers of the compiled CSV parser."""
 
     def __init__(self, names: Sequence[str], kinds: Sequence[str], groups: Mapping[str, Sequence[int]], *,
-                 dtype: DTypeLike = ..., sep: str = ",", list_sep: str = ",", first_line: int = 1) -> None: ...
+                 dtype: DTypeLike = ..., sep: str = ",", list_sep: str = ",", first_line: int = 1,
+                 max_line: int | None = None) -> None: ...
     @property
     def rows(self) -> int: ...
     @property

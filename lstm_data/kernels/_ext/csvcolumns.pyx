@@ -16,7 +16,8 @@ cimport numpy as cnp
 import numpy as np
 
 from lstm_data.errors import TOKEN_QUOTE, ParseError, SchemaError
-from .._args import KINDS, check_csv_extend, check_csv_seps, check_dtype, csv_layout
+from .._args import (KINDS, check_csv_extend, check_csv_seps, check_dtype, check_max_line, csv_layout,
+                     long_line_message)
 from .colstore cimport ColStore, cs_at, cs_free, cs_init, cs_reserve, cs_to_array
 from .numparse cimport int_token_changed, is_space
 
@@ -41,8 +42,9 @@ cdef class CsvColumns:
         self.pend_tok = NULL
 
     def __init__(self, names, kinds, groups, *, dtype=np.float32, sep=",", list_sep=",",
-                 first_line=1):
+                 first_line=1, max_line=None):
         self.dtype = check_dtype(dtype)
+        self.max_line = check_max_line(max_line)
         self.f32 = self.dtype == np.dtype(np.float32)
         self.int_limit = 16777216.0 if self.f32 else 9007199254740992.0  # 2**24, 2**53
         self.itemsize = self.dtype.itemsize
@@ -343,6 +345,8 @@ cdef class CsvColumns:
         if status == E_TOO_FEW:
             raise ParseError(f"too few fields: expected {self.ncols}, got {self.e_col}",
                              line=self.e_line, column=self.e_col + 1, row=self._rows)
+        if status == E_LONG:
+            raise ParseError(long_line_message(self.max_line), line=self.e_line, row=self._rows)
         col = self.e_col - 1
         where["variable"] = self.names[col]
         if status == E_UNTERMINATED:

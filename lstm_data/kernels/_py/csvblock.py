@@ -40,8 +40,9 @@ gives the first such token of each column (its line, and its first 32 bytes).
 
 Errors are raised in stream order, as soon as the text that decides them has
 been seen: a token when its terminator is seen, a group length check and the
-text after a closing quote at the end of the cell, a field count at the end of
-the record. Only complete records are committed: :meth:`CsvBlockParser.feed`
+text after a closing quote at the end of the cell, the record's length (when
+``max_line`` bounds it) and then its field count at the end of the record. Only
+complete records are committed: :meth:`CsvBlockParser.feed`
 returns how many bytes it consumed, and the caller passes the rest again,
 followed by more data, in the next call.
 """
@@ -61,7 +62,9 @@ from lstm_data.kernels._args import (
     check_csv_extend,
     check_csv_seps,
     check_dtype,
+    check_max_line,
     csv_layout,
+    long_line_message,
 )
 from lstm_data.kernels._csv_flags import INEXACT, LISTED
 from lstm_data.kernels._py.parse import TOKEN_RE
@@ -102,12 +105,18 @@ class CsvBlockParser:
         Field separator, and separator of the numbers inside one cell.
     first_line
         Line number of the first byte fed (the line after the header).
+    max_line
+        The longest record, in bytes (its newline not counted; a record is a line, or
+        several when a quoted cell holds line breaks): a complete record longer than
+        this is a ``ParseError`` naming its first line, raised after the record's own
+        errors. ``None``: no bound.
     """
 
     def __init__(self, names: Sequence[str], kinds: Sequence[str],
                  groups: Mapping[str, Sequence[int]], *, dtype: DTypeLike = np.float32, sep: str = ",",
-                 list_sep: str = ",", first_line: int = 1) -> None:
+                 list_sep: str = ",", first_line: int = 1, max_line: int | None = None) -> None:
         self._dtype = check_dtype(dtype)
+        self._max_line = check_max_line(max_line)
         self._sep, self._lsep = check_csv_seps(sep, list_sep)
         self._names = [str(n) for n in names]
         self._kinds, self._group_of, self._leaders = csv_layout(self._names, kinds, groups)
@@ -221,7 +230,7 @@ class CsvBlockParser:
             if not final:
                 raise _Incomplete
             return n
-        rec_line = self._line
+        rec_line, start = self._line, pos
         cells: list[list[float]] = []
         flags: list[int] = []
         self._pending = {}
@@ -243,6 +252,8 @@ class CsvBlockParser:
                                  column=ncols + 1, row=self._rows)
             col += 1
             pos += 1
+        if self._max_line and pos - start - (buf[pos - 1] == _LF) > self._max_line:
+            raise ParseError(long_line_message(self._max_line), line=rec_line, row=self._rows)
         if col != ncols - 1:
             raise ParseError(f"too few fields: expected {ncols}, got {col + 1}",
                              line=rec_line, column=col + 2, row=self._rows)

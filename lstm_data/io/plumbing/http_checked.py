@@ -1,0 +1,228 @@
+"""HTTP(S) reads that say what happened: timeouts, retries, and a check of every answer.
+
+:class:`CheckedHTTPFileSystem` is fsspec's HTTP filesystem with its reads
+(``cat_file``, ``cat_ranges``, ``info``) replaced; zarr stores, ROOT and Parquet
+files at http(s) URLs are read through it (see :mod:`lstm_data.io.plumbing.remote`).
+
+* **Timeouts** (:class:`~lstm_data.io.plumbing.remote_errors.RemoteSettings`):
+  ``connect_timeout`` for a connection, ``read_timeout`` for each wait on the
+  server (its headers, then every read of the body).
+* **Retries**: an answer with status 500, 502, 503 or 504, a reset, or a connection
+  closed before the end of the answer is asked again up to ``retries`` times,
+  waiting 0.25 s, 0.5 s, 1 s, ... between tries (every read is a GET).
+* **Checks**: the answer to a byte range must be ``206`` with a ``Content-Range`` of
+  the range asked and as many bytes. A whole file (``200``) for a range that
+  starts at 0 gives its first bytes (read no further); for another range it is a
+  :class:`~lstm_data.io.plumbing.remote_errors.NoByteRangesError`. Anything else
+  is a :class:`~lstm_data.errors.FormatError` naming the URL, the range and what
+  came back, never a diagnosis of the file.
+
+Every failure is a :class:`~lstm_data.errors.RemoteError` naming the URL without
+credentials (:func:`~lstm_data.io.plumbing.remote_errors.remote_error`).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import weakref
+from typing import Any, Awaitable, Callable, TypeVar
+
+import aiohttp
+from fsspec.implementations.http import HTTPFileSystem
+
+from lstm_data.io.plumbing.remote_errors import (
+    HTTPStatus,
+    RemoteSettings,
+    is_transient,
+    no_byte_ranges,
+    remote_error,
+    wrong_answer,
+)
+
+_log = logging.getLogger("lstm_data")
+__all__ = ["CheckedHTTPFileSystem", "BACKOFF"]
+
+#: seconds before the first retry (doubled for each next one)
+BACKOFF = 0.25
+#: requests of one cat_ranges in flight at once
+_IN_FLIGHT = 32
+_CONTENT_RANGE = re.compile(r"\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
+_UNSATISFIED = re.compile(r"\s*bytes\s+\*/(\d+)\s*$", re.IGNORECASE)
+T = TypeVar("T")
+
+
+class _Range:
+    """A byte range asked: ``[lo, hi)`` (``hi`` None: to the end), or the last ``suffix`` bytes."""
+
+    def __init__(self, lo: int, hi: int | None, suffix: int | None = None) -> None:
+        self.lo, self.hi, self.suffix = lo, hi, suffix
+
+    def header(self) -> str:
+        if self.suffix is not None:
+            return f"bytes=-{self.suffix}"
+        return f"bytes={self.lo}-" + ("" if self.hi is None else str(self.hi - 1))
+
+    def __str__(self) -> str:
+        if self.suffix is not None:
+            return f"the last {self.suffix} bytes"
+        return f"bytes {self.lo}-" + ("the end" if self.hi is None else str(self.hi - 1))
+
+    def expected(self, total: int | None) -> tuple[int, int] | None:
+        """``(first, last)`` byte a right answer holds for a file of ``total`` bytes (None: cannot tell)."""
+        if self.suffix is not None:
+            return None if total is None else (max(0, total - self.suffix), total - 1)
+        if total is None:
+            return None if self.hi is None else (self.lo, self.hi - 1)
+        return self.lo, (total if self.hi is None else min(self.hi, total)) - 1
+
+
+def _answer(r: aiohttp.ClientResponse, n: int | None = None) -> str:
+    """How an answer is described in errors: status, Content-Range, bytes."""
+    parts = [f"HTTP {r.status}"]
+    content_range = r.headers.get("Content-Range")
+    parts.append(f"Content-Range {content_range!r}" if content_range else "no Content-Range")
+    if n is not None:
+        parts.append(f"{n} bytes")
+    elif r.content_length is not None:
+        parts.append(f"Content-Length {r.content_length}")
+    return ", ".join(parts)
+
+
+class CheckedHTTPFileSystem(HTTPFileSystem):  # type: ignore[misc] # fsspec is untyped
+    """fsspec's HTTP filesystem with timeouts, retries and checked answers (see the module).
+
+    Parameters
+    ----------
+    connect_timeout, read_timeout, retries
+        As :class:`~lstm_data.io.plumbing.remote_errors.RemoteSettings`.
+    **kwargs
+        As ``fsspec.implementations.http.HTTPFileSystem`` (``asynchronous=True`` for zarr).
+    """
+
+    def __init__(self, *, connect_timeout: float, read_timeout: float, retries: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.settings = RemoteSettings(connect_timeout, read_timeout, retries)
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout, sock_read=read_timeout)
+
+    async def set_session(self) -> aiohttp.ClientSession:
+        """fsspec's session; one made for a store read from zarr's loop is closed at exit too."""
+        fresh = self._session is None
+        session: aiohttp.ClientSession = await super().set_session()
+        if fresh and self.asynchronous:  # fsspec closes only the sessions of synchronous instances
+            weakref.finalize(self, self.close_session, asyncio.get_running_loop(), session)
+        return session
+
+    async def _retried(self, url: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        """``attempt()``, asked again after a transient failure; any failure as one located error."""
+        tries = self.settings.retries + 1
+        for k in range(tries):
+            try:
+                return await attempt()
+            except Exception as exc:  # noqa: BLE001 - every failure is said as one located error
+                if k + 1 < tries and is_transient(exc):
+                    await asyncio.sleep(BACKOFF * 2 ** k)
+                    continue
+                raise remote_error(exc, url, self.settings, k + 1) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _request(self, kwargs: dict[str, Any], asked: _Range | None) -> tuple[dict[str, Any], dict[str, str]]:
+        kw = {**self.kwargs, **kwargs}
+        headers = dict(kw.pop("headers", None) or {})
+        if asked is not None:
+            headers["Range"] = asked.header()
+        return kw, headers
+
+    async def _cat_file(self, url: str, start: int | None = None, end: int | None = None, **kwargs: Any) -> bytes:
+        if (start is not None and start < 0 and end is not None) or (end is not None and end < 0):
+            size = await self._size(url)
+            start = None if start is None else (start + size if start < 0 else start)
+            end = end + size if end < 0 else end
+        if start is not None and start < 0:
+            asked: _Range | None = _Range(0, None, suffix=-start)
+        elif not start and end is None:
+            asked = None
+        else:
+            asked = _Range(start or 0, end)
+            if end is not None and end <= asked.lo:
+                return b""
+        return await self._retried(url, lambda: self._get(url, asked, kwargs))
+
+    async def _get(self, url: str, asked: _Range | None, kwargs: dict[str, Any]) -> bytes:
+        _log.debug("GET %s (%s)", url, "the whole file" if asked is None else asked)  # credentials are never in url
+        kw, headers = self._request(kwargs, asked)
+        session = await self.set_session()
+        async with session.get(self.encode_url(url), headers=headers, timeout=self._timeout, **kw) as r:
+            if r.status >= 400 and not (r.status == 416 and asked is not None):
+                raise HTTPStatus(r.status, r.reason or "")
+            if asked is None:
+                if r.status != 200:
+                    raise wrong_answer(url, "the whole file", _answer(r))
+                return bytes(await r.read())
+            return await self._ranged(r, url, asked)
+
+    async def _ranged(self, r: aiohttp.ClientResponse, url: str, asked: _Range) -> bytes:
+        """The bytes of an answer to ``asked``, checked (see the module)."""
+        if r.status == 416:  # a range past the end of the file: no bytes
+            m = _UNSATISFIED.match(r.headers.get("Content-Range", ""))
+            if m and asked.suffix is None and asked.lo >= int(m.group(1)):
+                return b""
+            raise wrong_answer(url, str(asked), _answer(r))
+        if r.status == 200:  # the server ignored Range: the whole file follows
+            if asked.lo != 0 or asked.suffix is not None:
+                raise no_byte_ranges(url)
+            want = r.content_length if asked.hi is None else \
+                asked.hi if r.content_length is None else min(asked.hi, r.content_length)
+            if want is None:
+                return bytes(await r.read())
+            return bytes(await r.content.readexactly(want))  # the first bytes only
+        m = _CONTENT_RANGE.match(r.headers.get("Content-Range", ""))
+        if r.status != 206 or m is None:
+            raise wrong_answer(url, str(asked), _answer(r))
+        first, last = int(m.group(1)), int(m.group(2))
+        total = None if m.group(3) == "*" else int(m.group(3))
+        expected = asked.expected(total)
+        if expected is not None and (first, last) != expected:
+            raise wrong_answer(url, str(asked), _answer(r))
+        body = bytes(await r.read())
+        if len(body) != last - first + 1:
+            raise wrong_answer(url, str(asked), _answer(r, len(body)))
+        return body
+
+    async def _cat_ranges(self, paths: list[str], starts: list[int | None], ends: list[int | None],
+                          max_gap: int | None = None, batch_size: int | None = None, on_error: str = "raise",
+                          **kwargs: Any) -> list[bytes]:
+        """The ranges, read concurrently; the first failure is raised (never handed back as a value)."""
+        gate = asyncio.Semaphore(_IN_FLIGHT)
+
+        async def one(path: str, start: int | None, end: int | None) -> bytes:
+            async with gate:
+                return await self._cat_file(path, start, end, **kwargs)
+
+        results = await asyncio.gather(*(one(p, s, e) for p, s, e in zip(paths, starts, ends)),
+                                       return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return list(results)  # type: ignore[arg-type] # no exception left
+
+    async def _size(self, url: str, **kwargs: Any) -> int:
+        return await self._retried(url, lambda: self._size_once(url, kwargs))
+
+    async def _size_once(self, url: str, kwargs: dict[str, Any]) -> int:
+        """The file's size from the answer to its first byte (HEAD is not asked: presigned URLs refuse it)."""
+        kw, headers = self._request(kwargs, _Range(0, 1))
+        session = await self.set_session()
+        async with session.get(self.encode_url(url), headers=headers, timeout=self._timeout, **kw) as r:
+            if r.status >= 400 and r.status != 416:
+                raise HTTPStatus(r.status, r.reason or "")
+            text = r.headers.get("Content-Range", "")
+            m = _CONTENT_RANGE.match(text) or _UNSATISFIED.match(text)
+            if r.status in (206, 416) and m is not None and m.group(m.lastindex or 1) != "*":
+                return int(m.group(m.lastindex or 1))
+            if r.status == 200 and r.content_length is not None:
+                return int(r.content_length)
+            raise wrong_answer(url, "its first byte (to learn its size)", _answer(r))
+
+    async def _info(self, url: str, **kwargs: Any) -> dict[str, Any]:
+        return {"name": url, "size": await self._size(url, **kwargs), "type": "file"}
