@@ -1,4 +1,4 @@
-"""Orders under review: file splits through a selection, batch sizes of draws, shards that mix length
+"""Orders at their edges: file splits through a selection, batch sizes of draws, shards that mix length
 classes, refused combinations, and the error types of the order's API."""
 from __future__ import annotations
 
