@@ -1,11 +1,20 @@
-"""Shared fixtures.
+"""Shared fixtures, and the ``kernels`` mark.
 
 ``backend`` runs a kernel test once per available backend (compiled and twin);
 ``twins`` gives both at once. ``ds`` is a seeded synthetic NOvA-like dataset,
 one per test module: a module sets ``DS_ROWS`` and ``DS_SEED`` to choose it
 (default 3000 rows, seed 7).
+
+The tests of the kernels' callers (:data:`KERNEL_CALLERS`) are marked ``kernels``: they run
+the kernels through the backend lstm_data chose, which ``LSTM_DATA_PURE_PYTHON=1`` switches to
+the pure-Python twins, so CI runs them a second time that way (``-m "kernels and not slow"``).
+A test that takes ``backend`` or ``twins`` picks its backends itself: the main pass runs it
+on both already, and it is not marked.
 """
 from __future__ import annotations
+
+import gc
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +33,31 @@ def _available_backends() -> list[str]:
 
 
 BACKENDS = _available_backends()
+
+TESTS = Path(__file__).resolve().parent
+
+#: the tests that reach the kernels through lstm_data's own code: batches built in RAM and
+#: from files, CSV text parsed, Parquet columns interleaved, stores precomputed
+KERNEL_CALLERS = ("kernels/", "batching/", "io/test_csv", "io/test_exact_ints.py", "io/test_strict_ints.py",
+                  "io/test_parquet", "store/test_precompute.py", "adapters/test_lstm_ee.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects on the marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        where = item.path.relative_to(TESTS).as_posix()
+        if where.startswith(KERNEL_CALLERS) and not {"backend", "twins"} & set(item.fixturenames):
+            item.add_marker(pytest.mark.kernels)
+
+
+def pytest_collection_finish(session):
+    """Freeze what collection imported (torch, Keras, Dask, ...: ~500k objects that live to the end).
+
+    A full garbage collection, a test's own ``gc.collect()`` or Python's periodic one, then scans
+    only what the tests made: about a millisecond instead of a second or more per collection.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(params=BACKENDS)

@@ -17,6 +17,8 @@ import pytest
 from tests.docs.pages import ROOT, all_blocks, duplicate_pass, reader_environment
 
 EXAMPLES = [b for b in all_blocks() if b.runnable and b.recipe is None]
+#: an example that imports Keras or torch spends seconds on the import alone: run with ``-m slow``
+HEAVY = {"keras", "torch"}
 
 
 def test_the_pages_have_examples():
@@ -31,7 +33,8 @@ def test_every_python_block_is_marked():
                             f"<!-- not run: REASON --> on the line before: {unmarked}")
 
 
-@pytest.mark.parametrize("block", EXAMPLES, ids=[b.id for b in EXAMPLES])
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=[pytest.mark.slow] if b.needs in HEAVY else [])
+                                   for b in EXAMPLES])
 def test_example_runs_as_written(block):
     if duplicate_pass():
         pytest.skip(duplicate_pass())
