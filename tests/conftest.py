@@ -3,7 +3,8 @@
 ``backend`` runs a kernel test once per available backend (compiled and twin);
 ``twins`` gives both at once. ``ds`` is a seeded synthetic NOvA-like dataset,
 one per test module: a module sets ``DS_ROWS`` and ``DS_SEED`` to choose it
-(default 3000 rows, seed 7).
+(default 3000 rows, seed 7). ``numu`` is the shipped example, read once per run, and
+``numu_zarr`` a copy of it in our zarr layout.
 
 The tests of the kernels' callers (:data:`KERNEL_CALLERS`) are marked ``kernels``: they run
 the kernels through the backend lstm_data chose, which ``LSTM_DATA_PURE_PYTHON=1`` switches to
@@ -18,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
+import lstm_data
 from lstm_data import kernels as _kernels
 from lstm_data.data.synthetic import make_dataset
+from tests.helpers import EXAMPLES
 
 
 def _available_backends() -> list[str]:
@@ -78,3 +81,17 @@ def twins():
 def ds(request):
     """The module's synthetic dataset: ``DS_ROWS`` rows (default 3000) from ``DS_SEED`` (default 7)."""
     return make_dataset(getattr(request.module, "DS_ROWS", 3000), seed=getattr(request.module, "DS_SEED", 7))
+
+
+@pytest.fixture(scope="session")
+def numu():
+    """``examples/numu_v3.csv.xz`` (5000 events), read once: the pure-Python twins take seconds."""
+    return lstm_data.open(EXAMPLES / "numu_v3.csv.xz")
+
+
+@pytest.fixture(scope="session")
+def numu_zarr(numu, tmp_path_factory):
+    """The shipped example in our zarr layout: for a command line that needs the data, not its CSV."""
+    path = tmp_path_factory.mktemp("numu") / "numu_v3.zarr"
+    numu.to_zarr(path)
+    return path

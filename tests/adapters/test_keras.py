@@ -12,7 +12,6 @@ import pytest
 
 keras = pytest.importorskip("keras")
 
-import lstm_data  # noqa: E402
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, open_batches, precompute  # noqa: E402
 from lstm_data.adapters.keras import KerasBatches, keras_inputs  # noqa: E402
 from lstm_data.data.dataset import InMemoryDataset  # noqa: E402
@@ -171,8 +170,8 @@ def test_nan_padding_warns_once_naming_the_input_and_the_fix():
     assert np.isnan(history.history["loss"]).all()  # what the warning is about
 
 
-def test_the_shipped_spec_without_nan_to_warns_once_naming_both_padded_inputs():
-    ds = lstm_data.open(EXAMPLES / "numu_v3.csv.xz")
+def test_the_shipped_spec_without_nan_to_warns_once_naming_both_padded_inputs(numu):
+    ds = numu
     spec = BatchSpec.from_toml(EXAMPLES / "numu_v3.toml")
     data = KerasBatches(Batches(ds, spec, Order(batch_size=1024, seed=0)), workers=2)
     with warnings.catch_warnings(record=True) as caught:

@@ -130,9 +130,9 @@ def test_bucketed_store_holds_less_padding(tmp_path, data):
     assert stored["bucketed"] - real < 0.3 * (stored["plain"] - real)
 
 
-def test_cli_precompute_bucket_options(tmp_path, capsys):
+def test_cli_precompute_bucket_options(numu_zarr, tmp_path, capsys):
     out = tmp_path / "b.zarr"
-    argv = ["precompute", "--data", str(EXAMPLES / "numu_v3.csv.xz"), "--spec", str(EXAMPLES / "numu_v3.toml"),
+    argv = ["precompute", "--data", str(numu_zarr), "--spec", str(EXAMPLES / "numu_v3.toml"),
             "--batch-size", "256", "--out", str(out), "--no-progress", "--bucket-by", "input_png3d",
             "--bucket-window", "8", "--pad-to-multiple-of", "2"]
     assert main(argv) == 0

@@ -110,9 +110,8 @@ def test_cli_on_the_shipped_example(tmp_path, capsys):
                  str(EXAMPLES / "numu_v3.toml"), "--batch-size", "256", "--seed", "1",
                  "--out", str(out), "--no-progress"]) == 0
     assert "input_png2d" in capsys.readouterr().out
-    n_rows = len(lstm_data.open(EXAMPLES / "numu_v3.csv.xz"))
-    assert n_rows == 5000
-    assert len(open_batches(out)) == -(-n_rows // 256)
+    stored = open_batches(out)
+    assert stored.n_rows == 5000 and len(stored) == -(-5000 // 256)
 
 
 def test_fingerprint_sees_any_single_value_and_not_the_format(tmp_path, monkeypatch):
