@@ -48,7 +48,7 @@ KERNEL_CALLERS = ("kernels/", "batching/", "io/test_csv", "io/test_exact_ints.py
 @pytest.hookimpl(tryfirst=True)  # before -m selects on the marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        where = item.path.relative_to(TESTS).as_posix()
+        where = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
         if where.startswith(KERNEL_CALLERS) and not {"backend", "twins"} & set(item.fixturenames):
             item.add_marker(pytest.mark.kernels)
 
