@@ -28,6 +28,7 @@ from typing import Callable
 
 import numpy as np
 
+from lstm_data import Order, ReadOptions
 from lstm_data.batching import Batches, BatchSpec
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS
 from lstm_data.io import open as open_dataset
@@ -78,7 +79,7 @@ def stage_full_batch(report: Report, data: BenchData, quick: bool) -> None:
     from bench.legacy_batches import LegacyCSVLoader, LegacyGenerator
 
     spec = BatchSpec.from_lstm_ee(CONFIG)
-    batches = Batches(data.dataset, spec, batch_size=BATCH, seed=0)
+    batches = Batches(data.dataset, spec, Order(batch_size=BATCH, seed=0))
     legacy = LegacyGenerator(LegacyCSVLoader(str(data.csv)), **CONFIG)
     picks = list(range(min(8, len(batches))))
     rows = [batches.rows_of(i) for i in picks]
@@ -174,13 +175,13 @@ def _tables_vs_take(report: Report, quick: bool) -> None:
 
 
 def stage_threads(report: Report, data: BenchData, quick: bool) -> None:
-    batches = Batches(data.dataset, BatchSpec.from_lstm_ee(CONFIG), batch_size=BATCH, seed=0)
+    batches = Batches(data.dataset, BatchSpec.from_lstm_ee(CONFIG), Order(batch_size=BATCH, seed=0))
     epochs = -(-SAMPLE_BATCHES // len(batches))  # whole epochs, at least SAMPLE_BATCHES batches
 
     def epochs_on(workers: int) -> Callable[[], None]:
         def run() -> None:
             for _ in range(epochs):
-                for _ in batches.iter(workers=workers):
+                for _ in batches.iter(threads=workers):
                     pass
                 batches.on_epoch_end()
         return run
@@ -241,9 +242,10 @@ def stage_block(report: Report, data: BenchData, quick: bool) -> None:
     spec = BatchSpec.from_lstm_ee(CONFIG)
     disk = open_dataset(data.zarr)  # its own handle: the other's read-ahead is not counted
     disk.io_stats.track_chunks()
-    ram = Batches(data.dataset, spec, batch_size=BATCH, shuffle=True, seed=0)
-    block = Batches(open_dataset(data.zarr), spec, batch_size=BATCH, shuffle="block", seed=0)
-    counted = Batches(disk, spec, batch_size=BATCH, shuffle="block", seed=0, read_ahead=False)
+    ram = Batches(data.dataset, spec, Order(batch_size=BATCH, shuffle=True, seed=0))
+    block = Batches(open_dataset(data.zarr), spec, Order(batch_size=BATCH, shuffle="block", seed=0))
+    counted = Batches(disk, spec, Order(batch_size=BATCH, shuffle="block", seed=0),
+                      read=ReadOptions(read_ahead=False))
     times: dict[str, list[float]] = {"disk": [], "seq": [], "ram": []}
     max_reads = 0
     for _ in range(4 if quick else 6):

@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from lstm_data import Order
 from lstm_data.batching import Batches, BatchSpec, Ragged, Scalars
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
@@ -54,10 +55,10 @@ def stage_bucketing(report: Report, data: BenchData, quick: bool, batch_size: in
     numu = make_dataset(data.n_rows, data.seed, png_mean=2.0)  # ~3 png3d prongs per event
     report.ratio("bucketing", "mean png3d prongs per event (numu_v3-like data)",
                  float(np.diff(numu.ragged("png")[1]).mean()))
-    plain = Batches(numu, spec, batch_size=batch_size, seed=0)
-    bucketed = Batches(numu, spec, batch_size=batch_size, seed=0, bucket_by="input_png3d")
-    rounded = Batches(numu, spec, batch_size=batch_size, seed=0, bucket_by="input_png3d",
-                      pad_to_multiple_of=4)
+    plain = Batches(numu, spec, Order(batch_size=batch_size, seed=0))
+    bucketed = Batches(numu, spec, Order(batch_size=batch_size, seed=0, bucket_by="input_png3d"))
+    rounded = Batches(numu, spec.replace(pad_to_multiple_of=4),
+                      Order(batch_size=batch_size, seed=0, bucket_by="input_png3d"))
     counts = {name: _epoch_counts(b) for name, b in
               (("plain", plain), ("bucketed", bucketed), ("rounded", rounded))}
     report.ratio("bucketing", "padded per real png3d element, max_len 20, no bucketing",
@@ -87,7 +88,7 @@ def _keras_fit(report: Report, dataset: InMemoryDataset, quick: bool, batch_size
     rows = np.arange(n_rows)
     seqs, feeds, models, losses = {}, {}, {}, {}
     for name, kw in (("plain", {}), ("bucketed", {"bucket_by": "input_png3d"})):
-        seqs[name] = Batches(dataset, spec, batch_size=batch_size, seed=0, nan_to=0.0, rows=rows, **kw)
+        seqs[name] = Batches(dataset, spec.replace(nan_to=0.0), Order(batch_size=batch_size, seed=0, **kw), rows=rows)
         feeds[name] = KerasBatches(seqs[name], sample_weights=False)
         keras.utils.set_random_seed(0)
         sig = seqs[name].signature()["input_png3d"]

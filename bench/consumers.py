@@ -83,7 +83,7 @@ def _pool_map(pool: ThreadPoolExecutor, get: Callable[[int], object], n: int,
 
 def _iter_workers(batches: Batches, workers: int) -> Callable[[], None]:
     def run() -> None:
-        for _ in batches.iter(workers=workers):
+        for _ in batches.iter(threads=workers):
             pass
         batches.on_epoch_end()
     return run

@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from lstm_data import Order
 from lstm_data.batching import Batches, BatchSpec
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 
@@ -48,7 +49,7 @@ def make_batches(n_rows: int, seed: int, batch_size: int) -> Batches:
     ds = _DATASETS.get((n_rows, seed))
     if ds is None:
         ds = _DATASETS[(n_rows, seed)] = make_dataset(n_rows, seed)
-    return Batches(ds, BatchSpec.from_lstm_ee(CONFIG), batch_size=batch_size, seed=seed, nan_to=0.0)
+    return Batches(ds, BatchSpec.from_lstm_ee(CONFIG).replace(nan_to=0.0), Order(batch_size=batch_size, seed=seed))
 
 
 def _passes(make: Callable[[int], object], n: int, keep: int | None, passes: int) -> list[float]:

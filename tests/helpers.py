@@ -4,6 +4,8 @@ Import them as ``from tests.helpers import ...``; fixtures live in ``tests/conft
 """
 from __future__ import annotations
 
+import gzip
+import lzma
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -11,6 +13,16 @@ import numpy as np
 
 #: the shipped sample data and specs (the README's main command uses them)
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def gzip_fast(data: bytes) -> bytes:
+    """gzip at its fastest level: a test reads back what it compresses, the ratio does not matter."""
+    return gzip.compress(data, compresslevel=1)
+
+
+def xz_fast(data: bytes) -> bytes:
+    """xz at its fastest preset (0; the default 6 takes ~15 times longer on a few MB)."""
+    return lzma.compress(data, preset=0)
 
 
 def bits(a: np.ndarray) -> np.ndarray:
@@ -57,18 +69,39 @@ def assert_same_by_name(got: Any, want: Any) -> None:
         assert_bitwise(vg[:, where].astype(np.float32), vw.astype(np.float32), g)
 
 
-def assert_same_arrays(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> None:
+def assert_same_arrays(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray], what: str = "") -> None:
     """Two dicts of arrays: same keys in the same order, bitwise-equal arrays of the same dtype."""
-    assert list(a) == list(b)
+    assert list(a) == list(b), (what, list(a), list(b))
     for k in a:
-        assert_bitwise(np.asarray(a[k]), np.asarray(b[k]), k)
+        assert_bitwise(np.asarray(a[k]), np.asarray(b[k]), f"{what} {k}".strip())
 
 
-def assert_same_batch(a: Sequence[Mapping[str, np.ndarray]], b: Sequence[Mapping[str, np.ndarray]]) -> None:
-    """Two ``(inputs, targets, weights)`` batches are bitwise equal, part by part."""
-    assert len(a) == len(b)
+def assert_same_batch(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]], what: str = "") -> None:
+    """Two ``(inputs, targets, weights)`` batches are bitwise equal, part by part.
+
+    The parts' values may be numpy arrays or CPU torch tensors (compared through ``.numpy()``);
+    ``what`` names the batch in a failure's message.
+    """
+    assert len(a) == len(b), (what, len(a), len(b))
     for part_a, part_b in zip(a, b):
-        assert_same_arrays(part_a, part_b)
+        assert_same_arrays(_as_numpy(part_a), _as_numpy(part_b), what)
+
+
+def assert_same_columns(got: tuple[Mapping[str, np.ndarray], Mapping[str, tuple[np.ndarray, np.ndarray]]],
+                        want: tuple[Mapping[str, np.ndarray], Mapping[str, tuple[np.ndarray, np.ndarray]]]) -> None:
+    """Two ``(scalars, groups)`` as a CSV parser's ``finish()`` gives them, ``groups`` mapping each
+    name to ``(values, offsets)``: same names in the same order, bitwise-equal arrays."""
+    (scalars_got, groups_got), (scalars_want, groups_want) = got, want
+    assert_same_arrays(scalars_got, scalars_want)
+    assert list(groups_got) == list(groups_want)
+    for name in groups_want:
+        (values_got, offsets_got), (values_want, offsets_want) = groups_got[name], groups_want[name]
+        assert_bitwise(values_got, values_want, name)
+        assert_bitwise(offsets_got, offsets_want, f"{name} offsets")
+
+
+def _as_numpy(part: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    return {k: v.numpy() if hasattr(v, "numpy") else np.asarray(v) for k, v in part.items()}
 
 
 def ragged(lengths: Sequence[int], n_vars: int = 3, dtype: Any = np.float32,

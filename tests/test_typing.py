@@ -41,6 +41,7 @@ def _revealed(output: str) -> list[str]:
     return re.findall(r'Revealed type is "(.*)"', output)
 
 
+@pytest.mark.slow
 def test_a_strict_type_checker_sees_the_real_public_names(tmp_path):
     api = pytest.importorskip("mypy.api")
     script = tmp_path / "train.py"

@@ -12,8 +12,7 @@ import pytest
 
 keras = pytest.importorskip("keras")
 
-import lstm_data  # noqa: E402
-from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches, precompute  # noqa: E402
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, open_batches, precompute  # noqa: E402
 from lstm_data.adapters.keras import KerasBatches, keras_inputs  # noqa: E402
 from lstm_data.data.dataset import InMemoryDataset  # noqa: E402
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset  # noqa: E402
@@ -74,8 +73,8 @@ def _ours(caught) -> list[str]:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_fit_epoch_e_reads_order_seed_e(workers):
     ds, spec = row_dataset(400), row_spec()
-    want = plain_loop_orders(Batches(ds, spec, batch_size=50, seed=7), range(3))
-    batches = Batches(ds, spec, batch_size=50, seed=7)
+    want = plain_loop_orders(Batches(ds, spec, Order(batch_size=50, seed=7)), range(3))
+    batches = Batches(ds, spec, Order(batch_size=50, seed=7))
     model, log = _recording_model(spec)
     model.fit(KerasBatches(batches, workers=workers, max_queue_size=3), epochs=3, shuffle=False, verbose=0)
     assert_epochs(log["train"], want)  # before: epoch 0 read order 1 (workers=2: batches of the last pass)
@@ -85,8 +84,8 @@ def test_fit_epoch_e_reads_order_seed_e(workers):
 @pytest.mark.parametrize("how", ["epoch_callback", "set_epoch"])
 def test_initial_epoch_resumes_on_the_orders_of_those_epochs(how):
     ds, spec = row_dataset(300), row_spec()
-    want = plain_loop_orders(Batches(ds, spec, batch_size=50, seed=2), [1, 2])
-    train = Batches(ds, spec, batch_size=50, seed=2)
+    want = plain_loop_orders(Batches(ds, spec, Order(batch_size=50, seed=2)), [1, 2])
+    train = Batches(ds, spec, Order(batch_size=50, seed=2))
     data = KerasBatches(train, workers=2)
     model, log = _recording_model(spec)
     if how == "set_epoch":
@@ -100,8 +99,8 @@ def test_initial_epoch_resumes_on_the_orders_of_those_epochs(how):
 
 def test_a_second_fit_of_a_built_model_goes_on_with_the_next_epochs():
     ds, spec = row_dataset(300), row_spec()
-    want = plain_loop_orders(Batches(ds, spec, batch_size=50, seed=4), range(3))
-    data = KerasBatches(Batches(ds, spec, batch_size=50, seed=4))
+    want = plain_loop_orders(Batches(ds, spec, Order(batch_size=50, seed=4)), range(3))
+    data = KerasBatches(Batches(ds, spec, Order(batch_size=50, seed=4)))
     model, log = _recording_model(spec)
     model.fit(data, epochs=1, shuffle=False, verbose=0)  # builds the model (Keras reads a batch first)
     model.fit(data, epochs=3, initial_epoch=1, shuffle=False, verbose=0)  # no warm-up read this time
@@ -111,8 +110,8 @@ def test_a_second_fit_of_a_built_model_goes_on_with_the_next_epochs():
 def test_one_batch_per_epoch_with_the_epoch_callback():
     # Keras's warm-up read of the only batch is a whole pass: only Keras's epoch number tells them apart
     ds, spec = row_dataset(60), row_spec()
-    want = plain_loop_orders(Batches(ds, spec, batch_size=64, seed=1), range(3))
-    data = KerasBatches(Batches(ds, spec, batch_size=64, seed=1))
+    want = plain_loop_orders(Batches(ds, spec, Order(batch_size=64, seed=1)), range(3))
+    data = KerasBatches(Batches(ds, spec, Order(batch_size=64, seed=1)))
     model, log = _recording_model(spec)
     model.fit(data, epochs=3, shuffle=False, verbose=0, callbacks=[data.epoch_callback])
     assert_epochs(log["train"], want)
@@ -120,10 +119,11 @@ def test_one_batch_per_epoch_with_the_epoch_callback():
 
 def test_validation_passes_read_deterministic_orders():
     ds, spec = row_dataset(500), row_spec()
-    train, val = Batches(ds, spec, batch_size=50, seed=6).split(0.2)
-    shuffled_val = Batches(ds, spec, batch_size=40, seed=8, rows=np.arange(100, 300))
+    train, val = Batches(ds, spec, Order(batch_size=50, seed=6)).split(0.2)
+    shuffled_val = Batches(ds, spec, Order(batch_size=40, seed=8), rows=np.arange(100, 300))
     want_split_val = plain_loop_orders(val, [0])[0]
-    want_shuffled = plain_loop_orders(Batches(ds, spec, batch_size=40, seed=8, rows=np.arange(100, 300)), range(3))
+    want_shuffled = plain_loop_orders(Batches(ds, spec, Order(batch_size=40, seed=8), rows=np.arange(100, 300)),
+                                      range(3))
     for v, want in ((val, {e: want_split_val for e in range(3)}), (shuffled_val, want_shuffled)):
         model, log = _recording_model(spec)
         model.fit(KerasBatches(train, workers=2), validation_data=KerasBatches(v, workers=2), epochs=3,
@@ -134,7 +134,7 @@ def test_validation_passes_read_deterministic_orders():
 
 def test_a_precomputed_store_serves_its_epochs_too(tmp_path):
     ds, spec = row_dataset(300), row_spec()
-    precompute(ds, spec, tmp_path / "s.zarr", batch_size=50, seed=5, progress=False)
+    precompute(ds, spec, tmp_path / "s.zarr", Order(batch_size=50, seed=5), progress=False)
     want = plain_loop_orders(open_batches(tmp_path / "s.zarr"), range(3))
     assert not all(np.array_equal(a, b) for a, b in zip(want[0], want[1]))  # the store permutes its batches
     stored = open_batches(tmp_path / "s.zarr")
@@ -150,7 +150,7 @@ def test_keras_shuffling_the_batches_is_named():
     keras.utils.set_random_seed(1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model.fit(KerasBatches(Batches(ds, spec, batch_size=50, seed=7), workers=2), epochs=2, verbose=0)
+        model.fit(KerasBatches(Batches(ds, spec, Order(batch_size=50, seed=7)), workers=2), epochs=2, verbose=0)
     msgs = _ours(caught)
     assert len(msgs) == 1 and "shuffle=False" in msgs[0], msgs
 
@@ -161,7 +161,7 @@ def test_nan_padding_warns_once_naming_the_input_and_the_fix():
     model, _ = _recording_model(spec)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        history = model.fit(KerasBatches(Batches(ds, spec, batch_size=50, seed=7), workers=2), epochs=2,
+        history = model.fit(KerasBatches(Batches(ds, spec, Order(batch_size=50, seed=7)), workers=2), epochs=2,
                             shuffle=False, verbose=0)
     msgs = _ours(caught)
     assert len(msgs) == 1, msgs
@@ -170,14 +170,14 @@ def test_nan_padding_warns_once_naming_the_input_and_the_fix():
     assert np.isnan(history.history["loss"]).all()  # what the warning is about
 
 
-def test_a_version_1_spec_file_without_nan_to_warns_once_naming_both_padded_inputs(tmp_path):
-    ds = lstm_data.open(EXAMPLES / "numu_v3.csv.xz")
+def test_a_version_1_spec_file_without_nan_to_warns_once_naming_both_padded_inputs(numu, tmp_path):
+    ds = numu
     # the shipped spec as lstm_ee wrote it: no version, ragged tables without pad_value (NaN)
     old = tmp_path / "numu_v1.toml"
     old.write_text("\n".join(line for line in (EXAMPLES / "numu_v3.toml").read_text().splitlines()
                              if not line.startswith(("version", "pad_value", "lengths"))))
     spec = BatchSpec.from_toml(old)
-    data = KerasBatches(Batches(ds, spec, batch_size=1024, seed=0), workers=2)
+    data = KerasBatches(Batches(ds, spec, Order(batch_size=1024, seed=0)), workers=2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         [data[i] for i in range(len(data))]
@@ -185,9 +185,9 @@ def test_a_version_1_spec_file_without_nan_to_warns_once_naming_both_padded_inpu
         data[0]
     msgs = _ours(caught)
     assert len(msgs) == 1 and "'input_png2d', 'input_png3d' holds NaN padding" in msgs[0], msgs
-    assert not _ours_of(KerasBatches(Batches(ds, spec, batch_size=1024, seed=0, nan_to=0.0)))
+    assert not _ours_of(KerasBatches(Batches(ds, spec.replace(nan_to=0.0), Order(batch_size=1024, seed=0))))
     assert not _ours_of(KerasBatches(Batches(ds, BatchSpec.from_toml(EXAMPLES / "numu_v3.toml"),
-                                             batch_size=1024, seed=0)))
+                                             Order(batch_size=1024, seed=0))))
 
 
 def _ours_of(data) -> list[str]:
@@ -201,7 +201,7 @@ def _ours_of(data) -> list[str]:
 def test_no_warning_without_nan(fix):
     ds = row_dataset(300)
     spec = row_spec(pad_value=float("nan") if fix == "nan_to" else -1.0)
-    batches = Batches(ds, spec, batch_size=50, seed=7, nan_to=0.0 if fix == "nan_to" else None)
+    batches = Batches(ds, spec.replace(nan_to=0.0 if fix == "nan_to" else None), Order(batch_size=50, seed=7))
     model, _ = _recording_model(spec)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -217,7 +217,7 @@ def test_nan_values_in_an_input_warn_once():
     ds = InMemoryDataset({**{n: ds.scalar(n) for n in ds.scalar_names}, "calE": calE},
                          {g: ds.group(g) for g in ds.groups})
     spec = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS)}, targets={"target_total": Scalars(["trueE"])})
-    data = KerasBatches(Batches(ds, spec, batch_size=50, seed=7))
+    data = KerasBatches(Batches(ds, spec, Order(batch_size=50, seed=7)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(2):
@@ -227,11 +227,12 @@ def test_nan_values_in_an_input_warn_once():
 
 
 # -- training, items, pickling ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_fit_two_epochs_with_two_workers_loss_decreases():
     keras.utils.set_random_seed(0)
     ds = make_dataset(2000, seed=3)
     spec = _spec()
-    batches = Batches(ds, spec, batch_size=128, seed=5, nan_to=0.0)
+    batches = Batches(ds, spec.replace(nan_to=0.0), Order(batch_size=128, seed=5))
     data = KerasBatches(batches, workers=2, max_queue_size=4)
     history = _model(spec).fit(data, epochs=2, verbose=0, shuffle=False)
     losses = history.history["loss"]
@@ -243,7 +244,7 @@ def test_fit_two_epochs_with_two_workers_loss_decreases():
 def test_items_are_inputs_targets_weights_named_by_spec():
     ds = make_dataset(300, seed=1)
     with pytest.warns(UserWarning, match=r"use_multiprocessing=True\) is ignored"):
-        kb = KerasBatches(Batches(ds, _spec(), batch_size=100, seed=0, nan_to=0.0), workers=3,
+        kb = KerasBatches(Batches(ds, _spec().replace(nan_to=0.0), Order(batch_size=100, seed=0)), workers=3,
                           use_multiprocessing=True, max_queue_size=7)
     assert (kb.build_workers, kb.workers, kb.use_multiprocessing, kb.max_queue_size) == (3, 1, False, 7)
     assert len(kb) == 3 and kb.num_batches == 3
@@ -270,7 +271,7 @@ def test_the_weights_keyword_is_sample_weights():
 
 def test_pickle_is_small_and_maps_the_arrays():
     ds = make_dataset(20_000, seed=2)
-    kb = KerasBatches(Batches(ds, _spec(), batch_size=256, seed=0, nan_to=0.0), workers=2)
+    kb = KerasBatches(Batches(ds, _spec().replace(nan_to=0.0), Order(batch_size=256, seed=0)), workers=2)
     kb[0], kb[1]  # a stream of batches under way is not pickled
     blob = pickle.dumps(kb)
     assert ds.nbytes > 10_000_000

@@ -55,6 +55,7 @@ def data():
     return make_dataset(400, seed=8)
 
 
+@pytest.mark.slow
 def test_a_version_1_file_warns_and_the_same_file_at_version_2_trains(tmp_path, data):
     old, new = tmp_path / "old.toml", tmp_path / "new.toml"
     old.write_text(SPEC_FILE)
@@ -66,6 +67,7 @@ def test_a_version_1_file_warns_and_the_same_file_at_version_2_trains(tmp_path, 
     assert msgs == [] and np.isfinite(loss).all()
 
 
+@pytest.mark.slow
 def test_fit_with_noise_and_one_step_rows(data):
     spec = BatchSpec.from_dict({
         "version": 2,

@@ -59,6 +59,7 @@ def test_keras_recipe_sets_its_backend_on_the_page():
     assert "KERAS_BACKEND" not in recipe("torch").env
 
 
+@pytest.mark.slow
 def test_keras_recipe_trains_without_nan_on_orders_seed_0_1(tmp_path):
     if importlib.util.find_spec("keras") is None:   # not importorskip: importing keras needs the page's backend
         pytest.skip("keras is not installed")
@@ -68,6 +69,7 @@ def test_keras_recipe_trains_without_nan_on_orders_seed_0_1(tmp_path):
     assert_orders(result)
 
 
+@pytest.mark.slow
 def test_torch_recipe_trains_without_nan_on_orders_seed_0_1(tmp_path):
     pytest.importorskip("torch")
     result = run_recipe("torch", tmp_path)

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
 import lstm_data  # noqa: E402
-from lstm_data import Batches, BatchSpec, Ragged, Scalars  # noqa: E402
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars  # noqa: E402
 from lstm_data.adapters.torch import TorchBatches  # noqa: E402
 from lstm_data.data.synthetic import PNG2D_VARS, SLICE_VARS, make_dataset  # noqa: E402
 from tests.adapters.rows import (  # noqa: E402
@@ -25,7 +25,7 @@ def _batches(**kw) -> Batches:
     spec = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
                              "input_png2d": Ragged(PNG2D_VARS, max_len=6, lengths=True)},
                      targets={"target_total": Scalars(["trueE"])})
-    return Batches(make_dataset(1000, seed=4), spec, batch_size=128, seed=9, **kw)
+    return Batches(make_dataset(1000, seed=4), spec, Order(batch_size=128, seed=9, **kw))
 
 
 def test_dataloader_with_two_workers_yields_every_batch_as_tensors():
@@ -60,9 +60,11 @@ def test_forked_workers_do_not_wait_for_work_under_way_in_the_parent(tmp_path, s
     # window read ahead) was at work when DataLoader forked: in the child, nobody
     # would ever finish it
     make_dataset(1000, seed=4).to_zarr(tmp_path / "d.zarr")
-    batches = _batches(shuffle=shuffle) if shuffle is True else Batches(
-        lstm_data.open(tmp_path / "d.zarr"), _batches().spec, batch_size=128, seed=9,
-        shuffle="block")
+    if shuffle is True:
+        batches = _batches(shuffle=shuffle)
+    else:
+        batches = Batches(lstm_data.open(tmp_path / "d.zarr"), _batches().spec,
+                          Order(batch_size=128, seed=9, shuffle="block"))
     batches.set_epoch(1)
     want = [batches[i] for i in range(len(batches))]
     plans = batches._plans
@@ -81,6 +83,7 @@ def test_forked_workers_do_not_wait_for_work_under_way_in_the_parent(tmp_path, s
         assert owner and not future.done()
 
 
+@pytest.mark.slow
 def test_spawned_workers_get_the_dataset_by_memory_map():
     loader = DataLoader(TorchBatches(_batches()), batch_size=None, num_workers=2,
                         multiprocessing_context="spawn")
@@ -104,8 +107,8 @@ def _passes(loader, epochs, set_epoch=None):
 @pytest.mark.parametrize("persistent", [True, False])
 def test_sampler_passes_read_orders_seed_0_1_2_without_set_epoch(persistent):
     ds, spec = row_dataset(600), row_spec()
-    want = plain_loop_orders(Batches(ds, spec, batch_size=64, seed=9), range(3))
-    data = TorchBatches(Batches(ds, spec, batch_size=64, seed=9))
+    want = plain_loop_orders(Batches(ds, spec, Order(batch_size=64, seed=9)), range(3))
+    data = TorchBatches(Batches(ds, spec, Order(batch_size=64, seed=9)))
     loader = DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=2,
                         persistent_workers=persistent)
     assert_epochs(_passes(loader, range(3)), want)  # not epoch 0 three times
@@ -113,16 +116,16 @@ def test_sampler_passes_read_orders_seed_0_1_2_without_set_epoch(persistent):
 
 def test_sampler_with_set_epoch_each_epoch_and_persistent_workers():
     ds, spec = row_dataset(600), row_spec()
-    want = plain_loop_orders(Batches(ds, spec, batch_size=64, seed=9), range(3))
-    data = TorchBatches(Batches(ds, spec, batch_size=64, seed=9))
+    want = plain_loop_orders(Batches(ds, spec, Order(batch_size=64, seed=9)), range(3))
+    data = TorchBatches(Batches(ds, spec, Order(batch_size=64, seed=9)))
     loader = DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=2, persistent_workers=True)
     assert_epochs(_passes(loader, range(3), set_epoch=data.set_epoch), want)
 
 
 def test_sampler_resumes_at_the_epoch_set_before():
     ds, spec = row_dataset(600), row_spec()
-    want = plain_loop_orders(Batches(ds, spec, batch_size=64, seed=9), [2, 3])
-    batches = Batches(ds, spec, batch_size=64, seed=9)
+    want = plain_loop_orders(Batches(ds, spec, Order(batch_size=64, seed=9)), [2, 3])
+    batches = Batches(ds, spec, Order(batch_size=64, seed=9))
     batches.set_epoch(2)  # a resumed run
     data = TorchBatches(batches)
     loader = DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=2, persistent_workers=True)
@@ -132,7 +135,7 @@ def test_sampler_resumes_at_the_epoch_set_before():
 
 def test_a_precomputed_store_through_the_sampler(tmp_path):
     ds, spec = row_dataset(600), row_spec()
-    lstm_data.precompute(ds, spec, tmp_path / "s.zarr", batch_size=64, seed=3, progress=False)
+    lstm_data.precompute(ds, spec, tmp_path / "s.zarr", Order(batch_size=64, seed=3), progress=False)
     want = plain_loop_orders(lstm_data.open_batches(tmp_path / "s.zarr"), range(3))
     stored = lstm_data.open_batches(tmp_path / "s.zarr")
     data = TorchBatches(stored)

@@ -34,7 +34,7 @@ def _ddp_rank(rank: int, world: int, port: int, out: str) -> None:
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         torch.manual_seed(0)
-        batches = Batches(row_dataset(N_ROWS), row_spec(), batch_size=BATCH, seed=SEED)
+        batches = Batches(row_dataset(N_ROWS), row_spec(), Order(batch_size=BATCH, seed=SEED))
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a sharded sequence raises no "not sharded" warning
             data = TorchBatches(batches.shard(dist.get_rank(), dist.get_world_size()))
@@ -67,7 +67,7 @@ def test_ddp_two_gloo_ranks_see_disjoint_shares_of_each_epoch(tmp_path):
     out = str(tmp_path / "seen")
     mp.spawn(_ddp_rank, args=(2, _free_port(), out), nprocs=2, join=True)
     per_rank = [json.load(open(f"{out}.{r}")) for r in range(2)]
-    full = Batches(row_dataset(N_ROWS), row_spec(), batch_size=BATCH, seed=SEED)
+    full = Batches(row_dataset(N_ROWS), row_spec(), Order(batch_size=BATCH, seed=SEED))
     for epoch in ("0", "1"):
         lists = [b for seen in per_rank for b in seen[epoch]]
         assert [len(seen[epoch]) for seen in per_rank] == [8, 8]
@@ -95,10 +95,10 @@ def test_stateful_dataloader_resumes_mid_epoch(workers):
     sdl = pytest.importorskip("torchdata.stateful_dataloader")
 
     def loader():
-        data = TorchBatches(Batches(row_dataset(N_ROWS), row_spec(), batch_size=BATCH, seed=SEED))
+        data = TorchBatches(Batches(row_dataset(N_ROWS), row_spec(), Order(batch_size=BATCH, seed=SEED)))
         return sdl.StatefulDataLoader(data, batch_size=None, sampler=data.sampler, num_workers=workers)
 
-    full = Batches(row_dataset(N_ROWS), row_spec(), batch_size=BATCH, seed=SEED)
+    full = Batches(row_dataset(N_ROWS), row_spec(), Order(batch_size=BATCH, seed=SEED))
     want = [full.rows_of(i, e).tolist() for e in range(3) for i in range(len(full))]
     first, seen = loader(), []
     for _ in range(1):  # epoch 0 whole, then epoch 1 until a preemption after 5 batches
@@ -116,8 +116,8 @@ def test_stateful_dataloader_resumes_mid_epoch(workers):
 
 
 def test_epoch_sampler_state_refuses_other_batches():
-    a = TorchBatches(Batches(row_dataset(200), row_spec(), batch_size=10, seed=1)).sampler
-    b = TorchBatches(Batches(row_dataset(200), row_spec(), batch_size=10, seed=2)).sampler
+    a = TorchBatches(Batches(row_dataset(200), row_spec(), Order(batch_size=10, seed=1))).sampler
+    b = TorchBatches(Batches(row_dataset(200), row_spec(), Order(batch_size=10, seed=2))).sampler
     with pytest.raises(ValueError, match="seed: state has 1, these batches 2"):
         b.load_state_dict(a.state_dict())
     s = EpochSampler(5, 3)

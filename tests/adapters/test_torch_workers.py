@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from torch.utils.data import DataLoader  # noqa: E402
 
-from lstm_data import Batches, BatchSpec, Ragged, Scalars  # noqa: E402
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars  # noqa: E402
 from lstm_data.adapters import torch_slots  # noqa: E402
 from lstm_data.adapters.torch import TorchBatches  # noqa: E402
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset  # noqa: E402
@@ -22,7 +22,7 @@ def _batches(batch_size: int = 200) -> Batches:
     spec = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
                              "input_png3d": Ragged(PNG3D_VARS, lengths=True)},  # width: per batch
                      targets={"target_total": Scalars(["trueE"])})
-    return Batches(make_dataset(3000, seed=5), spec, batch_size=batch_size, seed=3, nan_to=0.0)
+    return Batches(make_dataset(3000, seed=5), spec.replace(nan_to=0.0), Order(batch_size=batch_size, seed=3))
 
 
 def _assert_batch(got, want) -> None:

@@ -10,6 +10,7 @@ from lstm_data.batching.building.noise import normal_noise
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.errors import OptionError, SchemaError
 from lstm_data.store.write import precompute
+from tests.helpers import assert_same_arrays
 
 GAUSS, REL, PLAIN = PNG3D_VARS[0], PNG3D_VARS[1], PNG3D_VARS[2]
 AUGMENT = {GAUSS: {"gaussian": 0.5}, REL: {"relative": 0.1}, SLICE_VARS[0]: {"gaussian": 2.0}}
@@ -38,16 +39,10 @@ def _by_row(batches, epoch: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
-def _assert_same(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-
-
 def test_noise_is_a_function_of_seed_epoch_row_and_element(data):
     ref = _by_row(Batches(data, _spec(), Order(batch_size=100, seed=3)))
     # other batch sizes, no shuffle: each row lands in another batch, with the same noise
-    _assert_same(ref, _by_row(Batches(data, _spec(), Order(batch_size=64, seed=3, shuffle=False))))
+    assert_same_arrays(ref, _by_row(Batches(data, _spec(), Order(batch_size=64, seed=3, shuffle=False))))
     plain = _by_row(Batches(data, _spec(augment=None), Order(batch_size=100, seed=3)))
     assert not np.array_equal(ref["input_png3d"], plain["input_png3d"])
     # another seed: other noise
@@ -136,7 +131,7 @@ def test_spec_file_round_trip_gives_the_same_batches(tmp_path, data):
     assert "[augment." in path.read_text()
     again = BatchSpec.from_toml(path)
     assert again == _spec() and again.augment == _spec().augment
-    _assert_same(_by_row(Batches(data, again, Order(batch_size=100, seed=3))),
+    assert_same_arrays(_by_row(Batches(data, again, Order(batch_size=100, seed=3))),
                  _by_row(Batches(data, _spec(), Order(batch_size=100, seed=3))))
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import Batches, BatchSpec, Ragged, Scalars, kernels
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, kernels
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 from tests.helpers import assert_same_arrays
 
@@ -37,17 +37,17 @@ def _reference(ds, rows):
 
 
 def test_len_and_last_batch(ds):
-    assert len(Batches(ds, SPEC, batch_size=1000)) == 3
-    b = Batches(ds, SPEC, batch_size=700, seed=0)
+    assert len(Batches(ds, SPEC, Order(batch_size=1000))) == 3
+    b = Batches(ds, SPEC, Order(batch_size=700, seed=0))
     assert len(b) == 5 and len(b.rows_of(4)) == 3000 - 4 * 700
-    assert len(Batches(ds, SPEC, batch_size=700, drop_last=True)) == 4
+    assert len(Batches(ds, SPEC, Order(batch_size=700, drop_last=True))) == 4
     with pytest.raises(IndexError, match="out of range"):
         b[5]
     assert b[-1][0]["input_slice"].shape == (200, len(SLICE_VARS))
 
 
 def test_batch_content_matches_an_independent_build(ds):
-    b = Batches(ds, SPEC, batch_size=512, seed=4)
+    b = Batches(ds, SPEC, Order(batch_size=512, seed=4))
     x, y, w = b[3]
     rows = b.rows_of(3)
     assert_same_arrays(x, _reference(ds, rows))
@@ -56,7 +56,7 @@ def test_batch_content_matches_an_independent_build(ds):
 
 
 def test_shuffled_order_is_a_reproducible_permutation_per_epoch(ds):
-    a, b = Batches(ds, SPEC, batch_size=256, seed=1), Batches(ds, SPEC, batch_size=256, seed=1)
+    a, b = Batches(ds, SPEC, Order(batch_size=256, seed=1)), Batches(ds, SPEC, Order(batch_size=256, seed=1))
     assert sorted(_rows(a)) == list(range(3000))
     np.testing.assert_array_equal(_rows(a), _rows(b))
     first = _rows(a)
@@ -64,19 +64,19 @@ def test_shuffled_order_is_a_reproducible_permutation_per_epoch(ds):
     assert a.epoch == 1 and not np.array_equal(first, _rows(a))
     b.set_epoch(1)
     np.testing.assert_array_equal(_rows(a), _rows(b))
-    assert not np.array_equal(first, _rows(Batches(ds, SPEC, batch_size=256, seed=2)))
-    np.testing.assert_array_equal(_rows(Batches(ds, SPEC, batch_size=256, shuffle=False)), np.arange(3000))
+    assert not np.array_equal(first, _rows(Batches(ds, SPEC, Order(batch_size=256, seed=2))))
+    np.testing.assert_array_equal(_rows(Batches(ds, SPEC, Order(batch_size=256, shuffle=False))), np.arange(3000))
     assert Batches(ds, SPEC).seed != Batches(ds, SPEC).seed  # a drawn seed is kept, not None
 
 
 def test_weights_column_and_array(ds):
-    b = Batches(ds, SPEC, batch_size=300, seed=0, weights="calE")
+    b = Batches(ds, SPEC, Order(batch_size=300, seed=0, weights="calE"))
     np.testing.assert_array_equal(b[2][2]["target_total"], ds.scalar("calE")[b.rows_of(2)])
     arr = np.arange(3000, dtype=np.float64)
-    b = Batches(ds, SPEC, batch_size=300, seed=0, weights=arr)
+    b = Batches(ds, SPEC, Order(batch_size=300, seed=0, weights=arr))
     np.testing.assert_array_equal(b[1][2]["target_total"], arr[b.rows_of(1)].astype(np.float32))
     with pytest.raises(ValueError, match="one value per dataset row"):
-        Batches(ds, SPEC, weights=np.ones(5))
+        Batches(ds, SPEC, Order(weights=np.ones(5)))
 
 
 def test_nan_to_masks_inputs_not_targets():
@@ -85,23 +85,23 @@ def test_nan_to_masks_inputs_not_targets():
     values[::7, 0] = np.nan  # NaN in data, besides the NaN padding
     ds.scalar("calE")[::5] = np.nan
     ds.scalar("trueE")[::3] = np.nan
-    x, y, _ = Batches(ds, SPEC, batch_size=400, shuffle=False, nan_to=-12345.5)[0]
+    x, y, _ = Batches(ds, SPEC.replace(nan_to=-12345.5), Order(batch_size=400, shuffle=False))[0]
     for k in ("input_slice", "input_png3d", "input_png2d"):
         assert not np.isnan(x[k]).any(), k
     assert (x["input_png2d"] == -12345.5).any() and (x["input_slice"][:, 0] == -12345.5).sum() == 80
     assert np.isnan(y["target_total"]).sum() == 134
-    plain, _, _ = Batches(ds, SPEC, batch_size=400, shuffle=False)[0]
+    plain, _, _ = Batches(ds, SPEC, Order(batch_size=400, shuffle=False))[0]
     np.testing.assert_array_equal(np.where(np.isnan(plain["input_png2d"]), -12345.5, plain["input_png2d"]),
                                   x["input_png2d"])
 
 
 def test_split_is_lstm_ee_like_and_disjoint(ds):
-    train, val = Batches(ds, SPEC, batch_size=500, seed=3).split(0.25)
+    train, val = Batches(ds, SPEC, Order(batch_size=500, seed=3)).split(0.25)
     assert (train.n_rows, val.n_rows) == (2250, 750)
     rt, rv = _rows(train), _rows(val)
     assert len(np.intersect1d(rt, rv)) == 0 and len(np.union1d(rt, rv)) == 3000
     assert val.shuffle is False and train.shuffle is True
-    train2, val2 = Batches(ds, SPEC, batch_size=500, seed=99).split(0.25, seed=3)
+    train2, val2 = Batches(ds, SPEC, Order(batch_size=500, seed=99)).split(0.25, seed=3)
     np.testing.assert_array_equal(np.sort(_rows(val2)), np.sort(rv))
     t, v = Batches(ds, SPEC).split(100)
     assert (t.n_rows, v.n_rows) == (2900, 100)
@@ -110,7 +110,7 @@ def test_split_is_lstm_ee_like_and_disjoint(ds):
 
 
 def test_ram_cache_keeps_batches_and_permutes_their_order(ds):
-    b = Batches(ds, SPEC, batch_size=1000, seed=5, cache="ram")
+    b = Batches(ds, SPEC, Order(batch_size=1000, seed=5, cache="ram"))
     first = [b[i] for i in range(3)]
     key = lambda batch: id(batch[0]["input_png3d"])  # noqa: E731 - the cached array itself
     assert key(b[1]) == key(first[1])
@@ -120,7 +120,7 @@ def test_ram_cache_keeps_batches_and_permutes_their_order(ds):
 
 
 def test_ram_cache_cannot_be_edited_through_a_batch(ds):
-    b = Batches(ds, SPEC, batch_size=1000, seed=5, cache="ram")
+    b = Batches(ds, SPEC, Order(batch_size=1000, seed=5, cache="ram"))
     inputs, targets, weights = b[0]
     kept = inputs["input_png3d"].copy()
     with pytest.raises(ValueError, match="read-only"):
@@ -131,20 +131,20 @@ def test_ram_cache_cannot_be_edited_through_a_batch(ds):
     np.testing.assert_array_equal(again[0]["input_png3d"], kept)
     assert list(again[1]) == list(SPEC.targets) and again[2]
     assert not again[0]["input_png3d"].flags.writeable
-    assert Batches(ds, SPEC, batch_size=1000, seed=5)[0][0]["input_png3d"].flags.writeable
+    assert Batches(ds, SPEC, Order(batch_size=1000, seed=5))[0][0]["input_png3d"].flags.writeable
 
 
 def test_threads_give_the_same_batches(ds):
-    b = Batches(ds, SPEC, batch_size=128, seed=8)
-    serial = list(b.iter(workers=1))
-    threaded = list(b.iter(workers=3, prefetch_batches=5))
+    b = Batches(ds, SPEC, Order(batch_size=128, seed=8))
+    serial = list(b.iter(threads=1))
+    threaded = list(b.iter(threads=3, prefetch_batches=5))
     assert len(threaded) == len(b)
     for s, t in zip(serial, threaded):
         assert_same_arrays(s[0], t[0])
 
 
 def test_block_shuffle_in_ram_covers_every_row_and_mixes(ds):
-    b = Batches(ds, SPEC, batch_size=100, shuffle="block", seed=2, block_rows=250, window_rows=1000)
+    b = Batches(ds, SPEC, Order(batch_size=100, shuffle="block", seed=2, block_rows=250, window_rows=1000))
     rows = _rows(b)
     assert sorted(rows) == list(range(3000))
     assert not np.array_equal(rows, np.arange(3000))
@@ -159,7 +159,7 @@ def test_block_shuffle_on_disk_reads_each_chunk_at_most_twice(tmp_path):
     data.to_zarr(tmp_path / "d.zarr", chunk_bytes=1 << 16)
     disk = lstm_data.open(tmp_path / "d.zarr")
     disk.io_stats.track_chunks()
-    b = Batches(disk, SPEC, batch_size=512, shuffle="block", seed=4)
+    b = Batches(disk, SPEC, Order(batch_size=512, shuffle="block", seed=4))
     b._blocks.next_epoch_ahead = False  # count this epoch's reads only
     for i in range(len(b)):
         assert_same_arrays(b[i][0], _reference(data, b.rows_of(i)))
@@ -173,8 +173,8 @@ def test_block_shuffle_on_disk_reads_each_chunk_at_most_twice(tmp_path):
 def test_block_shuffle_reads_the_next_epochs_first_window_ahead(tmp_path):
     data = make_dataset(6_000, seed=5)
     data.to_zarr(tmp_path / "d.zarr", chunk_bytes=1 << 15)
-    b = Batches(lstm_data.open(tmp_path / "d.zarr"), SPEC, batch_size=500, shuffle="block", seed=1,
-                window_rows=2_000)
+    b = Batches(lstm_data.open(tmp_path / "d.zarr"), SPEC,
+                Order(batch_size=500, shuffle="block", seed=1, window_rows=2_000))
     source = b._blocks
     assert len(b._plan().windows.block_ids) > 1
     for _ in b:
@@ -194,10 +194,10 @@ def test_a_spare_worker_makes_the_next_epochs_order_during_the_epoch(ds):
 
     from lstm_data.batching.order.rows import shuffled_order
 
-    b = Batches(ds, SPEC, batch_size=256, seed=3)
-    list(b.iter(workers=1))
+    b = Batches(ds, SPEC, Order(batch_size=256, seed=3))
+    list(b.iter(threads=1))
     assert b._plans.peek(1) is None  # one worker: nothing spare, made when needed
-    list(b.iter(workers=2))
+    list(b.iter(threads=2))
     for _ in range(3000):  # the spare worker may still be starting when the epoch ends
         if b._plans.peek(1) is not None:
             break
@@ -208,18 +208,18 @@ def test_a_spare_worker_makes_the_next_epochs_order_during_the_epoch(ds):
     np.testing.assert_array_equal(ahead.result().order, shuffled_order(b.n_rows, 3, 1))
     b.on_epoch_end()
     assert b._plans.peek(1) is ahead  # epoch 1 starts on the order made ahead
-    fresh = Batches(ds, SPEC, batch_size=256, seed=3)
+    fresh = Batches(ds, SPEC, Order(batch_size=256, seed=3))
     fresh.set_epoch(1)
-    for mine, theirs in zip(b.iter(workers=2), fresh):
+    for mine, theirs in zip(b.iter(threads=2), fresh):
         assert_same_arrays(mine[0], theirs[0])
-    for no_order in (Batches(ds, SPEC, batch_size=256, shuffle=False),
-                     Batches(ds, SPEC, batch_size=256, seed=3, cache="ram")):
-        list(no_order.iter(workers=2))
+    for no_order in (Batches(ds, SPEC, Order(batch_size=256, shuffle=False)),
+                     Batches(ds, SPEC, Order(batch_size=256, seed=3, cache="ram"))):
+        list(no_order.iter(threads=2))
         assert no_order._plans.peek(1) is None  # the order never changes: nothing to make
 
 
 def test_pickled_batches_rebuild_the_same_batches(ds):
-    b = Batches(ds, SPEC, batch_size=256, seed=6, weights="calE")
+    b = Batches(ds, SPEC, Order(batch_size=256, seed=6, weights="calE"))
     b.on_epoch_end()
     back = pickle.loads(pickle.dumps(b))
     assert back.epoch == 1
@@ -229,32 +229,32 @@ def test_pickled_batches_rebuild_the_same_batches(ds):
 
 def test_argument_errors(ds):
     with pytest.raises(ValueError, match="shuffle"):
-        Batches(ds, SPEC, shuffle="yes")
+        Batches(ds, SPEC, Order(shuffle="yes"))
     with pytest.raises(ValueError, match="batch_size"):
-        Batches(ds, SPEC, batch_size=0)
+        Batches(ds, SPEC, Order(batch_size=0))
     with pytest.raises(ValueError, match="cache"):
-        Batches(ds, SPEC, cache="disk")
+        Batches(ds, SPEC, Order(cache="disk"))
     with pytest.raises(TypeError, match="BatchSpec"):
         Batches(ds, {"x": 1})
     with pytest.raises(lstm_data.SchemaError, match="did you mean"):
         Batches(ds, BatchSpec(inputs={"x": Scalars(["nhit"])}))
     for bad_seed in (-5, 1.5, "1", True):
         with pytest.raises(ValueError, match=r"seed must be an int >= 0, got"):
-            Batches(ds, SPEC, seed=bad_seed)
-    b = Batches(ds, SPEC, seed=np.int64(3))
+            Batches(ds, SPEC, Order(seed=bad_seed))
+    b = Batches(ds, SPEC, Order(seed=np.int64(3)))
     with pytest.raises(ValueError, match=r"seed must be an int >= 0, got -1"):
         b.split(0.1, seed=-1)
     with pytest.raises(ValueError, match=r"epoch must be an int >= 0, got -1"):
         b.set_epoch(-1)
     assert b.epoch == 0
     with pytest.raises(ValueError, match="nan_to must be a number or None, got 'zero'"):
-        Batches(ds, SPEC, nan_to="zero")
+        Batches(ds, SPEC.replace(nan_to="zero"))
     weights = np.ones(len(ds))
     weights[17] = np.nan
     with pytest.raises(ValueError, match=r"weights: 1 non-finite value\(s\), first at row 17"):
-        Batches(ds, SPEC, weights=weights)
+        Batches(ds, SPEC, Order(weights=weights))
     weights[17] = -0.5  # negative weights (NLO generators) are fine
-    Batches(ds, SPEC, weights=weights)
+    Batches(ds, SPEC, Order(weights=weights))
     n = len(b)
     assert_same_arrays(b[-n][0], b[0][0])
     for bad_index in (-n - 1, n):  # the index as given, not after wrapping
@@ -269,10 +269,10 @@ def test_block_shuffle_reads_ahead_each_window_once(tmp_path):
     data.to_zarr(tmp_path / "d.zarr", chunk_bytes=1 << 16)
     disk = lstm_data.open(tmp_path / "d.zarr")
     disk.io_stats.track_chunks()
-    b = Batches(disk, SPEC, batch_size=512, shuffle="block", seed=4, window_rows=4096)
+    b = Batches(disk, SPEC, Order(batch_size=512, shuffle="block", seed=4, window_rows=4096))
     assert b._blocks.read_ahead  # on disk: the next window loads in the background
     b._blocks.next_epoch_ahead = False  # this epoch's loads only (next epoch: test above)
-    assert not Batches(data, SPEC, shuffle="block")._blocks.read_ahead  # in RAM: no thread
+    assert not Batches(data, SPEC, Order(shuffle="block"))._blocks.read_ahead  # in RAM: no thread
     seen = [b[i][0] for i in range(len(b))]
     for i, got in enumerate(seen):
         assert_same_arrays(got, _reference(data, b.rows_of(i)))
@@ -284,7 +284,7 @@ def test_block_shuffle_failed_window_load_is_retried(tmp_path, monkeypatch):
     data = make_dataset(3000, seed=3)
     data.to_zarr(tmp_path / "d.zarr", chunk_bytes=1 << 14)
     disk = lstm_data.open(tmp_path / "d.zarr")
-    b = Batches(disk, SPEC, batch_size=256, shuffle="block", seed=1)
+    b = Batches(disk, SPEC, Order(batch_size=256, shuffle="block", seed=1))
     b._blocks.read_ahead = False
     real_take = type(disk).take
     calls = {"n": 0}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import lstm_data
 from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
 from lstm_data.batching.order.options import Order
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
@@ -130,8 +129,8 @@ def test_precompute_stores_the_live_batches(data, tmp_path, setting, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_numu_example_keeps_its_variables(layout, tmp_path):
-    ds = lstm_data.open("examples/numu_v3.csv.xz")
+def test_numu_example_keeps_its_variables(numu, numu_zarr, layout, tmp_path):
+    ds = numu
     order = Order(batch_size=4, seed=2, shuffle=False, bucket_by="x", bucket_lengths=[3, 5, 8])
     spec = BatchSpec(inputs={"x": Ragged(["png.calE", "png.nhit"], max_len=8, layout=layout,
                                          mask=layout != "packed")},
@@ -151,7 +150,7 @@ def test_numu_example_keeps_its_variables(layout, tmp_path):
     order = order.replace(batch_size=128)
     (tmp_path / "s.toml").write_text(spec.to_toml() + "\n" + order.to_toml())
     out = tmp_path / "b.zarr"
-    assert main(["precompute", "--data", "examples/numu_v3.csv.xz", "--spec", str(tmp_path / "s.toml"),
+    assert main(["precompute", "--data", str(numu_zarr), "--spec", str(tmp_path / "s.toml"),
                  "--out", str(out), "-q"]) == 0
     live = Batches(ds, spec, order)
     stored = open_batches(out, order=order, permute=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
+from lstm_data import Batches, BatchSpec, Ragged, ReadOptions, Scalars, open_batches
 from lstm_data.batching.order.options import Order
 from lstm_data.cli import main
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
@@ -49,11 +49,13 @@ def _padding(b: Batches, lens: np.ndarray) -> float:
 def test_block_shuffle_buckets_inside_windows(data, store, drop_last):
     disk = ZarrDataset(store)
     lens = np.diff(data.ragged("png")[1])
-    kw = dict(batch_size=100, seed=4, shuffle="block", drop_last=drop_last, window_rows=1500, read_ahead=False)
-    plain = Batches(disk, _spec(), **kw)
-    b = Batches(disk, _spec(), bucket_by="input_png3d", bucket_window=5, pad_to_multiple_of=2, **kw)
+    order = Order(batch_size=100, seed=4, shuffle="block", drop_last=drop_last, window_rows=1500)
+    bucketed = order.replace(bucket_by="input_png3d", bucket_window=5)
+    no_ahead = ReadOptions(read_ahead=False)
+    plain = Batches(disk, _spec(), order, read=no_ahead)
+    b = Batches(disk, _spec().replace(pad_to_multiple_of=2), bucketed, read=no_ahead)
     assert len(b) == len(plain)
-    ram = Batches(data, _spec(), batch_size=100, shuffle=False)
+    ram = Batches(data, _spec(), Order(batch_size=100, shuffle=False))
     for epoch in (0, 1):
         b.set_epoch(epoch)
         plain.set_epoch(epoch)
@@ -74,14 +76,14 @@ def test_block_shuffle_buckets_inside_windows(data, store, drop_last):
         assert b._blocks.block_loads - loads == len(b._blocks.bounds) - 1
     assert _padding(b, lens) < 0.6 * _padding(plain, lens)
     # reproducible from (seed, epoch), also in a fresh object
-    again = Batches(disk, _spec(), bucket_by="input_png3d", bucket_window=5, pad_to_multiple_of=2, **kw)
+    again = Batches(disk, _spec().replace(pad_to_multiple_of=2), bucketed, read=no_ahead)
     np.testing.assert_array_equal(again.rows_of(3, 1), b.rows_of(3, 1))
 
 
 def test_block_shuffle_bucketing_over_a_view(data, store):
     disk = ZarrDataset(store)
-    b = Batches(disk, _spec(), batch_size=64, seed=2, shuffle="block", bucket_by="input_png3d",
-                bucket_window=4)
+    b = Batches(disk, _spec(),
+                Order(batch_size=64, seed=2, shuffle="block", bucket_by="input_png3d", bucket_window=4))
     train, val = b.split(0.3)
     seen = np.concatenate([train.rows_of(i) for i in range(len(train))]
                           + [val.rows_of(i) for i in range(len(val))])
@@ -93,13 +95,12 @@ def test_block_shuffle_bucketing_over_a_view(data, store):
 @pytest.mark.parametrize("shuffle", [True, "block"])
 def test_precompute_stores_per_batch_widths(tmp_path, data, store, shuffle):
     src = data if shuffle is True else ZarrDataset(store)
-    opts = dict(bucket_by="input_png3d", bucket_window=4, pad_to_multiple_of=4)
+    spec = _spec().replace(pad_to_multiple_of=4)
+    order = Order(batch_size=250, seed=3, shuffle=shuffle, bucket_by="input_png3d", bucket_window=4)
     out = tmp_path / "b.zarr"
-    precompute(src, _spec(), out, batch_size=250, seed=3, shuffle=shuffle, progress=False, **opts)
-    stored = open_batches(out, spec=_spec().replace(pad_to_multiple_of=4),
-                          order=Order(batch_size=250, seed=3, shuffle=shuffle, bucket_by="input_png3d",
-                                      bucket_window=4))
-    live = Batches(src, _spec(), batch_size=250, seed=3, shuffle=shuffle, **opts)
+    precompute(src, spec, out, order, progress=False)
+    stored = open_batches(out, spec=spec, order=order)
+    live = Batches(src, spec, order)
     assert len(stored) == len(live)
     widths = set()
     for i in range(len(live)):
@@ -109,13 +110,11 @@ def test_precompute_stores_per_batch_widths(tmp_path, data, store, shuffle):
     assert stored.signature()["input_png3d"].shape == (None, None, 4)
     assert stored.meta["bucketing"] == {"bucket_by": "input_png3d", "bucket_window": 4, "pad_to_multiple_of": 4}
     # reuse only with the same bucketing; another window is a mismatch that names it
-    assert precompute(src, _spec(), out, batch_size=250, seed=3, shuffle=shuffle, progress=False,
-                      **opts).reused
+    assert precompute(src, spec, out, order, progress=False).reused
     with pytest.raises(StoreMismatchError, match="bucketing"):
-        precompute(src, _spec(), out, batch_size=250, seed=3, shuffle=shuffle, progress=False,
-                   bucket_by="input_png3d", bucket_window=8, pad_to_multiple_of=4)
+        precompute(src, spec, out, order.replace(bucket_window=8), progress=False)
     with pytest.raises(StoreMismatchError, match="bucketing"):
-        precompute(src, _spec(), out, batch_size=250, seed=3, shuffle=shuffle, progress=False)
+        precompute(src, _spec(), out, Order(batch_size=250, seed=3, shuffle=shuffle), progress=False)
 
 
 def test_bucketed_store_holds_less_padding(tmp_path, data):
@@ -124,16 +123,16 @@ def test_bucketed_store_holds_less_padding(tmp_path, data):
     stored = {}
     for name, opts in {"plain": {}, "bucketed": dict(bucket_by="input_png3d")}.items():
         out = tmp_path / f"{name}.zarr"
-        precompute(data, _spec(), out, batch_size=250, seed=3, progress=False, **opts)
+        precompute(data, _spec(), out, Order(batch_size=250, seed=3, **opts), progress=False)
         stored[name] = zarr.open_group(str(out), mode="r")["data/input_png3d"].shape[0]
     real = int(np.minimum(np.diff(data.ragged("png")[1]), 20).sum()) * 4
     assert stored["plain"] == len(data) * 20 * 4
     assert stored["bucketed"] - real < 0.3 * (stored["plain"] - real)
 
 
-def test_cli_precompute_bucket_options(tmp_path, capsys):
+def test_cli_precompute_bucket_options(numu_zarr, tmp_path, capsys):
     out = tmp_path / "b.zarr"
-    argv = ["precompute", "--data", str(EXAMPLES / "numu_v3.csv.xz"), "--spec", str(EXAMPLES / "numu_v3.toml"),
+    argv = ["precompute", "--data", str(numu_zarr), "--spec", str(EXAMPLES / "numu_v3.toml"),
             "--batch-size", "256", "--out", str(out), "--no-progress", "--bucket-by", "input_png3d",
             "--bucket-window", "8", "--pad-to-multiple-of", "2"]
     assert main(argv) == 0

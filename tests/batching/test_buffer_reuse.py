@@ -16,11 +16,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from lstm_data import Batches, BatchSpec, Ragged, Scalars, kernels
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, kernels
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
+from tests.helpers import assert_same_batch
 
 POOL_BYTES = 64 << 20  # bufpool.pxd POOL_MAX_BYTES: what the pool keeps (and may advise)
 SMAPS = "/proc/self/smaps"
@@ -33,7 +33,7 @@ SPEC = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
 
 @pytest.fixture(scope="module")
 def batches():
-    return Batches(make_dataset(20_000, seed=6), SPEC, batch_size=1024, seed=2, nan_to=0.0)
+    return Batches(make_dataset(20_000, seed=6), SPEC.replace(nan_to=0.0), Order(batch_size=1024, seed=2))
 
 
 def _advised_huge(address: int) -> bool:
@@ -110,13 +110,6 @@ def test_memory_a_consumer_gave_back_serves_its_next_pass_then_decays():
     assert got["decayed"] > 0.5 * got["size"], f"only {got['decayed']:.0f} MiB went back"
 
 
-def _same(a, b) -> None:
-    for part_a, part_b in zip(a, b):
-        assert list(part_a) == list(part_b)
-        for name in part_a:
-            np.testing.assert_array_equal(part_a[name], part_b[name], err_msg=name)
-
-
 @pytest.mark.parametrize("keep", [1, 12])
 def test_two_foreign_threads_build_the_same_batches(batches, keep):
     # two threads of the user's pool call Batches[i] while the consumer keeps the last
@@ -127,18 +120,18 @@ def test_two_foreign_threads_build_the_same_batches(batches, keep):
     with ThreadPoolExecutor(2) as pool:
         for _ in range(3):
             for i, got in enumerate(pool.map(lambda k: batches.batch(k, epoch=1), range(len(batches)))):
-                _same(got, want[i])
+                assert_same_batch(got, want[i])
                 held.append(got)
 
 
 def test_more_buffers_back_at_once_than_the_pool_keeps():
     # hundreds of small batches given back together: the pool keeps some, frees the rest,
     # and never hands out a buffer that a live batch still uses
-    small = Batches(make_dataset(4000, seed=8), SPEC, batch_size=8, seed=1, nan_to=0.0)
+    small = Batches(make_dataset(4000, seed=8), SPEC.replace(nan_to=0.0), Order(batch_size=8, seed=1))
     kept = [small.batch(i, epoch=0) for i in range(len(small))]
     copies = [tuple({k: v.copy() for k, v in part.items()} for part in b) for b in kept]
     del kept[::2]  # every other batch back to the pool
     fresh = [small.batch(i, epoch=1) for i in range(len(small))]
     for got, want in zip(kept, copies[1::2]):
-        _same(got, want)
-    _same(fresh[3], small.batch(3, epoch=1))
+        assert_same_batch(got, want)
+    assert_same_batch(fresh[3], small.batch(3, epoch=1))

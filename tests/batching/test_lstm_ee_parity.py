@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import Batches, BatchSpec
+from lstm_data import Batches, BatchSpec, Order
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, write_csv
 from tests.helpers import assert_same_arrays
 from tests.oracles.lstm_ee import LstmEeBatches
@@ -33,7 +33,7 @@ def test_batches_equal_legacy_path_bitwise(csv_file, max_prongs):
     legacy = LstmEeBatches(str(csv_file[0]), **config)
     spec = BatchSpec.from_lstm_ee(config)
     for dataset in _datasets(csv_file):
-        batches = Batches(dataset, spec, batch_size=512, seed=3)
+        batches = Batches(dataset, spec, Order(batch_size=512, seed=3))
         for i in range(len(batches)):
             rows = batches.rows_of(i)
             x, y, w = batches[i]
@@ -50,7 +50,7 @@ def test_batches_equal_legacy_path_bitwise(csv_file, max_prongs):
 def test_lstm_ee_split_matches_its_train_test_rule(csv_file):
     dataset = csv_file[1]
     spec = BatchSpec.from_lstm_ee(CONFIG)
-    train, val = Batches(dataset, spec, batch_size=100, seed=5).split(0.2)
+    train, val = Batches(dataset, spec, Order(batch_size=100, seed=5)).split(0.2)
     assert (train.n_rows, val.n_rows) == (int(1500 * 0.8), 300)
     rows_t = np.concatenate([train.rows_of(i) for i in range(len(train))])
     rows_v = np.concatenate([val.rows_of(i) for i in range(len(val))])

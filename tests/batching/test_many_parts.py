@@ -13,16 +13,11 @@ from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.data.synthetic import make_dataset
+from tests.helpers import assert_same_batch
 
 SPEC = BatchSpec(inputs={"input_png": Ragged(["png.calE", "png.nhit", "png.len"], max_len=8, sort_by="png.calE"),
                          "input_slice": Scalars(["calE", "nHit"])},
                  targets={"target": Scalars(["trueE"])}, nan_to=0.0)
-
-
-def _same(a, b):
-    for part_a, part_b in zip(a, b):
-        for k in part_a:
-            assert part_a[k].tobytes() == part_b[k].tobytes() and part_a[k].shape == part_b[k].shape, k
 
 
 @pytest.mark.parametrize("n_files", [2, 7])
@@ -46,7 +41,7 @@ def test_many_files_give_the_batches_of_one(tmp_path, n_files, shuffle):
     assert a.builder.in_ram and len(a) == len(b)
     for epoch in (0, 1):
         for i in range(len(a)):
-            _same(a.batch(i, epoch), b.batch(i, epoch))
+            assert_same_batch(a.batch(i, epoch), b.batch(i, epoch))
 
 
 def test_block_shuffle_over_on_disk_parts_cuts_blocks_at_every_files_chunks(tmp_path):
@@ -107,7 +102,7 @@ def test_on_disk_parts_are_padded_from_their_pieces_as_one_file(tmp_path, shuffl
         for i in (0, len(a) // 2, len(a) - 1):
             rows = a.rows_of(i, 0)
             ref = Batches(whole.take(rows), SPEC, Order(batch_size=len(rows), shuffle=False))[0]
-            _same(a.batch(i, 0), ref)
+            assert_same_batch(a.batch(i, 0), ref)
         return
     for i in range(len(a)):
-        _same(a.batch(i, 0), b.batch(i, 0))
+        assert_same_batch(a.batch(i, 0), b.batch(i, 0))

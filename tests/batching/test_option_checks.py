@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import Batches, BatchSpec, Ragged, Scalars
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
 from lstm_data.errors import SchemaError
 from lstm_data.store.read import read_metadata
 
@@ -26,14 +26,14 @@ def test_ragged_max_len_zero_is_an_error():
 
 def test_nan_to_nan_is_an_error(ds):
     with pytest.raises(ValueError, match="nan_to=NaN"):
-        Batches(ds, SPEC, nan_to=float("nan"))
-    assert Batches(ds, SPEC, nan_to=0.0).nan_to == 0.0
+        Batches(ds, SPEC.replace(nan_to=float("nan")))
+    assert Batches(ds, SPEC.replace(nan_to=0.0)).nan_to == 0.0
 
 
 @pytest.mark.parametrize("size", [math.nan, np.float64("nan")])
 def test_split_nan_is_an_error(ds, size):
     with pytest.raises(ValueError, match="test_size is NaN"):
-        Batches(ds, SPEC, seed=1).split(size)
+        Batches(ds, SPEC, Order(seed=1)).split(size)
 
 
 def test_from_lstm_ee_unknown_key_suggests_the_close_one():
@@ -72,16 +72,16 @@ def test_shuffle_auto_is_one_rule(ds, tmp_path):
     ds.to_zarr(tmp_path / "d.zarr")
     on_disk = lstm_data.open(tmp_path / "d.zarr")
     assert ds.in_ram and not on_disk.in_ram
-    assert Batches(ds, SPEC, seed=1).shuffle is True
-    assert Batches(on_disk, SPEC, seed=1).shuffle == "block"
+    assert Batches(ds, SPEC, Order(seed=1)).shuffle is True
+    assert Batches(on_disk, SPEC, Order(seed=1)).shuffle == "block"
     both = lstm_data.open([tmp_path / "d.zarr", tmp_path / "d.zarr"])
-    assert Batches(both, SPEC, seed=1).shuffle == "block"
+    assert Batches(both, SPEC, Order(seed=1)).shuffle == "block"
     for explicit in (True, False, "block"):
-        assert Batches(on_disk, SPEC, seed=1, shuffle=explicit).shuffle == explicit
+        assert Batches(on_disk, SPEC, Order(seed=1, shuffle=explicit)).shuffle == explicit
     with pytest.raises(ValueError, match="'auto', True, False or 'block'"):
-        Batches(ds, SPEC, shuffle="random")
+        Batches(ds, SPEC, Order(shuffle="random"))
     # precompute's default follows the same rule and records the choice made
-    lstm_data.precompute(on_disk, SPEC, tmp_path / "b.zarr", batch_size=128, seed=1, progress=False)
+    lstm_data.precompute(on_disk, SPEC, tmp_path / "b.zarr", Order(batch_size=128, seed=1), progress=False)
     assert read_metadata(tmp_path / "b.zarr")["shuffle"] == "block"
-    lstm_data.precompute(ds, SPEC, tmp_path / "r.zarr", batch_size=128, seed=1, progress=False)
+    lstm_data.precompute(ds, SPEC, tmp_path / "r.zarr", Order(batch_size=128, seed=1), progress=False)
     assert read_metadata(tmp_path / "r.zarr")["shuffle"] is True

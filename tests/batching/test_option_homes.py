@@ -11,6 +11,7 @@ from lstm_data.batching.order.options import Order
 from lstm_data.errors import OptionError
 from lstm_data.io.read_options import ReadOptions
 from lstm_data.synthetic import write_csv
+from tests.helpers import assert_same_batch
 
 
 @pytest.fixture(scope="module")
@@ -31,14 +32,6 @@ def _spec(**kw):
                      targets={"target_total": Scalars(["trueE"])}, **kw)
 
 
-def _same(a, b):
-    for part_a, part_b in zip(a, b):
-        assert part_a.keys() == part_b.keys()
-        for k in part_a:
-            assert part_a[k].dtype == part_b[k].dtype and part_a[k].shape == part_b[k].shape
-            assert part_a[k].tobytes() == part_b[k].tobytes(), k
-
-
 @pytest.mark.parametrize("order", [
     Order(batch_size=64, seed=3),
     Order(batch_size=50, seed=1, shuffle=False, drop_last=True, weights="calE"),
@@ -54,16 +47,7 @@ def test_spec_and_order_through_toml_give_bitwise_the_same_batches(tmp_path, ds,
     a, b = Batches(ds, spec, order), Batches(ds, spec_back, order_back)
     for epoch in (0, 1):
         for i in (0, len(a) - 1):
-            _same(a.batch(i, epoch), b.batch(i, epoch))
-
-
-def test_old_keywords_warn_with_the_new_spelling_and_build_the_same_batches(ds):
-    with pytest.warns(DeprecationWarning, match=r"Order\(batch_size=\.\.\., seed=\.\.\.\), "
-                                                r"BatchSpec\(nan_to=\.\.\.\)"):
-        old = Batches(ds, _spec(), batch_size=64, seed=7, nan_to=0.0)
-    new = Batches(ds, _spec(nan_to=0.0), Order(batch_size=64, seed=7))
-    _same(old[2], new[2])
-    assert not np.isnan(new[0][0]["input_png"]).any()
+            assert_same_batch(a.batch(i, epoch), b.batch(i, epoch))
 
 
 def test_pad_to_multiple_of_rounds_per_batch_widths_without_bucketing(ds):
@@ -119,8 +103,6 @@ def test_read_options_round_trip_and_leave_runtime_options_out(tmp_path):
     path.write_text(read.to_toml())
     back = ReadOptions.from_toml(path)
     assert back == read.replace(progress=None)
-    with pytest.warns(DeprecationWarning, match=r"use_threads=\.\.\.\) is deprecated: use threads"):
-        lstm_data.io.read_options.read_options_from(None, {"use_threads": False})
 
 
 def test_batches_precompute_open_batches_and_the_cli_agree_on_one_toml_file(tmp_path, csv_path, ds):
@@ -137,7 +119,7 @@ def test_batches_precompute_open_batches_and_the_cli_agree_on_one_toml_file(tmp_
     live = Batches(ds, spec, order)
     assert len(stored) == len(live)
     for i in range(len(live)):
-        _same(stored[i], live[i])
+        assert_same_batch(stored[i], live[i])
     with pytest.raises(lstm_data.store.format.StoreMismatchError, match="batch_size"):
         lstm_data.open_batches(out, order=Order(batch_size=95))
 

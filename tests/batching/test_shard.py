@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lstm_data.batching.epochs.source import BuildsInArena
-from lstm_data import Batches, BatchSpec, Ragged, Scalars
+from lstm_data import Batches, BatchSpec, Order, Ragged, ReadOptions, Scalars
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.io.ours.zarr import ZarrDataset
 from tests.helpers import assert_same_batch
@@ -35,8 +35,9 @@ MODES = [dict(shuffle=True), dict(shuffle=False), dict(shuffle=True, cache="ram"
 @pytest.mark.parametrize("world", [2, 3])
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: "-".join(f"{k}={v}" for k, v in m.items()))
 def test_shards_are_disjoint_equal_and_cover_the_epoch(data, world, mode):
-    full = Batches(data, _spec(), batch_size=90, seed=8, **mode)  # 23 batches, the last short
-    shards = [Batches(data, _spec(), batch_size=90, seed=8, **mode).shard(r, world) for r in range(world)]
+    order = Order(batch_size=90, seed=8, **mode)
+    full = Batches(data, _spec(), order)  # 23 batches, the last short
+    shards = [Batches(data, _spec(), order).shard(r, world) for r in range(world)]
     assert {len(s) for s in shards} == {len(full) // world}
     for epoch in (0, 1, 2):
         got = [s.rows_of(i, epoch) for s in shards for i in range(len(s))]
@@ -64,22 +65,23 @@ def test_shards_are_disjoint_equal_and_cover_the_epoch(data, world, mode):
 
 
 def test_shard_arguments_are_checked(data):
-    b = Batches(data, _spec(), batch_size=100, seed=1)
+    b = Batches(data, _spec(), Order(batch_size=100, seed=1))
     with pytest.raises(ValueError, match=r"rank must be in \[0, world_size\)"):
         b.shard(2, 2)
     with pytest.raises(ValueError, match="world_size must be >= 1"):
         b.shard(0, 0)
     with pytest.raises(ValueError, match="explicit seed"):
-        Batches(data, _spec(), batch_size=100).shard(0, 2)
+        Batches(data, _spec(), Order(batch_size=100)).shard(0, 2)
     with pytest.raises(ValueError, match="explicit seed"):
-        Batches(data, _spec(), batch_size=100).split(0.2)[0].shard(0, 2)
+        Batches(data, _spec(), Order(batch_size=100)).split(0.2)[0].shard(0, 2)
     assert "rank 1 of 4" in repr(b.shard(1, 4))
 
 
 def test_shard_of_an_on_disk_block_shuffle_reads_part_of_the_data(data, tmp_path):
     data.to_zarr(tmp_path / "d.zarr", chunk_bytes=32 * 1024)
     disk = ZarrDataset(tmp_path / "d.zarr")
-    b = Batches(disk, _spec(), batch_size=50, seed=2, shuffle="block", window_rows=200, read_ahead=False)
+    b = Batches(disk, _spec(), Order(batch_size=50, seed=2, shuffle="block", window_rows=200),
+                read=ReadOptions(read_ahead=False))
     shard = b.shard(0, 4)
     for _ in shard:
         pass
@@ -89,11 +91,11 @@ def test_shard_of_an_on_disk_block_shuffle_reads_part_of_the_data(data, tmp_path
 @pytest.mark.parametrize("sharded", [False, True])
 def test_state_dict_resumes_at_the_next_batch(data, sharded):
     def make():
-        b = Batches(data, _spec(), batch_size=100, seed=5)
+        b = Batches(data, _spec(), Order(batch_size=100, seed=5))
         return b.shard(1, 2) if sharded else b
     a = make()
     a.set_epoch(2)
-    it = a.iter(workers=2)
+    it = a.iter(threads=2)
     seen = [next(it) for _ in range(4)]
     state = a.state_dict()
     assert state["epoch"] == 2 and state["next_batch"] == 4
@@ -112,16 +114,16 @@ def test_state_dict_resumes_at_the_next_batch(data, sharded):
 
 
 def test_state_from_other_batches_is_refused(data):
-    state = Batches(data, _spec(), batch_size=100, seed=5).state_dict()
+    state = Batches(data, _spec(), Order(batch_size=100, seed=5)).state_dict()
     with pytest.raises(ValueError, match="seed: state has 5, this sequence 6"):
-        Batches(data, _spec(), batch_size=100, seed=6).load_state_dict(state)
+        Batches(data, _spec(), Order(batch_size=100, seed=6)).load_state_dict(state)
     with pytest.raises(ValueError, match="batch_size"):
-        Batches(data, _spec(), batch_size=50, seed=5).load_state_dict(state)
+        Batches(data, _spec(), Order(batch_size=50, seed=5)).load_state_dict(state)
     with pytest.raises(ValueError, match="shard"):  # a world of 3 resumes a shard, not unsharded batches
-        Batches(data, _spec(), batch_size=100, seed=5).load_state_dict(
-            Batches(data, _spec(), batch_size=100, seed=5).shard(0, 3).state_dict())
+        Batches(data, _spec(), Order(batch_size=100, seed=5)).load_state_dict(
+            Batches(data, _spec(), Order(batch_size=100, seed=5)).shard(0, 3).state_dict())
     with pytest.raises(ValueError, match="next_batch"):
-        Batches(data, _spec(), batch_size=100, seed=5).load_state_dict({"epoch": 0})
+        Batches(data, _spec(), Order(batch_size=100, seed=5)).load_state_dict({"epoch": 0})
 
 
 _LOOP = textwrap.dedent('''
@@ -163,7 +165,7 @@ def test_a_killed_loop_resumes_with_exactly_the_remaining_batches(tmp_path):
     second = subprocess.run([sys.executable, str(script), str(ckpt), str(log), "0"], env=env)
     assert second.returncode == 0
     seen = [json.loads(line) for line in log.read_text().splitlines()]
-    full = Batches(make_dataset(2000, seed=3), _spec(), batch_size=100, seed=5)
+    full = Batches(make_dataset(2000, seed=3), _spec(), Order(batch_size=100, seed=5))
     want = [[e, full.rows_of(i, e).tolist()] for e in (0, 1) for i in range(len(full))]
     assert seen == want
 
@@ -174,7 +176,7 @@ def test_keras_batches_over_a_shard(data):
 
     from lstm_data.keras import KerasBatches
 
-    shard = Batches(data, _spec(), batch_size=100, seed=5, nan_to=0.0).shard(0, 2)
+    shard = Batches(data, _spec().replace(nan_to=0.0), Order(batch_size=100, seed=5)).shard(0, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nan_to of the parent is seen: no NaN warning
         k = KerasBatches(shard, workers=2)
@@ -183,7 +185,7 @@ def test_keras_batches_over_a_shard(data):
 
 
 def test_a_shard_builds_in_an_arena_like_its_batches(data):
-    batches = Batches(data, _spec(), batch_size=64, seed=1)
+    batches = Batches(data, _spec(), Order(batch_size=64, seed=1))
     shard = batches.shard(1, 3)
     assert isinstance(shard, BuildsInArena) and isinstance(batches, BuildsInArena)
     space = np.zeros((1 << 20) + 64, np.uint8)

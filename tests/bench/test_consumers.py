@@ -4,12 +4,15 @@ from __future__ import annotations
 import math
 import os
 
+import pytest
+
 os.environ.setdefault("KERAS_BACKEND", "torch")
 
 from bench import consumers  # noqa: E402
 from bench.suite import STAGES  # noqa: E402
 
 
+@pytest.mark.slow
 def test_tiny_run_reports_every_pattern_and_the_acceptance_ratios(monkeypatch):
     monkeypatch.setattr(consumers, "N_ROWS", 6000)
     monkeypatch.setattr(consumers, "BATCH", 100)  # 60 batches: more than the 48 kept

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from lstm_data.io.nova import read_nova
 
@@ -24,6 +25,7 @@ def test_pandas_converters_give_what_read_nova_gives(tmp_path):
             assert_bitwise(values, ds.ragged(g)[0], g)
 
 
+@pytest.mark.slow
 def test_quick_run_reports_the_ratio_rows(monkeypatch):
     monkeypatch.setattr(formats_nova, "QUICK_SLICES", 300)
     report = formats_nova.run(quick=True)

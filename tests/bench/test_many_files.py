@@ -2,11 +2,14 @@
 acceptance rows."""
 from __future__ import annotations
 
+import pytest
+
 from bench import many_files
 from bench.data import BenchData
 from bench.floors import apply_floors, load_floors
 
 
+@pytest.mark.slow
 def test_tiny_run_reports_the_rows_and_the_packaged_floors_bound_them(monkeypatch, tmp_path):
     monkeypatch.setattr(many_files, "ROUNDS", {True: 3, False: 3})
     monkeypatch.setattr(many_files, "LEGACY_ROUNDS", {True: 1, False: 1})

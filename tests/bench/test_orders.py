@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from bench import orders
 from bench.data import BenchData
 from bench.floors import apply_floors, load_floors
 
 
+@pytest.mark.slow
 def test_tiny_run_reports_every_policy_and_the_floors_bound_them(tmp_path):
     report = orders.run(quick=True, data=BenchData(n_rows=4000, root=tmp_path))
     apply_floors(report, load_floors())

@@ -91,6 +91,7 @@ def test_own_bench_refuses_the_suite_options_and_a_half_request(own_data, capsys
     assert "--batch-size: options of --data, not of the benchmark suite" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_without_a_checkout_bench_says_how_to_run_the_suite_and_still_times_own_data(own_data, tmp_path):
     """The package copied alone (as a wheel installs it): no ``bench`` beside it."""
     _, store, spec = own_data

@@ -60,6 +60,7 @@ def test_packaged_floors_cover_the_acceptance_ratios():
     assert floors[("parse", "parse vs legacy per-cell float()")] == (10.0, "min", False)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(kernels.BACKEND != "cython", reason="the floors hold for the compiled core only")
 def test_check_fails_when_the_pad_kernel_is_made_slow(tiny_kernels, monkeypatch, tmp_path, capsys):
     floors = floors_file(tmp_path, '[pad]\n"pad vs numpy gather+pad" = { min = 1.0 }\n')
@@ -77,6 +78,7 @@ def test_check_fails_when_the_pad_kernel_is_made_slow(tiny_kernels, monkeypatch,
     assert "FLOOR MISSED" in err and "pad vs numpy gather+pad" in err
 
 
+@pytest.mark.slow
 def test_json_compare_and_plot(tiny_kernels, tmp_path, capsys):
     a, b, png = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "chart.png"
     floors = floors_file(tmp_path, "")

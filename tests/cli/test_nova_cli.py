@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, open_batches
 from lstm_data.cli import main
 from lstm_data.io.nova import read_nova
 from tests.helpers import assert_same_batch, assert_same_dataset
@@ -85,8 +85,8 @@ def test_precompute_on_the_nova_file_and_on_its_aliased_conversion(files, tmp_pa
                  str(tmp_path / "b.zarr"), "--no-progress"]) == 0
     assert "input_png3d" in capsys.readouterr().out
     aliased = read_nova(nova, schema=d / "aliases.toml")
-    stored = open_batches(tmp_path / "b.zarr", spec=spec, batch_size=64, seed=2)
-    live = Batches(aliased, spec, batch_size=64, seed=2)
+    stored = open_batches(tmp_path / "b.zarr", order=Order(batch_size=64, seed=2), spec=spec)
+    live = Batches(aliased, spec, Order(batch_size=64, seed=2))
     assert len(stored) == len(live) == 7
     for i in range(len(live)):
         assert_same_batch(live[i], stored[i])
@@ -99,8 +99,8 @@ def test_precompute_on_the_nova_file_and_on_its_aliased_conversion(files, tmp_pa
                  "--batch-size", "100", "--seed", "1", "--out", str(tmp_path / "own.zarr"),
                  "--no-progress"]) == 0
     own = BatchSpec.from_toml(tmp_path / "own.toml")
-    stored = open_batches(tmp_path / "own.zarr", spec=own, batch_size=100, seed=1)
-    live = Batches(read_nova(nova), own, batch_size=100, seed=1)
+    stored = open_batches(tmp_path / "own.zarr", order=Order(batch_size=100, seed=1), spec=own)
+    live = Batches(read_nova(nova), own, Order(batch_size=100, seed=1))
     for i in range(len(live)):
         assert_same_batch(live[i], stored[i])
 
@@ -137,9 +137,10 @@ def test_batches_over_nova_equal_batches_over_the_same_data_as_csv(files, tmp_pa
                              "p2": Ragged(["png2d.calE"])},
                      targets={"t": Scalars(["trueE"])})
     for seed in (0, 5):
-        a, b = Batches(aliased, spec, batch_size=128, seed=seed), Batches(csv, spec, batch_size=128, seed=seed)
+        order = Order(batch_size=128, seed=seed)
+        a, b = Batches(aliased, spec, order), Batches(csv, spec, order)
         assert len(a) == len(b) == 4
         for i in range(len(a)):
             assert_same_batch(a[i], b[i])
-    assert_same_batch(Batches(aliased, spec, batch_size=400, shuffle=False)[0],
-                      Batches(csv, spec, batch_size=400, shuffle=False)[0])
+    assert_same_batch(Batches(aliased, spec, Order(batch_size=400, shuffle=False))[0],
+                      Batches(csv, spec, Order(batch_size=400, shuffle=False))[0])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import Batches, BatchSpec, open_batches
+from lstm_data import Batches, BatchSpec, Order, open_batches
 from lstm_data.cli import main
 from lstm_data.data.synthetic import make_dataset
 from tests.helpers import EXAMPLES, assert_same_batch, assert_same_dataset
@@ -59,7 +59,8 @@ def test_precompute(data, tmp_path, capsys):
     assert main(["precompute", "--data", str(d / "ev.parquet"), "--spec", str(EXAMPLES / "numu_v3.toml"),
                  "--batch-size", "256", "--seed", "3", "--out", str(out), "--no-progress"]) == 0
     assert "5 batches, 1200 rows" in capsys.readouterr().out
-    stored = open_batches(out, spec=spec, batch_size=256, seed=3, dataset=ds)  # same data, by fingerprint
-    live = Batches(ds, spec, batch_size=256, seed=3)
+    stored = open_batches(out, order=Order(batch_size=256, seed=3), spec=spec,
+                          dataset=ds)  # same data, by fingerprint
+    live = Batches(ds, spec, Order(batch_size=256, seed=3))
     for i in range(len(live)):
         assert_same_batch(live[i], stored[i])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import Batches, BatchSpec, open_batches
+from lstm_data import Batches, BatchSpec, Order, open_batches
 from lstm_data.cli import main
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
@@ -92,9 +92,9 @@ def test_precompute_and_batches_equal_in_ram_data(root_file, tmp_path):
     out = tmp_path / "batches.zarr"
     assert main(["precompute", "--data", str(path), "--spec", str(tmp_path / "spec.toml"),
                  "--batch-size", "128", "--seed", "3", "--out", str(out), "-q"]) == 0
-    live_root = Batches(lstm_data.open(path), spec, batch_size=128, seed=3)
-    live_ram = Batches(_in_ram(cols), spec, batch_size=128, seed=3)
-    stored = open_batches(out, spec=spec, batch_size=128, seed=3)
+    live_root = Batches(lstm_data.open(path), spec, Order(batch_size=128, seed=3))
+    live_ram = Batches(_in_ram(cols), spec, Order(batch_size=128, seed=3))
+    stored = open_batches(out, order=Order(batch_size=128, seed=3), spec=spec)
     assert len(stored) == len(live_ram) == len(live_root) == 6
     for i in range(len(live_ram)):
         assert_same_batch(live_root[i], live_ram[i])

@@ -20,6 +20,9 @@ EXAMPLES = [b for b in all_blocks() if b.runnable and b.recipe is None]
 #: how the pages tell a reader without a clone to get the example files
 FETCH = "lstm-data example all examples"
 
+#: an example that imports Keras or torch spends seconds on the import alone: run with ``-m slow``
+HEAVY = {"keras", "torch"}
+
 
 def test_the_pages_have_examples():
     pages = {b.page for b in EXAMPLES}
@@ -44,7 +47,8 @@ def reader_folder(tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("block", EXAMPLES, ids=[b.id for b in EXAMPLES])
+@pytest.mark.parametrize("block", [pytest.param(b, id=b.id, marks=[pytest.mark.slow] if b.needs in HEAVY else [])
+                                   for b in EXAMPLES])
 def test_example_runs_as_written(block, reader_folder):
     if duplicate_pass():
         pytest.skip(duplicate_pass())

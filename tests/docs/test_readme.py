@@ -24,6 +24,16 @@ def test_the_two_commands_come_first_verbatim():
     assert COMMANDS[1] in (ROOT / ".ci" / "run").read_text()
 
 
+def test_ci_runs_the_slow_tests_the_readme_command_leaves_out():
+    import tomllib
+
+    addopts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert "-m 'not slow'" in addopts
+    steps = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "python -m pytest -m slow" in steps
+    assert 'LSTM_DATA_PURE_PYTHON=1 python -m pytest -q -m "kernels and not slow"' in steps
+
+
 def test_readme_is_a_front_page_that_links_every_page_of_the_site():
     text = README.read_text()
     assert len(text.splitlines()) < 120, "the manual lives in docs/, the README is its front page"

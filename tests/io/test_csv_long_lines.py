@@ -55,7 +55,7 @@ def test_a_line_past_the_bound_in_a_file_names_the_file_and_the_line(tmp_path, s
     text = b"a,b\n" + b"1,2\n" * 5000 + _long_line(3 * BOUND) + b"7,8\n" * 10
     path.write_bytes(COMPRESS[suffix](text))
     with pytest.raises(ParseError) as info:
-        read_csv(path, max_line_bytes=BOUND, threads=threads, block_size=16 << 10, schema={"b": ["b"]})
+        read_csv(path, max_line_bytes=BOUND, threads=threads, block_bytes=16 << 10, schema={"b": ["b"]})
     assert info.value.file == str(path) and info.value.line == 5002
     assert f"max_line_bytes = {BOUND} bytes" in str(info.value)
 
@@ -65,8 +65,8 @@ def test_lines_within_the_bound_read_as_without_it(tmp_path, suffix):
     path = tmp_path / f"x{suffix}"
     text = b"a,b\n" + b"1,2\n" * 50 + _long_line(BOUND - 16) + b"7,8\n"
     path.write_bytes(COMPRESS[suffix](text))
-    bounded = read_csv(path, max_line_bytes=BOUND, block_size=4 << 10, schema={"b": ["b"]})
-    free = read_csv(path, block_size=4 << 10, schema={"b": ["b"]})
+    bounded = read_csv(path, max_line_bytes=BOUND, block_bytes=4 << 10, schema={"b": ["b"]})
+    free = read_csv(path, block_bytes=4 << 10, schema={"b": ["b"]})
     assert np.array_equal(bounded.scalar("a"), free.scalar("a")) and len(bounded) == 52
     assert np.array_equal(bounded.ragged("b")[0], free.ragged("b")[0])
 
@@ -84,7 +84,7 @@ def test_a_pipe_whose_line_never_ends_is_stopped_at_the_bound(tmp_path, threads)
 def test_a_pipe_whose_header_never_ends_is_stopped_at_the_bound(tmp_path):
     pipe = _Pipe(tmp_path / "fifo", b"a", b",b" * 4096, times=10_000)
     with pytest.raises(ParseError) as info:
-        read_csv(pipe.path, max_line_bytes=BOUND, block_size=8 << 10)
+        read_csv(pipe.path, max_line_bytes=BOUND, block_bytes=8 << 10)
     pipe.join()
     assert info.value.file == pipe.path and info.value.line == 1
     assert pipe.written < 100 * BOUND
@@ -104,7 +104,7 @@ def test_memory_held_for_a_line_that_never_ends_is_linear_in_the_bound(tmp_path)
     tracemalloc.start()
     try:
         with pytest.raises(ParseError):
-            read_csv(pipe.path, max_line_bytes=bound, block_size=256 << 10, threads=1)
+            read_csv(pipe.path, max_line_bytes=bound, block_bytes=256 << 10, threads=1)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -6,8 +6,6 @@ so the parser is the kernels' Python twin (the same class the compiled one is ch
 """
 from __future__ import annotations
 
-import gzip
-import lzma
 import sys
 import threading
 import warnings
@@ -20,9 +18,9 @@ from lstm_data import kernels
 from lstm_data.io.csv import head as csv_head
 from lstm_data.io.csv import plan as csv_plan
 from lstm_data.kernels._py.csvblock import CsvBlockParser as TwinParser
-from tests.helpers import assert_same_dataset
+from tests.helpers import assert_same_dataset, gzip_fast, xz_fast
 
-_COMPRESS = {".csv": lambda b: b, ".csv.gz": gzip.compress, ".csv.xz": lzma.compress}
+_COMPRESS = {".csv": lambda b: b, ".csv.gz": gzip_fast, ".csv.xz": xz_fast}
 
 
 def _text(rows: int, seed: int = 0) -> tuple[bytes, int]:
@@ -100,7 +98,7 @@ def test_each_file_header_located_once(tmp_path, twin):
     text, header = _text(200)
     paths = [tmp_path / "a.csv", tmp_path / "b.csv.gz"]
     paths[0].write_bytes(text)
-    paths[1].write_bytes(gzip.compress(text))
+    paths[1].write_bytes(gzip_fast(text))
     trace = _Trace()
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")

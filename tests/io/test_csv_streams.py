@@ -1,8 +1,6 @@
 """Named pipes and standard input are read as CSV streams; devices and sockets are refused."""
 from __future__ import annotations
 
-import gzip
-import lzma
 import os
 import socket
 import subprocess
@@ -16,17 +14,18 @@ import lstm_data
 from lstm_data.data import synthetic
 from lstm_data.errors import FormatError
 from lstm_data.io.dispatch import detect_format
-from tests.helpers import assert_same_dataset
+from tests.helpers import assert_same_dataset, gzip_fast, xz_fast
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
 
 TIMEOUT = 60  # a hang fails the test instead of stalling the run
+ROWS = 1000  # about 1 MB: many times a pipe's buffer
 
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
     path = tmp_path_factory.mktemp("streams") / "ev.csv"
-    synthetic.write_csv(path, n_rows=3000, seed=11)
+    synthetic.write_csv(path, n_rows=ROWS, seed=11)
     return path, lstm_data.open(path)
 
 
@@ -40,7 +39,7 @@ def _feed(fifo, data: bytes) -> threading.Thread:
     return thread
 
 
-@pytest.mark.parametrize("pack", [bytes, gzip.compress, lzma.compress], ids=["plain", "gzip", "xz"])
+@pytest.mark.parametrize("pack", [bytes, gzip_fast, xz_fast], ids=["plain", "gzip", "xz"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_open_reads_a_named_pipe(table, tmp_path, pack, threads):
     path, ref = table
@@ -71,10 +70,10 @@ def test_convert_from_stdin_pipe(table, tmp_path):
 
 def test_inspect_from_stdin_gzip(table, tmp_path):
     path, ref = table
-    (tmp_path / "ev.csv.gz").write_bytes(gzip.compress(path.read_bytes()))
+    (tmp_path / "ev.csv.gz").write_bytes(gzip_fast(path.read_bytes()))
     out = _cli(["inspect", "-", "--json", "--no-stats"], tmp_path / "ev.csv.gz", tmp_path)
     assert out.returncode == 0, out.stderr.decode()
-    assert b'"rows": 3000' in out.stdout
+    assert f'"rows": {ROWS}'.encode() in out.stdout
 
 
 def test_a_stream_whose_later_rows_change_the_plan(tmp_path):

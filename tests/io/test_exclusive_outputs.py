@@ -132,6 +132,7 @@ def test_an_output_created_meanwhile_is_never_deleted(small, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.zarr"]  # no temporary left
 
 
+@pytest.mark.slow
 def test_two_concurrent_converts_one_fails_clearly_the_other_completes(tmp_path):
     src = tmp_path / "in.zarr"
     make_dataset(60_000, seed=4).to_zarr(src)

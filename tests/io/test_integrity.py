@@ -17,7 +17,7 @@ import zarr
 from zarr.storage import LocalStore
 
 import lstm_data
-from lstm_data import Batches, BatchSpec, FormatError
+from lstm_data import Batches, BatchSpec, FormatError, Order, ReadOptions
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.io.hdf5.reader import HDF5Dataset, read_vlen_hdf5
@@ -109,8 +109,9 @@ def _values_readers(path, spec, ds):
     """Every way a training run reads values, each as a thunk returning all it read."""
     rows = np.random.default_rng(3).permutation(len(ds))
 
-    def batches(**options):
-        b = Batches(lstm_data.open(path), spec, batch_size=256, seed=1, **options)
+    def batches(shuffle, read_ahead=None):
+        b = Batches(lstm_data.open(path), spec, Order(batch_size=256, seed=1, shuffle=shuffle),
+                    read=ReadOptions(read_ahead=read_ahead))
         return lambda: [b[i] for i in range(len(b))]
 
     return {
@@ -120,8 +121,8 @@ def _values_readers(path, spec, ds):
             CountingStore(LocalStore(path, read_only=True))).ragged("png", rows[:500]),
         "random batches": batches(shuffle=True),
         "block shuffle read-ahead": batches(shuffle="block", read_ahead=True),
-        "threads": lambda: list(Batches(lstm_data.open(path), spec, batch_size=256, seed=1,
-                                        shuffle=True).iter(workers=2)),
+        "threads": lambda: list(Batches(lstm_data.open(path), spec,
+                                        Order(batch_size=256, seed=1, shuffle=True)).iter(threads=2)),
     }
 
 
@@ -212,7 +213,7 @@ def batch_store(ds, spec, tmp_path_factory):
     from lstm_data.store.write import precompute
 
     out = tmp_path_factory.mktemp("b") / "b.zarr"
-    precompute(ds, spec, out, batch_size=256, seed=2, progress=False)
+    precompute(ds, spec, out, Order(batch_size=256, seed=2), progress=False)
     return out
 
 

@@ -21,7 +21,7 @@ import zarr
 from zarr.storage import LocalStore
 
 import lstm_data
-from lstm_data import BatchSpec, FormatError
+from lstm_data import BatchSpec, FormatError, Order
 from lstm_data.io.ours.zarr import ZarrDataset
 from lstm_data.store.write import precompute
 from tests.helpers import EXAMPLES, as_old_zarr_store, without_manifest
@@ -41,7 +41,7 @@ def good(ds, tmp_path_factory):
 def batch_store(ds, tmp_path_factory):
     path = tmp_path_factory.mktemp("batches") / "b.zarr"
     spec = BatchSpec.from_toml(EXAMPLES / "numu_v3.toml")
-    precompute(ds, spec, path, batch_size=128, seed=1, progress=False)
+    precompute(ds, spec, path, Order(batch_size=128, seed=1), progress=False)
     return path
 
 

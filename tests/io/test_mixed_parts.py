@@ -18,6 +18,7 @@ from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.data.synthetic import make_dataset
 from lstm_data.errors import FormatError, PrecisionWarning
+from tests.helpers import assert_bitwise, assert_same_batch
 
 N = 240
 CHUNK = 4096  # bytes: several value chunks per file
@@ -49,7 +50,7 @@ def _same_batches(got_ds, want_ds, spec, size):
     want = Batches(want_ds, spec, Order(batch_size=size, shuffle=False))
     assert len(got) == len(want) == -(-len(want_ds) // size)
     for i in range(len(got)):
-        _same_batch(got.batch(i), want.batch(i), f"batch {i} of {size}")
+        assert_same_batch(got.batch(i), want.batch(i), f"batch {i} of {size}")
 
 
 def _write(part, path):
@@ -69,26 +70,13 @@ def _files(ref, tmp_path, cuts, kinds=("zarr",)):
     return parts
 
 
-def _bits(got, want, what=""):
-    got, want = np.asarray(got), np.asarray(want)
-    assert (got.dtype, got.shape) == (want.dtype, want.shape), what
-    assert got.tobytes() == want.tobytes(), what  # bitwise: NaNs (and their payloads) included
-
-
-def _same_batch(got, want, what=""):
-    for g, w in zip(got, want):
-        assert sorted(g) == sorted(w), what
-        for k in w:
-            _bits(g[k], w[k], f"{what} {k}")
-
-
 def _check_ragged(many, want, rows):
     """``many``'s consecutive-rows group reads of ``rows`` against ``want`` (in RAM)."""
     for g in want.groups:
         pieces, at = many.ragged_pieces(g, rows)
         assert len(pieces) == 1 and at.tolist() == list(range(len(rows)))
         for got, ref_part in zip(pieces[0], want.ragged(g, rows)):
-            _bits(got, ref_part, f"{g} rows {rows[0]}..{rows[-1]}")
+            assert_bitwise(got, ref_part, f"{g} rows {rows[0]}..{rows[-1]}")
 
 
 def _check_rows(many, want, rows):
@@ -98,7 +86,7 @@ def _check_rows(many, want, rows):
     for s in want.scalar_names:  # a scalar comes in the dtype of the files the rows are in
         w = want.scalar(s, rows)
         assert np.can_cast(cols[s].dtype, w.dtype, "safe"), (s, cols[s].dtype)
-        _bits(cols[s].astype(w.dtype), w, s)
+        assert_bitwise(cols[s].astype(w.dtype), w, s)
 
 
 def _in_ram_batch(want, spec, rows):
@@ -167,7 +155,7 @@ def test_a_float64_file_among_float32_files_keeps_its_values(ref, tmp_path, kind
     row = 61 + int(np.argmax(np.diff(parts[2].offsets("png")) > 0))  # a row of the float64 file with prongs
     x = Batches(many, _spec(ref, np.float64), Order(batch_size=N, shuffle=False, read_ahead=False)).batch(0)[0]
     first = want.ragged("png", [row])[0][0, :4]
-    _bits(x["png"][row, 0], first)  # x + 0.1 exactly, not its float32
+    assert_bitwise(x["png"][row, 0], first)  # x + 0.1 exactly, not its float32
 
 
 def _ints(n, seed, dtype, big=None, evt=np.int64):
@@ -238,9 +226,9 @@ def test_batches_over_many_small_files_are_those_of_one_store(ref, stores, shuff
         for i in range(len(got)):
             rows = got.rows_of(i, epoch)
             np.testing.assert_array_equal(rows, want.rows_of(i, epoch))
-            _same_batch(got.batch(i, epoch), want.batch(i, epoch), f"epoch {epoch} batch {i}")
+            assert_same_batch(got.batch(i, epoch), want.batch(i, epoch), f"epoch {epoch} batch {i}")
             if not shuffle:
-                _same_batch(got.batch(i, epoch), _in_ram_batch(ref, spec, rows), f"batch {i} in RAM")
+                assert_same_batch(got.batch(i, epoch), _in_ram_batch(ref, spec, rows), f"batch {i} in RAM")
 
 
 @pytest.mark.parametrize("ahead", [False, True])
@@ -254,14 +242,14 @@ def test_block_shuffle_over_many_small_files_takes_every_row_once(ref, stores, a
         np.testing.assert_array_equal(np.sort(np.concatenate(rows)), np.arange(N))
         orders.append(np.concatenate(rows))
         for i, r in enumerate(rows):
-            _same_batch(b.batch(i, epoch), _in_ram_batch(ref, spec, r), f"epoch {epoch} batch {i}")
+            assert_same_batch(b.batch(i, epoch), _in_ram_batch(ref, spec, r), f"epoch {epoch} batch {i}")
     assert not np.array_equal(orders[0], orders[1])
     for runs in ([(150, 200), (0, 31), (200, 210)], [(140, 152), (0, 31), (89, 95)]):  # windows of blocks
         window = np.concatenate([np.arange(a, z) for a, z in runs])  # one run per file; a file twice
         got = many.take(window)
         for g in ref.groups:
             for x, y in zip(got.ragged(g), ref.ragged(g, window)):
-                _bits(x, y, g)
+                assert_bitwise(x, y, g)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import FormatError, SchemaError
+from lstm_data import FormatError, Order, SchemaError
 from lstm_data.data import synthetic
 from lstm_data.io.dispatch import detect_format
 from lstm_data.io.nova import PrecisionWarning, is_nova_file, read_nova
@@ -354,7 +354,7 @@ def test_shipped_sample_gives_the_numu_v3_batches_and_is_reproducible(tmp_path):
     assert sample.stat().st_size < 300_000
     ds = lstm_data.open(sample, schema=EXAMPLES / "nova_sample.toml")
     spec = BatchSpec.from_toml(EXAMPLES / "numu_v3.toml")
-    x, y, _ = Batches(ds, spec, batch_size=256, seed=0)[0]
+    x, y, _ = Batches(ds, spec, Order(batch_size=256, seed=0))[0]
     assert x["input_png3d"].shape == (256, 10, 33) and x["input_png2d"].shape == (256, 10, 13)
     assert np.isnan(ds.scalar("trueE")).sum() == 40  # slices without a matched neutrino
     subprocess.run([sys.executable, str(EXAMPLES / "make_nova_sample.py"), str(tmp_path / "s.h5")],

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import FormatError
+from lstm_data import FormatError, Order
 from lstm_data.data import synthetic
 from lstm_data.io.dispatch import detect_format
 from lstm_data.io.hdf5.reader import HDF5Dataset
@@ -22,7 +22,7 @@ from tests.helpers import assert_same_dataset
 def csv_file(tmp_path_factory):
     d = tmp_path_factory.mktemp("csv")
     generated = synthetic.write_csv(d / "events.csv", n_rows=3000, seed=21)
-    with open(d / "events.csv", "rb") as src, lzma.open(d / "events.csv.xz", "wb") as dst:
+    with open(d / "events.csv", "rb") as src, lzma.open(d / "events.csv.xz", "wb", preset=0) as dst:
         shutil.copyfileobj(src, dst)
     return d / "events.csv.xz", generated
 
@@ -54,7 +54,7 @@ def test_csv_with_schema_float64_round_trip(csv_file, tmp_path):
 def test_detection_by_content_not_extension(csv_file, tmp_path):
     path, generated = csv_file
     disguised = tmp_path / "events.dat"
-    with lzma.open(path) as src, gzip.open(disguised, "wb") as dst:
+    with lzma.open(path) as src, gzip.open(disguised, "wb", compresslevel=1) as dst:
         shutil.copyfileobj(src, dst)
     assert detect_format(disguised) == "csv"
     assert_same_dataset(lstm_data.open(disguised), generated)
@@ -120,7 +120,7 @@ def test_a_batch_store_is_not_opened_as_a_dataset(tmp_path):
 
     ds = synthetic.make_dataset(300, seed=2)
     spec = lstm_data.BatchSpec.from_lstm_ee({"var_target_total": "trueE"})
-    precompute(ds, spec, tmp_path / "b.zarr", batch_size=100, progress=False)
+    precompute(ds, spec, tmp_path / "b.zarr", Order(batch_size=100), progress=False)
     with pytest.raises(FormatError, match=r"precomputed batches, not a dataset; open it with "
                                           r"lstm_data\.open_batches"):
         lstm_data.open(tmp_path / "b.zarr")

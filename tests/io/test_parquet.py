@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import FormatError, SchemaError
+from lstm_data import FormatError, Order, SchemaError
 from lstm_data.data.synthetic import make_dataset
 from lstm_data.io.parquet import (
     ParquetDataset,
@@ -320,8 +320,8 @@ def test_on_disk_dataset_pickles_and_batches_like_ram(tmp_path):
     ds.to_parquet(tmp_path / "p.parquet", row_group_size=200)
     disk = pickle.loads(pickle.dumps(read_parquet(tmp_path / "p.parquet", in_ram=False)))
     spec = lstm_data.BatchSpec.from_toml(lstm_data_examples() / "numu_v3.toml")
-    a = lstm_data.Batches(disk, spec, batch_size=128, shuffle=False)
-    b = lstm_data.Batches(ds, spec, batch_size=128, shuffle=False)
+    a = lstm_data.Batches(disk, spec, Order(batch_size=128, shuffle=False))
+    b = lstm_data.Batches(ds, spec, Order(batch_size=128, shuffle=False))
     from tests.helpers import assert_same_batch
     for i in (0, len(a) - 1):
         assert_same_batch(a[i], b[i])

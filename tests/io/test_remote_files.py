@@ -15,7 +15,7 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("fsspec")
 
 import lstm_data  # noqa: E402
-from tests.helpers import root_events  # noqa: E402
+from tests.helpers import assert_same_dataset, root_events  # noqa: E402
 from tests.http_server import RangeHandler, serve  # noqa: E402
 
 
@@ -39,15 +39,6 @@ def served(tmp_path_factory):
         yield url, root, handler.sent
 
 
-def _same(a, b):
-    assert a.scalar_names == b.scalar_names and a.groups == b.groups and len(a) == len(b)
-    for s in a.scalar_names:
-        assert a.scalar(s).tobytes() == b.scalar(s).tobytes(), s
-    for g in a.groups:
-        for x, y in zip(a.ragged(g), b.ragged(g)):
-            assert x.tobytes() == y.tobytes(), g
-
-
 @pytest.mark.parametrize("in_ram", [True, False])
 def test_root_over_http_reads_only_the_needed_baskets(served, in_ram):
     url, root, sent = served
@@ -55,12 +46,12 @@ def test_root_over_http_reads_only_the_needed_baskets(served, in_ram):
     local = lstm_data.open(str(root / "events.root"), columns=columns)
     sent.clear()
     remote = lstm_data.open(f"{url}/events.root", columns=columns, in_ram=in_ram)
-    _same(remote.load(), local)
+    assert_same_dataset(remote.load(), local)
     size = os.path.getsize(root / "events.root")
     assert 0 < sum(sent) < 0.4 * size, (sum(sent), size)
     sent.clear()
     whole = lstm_data.open(f"{url}/events.root:Events", in_ram=True)  # uproot's url:tree spelling
-    _same(whole, lstm_data.open(str(root / "events.root")))
+    assert_same_dataset(whole, lstm_data.open(str(root / "events.root")))
     assert sum(sent) > 0.8 * size
 
 
@@ -72,7 +63,7 @@ def test_parquet_over_http_reads_only_the_needed_columns(served, in_ram):
     sent.clear()
     remote = lstm_data.open(f"{url}/events.parquet", columns=columns, in_ram=in_ram)
     assert remote.in_ram is in_ram
-    _same(remote.load(), local)
+    assert_same_dataset(remote.load(), local)
     size = os.path.getsize(root / "events.parquet")
     assert 0 < sum(sent) < 0.4 * size, (sum(sent), size)
 
@@ -114,7 +105,8 @@ def test_any_fsspec_url_reads_root_and_parquet(served):
         for name, columns in (("events.root", ["MET_pt", "Muon_*"]), ("events.parquet", ["calE", "png.*"])):
             local = lstm_data.open(str(root / name), columns=columns)
             for in_ram in (True, False):
-                _same(lstm_data.open(f"memory://lstm_data_test/{name}", columns=columns, in_ram=in_ram).load(),
+                assert_same_dataset(lstm_data.open(f"memory://lstm_data_test/{name}", columns=columns,
+                                                   in_ram=in_ram).load(),
                       local)
     finally:
         fs.rm("/lstm_data_test", recursive=True)

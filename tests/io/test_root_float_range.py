@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import Batches, BatchSpec, Scalars
+from lstm_data import Batches, BatchSpec, Order, Scalars
 
 uproot = pytest.importorskip("uproot")
 
@@ -21,7 +21,7 @@ def test_float64_beyond_float32_range_batches(tmp_path, in_ram):
         fh["Options"] = {"x": x}
     ds = lstm_data.open(f"{path}:Options", in_ram=in_ram)
     out = f"s_{in_ram}"  # one warning per output and process
-    b = Batches(ds, BatchSpec(inputs={out: Scalars(["x"])}), batch_size=8, shuffle=False)
+    b = Batches(ds, BatchSpec(inputs={out: Scalars(["x"])}), Order(batch_size=8, shuffle=False))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = b[0][0][out][:, 0]

@@ -16,7 +16,7 @@ import lstm_data  # noqa: E402
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars  # noqa: E402
 from lstm_data.data.concat import ConcatDataset  # noqa: E402
 from lstm_data.io.root import RootDataset, read_root  # noqa: E402
-from tests.helpers import assert_same_batch, root_events  # noqa: E402
+from tests.helpers import assert_same_batch, assert_same_dataset, root_events  # noqa: E402
 
 
 def _write(path, cols, parts, start=0):
@@ -40,24 +40,14 @@ def _spec():
                      targets={"row": Scalars(["row"])})
 
 
-def _same(a, b):
-    assert a.scalar_names == b.scalar_names and a.groups == b.groups and len(a) == len(b)
-    for s in a.scalar_names:
-        x, y = a.scalar(s), b.scalar(s)
-        assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), s
-    for g in a.groups:
-        (xv, xo), (yv, yo) = a.ragged(g), b.ragged(g)
-        assert xv.dtype == yv.dtype and xv.tobytes() == yv.tobytes() and np.array_equal(xo, yo), g
-
-
 def test_read_on_demand_equals_the_whole_read(tmp_path):
     path = _write(tmp_path / "a.root", root_events(3000, seed=1), parts=9)
     whole = read_root(path, in_ram=True)
     lazy = read_root(path, in_ram=False, block_bytes=20_000)
     assert isinstance(lazy, RootDataset) and not lazy.in_ram and lazy.n_chunks > 3
     rows = np.random.default_rng(0).integers(0, len(whole), 700)
-    _same(lazy.take(rows), whole.take(rows))
-    _same(lazy.load(), whole)
+    assert_same_dataset(lazy.take(rows), whole.take(rows))
+    assert_same_dataset(lazy.load(), whole)
     for g in whole.groups:
         assert np.array_equal(lazy.offsets(g), whole.offsets(g))
         for got, want in zip(lazy.ragged(g, rows[:50]), whole.ragged(g, rows[:50])):
@@ -75,7 +65,7 @@ def test_open_in_ram_false_and_pickle(tmp_path):
     lazy = lstm_data.open(path, in_ram=False, columns=["Muon_*", "row"], cache_chunks=1)
     assert isinstance(lazy, RootDataset) and lazy.scalar_names == ["row"] and list(lazy.groups) == ["Muon"]
     again = pickle.loads(pickle.dumps(lazy))
-    _same(again.load(), read_root(path, columns=["Muon_*", "row"]))
+    assert_same_dataset(again.load(), read_root(path, columns=["Muon_*", "row"]))
 
 
 def _epoch_rows(batches, epoch):
@@ -137,8 +127,8 @@ def test_rntuple_read_by_cluster_equals_uproot(tmp_path):
     whole = read_root(path, in_ram=True)  # in one range
     ranges = read_root(path, in_ram=True, block_bytes=8_000)  # in RAM, cluster range by cluster range
     assert isinstance(lazy, RootDataset) and lazy.n_chunks >= 3
-    _same(lazy.load(), whole)
-    _same(ranges, whole)
+    assert_same_dataset(lazy.load(), whole)
+    assert_same_dataset(ranges, whole)
     assert whole.scalar("x").tobytes() == ak.to_numpy(ref["x"]).tobytes()
     assert lazy.scalar("x").tobytes() == ak.to_numpy(ref["x"]).tobytes()
     values, offsets = lazy.ragged("Muon", np.arange(len(ref)))
@@ -147,7 +137,7 @@ def test_rntuple_read_by_cluster_equals_uproot(tmp_path):
     assert values[:, col].tobytes() == ak.to_numpy(ak.flatten(ref["Muon"].pt)).astype(values.dtype).tobytes()
     lazy.io_stats.track_chunks()
     rows = np.random.default_rng(1).permutation(len(lazy))[:900]
-    _same(lazy.take(rows), whole.take(rows))
+    assert_same_dataset(lazy.take(rows), whole.take(rows))
     assert max(lazy.io_stats.per_chunk.values()) == 1  # one take: each chunk decoded once
 
 
@@ -177,6 +167,7 @@ print("PEAK", status("VmHWM") - base, "BASE", base, "CAP", cap)
 """
 
 
+@pytest.mark.slow
 def test_values_three_times_a_memory_cap_give_every_row_once_under_the_cap(tmp_path):
     """~400 MB of decoded values in 4 files (clusters of 1000 entries); a fresh process reads a
     block-shuffled epoch with a peak RSS above its own baseline (after the imports and a first small
@@ -214,7 +205,7 @@ def test_a_tree_without_entries_reads_on_demand_as_whole(tmp_path):
         fh.mktree("Events", {"x": np.float32, "J_a": "var * float32", "J_b": "var * float32"})
     lazy = read_root(path, in_ram=False)
     assert len(lazy) == 0 and lazy.n_chunks == 0
-    _same(lazy.load(), read_root(path, in_ram=True))
+    assert_same_dataset(lazy.load(), read_root(path, in_ram=True))
 
 
 _MANY = r"""
@@ -302,7 +293,7 @@ def test_pickled_dataset_keeps_its_chunks_and_offsets(tmp_path):
     assert lazy.io_stats.chunks_read == lazy.n_chunks
     again = pickle.loads(pickle.dumps(lazy))
     assert again.io_stats.chunks_read == 0 and np.array_equal(again.chunk_bounds, lazy.chunk_bounds)
-    _same(again.load(), read_root(path, in_ram=True))
+    assert_same_dataset(again.load(), read_root(path, in_ram=True))
 
 
 def test_a_tree_of_scalars_only_is_block_shuffled_by_its_clusters(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 
 from lstm_data.errors import ParseError
 from lstm_data.kernels._csv_flags import LISTED
-from tests.kernels.test_csvblock import run, same
+from tests.kernels.test_csvblock import assert_same_outcome, run
 
 NAMES, KINDS, GROUPS = ["a", "p.x", "p.y"], ["scalar", "ragged", "ragged"], {"p": [1, 2]}
 
@@ -60,4 +60,4 @@ def test_twins_agree_at_every_cut(twins, data):
     for cut in range(1, len(data), max(1, len(data) // 40)):
         for dtype in (np.float32, np.float64):
             kw = dict(names=NAMES, kinds=KINDS, groups=GROUPS, dtype=dtype)
-            same(run(compiled, data, (cut,), **kw), run(python, data, (cut,), **kw))
+            assert_same_outcome(run(compiled, data, (cut,), **kw), run(python, data, (cut,), **kw))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from lstm_data.kernels import BARE
-from tests.helpers import assert_bitwise
+from tests.helpers import assert_bitwise, assert_same_columns
 
 NAMES = ["e", "p.a", "p.b", "note"]
 KINDS = ["scalar", "ragged", "ragged", "skip"]
@@ -15,16 +15,6 @@ ROWS = [b'1.5,"1,2","3,4",x\n', b'2,"","",y\n', b',"5","6","a\nb"\n', b'-0.0,"7,
 
 def _parser(backend, **kw):
     return backend.CsvBlockParser(NAMES, KINDS, GROUPS, **kw)
-
-
-def _same(a, b):
-    (sa, ga), (sb, gb) = a, b
-    assert sa.keys() == sb.keys() and ga.keys() == gb.keys()
-    for name in sa:
-        assert_bitwise(sa[name], sb[name], name)
-    for name in ga:
-        assert_bitwise(ga[name][0], gb[name][0], name)
-        assert_bitwise(ga[name][1], gb[name][1], name)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -38,7 +28,7 @@ def test_extend_equals_feeding_everything(backend, dtype):
         assert block.rows == 0
     assert dest.rows == whole.rows == 4
     assert_bitwise(dest.column_flags(), whole.column_flags())
-    _same(dest.finish(), whole.finish())
+    assert_same_columns(dest.finish(), whole.finish())
 
 
 def test_an_incomplete_record_leaves_no_flags_behind(backend):

@@ -146,7 +146,7 @@ def reference(job, rows):
     return out, lengths
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=form_cases())
 def test_compiled_equals_twin_bitwise(twins, case):
     job, rows = case
@@ -158,7 +158,7 @@ def test_compiled_equals_twin_bitwise(twins, case):
     assert_bitwise(la, lb)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(case=form_cases())
 def test_equals_plain_reference(backend, case):

@@ -265,7 +265,7 @@ def pad_cases(draw):
     return values, offsets, rows, kwargs
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=pad_cases())
 def test_compiled_equals_twin(twins, case):
     values, offsets, rows, kwargs = case

@@ -154,7 +154,7 @@ cell = st.one_of(st.none(), st.just(""), st.lists(token, min_size=1, max_size=6)
                  st.lists(number, max_size=6).map(lambda t: ",".join(t).encode()))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cells=st.lists(cell, max_size=12), dtype=st.sampled_from([np.float32, np.float64]))
 def test_compiled_equals_twin(twins, cells, dtype):
     compiled, python = twins

@@ -38,6 +38,7 @@ def inputs(tmp_path_factory):
     return paths
 
 
+@pytest.mark.slow
 def test_several_inputs_bitwise_the_one_process_store(client, inputs, tmp_path):
     small = dict(chunk_bytes=16 * 1024)  # many chunks, so that parts share some
     convert_streaming(inputs, tmp_path / "one.zarr", **small)
@@ -47,6 +48,7 @@ def test_several_inputs_bitwise_the_one_process_store(client, inputs, tmp_path):
     assert not list(tmp_path.glob(".*"))  # no parts, no temporaries
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dst", ["s.zarr", "s.h5"])
 def test_shuffled_and_hdf5_outputs_equal_the_one_process_ones(client, inputs, tmp_path, dst):
     convert_streaming(inputs, tmp_path / f"one-{dst}", shuffle_seed=7, bucket_bytes=1 << 16)
@@ -59,6 +61,7 @@ def test_shuffled_and_hdf5_outputs_equal_the_one_process_ones(client, inputs, tm
             np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.slow
 def test_a_bad_row_fails_the_convert_naming_file_line_and_column(client, inputs, tmp_path):
     bad = tmp_path / "bad.csv"
     lines = Path(inputs[0]).read_text().splitlines(keepends=True)
@@ -71,12 +74,14 @@ def test_a_bad_row_fails_the_convert_naming_file_line_and_column(client, inputs,
     assert not list(tmp_path.glob(".out.zarr*"))
 
 
+@pytest.mark.slow
 def test_cli_scheduler_local(inputs, tmp_path, capsys):
     assert main(["convert", *inputs[:3], str(tmp_path / "one.zarr"), "-q"]) == 0
     assert main(["convert", *inputs[:3], str(tmp_path / "many.zarr"), "--scheduler", "local:2", "-q"]) == 0
     assert _digest(tmp_path / "one.zarr") == _digest(tmp_path / "many.zarr")
 
 
+@pytest.mark.slow
 def test_top_level_convert_with_and_without_client(client, inputs, tmp_path):
     lstm_data.convert(inputs[2:], tmp_path / "a.zarr")
     lstm_data.convert(inputs[2:], tmp_path / "b.zarr", client=client)
@@ -90,6 +95,7 @@ def big_csv(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_byte_ranges_of_one_csv_bitwise_the_one_process_store(client, big_csv, tmp_path):
     from lstm_data.io.csv.ranges import csv_partitions
 
@@ -101,6 +107,7 @@ def test_byte_ranges_of_one_csv_bitwise_the_one_process_store(client, big_csv, t
     assert _digest(tmp_path / "one.zarr") == _digest(tmp_path / "many.zarr")
 
 
+@pytest.mark.slow
 def test_a_bad_row_in_a_later_range_names_the_file_line_and_row(client, big_csv, tmp_path):
     bad = tmp_path / "bad.csv"
     lines = big_csv.read_bytes().splitlines(keepends=True)
@@ -129,6 +136,7 @@ def test_a_quoted_newline_at_a_boundary_is_refused(tmp_path):
     assert err.value.file == str(path)
 
 
+@pytest.mark.slow
 def test_a_late_plan_change_in_a_range_falls_back_to_whole_files(client, tmp_path):
     path = tmp_path / "late.csv"
     with open(path, "w") as fh:
@@ -141,6 +149,7 @@ def test_a_late_plan_change_in_a_range_falls_back_to_whole_files(client, tmp_pat
     assert "b" in lstm_data.open(tmp_path / "many.zarr").groups
 
 
+@pytest.mark.slow
 def test_a_worker_killed_during_the_convert_changes_no_byte(client, tmp_path):
     import os
     import threading

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import Batches, BatchSpec, open_batches
+from lstm_data import Batches, BatchSpec, Order, open_batches
 from lstm_data.cli import main
 from lstm_data.data.synthetic import make_dataset
 from lstm_data.store.format import StoreMismatchError
@@ -29,11 +29,11 @@ def test_store_holds_exactly_the_epoch_batches(tmp_path, ds, spec, workers):
                                     "var_target_total": "trueE"})  # per-batch prong width
     for s in (spec, fixed):
         out = tmp_path / f"b{workers}.zarr"
-        summary = precompute(ds, s, out, batch_size=300, seed=4, workers=workers, progress=False,
-                             force=True)
+        summary = precompute(ds, s, out, Order(batch_size=300, seed=4), threads=workers, progress=False,
+                             overwrite=True)
         assert summary.n_batches == 9 and summary.n_rows == 2500 and not summary.reused
-        stored = open_batches(out, spec=s, batch_size=300, seed=4, dataset=ds)
-        live = Batches(ds, s, batch_size=300, seed=4)
+        stored = open_batches(out, order=Order(batch_size=300, seed=4), spec=s, dataset=ds)
+        live = Batches(ds, s, Order(batch_size=300, seed=4))
         assert len(stored) == len(live)
         for i in range(len(live)):
             assert_same_batch(live[i], stored[i])
@@ -42,13 +42,13 @@ def test_store_holds_exactly_the_epoch_batches(tmp_path, ds, spec, workers):
 
 def test_reuse_when_equal_and_clear_error_when_not(tmp_path, ds, spec):
     out = tmp_path / "b.zarr"
-    precompute(ds, spec, out, batch_size=500, seed=1, progress=False)
-    again = precompute(ds, spec, out, batch_size=500, seed=1, progress=False)
+    precompute(ds, spec, out, Order(batch_size=500, seed=1), progress=False)
+    again = precompute(ds, spec, out, Order(batch_size=500, seed=1), progress=False)
     assert again.reused
     with pytest.raises(StoreMismatchError, match="batch_size: store has 500, asked for 256"):
-        precompute(ds, spec, out, batch_size=256, seed=1, progress=False)
+        precompute(ds, spec, out, Order(batch_size=256, seed=1), progress=False)
     with pytest.raises(StoreMismatchError, match="seed: store has 1, asked for 2"):
-        open_batches(out, seed=2)
+        open_batches(out, order=Order(seed=2))
     other = make_dataset(2500, seed=6)
     with pytest.raises(StoreMismatchError, match="fingerprint"):
         open_batches(out, dataset=other)
@@ -59,13 +59,13 @@ def test_reuse_when_equal_and_clear_error_when_not(tmp_path, ds, spec):
     shorter.inputs["input_png3d"] = lstm_data.Ragged(png3d.vars, max_len=3, sort_by=png3d.sort_by, lengths=True)
     with pytest.raises(StoreMismatchError, match="spec: input 'input_png3d' differs in max_len"):
         open_batches(out, spec=shorter)
-    precompute(other, spec, out, batch_size=500, seed=1, progress=False, force=True)
+    precompute(other, spec, out, Order(batch_size=500, seed=1), progress=False, overwrite=True)
     open_batches(out, dataset=other)
 
 
 def test_precomputed_batches_epochs_and_pickle(tmp_path, ds, spec):
     out = tmp_path / "b.zarr"
-    precompute(ds, spec, out, batch_size=250, seed=3, progress=False)
+    precompute(ds, spec, out, Order(batch_size=250, seed=3), progress=False)
     stored = open_batches(out)
     e0 = [stored[i][1]["target_total"][0, 0] for i in range(len(stored))]
     stored.on_epoch_end()
@@ -75,14 +75,14 @@ def test_precomputed_batches_epochs_and_pickle(tmp_path, ds, spec):
     assert len(blob) < 2000
     back = pickle.loads(blob)
     assert_same_batch(back[3], stored[3])
-    assert sum(1 for _ in stored.iter(workers=2)) == len(stored)
+    assert sum(1 for _ in stored.iter(threads=2)) == len(stored)
 
 
 def test_adapters_accept_a_store(tmp_path, ds, spec):
     torch = pytest.importorskip("torch")
     from lstm_data.adapters.torch import TorchBatches
     out = tmp_path / "b.zarr"
-    precompute(ds, spec, out, batch_size=500, seed=3, progress=False)
+    precompute(ds, spec, out, Order(batch_size=500, seed=3), progress=False)
     x, y, w = TorchBatches(open_batches(out))[2]
     assert x["input_png3d"].dtype == torch.float32 and x["input_png3d"].shape == (500, 10, 33)
     assert w["target_primary"].shape == (500,)
@@ -111,9 +111,8 @@ def test_cli_on_the_shipped_example(tmp_path, capsys):
                  str(EXAMPLES / "numu_v3.toml"), "--batch-size", "256", "--seed", "1",
                  "--out", str(out), "--no-progress"]) == 0
     assert "input_png2d" in capsys.readouterr().out
-    n_rows = len(lstm_data.open(EXAMPLES / "numu_v3.csv.xz"))
-    assert n_rows == 5000
-    assert len(open_batches(out)) == -(-n_rows // 256)
+    stored = open_batches(out)
+    assert stored.n_rows == 5000 and len(stored) == -(-5000 // 256)
 
 
 def test_fingerprint_sees_any_single_value_and_not_the_format(tmp_path, monkeypatch):
@@ -148,10 +147,10 @@ def test_precompute_of_a_group_without_values(tmp_path, ds, spec, rows):
         groups = {g: RaggedGroup(part.groups[g], *part.ragged(g)) for g in part.groups}
         groups["png2d"] = RaggedGroup(part.groups["png2d"], values[:0], np.zeros_like(offsets))
         part = InMemoryDataset({s: part.scalar(s) for s in part.scalar_names}, groups)
-    summary = precompute(part, spec, tmp_path / "o.zarr", batch_size=4, seed=1, progress=False)
+    summary = precompute(part, spec, tmp_path / "o.zarr", Order(batch_size=4, seed=1), progress=False)
     assert summary.n_rows == rows
-    stored = open_batches(tmp_path / "o.zarr", spec=spec, batch_size=4, seed=1, dataset=part)
-    live = Batches(part, spec, batch_size=4, seed=1)
+    stored = open_batches(tmp_path / "o.zarr", order=Order(batch_size=4, seed=1), spec=spec, dataset=part)
+    live = Batches(part, spec, Order(batch_size=4, seed=1))
     assert len(stored) == len(live)
     for i in range(len(live)):
         assert_same_batch(live[i], stored[i])
@@ -164,7 +163,7 @@ def test_precompute_never_replaces_its_input_or_an_unrelated_directory(tmp_path,
     ds.to_zarr(data)
     for out in (data, data / "inner.zarr", tmp_path):  # the input, inside it, holding it
         with pytest.raises(ValueError, match="would overwrite the input data"):
-            precompute(lstm_data.open(data), spec, out, batch_size=500, progress=False, force=True)
+            precompute(lstm_data.open(data), spec, out, Order(batch_size=500), progress=False, overwrite=True)
     assert len(lstm_data.open(data)) == len(ds)  # still the dataset
     assert main(["precompute", "--data", str(data), "--spec", str(EXAMPLES / "numu_v3.toml"),
                  "--out", str(data), "--overwrite", "--no-progress"]) != 0
@@ -174,7 +173,7 @@ def test_precompute_never_replaces_its_input_or_an_unrelated_directory(tmp_path,
     unrelated.mkdir()
     (unrelated / "keep.txt").write_text("precious")
     with pytest.raises(FileExistsError, match="not a precomputed batch store"):
-        precompute(ds, spec, unrelated, batch_size=500, progress=False, force=True)
+        precompute(ds, spec, unrelated, Order(batch_size=500), progress=False, overwrite=True)
     assert (unrelated / "keep.txt").read_text() == "precious"
     with pytest.raises(FormatError, match="not a precomputed batch store"):
         open_batches(unrelated / "keep.txt")

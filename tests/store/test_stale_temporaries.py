@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 
-from lstm_data import BatchSpec, open_batches
+from lstm_data import BatchSpec, Order, open_batches
 from lstm_data.data.synthetic import make_dataset
 from lstm_data.store.write import precompute
 from tests.helpers import EXAMPLES
@@ -41,8 +41,8 @@ def test_next_precompute_removes_a_killed_ones_temporary(tmp_path, caplog):
     left = [p for p in tmp_path.iterdir() if p.name.startswith(".b.zarr.tmp-")]
     assert len(left) == 1 and left[0].is_dir() and not out.exists()
     with caplog.at_level(logging.INFO, logger="lstm_data"):
-        precompute(make_dataset(2000, seed=3), BatchSpec.from_toml(spec_path), out,
-                   batch_size=256, progress=False)
+        precompute(make_dataset(2000, seed=3), BatchSpec.from_toml(spec_path), out, Order(batch_size=256),
+                   progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.zarr"]
     assert any(str(left[0]) in r.getMessage() and "gone" in r.getMessage() for r in caplog.records)
     assert len(open_batches(out)) == 8

@@ -1,4 +1,4 @@
-"""Orders under review: file splits through a selection, batch sizes of draws, shards that mix length
+"""Orders at their edges: file splits through a selection, batch sizes of draws, shards that mix length
 classes, refused combinations, and the error types of the order's API."""
 from __future__ import annotations
 
@@ -13,13 +13,7 @@ from lstm_data.data.synthetic import PNG3D_VARS, make_dataset
 from lstm_data.errors import OptionError
 from lstm_data.io.read_options import ReadOptions
 
-NUMU = "examples/numu_v3.csv.xz"
 ROWS_PER_FILE = 200
-
-
-@pytest.fixture(scope="module")
-def numu():
-    return lstm_data.open(NUMU)
 
 
 @pytest.fixture(scope="module")
