@@ -1,7 +1,11 @@
 """Build script: compiles the Cython core in ``lstm_data/kernels/_ext``.
 
-It first generates ``lstm_data/kernels/_ext/ld_pow5.h``, the number parser's table of
-powers of five, from exact integer arithmetic (:func:`_write_pow5_table`).
+It first generates two files (git-ignored, rewritten only when their text changes):
+
+- ``lstm_data/kernels/_ext/ld_pow5.h``, the number parser's table of powers of five,
+  from exact integer arithmetic (:func:`_write_pow5_table`);
+- ``lstm_data/kernels/_ext/*.pxi`` from the Tempita templates ``*.pxi.in`` beside them,
+  given the source dtypes of ``lstm_data/kernels/_source_kinds.py`` (:func:`_write_templates`).
 
 Environment switches
 --------------------
@@ -12,6 +16,7 @@ LSTM_DATA_DEBUG=1
     Build with bounds checks and wraparound on, assertions kept, ``-O0 -g``.
 """
 import os
+import runpy
 import sys
 import warnings
 from pathlib import Path
@@ -24,7 +29,9 @@ REQUIRE = os.environ.get("LSTM_DATA_REQUIRE_EXTENSION", "") not in ("", "0")
 DEBUG = os.environ.get("LSTM_DATA_DEBUG", "") not in ("", "0")
 
 
-POW5_HEADER = HERE / "lstm_data" / "kernels" / "_ext" / "ld_pow5.h"
+EXT_DIR = HERE / "lstm_data" / "kernels" / "_ext"
+POW5_HEADER = EXT_DIR / "ld_pow5.h"
+SOURCE_KINDS = HERE / "lstm_data" / "kernels" / "_source_kinds.py"
 POW5_MIN, POW5_MAX = -342, 308  # decimal exponents Eisel-Lemire needs for float64
 
 
@@ -65,8 +72,25 @@ def _write_pow5_table() -> None:
         "#endif",
         "",
     ])
-    if not POW5_HEADER.exists() or POW5_HEADER.read_text() != text:
-        POW5_HEADER.write_text(text)
+    _write_if_changed(POW5_HEADER, text)
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` unless it holds it already (an unchanged file keeps its
+    time stamp, so the modules that include it are not cythonized again)."""
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _write_templates() -> None:
+    """Expand every ``_ext/*.pxi.in`` (Tempita) into its ``.pxi``, given ``dtypes``: the
+    source dtypes, read from ``_source_kinds.py`` without importing the package."""
+    from Cython import Tempita
+
+    dtypes = runpy.run_path(str(SOURCE_KINDS))["SOURCE_DTYPES"]
+    for template in sorted(EXT_DIR.glob("*.pxi.in")):
+        text = Tempita.sub(template.read_text(), dtypes=dtypes)
+        _write_if_changed(template.with_suffix(""), text)
 
 
 def _extensions():
@@ -80,6 +104,7 @@ def _extensions():
             raise
         warnings.warn(f"lstm_data: cannot compile the core ({exc}); using the pure-Python twins")
         return []
+    _write_templates()
     directives = {
         "language_level": 3,
         "boundscheck": DEBUG,
@@ -103,7 +128,7 @@ def _extensions():
             define_macros=macros,
             extra_compile_args=cflags,
         )
-        for pyx in sorted((HERE / "lstm_data" / "kernels" / "_ext").glob("*.pyx"))
+        for pyx in sorted(EXT_DIR.glob("*.pyx"))
     ]
     try:
         return cythonize(exts, compiler_directives=directives, quiet=True, force=_mode_changed())
