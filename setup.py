@@ -7,13 +7,17 @@ It first generates two files (git-ignored, rewritten only when their text change
 - ``lstm_data/kernels/_ext/*.pxi`` from the Tempita templates ``*.pxi.in`` beside them,
   given the source dtypes of ``lstm_data/kernels/_source_kinds.py`` (:func:`_write_templates`).
 
+Modules are cythonized in parallel processes and compiled in parallel threads, one per
+core (``build_ext -j N`` sets another number). A release build carries no debug
+information (``-g0``, and symbols stripped on Linux).
+
 Environment switches
 --------------------
 LSTM_DATA_REQUIRE_EXTENSION=1
     A failed compile is fatal (CI sets this). Otherwise a failed compile prints a
     warning and the package installs with its pure-Python twins.
 LSTM_DATA_DEBUG=1
-    Build with bounds checks and wraparound on, assertions kept, ``-O0 -g``.
+    Build with bounds checks and wraparound on, assertions kept, ``-O0 -g``, unstripped.
 """
 import os
 import runpy
@@ -113,10 +117,13 @@ def _extensions():
         "cdivision": not DEBUG,
         "embedsignature": True,
     }
+    link_args = []
     if sys.platform == "win32":
         cflags = ["/O2"] if not DEBUG else ["/Od", "/Zi"]
-    else:
-        cflags = ["-O0", "-g"] if DEBUG else ["-O3"]
+    else:  # after the interpreter's own flags (often "-g -O3"), so these win
+        cflags = ["-O0", "-g"] if DEBUG else ["-O3", "-g0"]
+        if not DEBUG and sys.platform.startswith("linux"):
+            link_args = ["-s"]  # no symbol table either: a third of the size
     macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
     if not DEBUG:
         macros.append(("CYTHON_WITHOUT_ASSERTIONS", None))
@@ -127,11 +134,18 @@ def _extensions():
             include_dirs=[numpy.get_include(), "lstm_data/kernels/_ext"],
             define_macros=macros,
             extra_compile_args=cflags,
+            extra_link_args=link_args,
         )
         for pyx in sorted(EXT_DIR.glob("*.pyx"))
     ]
+    force = _mode_changed()
+    cores = os.cpu_count() or 1
     try:
-        return cythonize(exts, compiler_directives=directives, quiet=True, force=_mode_changed())
+        try:  # one process per core
+            return cythonize(exts, compiler_directives=directives, quiet=True, force=force,
+                             nthreads=cores if cores > 1 else 0)
+        except (OSError, ImportError, NotImplementedError, RuntimeError):  # no process pool here
+            return cythonize(exts, compiler_directives=directives, quiet=True, force=force)
     except Exception as exc:  # noqa: BLE001 - a Cython error must not break a plain install
         if REQUIRE:
             raise
@@ -150,7 +164,13 @@ def _mode_changed() -> bool:
 
 
 class OptionalBuildExt(build_ext):
-    """Build the extensions, but fall back to pure Python when the compiler fails."""
+    """Build the extensions, one per core at a time, but fall back to pure Python when the
+    compiler fails."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:  # no -j given
+            self.parallel = os.cpu_count() or 1
 
     def run(self):
         try:
@@ -176,4 +196,5 @@ class OptionalBuildExt(build_ext):
         sys.stderr.write(msg)
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
+if __name__ == "__main__":  # not again in the processes that cythonize in parallel
+    setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
