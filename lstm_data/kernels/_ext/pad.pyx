@@ -12,7 +12,7 @@ How it is fast
 * The second ``nogil`` pass copies each row with one ``memcpy`` when the layout
   allows (same dtype, all columns, C-contiguous), prefetching the rows ahead
   (random rows miss the cache), and copies the padding from a row of pad
-  values (the row loop is ``formrows.pxd``'s, shared with ``gather.pyx``).
+  values (the row loop of ``formrows.pyx``, shared with ``gather.pyx``).
 * Callers that pass ``out=`` avoid fresh-page faults on every batch.
 """
 from libc.stdint cimport int64_t
