@@ -1,7 +1,15 @@
 """Build script: compiles the Cython core in ``lstm_data/kernels/_ext``.
 
-It first generates ``lstm_data/kernels/_ext/ld_pow5.h``, the number parser's table of
-powers of five, from exact integer arithmetic (:func:`_write_pow5_table`).
+It first generates two files (git-ignored, rewritten only when their text changes):
+
+- ``lstm_data/kernels/_ext/ld_pow5.h``, the number parser's table of powers of five,
+  from exact integer arithmetic (:func:`_write_pow5_table`);
+- ``lstm_data/kernels/_ext/*.pxi`` from the Tempita templates ``*.pxi.in`` beside them,
+  given the source dtypes of ``lstm_data/kernels/_source_kinds.py`` (:func:`_write_templates`).
+
+Modules are cythonized in parallel processes and compiled in parallel threads, one per
+core (``build_ext -j N`` sets another number). A release build carries no debug
+information (``-g0``, and symbols stripped on Linux).
 
 Environment switches
 --------------------
@@ -9,9 +17,10 @@ LSTM_DATA_REQUIRE_EXTENSION=1
     A failed compile is fatal (CI sets this). Otherwise a failed compile prints a
     warning and the package installs with its pure-Python twins.
 LSTM_DATA_DEBUG=1
-    Build with bounds checks and wraparound on, assertions kept, ``-O0 -g``.
+    Build with bounds checks and wraparound on, assertions kept, ``-O0 -g``, unstripped.
 """
 import os
+import runpy
 import sys
 import warnings
 from pathlib import Path
@@ -24,7 +33,9 @@ REQUIRE = os.environ.get("LSTM_DATA_REQUIRE_EXTENSION", "") not in ("", "0")
 DEBUG = os.environ.get("LSTM_DATA_DEBUG", "") not in ("", "0")
 
 
-POW5_HEADER = HERE / "lstm_data" / "kernels" / "_ext" / "ld_pow5.h"
+EXT_DIR = HERE / "lstm_data" / "kernels" / "_ext"
+POW5_HEADER = EXT_DIR / "ld_pow5.h"
+SOURCE_KINDS = HERE / "lstm_data" / "kernels" / "_source_kinds.py"
 POW5_MIN, POW5_MAX = -342, 308  # decimal exponents Eisel-Lemire needs for float64
 
 
@@ -65,8 +76,25 @@ def _write_pow5_table() -> None:
         "#endif",
         "",
     ])
-    if not POW5_HEADER.exists() or POW5_HEADER.read_text() != text:
-        POW5_HEADER.write_text(text)
+    _write_if_changed(POW5_HEADER, text)
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` unless it holds it already (an unchanged file keeps its
+    time stamp, so the modules that include it are not cythonized again)."""
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _write_templates() -> None:
+    """Expand every ``_ext/*.pxi.in`` (Tempita) into its ``.pxi``, given ``dtypes``: the
+    source dtypes, read from ``_source_kinds.py`` without importing the package."""
+    from Cython import Tempita
+
+    dtypes = runpy.run_path(str(SOURCE_KINDS))["SOURCE_DTYPES"]
+    for template in sorted(EXT_DIR.glob("*.pxi.in")):
+        text = Tempita.sub(template.read_text(), dtypes=dtypes)
+        _write_if_changed(template.with_suffix(""), text)
 
 
 def _extensions():
@@ -80,6 +108,7 @@ def _extensions():
             raise
         warnings.warn(f"lstm_data: cannot compile the core ({exc}); using the pure-Python twins")
         return []
+    _write_templates()
     directives = {
         "language_level": 3,
         "boundscheck": DEBUG,
@@ -88,10 +117,13 @@ def _extensions():
         "cdivision": not DEBUG,
         "embedsignature": True,
     }
+    link_args = []
     if sys.platform == "win32":
         cflags = ["/O2"] if not DEBUG else ["/Od", "/Zi"]
-    else:
-        cflags = ["-O0", "-g"] if DEBUG else ["-O3"]
+    else:  # after the interpreter's own flags (often "-g -O3"), so these win
+        cflags = ["-O0", "-g"] if DEBUG else ["-O3", "-g0"]
+        if not DEBUG and sys.platform.startswith("linux"):
+            link_args = ["-s"]  # no symbol table either: a third of the size
     macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
     if not DEBUG:
         macros.append(("CYTHON_WITHOUT_ASSERTIONS", None))
@@ -102,11 +134,18 @@ def _extensions():
             include_dirs=[numpy.get_include(), "lstm_data/kernels/_ext"],
             define_macros=macros,
             extra_compile_args=cflags,
+            extra_link_args=link_args,
         )
-        for pyx in sorted((HERE / "lstm_data" / "kernels" / "_ext").glob("*.pyx"))
+        for pyx in sorted(EXT_DIR.glob("*.pyx"))
     ]
+    force = _mode_changed()
+    cores = os.cpu_count() or 1
     try:
-        return cythonize(exts, compiler_directives=directives, quiet=True, force=_mode_changed())
+        try:  # one process per core
+            return cythonize(exts, compiler_directives=directives, quiet=True, force=force,
+                             nthreads=cores if cores > 1 else 0)
+        except (OSError, ImportError, NotImplementedError, RuntimeError):  # no process pool here
+            return cythonize(exts, compiler_directives=directives, quiet=True, force=force)
     except Exception as exc:  # noqa: BLE001 - a Cython error must not break a plain install
         if REQUIRE:
             raise
@@ -125,7 +164,13 @@ def _mode_changed() -> bool:
 
 
 class OptionalBuildExt(build_ext):
-    """Build the extensions, but fall back to pure Python when the compiler fails."""
+    """Build the extensions, one per core at a time, but fall back to pure Python when the
+    compiler fails."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:  # no -j given
+            self.parallel = os.cpu_count() or 1
 
     def run(self):
         try:
@@ -151,4 +196,5 @@ class OptionalBuildExt(build_ext):
         sys.stderr.write(msg)
 
 
-setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})
+if __name__ == "__main__":  # not again in the processes that cythonize in parallel
+    setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -11,6 +11,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from lstm_data.kernels._form_args import LAYOUTS, PAD_MODES, as_column_params, as_forms, float_columns
+from lstm_data.kernels._source_kinds import SOURCE_DTYPES
 
 __all__ = ["ARENA_ALIGN", "arena_array", "WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
            "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
@@ -20,10 +21,16 @@ __all__ = ["ARENA_ALIGN", "arena_array", "WHITESPACE", "check_dtype", "check_sep
 WHITESPACE = " \t\r\n\v\f"
 
 
+_FLOAT32 = np.dtype(np.float32)
+_FLOAT64 = np.dtype(np.float64)
+
+
 def check_dtype(dtype: Any) -> np.dtype:
     """Return ``dtype`` as float32 or float64, or raise ``TypeError``."""
+    if dtype is np.float32 or dtype is _FLOAT32:  # the default, at no cost for the kernels
+        return _FLOAT32
     dt: np.dtype = np.dtype(dtype)
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+    if dt not in (_FLOAT32, _FLOAT64):
         raise TypeError(f"dtype must be float32 or float64, got {dt}")
     return dt
 
@@ -35,11 +42,9 @@ def check_sep(sep: str) -> None:
         raise ValueError(f"sep must be one ASCII punctuation character other than . + -, got {sep!r}")
 
 
-
-#: the source dtypes of ragged values, in the order of the compiled kernels' source kinds;
-#: booleans are read as uint8 (0 or 1)
-SOURCE_KINDS = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
-                                           np.uint8, np.uint16, np.uint32, np.uint64))
+#: the source dtypes of ragged values (:data:`SOURCE_DTYPES`), in the order of the compiled
+#: kernels' source kinds; booleans are read as uint8 (0 or 1)
+SOURCE_KINDS = tuple(np.dtype(name) for name in SOURCE_DTYPES)
 
 
 def source_kind(values: np.ndarray) -> int:

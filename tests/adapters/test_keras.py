@@ -260,7 +260,7 @@ def test_items_are_inputs_targets_weights_named_by_spec():
 
 def test_the_weights_keyword_is_sample_weights():
     """``weights=`` was renamed (``Order.weights`` says what the weights are): it warns once."""
-    batches = Batches(make_dataset(300, seed=1), _spec(), lstm_data.Order(batch_size=100, seed=0))
+    batches = Batches(make_dataset(300, seed=1), _spec(), Order(batch_size=100, seed=0))
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         old = KerasBatches(batches, weights=False)

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lstm_data.kernels._source_kinds import SOURCE_DTYPES
 from tests.helpers import assert_bitwise
 
-SOURCES = [np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64,
-           np.bool_]
+SOURCES = [np.dtype(name) for name in SOURCE_DTYPES] + [np.dtype(np.bool_)]
 
 
 def _values(rng: np.random.Generator, total: int, n_vars: int, dtype) -> np.ndarray:

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-SOURCE_DTYPES = [np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                 np.uint32, np.uint64, np.bool_]
+from lstm_data.kernels._source_kinds import SOURCE_DTYPES as SOURCE_NAMES
+
+SOURCE_DTYPES = [np.dtype(name) for name in SOURCE_NAMES] + [np.dtype(np.bool_)]
 
 
 def _part(rng, n_rows, n_vars, dtype, max_len=6):

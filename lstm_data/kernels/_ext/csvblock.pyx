@@ -26,6 +26,7 @@ How it is fast and lean
   the caller to pass again with the next block.
 """
 cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.math cimport NAN, fabs
 
 cimport numpy as cnp
@@ -59,6 +60,14 @@ cdef Py_ssize_t _bracket_end(const char *buf, Py_ssize_t tok, Py_ssize_t end) no
     return end - 1 if end > tok and buf[end - 1] == c']' else -1
 
 
+cdef inline void _put(char *slot, double v, bint f32) noexcept nogil:
+    """Store ``v`` at ``slot`` as float32 (``f32``) or float64."""
+    if f32:
+        (<float *> slot)[0] = <float> v
+    else:
+        (<double *> slot)[0] = v
+
+
 @cython.final
 cdef class CsvBlockParser(CsvColumns):
     """Parse CSV records, block by block, into columnar buffers (compiled).
@@ -69,15 +78,16 @@ cdef class CsvBlockParser(CsvColumns):
 
     def feed(self, data, bint final=False):
         """Parse every complete record of ``data``; return the bytes consumed (see the twin)."""
-        cdef const unsigned char[::1] view = data
-        cdef Py_ssize_t n = view.shape[0], consumed = 0
-        cdef const char *buf = NULL
+        cdef Py_buffer view
+        cdef Py_ssize_t consumed = 0
         cdef int status = ST_OK
-        if n == 0:
-            return 0
-        buf = <const char *> &view[0]
-        with nogil:
-            status = self._parse(buf, n, final, &consumed)
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)  # any C-contiguous bytes-like object
+        try:
+            if view.len:
+                with nogil:
+                    status = self._parse(<const char *> view.buf, view.len, final, &consumed)
+        finally:
+            PyBuffer_Release(&view)
         if status < 0:
             self._raise(status, data)
         return consumed
@@ -247,10 +257,7 @@ cdef class CsvBlockParser(CsvColumns):
                 slot = cs_at(&self.scalar_store[col], self._rows)
                 if slot == NULL:
                     return E_NOMEM
-                if self.f32:
-                    (<float *> slot)[0] = <float> NAN
-                else:
-                    (<double *> slot)[0] = NAN
+                _put(slot, NAN, self.f32)
         else:
             g = self.group_of[col]
             if self.leader[g] == col:
@@ -296,10 +303,7 @@ cdef class CsvBlockParser(CsvColumns):
             if slot == NULL:
                 return -1
             slot += offset
-            if self.f32:
-                (<float *> slot)[0] = <float> v
-            else:
-                (<double *> slot)[0] = v
+            _put(slot, v, self.f32)
             rec += 1
             p = e + 1
             if c == c'"':
@@ -333,10 +337,7 @@ cdef class CsvBlockParser(CsvColumns):
                 slot += self.var_of[col] * self.itemsize
         if slot == NULL:
             return E_NOMEM
-        if self.f32:
-            (<float *> slot)[0] = <float> v
-        else:
-            (<double *> slot)[0] = v
+        _put(slot, v, self.f32)
         if unlikely(fabs(v) >= self.int_limit):  # rare: only integers this large can change
             self._note_int(buf + tok, end - tok, col, v, line)
         if is_lsep and self.kind[col] == K_SCALAR:

@@ -27,19 +27,11 @@ __all__ = ["CsvColumns"]
 
 
 cdef class CsvColumns:
-    """Columns of a CSV being parsed: kinds, groups, buffers (see ``CsvBlockParser``)."""
+    """Columns of a CSV being parsed: kinds, groups, buffers (see ``CsvBlockParser``).
 
-    def __cinit__(self, *args, **kwargs):
-        self.kind = NULL
-        self.scalar_store = NULL
-        self.value_store = NULL
-        self.offset_store = NULL
-        self.first_line = NULL
-        self.first_len = NULL
-        self.first_tok = NULL
-        self.pend_line = NULL
-        self.pend_len = NULL
-        self.pend_tok = NULL
+    Its C arrays start as NULL (Cython zeroes a new object's C attributes), so
+    ``__dealloc__`` frees only what ``_alloc`` made.
+    """
 
     def __init__(self, names, kinds, groups, *, dtype=np.float32, sep=",", list_sep=",",
                  first_line=1, max_line=None):

@@ -28,8 +28,8 @@ import numpy as np
 from .._args import arena_array, prepare_ragged, prepare_table, raise_bad_row, source_kind
 
 from .bufpool cimport POOL_SLOTS, BufferPool, pool_give, pool_init, pool_take
-from .padrows cimport BAD_OFFSETS, BAD_ROW, LD_PREFETCH, NO_MEMORY, pad_rows_any
 from .formrows cimport LAYOUT_CHANNELS_FIRST, LAYOUT_PACKED, LAYOUT_PADDED, Form, form_rows_any
+from .padrows cimport BAD_OFFSETS, BAD_ROW, LD_PREFETCH, NO_MEMORY
 
 cdef enum:
     TABLE_AHEAD = 16  # table rows prefetched this far ahead of the copy
@@ -46,13 +46,9 @@ ctypedef struct RaggedSpec:
     const void **offsets  # the offsets of each part (all int64 or all int32)
     const int64_t *totals  # the records of each part
     const int64_t *part_rows  # (n_parts + 1): the first row of each part, then the number of rows
-    const Py_ssize_t *cols  # NULL: every column in order
-    Py_ssize_t n_parts, row_stride, col_stride, n_vars, n_cols, sort_col, max_len, multiple
-    double pad
-    int in_kind  # the source dtype (padrows.IN_*)
-    bint off64, out64, flat, fixed, descending, pre_pad, pre_trunc
-    bint plain  # padded as pad_ragged pads (pad_rows); else formed by form_rows
-    Form form
+    Py_ssize_t n_parts, max_len, multiple
+    bint off64, flat, fixed
+    Form form  # the records and what the output makes of them
 
 
 ctypedef struct TableSpec:
@@ -182,7 +178,7 @@ cdef inline int _part_bounds(const RaggedSpec *job, const Py_ssize_t *rows, Py_s
         if s < 0 or e < s or e > job.totals[p]:
             bad[0] = b
             return BAD_OFFSETS
-        rowp[b] = job.bases[p] + s * job.row_stride
+        rowp[b] = job.bases[p] + s * job.form.row_stride
         lens[b] = e - s
         if e - s > top:
             top = e - s
@@ -230,23 +226,16 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
             outs[j].total = 0
             for b in range(n_batch):
                 outs[j].total += outs[j].lengths[b] if outs[j].lengths[b] < width else width
-        size = outs[j].total * job.n_cols * (8 if job.out64 else 4)
+        size = outs[j].total * job.form.n_cols * (8 if job.form.out64 else 4)
         outs[j].data = _place(arena, size)
         outs[j].data_placed = outs[j].data != NULL
         if not outs[j].data_placed:
             outs[j].data = pool_take(&_POOL, size)
         if outs[j].data == NULL:
             return NO_MEMORY
-        if size and job.plain:
-            status = pad_rows_any(rowp, job.in_kind, outs[j].data, job.out64, job.row_stride,
-                                  job.col_stride, n_batch, width, outs[j].lengths,
-                                  job.cols, job.n_cols, job.n_vars, job.sort_col, job.descending,
-                                  job.pre_pad, job.pre_trunc, job.pad, longest)
-        elif size:
-            status = form_rows_any(rowp, job.in_kind, outs[j].data, job.out64, job.row_stride,
-                                   job.col_stride, n_batch, width, outs[j].lengths, job.cols,
-                                   job.n_cols, job.sort_col, job.descending, job.pre_pad,
-                                   job.pre_trunc, job.pad, &job.form, longest)
+        if size:
+            status = form_rows_any(&job.form, rowp, outs[j].lengths, n_batch, width, longest,
+                                   outs[j].data)
         if status:
             return status
         if width < longest:
@@ -332,8 +321,6 @@ cdef class BatchGather:
             self._tables[j].row_bytes = table.shape[1] * table.itemsize
 
     cdef int _describe(self, RaggedSpec *spec, object job) except -1:
-        cdef cnp.ndarray values = job.values
-        cdef cnp.ndarray cols
         cdef Py_ssize_t p, n_parts = len(job.parts)
         cdef cnp.ndarray part_rows = job.part_rows
         cdef cnp.ndarray totals = np.array([len(v) for v, _ in job.parts], dtype=np.int64)
@@ -350,41 +337,49 @@ cdef class BatchGather:
         spec.n_parts = n_parts
         spec.off64 = job.offsets.dtype == _I64
         spec.flat = job.flat
-        spec.n_vars = 1 if job.flat else values.shape[1]
-        spec.row_stride = values.strides[0]
-        spec.col_stride = values.itemsize if job.flat else values.strides[1]
-        if n_parts > 1:  # every part C-contiguous (an empty one may report zero strides)
-            spec.row_stride = values.itemsize * spec.n_vars
-            spec.col_stride = values.itemsize
-        spec.in_kind = source_kind(values)
-        spec.cols = NULL
-        spec.n_cols = spec.n_vars
-        if job.columns is not None:
-            cols = np.ascontiguousarray(job.columns, dtype=np.intp)
-            self._columns.append(cols)
-            spec.cols = <const Py_ssize_t *> cnp.PyArray_DATA(cols)
-            spec.n_cols = cols.shape[0]
-        spec.sort_col = -1 if job.sort_by is None else job.sort_by
         spec.max_len = -1 if job.max_len is None else job.max_len
         spec.fixed = job.fixed
         spec.multiple = 1 if job.multiple_of is None else job.multiple_of
-        spec.pad = job.pad_value
-        spec.out64 = job.dtype == _F64
-        spec.descending = job.descending
-        spec.pre_pad = job.padding == "pre"
-        spec.pre_trunc = job.truncating == "pre"
-        spec.plain = job.plain
-        spec.form.center = spec.form.scale = spec.form.low = spec.form.high = spec.form.pads = NULL
+        self._describe_form(&spec.form, job, n_parts > 1)
+        return 0
+
+    cdef int _describe_form(self, Form *form, object job, bint parts) except -1:
+        """The records of ``job`` and the form of its output (``parts``: several parts)."""
+        cdef cnp.ndarray values = job.values
+        cdef cnp.ndarray cols
+        form.in_kind = source_kind(values)
+        form.same_type = values.dtype == job.dtype
+        form.itemsize = values.itemsize
+        form.n_vars = 1 if job.flat else values.shape[1]
+        form.row_stride = values.strides[0]
+        form.col_stride = values.itemsize if job.flat else values.strides[1]
+        if parts:  # every part C-contiguous (an empty one may report zero strides)
+            form.row_stride = values.itemsize * form.n_vars
+            form.col_stride = values.itemsize
+        form.cols = NULL
+        form.n_cols = form.n_vars
+        if job.columns is not None:
+            cols = np.ascontiguousarray(job.columns, dtype=np.intp)
+            self._columns.append(cols)
+            form.cols = <const Py_ssize_t *> cnp.PyArray_DATA(cols)
+            form.n_cols = cols.shape[0]
+        form.sort_col = -1 if job.sort_by is None else job.sort_by
+        form.descending = job.descending
+        form.pre_pad = job.padding == "pre"
+        form.pre_trunc = job.truncating == "pre"
+        form.out64 = job.dtype == _F64
+        form.pad = job.pad_value
+        form.center = form.scale = form.low = form.high = form.pads = NULL
         if job.center is not None:  # the job keeps these float64 arrays alive
-            spec.form.center = <const double *> cnp.PyArray_DATA(job.center)
-            spec.form.scale = <const double *> cnp.PyArray_DATA(job.scale)
-            spec.form.low = <const double *> cnp.PyArray_DATA(job.clip_min)
-            spec.form.high = <const double *> cnp.PyArray_DATA(job.clip_max)
+            form.center = <const double *> cnp.PyArray_DATA(job.center)
+            form.scale = <const double *> cnp.PyArray_DATA(job.scale)
+            form.low = <const double *> cnp.PyArray_DATA(job.clip_min)
+            form.high = <const double *> cnp.PyArray_DATA(job.clip_max)
         if job.pad_values is not None:
-            spec.form.pads = <const double *> cnp.PyArray_DATA(job.pad_values)
-        spec.form.wrap = job.pad_mode == "wrap"
-        spec.form.layout = (LAYOUT_PACKED if job.layout == "packed" else LAYOUT_CHANNELS_FIRST
-                            if job.layout == "channels_first" else LAYOUT_PADDED)
+            form.pads = <const double *> cnp.PyArray_DATA(job.pad_values)
+        form.wrap = job.pad_mode == "wrap"
+        form.layout = (LAYOUT_PACKED if job.layout == "packed" else LAYOUT_CHANNELS_FIRST
+                       if job.layout == "channels_first" else LAYOUT_PADDED)
         return 0
 
     def __call__(self, rows, arena=None):
@@ -397,15 +392,13 @@ cdef class BatchGather:
         if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.intp).max:
             raise ValueError(f"row {arr.max()} out of range")
         cdef Arena place
-        cdef unsigned char[::1] space
+        cdef cnp.ndarray owner = None
         place.base, place.size, place.cursor = NULL, 0, 0
-        owner = None
         if arena is not None:
             owner = arena_array(arena)
-            space = owner
-            place.size = space.shape[0]
+            place.size = owner.shape[0]
             if place.size:
-                place.base = <char *> &space[0]
+                place.base = <char *> cnp.PyArray_DATA(owner)
         cdef const Py_ssize_t *row_ptr = <const Py_ssize_t *> cnp.PyArray_DATA(picked)
         cdef Py_ssize_t n_batch = picked.shape[0]
         cdef Output *outs = <Output *> calloc(max(self._n_ragged, 1), sizeof(Output))
@@ -461,17 +454,17 @@ cdef class BatchGather:
             spec = &self._ragged[j]
             dims[0] = n_batch
             dims[1] = outs[j].width
-            dims[2] = spec.n_cols
+            dims[2] = spec.form.n_cols
             nd = 2 if spec.flat else 3
             if spec.form.layout == LAYOUT_PACKED:  # (T, V) or (T,)
                 dims[0] = outs[j].total
-                dims[1] = spec.n_cols
+                dims[1] = spec.form.n_cols
                 nd -= 1
             elif spec.form.layout == LAYOUT_CHANNELS_FIRST and not spec.flat:  # (B, V, P)
-                dims[1] = spec.n_cols
+                dims[1] = spec.form.n_cols
                 dims[2] = outs[j].width
             batch = _adopt(outs[j].data, nd, dims,
-                           cnp.NPY_FLOAT64 if spec.out64 else cnp.NPY_FLOAT32, True,
+                           cnp.NPY_FLOAT64 if spec.form.out64 else cnp.NPY_FLOAT32, True,
                            owner if outs[j].data_placed else None)
             dims[0] = n_batch
             outs[j].data = NULL

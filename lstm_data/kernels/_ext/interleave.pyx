@@ -74,27 +74,27 @@ cdef inline void _run(const src_t* kind, const char** cols, Py_ssize_t k, Py_ssi
             dst += d_step
 
 
+cdef inline void _copy(const src_t* kind, const char** cols, Py_ssize_t k, Py_ssize_t s_step,
+                       Py_ssize_t r0, dst_t* dst, Py_ssize_t d_step, Py_ssize_t n) noexcept nogil:
+    """One run of columns (``s_step == 0``: contiguous; else one column of that step)."""
+    if s_step:
+        _strided((<const src_t*> cols[0]) + r0 * s_step, s_step, dst, d_step, n)
+    else:
+        _run(kind, cols, k, r0, dst, d_step, n)
+
+
 cdef inline void _dispatch(const char** cols, Py_ssize_t k, bint src_f64, Py_ssize_t s_step,
                            Py_ssize_t r0, char* dst, bint dst_f64, Py_ssize_t d_step,
                            Py_ssize_t n) noexcept nogil:
-    """One run of columns (``s_step == 0``: contiguous; else one column of that step)."""
-    if s_step:
-        if src_f64 and dst_f64:
-            _strided((<const double*> cols[0]) + r0 * s_step, s_step, <double*> dst, d_step, n)
-        elif src_f64:
-            _strided((<const double*> cols[0]) + r0 * s_step, s_step, <float*> dst, d_step, n)
-        elif dst_f64:
-            _strided((<const float*> cols[0]) + r0 * s_step, s_step, <double*> dst, d_step, n)
-        else:
-            _strided((<const float*> cols[0]) + r0 * s_step, s_step, <float*> dst, d_step, n)
-    elif src_f64 and dst_f64:
-        _run(<const double*> NULL, cols, k, r0, <double*> dst, d_step, n)
+    """:func:`_copy` from float64 (``src_f64``) or float32 into float64 (``dst_f64``) or float32."""
+    if src_f64 and dst_f64:
+        _copy(<const double*> NULL, cols, k, s_step, r0, <double*> dst, d_step, n)
     elif src_f64:
-        _run(<const double*> NULL, cols, k, r0, <float*> dst, d_step, n)
+        _copy(<const double*> NULL, cols, k, s_step, r0, <float*> dst, d_step, n)
     elif dst_f64:
-        _run(<const float*> NULL, cols, k, r0, <double*> dst, d_step, n)
+        _copy(<const float*> NULL, cols, k, s_step, r0, <double*> dst, d_step, n)
     else:
-        _run(<const float*> NULL, cols, k, r0, <float*> dst, d_step, n)
+        _copy(<const float*> NULL, cols, k, s_step, r0, <float*> dst, d_step, n)
 
 
 cdef bint _aligned(object arr):

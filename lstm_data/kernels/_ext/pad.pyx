@@ -12,7 +12,7 @@ How it is fast
 * The second ``nogil`` pass copies each row with one ``memcpy`` when the layout
   allows (same dtype, all columns, C-contiguous), prefetching the rows ahead
   (random rows miss the cache), and copies the padding from a row of pad
-  values (the row loops live in ``padrows.pxd``, shared with ``gather.pyx``).
+  values (the row loop of ``formrows.pyx``, shared with ``gather.pyx``).
 * Callers that pass ``out=`` avoid fresh-page faults on every batch.
 """
 from libc.stdint cimport int64_t
@@ -23,21 +23,15 @@ import numpy as np
 
 from .._args import SOURCE_KINDS, as_columns, as_out, check_dtype
 
-from .padrows cimport BAD_ROW, NO_MEMORY, pad_rows_any, row_bounds_any, row_pointers
+from .formrows cimport LAYOUT_PADDED, Form, form_rows_any
+from .padrows cimport BAD_ROW, NO_MEMORY, row_bounds_any, row_pointers
 
 cnp.import_array()
 
-cdef object _F32 = np.dtype(np.float32)
 cdef object _F64 = np.dtype(np.float64)
 cdef object _I32 = np.dtype(np.int32)
 cdef object _I64 = np.dtype(np.int64)
 cdef object _INTP = np.dtype(np.intp)
-
-
-cdef object _check_dtype(object dtype):
-    if dtype is np.float32 or dtype is _F32:
-        return _F32
-    return check_dtype(dtype)  # the twin's check: same errors on both backends
 
 
 cdef object _as_rows(object rows, Py_ssize_t n_rows):
@@ -76,7 +70,7 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
     batch : ndarray, shape ``(B, P, V')`` (or ``(B, P)`` for 1-D ``values``)
     lengths : ndarray of int64, shape ``(B,)``
     """
-    cdef object dt = _check_dtype(dtype)
+    cdef object dt = check_dtype(dtype)  # the twin's check: same errors
     cdef cnp.ndarray vals = values if isinstance(values, np.ndarray) else np.asarray(values)
     if vals.dtype == np.bool_:
         vals = vals.view(np.uint8)
@@ -128,14 +122,14 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
     if truncating != "post" and truncating != "pre":
         raise ValueError(f"truncating must be 'post' or 'pre', got {truncating!r}")
 
-    lengths = np.empty(n_batch, dtype=np.int64)
-    cdef int64_t[::1] lens_view = lengths
-    cdef int64_t *lens_ptr = &lens_view[0] if n_batch > 0 else NULL
+    cdef cnp.ndarray lengths = np.empty(n_batch, dtype=np.int64)
+    cdef int64_t *lens_ptr = <int64_t *> cnp.PyArray_DATA(lengths) if n_batch > 0 else NULL
     cdef int64_t *starts = <int64_t *> malloc(max(n_batch, 1) * sizeof(int64_t))
     if starts == NULL:
         raise MemoryError()
     cdef Py_ssize_t bad = 0
     cdef int64_t longest = 0
+    cdef Form form
     cdef int status = 0
     if not off.flags.c_contiguous:
         off = np.ascontiguousarray(off)
@@ -160,10 +154,13 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
         out = as_out(out, shape, dt)
         pad = float(pad_value)  # as the twin does, even when nothing is padded
         if n_batch and width and n_cols:
-            status = _dispatch(vals, out, row_stride, col_stride, n_batch, width, starts,
-                               lens_ptr, col_ptr, n_cols, n_vars, sort_col, descending,
-                               padding == "pre", truncating == "pre", pad,
-                               longest, in_kind, dt == _F64)
+            form = Form(in_kind=in_kind, same_type=vdt == dt, itemsize=vals.itemsize,
+                        row_stride=row_stride, col_stride=col_stride, n_vars=n_vars,
+                        cols=col_ptr, n_cols=n_cols, sort_col=sort_col, descending=descending,
+                        pre_pad=padding == "pre", pre_trunc=truncating == "pre",
+                        out64=dt == _F64, pad=pad, center=NULL, scale=NULL, low=NULL, high=NULL,
+                        pads=NULL, wrap=False, layout=LAYOUT_PADDED)  # plain padding
+            status = _pad(&form, vals, out, n_batch, width, starts, lens_ptr, longest)
             if status:
                 raise MemoryError("pad_ragged: no memory for scratch buffers")
         if max_len is not None and n_batch:
@@ -173,11 +170,8 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
     return out, lengths
 
 
-cdef int _dispatch(cnp.ndarray vals, cnp.ndarray out, Py_ssize_t row_stride, Py_ssize_t col_stride,
-                   Py_ssize_t n_batch, Py_ssize_t width, const int64_t *starts,
-                   const int64_t *lens, const Py_ssize_t *cols, Py_ssize_t n_cols,
-                   Py_ssize_t n_vars, Py_ssize_t sort_col, bint descending, bint pre_pad,
-                   bint pre_trunc, double pad, int64_t longest, int in_kind, bint out64):
+cdef int _pad(const Form *form, cnp.ndarray vals, cnp.ndarray out, Py_ssize_t n_batch,
+              Py_ssize_t width, const int64_t *starts, const int64_t *lens, int64_t longest):
     cdef const char *base = <const char *> cnp.PyArray_DATA(vals)
     cdef void *dst = cnp.PyArray_DATA(out)
     cdef int status = NO_MEMORY
@@ -185,9 +179,7 @@ cdef int _dispatch(cnp.ndarray vals, cnp.ndarray out, Py_ssize_t row_stride, Py_
     if rowp == NULL:
         return status
     with nogil:
-        row_pointers(base, row_stride, starts, n_batch, rowp)
-        status = pad_rows_any(rowp, in_kind, dst, out64, row_stride, col_stride, n_batch, width,
-                              lens, cols, n_cols, n_vars, sort_col, descending, pre_pad,
-                              pre_trunc, pad, longest)
+        row_pointers(base, form.row_stride, starts, n_batch, rowp)
+        status = form_rows_any(form, rowp, lens, n_batch, width, longest, dst)
     free(rowp)
     return status

@@ -28,13 +28,6 @@ cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
 
 cdef object _F32 = np.dtype(np.float32)
-cdef object _F64 = np.dtype(np.float64)
-
-
-cdef object _check_dtype(object dtype):
-    if dtype is np.float32 or dtype is _F32:
-        return _F32
-    return check_dtype(dtype)  # the twin's check: same errors on both backends
 
 
 cdef char _check_sep(object sep) except 0:
@@ -123,7 +116,7 @@ def parse_float_lists(cells, dtype=np.float32, sep=","):
     values : ndarray of ``dtype``, shape ``(total,)``
     offsets : ndarray of int64, shape ``(len(cells) + 1,)``
     """
-    cdef object dt = _check_dtype(dtype)
+    cdef object dt = check_dtype(dtype)  # the twin's check: same errors
     cdef char csep = _check_sep(sep)
     if isinstance(cells, np.ndarray):
         if cells.ndim != 1:
@@ -135,7 +128,7 @@ def parse_float_lists(cells, dtype=np.float32, sep=","):
     cdef const char **ptrs = <const char **> malloc(max(n, 1) * sizeof(char *))
     cdef Py_ssize_t *sizes = <Py_ssize_t *> malloc(max(n, 1) * sizeof(Py_ssize_t))
     offsets = np.empty(n + 1, dtype=np.int64)
-    cdef int64_t[::1] off = offsets
+    cdef int64_t *off = <int64_t *> cnp.PyArray_DATA(offsets)
     cdef Py_ssize_t total, bad_cell = 0, bad_start = 0, bad_stop = 0
     cdef int status = 1
     cdef float *out32 = NULL
@@ -171,7 +164,7 @@ def parse_float_lists(cells, dtype=np.float32, sep=","):
                 raise TypeError(
                     f"cell {i}: expected str, bytes, None or NaN, got {type(cell).__name__}")
         with nogil:
-            total = _count(ptrs, sizes, n, csep, &off[0])
+            total = _count(ptrs, sizes, n, csep, off)
         values = np.empty(total, dtype=dt)
         if total:
             if dt == _F32:
@@ -179,7 +172,7 @@ def parse_float_lists(cells, dtype=np.float32, sep=","):
             else:
                 out64 = <double *> cnp.PyArray_DATA(values)
             with nogil:
-                status = _parse(ptrs, sizes, &off[0], n, csep, out32, out64,
+                status = _parse(ptrs, sizes, off, n, csep, out32, out64,
                                 &bad_cell, &bad_start, &bad_stop)
         if status != 1:
             _raise_parse_error(cells[bad_cell], bad_cell, bad_start, bad_stop, status)
