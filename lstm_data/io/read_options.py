@@ -5,39 +5,6 @@ that does not exist is an :class:`~lstm_data.errors.OptionError` naming it and
 the close match; an option that exists but does not apply to a file's format is
 an error too, naming the format and what it takes, never silence.
 
-option             meaning                                                     formats
-=================  ==========================================================  =====================
-``dtype``          float dtype of values: ``"float32"`` or ``"float64"``        every format
-``threads``        threads that decompress and parse (``None``: every core)    csv, parquet, root
-``block_bytes``    bytes handled per step (parse block, tree step)             csv, root
-``in_ram``         read every value at open (``None``: the format's default;  parquet, root
-                   ``False``: by row group / cluster on demand)
-``max_run_chunks`` longest single read of an on-disk store, in chunks          hdf5, zarr
-``sep``            CSV field separator                                         csv
-``list_sep``       separator of the numbers inside a CSV list cell             csv
-``tree``           the TTree (or RNTuple) of a ROOT file                       root
-``columns``        read only these columns (names or globs ``Muon_*``)          root, parquet, hdf5, nova
-``exclude``        never read these columns (names or globs; beats columns)    root, parquet, hdf5, nova
-``root``           the HDF5 group holding lstm_ee's arrays                     hdf5
-``trust_external`` follow HDF5 external links, external storage, virtual      hdf5, nova
-                   datasets of other files (default: refuse them)
-``trust_unchecked`` open a store without a manifest (written before manifests,  batch stores
-                   or by another tool) without the warning that says what is
-                   not checked there
-``tables``         the NOvA tables to read                                     nova
-``slice_table``    the NOvA table whose rows are the events                    nova
-``aliases``        NOvA column renames ``{old: new}``                           nova
-``parent``         L5Kit: the array whose rows are the events                  l5kit
-``relations``      L5Kit: child array -> interval column of the parent         l5kit
-``cache_chunks``   decoded chunks kept (L5Kit: per array; ROOT read on demand) l5kit, root
-``needed``         the columns a spec needs: read only those where the format  root, parquet, hdf5, nova
-                   selects columns (a hint: ignored elsewhere)                 (a hint)
-``file_values``    scalar columns taken from the file, not its rows: name ->    every format (open)
-                   ``"index"`` (the file's position) or ``{glob: number}``
-                   (a label or weight per path pattern; first match wins)
-``progress``       a progress callback or bar (not written to TOML)            csv, root
-=================  ==========================================================  =====================
-=======
 ===================  ==========================================================  ==========================
 option               meaning                                                     formats
 ===================  ==========================================================  ==========================
