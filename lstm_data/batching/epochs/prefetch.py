@@ -11,6 +11,7 @@ GIL hand-offs, each tens of microseconds on a virtual machine.
 from __future__ import annotations
 
 import _thread
+import sys
 import threading
 from typing import Callable, Iterator, TypeVar
 
@@ -140,13 +141,17 @@ class _Pipeline:
         return value
 
     def stop(self) -> None:
-        """Stop handing out items and wait for the workers to finish the ones they build."""
+        """Stop handing out items and wait for the workers to finish the ones they build.
+
+        At interpreter exit (a generator closed as the modules are torn down) the workers
+        never run again, so nothing is waited for then.
+        """
         with self.ready:
             self.stopped = True
             self.results.clear()
             self.space.notify_all()
-            while self.running:
-                self.finished.wait()
+            while self.running and not sys.is_finalizing():
+                self.finished.wait(timeout=1.0)
 
 
 def prefetch(build: Callable[[int], T], n: int, workers: int = 1,
