@@ -44,8 +44,7 @@ def _once(match):
 
 def test_batches_keywords_name_their_homes_and_build_the_same_batches(ds):
     with _once(r"Batches\(batch_size=\.\.\., seed=\.\.\., nan_to=\.\.\., read_ahead=\.\.\.\) is deprecated: "
-               r"give Order\(batch_size=\.\.\., seed=\.\.\.\), BatchSpec\(nan_to=\.\.\.\), "
-               r"ReadOptions\(read_ahead=\.\.\.\)"):
+               r"use Order\(batch_size=\.\.\., seed=\.\.\., read_ahead=\.\.\.\), BatchSpec\(nan_to=\.\.\.\)"):
         old = Batches(ds, SPEC, batch_size=64, seed=7, nan_to=0.0, read_ahead=False)
     new = Batches(ds, SPEC.replace(nan_to=0.0), Order(batch_size=64, seed=7), read=ReadOptions(read_ahead=False))
     assert len(old) == len(new)
@@ -66,7 +65,7 @@ def test_iter_workers_is_threads(ds):
 
 def test_precompute_and_open_batches_keywords(ds, tmp_path):
     order = Order(batch_size=100, seed=2)
-    with _once(r"precompute\(batch_size=\.\.\., seed=\.\.\.\) is deprecated: give Order\(batch_size=\.\.\., "
+    with _once(r"precompute\(batch_size=\.\.\., seed=\.\.\.\) is deprecated: use Order\(batch_size=\.\.\., "
                r"seed=\.\.\.\)"):
         precompute(ds, SPEC, tmp_path / "old.zarr", batch_size=100, seed=2, progress=False)
     assert precompute(ds, SPEC, tmp_path / "old.zarr", order, progress=False).reused  # the same store
@@ -75,7 +74,7 @@ def test_precompute_and_open_batches_keywords(ds, tmp_path):
     with _once(r"precompute\(workers=\.\.\.\) is deprecated: use threads=\.\.\."):
         assert precompute(ds, SPEC, tmp_path / "old.zarr", order.replace(seed=3), progress=False,
                           workers=2).reused
-    with _once(r"open_batches\(batch_size=\.\.\., seed=\.\.\.\) is deprecated: give "
+    with _once(r"open_batches\(batch_size=\.\.\., seed=\.\.\.\) is deprecated: use "
                r"order=Order\(batch_size=\.\.\., seed=\.\.\.\)"):
         old = open_batches(tmp_path / "old.zarr", batch_size=100, seed=3)
     new = open_batches(tmp_path / "old.zarr", order=order.replace(seed=3))
@@ -91,7 +90,6 @@ def test_precompute_and_open_batches_keywords(ds, tmp_path):
     ("step_bytes", "block_bytes", 1 << 16),
 ])
 def test_read_keywords_name_the_read_option(csv_path, ds, old, new, value):
-    with _once(rf"lstm_data.open\({old}=\.\.\.\) is deprecated: use {new}=\.\.\. "
-               r"\(an option of lstm_data.ReadOptions\)"):
+    with _once(rf"lstm_data.open\({old}=\.\.\.\) is deprecated: use {new}=\.\.\."):
         got = lstm_data.open(csv_path, **{old: value})
     assert_same_dataset(got, ds)

@@ -161,7 +161,7 @@ def attempt(name, read):
     except Exception as exc:
         said[name] = f"{type(exc).__name__}: {exc}"
 def batches():
-    stored = lstm_data.open_batches(sys.argv[1], shuffle=False)
+    stored = lstm_data.open_batches(sys.argv[1], permute=False)
     for i in range(len(stored)):
         stored[i]
 attempt("batch store", batches)
@@ -223,7 +223,7 @@ def test_without_manifest_a_sparse_chunk_is_refused_by_its_size_too(ds, dataset,
 
 def test_a_handle_whose_store_was_replaced_says_so(ds, spec, store, tmp_path):
     path = shutil.copytree(store, tmp_path / "b.zarr")
-    stored = open_batches(path, shuffle=False)
+    stored = open_batches(path, permute=False)
     first = stored[0]
     precompute(ds, spec, path, Order(batch_size=100, seed=2), overwrite=True, progress=False)
     with pytest.raises(FormatError, match=r"the store was replaced by another store \(written anew there, "
@@ -232,7 +232,7 @@ def test_a_handle_whose_store_was_replaced_says_so(ds, spec, store, tmp_path):
         _read_all(stored)
     assert "moved" not in str(err.value) and "swapped" not in str(err.value)
     assert isinstance(err.value.__cause__, FormatError)  # what the read met, kept as the cause
-    fresh = open_batches(path, shuffle=False)
+    fresh = open_batches(path, permute=False)
     assert not all(np.array_equal(a, b) for a, b in zip(first[0].values(), fresh[0][0].values()))
     shutil.rmtree(path)
     with pytest.raises(FormatError, match="the store was removed since this handle opened it"):
