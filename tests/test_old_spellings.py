@@ -53,16 +53,6 @@ def test_batches_keywords_name_their_homes_and_build_the_same_batches(ds):
     assert not np.isnan(old[0][0]["input_png"]).any()  # nan_to reached the spec
 
 
-def test_iter_workers_is_threads(ds):
-    b = Batches(ds, SPEC, Order(batch_size=100, seed=1))
-    with _once(r"iter\(workers=\.\.\.\) is deprecated: use iter\(threads=\.\.\.\)"):
-        old = list(b.iter(workers=2))
-    new = list(b.iter(threads=2))
-    assert len(old) == len(new) == len(b)
-    for x, y in zip(old, new):
-        assert_same_batch(x, y)
-
-
 def test_precompute_and_open_batches_keywords(ds, tmp_path):
     order = Order(batch_size=100, seed=2)
     with _once(r"precompute\(batch_size=\.\.\., seed=\.\.\.\) is deprecated: use Order\(batch_size=\.\.\., "

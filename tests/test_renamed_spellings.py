@@ -163,17 +163,6 @@ def test_read_root_step_bytes_is_block_bytes(tmp_path):
     assert_same_dataset(old, new)
 
 
-@pytest.mark.parametrize("old, new", [("block_size", "block_bytes"), ("use_threads", "threads")])
-def test_open_takes_the_readers_old_spellings(old, new, tmp_path):
-    path = EXAMPLES / "numu_v3.csv.xz"
-    value = {"block_size": 1 << 16, "use_threads": False}[old]
-    with one_warning(f"{new}=..."):
-        got = lstm_data.open(path, **{old: value})
-    with no_warning():
-        want = lstm_data.open(path, **{new: {"block_size": 1 << 16, "use_threads": 1}[old]})
-    assert_same_dataset(got, want)
-
-
 # -- read_ahead moved to Order -----------------------------------------------------------------
 def test_read_ahead_is_an_order_setting(ds, spec, tmp_path):
     ds.to_zarr(tmp_path / "d.zarr")
