@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import lstm_data
-from lstm_data import Batches, BatchSpec, Order, Ragged, ReadOptions, Scalars, open_batches, precompute
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, open_batches, precompute
 from lstm_data.synthetic import write_csv
 from tests.helpers import assert_same_batch, assert_same_dataset
 
@@ -46,7 +46,7 @@ def test_batches_keywords_name_their_homes_and_build_the_same_batches(ds):
     with _once(r"Batches\(batch_size=\.\.\., seed=\.\.\., nan_to=\.\.\., read_ahead=\.\.\.\) is deprecated: "
                r"use Order\(batch_size=\.\.\., seed=\.\.\., read_ahead=\.\.\.\), BatchSpec\(nan_to=\.\.\.\)"):
         old = Batches(ds, SPEC, batch_size=64, seed=7, nan_to=0.0, read_ahead=False)
-    new = Batches(ds, SPEC.replace(nan_to=0.0), Order(batch_size=64, seed=7), read=ReadOptions(read_ahead=False))
+    new = Batches(ds, SPEC.replace(nan_to=0.0), Order(batch_size=64, seed=7, read_ahead=False))
     assert len(old) == len(new)
     for i in (0, len(new) - 1):
         assert_same_batch(old[i], new[i])

@@ -250,7 +250,7 @@ def test_items_are_inputs_targets_weights_named_by_spec():
     assert len(kb) == 3 and kb.num_batches == 3
     x, y, w = kb[2]
     assert set(x) == {"input_slice", "input_png3d"} and set(y) == {"target_total"}
-    assert x["input_png3d"].shape == (100, 8, 8) and not np.isnan(x["input_png3d"]).any()
+    assert x["input_png3d"].shape == (100, 8, 8) and not np.isnan(np.asarray(x["input_png3d"])).any()
     assert w["target_total"].shape == (100,)
     x2, y2 = KerasBatches(kb.batches, sample_weights=False)[2]
     np.testing.assert_array_equal(x2["input_slice"], x["input_slice"])

@@ -205,7 +205,8 @@ def test_torch_dataloader(data):
 
     from lstm_data.adapters.torch import TorchBatches
 
-    b = Batches(data, _spec(), Order(batch_size=256, seed=8, bucket_by="input_png3d", bucket_window=4))
+    b = Batches(data, _spec().replace(nan_to=0.0),
+                Order(batch_size=256, seed=8, bucket_by="input_png3d", bucket_window=4))
     loader = DataLoader(TorchBatches(b), batch_size=None, num_workers=2)
     seen = list(loader)
     assert len(seen) == len(b)

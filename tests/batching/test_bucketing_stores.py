@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lstm_data import Batches, BatchSpec, Ragged, ReadOptions, Scalars, open_batches
+from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
 from lstm_data.batching.order.options import Order
 from lstm_data.cli import main
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
@@ -49,11 +49,11 @@ def _padding(b: Batches, lens: np.ndarray) -> float:
 def test_block_shuffle_buckets_inside_windows(data, store, drop_last):
     disk = ZarrDataset(store)
     lens = np.diff(data.ragged("png")[1])
-    order = Order(batch_size=100, seed=4, shuffle="block", drop_last=drop_last, window_rows=1500)
+    order = Order(batch_size=100, seed=4, shuffle="block", drop_last=drop_last, window_rows=1500,
+                  read_ahead=False)
     bucketed = order.replace(bucket_by="input_png3d", bucket_window=5)
-    no_ahead = ReadOptions(read_ahead=False)
-    plain = Batches(disk, _spec(), order, read=no_ahead)
-    b = Batches(disk, _spec().replace(pad_to_multiple_of=2), bucketed, read=no_ahead)
+    plain = Batches(disk, _spec(), order)
+    b = Batches(disk, _spec().replace(pad_to_multiple_of=2), bucketed)
     assert len(b) == len(plain)
     ram = Batches(data, _spec(), Order(batch_size=100, shuffle=False))
     for epoch in (0, 1):
@@ -76,7 +76,7 @@ def test_block_shuffle_buckets_inside_windows(data, store, drop_last):
         assert b._blocks.block_loads - loads == len(b._blocks.bounds) - 1
     assert _padding(b, lens) < 0.6 * _padding(plain, lens)
     # reproducible from (seed, epoch), also in a fresh object
-    again = Batches(disk, _spec().replace(pad_to_multiple_of=2), bucketed, read=no_ahead)
+    again = Batches(disk, _spec().replace(pad_to_multiple_of=2), bucketed)
     np.testing.assert_array_equal(again.rows_of(3, 1), b.rows_of(3, 1))
 
 

@@ -73,11 +73,11 @@ def test_the_pool_keeps_advising_the_buffers_it_reuses(batches):
 
 RETAIN_SCRIPT = """
 import json
-from lstm_data import Batches
+from lstm_data import Batches, Order
 from lstm_data.data.synthetic import make_dataset
 from tests.batching.test_buffer_reuse import SPEC, rss_mib
 
-batches = Batches(make_dataset(20_000, seed=6), SPEC, batch_size=1024, seed=2, nan_to=0.0)
+batches = Batches(make_dataset(20_000, seed=6), SPEC.replace(nan_to=0.0), Order(batch_size=1024, seed=2))
 def collect():
     return [batches.batch(i, epoch=e) for e in range(3) for i in range(len(batches))]
 kept = collect()

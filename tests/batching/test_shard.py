@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lstm_data.batching.epochs.source import BuildsInArena
-from lstm_data import Batches, BatchSpec, Order, Ragged, ReadOptions, Scalars
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.io.ours.zarr import ZarrDataset
 from tests.helpers import assert_same_batch
@@ -80,8 +80,8 @@ def test_shard_arguments_are_checked(data):
 def test_shard_of_an_on_disk_block_shuffle_reads_part_of_the_data(data, tmp_path):
     data.to_zarr(tmp_path / "d.zarr", chunk_bytes=32 * 1024)
     disk = ZarrDataset(tmp_path / "d.zarr")
-    b = Batches(disk, _spec(), Order(batch_size=50, seed=2, shuffle="block", window_rows=200),
-                read=ReadOptions(read_ahead=False))
+    b = Batches(disk, _spec(), Order(batch_size=50, seed=2, shuffle="block", window_rows=200,
+                                          read_ahead=False))
     shard = b.shard(0, 4)
     for _ in shard:
         pass

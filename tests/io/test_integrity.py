@@ -17,7 +17,7 @@ import zarr
 from zarr.storage import LocalStore
 
 import lstm_data
-from lstm_data import Batches, BatchSpec, FormatError, Order, ReadOptions
+from lstm_data import Batches, BatchSpec, FormatError, Order
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.io.hdf5.reader import HDF5Dataset, read_vlen_hdf5
@@ -110,8 +110,8 @@ def _values_readers(path, spec, ds):
     rows = np.random.default_rng(3).permutation(len(ds))
 
     def batches(shuffle, read_ahead=None):
-        b = Batches(lstm_data.open(path), spec, Order(batch_size=256, seed=1, shuffle=shuffle),
-                    read=ReadOptions(read_ahead=read_ahead))
+        b = Batches(lstm_data.open(path), spec, Order(batch_size=256, seed=1, shuffle=shuffle,
+                                                          read_ahead=read_ahead))
         return lambda: [b[i] for i in range(len(b))]
 
     return {

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("aiohttp")
 
 import lstm_data  # noqa: E402
-from lstm_data import Batches, BatchSpec, Order, Ragged, ReadOptions, Scalars, open_batches  # noqa: E402
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, open_batches  # noqa: E402
 from lstm_data.cli import main  # noqa: E402
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset  # noqa: E402
 from lstm_data.errors import FormatError  # noqa: E402
@@ -67,7 +67,7 @@ def test_open_a_url_equals_the_local_store(served):
 def test_block_shuffle_fetches_each_chunk_at_most_twice_per_epoch(served):
     url, _, _, gets = served
     remote = lstm_data.open(f"{url}/d.zarr")
-    b = Batches(remote, _spec(), Order(batch_size=100, seed=3, shuffle="block"), read=ReadOptions(read_ahead=False))
+    b = Batches(remote, _spec(), Order(batch_size=100, seed=3, shuffle="block", read_ahead=False))
     assert b.shuffle == "block"
     gets.clear()
     for _ in b:

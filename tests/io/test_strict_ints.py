@@ -132,7 +132,8 @@ def test_cli_strict_integers(tmp_path, capsys):
 
     text, line = _csv_text()
     (tmp_path / "ev.csv").write_text(text)
-    assert main(["inspect", str(tmp_path / "ev.csv")]) == 0
+    with pytest.warns(PrecisionWarning, match="'evt'"):
+        assert main(["inspect", str(tmp_path / "ev.csv")]) == 0
     assert main(["--strict-integers", "inspect", str(tmp_path / "ev.csv")]) == 1
     err = capsys.readouterr().err
     assert f"line {line}: {EVT} reads as {2**24}" in err and "'evt'" in err

@@ -33,7 +33,9 @@ pass. Freed, that memory would go back to the system (glibc trims the heap top,
 unmaps large blocks) and the next pass would fault every page in again. So the
 pool keeps up to ``POOL_RETAIN_BYTES`` idle, and lets idle memory decay: at the
 end of every window of ``POOL_DECAY_TAKES`` takes, the idle bytes beyond
-``POOL_MAX_BYTES`` that were never needed during the window are freed.
+``POOL_MAX_BYTES`` that were never needed during the window are freed, and the
+heap's free pages are handed back (``ld_trim_heap``): what decays leaves the
+process's resident memory, wherever the allocator had placed it.
 
 How
 ---
@@ -59,6 +61,7 @@ cdef extern from "pythread.h":
 
 cdef extern from "platform.h" nogil:
     void *ld_alloc_block(size_t size, size_t *capacity, int *huge)
+    void ld_trim_heap()
 
 
 cdef enum:
@@ -176,19 +179,22 @@ cdef inline Py_ssize_t _decay(BufferPool *pool, void **to_free, Py_ssize_t n) no
     return n
 
 
-cdef inline Py_ssize_t pool_give(BufferPool *pool, void *data, void **to_free) noexcept nogil:
+cdef inline Py_ssize_t pool_give(BufferPool *pool, void *data, void **to_free,
+                                  bint *decayed) noexcept nogil:
     """Give back a buffer from :func:`pool_take` (NULL is ignored).
 
     Returns how many blocks the caller must ``free`` (stored in ``to_free``, room
     for ``POOL_SLOTS + 1``): idle buffers dropped to make room or by the decay,
-    or this one.
+    or this one. ``decayed`` is set when the decay dropped kept memory: the caller
+    then trims the heap once the blocks are freed.
     """
     if data == NULL:
         return 0
     cdef void *block = <char *> data - POOL_HEADER
     cdef size_t cap = _capacity(block)
     cdef bint huge = (<BlockHeader *> block).huge
-    cdef Py_ssize_t n = 0, i
+    cdef Py_ssize_t n = 0, i, before
+    decayed[0] = False
     PyThread_acquire_lock(pool.lock, WAIT_LOCK)
     pool.live_bytes -= cap
     if cap > POOL_RETAIN_BYTES:
@@ -209,6 +215,8 @@ cdef inline Py_ssize_t pool_give(BufferPool *pool, void *data, void **to_free) n
             pool.n_idle += 1
             pool.idle_bytes += cap
     if pool.takes >= POOL_DECAY_TAKES:
+        before = n
         n = _decay(pool, to_free, n)
+        decayed[0] = n > before
     PyThread_release_lock(pool.lock)
     return n

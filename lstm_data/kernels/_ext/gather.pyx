@@ -27,7 +27,7 @@ import numpy as np
 
 from .._args import arena_array, prepare_ragged, prepare_table, raise_bad_row, source_kind
 
-from .bufpool cimport POOL_SLOTS, BufferPool, pool_give, pool_init, pool_take
+from .bufpool cimport POOL_SLOTS, BufferPool, ld_trim_heap, pool_give, pool_init, pool_take
 from .formrows cimport LAYOUT_CHANNELS_FIRST, LAYOUT_PACKED, LAYOUT_PADDED, Form, form_rows_any
 from .padrows cimport BAD_OFFSETS, BAD_ROW, LD_PREFETCH, NO_MEMORY
 
@@ -97,11 +97,14 @@ cdef void _give_back(void *data) noexcept:
     """Return a pooled buffer (GIL held); free what the pool drops with the GIL released:
     ``free`` of a large block unmaps it, and other threads need not wait for that."""
     cdef void *to_free[POOL_SLOTS + 1]
-    cdef Py_ssize_t n = pool_give(&_POOL, data, to_free), k
+    cdef bint decayed
+    cdef Py_ssize_t n = pool_give(&_POOL, data, to_free, &decayed), k
     if n:
         with nogil:
             for k in range(n):
                 free(to_free[k])
+            if decayed:
+                ld_trim_heap()
 
 
 cdef void _give_capsule(object capsule) noexcept:

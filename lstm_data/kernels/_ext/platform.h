@@ -106,7 +106,7 @@ static double ld_strtod(const char *s, char **end) {
 }
 #endif
 /* Call once with the GIL held, before any nogil use (avoids a race on first use). */
-static void ld_init_locale(void) { char *e; (void)ld_strtod("0", &e); }
+static inline void ld_init_locale(void) { char *e; (void)ld_strtod("0", &e); }
 
 /* A block of at least *size* bytes for a large, often-rewritten output buffer; free()
    frees it. On Linux, blocks of 1 MiB or more are aligned to 2 MiB and rounded up to whole
@@ -138,5 +138,17 @@ static inline void *ld_alloc_block(size_t size, size_t *capacity, int *huge) {
     *capacity = size;
     return malloc(size);
 }
+
+
+/* Hand the heap's free pages back to the system after the buffer pool freed memory it had
+   kept (bufpool.pxd's decay). Large blocks freed into the middle of glibc's heap (its mmap
+   threshold grows with the blocks it has seen) would otherwise stay resident until the heap
+   top is free. Elsewhere a no-op: other allocators return large blocks on free. */
+#if defined(__GLIBC__)
+#include <malloc.h>
+static inline void ld_trim_heap(void) { (void)malloc_trim(0); }
+#else
+static inline void ld_trim_heap(void) { }
+#endif
 
 #endif
