@@ -36,9 +36,6 @@ MEMBER_CHECKS = NAME_CHECKS
 #: says when a line here can go
 PENDING = {
 }
-#: files owned elsewhere whose methods public classes inherit (Order/ReadOptions' from_toml, to_toml,
-#: replace, ...; the errors' located): their members are checked by test_pending_member_files_still_fail
-PENDING_MEMBER_FILES: dict[str, str] = {}
 
 _ENTRY = re.compile(r"^::: ([\w.]+)\n((?:[ ]{4}.*\n)*)", re.M)
 _HEADING = re.compile(r"^\s+heading:\s*(\S+)\s*$", re.M)
@@ -162,20 +159,11 @@ def test_public_docstring_is_valid(name):
     problems = _problems(target, NAME_CHECKS)
     if inspect.isclass(obj):
         problems += [f"{attr}: {p}" for attr, (path, source) in _members(obj, target).items()
-                     if source not in PENDING_MEMBER_FILES for p in _problems(path, MEMBER_CHECKS)]
+                     for p in _problems(path, MEMBER_CHECKS)]
     if name in PENDING:
         assert problems, f"{name} passes now: remove it from PENDING ({PENDING[name]})"
         pytest.xfail(f"{PENDING[name]}: {problems}")
     assert problems == [], f"{name} ({target}):\n" + "\n".join(problems)
-
-
-@pytest.mark.parametrize("source", sorted(PENDING_MEMBER_FILES))
-def test_pending_member_files_still_fail(source):
-    """Members defined in files owned elsewhere: listed until their docstrings pass."""
-    found = {path for name in _public_classes()
-             for path, where in _members(runtime(name), entries()[name]).values() if where == source}
-    failing = sorted(p for p in found if _problems(p, MEMBER_CHECKS))
-    assert failing, f"every member from {source} passes now: remove it from PENDING_MEMBER_FILES"
 
 
 def test_docstrings_of_the_documented_layers_cite_no_planning_documents():
