@@ -50,15 +50,8 @@ class SpecParts(Protocol):
 
 
 def spec_to_dict(spec: SpecParts) -> dict[str, Any]:
-    """``spec`` as plain data that :meth:`~lstm_data.batching.spec.batch_spec.BatchSpec.from_dict` reads back.
-
-    Returns
-    -------
-    dict
-        JSON-safe (NaN and infinities as strings): the format ``version``,
-        ``inputs`` and ``targets`` tables, and ``nan_to`` /
-        ``pad_to_multiple_of`` / ``augment`` when set.
-    """
+    """``spec`` as plain data: what :meth:`~lstm_data.batching.spec.batch_spec.BatchSpec.to_dict`
+    returns (see there for its keys) and ``BatchSpec.from_dict`` reads back."""
     out: dict[str, Any] = {"version": SPEC_VERSION}
     if spec.nan_to is not None:
         out["nan_to"] = spec.nan_to
