@@ -147,12 +147,8 @@ class SchemaError(_Located):
 
     Parameters
     ----------
-    message
-        What is wrong, in words a user can act on.
-    **where
-        Where it was found: any of ``file``, ``line``, ``column``, ``variable``,
-        ``row``, ``cell``, ``offset`` and ``token`` (see the attributes of the same
-        names, ``None`` when not given); they are appended to the message.
+    message, **where
+        As for :class:`ParseError`: what is wrong, and where it was found.
     """
 
 
@@ -161,12 +157,8 @@ class FormatError(_Located):
 
     Parameters
     ----------
-    message
-        What is wrong, in words a user can act on.
-    **where
-        Where it was found: any of ``file``, ``line``, ``column``, ``variable``,
-        ``row``, ``cell``, ``offset`` and ``token`` (see the attributes of the same
-        names, ``None`` when not given); they are appended to the message.
+    message, **where
+        As for :class:`ParseError`: what is wrong, and where it was found.
     """
 
 

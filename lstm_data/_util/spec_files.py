@@ -56,14 +56,7 @@ def load_toml(path: str | os.PathLike[str], error: Error) -> dict[str, Any]:
     else:  # Python < 3.11
         import tomli as tomllib
 
-    text = read_spec_text(path, error)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise error(f"{os.fspath(path)}: not valid TOML: {exc}") from None
-    except (RecursionError, MemoryError):
-        raise error(_too_deep(path)) from None
-    check_nesting(data, path, error)
+    data: dict[str, Any] = _parse(path, error, tomllib.loads, tomllib.TOMLDecodeError, "TOML")
     return data
 
 
@@ -75,11 +68,19 @@ def load_yaml(path: str | os.PathLike[str], yaml: Any, error: Error) -> Any:
     Exception
         ``error(message)``: too large, not valid YAML, or nested too deep.
     """
+    return _parse(path, error, yaml.safe_load, yaml.YAMLError, "YAML")
+
+
+def _parse(path: str | os.PathLike[str], error: Error, parse: Callable[[str], Any],
+           invalid: type[Exception], language: str) -> Any:
+    """``parse`` of the text of ``path`` (:func:`read_spec_text`), its nesting checked; every
+    failure ``error(message)``: ``invalid`` as not valid ``language``, a parser's recursion as
+    nested too deep."""
     text = read_spec_text(path, error)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise error(f"{os.fspath(path)}: not valid YAML: {exc}") from None
+        data = parse(text)
+    except invalid as exc:
+        raise error(f"{os.fspath(path)}: not valid {language}: {exc}") from None
     except (RecursionError, MemoryError):
         raise error(_too_deep(path)) from None
     check_nesting(data, path, error)

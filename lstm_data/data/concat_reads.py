@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from lstm_data._util.helper_thread import helper, on_helper
-from lstm_data.data.dataset import Dataset, consecutive_range, unknown_name_error
+from lstm_data.data.dataset import Dataset, check_row_range, consecutive_range
 from lstm_data.data.joins import check_join, exact_in, joined
 
 __all__ = ["ConcatReads"]
@@ -157,10 +157,8 @@ class ConcatReads(Dataset):
         not convert exactly to a common dtype (an int64 file among float ones) are joined
         as :meth:`ragged` joins them, with its check.
         """
-        if not 0 <= lo <= hi <= self._n_rows:
-            raise IndexError(f"rows {lo}..{hi} out of range for {self._n_rows} rows")
-        if group not in self._groups:
-            raise unknown_name_error("group", group, list(self._groups))
+        check_row_range(lo, hi, self._n_rows)
+        self._check_group(group)
         if not self._group_dtype(group)[1]:
             return self.ragged(group, slice(lo, hi))
         return self._read_spans(group, [s for s in self._file_ranges(lo, hi) if s[2] > s[1]])

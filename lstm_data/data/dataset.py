@@ -16,7 +16,8 @@ from lstm_data.data.joins import check_join
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data.errors import SchemaError
 
-__all__ = ["consecutive_range", "Dataset", "InMemoryDataset", "unknown_name_error", "as_rows", "set_writer_source"]
+__all__ = ["consecutive_range", "Dataset", "InMemoryDataset", "unknown_name_error", "as_rows", "check_row_range",
+           "set_writer_source"]
 
 #: Writer = ``write(dataset, path, **options)`` (or a converter ``to(dataset, **options)``);
 #: found by format name ("zarr", "hdf5", "parquet", "arrow", "awkward").
@@ -108,6 +109,12 @@ def as_rows(rows: Any, n: int) -> np.ndarray | None:
     if lo < 0 or hi >= n:
         raise IndexError(f"row {lo if lo < 0 else hi} out of range for {n} rows")
     return arr.astype(np.intp, copy=False)
+
+
+def check_row_range(lo: int, hi: int, n: int) -> None:
+    """Raise ``IndexError`` unless ``lo .. hi - 1`` is a range of rows of ``n`` (``0 <= lo <= hi <= n``)."""
+    if not 0 <= lo <= hi <= n:
+        raise IndexError(f"rows {lo}..{hi} out of range for {n} rows")
 
 
 class Dataset:
@@ -224,6 +231,10 @@ class Dataset:
             raise unknown_name_error("scalar", name, self._scalar_names,
                                      [v for vs in self._groups.values() for v in vs])
 
+    def _check_group(self, group: str) -> None:
+        if group not in self._groups:
+            raise unknown_name_error("group", group, list(self._groups))
+
     def _has_scalar(self, name: str) -> bool:
         """Whether ``name`` is a scalar column: a set lookup (a set made once per list of names)."""
         names = self._scalar_names
@@ -251,8 +262,7 @@ class Dataset:
             ``(n + 1,)`` int64: row ``i`` (of those asked for) owns
             ``values[offsets[i]:offsets[i + 1]]``.
         """
-        if group not in self._groups:
-            raise unknown_name_error("group", group, list(self._groups))
+        self._check_group(group)
         return self._ragged(group, as_rows(rows, self._n_rows))
 
     def ragged_range(self, group: str, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -276,8 +286,7 @@ class Dataset:
         offsets : numpy.ndarray
             ``(hi - lo + 1,)`` int64, starting at 0.
         """
-        if not 0 <= lo <= hi <= self._n_rows:
-            raise IndexError(f"rows {lo}..{hi} out of range for {self._n_rows} rows")
+        check_row_range(lo, hi, self._n_rows)
         return self.ragged(group, slice(lo, hi))
 
     def ragged_into(self, group: str, lo: int, hi: int, out: np.ndarray) -> None:
@@ -289,10 +298,8 @@ class Dataset:
 
         Parameters
         ----------
-        group
-            The group's name.
-        lo, hi
-            Rows ``lo <= row < hi`` of this dataset.
+        group, lo, hi
+            The group and its rows ``lo <= row < hi``, as for :meth:`ragged_range`.
         out
             ``(offsets(group)[hi] - offsets(group)[lo], V)``, any float dtype the values cast to.
 
@@ -303,8 +310,7 @@ class Dataset:
         IndexError
             ``lo .. hi`` is not a range of rows.
         """
-        if not 0 <= lo <= hi <= self._n_rows:
-            raise IndexError(f"rows {lo}..{hi} out of range for {self._n_rows} rows")
+        check_row_range(lo, hi, self._n_rows)
         values, _ = self.ragged(group, slice(lo, hi))
         if values.shape[0] != out.shape[0]:
             raise ValueError(f"out holds {out.shape[0]} records; rows {lo}..{hi} of group "
@@ -325,8 +331,7 @@ class Dataset:
         numpy.ndarray
             ``(N + 1,)`` int64, ``offsets[0] == 0``.
         """
-        if group not in self._groups:
-            raise unknown_name_error("group", group, list(self._groups))
+        self._check_group(group)
         return self._offsets(group)
 
     def take(self, rows: Any) -> "InMemoryDataset":
@@ -397,8 +402,7 @@ class Dataset:
         int
             Prong records per chunk, or 0.
         """
-        if group not in self._groups:
-            raise unknown_name_error("group", group, list(self._groups))
+        self._check_group(group)
         return 0
 
     def row_chunk_starts(self) -> np.ndarray:

@@ -42,14 +42,11 @@ from lstm_data.io.read_options import (
 )
 from lstm_data.io.plumbing.remote import is_url, remote_format
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
+from lstm_data.io.plumbing.signatures import COMPRESSED_PREFIXES, HDF5_SIGNATURE, PARQUET_MAGIC, ROOT_MAGIC
 from lstm_data.io.plumbing.special import STDIN, check_readable_kind, is_stream
 
 __all__ = ["open", "detect_format", "expand_paths", "split_member", "input_bytes"]
 
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
-_COMPRESSED_MAGIC = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh")
-_PARQUET_MAGIC = b"PAR1"
-_ROOT_MAGIC = b"root"
 _EXTENSIONS = {".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".zarr": "zarr",
                ".csv": "csv", ".gz": "csv", ".xz": "csv", ".bz2": "csv", ".txt": "csv",
                ".parquet": "parquet", ".pq": "parquet", ".root": "root"}
@@ -92,7 +89,7 @@ def _has_hdf5_signature(path: Path) -> bool:
         offset = 0
         while offset + 8 <= size:
             fh.seek(offset)
-            if fh.read(8) == _HDF5_SIGNATURE:
+            if fh.read(8) == HDF5_SIGNATURE:
                 return True
             offset = 512 if offset == 0 else offset * 2
     return False
@@ -139,11 +136,11 @@ def detect_format(path: str | os.PathLike[str], remote: RemoteSettings | None = 
         return "nova" if is_nova_file(p) else "hdf5"
     with p.open("rb") as fh:
         head = fh.read(4096)
-    if head.startswith(_COMPRESSED_MAGIC):
+    if head.startswith(COMPRESSED_PREFIXES):
         return "csv"
-    if head.startswith(_PARQUET_MAGIC):
+    if head.startswith(PARQUET_MAGIC):
         return "parquet"
-    if head.startswith(_ROOT_MAGIC):
+    if head.startswith(ROOT_MAGIC):
         return "root"
     by_ext = _EXTENSIONS.get(p.suffix.lower())
     if p.suffix.lower() in _NOT_DATA:

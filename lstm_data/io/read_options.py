@@ -60,6 +60,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data._util.checks import count_option, flag_option, positive_int_option, seconds_option, text_option
 from lstm_data._util.close_names import close_names
 from lstm_data._util.declared import DeclaredOptions, unknown_option
 from lstm_data._util.deprecation import Renamed, renamed_keywords
@@ -81,47 +82,6 @@ def _dtype(value: Any) -> str:
     if dt not in (np.float32, np.float64):
         raise OptionError(f"dtype must be float32 or float64, got {dt}")
     return dt.name
-
-
-def _positive(name: str) -> Any:
-    def check(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise OptionError(f"{name} must be a positive int, got {value!r}")
-        return int(value)
-    return check
-
-
-def _seconds(name: str) -> Any:
-    def check(value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                or not 0 < float(value) < float("inf"):
-            raise OptionError(f"{name} must be a positive number of seconds, got {value!r}")
-        return float(value)
-    return check
-
-
-def _count(name: str) -> Any:
-    def check(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise OptionError(f"{name} must be a count of 0 or more, got {value!r}")
-        return int(value)
-    return check
-
-
-def _flag(name: str) -> Any:
-    def check(value: Any) -> bool:
-        if not isinstance(value, (bool, np.bool_)):
-            raise OptionError(f"{name} must be true or false, got {value!r}")
-        return bool(value)
-    return check
-
-
-def _text(name: str) -> Any:
-    def check(value: Any) -> str:
-        if not isinstance(value, str) or not value:
-            raise OptionError(f"{name} must be a non-empty string, got {value!r}")
-        return value
-    return check
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -285,16 +245,16 @@ class ReadOptions(DeclaredOptions):
 
     TOML_TABLE: ClassVar[str] = "read"
     CHECKS: ClassVar[Mapping[str, Any]] = {
-        "dtype": _dtype, "threads": _positive("threads"), "block_bytes": _positive("block_bytes"),
-        "in_ram": _flag("in_ram"), "max_run_chunks": _positive("max_run_chunks"), "sep": _text("sep"),
-        "list_sep": _text("list_sep"), "tree": _text("tree"), "columns": _patterns("columns"),
-        "exclude": _patterns("exclude"), "root": _text("root"), "tables": _names,
-        "slice_table": _text("slice_table"), "aliases": _mapping("aliases"), "parent": _text("parent"),
-        "relations": _mapping("relations"), "cache_chunks": _positive("cache_chunks"),
-        "read_ahead": _flag("read_ahead"), "trust_external": _flag("trust_external"),
-        "trust_unchecked": _flag("trust_unchecked"), "file_values": _file_values, "needed": _patterns("needed"),
-        "connect_timeout": _seconds("connect_timeout"), "read_timeout": _seconds("read_timeout"),
-        "retries": _count("retries"), "max_line_bytes": _positive("max_line_bytes"),
+        "dtype": _dtype, "threads": positive_int_option("threads"), "block_bytes": positive_int_option("block_bytes"),
+        "in_ram": flag_option("in_ram"), "max_run_chunks": positive_int_option("max_run_chunks"), "sep": text_option("sep"),
+        "list_sep": text_option("list_sep"), "tree": text_option("tree"), "columns": _patterns("columns"),
+        "exclude": _patterns("exclude"), "root": text_option("root"), "tables": _names,
+        "slice_table": text_option("slice_table"), "aliases": _mapping("aliases"), "parent": text_option("parent"),
+        "relations": _mapping("relations"), "cache_chunks": positive_int_option("cache_chunks"),
+        "read_ahead": flag_option("read_ahead"), "trust_external": flag_option("trust_external"),
+        "trust_unchecked": flag_option("trust_unchecked"), "file_values": _file_values, "needed": _patterns("needed"),
+        "connect_timeout": seconds_option("connect_timeout"), "read_timeout": seconds_option("read_timeout"),
+        "retries": count_option("retries"), "max_line_bytes": positive_int_option("max_line_bytes"),
     }
     #: options that live only in the running process (never written to TOML)
     RUNTIME: ClassVar[frozenset[str]] = frozenset({"progress"})

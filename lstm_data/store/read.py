@@ -211,22 +211,11 @@ class PrecomputedBatches(StoreEpochs):
         return self.batch(index)
 
     def batch(self, index: int, epoch: int | None = None) -> Batch:
-        """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`), which stays as it is.
+        """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`), read from the store.
 
+        Parameters and result as :meth:`lstm_data.batching.epochs.batches.Batches.batch`.
         Safe to call from several threads at once, for one epoch or different ones:
         the stored batch an index reads is a pure function of ``(seed, epoch)``.
-
-        Parameters
-        ----------
-        index
-            Batch index (negative counts from the end).
-        epoch
-            An int >= 0; ``None``: the current :attr:`epoch`.
-
-        Returns
-        -------
-        tuple of dict
-            ``(inputs, targets, weights)``: output name -> array.
         """
         slot = self._slot(index, self.epoch if epoch is None else check_count(epoch, "epoch"))
         try:

@@ -132,19 +132,9 @@ class StoreEpochs(EpochIteration):
                                else np.arange(n, dtype=np.intp))
 
     def batch_elements(self, epoch: int) -> np.ndarray:
-        """Real elements of every batch of ``epoch``, in the epoch's order (what a shard balances).
-
-        Parameters
-        ----------
-        epoch
-            An int >= 0.
-
-        Returns
-        -------
-        numpy.ndarray
-            One int64 per batch: the recorded counts, or ones for a store written
-            before stores recorded them.
-        """
+        """Real elements of every batch of ``epoch``, as
+        :meth:`lstm_data.batching.epochs.batches.Batches.batch_elements` gives them: the
+        recorded counts, or ones for a store written before stores recorded them."""
         if self._elements is None:
             return np.ones(len(self), dtype=np.int64)
         out: np.ndarray = self._elements[self.slots(epoch)]

@@ -368,17 +368,15 @@ class Batches(EpochIteration):
 
         Parameters
         ----------
-        index
-            Batch index (negative counts from the end).
-        epoch
-            An int >= 0.
+        index, epoch
+            As for :meth:`batch`.
         arena
             The buffer, 64-byte aligned.
 
         Returns
         -------
         tuple of dict
-            ``(inputs, targets, weights)``: output name -> array.
+            What :meth:`batch` returns, its arrays that fit as views of ``arena``.
         """
         return self._batch(index, epoch, arena)
 

@@ -188,7 +188,7 @@ class ShardedBatches(EpochIteration):
         Parameters
         ----------
         epoch
-            An int >= 0; ``None``: the current :attr:`epoch`.
+            As for :meth:`batch`.
 
         Returns
         -------

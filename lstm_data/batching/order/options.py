@@ -21,20 +21,13 @@ from typing import Any, ClassVar, Mapping
 
 import numpy as np
 
+from lstm_data._util.checks import flag_option, positive_int_option, text_option
 from lstm_data._util.declared import DeclaredOptions
 from lstm_data.batching.order.registry import check_policies
 from lstm_data.batching.order.sampling import check_sample
 from lstm_data.errors import OptionError
 
 __all__ = ["Order", "ORDER_KEYWORDS"]
-
-
-def _positive(name: str) -> Any:
-    def check(value: Any) -> int:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise OptionError(f"{name} must be a positive int, got {value!r}")
-        return int(value)
-    return check
 
 
 def _seed(value: Any) -> int:
@@ -51,12 +44,6 @@ def _shuffle(value: Any) -> bool | str:
     raise OptionError(f"shuffle must be 'auto', True, False or 'block', got {value!r}")
 
 
-def _flag(value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise OptionError(f"drop_last must be true or false, got {value!r}")
-    return bool(value)
-
-
 def _weights(value: Any) -> Any:
     if isinstance(value, str):
         if not value:
@@ -66,12 +53,6 @@ def _weights(value: Any) -> Any:
     if arr.ndim != 1 or arr.dtype.kind not in "iuf":
         raise OptionError(f"weights must be a scalar column name or one number per row, got {value!r}")
     return arr
-
-
-def _read_ahead(value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise OptionError(f"read_ahead must be true or false, got {value!r}")
-    return bool(value)
 
 
 def _cache(value: Any) -> str:
@@ -93,14 +74,6 @@ def _bucket_lengths(value: Any) -> Any:
     if not out or out != sorted(set(out)):
         raise OptionError(f"bucket_lengths must be increasing and not empty, got {value!r}")
     return tuple(out)
-
-
-def _text(name: str) -> Any:
-    def check(value: Any) -> str:
-        if not isinstance(value, str) or not value:
-            raise OptionError(f"{name} must name a Ragged output of the spec, got {value!r}")
-        return value
-    return check
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, eq=False)
@@ -190,12 +163,12 @@ class Order(DeclaredOptions):
     #: settings that change how batches are made, never what they hold
     NOT_IN_BATCHES: ClassVar[frozenset[str]] = frozenset({"read_ahead"})
     CHECKS: ClassVar[Mapping[str, Any]] = {
-        "batch_size": _positive("batch_size"), "shuffle": _shuffle, "seed": _seed, "drop_last": _flag,
-        "weights": _weights, "bucket_by": _text("bucket_by"), "bucket_window": _positive("bucket_window"),
-        "block_rows": _positive("block_rows"), "window_rows": _positive("window_rows"), "read_ahead": _read_ahead,
+        "batch_size": positive_int_option("batch_size"), "shuffle": _shuffle, "seed": _seed, "drop_last": flag_option("drop_last"),
+        "weights": _weights, "bucket_by": text_option("bucket_by", "name a Ragged output of the spec"), "bucket_window": positive_int_option("bucket_window"),
+        "block_rows": positive_int_option("block_rows"), "window_rows": positive_int_option("window_rows"), "read_ahead": flag_option("read_ahead"),
         "cache": _cache,
-        "max_elements": _positive("max_elements"), "bucket_lengths": _bucket_lengths,
-        "max_shapes": _positive("max_shapes"), "sample": check_sample, "policies": check_policies,
+        "max_elements": positive_int_option("max_elements"), "bucket_lengths": _bucket_lengths,
+        "max_shapes": positive_int_option("max_shapes"), "sample": check_sample, "policies": check_policies,
     }
 
     def __eq__(self, other: object) -> bool:

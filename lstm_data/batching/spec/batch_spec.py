@@ -446,7 +446,17 @@ class BatchSpec:
     def from_lstm_ee(cls, config: Any) -> "BatchSpec":
         """The spec that reproduces lstm_ee's ``DataGenerator`` batches.
 
-        See :func:`~lstm_data.batching.spec.plain.spec_from_lstm_ee` for the keys read.
+        Reads ``vars_input_slice``, ``vars_input_png3d``, ``vars_input_png2d``,
+        ``var_target_total``, ``var_target_primary`` and ``max_prongs`` from a dict
+        (or an object with those attributes); missing or ``None`` keys give no output.
+        lstm_ee's layout: ``input_slice`` (B, S) float32, ``input_png3d`` /
+        ``input_png2d`` (B, P, V) float32 padded with NaN (whatever ``Ragged``'s
+        default), where P is the batch's longest row capped at ``max_prongs`` (per
+        batch, not fixed), and ``target_total`` / ``target_primary`` (B, 1) float32.
+
+        The other keys of lstm_ee's ``Config`` (``batch_size``, ``model``, ...)
+        are accepted and ignored; ``noise`` and ``prong_sorters``, which change
+        lstm_ee's batches, are not applied and give a warning.
 
         Parameters
         ----------
@@ -457,6 +467,12 @@ class BatchSpec:
         -------
         BatchSpec
             The spec of lstm_ee's batches.
+
+        Raises
+        ------
+        SchemaError
+            A key that is not one of lstm_ee's ``Config`` (a typo such as
+            ``max_prong``): the error lists the known keys and suggests the closest.
         """
         return spec_from_lstm_ee(cls, config)
 

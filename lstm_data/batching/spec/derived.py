@@ -32,7 +32,7 @@ import numpy as np
 from lstm_data.batching.spec.derived_reads import Reads, dependency_order, stored_needs
 from lstm_data.batching.spec.expressions import Column, Expression
 from lstm_data.data.concat import ConcatDataset
-from lstm_data.data.dataset import Dataset, InMemoryDataset, as_rows, unknown_name_error
+from lstm_data.data.dataset import Dataset, InMemoryDataset, as_rows, check_row_range, unknown_name_error
 from lstm_data.data.ragged import RaggedGroup, count_mismatch
 from lstm_data.errors import SchemaError
 
@@ -200,8 +200,7 @@ class DerivedDataset(Dataset):
         Without a selection the base reads the range in place (its fast path for rows
         in file order); the stored columns the derived ones need are read at once.
         """
-        if not 0 <= lo <= hi <= self._n_rows:
-            raise IndexError(f"rows {lo}..{hi} out of range for {self._n_rows} rows")
+        check_row_range(lo, hi, self._n_rows)
         if self.selected is not None:
             return self.ragged(group, slice(lo, hi))
         base_rows = np.arange(lo, hi, dtype=np.intp)

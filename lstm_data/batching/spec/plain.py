@@ -50,15 +50,8 @@ class SpecParts(Protocol):
 
 
 def spec_to_dict(spec: SpecParts) -> dict[str, Any]:
-    """``spec`` as plain data that :meth:`~lstm_data.batching.spec.batch_spec.BatchSpec.from_dict` reads back.
-
-    Returns
-    -------
-    dict
-        JSON-safe (NaN and infinities as strings): the format ``version``,
-        ``inputs`` and ``targets`` tables, and ``nan_to`` /
-        ``pad_to_multiple_of`` / ``augment`` when set.
-    """
+    """``spec`` as plain data: what :meth:`~lstm_data.batching.spec.batch_spec.BatchSpec.to_dict`
+    returns (see there for its keys) and ``BatchSpec.from_dict`` reads back."""
     out: dict[str, Any] = {"version": SPEC_VERSION}
     if spec.nan_to is not None:
         out["nan_to"] = spec.nan_to
@@ -168,38 +161,22 @@ def spec_from_toml(cls: Callable[..., S], path: str | PathLike[str]) -> S:
 
 
 def spec_from_lstm_ee(cls: Callable[..., S], config: Any) -> S:
-    """The spec that reproduces lstm_ee's ``DataGenerator`` batches.
+    """The spec of lstm_ee's ``DataGenerator`` batches, as an instance of ``cls``.
 
-    Reads ``vars_input_slice``, ``vars_input_png3d``, ``vars_input_png2d``,
-    ``var_target_total``, ``var_target_primary`` and ``max_prongs`` from a dict
-    (or an object with those attributes); missing or ``None`` keys give no output.
-    lstm_ee's layout: ``input_slice`` (B, S) float32, ``input_png3d`` /
-    ``input_png2d`` (B, P, V) float32 padded with NaN (whatever ``Ragged``'s
-    default), where P is the batch's
-    longest row capped at ``max_prongs`` (per batch, not fixed), and
-    ``target_total`` / ``target_primary`` (B, 1) float32.
-
-    The other keys of lstm_ee's ``Config`` (``batch_size``, ``model``, ...)
-    are accepted and ignored; ``noise`` and ``prong_sorters``, which change
-    lstm_ee's batches, are not applied and give a warning.
+    What :meth:`~lstm_data.batching.spec.batch_spec.BatchSpec.from_lstm_ee` returns: its
+    docstring lists the keys read, the layout and the errors.
 
     Parameters
     ----------
     cls
         The spec class to build (``BatchSpec`` or a subclass).
     config
-        lstm_ee's configuration, a dict or an object with those attributes.
+        A dict or an object with lstm_ee's ``Config`` attributes.
 
     Returns
     -------
-    BatchSpec
-        The spec of lstm_ee's batches.
-
-    Raises
-    ------
-    SchemaError
-        A key that is not one of lstm_ee's ``Config`` (a typo such as
-        ``max_prong``): the error lists the known keys and suggests the closest.
+    spec
+        An instance of ``cls``.
     """
     def get(key: str) -> Any:
         if isinstance(config, Mapping):

@@ -45,10 +45,10 @@ from lstm_data.io.ours.layout import (
 )
 from lstm_data.io.ours.ondisk import DiskGroup, OnDiskDataset
 from lstm_data.io.plumbing.open_files import PooledFile
+from lstm_data.io.plumbing.signatures import HDF5_SIGNATURE
 
 __all__ = ["read_hdf5", "HDF5Dataset", "read_vlen_hdf5", "HDF5_SIGNATURE", "read_rows"]
 
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 #: what a file without checksums cannot detect (see :attr:`HDF5Dataset.notes`)
 _NO_CHECKSUM_NOTE = ("datasets {keys} carry no fletcher32 checksum: a damaged chunk that still "
                      "decompresses (always with lzf or no compression) reads as other numbers; "

@@ -13,10 +13,9 @@ import os
 from pathlib import Path
 
 from lstm_data.io.ours.layout import BATCH_STORE_ATTR, FORMAT_NAME
+from lstm_data.io.plumbing.signatures import HDF5_SIGNATURE, PARQUET_MAGIC
 
 __all__ = ["why_not_ours", "describe_output", "refusal", "check_replaceable", "check_target", "put_in_place"]
-
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
 def _zarr_why_not(path: Path) -> str | None:
@@ -78,9 +77,9 @@ def why_not_ours(path: str | os.PathLike[str]) -> str | None:
             tail = fh.read(4)
     except OSError as exc:
         return f"a file that cannot be read ({exc.strerror})"
-    if head == _HDF5_SIGNATURE:
+    if head == HDF5_SIGNATURE:
         return _hdf5_why_not(p)
-    if head[:4] == b"PAR1" and tail == b"PAR1":
+    if head[:4] == PARQUET_MAGIC and tail == PARQUET_MAGIC:
         return _parquet_why_not(p)
     return "a file that lstm_data did not write"
 
@@ -155,7 +154,7 @@ def describe_output(path: str | os.PathLike[str]) -> str:
     if why is not None:
         return f"{why} ({p.stat().st_size} bytes)"
     with open(p, "rb") as fh:
-        return _ours(p, "an HDF5 file") if fh.read(8) == _HDF5_SIGNATURE else "a Parquet file that lstm_data wrote"
+        return _ours(p, "an HDF5 file") if fh.read(8) == HDF5_SIGNATURE else "a Parquet file that lstm_data wrote"
 
 
 def check_replaceable(path: str | os.PathLike[str]) -> None:

@@ -27,13 +27,13 @@ from typing import BinaryIO, Callable, Generator, Iterator, Protocol
 from lstm_data.errors import FormatError
 from lstm_data.io.plumbing.gzip_raw import Check, RawReader, Trailer, gzip_chunks
 from lstm_data.io.plumbing.special import is_stream, open_stream
+from lstm_data.io.plumbing.signatures import COMPRESSION_MAGIC
 from lstm_data.io.plumbing.xz_blocks import decode_blocks, xz_blocks
 
 __all__ = ["compression_of", "BlockReader", "DEFAULT_BLOCK_SIZE"]
 
 #: bytes of decompressed text per block
 DEFAULT_BLOCK_SIZE = 4 << 20
-_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
 _DAMAGE = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, OSError, ValueError)
 
 
@@ -51,7 +51,7 @@ def compression_of(path: str | os.PathLike[str]) -> str | None:
 
 
 def _compression(head: bytes) -> str | None:
-    for magic, name in _MAGIC:
+    for magic, name in COMPRESSION_MAGIC:
         if head.startswith(magic):
             return name
     return None

@@ -43,6 +43,7 @@ from typing import Any
 from lstm_data._util.optional import require
 from lstm_data.errors import FormatError, redact
 from lstm_data.io.plumbing.range_file import RangeFile
+from lstm_data.io.plumbing.signatures import PARQUET_MAGIC, ROOT_MAGIC
 from lstm_data.io.plumbing.remote_errors import (
     TRANSPORT_ERRORS,
     NoByteRangesError,
@@ -62,7 +63,7 @@ _PACKAGES = {"http": "aiohttp", "https": "aiohttp", "s3": "s3fs", "gs": "gcsfs",
 #: protocols read by uproot's own XRootD handler (no fsspec filesystem needed)
 _XROOTD = ("root", "xroot")
 #: first bytes -> format, for files at URLs
-_MAGIC = {b"PAR1": "parquet", b"root": "root"}
+_MAGIC = {PARQUET_MAGIC: "parquet", ROOT_MAGIC: "root"}
 
 
 def _nothing_at(url: str) -> FileNotFoundError:
