@@ -160,3 +160,14 @@ def test_what_needs_one_count_per_row_names_field_groups_and_row(data):
         Batches(ds, BatchSpec(inputs={"x": Ragged(["part_px", "trk_d0"], sort_by="part_px")}), Order(batch_size=8))
     with pytest.raises(SchemaError, match=r"mixes prong variables of groups 'part' and 'trk'"):
         Batches(ds, BatchSpec(inputs={"x": Ragged(["r"])}, derived={"r": "part_px + trk_d0"}), Order(batch_size=8))
+
+
+def test_noise_touches_each_groups_real_elements_only(data):
+    cols, path, _ = data
+    ds = lstm_data.open(path)
+    names = ["part_px", "sv_mass"]
+    plain = BatchSpec(inputs={"x": Ragged(names, pad_value=-3.0)})
+    noisy = plain.replace(augment={v: {"gaussian": 1.0} for v in names})
+    for (a, _), (b, _) in zip(batches(ds, plain, seed=2)[1], batches(ds, noisy, seed=2)[1]):
+        changed = a["x"] != b["x"]
+        assert (changed == (a["x"] != -3.0)).all()  # every real element has noise, no pad slot
