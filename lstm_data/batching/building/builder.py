@@ -488,7 +488,7 @@ class BatchBuilder:
         longest = max((int(np.diff(o).max()) for g in groups for _, o in pieces[g] if len(o) > 1), default=0)
         width = self.chosen_width(f, longest, buckets)
         (batch, lengths), = kernels.BatchGather([dict(
-            parts=pieces[f.group], **self._sources(f, pieces.__getitem__), max_len=width,
+            parts=pieces[groups[0]], **self._sources(f, pieces.__getitem__), max_len=width,
             pad_value=self._pad_value(f), columns=self._columns[f.name], descending=spec.descending,
             padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype,
             **self._form_keys(f))])(rows)[0]

@@ -60,7 +60,9 @@ class BatchGather:
         ``pad_values`` gives each column its fill; ``pad_mode="wrap"`` repeats a
         row's elements instead; ``layout`` is ``"padded"`` ``(B, P, V)``,
         ``"channels_first"`` ``(B, V, P)`` or ``"packed"`` ``(T, V)`` (a job's
-        ``batch`` output then has that shape).
+        ``batch`` output then has that shape). ``more``: further sources (``parts`` or
+        ``values`` and ``offsets``, ``columns``, ``at``) whose rows have other counts,
+        each padded by its own counts into the output columns ``at`` (see :func:`sourced`).
     tables : sequence of array
         2-D float32/float64 tables ``(N, S)``; each output is ``table[rows]``.
 
