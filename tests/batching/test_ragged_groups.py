@@ -171,3 +171,20 @@ def test_noise_touches_each_groups_real_elements_only(data):
     for (a, _), (b, _) in zip(batches(ds, plain, seed=2)[1], batches(ds, noisy, seed=2)[1]):
         changed = a["x"] != b["x"]
         assert (changed == (a["x"] != -3.0)).all()  # every real element has noise, no pad slot
+
+
+def test_a_store_holds_the_batches(data, tmp_path):
+    """precompute sizes every batch from row counts alone: the width of any group, the mask's too."""
+    from lstm_data import open_batches
+    from lstm_data.store.write import precompute
+
+    _, path, _ = data
+    ds = lstm_data.open(path)
+    spec = BatchSpec(inputs={"x": Ragged(["sv_mass", "trk_d0"], lengths=True, mask=True)},
+                     targets={"y": lstm_data.Scalars(["label"])})
+    order = Order(batch_size=16, seed=4)
+    precompute(ds, spec, tmp_path / "s.zarr", order, progress=False)
+    stored, built = open_batches(tmp_path / "s.zarr"), Batches(ds, spec, order)
+    for i in range(len(built)):
+        for k, v in built[i][0].items():
+            assert_bitwise(stored[i][0][k], v, f"{k} of batch {i}")
