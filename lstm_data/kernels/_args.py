@@ -12,6 +12,7 @@ import numpy as np
 
 from lstm_data.kernels._form_args import LAYOUTS, PAD_MODES, as_column_params, as_forms, float_columns
 from lstm_data.kernels._source_kinds import SOURCE_DTYPES
+from lstm_data.kernels._sources import with_sources
 
 __all__ = ["ARENA_ALIGN", "arena_array", "WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
            "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
@@ -148,7 +149,7 @@ def as_out(out: Any, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
 
 RAGGED_KEYS = ("values", "offsets", "parts", "max_len", "fixed", "pad_value", "columns", "sort_by",
                "descending", "padding", "truncating", "dtype", "multiple_of", "center", "scale",
-               "clip_min", "clip_max", "pad_values", "pad_mode", "layout")
+               "clip_min", "clip_max", "pad_values", "pad_mode", "layout", "at", "more")
 
 
 
@@ -182,10 +183,19 @@ class RaggedJob(NamedTuple):
     pad_values: np.ndarray | None = None
     pad_mode: str = "constant"  # or "wrap": slot k of a row of n > 0 elements holds element k % n
     layout: str = "padded"  # or "channels_first" (B, V, P), or "packed" (T, V)
+    #: a job of several sources (``more``): each source as a job of its own, padded by its own
+    #: counts into the output columns ``at`` of an output of ``out_cols`` columns; empty: one source
+    sources: tuple["RaggedJob", ...] = ()
+    #: (a source) the output column of each of its columns; ``None``: columns 0.. of its own output
+    at: np.ndarray | None = None
+    #: (a source, or a job of several) the output's columns
+    out_cols: int = 0
 
     @property
     def n_cols(self) -> int:
-        """Output columns (1 for 1-D values)."""
+        """Output columns (1 for 1-D values); of a source, its own columns."""
+        if self.sources:
+            return self.out_cols
         if self.flat:
             return 1
         return len(self.columns) if self.columns is not None else int(self.values.shape[1])
@@ -194,7 +204,7 @@ class RaggedJob(NamedTuple):
     def plain(self) -> bool:
         """No transform, per-column pad values, wrap or other layout: padded as ``pad_ragged`` pads."""
         return (self.center is None and self.pad_values is None and self.pad_mode == "constant"
-                and self.layout == "padded")
+                and self.layout == "padded" and not self.sources)
 
 
 def as_multiple_of(multiple_of: Any) -> int | None:
@@ -227,6 +237,13 @@ def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
     ``"packed"``: the kept elements of every row, one after another, ``(T, V)``
     (``T`` the sum of the lengths; the width is the longest kept row, never rounded
     to ``multiple_of``).
+
+    Several sources (:func:`~lstm_data.kernels._sources.with_sources`): ``more`` lists
+    further mappings of ``parts`` (or ``values`` and ``offsets``), ``columns`` and ``at``,
+    rows of other counts per row; each source is padded by its own counts into the
+    output columns ``at`` (the job's own ``at``: where its ``columns`` go; by default
+    each source takes the next columns in order). The width follows the longest row
+    of any source; ``lengths`` are the first source's.
     """
     unknown = sorted(set(job) - set(RAGGED_KEYS))
     if unknown:
@@ -246,17 +263,39 @@ def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
     dt = check_dtype(job.get("dtype", np.float32))
     n_cols = 1 if flat else (len(cols) if cols is not None else n_vars)
     pad_mode, layout = as_forms(job, padding)
+    more = [_source(m, i) for i, m in enumerate(job.get("more") or (), 1)]
+    n_cols += sum(m[2] for m in more)  # several sources: the columns of all of them
     params = as_column_params(job, n_cols, dt)
     pad_values = job.get("pad_values")
     if pad_values is not None:
         pad_values = float_columns("pad_values", pad_values, n_cols)
     center, scale, clip_min, clip_max = params if params is not None else (None,) * 4
-    return RaggedJob(values, offsets, None if max_len is None else as_max_len(max_len),
-                     bool(job.get("fixed", True)), float(job.get("pad_value", np.nan)),
-                     cols, as_sort_column(job.get("sort_by"), n_vars),
-                     bool(job.get("descending", True)), padding, truncating, dt, flat,
-                     as_multiple_of(job.get("multiple_of")), parts, part_rows,
-                     center, scale, clip_min, clip_max, pad_values, pad_mode, layout)
+    checked = RaggedJob(values, offsets, None if max_len is None else as_max_len(max_len),
+                        bool(job.get("fixed", True)), float(job.get("pad_value", np.nan)),
+                        cols, as_sort_column(job.get("sort_by"), n_vars),
+                        bool(job.get("descending", True)), padding, truncating, dt, flat,
+                        as_multiple_of(job.get("multiple_of")), parts, part_rows,
+                        center, scale, clip_min, clip_max, pad_values, pad_mode, layout)
+    if not more and job.get("at") is None:
+        return checked
+    return with_sources(checked, job.get("at"), more)
+
+
+def _source(entry: Any, i: int) -> tuple[tuple[tuple[np.ndarray, np.ndarray], ...], np.ndarray | None, int, Any]:
+    """Source ``i`` of a job's ``more``: ``(parts, columns, n_cols, at)``, checked as a job's own."""
+    if not isinstance(entry, Mapping):
+        raise TypeError(f"more[{i - 1}] must be a mapping of parts (or values and offsets), columns and at")
+    unknown = sorted(set(entry) - {"values", "offsets", "parts", "columns", "at"})
+    if unknown:
+        raise TypeError(f"unknown keys {unknown} in more[{i - 1}]; expected some of "
+                        "['values', 'offsets', 'parts', 'columns', 'at']")
+    parts, _ = prepare_parts(entry)
+    values = parts[0][0]
+    flat = values.ndim == 1
+    n_vars = 1 if flat else values.shape[1]
+    columns = entry.get("columns")
+    cols = None if columns is None else as_columns(columns, n_vars, flat)
+    return parts, cols, (n_vars if cols is None else len(cols)), entry.get("at")
 
 
 def prepare_parts(job: Mapping[str, Any]) -> tuple[tuple[tuple[np.ndarray, np.ndarray], ...], np.ndarray]:

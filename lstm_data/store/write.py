@@ -151,8 +151,9 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
         fld = f.ragged
         if fld.max_len is not None and fld.fixed:
             widths = np.full(n, fld.max_len)
-        else:  # the builder's rule: the longest row, rounded up by pad_to_multiple_of, capped at max_len
-            lens = step_lengths(fld, builder.row_lengths(f.group))
+        else:  # the builder's rule: the longest row (of any of its groups), rounded up by
+            # pad_to_multiple_of, capped at max_len
+            lens = step_lengths(fld, builder.field_lengths(f))
             widths = np.array([batches.padded_width(f, int(lens[batches.rows_of(i)].max())) if sizes[i] else 0
                                for i in range(n)])
         if fld.layout != "padded" or fld.mask:  # other forms: their shapes from the row lengths

@@ -44,8 +44,9 @@ def test_validate_maps_columns_and_sort_variable(ds):
 @pytest.mark.parametrize("spec, message", [
     (BatchSpec(inputs={"x": Scalars(["calEE"])}), "unknown scalar 'calEE'; did you mean 'calE'"),
     (BatchSpec(inputs={"x": Ragged(["png.calEnergy"])}), "did you mean"),
-    (BatchSpec(inputs={"x": Ragged(["png.calE", "png2d.calE"])}),
-     "one group .one prong count per row., got group 'png': 'png.calE'; group 'png2d': 'png2d.calE'"),
+    (BatchSpec(inputs={"x": Ragged(["png.calE", "png2d.calE"], layout="packed")}),
+     "with layout='packed' .* one group .one prong count per row., got group 'png': 'png.calE'; "
+     "group 'png2d': 'png2d.calE'"),
     (BatchSpec(inputs={"x": Ragged(["png.calE"], sort_by="png2d.calE")}),
      "sort_by 'png2d.calE' is in group 'png2d', not in the field's group 'png'"),
     (BatchSpec(inputs={"x": Scalars(["png.calE"])}), "use Ragged"),

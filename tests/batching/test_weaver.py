@@ -286,3 +286,58 @@ def test_fit_when_the_selection_keeps_no_row_says_so(jets):
     none = spec.replace(selection="jet_pt < -1")
     with pytest.raises(SchemaError, match=r"selection 'jet_pt < -1' keeps no row"):
         none.fit(jets)
+
+
+UNEQUAL = """
+treename: tree
+new_variables:
+  is_a: label
+  is_b: 1 - label
+preprocess:
+  method: manual
+inputs:
+  pf:
+    length: 6
+    pad_mode: {mode}
+    vars:
+      - [part_px, 1.0, 2.0]
+      - [part_deta, null]
+      - [part_py, null]
+labels:
+  type: simple
+  value: [is_a, is_b]
+"""
+
+
+@pytest.mark.parametrize("mode", ["wrap", "constant"])
+def test_an_input_of_unequal_counts_equals_weaver_cores_tensors(tmp_path, mode):
+    """weaver-core pads each variable by its own count: an input mixing jagged branches of other
+    counts (uproot gives each its own counter) is bitwise weaver-core's, computed here by weaver-core."""
+    ak = pytest.importorskip("awkward")
+    uproot = pytest.importorskip("uproot")
+    pytest.importorskip("weaver.utils.dataset")
+    from weaver.utils.data.config import DataConfig
+    from weaver.utils.dataset import _load_next
+
+    rng = np.random.default_rng(5)
+    n = 60
+    short, long_ = rng.poisson(4, n), rng.poisson(8, n)
+    short[::7] = 0
+    cols = {"part_px": ak.unflatten(rng.normal(size=short.sum()).astype(np.float32), short),
+            "part_py": ak.unflatten(rng.normal(size=short.sum()).astype(np.float32), short),
+            "part_deta": ak.unflatten(rng.normal(size=long_.sum()).astype(np.float32), long_),
+            "label": rng.integers(0, 2, n).astype(np.float32)}
+    path = tmp_path / "jets.root"
+    with uproot.recreate(path) as fh:
+        tree = fh.mktree("tree", {k: v.type.content if isinstance(v, ak.Array) else v.dtype for k, v in cols.items()})
+        tree.extend(cols)
+    config = tmp_path / "unequal.yaml"
+    config.write_text(UNEQUAL.format(mode=mode))
+    options = {"training": False, "shuffle": False, "reweight": False, "mode": "test"}
+    table, _ = _load_next(DataConfig.load(str(config)), [str(path)], None, options)
+    want = np.asarray(table["_pf"])
+    ds = lstm_data.open(path)
+    assert len(ds.groups) == 2  # part_px and part_py together, part_deta apart
+    inputs, _ = all_batches(ds, BatchSpec.from_weaver(config), batch_size=16)
+    assert (inputs["pf"].dtype, inputs["pf"].shape) == (want.dtype, want.shape)
+    assert inputs["pf"].tobytes() == want.tobytes()

@@ -191,7 +191,10 @@ def test_root_on_demand_groups_over_the_whole_tree(tmp_path):
         assert lazy.ragged(g, np.arange(200))[0].tobytes() == whole.ragged(g)[0].tobytes()
 
 
-def test_unequal_counts_stay_apart_and_mixing_names_the_first_differing_row(tmp_path):
+def test_unequal_counts_stay_apart_and_padded_each_by_its_own(tmp_path):
+    """Columns of unequal counts are separate groups; a Ragged field over both pads each by its own
+    counts (its lengths: its first variable's group), and what needs one count per row (arithmetic,
+    a packed layout) names the first differing row."""
     cols = jets(60, seed=1)
     counts = ak.num(cols["part_deta"]).to_numpy().copy()
     counts[[7, 9]] += [1, 2]  # rows 7 and 9 differ: 7 is the first
@@ -205,8 +208,26 @@ def test_unequal_counts_stay_apart_and_mixing_names_the_first_differing_row(tmp_
                                               r"\(different prong counts per row: " + row):
             Batches(ds, BatchSpec(inputs={"x": Ragged(["r"])}, derived={"r": "np.hypot(part_px, part_deta)"}),
                     Order(batch_size=8))
-        with pytest.raises(SchemaError, match=r"one group .* \(different prong counts per row: " + row):
-            Batches(ds, BatchSpec(inputs={"x": Ragged(["part_px", "part_deta"])}), Order(batch_size=8))
+        with pytest.raises(SchemaError, match=r"input 'x': with layout='packed' .* one group .* got group 'part': "
+                                              r"'part_px'; group 'part_deta': 'part_deta' \(different prong "
+                                              r"counts per row: " + row):
+            Batches(ds, BatchSpec(inputs={"x": Ragged(["part_px", "part_deta"], layout="packed")}),
+                    Order(batch_size=8))
+        # padded, each variable by its own count (weaver-core's rule); lengths are part_px's
+        spec = BatchSpec(inputs={"x": Ragged(["part_deta", "part_px"], max_len=LENGTH, lengths=True)})
+        inputs, _ = every_batch(ds, spec, batch_size=16)
+        want = own_counts([cols["part_deta"], cols["part_px"]], LENGTH)
+        assert inputs["x"].tobytes() == want.tobytes()
+        np.testing.assert_array_equal(inputs["x_lengths"], np.minimum(counts, LENGTH))
+
+
+def own_counts(variables, width, pad=0.0):
+    """``(rows, width, len(variables))`` float32: each variable padded (or cut) by its own count."""
+    out = np.full((len(variables[0]), width, len(variables)), pad, np.float32)
+    for j, var in enumerate(variables):
+        for i, row in enumerate(ak.to_list(var)):
+            out[i, :min(len(row), width), j] = np.float32(row[:width])
+    return out
 
 
 def test_a_schema_overrides_either_way(tmp_path):

@@ -45,6 +45,7 @@ from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, Arrays, ResolvedF
 from lstm_data.batching.building.exactness import as_integers, warn_if_inexact
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset, consecutive_range
+from lstm_data.data.ragged import take_ragged
 
 __all__ = ["BatchBuilder"]
 
@@ -87,15 +88,22 @@ class BatchBuilder:
         self._jobs: list[dict[str, Any]] = []  # its ragged jobs
         # the in-RAM BatchGather of each set of chosen widths (bucket_lengths), by the widths
         self._width_gathers: dict[tuple[int | None, ...], kernels.BatchGather] = {}
-        self._groups_needed = list(dict.fromkeys(f.group for f in self.fields if f.group is not None))
+        self._groups_needed = list(dict.fromkeys(g for f in self.fields for g in f.groups))
         # Scalars outputs of an integer dtype (gathered by NumPy, not the kernel) and of shape (B,)
         self._integers = {f.name for f in self.fields if f.group is None and f.field.np_dtype.kind in "iu"}
         self._squeezed = {f.name for f in self.fields if f.group is None and getattr(f.field, "squeeze", False)}
         # all of a group's columns in order: let the kernel copy whole prong records
         # (a field with a group always has its columns: the cast only tells the type checker)
-        self._columns = {f.name: None if f.group is not None and np.array_equal(
-            cast(np.ndarray, f.columns), np.arange(len(dataset.groups[f.group]))) else f.columns
-            for f in self.fields}
+        self._columns = {f.name: self._all_or(f.group, f.columns) for f in self.fields}
+        self._field_lengths: dict[str, np.ndarray] = {}
+
+    def _all_or(self, group: str | None, columns: np.ndarray | None) -> np.ndarray | None:
+        """``None`` for every column of ``group`` in order (the kernel copies whole prong
+        records), else ``columns``."""
+        if group is None or not np.array_equal(cast(np.ndarray, columns),
+                                               np.arange(len(self.dataset.groups[group]))):
+            return columns
+        return None
 
     # -- cached per-dataset tables (built once, lazily; safe to race) ----------------------
     def _scalar_table(self, f: ResolvedField) -> np.ndarray:
@@ -130,6 +138,19 @@ class BatchBuilder:
                 else self.dataset.ragged(group)[1]
             lens = np.diff(off)
             self._row_lengths[group] = lens
+        return lens
+
+    def field_lengths(self, f: ResolvedField) -> np.ndarray:
+        """Per row, the most prongs of any group of field ``f`` (what its padded width follows);
+        :meth:`row_lengths` of its group for a field of one group."""
+        if not f.more:
+            return self.row_lengths(cast(str, f.group))
+        lens = self._field_lengths.get(f.name)
+        if lens is None:
+            lens = self.row_lengths(cast(str, f.group))
+            for m in f.more:
+                lens = np.maximum(lens, self.row_lengths(m.group))
+            self._field_lengths[f.name] = lens
         return lens
 
     def width(self, f: ResolvedField, longest: int) -> int:
@@ -167,9 +188,16 @@ class BatchBuilder:
             return None
         lens = self.row_lengths(lengths.group)
         longest = int(lens[rows].max()) if len(rows) else 0
-        return tuple(self.chosen_width(f, longest, lengths)
+        return tuple(self.chosen_width(f, self._longest(f, rows, longest), lengths)
                      if f.group == lengths.group and f.ragged.layout != "packed" else None
                      for f in self.fields if f.group is not None)
+
+    def _longest(self, f: ResolvedField, rows: np.ndarray, longest: int) -> int:
+        """The longest of ``rows`` over every group of ``f``, given ``longest`` of its own group."""
+        for m in f.more:
+            if len(rows):
+                longest = max(longest, int(self.row_lengths(m.group)[rows].max()))
+        return longest
 
     def _has_nan(self, group: str, values: np.ndarray | None = None) -> bool:
         """Whether ``values`` (on disk: this batch's) or, in RAM, the group's values hold NaN."""
@@ -269,16 +297,25 @@ class BatchBuilder:
                 continue
             spec = f.ragged
             parts = self._parts(f.group)
-            for values, _ in parts:
-                warn_if_inexact(values, spec.np_dtype, f"group {f.group!r} of output {f.name!r}")
+            for g in f.groups:
+                for values, _ in self._parts(g):
+                    warn_if_inexact(values, spec.np_dtype, f"group {g!r} of output {f.name!r}")
             ragged.append(dict(
-                parts=parts, max_len=spec.max_len, fixed=spec.fixed,
+                parts=parts, **self._sources(f, self._parts), max_len=spec.max_len, fixed=spec.fixed,
                 pad_value=self._pad_value(f), columns=self._columns[f.name],
                 sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
                 truncating=spec.truncating, dtype=spec.np_dtype, **self._form_keys(f)))
             if self.pad_to_multiple_of is not None:  # the key only when set: pad_ragged has no such option
                 ragged[-1]["multiple_of"] = self.pad_to_multiple_of
         return ragged, tables
+
+    def _sources(self, f: ResolvedField, parts: Any) -> dict[str, Any]:
+        """The kernel job keys of ``f``'s other groups (``parts(group)`` their rows): each padded by
+        its own counts into its output columns; empty for a field of one group."""
+        if not f.more:
+            return {}
+        return dict(at=f.at, more=[dict(parts=parts(m.group), columns=self._all_or(m.group, m.columns), at=m.at)
+                                   for m in f.more])
 
     def gather_kernel(self, widths: tuple[int | None, ...] | None = None) -> kernels.BatchGather:
         """The in-RAM :class:`kernels.BatchGather` of every field (made once, at first use).
@@ -299,6 +336,8 @@ class BatchBuilder:
                 if w is not None:  # a rows' width the kernel pads to exactly (at most the field's max_len)
                     job = {k: v for k, v in job.items() if k != "multiple_of"}
                     job.update(parts=checked.parts, max_len=w, fixed=True)
+                    if checked.sources:  # every source's checked rows
+                        job["more"] = [dict(m, parts=src.parts) for m, src in zip(job["more"], checked.sources[1:])]
                 jobs.append(job)
             kernel = self._width_gathers.setdefault(widths, kernels.BatchGather(jobs, base.tables))
         return kernel
@@ -323,6 +362,8 @@ class BatchBuilder:
             dest = inputs if f.role == "input" else targets
             if f.group is None:
                 dest[f.name] = self._shaped(f, self._scalars(f, rows, columns))
+            elif f.more:
+                self._extras(f, *self._spanning(f, gathered, lengths), dest)
             else:
                 self._extras(f, *self._ragged(f, *gathered[f.group], lengths), dest)
         return inputs, targets
@@ -362,7 +403,7 @@ class BatchBuilder:
                 dest[f.name] = self._shaped(f, table)
                 continue
             batch, lengths = next(padded_it)
-            if self._masks(f) and self._has_nan(f.group):
+            if self._masks(f) and any(self._has_nan(g) for g in f.groups):
                 np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
             self._extras(f, batch, lengths, dest)
         return inputs, targets
@@ -428,3 +469,47 @@ class BatchBuilder:
         if self._masks(f) and any(self._has_nan(f.group, v) for v, _ in pieces):
             np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
         return batch, lengths
+
+    def _spanning(self, f: ResolvedField, gathered: dict[str, tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]],
+                  buckets: BucketLengths | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Pad a field of several groups read for this batch only (on-disk path): one kernel call,
+        each group by its own counts (groups whose pieces number the rows differently are first
+        put in batch order)."""
+        spec = f.ragged
+        groups = f.groups
+        at = gathered[groups[0]][1]
+        same = all(np.array_equal(gathered[g][1], at) for g in groups)
+        pieces = {g: gathered[g][0] if same else [_in_batch_order(*gathered[g])] for g in groups}
+        rows = at if same else np.arange(len(at), dtype=np.intp)
+        for g in groups:
+            for values, _ in pieces[g]:
+                warn_if_inexact(values, spec.np_dtype, f"group {g!r} of output {f.name!r}")
+            pieces[g] = _one_dtype(pieces[g])
+        longest = max((int(np.diff(o).max()) for g in groups for _, o in pieces[g] if len(o) > 1), default=0)
+        width = self.chosen_width(f, longest, buckets)
+        (batch, lengths), = kernels.BatchGather([dict(
+            parts=pieces[groups[0]], **self._sources(f, pieces.__getitem__), max_len=width,
+            pad_value=self._pad_value(f), columns=self._columns[f.name], descending=spec.descending,
+            padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype,
+            **self._form_keys(f))])(rows)[0]
+        if self._masks(f) and any(self._has_nan(g, v) for g in groups for v, _ in pieces[g]):
+            np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
+        return batch, lengths
+
+
+def _one_dtype(pieces: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``pieces`` in one values dtype (the kernel's parts share one)."""
+    if len({v.dtype for v, _ in pieces}) > 1:
+        dtype = np.result_type(*[v.dtype for v, _ in pieces])
+        return [(v.astype(dtype), o) for v, o in pieces]
+    return pieces
+
+
+def _in_batch_order(pieces: list[tuple[np.ndarray, np.ndarray]], at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``at`` of ``pieces`` (numbered one piece after another) as one ``(values, offsets)``."""
+    pieces = _one_dtype(pieces)
+    values = np.concatenate([v for v, _ in pieces])
+    lens = np.concatenate([np.diff(o) for _, o in pieces])
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    return take_ragged(values, offsets, at)

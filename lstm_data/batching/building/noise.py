@@ -112,14 +112,21 @@ class Augmenter:
                  row_lengths: Any) -> None:
         self.augment = dict(augment)
         self.row_lengths = row_lengths
-        # output name -> [(column in the output, variable, noise)]
-        self.jobs: list[tuple[ResolvedField, list[tuple[int, str, Noise]]]] = []
+        # (output, group whose counts say which elements are real, [(column in the output, variable, noise)]):
+        # one job per group of a field whose variables lie in several
+        self.jobs: list[tuple[ResolvedField, str | None, list[tuple[int, str, Noise]]]] = []
         for f in fields:
             if f.role != "input":
                 continue
-            cols = [(j, v, self.augment[v]) for j, v in enumerate(f.field.vars) if v in self.augment]
-            if cols:
-                self.jobs.append((f, cols))
+            group_of = [f.group] * len(f.field.vars)
+            for m in f.more:
+                for j in m.at:
+                    group_of[int(j)] = m.group
+            for group in dict.fromkeys(group_of):
+                cols = [(j, v, self.augment[v]) for j, v in enumerate(f.field.vars)
+                        if v in self.augment and group_of[j] == group]
+                if cols:
+                    self.jobs.append((f, group, cols))
 
     def __getstate__(self) -> dict[str, Any]:
         return {}  # holds the builder's tables: the owning Batches makes a new one after unpickling
@@ -149,7 +156,7 @@ class Augmenter:
         """
         inputs = batch[0]
         rows = np.asarray(rows, dtype=np.int64)
-        for f, cols in self.jobs:
+        for f, group, cols in self.jobs:
             arr = inputs[f.name]
             if not arr.flags.writeable or not arr.flags.c_contiguous:
                 arr = np.ascontiguousarray(arr).copy() if not arr.flags.writeable else np.ascontiguousarray(arr)
@@ -160,7 +167,7 @@ class Augmenter:
                 elem_rows, elements = rows, np.zeros(len(rows), dtype=np.int64)
                 values = arr  # (B, S)
             else:
-                values, at, elem_rows, elements = self._real_elements(f, arr, inputs, rows)
+                values, at, elem_rows, elements = self._real_elements(f, group, arr, inputs, rows)
             # every augmented column at once: z is (elements, columns)
             z = normals(element_keys(seed, epoch, elem_rows, elements), [var for _, var, _ in cols])
             # positions in the flat buffer of ``arr`` (``values`` is a view of it): one 1-D gather/scatter
@@ -183,12 +190,12 @@ class Augmenter:
                     flat[lin] = flat[lin] * (1 + noise_part)
         return batch
 
-    def _real_elements(self, f: ResolvedField, arr: np.ndarray, inputs: Mapping[str, np.ndarray],
+    def _real_elements(self, f: ResolvedField, group: str | None, arr: np.ndarray, inputs: Mapping[str, np.ndarray],
                        rows: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
         """``(values, index, rows, elements)``: a view whose ``values[index + (column,)]`` are the
-        field's real elements, with each one's dataset row and position in its row."""
+        field's real elements (of ``group``'s variables), with each one's dataset row and position in its row."""
         spec = f.field
-        lens = np.asarray(self.row_lengths(f.group))[rows]
+        lens = np.asarray(self.row_lengths(group))[rows]
         layout = getattr(spec, "layout", "padded")
         if layout == "packed":
             cu = np.asarray(inputs[f.name + "_cu_seqlens"], dtype=np.int64)

@@ -19,7 +19,8 @@ from lstm_data.errors import SchemaError
 if TYPE_CHECKING:
     from lstm_data.data.dataset import Dataset
 
-__all__ = ["OutputSignature", "ResolvedField", "resolve_fields", "LENGTHS_SUFFIX", "WEIGHTS_SUFFIX"]
+__all__ = ["OutputSignature", "ResolvedField", "GroupColumns", "resolve_fields", "LENGTHS_SUFFIX",
+           "WEIGHTS_SUFFIX"]
 
 #: suffix of the per-row prong count output of a ``Ragged(..., lengths=True)`` field
 LENGTHS_SUFFIX = "_lengths"
@@ -46,6 +47,25 @@ class OutputSignature:
 
 
 @dataclass(frozen=True)
+class GroupColumns:
+    """The variables of a ``Ragged`` field that one more group holds (its counts per row its own).
+
+    Attributes
+    ----------
+    group
+        The ragged group.
+    columns
+        Column indices of the variables inside ``group``.
+    at
+        The output column of each (its place in the field's ``vars``).
+    """
+
+    group: str
+    columns: np.ndarray
+    at: np.ndarray
+
+
+@dataclass(frozen=True)
 class ResolvedField:
     """One spec field mapped onto a dataset's columns (the result of :meth:`BatchSpec.validate`).
 
@@ -54,11 +74,18 @@ class ResolvedField:
     name, role, field
         The output name, ``"input"``/``"target"`` and the declared field.
     group
-        The ragged group holding a ``Ragged`` field's variables (``None`` for scalars).
+        The ragged group holding a ``Ragged`` field's variables (``None`` for scalars); for
+        a field whose variables lie in several groups, the group of its first variable,
+        whose counts are the field's lengths.
     columns
         Column indices of the variables inside ``group`` (``None`` for scalars).
     sort_column
         Column index of ``field.sort_by`` inside ``group``, or ``None``.
+    at
+        The output column of each of ``columns`` when the field spans several groups
+        (``None``: ``columns`` are all of them, in order).
+    more
+        The field's variables in other groups, each padded by its own counts.
     """
 
     name: str
@@ -67,6 +94,13 @@ class ResolvedField:
     group: str | None = None
     columns: np.ndarray | None = None
     sort_column: int | None = None
+    at: np.ndarray | None = None
+    more: tuple[GroupColumns, ...] = ()
+
+    @property
+    def groups(self) -> list[str]:
+        """Every group holding the field's variables, its own (``group``) first; none for scalars."""
+        return ([] if self.group is None else [self.group]) + [m.group for m in self.more]
 
     @property
     def ragged(self) -> Ragged:
@@ -96,7 +130,8 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
     ------
     SchemaError
         An unknown variable (with close-match suggestions), a scalar asked of a
-        ragged field or the reverse, or one ragged field spanning two groups.
+        ragged field or the reverse, or a ragged field spanning groups that needs
+        one count per row (``layout="packed"``, ``sort_by``).
     """
     from lstm_data.data.dataset import unknown_name_error
 
@@ -133,12 +168,9 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
         var_owners = owners[:len(fld.vars)]
         sort_owner = owners[len(fld.vars)] if fld.sort_by is not None else None
         if len(set(var_owners)) > 1:
-            split = {g: [v for v, o in zip(fld.vars, var_owners) if o == g]
-                     for g in dict.fromkeys(var_owners)}
-            shown = "; ".join(f"group {g!r}: {_short(vs)}" for g, vs in split.items())
-            raise SchemaError(f"{where}: all variables of one Ragged field must be in one group "
-                              f"(one prong count per row), got {shown} "
-                              f"({count_mismatch(dataset.offsets, list(split))})", variable=name)
+            _one_count_needed(where, name, fld, var_owners, dataset)
+            resolved.append(_spanning(name, role, fld, var_owners, groups))
+            continue
         if sort_owner not in (None, var_owners[0]):
             raise SchemaError(f"{where}: sort_by {fld.sort_by!r} is in group {sort_owner!r}, not in "
                               f"the field's group {var_owners[0]!r}", variable=fld.sort_by)
@@ -148,6 +180,34 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
         sort_col = index[fld.sort_by] if fld.sort_by is not None else None
         resolved.append(ResolvedField(name, role, fld, group, cols, sort_col))
     return resolved
+
+
+def _one_count_needed(where: str, name: str, fld: Ragged, owners: list[str], dataset: Dataset) -> None:
+    """Refuse a field over several groups whose form needs one prong count per row."""
+    if fld.layout == "packed":
+        need = "layout='packed' (the real elements of each row, one count per row)"
+    elif fld.sort_by is not None:
+        need = f"sort_by {fld.sort_by!r} (it orders the prongs of one group)"
+    else:
+        return
+    split = {g: [v for v, o in zip(fld.vars, owners) if o == g] for g in dict.fromkeys(owners)}
+    shown = "; ".join(f"group {g!r}: {_short(vs)}" for g, vs in split.items())
+    raise SchemaError(f"{where}: with {need}, all variables of one Ragged field must be in one group "
+                      f"(one prong count per row), got {shown} "
+                      f"({count_mismatch(dataset.offsets, list(split))})", variable=name)
+
+
+def _spanning(name: str, role: str, fld: Ragged, owners: list[str],
+              groups: dict[str, list[str]]) -> ResolvedField:
+    """A field whose variables lie in several groups: each group's variables padded by its own counts."""
+    parts = []
+    for g in dict.fromkeys(owners):
+        index = {v: i for i, v in enumerate(groups[g])}
+        at = np.array([k for k, o in enumerate(owners) if o == g], dtype=np.intp)
+        cols = np.array([index[fld.vars[k]] for k in at], dtype=np.intp)
+        parts.append(GroupColumns(g, cols, at))
+    first = parts[0]
+    return ResolvedField(name, role, fld, first.group, first.columns, None, first.at, tuple(parts[1:]))
 
 
 def _schema_hint(dataset: Dataset, name: str) -> str:

@@ -31,6 +31,9 @@ ctypedef struct Form:
     const double *pads  # per output column; NULL: ``pad`` everywhere
     bint wrap
     int layout  # LAYOUT_*
+    # one source of several (NULL: the output's columns are this source's n_cols, in order)
+    const Py_ssize_t *at  # the output column of each of n_cols (not with LAYOUT_PACKED)
+    Py_ssize_t out_cols  # the output's columns (with ``at``)
 
 
 cdef int form_rows_any(const Form *f, const char * const *rowp, const int64_t *lens,

@@ -24,7 +24,11 @@ rows, with no second pass over the output and no extra copy:
   (copied from the slot already written);
 - layouts ``(B, P, V)``, channels-first ``(B, V, P)`` (a row is loaded into a
   scratch row, then written column by column) and packed ``(T, V)``: the kept
-  elements of every row one after another.
+  elements of every row one after another;
+- one source of several (``Form.at``): its columns go to the output columns ``at``
+  of an output of ``out_cols`` columns, padded by this source's own counts (a row is
+  loaded into the scratch row, then written to those columns); the other sources
+  write the other columns of the same output.
 """
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc
@@ -132,6 +136,37 @@ cdef inline void _read_row(const in_t *kind, const Reader *r, const char *row, i
         load(<const in_t *> (row + first * r.row_stride), r.row_stride, r.colofs, r.n_cols, NULL,
              n, r.contiguous, kept)
 
+cdef inline void _scatter(const out_t *kept, Py_ssize_t n, Py_ssize_t n_cols, const Py_ssize_t *at,
+                          Py_ssize_t out_n, Py_ssize_t width, Py_ssize_t slot, bint cf, bint wrap,
+                          bint pre_pad, const out_t *pv, out_t *dst) noexcept nogil:
+    """One output row ``dst`` (``width`` slots of ``out_n`` values; ``cf``: ``out_n`` columns of
+    ``width`` slots) gets a source's ``n`` kept records ``kept`` (``n_cols`` values each) in its
+    columns ``at`` from ``slot`` on, then those columns' padding: wrapped (slot ``k`` holds
+    element ``k % n``) or the columns' pad values ``pv``."""
+    cdef Py_ssize_t p, j, k, first
+    cdef Py_ssize_t step = 1 if cf else out_n  # from one slot to the next
+    cdef Py_ssize_t col  # from one column to the next: column c starts c * col after dst
+    cdef out_t *at_col
+    col = width if cf else 1
+    for j in range(n_cols):
+        at_col = dst + at[j] * col
+        for p in range(n):
+            at_col[(slot + p) * step] = kept[p * n_cols + j]
+        if n == width:
+            continue
+        if wrap and n > 0:  # padding is "post" here
+            k = 0
+            for p in range(n, width):
+                at_col[p * step] = at_col[k * step]
+                k += 1
+                if k == n:
+                    k = 0
+        else:
+            first = 0 if pre_pad else n
+            for p in range(first, first + width - n):
+                at_col[p * step] = pv[j]
+
+
 
 cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
                    const int64_t *lens, Py_ssize_t n_batch, Py_ssize_t width, int64_t longest,
@@ -154,7 +189,8 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
     cdef bint cf = f.layout == LAYOUT_CHANNELS_FIRST
     cdef bint transform = f.center != NULL
     cdef bint pre_pad = f.pre_pad, pre_trunc = f.pre_trunc, wrap = f.wrap  # (held in registers)
-    cdef bint plain = f.layout == LAYOUT_PADDED and not transform and not wrap
+    cdef bint scatter = f.at != NULL  # one source of several: the output columns at f.at
+    cdef bint plain = f.layout == LAYOUT_PADDED and not transform and not wrap and not scatter
     cdef bint zero_pad
     cdef out_t *dst
     cdef out_t *at
@@ -172,8 +208,10 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
     r.keys = NULL
     cdef Py_ssize_t m = n_cols if n_cols > 0 else 1
     cdef Py_ssize_t row_out = width * n_cols
+    cdef Py_ssize_t out_n = f.out_cols if scatter else n_cols  # an output slot's values
+    cdef Py_ssize_t row_all = width * out_n  # an output row's values
     cdef bint sorting = f.sort_col >= 0 and longest > 0
-    cdef out_t *par = <out_t *> malloc((5 * m + row_out + (longest * n_cols if cf else 0))
+    cdef out_t *par = <out_t *> malloc((5 * m + row_out + (longest * n_cols if cf or scatter else 0))
                                        * sizeof(out_t))
     cdef Py_ssize_t *colofs = <Py_ssize_t *> malloc((m + (2 * longest if sorting else 0))
                                                     * sizeof(Py_ssize_t))
@@ -226,9 +264,9 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
             slot = 0
             total += n
         else:
-            dst = out + b * row_out
+            dst = out + b * row_all
             slot = width - n if pre_pad else 0
-        kept = scratch if cf else dst + slot * n_cols
+        kept = scratch if cf or scatter else dst + slot * n_cols
         _read_row(kind, &r, rowp[b], lens[b], n, first, kept)
         if transform:
             for p in range(n):
@@ -238,6 +276,9 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
                     # branch-free clip (min/max); false for NaN, which stays NaN; lo <= hi
                     v = lo[j] if v < lo[j] else v
                     at[j] = hi[j] if v > hi[j] else v
+        if scatter:
+            _scatter(kept, n, n_cols, f.at, out_n, width, slot, cf, wrap, pre_pad, pv, dst)
+            continue
         if cf:  # (B, V, P): column j of slot s at j * width + s
             for p in range(n):
                 for j in range(n_cols):
@@ -269,3 +310,4 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
     free(par)
     free(colofs)
     return 0
+

@@ -21,7 +21,8 @@ class BatchGather:
     element in the output dtype, ``pad_values`` fill each column's padded slots,
     ``pad_mode`` is ``"constant"`` or ``"wrap"``, ``layout`` is ``"padded"``,
     ``"channels_first"`` or ``"packed"`` (see ``_args.prepare_ragged``), all in the
-    same pass.
+    same pass. ``more`` (with ``at``) adds sources of other counts per row, each padded
+    by its own counts into its output columns of the same output (see ``_sources``).
     """
 
     ragged: list[RaggedJob]

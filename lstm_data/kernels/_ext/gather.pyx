@@ -49,6 +49,8 @@ ctypedef struct RaggedSpec:
     Py_ssize_t n_parts, max_len, multiple
     bint off64, flat, fixed
     Form form  # the records and what the output makes of them
+    Py_ssize_t n_more  # further sources of the same output (rows of other counts), each padded
+    RaggedSpec *more  # by its own counts into its columns (``form.at``); their width settings unused
 
 
 ctypedef struct TableSpec:
@@ -123,6 +125,11 @@ cdef object _adopt(void *data, int nd, cnp.npy_intp *dims, int typenum, bint poo
     return arr
 
 
+cdef inline Py_ssize_t _out_cols(const Form *form) noexcept nogil:
+    """The columns of the output ``form`` writes (all of them, when it is one source of several)."""
+    return form.out_cols if form.at != NULL else form.n_cols
+
+
 cdef inline Py_ssize_t _part_of(const int64_t *part_rows, Py_ssize_t n_parts, int64_t r,
                                 double scale) noexcept nogil:
     """The last part that starts at or before row ``r`` (``0 <= r < part_rows[n_parts]``).
@@ -189,13 +196,45 @@ cdef inline int _part_bounds(const RaggedSpec *job, const Py_ssize_t *rows, Py_s
     return 0
 
 
+ctypedef struct MoreBounds:  # the rows of a job's further sources in one batch
+    const char **rowp  # source k's: rowp[k * n_batch + b]
+    int64_t *lens  # source k's: lens[k * n_batch + b]; then each source's longest row
+    Py_ssize_t n
+
+
+cdef int _bound_more(const RaggedSpec *job, const Py_ssize_t *rows, Py_ssize_t n_batch,
+                     MoreBounds *more, int64_t *top, Py_ssize_t *err_source,
+                     Py_ssize_t *err_pos) noexcept nogil:
+    """Check the rows of ``job``'s further sources (:func:`_part_bounds`, in order, the failing
+    one in ``err_source``), raising ``top`` to the longest row of any; a status."""
+    cdef Py_ssize_t k, n = n_batch if n_batch else 1
+    cdef int status
+    more.n = n
+    more.rowp = <const char **> malloc(job.n_more * n * sizeof(char *))
+    more.lens = <int64_t *> malloc(job.n_more * (n + 1) * sizeof(int64_t))
+    if more.rowp == NULL or more.lens == NULL:
+        return NO_MEMORY
+    for k in range(job.n_more):
+        err_source[0] = k + 1
+        status = _part_bounds(&job.more[k], rows, n_batch, more.rowp + k * n, more.lens + k * n,
+                              err_pos, more.lens + job.n_more * n + k)
+        if status:
+            return status
+        if more.lens[job.n_more * n + k] > top[0]:
+            top[0] = more.lens[job.n_more * n + k]
+    err_source[0] = 0
+    return 0
+
+
 cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec *tables,
                  Py_ssize_t n_tables, const Py_ssize_t *rows, Py_ssize_t n_batch,
                  const char **rowp, Output *outs, void **table_outs, bint *table_placed,
-                 Arena *arena, Py_ssize_t *err_job, Py_ssize_t *err_pos) noexcept nogil:
-    """Every output of one batch; 0, or a status with the failing job and batch position."""
+                 Arena *arena, Py_ssize_t *err_job, Py_ssize_t *err_source,
+                 Py_ssize_t *err_pos) noexcept nogil:
+    """Every output of one batch; 0, or a status with the failing job, source and batch position."""
     cdef Py_ssize_t j, b, r, width, size
-    cdef int64_t longest
+    cdef int64_t longest, top
+    cdef MoreBounds more
     cdef int status
     cdef const RaggedSpec *job
     cdef const TableSpec *tab
@@ -212,6 +251,21 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
         status = _part_bounds(job, rows, n_batch, rowp, outs[j].lengths, err_pos, &longest)
         if status:
             return status
+        top = longest
+        if job.n_more:  # the longest row of any source sets the width
+            more.rowp, more.lens = NULL, NULL
+            status = _bound_more(job, rows, n_batch, &more, &top, err_source, err_pos)
+            if status:
+                free(more.rowp)
+                free(more.lens)
+                return status
+            status = _gather_sources(job, rowp, outs[j].lengths, longest, n_batch, top, &more,
+                                     arena, &outs[j])
+            free(more.rowp)
+            free(more.lens)
+            if status:
+                return status
+            continue
         width = longest  # the rule of the twin's batch_width
         if job.form.layout == LAYOUT_PACKED:  # the twin's formed: the longest kept row
             if job.max_len >= 0 and job.max_len < width:
@@ -264,6 +318,45 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
     return 0
 
 
+cdef int _gather_sources(const RaggedSpec *job, const char **rowp, int64_t *lengths,
+                         int64_t longest, Py_ssize_t n_batch, int64_t top, const MoreBounds *more,
+                         Arena *arena, Output *out) noexcept nogil:
+    """The output of a job of several sources (its first source's rows in ``rowp``, ``lengths``
+    and ``longest``; the others' in ``more``), ``top`` the longest row of any: each source
+    writes its own columns, padded by its own counts. A status; the lengths are the first
+    source's, capped at the width."""
+    cdef Py_ssize_t width = top, size, k, b
+    cdef int status = 0
+    if job.max_len >= 0 and job.fixed:  # the twin's batch_width (a job of sources is never packed)
+        width = job.max_len
+    else:
+        if job.multiple > 1 and width % job.multiple:
+            width += job.multiple - width % job.multiple
+        if job.max_len >= 0 and job.max_len < width:
+            width = job.max_len
+    out.width = width
+    out.total = n_batch * width
+    size = out.total * _out_cols(&job.form) * (8 if job.form.out64 else 4)
+    out.data = _place(arena, size)
+    out.data_placed = out.data != NULL
+    if not out.data_placed:
+        out.data = pool_take(&_POOL, size)
+    if out.data == NULL:
+        return NO_MEMORY
+    if size:
+        status = form_rows_any(&job.form, rowp, lengths, n_batch, width, longest, out.data)
+        for k in range(job.n_more):
+            if status:
+                break
+            status = form_rows_any(&job.more[k].form, more.rowp + k * more.n, more.lens + k * more.n,
+                                   n_batch, width, more.lens[job.n_more * more.n + k], out.data)
+    if width < longest:
+        for b in range(n_batch):
+            if lengths[b] > width:
+                lengths[b] = width
+    return status
+
+
 cdef inline void _take_rows(const char *base, Py_ssize_t row_bytes, const Py_ssize_t *rows,
                             Py_ssize_t n_batch, char *dst) noexcept nogil:
     """``dst[b] = base[rows[b]]`` for rows already checked. Random rows miss the cache, so
@@ -278,6 +371,18 @@ cdef inline void _take_rows(const char *base, Py_ssize_t row_bytes, const Py_ssi
             (<uint32_t *> dst)[b] = (<const uint32_t *> base)[rows[b]]
         else:
             memcpy(dst + b * row_bytes, base + rows[b] * row_bytes, row_bytes)
+
+
+cdef void _free_spec(RaggedSpec *spec) noexcept:
+    """Free what ``spec`` (and each of its further sources) points to."""
+    cdef Py_ssize_t k
+    free(spec.bases)
+    free(spec.offsets)
+    if spec.more != NULL:
+        for k in range(spec.n_more):
+            free(spec.more[k].bases)
+            free(spec.more[k].offsets)
+    free(spec.more)
 
 
 cdef class BatchGather:
@@ -301,8 +406,7 @@ cdef class BatchGather:
         cdef Py_ssize_t j
         if self._ragged != NULL:
             for j in range(self._n_ragged):
-                free(self._ragged[j].bases)
-                free(self._ragged[j].offsets)
+                _free_spec(&self._ragged[j])
         free(self._ragged)
         free(self._tables)
 
@@ -324,6 +428,21 @@ cdef class BatchGather:
             self._tables[j].row_bytes = table.shape[1] * table.itemsize
 
     cdef int _describe(self, RaggedSpec *spec, object job) except -1:
+        """``spec`` of ``job``; a job of several sources: its first, then ``spec.more`` the others."""
+        cdef Py_ssize_t k
+        if not job.sources:
+            return self._describe_source(spec, job)
+        self._describe_source(spec, job.sources[0])
+        spec.flat = False  # (B, P, V) whatever the sources' values
+        spec.n_more = len(job.sources) - 1
+        spec.more = <RaggedSpec *> calloc(max(spec.n_more, 1), sizeof(RaggedSpec))
+        if spec.more == NULL:
+            raise MemoryError()
+        for k in range(spec.n_more):
+            self._describe_source(&spec.more[k], job.sources[k + 1])
+        return 0
+
+    cdef int _describe_source(self, RaggedSpec *spec, object job) except -1:
         cdef Py_ssize_t p, n_parts = len(job.parts)
         cdef cnp.ndarray part_rows = job.part_rows
         cdef cnp.ndarray totals = np.array([len(v) for v, _ in job.parts], dtype=np.int64)
@@ -383,6 +502,13 @@ cdef class BatchGather:
         form.wrap = job.pad_mode == "wrap"
         form.layout = (LAYOUT_PACKED if job.layout == "packed" else LAYOUT_CHANNELS_FIRST
                        if job.layout == "channels_first" else LAYOUT_PADDED)
+        form.at = NULL
+        form.out_cols = form.n_cols
+        if job.at is not None:  # one source of several: its output columns
+            cols = np.ascontiguousarray(job.at, dtype=np.intp)
+            self._columns.append(cols)
+            form.at = <const Py_ssize_t *> cnp.PyArray_DATA(cols)
+            form.out_cols = job.out_cols
         return 0
 
     def __call__(self, rows, arena=None):
@@ -408,16 +534,16 @@ cdef class BatchGather:
         cdef void **table_outs = <void **> calloc(max(self._n_tables, 1), sizeof(void *))
         cdef bint *table_placed = <bint *> calloc(max(self._n_tables, 1), sizeof(bint))
         cdef const char **rowp = <const char **> malloc(max(n_batch, 1) * sizeof(char *))
-        cdef Py_ssize_t err_job = 0, err_pos = 0, j
+        cdef Py_ssize_t err_job = 0, err_source = 0, err_pos = 0, j
         cdef int status = NO_MEMORY
         try:
             if outs != NULL and table_outs != NULL and table_placed != NULL and rowp != NULL:
                 with nogil:
                     status = _gather(self._ragged, self._n_ragged, self._tables, self._n_tables,
                                      row_ptr, n_batch, rowp, outs, table_outs, table_placed,
-                                     &place, &err_job, &err_pos)
+                                     &place, &err_job, &err_source, &err_pos)
             if status:
-                self._raise(status, err_job, row_ptr[err_pos] if n_batch else 0)
+                self._raise(status, err_job, err_source, row_ptr[err_pos] if n_batch else 0)
             return self._adopt_all(outs, table_outs, table_placed, n_batch, owner)
         finally:  # whatever was not handed to NumPy (nor lies in the caller's arena)
             if outs != NULL:
@@ -435,12 +561,13 @@ cdef class BatchGather:
             free(table_placed)
             free(rowp)
 
-    cdef object _raise(self, int status, Py_ssize_t job, Py_ssize_t r):
+    cdef object _raise(self, int status, Py_ssize_t job, Py_ssize_t source, Py_ssize_t r):
         if status == NO_MEMORY:
             raise MemoryError("BatchGather: no memory for the batch")
         if job >= self._n_ragged:
             raise ValueError(f"row {r} out of range for {self.tables[job - self._n_ragged].shape[0]} rows")
-        raise_bad_row(self.ragged[job], r, status == BAD_ROW)
+        checked = self.ragged[job]
+        raise_bad_row(checked.sources[source] if source else checked, r, status == BAD_ROW)
 
     cdef object _adopt_all(self, Output *outs, void **table_outs, const bint *table_placed,
                            Py_ssize_t n_batch, object owner):
@@ -457,14 +584,14 @@ cdef class BatchGather:
             spec = &self._ragged[j]
             dims[0] = n_batch
             dims[1] = outs[j].width
-            dims[2] = spec.form.n_cols
+            dims[2] = _out_cols(&spec.form)
             nd = 2 if spec.flat else 3
             if spec.form.layout == LAYOUT_PACKED:  # (T, V) or (T,)
                 dims[0] = outs[j].total
                 dims[1] = spec.form.n_cols
                 nd -= 1
             elif spec.form.layout == LAYOUT_CHANNELS_FIRST and not spec.flat:  # (B, V, P)
-                dims[1] = spec.form.n_cols
+                dims[1] = _out_cols(&spec.form)
                 dims[2] = outs[j].width
             batch = _adopt(outs[j].data, nd, dims,
                            cnp.NPY_FLOAT64 if spec.form.out64 else cnp.NPY_FLOAT32, True,

@@ -159,7 +159,8 @@ def pad_ragged(values, offsets, rows=None, *, max_len=None, pad_value=np.nan, co
                         cols=col_ptr, n_cols=n_cols, sort_col=sort_col, descending=descending,
                         pre_pad=padding == "pre", pre_trunc=truncating == "pre",
                         out64=dt == _F64, pad=pad, center=NULL, scale=NULL, low=NULL, high=NULL,
-                        pads=NULL, wrap=False, layout=LAYOUT_PADDED)  # plain padding
+                        pads=NULL, wrap=False, layout=LAYOUT_PADDED,  # plain padding
+                        at=NULL, out_cols=n_cols)
             status = _pad(&form, vals, out, n_batch, width, starts, lens_ptr, longest)
             if status:
                 raise MemoryError("pad_ragged: no memory for scratch buffers")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from typing_extensions import Buffer
 
-__all__ = ["BatchGather", "batch_width", "formed"]
+__all__ = ["BatchGather", "batch_width", "formed", "sourced"]
 
 def batch_width(job: RaggedJob, longest: int) -> int:
     """The padded width of one batch whose longest selected row has ``longest`` prongs."""
@@ -60,7 +60,9 @@ class BatchGather:
         ``pad_values`` gives each column its fill; ``pad_mode="wrap"`` repeats a
         row's elements instead; ``layout`` is ``"padded"`` ``(B, P, V)``,
         ``"channels_first"`` ``(B, V, P)`` or ``"packed"`` ``(T, V)`` (a job's
-        ``batch`` output then has that shape).
+        ``batch`` output then has that shape). ``more``: further sources (``parts`` or
+        ``values`` and ``offsets``, ``columns``, ``at``) whose rows have other counts,
+        each padded by its own counts into the output columns ``at`` (see :func:`sourced`).
     tables : sequence of array
         2-D float32/float64 tables ``(N, S)``; each output is ``table[rows]``.
 
@@ -122,12 +124,15 @@ class BatchGather:
         rows = rows.reshape(-1).astype(np.intp)
         ragged = []
         for job in self.ragged:  # job by job; in each, the first bad batch position is named
-            part, local, lens = _part_bounds(job, rows)
-            longest = int(lens.max()) if len(rows) else 0
-            if job.plain:
-                batch, lengths = _pad_parts(job, part, local, batch_width(job, longest))
+            if job.sources:
+                batch, lengths = sourced(job, rows)
             else:
-                batch, lengths = formed(job, part, local, longest)
+                part, local, lens = _part_bounds(job, rows)
+                longest = int(lens.max()) if len(rows) else 0
+                if job.plain:
+                    batch, lengths = _pad_parts(job, part, local, batch_width(job, longest))
+                else:
+                    batch, lengths = formed(job, part, local, longest)
             if space is not None:
                 lengths = space.place(lengths)
                 batch = space.place(batch)
@@ -177,6 +182,31 @@ def _pad_parts(job: RaggedJob, part: np.ndarray, local: np.ndarray, width: int) 
                 sort_by=job.sort_by, descending=job.descending, padding=job.padding,
                 truncating=job.truncating, dtype=job.dtype)
     return batch, lengths
+
+
+def sourced(job: RaggedJob, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The output of a job of several sources: each source padded by its own counts.
+
+    Every source's rows are checked first, source by source; the width follows the
+    longest row of any (:func:`batch_width`). Each source is then formed as a job of
+    its own at that width (:func:`formed`: its transform, pad values and wrap) and
+    its columns put at its output columns ``at``. The lengths are the first source's.
+    """
+    bounds = [_part_bounds(source, rows) for source in job.sources]
+    longest = max((int(lens.max()) for _, _, lens in bounds if len(lens)), default=0)
+    width = batch_width(job, longest)
+    out = np.empty((len(rows), width, job.out_cols), dtype=job.dtype)
+    lengths = np.zeros(len(rows), dtype=np.int64)
+    for k, (source, (part, local, lens)) in enumerate(zip(job.sources, bounds)):
+        own = source._replace(max_len=width, fixed=True, multiple_of=None, layout="padded")
+        batch, kept = formed(own, part, local, int(lens.max()) if len(lens) else 0)
+        assert source.at is not None  # a source of several has its output columns
+        out[:, :, source.at] = batch.reshape(len(rows), width, len(source.at))
+        if k == 0:
+            lengths = kept
+    if job.layout == "channels_first":
+        return np.ascontiguousarray(out.transpose(0, 2, 1)), lengths
+    return out, lengths
 
 
 def formed(job: RaggedJob, part: np.ndarray, local: np.ndarray, longest: int) -> tuple[np.ndarray, np.ndarray]:
