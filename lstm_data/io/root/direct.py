@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -136,6 +137,11 @@ class ChunkBaskets:
         return tasks
 
 
+def _copy_rows(out: np.ndarray, pos: np.ndarray, column: np.ndarray, local: np.ndarray) -> None:
+    """Rows ``local`` of a decoded chunk's scalar ``column`` into rows ``pos`` of ``out``."""
+    out[pos] = column[local]
+
+
 def copy_partial(out_values: np.ndarray, out_off: np.ndarray, pos: np.ndarray, chunk_values: np.ndarray,
                  chunk_off: np.ndarray, local: np.ndarray) -> None:
     """Rows ``local`` of a decoded chunk (``chunk_values``, ``chunk_off``) into rows ``pos`` of the result."""
@@ -191,7 +197,7 @@ def gather(baskets: ChunkBaskets, sel: np.ndarray, scalars: Mapping[str, np.dtyp
             else:
                 own = np.empty(z - a, dtype=column.dtype)
                 tasks += baskets.scalar_tasks(s, k, own)
-                later.append(lambda column=column, own=own, pos=pos, local=local: column.__setitem__(pos, own[local]))
+                later.append(partial(_copy_rows, column, pos, own, local))
         for g, (names, _, offsets) in groups.items():
             values, off = out_g[g]
             chunk_off = offsets[a:z + 1] - offsets[a]
@@ -203,8 +209,7 @@ def gather(baskets: ChunkBaskets, sel: np.ndarray, scalars: Mapping[str, np.dtyp
             else:
                 own = np.empty((n_values, values.shape[1]), dtype=values.dtype)
                 tasks += baskets.group_tasks(names, k, own, chunk_off)
-                later.append(lambda values=values, off=off, pos=pos, own=own, chunk_off=chunk_off, local=local:
-                             copy_partial(values, off, pos, own, chunk_off, local))
+                later.append(partial(copy_partial, values, off, pos, own, chunk_off, local))
         if not groups:
             record("scalars", k, sum(int(c.itemsize) * (z - a) for c in out_s.values()))
     fd = os.open(file, os.O_RDONLY)
