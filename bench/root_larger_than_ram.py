@@ -57,7 +57,7 @@ with open("/proc/self/clear_refs", "w") as fh:
 started = time.perf_counter()
 data = lstm_data.open(paths, in_ram=False)
 opened = time.perf_counter() - started
-for part in data.datasets:
+for part in getattr(data, "datasets", [data]):
     part.io_stats.track_chunks()
 batches = Batches(data, spec, Order(batch_size=512, shuffle="block", seed=1))
 seen = np.zeros(len(data), dtype=np.int64)
@@ -66,16 +66,19 @@ for i in range(len(batches)):
     rows = batches.batch(i, 0)[1]["row"].ravel().astype(np.int64)
     np.add.at(seen, rows, 1)
 epoch = time.perf_counter() - started
-decodes = max(max(p.io_stats.per_chunk.values()) for p in data.datasets)
-chunks = sum(getattr(p, "n_chunks", len(getattr(p, "row_group_rows", [0])) - 1) for p in data.datasets)
+parts = getattr(data, "datasets", [data])
+decodes = max(max(p.io_stats.per_chunk.values()) for p in parts)
+chunks = sum(getattr(p, "n_chunks", len(getattr(p, "row_group_rows", [0])) - 1) for p in parts)
 print(json.dumps({"rows": len(data), "every_row_once": bool((seen == 1).all()), "open_s": opened,
                   "epoch_s": epoch, "peak_above_base": status("VmHWM") - base, "base": base,
                   "max_decodes_per_chunk": decodes, "chunks": chunks}))
 """
 
 
-def write_files(directory: Path, values_bytes: float, seed: int = 0, fmt: str = "root") -> tuple[list[str], int]:
-    """JetClass-like files holding about ``values_bytes`` of decoded particle values."""
+def write_files(directory: Path, values_bytes: float, seed: int = 0, fmt: str = "root",
+                jets_per_file: int = JETS_PER_FILE) -> tuple[list[str], int]:
+    """JetClass-like files holding about ``values_bytes`` of decoded particle values,
+    ``jets_per_file`` jets each."""
     import awkward as ak
     import numpy as np
     import uproot
@@ -83,23 +86,23 @@ def write_files(directory: Path, values_bytes: float, seed: int = 0, fmt: str = 
     directory.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     per_jet = 40 * N_VARS * 4
-    n_files = max(1, round(values_bytes / (per_jet * JETS_PER_FILE)))
+    n_files = max(1, round(values_bytes / (per_jet * jets_per_file)))
     paths, total, start = [], 0, 0
     for f in range(n_files):
         path = directory / f"jets_{f:03d}.{fmt}"
-        k = rng.integers(20, 61, JETS_PER_FILE)
+        k = rng.integers(20, 61, jets_per_file)
         total += int(k.sum()) * N_VARS * 4
         paths.append(str(path))
         if path.exists():
-            start += JETS_PER_FILE
+            start += jets_per_file
             continue
         if fmt == "parquet":
             _write_parquet(path, k, rng, start)
-            start += JETS_PER_FILE
+            start += jets_per_file
             continue
         with uproot.recreate(path, compression=None) as fh:
             tree = None
-            for a in range(0, JETS_PER_FILE, JETS_PER_CLUSTER):
+            for a in range(0, jets_per_file, JETS_PER_CLUSTER):
                 kk = k[a:a + JETS_PER_CLUSTER]
                 parts = ak.zip({f"v{i}": ak.unflatten(rng.random(int(kk.sum()), dtype=np.float32), kk)
                                 for i in range(N_VARS)})
@@ -110,18 +113,18 @@ def write_files(directory: Path, values_bytes: float, seed: int = 0, fmt: str = 
                     tree = fh.mktree("Events", {"jet_pt": np.float32, "jet_eta": np.float32, "row": np.int64,
                                                 "P": parts.type.content})
                 tree.extend(cols)
-        start += JETS_PER_FILE
+        start += jets_per_file
     return paths, total
 
 
-def _write_parquet(path: Path, k, rng, start: int) -> None:
+def _write_parquet(path: Path, k, rng, start: int) -> None:  # noqa: ANN001 - a bench script
     """The same columns as a Parquet file, one row group per cluster's worth of jets."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     writer = None
-    for a in range(0, JETS_PER_FILE, JETS_PER_CLUSTER):
+    for a in range(0, len(k), JETS_PER_CLUSTER):
         kk = k[a:a + JETS_PER_CLUSTER]
         off = pa.array(np.concatenate([[0], np.cumsum(kk)]).astype(np.int32))
         cols = {"jet_pt": rng.random(len(kk)).astype(np.float32),
@@ -143,9 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap-gb", type=float, default=2.0, help="the memory cap checked (GB)")
     parser.add_argument("--dir", default="/tmp/lstm_data_root_larger_than_ram", help="where the files go")
     parser.add_argument("--format", choices=("root", "parquet"), default="root", help="the files' format")
+    parser.add_argument("--jets-per-file", type=int, default=JETS_PER_FILE,
+                        help="jets per file (files of one size in --dir are reused)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    paths, total = write_files(Path(args.dir), args.values_gb * 1e9, fmt=args.format)
+    paths, total = write_files(Path(args.dir), args.values_gb * 1e9, fmt=args.format,
+                               jets_per_file=args.jets_per_file)
     print(f"{len(paths)} files, {total / 1e9:.2f} GB of particle values (written in "
           f"{time.perf_counter() - started:.0f} s)", flush=True)
     env = dict(os.environ)
@@ -159,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = res["every_row_once"] and res["peak_above_base"] < cap and res["max_decodes_per_chunk"] <= 2
     print(f"rows {res['rows']:,}: every row once {res['every_row_once']}; open {res['open_s']:.1f} s, epoch "
           f"{res['epoch_s']:.1f} s ({total / 1e6 / res['epoch_s']:.0f} MB/s of values); peak RSS above the "
-          f"baseline {res['peak_above_base'] / 1e9:.2f} GB (baseline {res['base'] / 1e9:.2f} GB) for "
+          f"baseline {res['peak_above_base'] / 1e9:.2f} GB = {res['peak_above_base'] / 2**20:.0f} MiB (baseline {res['base'] / 1e9:.2f} GB) for "
           f"{total / 1e9:.2f} GB of values = {total / max(1, res['peak_above_base']):.1f}x, cap "
           f"{args.cap_gb:.2f} GB; chunks {res['chunks']}, decoded at most {res['max_decodes_per_chunk']}x: "
           f"{'OK' if ok else 'FAILED'}")

@@ -3,7 +3,8 @@
 JetClass-like jets (8 jagged float32 particle variables sharing the counter ``npart``,
 5 jet scalars: 14 branches), written by uproot in 2 files (zlib level 1). A spec
 needs 9 of the 14 branches (6 particle variables, 3 scalars). Timed, interleaved,
-each in a fresh process so no page cache or import state is shared beyond the OS:
+each in a fresh process so no page cache or import state is shared beyond the OS (both
+clocks start after ``import uproot, awkward``):
 
 * ``ours``: ``lstm_data.open(files, columns=needed, threads=T)`` plus one
   ``shuffle=False`` epoch of ``Batches`` (batch 512, particles padded to 128);
@@ -78,6 +79,7 @@ files, threads = json.loads(sys.argv[1]), int(sys.argv[2])
 needed_part, needed_scalars = json.loads(sys.argv[3]), json.loads(sys.argv[4])
 from lstm_data.io.root.baskets import set_inflater
 set_inflater(sys.argv[5] if sys.argv[5] != "auto" else None)
+import uproot, awkward  # imported before the clock starts, as in the uproot script
 t1 = time.perf_counter()
 ds = lstm_data.open(files, columns=needed_part + needed_scalars, threads=threads)
 t2 = time.perf_counter()

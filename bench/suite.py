@@ -25,6 +25,7 @@ STAGES = {
     "consumers": "consumers",
     "many_files": "many_files",
     "orders": "orders",
+    "root_epoch": "root_epoch",
 }
 
 #: a stage whose ratio misses its floor is measured this many times in all (median reported)

@@ -230,9 +230,11 @@ class ConcatDataset(ConcatReads):
             return (joined([p[0] for p in parts], f"group {group!r}", self._join_warned),
                     join_offsets([np.diff(p[1]) for p in parts]))
         spans = self._spans(rows)
-        if spans is not None and 1 < len(spans) == len({f for f, _, _ in spans}):
-            # one run of rows per file: each file's rows read in place, in request order, in
-            # one call (a file asked several runs reads them in one call, each chunk once)
+        if spans is not None and 1 < len(spans) and (len(spans) == len({f for f, _, _ in spans})
+                                                     or self._on_chunk_bounds(spans)):
+            # one run of rows per file, or runs of whole chunks (a window of shuffled blocks):
+            # each run read in place, in request order (a file asked several runs that share
+            # a chunk reads them in one call below, each chunk once)
             return self._read_spans(group, spans)
         split = list(self._split(rows))
         pieces = [(pos, *self.datasets[f].ragged(group, loc)) for f, pos, loc in split]
@@ -248,6 +250,19 @@ class ConcatDataset(ConcatReads):
         back = np.empty(len(rows), dtype=np.intp)
         back[position] = np.arange(len(rows))
         return take_ragged(values, offsets, back)
+
+    def _on_chunk_bounds(self, spans: list[tuple[int, int, int]]) -> bool:
+        """Whether every ``(part, first, stop)`` span starts and ends where its part's row
+        chunks do (or at its end): no chunk is read by two spans."""
+        starts = self.__dict__.setdefault("_row_chunk_starts", {})
+        for f, a, b in spans:
+            bounds = starts.get(f)
+            if bounds is None:
+                bounds = starts[f] = np.append(self.datasets[f].row_chunk_starts(), len(self.datasets[f]))
+            at = np.searchsorted(bounds, [a, b])
+            if at[0] >= len(bounds) or at[1] >= len(bounds) or bounds[at[0]] != a or bounds[at[1]] != b:
+                return False
+        return True
 
     def close(self) -> None:
         """Close every file that holds a handle."""

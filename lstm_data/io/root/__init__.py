@@ -36,8 +36,8 @@ int32 and ``Muon_jetIdx`` int16: int32; float32 with int32: float64); with
 Numeric branches of the common kinds (one number per entry, counted arrays
 ``x[n]``) are read basket by basket on ``threads`` threads straight into their
 final arrays (:mod:`lstm_data.io.root.fast`), inflating zlib baskets with
-libdeflate or ISA-L when the ``deflate`` or ``isal`` package is installed (extra
-``root-fast``). Other jagged branches (``std::vector``) are read through uproot in
+libdeflate (the ``deflate`` package, part of the extra ``root``) or ISA-L when
+``isal`` is installed instead. Other jagged branches (``std::vector``) are read through uproot in
 entry ranges of about ``block_bytes`` uncompressed bytes, aligned to the tree's
 clusters; each range is interleaved into its group's ``(total, V)`` block (no
 Python per entry). Values equal

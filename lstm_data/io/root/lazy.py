@@ -31,7 +31,10 @@ from lstm_data.io.plumbing.chunked import ChunkedDataset, chunk_bounds_of
 from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.ours.layout import value_dtype
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
+from lstm_data.data.dataset import as_rows
 from lstm_data.io.root.baskets import BranchPlan
+from lstm_data.io.root.direct import ChunkBaskets, gather
+from lstm_data.io.root.fast import default_threads
 from lstm_data.io.root.plan import TreePlan, open_root, plan_tree, remote_member
 from lstm_data.io.root.read import read_columns
 from lstm_data.io.root.rntuple import RNTupleReader
@@ -289,6 +292,76 @@ class RootDataset(ChunkedDataset):
             values = read_columns(one, RangeColumns(plan.cols, 0, plan.cols.n), 1 << 62, self._threads)[0][name]
         want = self._scalar_dtypes[name]
         return values if values.dtype == want else values.astype(want)
+
+    # -- reading baskets straight into the result (see :mod:`lstm_data.io.root.direct`) --
+    def _baskets(self) -> ChunkBaskets | None:
+        """The chunks' baskets of every column whose basket plan reads it at this dataset's
+        dtype in one cast (``None`` for an RNTuple); made once."""
+        if self._rntuple is not None:
+            return None
+        made: ChunkBaskets | None = self.__dict__.get("_chunk_baskets")
+        if made is None:
+            plan, uproot = self._plan, import_uproot()
+            cols, own = plan.cols, plan.dtypes()
+            plans: dict[str, BranchPlan | None] = {}
+            for s in self._scalar_names:
+                plans[s] = cols.basket_plan(s, uproot) if own.get(s) == self._scalar_dtypes[s] else None
+            for g, names in self._groups.items():
+                for v in names:
+                    plans[v] = cols.basket_plan(v, uproot) if own.get(v) == self._group_dtypes[g] else None
+            made = self.__dict__["_chunk_baskets"] = ChunkBaskets(plans, self.chunk_bounds)
+        return made
+
+    def _direct(self, scalars: Sequence[str], groups: Sequence[str]) -> ChunkBaskets | None:
+        """The baskets when every one of ``scalars`` and ``groups`` is read straight into the result."""
+        baskets = self._baskets()
+        if baskets is None or not baskets.readable(scalars, {g: self._groups[g] for g in groups}):
+            return None
+        return baskets
+
+    def _gather(self, rows: np.ndarray | None, scalars: list[str], groups: list[str],
+                keep: bool) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, np.ndarray]]]:
+        baskets = self._direct(scalars, groups)
+        if baskets is None:
+            return super()._gather(rows, scalars, groups, keep)
+        sel = np.arange(len(self), dtype=np.intp) if rows is None else rows
+        return gather(baskets, sel, {s: self._scalar_dtypes[s] for s in scalars},
+                      {g: (self._groups[g], self._group_dtypes[g], self._offsets_of[g]) for g in groups},
+                      file=self.source[0], tree=self.tree, threads=self._n_threads(), record=self._record)
+
+    def _n_threads(self) -> int:
+        return default_threads() if self._threads is None else int(self._threads)
+
+    def _record(self, key: str, k: int, nbytes: int) -> None:
+        self.io_stats.record(key, k, k + 1, nbytes)
+
+    def scalars_at(self, names: list[str], rows: Any) -> dict[str, np.ndarray]:
+        """Several scalar columns at ``rows``: their baskets alone, each read once."""
+        for name in names:
+            self._check_scalar(name)
+        sel = as_rows(rows, len(self))
+        if sel is None or self._direct(names, []) is None:
+            return super().scalars_at(names, rows)
+        return self._gather(sel, list(dict.fromkeys(names)), [], keep=False)[0]
+
+    def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        if rows is not None and self._direct([], [group]) is not None:
+            return self._gather(rows, [], [group], keep=False)[1][group]
+        return super()._ragged(group, rows)
+
+    def ragged_into(self, group: str, lo: int, hi: int, out: np.ndarray) -> None:
+        """Rows ``lo .. hi - 1`` of ``group`` decoded straight into ``out`` (see the base class)."""
+        baskets = self._direct([], [group]) if group in self._groups else None
+        offsets = self._offsets_of.get(group)
+        if baskets is None or offsets is None or not 0 <= lo <= hi <= len(self) \
+                or out.dtype != self._group_dtypes[group] or out.ndim != 2 \
+                or out.shape != (int(offsets[hi] - offsets[lo]), len(self._groups[group])):
+            super().ragged_into(group, lo, hi, out)
+            return
+        sel = np.arange(lo, hi, dtype=np.intp)
+        gather(baskets, sel, {}, {group: (self._groups[group], self._group_dtypes[group], offsets)},
+               file=self.source[0], tree=self.tree, threads=self._n_threads(), record=self._record,
+               out_g={group: (out, offsets[lo:hi + 1] - offsets[lo])})
 
     def close(self) -> None:
         """Close the file (the dataset cannot read values afterwards)."""
