@@ -6,11 +6,18 @@ messages, and the compiled code never imports its twin.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lstm_data.kernels._form_args import LAYOUTS, PAD_MODES, as_column_params, as_forms, float_columns
+from lstm_data.kernels._form_args import (
+    LAYOUTS,
+    PAD_MODES,
+    as_column_params,
+    as_forms,
+    float_columns,
+)
+from lstm_data.kernels._job import RaggedJob
 from lstm_data.kernels._source_kinds import SOURCE_DTYPES
 from lstm_data.kernels._sources import with_sources
 
@@ -150,61 +157,6 @@ def as_out(out: Any, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
 RAGGED_KEYS = ("values", "offsets", "parts", "max_len", "fixed", "pad_value", "columns", "sort_by",
                "descending", "padding", "truncating", "dtype", "multiple_of", "center", "scale",
                "clip_min", "clip_max", "pad_values", "pad_mode", "layout", "at", "more")
-
-
-
-class RaggedJob(NamedTuple):
-    """One padded output, with its arguments checked (see :func:`prepare_ragged`)."""
-
-    values: np.ndarray  # (total, V), float32/float64, rows C-contiguous or strided
-    offsets: np.ndarray  # (N + 1,), int32/int64, C-contiguous
-    max_len: int | None
-    fixed: bool
-    pad_value: float
-    columns: np.ndarray | None  # intp, or None for all columns in order
-    sort_by: int | None
-    descending: bool
-    padding: str
-    truncating: str
-    dtype: np.dtype
-    flat: bool
-    multiple_of: int | None = None  # round a per-batch width up to a multiple of this (capped at max_len)
-    #: every part as (values, offsets): one dtype, strides and offsets dtype; part 0 is (values, offsets)
-    parts: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
-    #: int64 (n_parts + 1,): the first row of each part, then the number of rows
-    part_rows: np.ndarray | None = None
-    #: per output column, float64 (or ``None``: no transform): real elements become
-    #: ``clip((x - center) * scale, clip_min, clip_max)`` in the output dtype
-    center: np.ndarray | None = None
-    scale: np.ndarray | None = None
-    clip_min: np.ndarray | None = None
-    clip_max: np.ndarray | None = None
-    #: float64 per output column: the fill of padded slots (``None``: ``pad_value`` everywhere)
-    pad_values: np.ndarray | None = None
-    pad_mode: str = "constant"  # or "wrap": slot k of a row of n > 0 elements holds element k % n
-    layout: str = "padded"  # or "channels_first" (B, V, P), or "packed" (T, V)
-    #: a job of several sources (``more``): each source as a job of its own, padded by its own
-    #: counts into the output columns ``at`` of an output of ``out_cols`` columns; empty: one source
-    sources: tuple["RaggedJob", ...] = ()
-    #: (a source) the output column of each of its columns; ``None``: columns 0.. of its own output
-    at: np.ndarray | None = None
-    #: (a source, or a job of several) the output's columns
-    out_cols: int = 0
-
-    @property
-    def n_cols(self) -> int:
-        """Output columns (1 for 1-D values); of a source, its own columns."""
-        if self.sources:
-            return self.out_cols
-        if self.flat:
-            return 1
-        return len(self.columns) if self.columns is not None else int(self.values.shape[1])
-
-    @property
-    def plain(self) -> bool:
-        """No transform, per-column pad values, wrap or other layout: padded as ``pad_ragged`` pads."""
-        return (self.center is None and self.pad_values is None and self.pad_mode == "constant"
-                and self.layout == "padded" and not self.sources)
 
 
 def as_multiple_of(multiple_of: Any) -> int | None:

@@ -10,12 +10,11 @@ source into disjoint columns of the same output, in the same call.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from lstm_data.kernels._args import RaggedJob
+from lstm_data.kernels._job import RaggedJob
 
 __all__ = ["with_sources"]
 

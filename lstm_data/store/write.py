@@ -12,6 +12,7 @@ damaged chunk reads as an error (see :mod:`lstm_data.store.read`).
 from __future__ import annotations
 
 import errno
+import hashlib
 import logging
 import os
 import time
@@ -179,6 +180,30 @@ _RENAMED: dict[str, str | Renamed] = {
 _OWN_KEYS = ("batch_size", "seed", "shuffle", "bucket_by", "bucket_window")
 
 
+def _what_to_store(dataset: Any, spec: Any, out: Any, order: Any,
+                   ) -> tuple[Dataset, BatchSpec, str | os.PathLike[str], Order | int | None, np.ndarray | None]:
+    """``precompute``'s arguments as ``(dataset, spec, out, order, rows)``, from either way of calling it."""
+    if isinstance(dataset, Batches):
+        if out is None and isinstance(spec, (str, os.PathLike)):
+            out, spec = spec, None
+        if spec is not None or order is not None:
+            raise TypeError("precompute(batches, out): the batches carry their spec and order; give neither")
+        if out is None:
+            raise TypeError("precompute(batches, out): out (the store to write) is missing")
+        dataset, spec, order, rows = dataset.made_from()
+        return dataset, spec, out, order, rows
+    if not isinstance(dataset, Dataset):
+        kind = type(dataset).__name__
+        hint = (": a shard is a part of an epoch, a store holds a whole one; precompute the batches, then "
+                "open_batches(out).shard(rank, world_size)" if hasattr(dataset, "world_size") else "")
+        raise TypeError(f"precompute: expected a Dataset or Batches, got {kind}{hint}")
+    if not isinstance(spec, BatchSpec):
+        raise TypeError(f"precompute(dataset, spec, out): spec must be a BatchSpec, got {type(spec).__name__}")
+    if out is None:
+        raise TypeError("precompute(dataset, spec, out): out (the store to write) is missing")
+    return dataset, spec, out, order, None
+
+
 def _metadata(dataset: Dataset, spec: BatchSpec, order: Order,
               bucketing: dict[str, Any] | None) -> dict[str, Any]:
     rest = {k: v for k, v in order.to_dict().items() if k not in _OWN_KEYS and k not in Order.NOT_IN_BATCHES}
@@ -188,19 +213,27 @@ def _metadata(dataset: Dataset, spec: BatchSpec, order: Order,
             "source": [redact(s) for s in getattr(dataset, "source", ())]}  # no credentials in the store
 
 
-def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], order: Order | int | None = None, *,
+def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[str] | None = None,
+               out: str | os.PathLike[str] | None = None, order: Order | int | None = None, *,
                threads: int = 1, overwrite: bool = False, progress: bool = True,
                compression: str | None = "zstd", client: Any = None, **options: Any) -> PrecomputeSummary:
     """Write every batch of epoch 0 to the zarr v3 store ``out``, atomically.
+
+    Called as ``precompute(dataset, spec, out, order)``, or with the batches to store:
+    ``precompute(batches, out)``, where ``batches`` is a
+    :class:`~lstm_data.batching.epochs.batches.Batches` or one of its splits or folds.
+    The store then holds exactly ``batches.batch(i, epoch=0)`` for every ``i`` (its
+    seed, drawn or given, included).
 
     Parameters
     ----------
     dataset, spec
         The rows and the batch format, as for
-        :class:`~lstm_data.batching.epochs.batches.Batches`.
+        :class:`~lstm_data.batching.epochs.batches.Batches`; or the batches themselves
+        (then no ``spec`` and no ``order``).
     out
         The store to write. If it exists and records the same spec, order and data
-        fingerprint, it is reused as is.
+        fingerprint (and the same rows of a split), it is reused as is.
     order
         The store holds the batches ``Batches(dataset, spec, order)`` builds in
         epoch 0 (``seed=None`` is seed 0 here; ``shuffle="auto"``: ``True`` in RAM,
@@ -245,6 +278,7 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
     """
     import zarr
 
+    dataset, spec, out, order, rows = _what_to_store(dataset, spec, out, order)
     options = renamed_keywords("precompute", options, _RENAMED)
     threads = int(options.pop("threads", threads))
     force = overwrite = bool(options.pop("overwrite", overwrite))
@@ -262,11 +296,13 @@ def precompute(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], o
     order = order.replace(seed=0 if order.seed is None else order.seed,
                           shuffle=resolve_shuffle(order.shuffle, dataset.in_ram))
     check_not_input(out, getattr(dataset, "source", ()))
-    batches = Batches(dataset, spec, order)
+    batches = Batches(dataset, spec, order, rows=rows)
     bucketing = None if order.bucket_by is None else {
         "bucket_by": order.bucket_by, "bucket_window": order.bucket_window,
         "pad_to_multiple_of": spec.pad_to_multiple_of}
     meta = _metadata(dataset, spec, order, bucketing)
+    if rows is not None:  # a split's rows are part of what the store holds
+        meta["fingerprint"] += "/rows:" + hashlib.sha256(np.ascontiguousarray(rows, np.int64).tobytes()).hexdigest()
     if bucketing is not None:
         meta["batch_spec"] = batches.spec.to_dict()
     with output_lock(out):  # a second writer of the same store fails here, at once

@@ -104,6 +104,7 @@ class Batches(EpochIteration):
         self._seed_drawn = order.seed is None
         order = order.replace(shuffle=shuffle, seed=fresh_seed() if order.seed is None else order.seed)
         self.order = order
+        self._made_from: tuple[Dataset, BatchSpec, Any] | None = (dataset, spec, rows)  # see made_from()
         dataset = spec.derive(dataset)  # derived variables and the selection's rows
         self.dataset = dataset
         self.spec = spec
@@ -421,6 +422,24 @@ class Batches(EpochIteration):
             w = self._weights[rows]
         return {name: w for name in self._target_names}
 
+    def made_from(self) -> tuple[Dataset, BatchSpec, Order, np.ndarray | None]:
+        """What these batches were made from: ``Batches(dataset, spec, order, rows=rows)`` makes them again.
+
+        Returns
+        -------
+        tuple
+            ``(dataset, spec, order, rows)``: the dataset and spec as given (before the
+            spec's derived values and selection, and before bucketing widened the spec),
+            :attr:`order` (its seed filled in, so the same batches) and the view's rows
+            as given (``None`` for every row).
+        """
+        if self._made_from is None:
+            raise RuntimeError("made_from(): this copy of Batches was sent to another process without the "
+                               "dataset it was given (its spec derives values or selects rows); call it on "
+                               "the original")
+        dataset, spec, rows = self._made_from
+        return dataset, spec, self.order, None if rows is None else np.asarray(rows, dtype=np.intp)
+
     # -- views: splits, folds, shards (lstm_data.batching.epochs.views, .shard) ----------------
     @property
     def view_rows(self) -> np.ndarray:
@@ -662,6 +681,8 @@ class Batches(EpochIteration):
             state["_weights"] = None  # re-read from the column after unpickling
         state.pop("_sampling", None)  # remade from the label and variable columns after unpickling
         state["_part_bounds"] = getattr(self.dataset, "part_bounds", None)  # a shared copy drops attributes
+        made = self._made_from  # the given dataset travels only when it is the one batched
+        state["_made_from"] = (state["dataset"], *made[1:]) if made is not None and made[0] is self.dataset else None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from typing_extensions import Buffer
 
-from lstm_data.kernels._args import RaggedJob
+from lstm_data.kernels._job import RaggedJob
 
 class BatchGather:
     """Every padded field and every ``table[rows]`` of one batch, in one GIL-free call.
