@@ -29,9 +29,10 @@ weaver options that change the rows or their order in ways not reproduced here
 """
 from __future__ import annotations
 
+import argparse
 import glob
 import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -47,6 +48,13 @@ from lstm_data.data.dataset import Dataset
 from lstm_data.errors import OptionError
 from lstm_data.io.dispatch import open as open_dataset
 from lstm_data.io.read_options import ReadOptions
+
+if TYPE_CHECKING:
+    from torch.utils.data import DataLoader
+    from weaver.utils.dataset import DataConfig  # weaver-core (the ``weaver`` extra)
+
+    #: a torch DataLoader of weaver's ``(X, y, Z)`` batches
+    Loader = DataLoader[Any]
 
 __all__ = ["LoaderOptions", "WeaverBatches", "train_load", "test_load", "weaver_files", "weaver_rows"]
 
@@ -146,7 +154,7 @@ def weaver_rows(bounds: np.ndarray, load_range: tuple[float, float]) -> np.ndarr
     return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
 
 
-def _weaver_config(path: str, training: bool) -> Any:
+def _weaver_config(path: str, training: bool) -> DataConfig:
     config = require("running weaver-core's trainer on lstm_data batches", "weaver", "weaver.utils.data.config")
     if training:
         return config.DataConfig.load(path, load_observers=False)
@@ -186,14 +194,17 @@ def _batches(files: Sequence[str], config_path: str, *, training: bool, observer
     return Batches(ds, spec, order, rows=view), ds
 
 
-def _loader(batches: Batches, config_path: str, training: bool, threads: int) -> Any:
+def _loader(batches: Batches, config_path: str, training: bool, threads: int) -> tuple[Loader, DataConfig]:
+    """A loader of ``batches`` as weaver's ``(X, y, Z)``, and the data config it hands out."""
     torch_data = require("running weaver-core's trainer on lstm_data batches", "torch", "torch.utils.data")
     config = _weaver_config(config_path, training)
     data = WeaverBatches(batches, config, list(config.label_names), threads=threads)
-    return torch_data.DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=0)
+    loader: Loader = torch_data.DataLoader(data, batch_size=None, sampler=data.sampler, num_workers=0)
+    return loader, config
 
 
-def train_load(args: Any, options: LoaderOptions | None = None) -> tuple[Any, Any, Any, Any]:
+def train_load(args: argparse.Namespace, options: LoaderOptions | None = None,
+               ) -> tuple[Loader, DataConfig, Loader, DataConfig]:
     """weaver's ``train_load(args)``: the train and validation loaders and their data configs.
 
     Parameters
@@ -227,12 +238,13 @@ def train_load(args: Any, options: LoaderOptions | None = None) -> tuple[Any, An
     val, _ = _batches(val_files, args.data_config_val, training=True, observers=False, load_range=val_range,
                       batch_size=args.batch_size_val, order=order.replace(shuffle=False),
                       threads=options.threads)
-    train_loader = _loader(train, args.data_config, True, options.threads)
-    val_loader = _loader(val, args.data_config_val, True, options.threads)
-    return train_loader, train_loader.dataset.config, val_loader, val_loader.dataset.config
+    train_loader, train_config = _loader(train, args.data_config, True, options.threads)
+    val_loader, val_config = _loader(val, args.data_config_val, True, options.threads)
+    return train_loader, train_config, val_loader, val_config
 
 
-def test_load(args: Any, options: LoaderOptions | None = None) -> tuple[dict[str, Any], Any]:
+def test_load(args: argparse.Namespace, options: LoaderOptions | None = None,
+              ) -> tuple[dict[str, Callable[[], Loader]], DataConfig]:
     """weaver's ``test_load(args)``: a loader factory per ``--data-test`` file group, and the data config.
 
     Parameters
@@ -257,12 +269,12 @@ def test_load(args: Any, options: LoaderOptions | None = None) -> tuple[dict[str
                               "loaders; give one pattern per group")
         groups.setdefault(name, []).extend(weaver_files([path])["_"])
 
-    def factory(files: list[str]) -> Any:
-        def make() -> Any:
+    def factory(files: list[str]) -> Callable[[], Loader]:
+        def make() -> Loader:
             batches, _ = _batches(sorted(files), args.data_config_test, training=False, observers=True,
                                   load_range=(0.0, args.data_fraction), batch_size=args.batch_size_test,
                                   order=Order(shuffle=False, seed=options.seed), threads=options.threads)
-            return _loader(batches, args.data_config_test, False, options.threads)
+            return _loader(batches, args.data_config_test, False, options.threads)[0]
         return make
 
     return ({name: factory(files) for name, files in groups.items()},
