@@ -28,7 +28,7 @@ import numpy as np
 
 from lstm_data._util import forksafe
 from lstm_data.data.dataset import Dataset, InMemoryDataset, as_rows
-from lstm_data.data.ragged import RaggedGroup, take_ragged
+from lstm_data.data.ragged import RaggedGroup, put_ragged, take_ragged
 from lstm_data.errors import FormatError
 from lstm_data.io.ours.ondisk import OnDiskDataset
 
@@ -172,7 +172,7 @@ class ChunkedDataset(OnDiskDataset):
                     block, block_off = c_values[c_off[lo]:c_off[hi]], c_off[lo:hi + 1] - c_off[lo]
                 else:
                     block, block_off = take_ragged(c_values, c_off, local)
-                _scatter(values, off, pos, block, block_off)
+                put_ragged(values, off, pos, block, block_off)
             del chunk
         return out_s, out_g
 
@@ -238,20 +238,6 @@ class ChunkedDataset(OnDiskDataset):
 
 def _as(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return array if array.dtype == dtype else array.astype(dtype)
-
-
-def _scatter(values: np.ndarray, off: np.ndarray, pos: np.ndarray, block: np.ndarray,
-             block_off: np.ndarray) -> None:
-    """Rows ``pos`` of the result (``values``, ``off``) from the compact ``block`` (same order)."""
-    if not len(block):
-        return
-    if pos[-1] - pos[0] == len(pos) - 1 and bool(np.all(np.diff(pos) == 1)):  # one run of rows
-        lo = int(off[pos[0]])
-        values[lo:lo + len(block)] = block
-        return
-    lens = np.diff(block_off)
-    dst = np.repeat(off[pos] - block_off[:-1], lens) + np.arange(len(block), dtype=np.int64)
-    values[dst] = block
 
 
 def chunk_bounds_of(entries: np.ndarray, n: int, rows_per_chunk: int) -> np.ndarray:
