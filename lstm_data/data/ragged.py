@@ -8,7 +8,7 @@ import numpy as np
 
 from lstm_data.errors import SchemaError
 
-__all__ = ["RaggedGroup", "check_offsets", "take_ragged", "lengths_of", "count_mismatch"]
+__all__ = ["RaggedGroup", "check_offsets", "take_ragged", "put_ragged", "lengths_of", "count_mismatch"]
 
 
 def check_offsets(offsets: np.ndarray, total: int, *, name: str = "offsets") -> np.ndarray:
@@ -89,6 +89,24 @@ def take_ragged(values: np.ndarray, offsets: np.ndarray,
         return values[:0].copy(), new_off
     idx = np.arange(total, dtype=np.int64) + np.repeat(starts - new_off[:-1], lens)
     return values[idx], new_off
+
+
+def put_ragged(values: np.ndarray, offsets: np.ndarray, rows: np.ndarray, block: np.ndarray,
+               block_offsets: np.ndarray) -> None:
+    """Write the compact ragged ``block`` (``block_offsets``, one row per entry of ``rows``)
+    into rows ``rows`` of ``values`` (laid out by ``offsets``): :func:`take_ragged` reversed.
+
+    Rows that follow one another are one slice assignment.
+    """
+    if not len(block):
+        return
+    if int(rows[-1]) - int(rows[0]) == len(rows) - 1 and bool(np.all(np.diff(rows) == 1)):
+        lo = int(offsets[rows[0]])
+        values[lo:lo + len(block)] = block
+        return
+    lens = np.diff(block_offsets)
+    dst = np.repeat(offsets[rows] - block_offsets[:-1], lens) + np.arange(len(block), dtype=np.int64)
+    values[dst] = block
 
 
 @dataclass

@@ -230,6 +230,18 @@ class Schema:
         known_set = set(known)
         groups: dict[str, list[str]] = {}
         seen: dict[str, str] = {}
+
+        def claim(names: list[str], group: str | None) -> None:
+            """Each of ``names`` is a column, declared once (in ``group``; ``None``: as scalar)."""
+            for var in names:
+                if var not in known_set:
+                    raise unknown_name_error("column", var, known)
+                if var in seen:
+                    where = f"in {seen[var]!r} and {group!r}" if group is not None \
+                        else f"as scalar and in {seen[var]!r}"
+                    raise SchemaError(f"column {var!r} declared {where}", variable=var)
+                seen[var] = "scalars" if group is None else group
+
         for name, members in self.groups.items():
             if isinstance(members, str):
                 names = [c for c in known if fnmatch.fnmatchcase(c, members)]
@@ -237,22 +249,9 @@ class Schema:
                     raise SchemaError(f"group {name!r}: pattern {members!r} matches no column")
             else:
                 names = list(members)
-            for var in names:
-                if var not in known_set:
-                    raise unknown_name_error("column", var, known)
-                if var in seen:
-                    raise SchemaError(f"column {var!r} declared in {seen[var]!r} and {name!r}",
-                                      variable=var)
-                seen[var] = name
+            claim(names, name)
             groups[name] = names
-        scalars = None
-        if self.scalars is not None:
-            scalars = list(self.scalars)
-            for var in scalars:
-                if var not in known_set:
-                    raise unknown_name_error("column", var, known)
-                if var in seen:
-                    raise SchemaError(f"column {var!r} declared as scalar and in {seen[var]!r}",
-                                      variable=var)
-                seen[var] = "scalars"
+        scalars = None if self.scalars is None else list(self.scalars)
+        if scalars is not None:
+            claim(scalars, None)
         return groups, scalars

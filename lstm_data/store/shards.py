@@ -113,19 +113,8 @@ class StoreEpochs(EpochIteration):
         self._digest = store_digest(self.meta)
 
     def slots(self, epoch: int) -> np.ndarray:
-        """The stored batch at each position of ``epoch``.
-
-        Parameters
-        ----------
-        epoch
-            An int >= 0.
-
-        Returns
-        -------
-        numpy.ndarray
-            A permutation of the stored batches (epoch 0, and every epoch without
-            ``permute``: in the stored order).
-        """
+        """The stored batch at each position of ``epoch`` (an int >= 0): a permutation of the
+        stored batches (epoch 0, and every epoch without ``permute``: in the stored order)."""
         epoch = check_count(epoch, "epoch")
         n, shuffled = len(self), self.permute and epoch > 0
         return self._slots.get((epoch, shuffled), lambda: shuffled_order(n, self.seed, epoch) if shuffled
@@ -203,19 +192,9 @@ class StoreEpochs(EpochIteration):
 
         Every rank opens the same store and takes its share: ``len(store) // world_size``
         batches of each epoch, balanced by real elements with ``permute=True``. Its
-        state resumes on a world of any size (see the module notes).
-
-        Parameters
-        ----------
-        rank
-            This process's rank, ``0 <= rank < world_size``.
-        world_size
-            The number of ranks.
-
-        Returns
-        -------
-        ShardedBatches
-            The rank's batches, with the interface of the store.
+        state resumes on a world of any size (see the module notes). ``rank`` and ``world_size``
+        as for :meth:`Batches.shard <lstm_data.Batches.shard>`; the rank's batches have the
+        interface of the store.
         """
         return ShardedBatches(self, rank, world_size)
 

@@ -120,10 +120,10 @@ def test_a_basket_whose_values_disagree_with_the_counter_is_located(tmp_path):
 
 _LIMITED = r"""
 import resource, sys
-from lstm_data.io.root.memory import _status
+from lstm_data.io.root.memory import _proc_kib
 path, extra, in_ram = sys.argv[1], int(sys.argv[2]), {"None": None, "True": True}[sys.argv[3]]
 import awkward, uproot, lstm_data, lstm_data.io.root  # imported before the limit is set
-resource.setrlimit(resource.RLIMIT_DATA, (_status("VmData") + extra, resource.RLIM_INFINITY))
+resource.setrlimit(resource.RLIMIT_DATA, (_proc_kib("self/status", "VmData") + extra, resource.RLIM_INFINITY))
 try:
     step = {} if in_ram else {"block_bytes": 1 << 20}  # read on demand: chunks of one cluster
     d = lstm_data.open(path, columns=sys.argv[4:] or None, in_ram=in_ram, threads=1, **step)

@@ -210,9 +210,9 @@ def test_a_tree_without_entries_reads_on_demand_as_whole(tmp_path):
 
 _MANY = r"""
 import resource, sys
-from lstm_data.io.root.memory import _status
+from lstm_data.io.root.memory import _proc_kib
 import awkward, uproot, lstm_data, lstm_data.io.root
-resource.setrlimit(resource.RLIMIT_DATA, (_status("VmData") + int(sys.argv[1]), resource.RLIM_INFINITY))
+resource.setrlimit(resource.RLIMIT_DATA, (_proc_kib("self/status", "VmData") + int(sys.argv[1]), resource.RLIM_INFINITY))
 one = lstm_data.open(sys.argv[2], threads=1)
 many = lstm_data.open(sys.argv[2:], threads=1, block_bytes=1 << 20)
 print(type(one).__name__, [type(d).__name__ for d in many.datasets])

@@ -61,8 +61,39 @@ def _json_float(x: float) -> float | str:
     return str(x) if math.isnan(x) or math.isinf(x) else x
 
 
+class _Field:
+    """What both field types have: an output dtype and the names of their outputs."""
+
+    dtype: str
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        """The output dtype as a ``numpy.dtype``."""
+        return np.dtype(self.dtype)
+
+    def output_names(self, name: str) -> list[str]:
+        """The outputs of this field under output name ``name``, in signature order.
+
+        Parameters
+        ----------
+        name
+            The field's output name in the spec.
+
+        Returns
+        -------
+        list of str
+            ``[name]`` for ``Scalars``. For ``Ragged``: ``name``, then ``<name>_lengths``,
+            ``<name>_mask``, ``<name>_cu_seqlens`` and ``<name>_max_seqlen`` where the
+            options ask for them.
+        """
+        return [name, *(name + suffix for suffix in self._suffixes())]
+
+    def _suffixes(self) -> list[str]:
+        return []
+
+
 @dataclass(frozen=True, init=False)
-class Scalars:
+class Scalars(_Field):
     """Scalar columns side by side: output shape ``(B, S)``, or ``(B,)`` with ``squeeze``.
 
     Parameters
@@ -119,11 +150,6 @@ class Scalars:
         object.__setattr__(self, "squeeze", bool(squeeze))
 
     @property
-    def np_dtype(self) -> np.dtype:
-        """The output dtype as a ``numpy.dtype``."""
-        return np.dtype(self.dtype)
-
-    @property
     def integer(self) -> bool:
         """Whether the output is of an integer dtype (values kept exactly, never standardised)."""
         return self.np_dtype.kind in "iu"
@@ -144,21 +170,6 @@ class Scalars:
             out["squeeze"] = True
         return out
 
-    def output_names(self, name: str) -> list[str]:
-        """The outputs of this field under output name ``name``.
-
-        Parameters
-        ----------
-        name
-            The field's output name in the spec.
-
-        Returns
-        -------
-        list of str
-            ``[name]``.
-        """
-        return [name]
-
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Scalars) and self.to_dict() == other.to_dict()
 
@@ -172,7 +183,7 @@ class Scalars:
 
 
 @dataclass(frozen=True, init=False)
-class Ragged:
+class Ragged(_Field):
     """Prong variables of one ragged group, padded: output shape ``(B, P, V)``.
 
     Parameters
@@ -280,11 +291,6 @@ class Ragged:
         for key, val in values.items():
             object.__setattr__(self, key, val)
 
-    @property
-    def np_dtype(self) -> np.dtype:
-        """The output dtype as a ``numpy.dtype``."""
-        return np.dtype(self.dtype)
-
     def to_dict(self) -> dict[str, Any]:
         """The field as a table of a spec file.
 
@@ -303,27 +309,14 @@ class Ragged:
             out["standardize"] = standardize_to_dict(self.standardize)
         return {"type": "ragged", **out}
 
-    def output_names(self, name: str) -> list[str]:
-        """The outputs of this field under output name ``name``, in signature order.
-
-        Parameters
-        ----------
-        name
-            The field's output name in the spec.
-
-        Returns
-        -------
-        list of str
-            ``name``, then ``<name>_lengths``, ``<name>_mask``, ``<name>_cu_seqlens``
-            and ``<name>_max_seqlen`` where the options ask for them.
-        """
-        out = [name]
+    def _suffixes(self) -> list[str]:
+        out = []
         if self.lengths:
-            out.append(name + "_lengths")
+            out.append("_lengths")
         if self.mask:
-            out.append(name + MASK_SUFFIX)
+            out.append(MASK_SUFFIX)
         if self.layout == "packed":
-            out += [name + CU_SEQLENS_SUFFIX, name + MAX_SEQLEN_SUFFIX]
+            out += [CU_SEQLENS_SUFFIX, MAX_SEQLEN_SUFFIX]
         return out
 
     def __eq__(self, other: object) -> bool:  # NaN pad values compare equal

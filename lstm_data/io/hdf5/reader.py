@@ -101,11 +101,9 @@ class HDF5Dataset(OnDiskDataset):
     path
         The ``.h5`` file; it is open while read, and closed when idle and other files
         need the room (see :mod:`lstm_data.io.plumbing.open_files`).
-    max_run_chunks
-        Longest single read, in chunks.
-    dtype
-        ``float32`` or ``float64``: scalars are cast at open and values as they are
-        read. Default: the stored dtypes.
+    max_run_chunks, dtype
+        As for :class:`~lstm_data.io.read_options.ReadOptions` (default: the stored
+        dtypes; scalars are cast at open, values as they are read).
     trust_external
         Follow external links, external storage and virtual datasets of other
         files (default: refuse them; see :mod:`lstm_data.io.hdf5.checks`).

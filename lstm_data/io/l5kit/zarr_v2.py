@@ -20,13 +20,13 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import numcodecs
 import numpy as np
 
+from lstm_data._util.lru import Lru
 from lstm_data.errors import FormatError
 
 __all__ = ["V2Array", "dtype_from_json", "list_v2_arrays"]
@@ -158,8 +158,7 @@ class V2Array:
         self.dtype = _dtype(meta, file)
         self._compressor, self._filters = _codecs(meta, file)
         self._fill = _fill_value(meta.get("fill_value"), self.dtype, file)
-        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
-        self._cache_size = max(0, cache_chunks)
+        self._cache: Lru[int, np.ndarray] = Lru(cache_chunks)
         self._lock = threading.Lock()
         #: chunks decompressed so far
         self.decoded = 0
@@ -215,15 +214,11 @@ class V2Array:
         """Decoded records of chunk ``index`` (cached)."""
         with self._lock:
             hit = self._cache.get(index)
-            if hit is not None:
-                self._cache.move_to_end(index)
-                return hit
+        if hit is not None:
+            return hit
         records = self._decode(index)
-        if self._cache_size:
-            with self._lock:
-                self._cache[index] = records
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+        with self._lock:
+            self._cache.put(index, records)
         return records
 
     def read(self, lo: int, hi: int) -> np.ndarray:

@@ -113,11 +113,9 @@ class ZarrDataset(OnDiskDataset):
     path
         Store directory (``*.zarr``), or any zarr ``StoreLike`` (e.g. a wrapped store
         that counts reads).
-    max_run_chunks
-        Longest single read, in chunks.
-    dtype
-        ``float32`` or ``float64``: scalars are cast at open and values as they are
-        read. Default: the stored dtypes.
+    max_run_chunks, dtype
+        As for :class:`~lstm_data.io.read_options.ReadOptions` (default: the stored
+        dtypes; scalars are cast at open, values as they are read).
     remote
         Timeouts and retries of the reads of a store at a URL.
 

@@ -21,14 +21,14 @@ and whose values (scalars too) are read on demand, one range ("chunk") at a time
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any, Mapping
 
 import numpy as np
 
 from lstm_data._util import forksafe
+from lstm_data._util.lru import Lru
 from lstm_data.data.dataset import Dataset, InMemoryDataset, as_rows
-from lstm_data.data.ragged import RaggedGroup, take_ragged
+from lstm_data.data.ragged import RaggedGroup, put_ragged, take_ragged
 from lstm_data.errors import FormatError
 from lstm_data.io.ours.ondisk import OnDiskDataset
 
@@ -64,15 +64,14 @@ class ChunkedDataset(OnDiskDataset):
         self._groups = {g: list(names) for g, (names, _, _) in groups.items()}
         self._group_dtypes = {g: np.dtype(dt) for g, (_, dt, _) in groups.items()}
         self._offsets_of = {g: np.asarray(off, dtype=np.int64) for g, (_, _, off) in groups.items()}
-        self._cache_size = CACHE_CHUNKS if cache_chunks is None else int(cache_chunks)
-        self._cache: OrderedDict[int, InMemoryDataset] = OrderedDict()
+        self._cache: Lru[int, InMemoryDataset] = Lru(CACHE_CHUNKS if cache_chunks is None else int(cache_chunks))
         self._decode_lock = threading.Lock()
         self._recent = threading.local()
         forksafe.register(self)
 
     def _after_fork(self) -> None:
         self._decode_lock = threading.Lock()
-        self._cache = OrderedDict()
+        self._cache = Lru(self._cache.keep)
         self._recent = threading.local()
 
     # -- what subclasses give -------------------------------------------------
@@ -108,7 +107,6 @@ class ChunkedDataset(OnDiskDataset):
         with self._decode_lock:
             hit = self._cache.get(k)
             if hit is not None:
-                self._cache.move_to_end(k)
                 return hit
             chunk = self._decode_chunk(k)
             self._check_chunk(k, chunk)
@@ -117,10 +115,8 @@ class ChunkedDataset(OnDiskDataset):
                 self.io_stats.record(f"{g}/values", k, k + 1, nbytes[g])
             if not self._groups:
                 self.io_stats.record("scalars", k, k + 1, sum(chunk.scalar(s).nbytes for s in self._scalar_names))
-            if keep and self._cache_size > 0:
-                self._cache[k] = chunk
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+            if keep:
+                self._cache.put(k, chunk)
             return chunk
 
     def _check_chunk(self, k: int, chunk: Dataset) -> None:
@@ -172,7 +168,7 @@ class ChunkedDataset(OnDiskDataset):
                     block, block_off = c_values[c_off[lo]:c_off[hi]], c_off[lo:hi + 1] - c_off[lo]
                 else:
                     block, block_off = take_ragged(c_values, c_off, local)
-                _scatter(values, off, pos, block, block_off)
+                put_ragged(values, off, pos, block, block_off)
             del chunk
         return out_s, out_g
 
@@ -238,20 +234,6 @@ class ChunkedDataset(OnDiskDataset):
 
 def _as(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return array if array.dtype == dtype else array.astype(dtype)
-
-
-def _scatter(values: np.ndarray, off: np.ndarray, pos: np.ndarray, block: np.ndarray,
-             block_off: np.ndarray) -> None:
-    """Rows ``pos`` of the result (``values``, ``off``) from the compact ``block`` (same order)."""
-    if not len(block):
-        return
-    if pos[-1] - pos[0] == len(pos) - 1 and bool(np.all(np.diff(pos) == 1)):  # one run of rows
-        lo = int(off[pos[0]])
-        values[lo:lo + len(block)] = block
-        return
-    lens = np.diff(block_off)
-    dst = np.repeat(off[pos] - block_off[:-1], lens) + np.arange(len(block), dtype=np.int64)
-    values[dst] = block
 
 
 def chunk_bounds_of(entries: np.ndarray, n: int, rows_per_chunk: int) -> np.ndarray:

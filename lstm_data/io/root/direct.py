@@ -32,7 +32,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from lstm_data.data.ragged import take_ragged
+from lstm_data.data.ragged import put_ragged, take_ragged
 from lstm_data.io.root.baskets import BasketTask, BranchPlan
 
 __all__ = ["ChunkBaskets", "run_tasks", "gather", "copy_partial"]
@@ -146,15 +146,7 @@ def copy_partial(out_values: np.ndarray, out_off: np.ndarray, pos: np.ndarray, c
                  chunk_off: np.ndarray, local: np.ndarray) -> None:
     """Rows ``local`` of a decoded chunk (``chunk_values``, ``chunk_off``) into rows ``pos`` of the result."""
     block, block_off = take_ragged(chunk_values, chunk_off, local)
-    if not len(block):
-        return
-    if int(pos[-1]) - int(pos[0]) == len(pos) - 1 and bool(np.all(np.diff(pos) == 1)):
-        lo = int(out_off[pos[0]])
-        out_values[lo:lo + len(block)] = block
-        return
-    lens = np.diff(block_off)
-    dst = np.repeat(out_off[pos] - block_off[:-1], lens) + np.arange(len(block), dtype=np.int64)
-    out_values[dst] = block
+    put_ragged(out_values, out_off, pos, block, block_off)
 
 
 def gather(baskets: ChunkBaskets, sel: np.ndarray, scalars: Mapping[str, np.dtype],

@@ -17,19 +17,10 @@ __all__ = ["available_bytes", "check_fits", "fits", "RAM_SHARE"]
 RAM_SHARE = 0.5
 
 
-def _meminfo(field: str) -> int | None:
+def _proc_kib(file: str, field: str) -> int | None:
+    """Bytes of the ``field: N kB`` line of ``/proc/<file>``, or ``None`` when it cannot be read."""
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _status(field: str) -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
+        for line in Path("/proc", file).read_text().splitlines():
             if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
@@ -49,10 +40,10 @@ def _cgroup_room() -> int | None:
 
 def available_bytes() -> int | None:
     """Bytes this process may still allocate, or ``None`` when nothing tells."""
-    room = [_meminfo("MemAvailable"), _cgroup_room()]
+    room = [_proc_kib("meminfo", "MemAvailable"), _cgroup_room()]
     for limit, used in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
         soft = resource.getrlimit(limit)[0]
-        current = _status(used)
+        current = _proc_kib("self/status", used)
         if soft != resource.RLIM_INFINITY and current is not None:
             room.append(soft - current)
     known = [r for r in room if r is not None]

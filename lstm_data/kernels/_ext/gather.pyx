@@ -130,6 +130,39 @@ cdef inline Py_ssize_t _out_cols(const Form *form) noexcept nogil:
     return form.out_cols if form.at != NULL else form.n_cols
 
 
+cdef inline Py_ssize_t _batch_width(const RaggedSpec *job, int64_t longest) noexcept nogil:
+    """The padded width of a batch whose longest row is ``longest``: the rule of the twin's
+    ``batch_width`` (packed: the twin's ``formed``, the longest kept row)."""
+    cdef Py_ssize_t width = longest
+    if job.form.layout != LAYOUT_PACKED:
+        if job.max_len >= 0 and job.fixed:
+            return job.max_len
+        if job.multiple > 1 and width % job.multiple:
+            width += job.multiple - width % job.multiple
+    if job.max_len >= 0 and job.max_len < width:
+        width = job.max_len
+    return width
+
+
+cdef inline int _place_data(Arena *arena, Output *out, Py_ssize_t size) noexcept nogil:
+    """``size`` bytes for ``out.data``: in the arena, else from the pool; a status."""
+    out.data = _place(arena, size)
+    out.data_placed = out.data != NULL
+    if not out.data_placed:
+        out.data = pool_take(&_POOL, size)
+    return NO_MEMORY if out.data == NULL else 0
+
+
+cdef inline void _cap_lengths(int64_t *lengths, Py_ssize_t n_batch, Py_ssize_t width,
+                              int64_t longest) noexcept nogil:
+    """Lengths over ``width`` cut to it (none is when ``longest`` fits)."""
+    cdef Py_ssize_t b
+    if width < longest:
+        for b in range(n_batch):
+            if lengths[b] > width:
+                lengths[b] = width
+
+
 cdef inline Py_ssize_t _part_of(const int64_t *part_rows, Py_ssize_t n_parts, int64_t r,
                                 double scale) noexcept nogil:
     """The last part that starts at or before row ``r`` (``0 <= r < part_rows[n_parts]``).
@@ -266,17 +299,7 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
             if status:
                 return status
             continue
-        width = longest  # the rule of the twin's batch_width
-        if job.form.layout == LAYOUT_PACKED:  # the twin's formed: the longest kept row
-            if job.max_len >= 0 and job.max_len < width:
-                width = job.max_len
-        elif job.max_len >= 0 and job.fixed:
-            width = job.max_len
-        else:
-            if job.multiple > 1 and width % job.multiple:
-                width += job.multiple - width % job.multiple
-            if job.max_len >= 0 and job.max_len < width:
-                width = job.max_len
+        width = _batch_width(job, longest)
         outs[j].width = width
         outs[j].total = n_batch * width
         if job.form.layout == LAYOUT_PACKED:
@@ -284,21 +307,14 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
             for b in range(n_batch):
                 outs[j].total += outs[j].lengths[b] if outs[j].lengths[b] < width else width
         size = outs[j].total * job.form.n_cols * (8 if job.form.out64 else 4)
-        outs[j].data = _place(arena, size)
-        outs[j].data_placed = outs[j].data != NULL
-        if not outs[j].data_placed:
-            outs[j].data = pool_take(&_POOL, size)
-        if outs[j].data == NULL:
+        if _place_data(arena, &outs[j], size):
             return NO_MEMORY
         if size:
             status = form_rows_any(&job.form, rowp, outs[j].lengths, n_batch, width, longest,
                                    outs[j].data)
         if status:
             return status
-        if width < longest:
-            for b in range(n_batch):
-                if outs[j].lengths[b] > width:
-                    outs[j].lengths[b] = width
+        _cap_lengths(outs[j].lengths, n_batch, width, longest)
     for j in range(n_tables):
         tab = &tables[j]
         err_job[0] = n_ragged + j
@@ -325,23 +341,12 @@ cdef int _gather_sources(const RaggedSpec *job, const char **rowp, int64_t *leng
     and ``longest``; the others' in ``more``), ``top`` the longest row of any: each source
     writes its own columns, padded by its own counts. A status; the lengths are the first
     source's, capped at the width."""
-    cdef Py_ssize_t width = top, size, k, b
+    cdef Py_ssize_t width = _batch_width(job, top), size, k  # a job of sources is never packed
     cdef int status = 0
-    if job.max_len >= 0 and job.fixed:  # the twin's batch_width (a job of sources is never packed)
-        width = job.max_len
-    else:
-        if job.multiple > 1 and width % job.multiple:
-            width += job.multiple - width % job.multiple
-        if job.max_len >= 0 and job.max_len < width:
-            width = job.max_len
     out.width = width
     out.total = n_batch * width
     size = out.total * _out_cols(&job.form) * (8 if job.form.out64 else 4)
-    out.data = _place(arena, size)
-    out.data_placed = out.data != NULL
-    if not out.data_placed:
-        out.data = pool_take(&_POOL, size)
-    if out.data == NULL:
+    if _place_data(arena, out, size):
         return NO_MEMORY
     if size:
         status = form_rows_any(&job.form, rowp, lengths, n_batch, width, longest, out.data)
@@ -350,10 +355,7 @@ cdef int _gather_sources(const RaggedSpec *job, const char **rowp, int64_t *leng
                 break
             status = form_rows_any(&job.more[k].form, more.rowp + k * more.n, more.lens + k * more.n,
                                    n_batch, width, more.lens[job.n_more * more.n + k], out.data)
-    if width < longest:
-        for b in range(n_batch):
-            if lengths[b] > width:
-                lengths[b] = width
+    _cap_lengths(lengths, n_batch, width, longest)
     return status
 
 
