@@ -26,6 +26,7 @@ STAGES = {
     "many_files": "many_files",
     "orders": "orders",
     "root_epoch": "root_epoch",
+    "weaver_epoch": "weaver_epoch",
 }
 
 #: a stage whose ratio misses its floor is measured this many times in all (median reported)

@@ -1,6 +1,6 @@
 """weaver-core's JetClass_full.yaml end to end: ``BatchSpec.from_weaver`` against weaver-core's loader.
 
-The data: ``--jets`` JetClass-like jets (``tools/make_weaver_fixture.py``'s generator, every
+The data: ``--jets`` JetClass-like jets (:func:`lstm_data.io.examples.weaver_jets.make_jets`, every
 branch the config names) in one ROOT file written by uproot. Both sides run in this process,
 without worker processes, batches of 512, rounds interleaved (``--runs``):
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import logging
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,11 +36,10 @@ THREADS = 2
 
 
 def write_file(folder: Path, jets: int) -> str:
-    sys.path.insert(0, str(ROOT / "tools"))
-    from make_weaver_fixture import make_jets, write_root
+    from lstm_data.io.examples.weaver_jets import make_jets, write_jets
 
     path = folder / "jets.root"
-    write_root(path, make_jets(jets, 1))
+    write_jets(path, make_jets(jets, 1))
     return str(path)
 
 

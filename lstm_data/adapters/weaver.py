@@ -171,14 +171,21 @@ def _refuse(args: Any) -> None:
                               "leave it out, or run weaver without lstm-data")
 
 
-def _batches(files: Sequence[str], config_path: str, *, training: bool, observers: bool,
-             load_range: tuple[float, float], batch_size: int, order: Order,
-             threads: int) -> tuple[Batches, Dataset]:
-    """Batches of the rows weaver reads of ``files`` under ``config_path``."""
+def _open(files: Sequence[str], config_path: str, observers: bool, threads: int) -> tuple[BatchSpec, Dataset]:
+    """The spec of ``config_path`` and ``files`` opened with only the branches it reads."""
     spec = BatchSpec.from_weaver(config_path, observers=observers)
     tree = load_weaver_yaml(config_path).get("treename") or None
     read = ReadOptions(needed=tuple(spec.variables), threads=threads, tree=tree)
-    ds = open_dataset(list(files), read=read)
+    return spec, open_dataset(list(files), read=read)
+
+
+def _batches(opened: tuple[BatchSpec, Dataset], config_path: str, *, training: bool,
+             load_range: tuple[float, float], batch_size: int, order: Order) -> tuple[Batches, Dataset]:
+    """Batches of the rows weaver reads of the ``opened`` files under ``config_path``.
+
+    Without a selection the derived variables are computed once on the opened data (and
+    kept on it), so that loaders of other row ranges of the same files share them."""
+    spec, ds = opened
     bounds = file_bounds(ds)
     rows = weaver_rows(np.array([0, len(ds)]) if bounds is None else bounds, load_range)
     order = order.replace(batch_size=batch_size, drop_last=training)
@@ -192,6 +199,13 @@ def _batches(files: Sequence[str], config_path: str, *, training: bool, observer
     if auto_variables(spec):
         spec = spec.fit(ds, fraction=weaver_data_fraction(config_path), seed=0)
     return Batches(ds, spec, order, rows=view), ds
+
+
+def _shared(opened: tuple[BatchSpec, Dataset]) -> tuple[BatchSpec, Dataset]:
+    """``opened`` with the derived variables applied once when several row ranges use it
+    (a selection keeps them apart: it applies to each range's rows)."""
+    spec, ds = opened
+    return (spec, ds) if spec.selection is not None or auto_variables(spec) else (spec, spec.derive(ds))
 
 
 def _loader(batches: Batches, config_path: str, training: bool, threads: int) -> tuple[Loader, DataConfig]:
@@ -233,11 +247,15 @@ def train_load(args: argparse.Namespace, options: LoaderOptions | None = None,
     train_range = (train_range[0], train_range[0] + (train_range[1] - train_range[0]) * args.data_fraction)
     val_range = (val_range[0], val_range[0] + (val_range[1] - val_range[0]) * frac_val)
     order = Order(shuffle=options.shuffle, seed=options.seed)
-    train, _ = _batches(train_files, args.data_config, training=True, observers=False, load_range=train_range,
-                        batch_size=args.batch_size, order=order, threads=options.threads)
-    val, _ = _batches(val_files, args.data_config_val, training=True, observers=False, load_range=val_range,
-                      batch_size=args.batch_size_val, order=order.replace(shuffle=False),
-                      threads=options.threads)
+    opened = _open(train_files, args.data_config, False, options.threads)
+    same = val_files == train_files and args.data_config_val == args.data_config
+    if same:  # one read of the files (and of their derived variables) for both loaders
+        opened = _shared(opened)
+    train, _ = _batches(opened, args.data_config, training=True, load_range=train_range,
+                        batch_size=args.batch_size, order=order)
+    val_opened = opened if same else _open(val_files, args.data_config_val, False, options.threads)
+    val, _ = _batches(val_opened, args.data_config_val, training=True, load_range=val_range,
+                      batch_size=args.batch_size_val, order=order.replace(shuffle=False))
     train_loader, train_config = _loader(train, args.data_config, True, options.threads)
     val_loader, val_config = _loader(val, args.data_config_val, True, options.threads)
     return train_loader, train_config, val_loader, val_config
@@ -271,9 +289,10 @@ def test_load(args: argparse.Namespace, options: LoaderOptions | None = None,
 
     def factory(files: list[str]) -> Callable[[], Loader]:
         def make() -> Loader:
-            batches, _ = _batches(sorted(files), args.data_config_test, training=False, observers=True,
+            opened = _open(sorted(files), args.data_config_test, True, options.threads)
+            batches, _ = _batches(opened, args.data_config_test, training=False,
                                   load_range=(0.0, args.data_fraction), batch_size=args.batch_size_test,
-                                  order=Order(shuffle=False, seed=options.seed), threads=options.threads)
+                                  order=Order(shuffle=False, seed=options.seed))
             return _loader(batches, args.data_config_test, False, options.threads)[0]
         return make
 

@@ -84,6 +84,7 @@ class BatchBuilder:
         self._scalar_tables: dict[str, np.ndarray] = {}
         self._row_lengths: dict[str, np.ndarray] = {}
         self._group_has_nan: dict[str, bool] = {}
+        self._row_nonfinite: dict[str, np.ndarray] = {}  # in RAM: rows holding NaN or inf, by group
         self._gather: kernels.BatchGather | None = None  # the in-RAM BatchGather, made at first use
         self._jobs: list[dict[str, Any]] = []  # its ragged jobs
         # the in-RAM BatchGather of each set of chosen widths (bucket_lengths), by the widths
@@ -209,6 +210,36 @@ class BatchBuilder:
             known = any(v.dtype.kind == "f" and bool(np.isnan(v).any()) for v, _ in self._parts(group))
             self._group_has_nan[group] = known
         return known
+
+    def _nonfinite_rows(self, group: str) -> np.ndarray:
+        """In RAM: per dataset row, whether any of ``group``'s values in it is NaN or infinite (cached).
+
+        A NaN of an output row comes from such a value (standardising one that is infinite
+        may give NaN) or from a NaN pad value, which the kernel is given replaced."""
+        flags = self._row_nonfinite.get(group)
+        if flags is None:
+            pieces = []
+            for values, offsets in self._parts(group):
+                bad = np.flatnonzero(~np.isfinite(values).reshape(len(values), -1).all(axis=1)) \
+                    if values.dtype.kind == "f" else np.zeros(0, np.intp)
+                row = np.zeros(len(offsets) - 1, dtype=bool)
+                row[np.searchsorted(np.asarray(offsets), bad, side="right") - 1] = True
+                pieces.append(row)
+            flags = self._row_nonfinite.setdefault(group, np.concatenate(pieces) if pieces else np.zeros(0, bool))
+        return flags
+
+    def _replace_nan(self, f: ResolvedField, batch: np.ndarray, rows: np.ndarray) -> None:
+        """``nan_to`` in place of NaN in ``f``'s in-RAM ``batch`` of ``rows``: only in the rows
+        holding a value that is not finite (packed rows: the whole batch)."""
+        fill = batch.dtype.type(self.nan_to)
+        if f.ragged is None or f.ragged.layout == "packed" or len(batch) != len(rows):
+            np.copyto(batch, fill, where=np.isnan(batch))
+            return
+        hit = np.zeros(len(rows), dtype=bool)
+        for g in f.groups:
+            hit |= self._nonfinite_rows(g)[rows]
+        for b in np.flatnonzero(hit):
+            np.copyto(batch[b], fill, where=np.isnan(batch[b]))
 
     def _parts(self, group: str) -> list[tuple[np.ndarray, np.ndarray]]:
         """The in-RAM ``(values, offsets)`` of ``group``: one pair, or one per part."""
@@ -404,7 +435,7 @@ class BatchBuilder:
                 continue
             batch, lengths = next(padded_it)
             if self._masks(f) and any(self._has_nan(g) for g in f.groups):
-                np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
+                self._replace_nan(f, batch, rows)
             self._extras(f, batch, lengths, dest)
         return inputs, targets
 

@@ -24,7 +24,9 @@ the only thing kept).
 from __future__ import annotations
 
 import logging
+import os
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping
 
 import numpy as np
@@ -309,7 +311,8 @@ def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
     if not dataset.in_ram:
         out = DerivedDataset(dataset, derived, kinds, rows)
     elif isinstance(dataset, ConcatDataset) and not dataset.part_values and rows is None:
-        out = ConcatDataset([_materialise(part, derived, kinds, None) for part in dataset.datasets])
+        out = ConcatDataset(_on_cores(list(dataset.datasets),
+                                      lambda part: _materialise(part, derived, kinds, None)))
     else:
         out = _materialise(dataset, derived, kinds, rows)
     setattr(out, "derived_key", key)
@@ -317,6 +320,24 @@ def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
     if bounds is not None and not isinstance(out, ConcatDataset):
         setattr(out, "part_bounds", bounds if rows is None else np.searchsorted(rows, bounds).astype(np.int64))
     return out
+
+
+def _cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _on_cores(parts: list[Dataset], work: Any) -> list[InMemoryDataset]:
+    """``work(part)`` of every part, in order, on a thread per core (NumPy's loops, which do the
+    work, release the GIL); the first error raised, as one thread would."""
+    workers = min(len(parts), _cores())
+    if workers < 2:
+        return [work(part) for part in parts]
+    with ThreadPoolExecutor(workers, thread_name_prefix="lstm_data-derive") as pool:
+        return list(pool.map(work, parts))
 
 
 def file_bounds(dataset: Dataset) -> np.ndarray | None:

@@ -286,15 +286,9 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
         if packed or n == width:
             continue
         if wrap and n > 0:  # padding is "post" here: slots n.. repeat the row
-            if cf:  # short runs per column: slot k takes slot k % n, read from the first n slots
+            if cf:  # per column: slot k takes slot k % n, copied in doubling blocks
                 for j in range(n_cols):
-                    at = dst + j * width
-                    k = 0
-                    for p in range(n, width):
-                        at[p] = at[k]
-                        k += 1
-                        if k == n:
-                            k = 0
+                    _repeat(dst + j * width, n, width, 1)
             else:
                 _repeat(dst, n, width, n_cols)
         else:

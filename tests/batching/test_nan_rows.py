@@ -1,0 +1,51 @@
+"""``nan_to`` in RAM replaces NaN only in the batch rows that can hold one (a row with a NaN or an
+infinite value), and every NaN of those: the batches equal the ``nan_to=None`` batches with NaN
+replaced afterwards, over several parts, shuffled, in every layout and padding mode."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
+from lstm_data.batching.spec.forms import Standardize
+from lstm_data.data.concat import ConcatDataset
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup
+from tests.helpers import assert_bitwise
+
+VARS = ["a", "b", "c"]
+
+
+def _part(seed: int, rows: int) -> InMemoryDataset:
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(0, 9, rows)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    values = rng.normal(size=(int(offsets[-1]), 3)).astype(np.float32)
+    spots = rng.choice(len(values), 6, replace=False)
+    values[spots[:3], 0] = np.nan  # NaN in a few rows
+    values[spots[3:], 2] = np.inf  # inf in others: times a scale of 0 it is NaN
+    return InMemoryDataset({"w": rng.normal(size=rows).astype(np.float32)},
+                           {"p": RaggedGroup(VARS, values, offsets)})
+
+
+@pytest.mark.parametrize("layout", ["padded", "channels_first", "packed"])
+@pytest.mark.parametrize("pad_mode", ["constant", "wrap"])
+def test_nan_to_equals_replacing_every_nan_afterwards(layout, pad_mode):
+    if layout == "packed" and pad_mode == "wrap":
+        pytest.skip("packed rows are not padded")
+    ds = ConcatDataset([_part(1, 300), _part(2, 200)])
+    ragged = Ragged(VARS, max_len=6, layout=layout, pad_mode=pad_mode, pad_value=math.nan,
+                    standardize={"c": Standardize(center=0.0, scale=0.0)})
+    spec = BatchSpec(inputs={"p": ragged, "w": Scalars(["w"])}, targets={"t": Scalars(["w"])})
+    order = Order(batch_size=64, shuffle=True, seed=3)
+    got = Batches(ds, spec.replace(nan_to=0.0), order)
+    raw = Batches(ds, spec, order)
+    seen = 0
+    for i in range(len(got)):
+        inputs, _, _ = got[i]
+        x = raw[i][0]["p"]
+        seen += int(np.isnan(x).sum())
+        assert_bitwise(inputs["p"], np.where(np.isnan(x), np.float32(0.0), x))
+    assert seen > 0  # the data does put NaN into the batches
