@@ -400,8 +400,9 @@ class Batches(EpochIteration):
         positions = self._positions(slot, epoch)
         if self._blocks is not None:
             lo = self._span(slot, epoch)[0]
+            end = self._span(len(self) - 1, epoch)[1]  # short of the plan's end with drop_last
             inputs, targets = self._blocks.build(self._plan(epoch), self._order_epoch(epoch), lo, lo + len(positions),
-                                                 self._bucket_lengths)
+                                                 self._bucket_lengths, end=end)
             if self._view is None:
                 rows = positions
             else:
