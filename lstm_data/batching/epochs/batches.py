@@ -258,7 +258,7 @@ class Batches(EpochIteration):
 
     def _positions(self, slot: int, epoch: int) -> npt.NDArray[np.intp]:
         lo, hi = self._span(slot, epoch)
-        positions: npt.NDArray[np.intp] = self._plan(epoch).order[lo:hi]
+        positions: npt.NDArray[np.intp] = self._plan(epoch).order[lo:hi].astype(np.intp, copy=False)
         return positions
 
     def _check_index(self, index: int) -> int:

@@ -124,7 +124,11 @@ def block_layout(dataset: Dataset, rows: np.ndarray | None, batch_size: int, blo
 
 
 def block_plan(layout: BlockLayout, seed: int, epoch: int) -> Plan:
-    """The plan of ``epoch``: permuted blocks, grouped into windows, rows mixed inside each window."""
+    """The plan of ``epoch``: permuted blocks, grouped into windows, rows mixed inside each window.
+
+    Its ``order`` and ``local`` are int32 when the positions fit (half the memory an
+    epoch keeps per row); readers take slices of them as intp.
+    """
     bounds, window_rows = layout.bounds, layout.window_rows
     rng = epoch_rng(seed, epoch, stream=1)
     n_blocks = len(bounds) - 1
@@ -136,8 +140,10 @@ def block_plan(layout: BlockLayout, seed: int, epoch: int) -> Plan:
                                                      window_rows)).clip(0, n_blocks - 1))
     starts = np.concatenate([[0], ends[cuts]]).astype(np.int64)
     first_block = np.concatenate([[0], cuts + 1])
-    order = np.empty(int(ends[-1]), dtype=np.intp)
-    local = np.empty(int(ends[-1]), dtype=np.intp)
+    # the plan is kept all epoch: 4 bytes a row and array when they hold every position
+    index = np.int32 if int(ends[-1]) <= np.iinfo(np.int32).max else np.intp
+    order = np.empty(int(ends[-1]), dtype=index)
+    local = np.empty(int(ends[-1]), dtype=index)
     window_block_ids = []
     for w in range(len(cuts)):  # one permutation per window (not per row)
         ids = np.sort(block_order[first_block[w]:first_block[w + 1]])

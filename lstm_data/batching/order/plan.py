@@ -34,7 +34,7 @@ class Windows:
         First epoch position of each window, plus the total at the end.
     block_ids : list of ndarray
         The blocks (ids into the block bounds) each window reads, sorted.
-    local : ndarray of intp
+    local : ndarray of intp (or int32, as the plan's ``order``)
         For each epoch position, the index of its row among its window's rows (sorted).
     """
 
@@ -55,8 +55,9 @@ class Plan:
 
     Attributes
     ----------
-    order : ndarray of intp
-        The view position of each epoch position.
+    order : ndarray of intp (or int32)
+        The view position of each epoch position (a block plan holds int32 when the
+        positions fit: take slices as intp).
     starts : ndarray of int64 or None
         First position of each batch, plus the total; ``None``: a batch every
         ``batch_size`` positions (the last one may be short).
