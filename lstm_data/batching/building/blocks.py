@@ -176,7 +176,7 @@ class BlockSource:
         for w in windows.of(lo, hi):
             w_lo, w_hi = max(lo, int(windows.starts[w])), min(hi, int(windows.starts[w + 1]))
             builder, held = self.window(plan, epoch, w)
-            parts.append((builder, windows.local[w_lo:w_hi].astype(np.intp, copy=False)))
+            parts.append((builder, np.searchsorted(held, plan.order[w_lo:w_hi]).astype(np.intp, copy=False)))
         if len(parts) == 1:
             builder, local = parts[0]
             out = builder.build(local, lengths=lengths)
