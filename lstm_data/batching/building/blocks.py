@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 import numpy as np
 
 from lstm_data._util import forksafe
+from lstm_data._util.heap import trim_heap
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.order.bucket_lengths import BucketLengths
 from lstm_data.batching.building.builder import BatchBuilder
@@ -212,6 +213,7 @@ class BlockSource:
         n_windows = len(windows.block_ids)
         for w in finished:
             self._windows.discard((epoch, w))
+            trim_heap()  # a window under 32 MiB is freed into the C heap: its pages go back now
             if not self.read_ahead:
                 continue
             for ahead in (w + 1, w + 2):

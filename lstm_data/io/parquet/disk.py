@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from lstm_data._util import forksafe
+from lstm_data._util.heap import empty_pages
 from lstm_data.io.ours.ondisk import OnDiskDataset
 from lstm_data.io.parquet.columns import (
     ListColumn,
@@ -184,7 +185,7 @@ class ParquetDataset(OnDiskDataset):
         rows = np.arange(len(self), dtype=np.intp) if rows is None else rows
         out_off = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(offsets[rows + 1] - offsets[rows], out=out_off[1:])
-        out = np.empty((int(out_off[-1]), len(self._groups[group])), dtype=self._plan.group_dtypes[group])
+        out = empty_pages((int(out_off[-1]), len(self._groups[group])), self._plan.group_dtypes[group])
         self._fill(group, rows, out, out_off)
         return out, out_off
 
