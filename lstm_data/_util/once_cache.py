@@ -81,6 +81,11 @@ class OnceCache(Generic[K, V]):
             self.fill(key, future, make)
         return future
 
+    def discard(self, key: K) -> None:
+        """Forget ``key`` (its value is freed once no one else holds it); no-op when absent."""
+        with self._lock:
+            self._entries.pop(key, None)
+
     def peek(self, key: K) -> Future[V] | None:
         """The future of ``key`` if it is cached or under way, without making or touching it."""
         with self._lock:

@@ -231,7 +231,7 @@ class ConcatDataset(ConcatReads):
                     join_offsets([np.diff(p[1]) for p in parts]))
         spans = self._spans(rows)
         if spans is not None and 1 < len(spans) and (len(spans) == len({f for f, _, _ in spans})
-                                                     or self._on_chunk_bounds(spans)):
+                                                     or self._on_chunk_bounds(spans, group)):
             # one run of rows per file, or runs of whole chunks (a window of shuffled blocks):
             # each run read in place, in request order (a file asked several runs that share
             # a chunk reads them in one call below, each chunk once)
@@ -251,14 +251,17 @@ class ConcatDataset(ConcatReads):
         back[position] = np.arange(len(rows))
         return take_ragged(values, offsets, back)
 
-    def _on_chunk_bounds(self, spans: list[tuple[int, int, int]]) -> bool:
-        """Whether every ``(part, first, stop)`` span starts and ends where its part's row
-        chunks do (or at its end): no chunk is read by two spans."""
+    def _on_chunk_bounds(self, spans: list[tuple[int, int, int]], group: str) -> bool:
+        """Whether every ``(part, first, stop)`` span starts and ends where its part's chunks
+        of rows, or else of ``group``'s values, do (or at its end): no chunk is read by two spans."""
         starts = self.__dict__.setdefault("_row_chunk_starts", {})
         for f, a, b in spans:
-            bounds = starts.get(f)
+            bounds = starts.get((f, group))
             if bounds is None:
-                bounds = starts[f] = np.append(self.datasets[f].row_chunk_starts(), len(self.datasets[f]))
+                part = self.datasets[f]
+                rows = part.row_chunk_starts()
+                bounds = starts[(f, group)] = np.append(rows if len(rows) else part.value_chunk_starts(group),
+                                                        len(part))
             at = np.searchsorted(bounds, [a, b])
             if at[0] >= len(bounds) or at[1] >= len(bounds) or bounds[at[0]] != a or bounds[at[1]] != b:
                 return False

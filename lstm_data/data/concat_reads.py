@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from lstm_data._util.heap import empty_pages
 from lstm_data._util.helper_thread import helper, on_helper
 from lstm_data.data.dataset import Dataset, check_row_range, consecutive_range
 from lstm_data.data.joins import check_join, exact_in, joined
@@ -184,7 +185,7 @@ class ConcatReads(Dataset):
             np.subtract(part_offsets[a + 1:b + 1], first - value, out=offsets[row + 1:row + 1 + b - a])
             bounds.append(value)
             row, value = row + b - a, value + int(part_offsets[b]) - first
-        values = np.empty((value, width), dtype)
+        values = empty_pages((value, width), dtype)  # a window's values: unmapped once freed
         jobs = [(self.datasets[f], a, b, values[start:stop])
                 for (f, a, b), start, stop in zip(spans, bounds, bounds[1:] + [value])]
         if len(jobs) < 2 or values.nbytes < _PARALLEL_BYTES or on_helper("parts"):

@@ -73,3 +73,13 @@ def test_least_recently_used_entries_leave_first():
     assert cache.peek(1) is None and cache.peek(0) is not None and cache.peek(2) is not None
     with pytest.raises(ValueError, match="keep"):
         OnceCache(keep=0)
+
+
+def test_discard_forgets_a_key_and_the_next_get_makes_it_again():
+    cache: OnceCache[int, list] = OnceCache(keep=3)
+    first = cache.get(1, lambda: ["a"])
+    cache.discard(1)
+    cache.discard(2)  # absent: nothing happens
+    assert cache.peek(1) is None
+    again = cache.get(1, lambda: ["b"])
+    assert first == ["a"] and again == ["b"]

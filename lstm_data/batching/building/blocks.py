@@ -11,17 +11,28 @@ from RAM by the kernels.
 While the batches of window ``w`` are built, window ``w + 1`` is read on a
 background thread (``read_ahead``), so decompression overlaps batch building
 when a core is free. Every window is still read once.
+
+Memory is bounded by the window, not by the data: a window is dropped as soon as
+every batch of the epoch that holds its rows is built, and the window after the
+current one is read ahead only once the window before it is dropped. So at most two
+windows are held: the one in use and the one read ahead (during a batch that spans
+two windows, those two). The next epoch's first window is read ahead only once the
+last window of the epoch is dropped, so it never adds to the end of the epoch. A
+consumer that skips batches (a shard, random access) keeps windows it does not
+finish: the three used last at most.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
 
 from lstm_data._util import forksafe
+from lstm_data._util.heap import trim_heap
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.order.bucket_lengths import BucketLengths
 from lstm_data.batching.building.builder import BatchBuilder
@@ -64,10 +75,10 @@ class BlockSource:
         Passed to the builders.
     read_ahead
         Load the next window on a background thread while the current one is used
-        (only for on-disk datasets; in RAM a window is a cheap copy). While the
-        last window of an epoch is used, the first window of the next epoch is
-        read ahead too, so in a run of epochs no read is waited for after the
-        first one (set :attr:`next_epoch_ahead` to ``False`` to stop that).
+        (only for on-disk datasets; in RAM a window is a cheap copy). Once every
+        batch of the last window of an epoch is built, the first window of the next
+        epoch is read ahead too, so in a run of epochs the first read is not waited
+        for (set :attr:`next_epoch_ahead` to ``False`` to stop that).
 
     Attributes
     ----------
@@ -75,8 +86,11 @@ class BlockSource:
         Blocks loaded so far (each window loads its blocks once).
     """
 
-    #: windows kept: a batch spans at most two, plus one read ahead
+    #: windows kept at most, finished or not: a batch spans at most two, plus one read ahead
     KEEP = 3
+    #: windows whose built batches are counted at most (a consumer that skips batches
+    #: leaves some unfinished)
+    TRACKED = 16
 
     def __init__(self, dataset: Dataset, rows: np.ndarray | None, fields: Sequence[ResolvedField],
                  layout: BlockLayout, plans: PlansByEpoch | None = None, *, nan_to: float | None = None,
@@ -93,11 +107,14 @@ class BlockSource:
         self.next_epoch_ahead = True
         self._lock = threading.Lock()  # guards block_loads
         self._windows: OnceCache[tuple[int, int], tuple[BatchBuilder, np.ndarray]] = OnceCache(self.KEEP)
+        # (epoch, window) -> positions built so far, and the batches counted (their first positions)
+        self._built: OrderedDict[tuple[int, int], tuple[int, set[int]]] = OrderedDict()
         self.block_loads = 0
         forksafe.register(self)
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()  # a read-ahead thread may have held it (the cache resets itself)
+        self._built = OrderedDict()
 
     def __len__(self) -> int:
         return int(self.bounds[-1])
@@ -110,10 +127,9 @@ class BlockSource:
         assert plan.windows is not None  # a block plan
         future: Future[tuple[BatchBuilder, np.ndarray]] = self._windows.prepare(
             (epoch, window), lambda: self._load(plan, epoch, window))
-        if self.read_ahead and window + 1 < len(plan.windows.block_ids):
-            self._load_ahead(plan, epoch, window + 1)
-        elif self.read_ahead and self.next_epoch_ahead and self.plans is not None:
-            self._load_ahead(None, epoch + 1, 0)  # the next epoch's plan, got on that thread
+        if self.read_ahead and window + 1 < len(plan.windows.block_ids) \
+                and self._windows.peek((epoch, window - 1)) is None:
+            self._load_ahead(plan, epoch, window + 1)  # else once the window before is dropped
         return future.result()
 
     def _load_ahead(self, plan: Plan | None, epoch: int, window: int) -> None:
@@ -147,10 +163,12 @@ class BlockSource:
                             row_names=self._dataset_rows(held)), held
 
     def build(self, plan: Plan, epoch: int, lo: int, hi: int,
-              lengths: BucketLengths | None = None) -> tuple[Arrays, Arrays]:
+              lengths: BucketLengths | None = None, end: int | None = None) -> tuple[Arrays, Arrays]:
         """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows).
 
         ``lengths``: an order's ``bucket_lengths``, as :meth:`BatchBuilder.build` takes them.
+        ``end``: where the positions of the epoch's batches end (default: the plan's end;
+        fewer with ``drop_last``); a window is dropped once its positions below it are built.
         """
         positions = plan.order[lo:hi]
         windows = plan.windows
@@ -159,12 +177,47 @@ class BlockSource:
         for w in windows.of(lo, hi):
             w_lo, w_hi = max(lo, int(windows.starts[w])), min(hi, int(windows.starts[w + 1]))
             builder, held = self.window(plan, epoch, w)
-            parts.append((builder, windows.local[w_lo:w_hi]))
+            parts.append((builder, np.searchsorted(held, plan.order[w_lo:w_hi]).astype(np.intp, copy=False)))
         if len(parts) == 1:
             builder, local = parts[0]
-            return builder.build(local, lengths=lengths)
-        joined = concat_datasets([b.dataset.take(local) for b, local in parts])
-        names = np.concatenate([b.row_names[local] for b, local in parts if b.row_names is not None])
-        return BatchBuilder(joined, self.fields, nan_to=self.nan_to, pad_to_multiple_of=self.pad_to_multiple_of,
-                            row_names=names).build(
-            np.arange(len(positions), dtype=np.intp), lengths=lengths)
+            out = builder.build(local, lengths=lengths)
+        else:
+            joined = concat_datasets([b.dataset.take(local) for b, local in parts])
+            names = np.concatenate([b.row_names[local] for b, local in parts if b.row_names is not None])
+            out = BatchBuilder(joined, self.fields, nan_to=self.nan_to, pad_to_multiple_of=self.pad_to_multiple_of,
+                               row_names=names).build(np.arange(len(positions), dtype=np.intp), lengths=lengths)
+        del parts, builder  # a finished window is freed when dropped below
+        self._count_built(plan, epoch, lo, hi, len(plan.order) if end is None else end)
+        return out
+
+    def _count_built(self, plan: Plan, epoch: int, lo: int, hi: int, end: int) -> None:
+        """Count the batch ``lo .. hi - 1`` as built: drop the windows it finishes (every
+        position of theirs below ``end`` built), then read the next ones ahead."""
+        windows = plan.windows
+        assert windows is not None  # a block plan
+        finished = []
+        with self._lock:
+            for w in windows.of(lo, hi):
+                key = (epoch, w)
+                first, stop = int(windows.starts[w]), int(windows.starts[w + 1])
+                done, batches = self._built.pop(key, (0, set()))
+                if lo not in batches:  # a batch built again is counted once
+                    batches.add(lo)
+                    done += min(hi, stop) - max(lo, first)
+                if done >= min(stop, end) - first:
+                    finished.append(w)
+                    continue
+                self._built[key] = (done, batches)
+                while len(self._built) > self.TRACKED:
+                    self._built.popitem(last=False)
+        n_windows = len(windows.block_ids)
+        for w in finished:
+            self._windows.discard((epoch, w))
+            trim_heap()  # a window under 32 MiB is freed into the C heap: its pages go back now
+            if not self.read_ahead:
+                continue
+            for ahead in (w + 1, w + 2):
+                if ahead < n_windows:
+                    self._load_ahead(plan, epoch, ahead)
+            if w == n_windows - 1 and self.next_epoch_ahead and self.plans is not None:
+                self._load_ahead(None, epoch + 1, 0)  # the next epoch's plan, got on that thread

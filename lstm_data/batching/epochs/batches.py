@@ -259,7 +259,7 @@ class Batches(EpochIteration):
 
     def _positions(self, slot: int, epoch: int) -> npt.NDArray[np.intp]:
         lo, hi = self._span(slot, epoch)
-        positions: npt.NDArray[np.intp] = self._plan(epoch).order[lo:hi]
+        positions: npt.NDArray[np.intp] = self._plan(epoch).order[lo:hi].astype(np.intp, copy=False)
         return positions
 
     def _check_index(self, index: int) -> int:
@@ -401,8 +401,9 @@ class Batches(EpochIteration):
         positions = self._positions(slot, epoch)
         if self._blocks is not None:
             lo = self._span(slot, epoch)[0]
+            end = self._span(len(self) - 1, epoch)[1]  # short of the plan's end with drop_last
             inputs, targets = self._blocks.build(self._plan(epoch), self._order_epoch(epoch), lo, lo + len(positions),
-                                                 self._bucket_lengths)
+                                                 self._bucket_lengths, end=end)
             if self._view is None:
                 rows = positions
             else:

@@ -124,7 +124,11 @@ def block_layout(dataset: Dataset, rows: np.ndarray | None, batch_size: int, blo
 
 
 def block_plan(layout: BlockLayout, seed: int, epoch: int) -> Plan:
-    """The plan of ``epoch``: permuted blocks, grouped into windows, rows mixed inside each window."""
+    """The plan of ``epoch``: permuted blocks, grouped into windows, rows mixed inside each window.
+
+    Its ``order`` is int32 when the positions fit (half the memory an epoch keeps per
+    row); readers take slices of it as intp.
+    """
     bounds, window_rows = layout.bounds, layout.window_rows
     rng = epoch_rng(seed, epoch, stream=1)
     n_blocks = len(bounds) - 1
@@ -136,17 +140,16 @@ def block_plan(layout: BlockLayout, seed: int, epoch: int) -> Plan:
                                                      window_rows)).clip(0, n_blocks - 1))
     starts = np.concatenate([[0], ends[cuts]]).astype(np.int64)
     first_block = np.concatenate([[0], cuts + 1])
-    order = np.empty(int(ends[-1]), dtype=np.intp)
-    local = np.empty(int(ends[-1]), dtype=np.intp)
+    # the plan is kept all epoch: 4 bytes a row when that holds every position
+    order = np.empty(int(ends[-1]), dtype=np.int32 if int(ends[-1]) <= np.iinfo(np.int32).max else np.intp)
     window_block_ids = []
     for w in range(len(cuts)):  # one permutation per window (not per row)
         ids = np.sort(block_order[first_block[w]:first_block[w + 1]])
         rows = np.concatenate([np.arange(bounds[b], bounds[b + 1], dtype=np.intp) for b in ids])
         perm = rng.permutation(len(rows)).astype(np.intp)
         order[starts[w]:starts[w + 1]] = rows[perm]
-        local[starts[w]:starts[w + 1]] = perm
         window_block_ids.append(ids)
-    return Plan(order, windows=Windows(starts, window_block_ids, local))
+    return Plan(order, windows=Windows(starts, window_block_ids))
 
 
 class BlockRows(StageDefaults):

@@ -166,11 +166,11 @@ def bucketed_plan(plan: Plan, lengths: np.ndarray, batch_size: int, window: int,
     Returns
     -------
     Plan
-        The same windows and blocks; ``order`` and ``local`` permuted together
-        inside the runs of whole batches that lie in one window.
+        The same windows and blocks; ``order`` permuted inside the runs of whole
+        batches that lie in one window.
     """
     assert plan.windows is not None  # a block plan
-    order, local = plan.order.copy(), plan.windows.local.copy()
+    order = plan.order.copy()
     starts = plan.windows.starts
     for w in range(len(starts) - 1):  # one sort per window (not per row)
         lo = -(-int(starts[w]) // batch_size) * batch_size
@@ -179,8 +179,8 @@ def bucketed_plan(plan: Plan, lengths: np.ndarray, batch_size: int, window: int,
             continue
         picked = lo + bucketed_order(np.arange(hi - lo, dtype=np.intp), lengths[order[lo:hi]],
                                      batch_size, window, rng)
-        order[lo:hi], local[lo:hi] = order[picked], local[picked]
-    return Plan(order, windows=dataclasses.replace(plan.windows, local=local))
+        order[lo:hi] = order[picked]
+    return Plan(order, windows=plan.windows)
 
 
 def per_batch_spec(spec: BatchSpec, fields: Sequence[ResolvedField], group: str) -> BatchSpec:

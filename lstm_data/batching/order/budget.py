@@ -32,7 +32,6 @@ sum is found by dynamic programming over the distinct widths.
 """
 from __future__ import annotations
 
-import dataclasses
 import heapq
 from typing import Any, Callable, Sequence
 
@@ -192,13 +191,13 @@ class Budget:
     def plan(self, plan: Plan, seed: int, epoch: int) -> Plan:
         """The budget batches of a block-shuffled epoch: cut inside each window, then permuted there."""
         assert plan.windows is not None  # a block plan
-        order, local = plan.order.copy(), plan.windows.local.copy()
+        order = plan.order.copy()
         ws = plan.windows.starts
         pieces = []
         for w in range(len(ws) - 1):  # one sort per window (not per row)
             lo, hi = int(ws[w]), int(ws[w + 1])
             srt, starts = self._cut(order[lo:hi])
-            order[lo:hi], local[lo:hi] = order[lo:hi][srt], local[lo:hi][srt]
+            order[lo:hi] = order[lo:hi][srt]
             pieces.append(starts[:-1] + lo)
         starts = np.concatenate(pieces + [np.array([len(order)], dtype=np.int64)])
         if len(starts) - 1 > self.n_batches:
@@ -214,9 +213,8 @@ class Budget:
             idx, new = _permute_runs(order, run - run[0], rng.permutation(b - a))
             lo = int(run[0])
             order[lo:int(run[-1])] = order[lo + idx]
-            local[lo:int(run[-1])] = local[lo + idx]
             starts[a:b + 1] = new + lo
-        return Plan(order, starts, dataclasses.replace(plan.windows, local=local))
+        return Plan(order, starts, plan.windows)
 
 
 class BudgetCuts(StageDefaults):

@@ -33,14 +33,13 @@ class Windows:
     starts : ndarray of int64
         First epoch position of each window, plus the total at the end.
     block_ids : list of ndarray
-        The blocks (ids into the block bounds) each window reads, sorted.
-    local : ndarray of intp
-        For each epoch position, the index of its row among its window's rows (sorted).
+        The blocks (ids into the block bounds) each window reads, sorted. The rows of the
+        plan's ``order`` in a window are rows of its blocks (their index among the
+        window's sorted rows is found when a batch is built, not kept for the epoch).
     """
 
     starts: np.ndarray
     block_ids: list[np.ndarray]
-    local: np.ndarray
 
     def of(self, lo: int, hi: int) -> range:
         """Windows holding epoch positions ``lo .. hi - 1``."""
@@ -55,13 +54,14 @@ class Plan:
 
     Attributes
     ----------
-    order : ndarray of intp
-        The view position of each epoch position.
+    order : ndarray of intp (or int32)
+        The view position of each epoch position (a block plan holds int32 when the
+        positions fit: take slices as intp).
     starts : ndarray of int64 or None
         First position of each batch, plus the total; ``None``: a batch every
         ``batch_size`` positions (the last one may be short).
     windows : Windows or None
-        The read windows of a block shuffle (``order`` and ``windows.local`` move together).
+        The read windows of a block shuffle.
     """
 
     order: np.ndarray

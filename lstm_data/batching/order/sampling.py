@@ -342,24 +342,21 @@ class Sampling:
         """A block plan whose windows hold their rows' draws, mixed (windows drawing none are left out)."""
         rng = epoch_rng(seed, epoch, SAMPLE_STREAM)
         counts = np.bincount(self.draw(rng), minlength=len(self.codes))
-        orders, locals_, ids, starts = [], [], [], [0]
+        orders, ids, starts = [], [], [0]
         assert plan.windows is not None  # a block plan
         for w, block_ids in enumerate(plan.windows.block_ids):
             lo, hi = int(plan.windows.starts[w]), int(plan.windows.starts[w + 1])
-            rows = np.empty(hi - lo, dtype=np.intp)
-            rows[plan.windows.local[lo:hi]] = plan.order[lo:hi]  # the window's rows, as it reads them
+            rows = np.sort(plan.order[lo:hi]).astype(np.intp)  # the window's rows, as it reads them
             local = np.repeat(np.arange(hi - lo, dtype=np.intp), counts[rows])
             if not len(local):
                 continue
             local = rng.permutation(local).astype(np.intp)
             orders.append(rows[local])
-            locals_.append(local)
             ids.append(block_ids)
             starts.append(starts[-1] + len(local))
         empty = np.zeros(0, dtype=np.intp)
         return Plan(np.concatenate(orders) if orders else empty,
-                    windows=Windows(np.asarray(starts, dtype=np.int64), ids,
-                                    np.concatenate(locals_) if locals_ else empty))
+                    windows=Windows(np.asarray(starts, dtype=np.int64), ids))
 
 
 class SampledRows(StageDefaults):

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from lstm_data._util import forksafe
+from lstm_data._util.heap import empty_pages
 from lstm_data.io.ours.ondisk import OnDiskDataset
 from lstm_data.io.parquet.columns import (
     ListColumn,
@@ -34,10 +35,17 @@ from lstm_data.io.parquet.columns import (
 )
 from lstm_data.io.parquet.plan import plan_columns
 from lstm_data.io.parquet.read import open_sources, parquet_files, read_columns, settle_on_first_rows
+from lstm_data.io.parquet.columns import import_pyarrow
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.kernels import interleave_columns
 
 __all__ = ["ParquetDataset"]
+
+
+def _release_freed() -> None:
+    """Hand the memory pyarrow freed back to the system: its allocator keeps freed pages for
+    reuse, so the row groups read at open, or for a window, would stay resident."""
+    import_pyarrow().default_memory_pool().release_unused()
 
 
 def _follow(starts: np.ndarray, lens: np.ndarray) -> bool:
@@ -115,6 +123,7 @@ class ParquetDataset(OnDiskDataset):
                     {s: join_scalar_pieces(p, s, exact=self._plan.exact) for s, p in scalars.items()}, {},
                     tuple(s.path for s in self._sources))
         self._groups = {g: list(names) for g, names in self._plan.groups.items()}
+        _release_freed()
 
     def _after_fork(self) -> None:
         self._locks = [threading.Lock() for _ in self._sources]
@@ -174,17 +183,36 @@ class ParquetDataset(OnDiskDataset):
     def _ragged(self, group: str, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         offsets = self._offsets_of[group]
         rows = np.arange(len(self), dtype=np.intp) if rows is None else rows
+        out_off = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(offsets[rows + 1] - offsets[rows], out=out_off[1:])
+        out = empty_pages((int(out_off[-1]), len(self._groups[group])), self._plan.group_dtypes[group])
+        self._fill(group, rows, out, out_off)
+        return out, out_off
+
+    def ragged_into(self, group: str, lo: int, hi: int, out: np.ndarray) -> None:
+        """Write the values of rows ``lo .. hi - 1`` of ``group`` into ``out`` (see
+        :meth:`lstm_data.data.dataset.Dataset.ragged_into`): straight from each row group
+        when ``out`` has the group's dtype (a window of several files: no copy of a file's share)."""
+        offsets = self._offsets_of.get(group)
+        if offsets is None or out.dtype != self._plan.group_dtypes[group] or not 0 <= lo <= hi <= len(self) \
+                or out.shape != (int(offsets[hi] - offsets[lo]), len(self._groups[group])):
+            super().ragged_into(group, lo, hi, out)  # names what is wrong, or reads and converts
+            return
+        self._fill(group, np.arange(lo, hi, dtype=np.intp), out, offsets[lo:hi + 1] - offsets[lo])
+
+    def _fill(self, group: str, rows: np.ndarray, out: np.ndarray, out_off: np.ndarray) -> None:
+        """The values of ``rows`` of ``group`` into ``out`` (``out_off``: their offsets there),
+        each touched row group read once."""
+        if len(out) == 0:
+            return
+        offsets = self._offsets_of[group]
         starts = offsets[rows]
         lens = offsets[rows + 1] - starts
-        out_off = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(lens, out=out_off[1:])
-        out = np.empty((int(out_off[-1]), len(self._groups[group])), dtype=self._plan.group_dtypes[group])
-        if len(out) == 0:
-            return out, out_off
         rg_of = np.searchsorted(self.row_group_rows[1:], rows, side="right")
         order = np.argsort(rg_of, kind="stable")
         touched, first = np.unique(rg_of[order], return_index=True)
         bounds = np.append(first, len(order))
+        flats: list[np.ndarray] = []
         for k, a, b in zip(touched.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
             sel = order[a:b]
             sel = sel[lens[sel] > 0]
@@ -203,7 +231,8 @@ class ParquetDataset(OnDiskDataset):
             src = dst + shift
             for j, flat in enumerate(flats):
                 out[dst, j] = flat[src]
-        return out, out_off
+        del flats  # the last row group's columns, before the memory is handed back
+        _release_freed()
 
     def close(self) -> None:
         """Close the files (the dataset cannot read values afterwards)."""

@@ -159,13 +159,17 @@ def open_sources(files: list[str], remote: RemoteSettings | None = None) -> list
 def _opener(path: str, remote: RemoteSettings | None) -> Callable[[], Any]:
     """Opens ``path`` as a ``ParquetFile``: the first time reading its footer, after that with
     the metadata read then (a URL: through a file without read-ahead, so only the needed
-    column chunks are fetched)."""
+    column chunks are fetched, coalesced by pyarrow's pre-buffering). A local file is read
+    without pre-buffering: as fast here, and the reader would otherwise keep the last row
+    group's column chunks (each open file of a dataset read on demand holding one)."""
     known: list[Any] = []
 
     def open_file() -> Any:
-        source = open_remote_file(path, remote) if is_url(path) else path
+        remote_file = is_url(path)
+        source = open_remote_file(path, remote) if remote_file else path
         pf = import_pyarrow().parquet.ParquetFile(source, page_checksum_verification=True,
-                                                  metadata=known[0] if known else None)
+                                                  metadata=known[0] if known else None,
+                                                  pre_buffer=remote_file)
         if not known:
             known.append(pf.metadata)
         return pf

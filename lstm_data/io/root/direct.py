@@ -32,6 +32,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data._util.heap import empty_pages
 from lstm_data.data.ragged import put_ragged, take_ragged
 from lstm_data.io.root.baskets import BasketTask, BranchPlan
 
@@ -166,7 +167,7 @@ def gather(baskets: ChunkBaskets, sel: np.ndarray, scalars: Mapping[str, np.dtyp
         for g, (names, dt, offsets) in groups.items():
             off = np.zeros(len(sel) + 1, dtype=np.int64)
             np.cumsum(offsets[sel + 1] - offsets[sel], out=off[1:])
-            out_g[g] = (np.empty((int(off[-1]), len(names)), dtype=dt), off)
+            out_g[g] = (empty_pages((int(off[-1]), len(names)), dt), off)
     if not len(sel):
         return out_s, out_g
     bounds = baskets.bounds

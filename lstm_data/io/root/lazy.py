@@ -225,12 +225,15 @@ class RootDataset(ChunkedDataset):
             if counter is None:
                 uncounted[g] = names
                 continue
+            kept = cols.cached(counter) is not None
             counts = cols.read(counter)
             if len(counts) and int(counts.min()) < 0:
                 raise SchemaError(f"tree {cols.tree!r}: counter branch {counter!r} holds a negative count at "
                                   f"entry {int(np.argmin(counts))}", file=cols.file, variable=counter)
             off = np.zeros(cols.n + 1, dtype=np.int64)
             np.cumsum(counts, out=off[1:])
+            if not kept:  # the offsets hold the counts from now on: not kept for the whole epoch
+                cols.forget(counter)
             groups[g] = (list(names), dtypes[names[0]], off)
         order = list(plan.groups)
         if uncounted:  # lengths known only from the values: one pass, chunk by chunk

@@ -270,6 +270,10 @@ class TreeColumns:
         """Column ``name`` if it was read whole already."""
         return self._cache.get(name)
 
+    def forget(self, name: str) -> None:
+        """Drop column ``name`` if :meth:`read` kept it (a column needed once, at open)."""
+        self._cache.pop(name, None)
+
     def remember(self, name: str, array: np.ndarray) -> None:
         """Keep a whole column read elsewhere, so :meth:`read` does not read it again."""
         self._cache[name] = array
