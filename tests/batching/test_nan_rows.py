@@ -48,3 +48,18 @@ def test_nan_to_equals_replacing_every_nan_afterwards(layout, pad_mode):
         seen += int(np.isnan(x).sum())
         assert_bitwise(inputs["p"], np.where(np.isnan(x), np.float32(0.0), x))
     assert seen > 0  # the data does put NaN into the batches
+
+
+@pytest.mark.parametrize("shape", [(70_000, 3), (5, 40_000), (70_001,), (9000, 2, 5)])
+def test_nonfinite_rows_are_found_across_the_scan_steps(shape):
+    from lstm_data.batching.building.finite import nonfinite_value_rows
+
+    values = np.random.default_rng(3).normal(size=shape).astype(np.float32)
+    flat = values.reshape(len(values), -1)
+    rows = np.unique(np.r_[0, len(values) - 1, np.random.default_rng(4).choice(len(values), 4)])
+    for k, r in enumerate(rows):
+        flat[r, k % flat.shape[1]] = (np.nan, np.inf, -np.inf)[k % 3]
+    expected = np.flatnonzero(~np.isfinite(flat).all(axis=1))
+    assert_bitwise(nonfinite_value_rows(values), expected)
+    assert len(nonfinite_value_rows(np.ones(shape, np.int64))) == 0
+    assert len(nonfinite_value_rows(values[:0])) == 0

@@ -27,6 +27,7 @@ with NumPy, next to the kernel call, which writes float outputs only.
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, Sequence, cast
 
 import numpy as np
@@ -43,11 +44,15 @@ from lstm_data.batching.spec.forms import (
 )
 from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, Arrays, ResolvedField
 from lstm_data.batching.building.exactness import as_integers, warn_if_inexact
+from lstm_data.batching.building.finite import nonfinite_value_rows
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset, consecutive_range
 from lstm_data.data.ragged import take_ragged
 
 __all__ = ["BatchBuilder"]
+
+#: one scan of a group's values at a time (threads building batches all ask at their first batch)
+_SCAN_LOCK = threading.Lock()
 
 
 class BatchBuilder:
@@ -207,8 +212,8 @@ class BatchBuilder:
             return values.dtype.kind == "f" and bool(np.isnan(values).any())
         known = self._group_has_nan.get(group)
         if known is None:
-            known = any(v.dtype.kind == "f" and bool(np.isnan(v).any()) for v, _ in self._parts(group))
-            self._group_has_nan[group] = known
+            self._scan(group)
+            known = self._group_has_nan[group]
         return known
 
     def _nonfinite_rows(self, group: str) -> np.ndarray:
@@ -218,15 +223,25 @@ class BatchBuilder:
         may give NaN) or from a NaN pad value, which the kernel is given replaced."""
         flags = self._row_nonfinite.get(group)
         if flags is None:
-            pieces = []
+            self._scan(group)
+            flags = self._row_nonfinite[group]
+        return flags
+
+    def _scan(self, group: str) -> None:
+        """In RAM: one pass over ``group``'s values finding the rows that hold a value that is
+        not finite, and whether any of them is NaN (both cached; once, whichever thread asks first)."""
+        with _SCAN_LOCK:
+            if group in self._row_nonfinite:
+                return
+            pieces, has_nan = [], False
             for values, offsets in self._parts(group):
-                bad = np.flatnonzero(~np.isfinite(values).reshape(len(values), -1).all(axis=1)) \
-                    if values.dtype.kind == "f" else np.zeros(0, np.intp)
+                bad = nonfinite_value_rows(values)
+                has_nan = has_nan or bool(np.isnan(values[bad]).any())
                 row = np.zeros(len(offsets) - 1, dtype=bool)
                 row[np.searchsorted(np.asarray(offsets), bad, side="right") - 1] = True
                 pieces.append(row)
-            flags = self._row_nonfinite.setdefault(group, np.concatenate(pieces) if pieces else np.zeros(0, bool))
-        return flags
+            self._group_has_nan[group] = has_nan
+            self._row_nonfinite[group] = np.concatenate(pieces) if pieces else np.zeros(0, bool)
 
     def _replace_nan(self, f: ResolvedField, batch: np.ndarray, rows: np.ndarray) -> None:
         """``nan_to`` in place of NaN in ``f``'s in-RAM ``batch`` of ``rows``: only in the rows
