@@ -16,8 +16,9 @@ Memory is bounded by the window, not by the data: a window is dropped as soon as
 every batch of the epoch that holds its rows is built, and the window after the
 current one is read ahead only once the window before it is dropped. So at most two
 windows are held: the one in use and the one read ahead (during a batch that spans
-two windows, those two). The next epoch's first window is read ahead only once the
-last window of the epoch is dropped, so it never adds to the end of the epoch. A
+two windows, those two). The next epoch's first window follows the epoch's last one
+the same way: read while the last window is in use, once the one before it is
+dropped, so a run of epochs waits for no read after the first. A
 consumer that skips batches (a shard, random access) keeps windows it does not
 finish: the three used last at most.
 """
@@ -75,10 +76,10 @@ class BlockSource:
         Passed to the builders.
     read_ahead
         Load the next window on a background thread while the current one is used
-        (only for on-disk datasets; in RAM a window is a cheap copy). Once every
-        batch of the last window of an epoch is built, the first window of the next
-        epoch is read ahead too, so in a run of epochs the first read is not waited
-        for (set :attr:`next_epoch_ahead` to ``False`` to stop that).
+        (only for on-disk datasets; in RAM a window is a cheap copy). While the last
+        window of an epoch is used, the first window of the next epoch is read ahead
+        too, so in a run of epochs no read is waited for after the first one (set
+        :attr:`next_epoch_ahead` to ``False`` to stop that).
 
     Attributes
     ----------
@@ -127,10 +128,17 @@ class BlockSource:
         assert plan.windows is not None  # a block plan
         future: Future[tuple[BatchBuilder, np.ndarray]] = self._windows.prepare(
             (epoch, window), lambda: self._load(plan, epoch, window))
-        if self.read_ahead and window + 1 < len(plan.windows.block_ids) \
-                and self._windows.peek((epoch, window - 1)) is None:
-            self._load_ahead(plan, epoch, window + 1)  # else once the window before is dropped
+        if self.read_ahead and self._windows.peek((epoch, window - 1)) is None:  # else once it is dropped
+            self._read_after(plan, epoch, window + 1)
         return future.result()
+
+    def _read_after(self, plan: Plan, epoch: int, window: int) -> None:
+        """Read ``window`` of ``epoch`` ahead; past the last window, the next epoch's first."""
+        assert plan.windows is not None  # a block plan
+        if window < len(plan.windows.block_ids):
+            self._load_ahead(plan, epoch, window)
+        elif window == len(plan.windows.block_ids) and self.next_epoch_ahead and self.plans is not None:
+            self._load_ahead(None, epoch + 1, 0)  # the next epoch's plan, got on that thread
 
     def _load_ahead(self, plan: Plan | None, epoch: int, window: int) -> None:
         """Start loading ``window`` of ``epoch`` on a background thread, unless under way."""
@@ -210,14 +218,9 @@ class BlockSource:
                 self._built[key] = (done, batches)
                 while len(self._built) > self.TRACKED:
                     self._built.popitem(last=False)
-        n_windows = len(windows.block_ids)
         for w in finished:
             self._windows.discard((epoch, w))
             trim_heap()  # a window under 32 MiB is freed into the C heap: its pages go back now
-            if not self.read_ahead:
-                continue
-            for ahead in (w + 1, w + 2):
-                if ahead < n_windows:
-                    self._load_ahead(plan, epoch, ahead)
-            if w == n_windows - 1 and self.next_epoch_ahead and self.plans is not None:
-                self._load_ahead(None, epoch + 1, 0)  # the next epoch's plan, got on that thread
+            if self.read_ahead:
+                for ahead in (w + 1, w + 2):
+                    self._read_after(plan, epoch, ahead)
