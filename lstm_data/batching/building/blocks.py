@@ -170,6 +170,18 @@ class BlockSource:
         return BatchBuilder(piece, self.fields, nan_to=self.nan_to, pad_to_multiple_of=self.pad_to_multiple_of,
                             row_names=self._dataset_rows(held)), held
 
+    def _local(self, plan: Plan, window: int, positions: np.ndarray) -> np.ndarray:
+        """Where view ``positions`` (all in ``window``) sit in its RAM copy: the window holds
+        its blocks whole, in block order, so a position's place is its block's start in the
+        copy plus its offset in the block (found among the window's few block starts)."""
+        assert plan.windows is not None  # a block plan
+        ids = plan.windows.block_ids[window]
+        first = self.bounds[ids]  # each block's first view position, ascending
+        start = np.zeros(len(ids), dtype=np.int64)
+        np.cumsum(self.bounds[ids + 1][:-1] - first[:-1], out=start[1:])
+        k = np.searchsorted(first, positions, side="right") - 1
+        return (positions - (first - start)[k]).astype(np.intp, copy=False)
+
     def build(self, plan: Plan, epoch: int, lo: int, hi: int,
               lengths: BucketLengths | None = None, end: int | None = None) -> tuple[Arrays, Arrays]:
         """Build the batch at epoch positions ``lo .. hi - 1`` (one or two windows).
@@ -184,8 +196,8 @@ class BlockSource:
         parts = []
         for w in windows.of(lo, hi):
             w_lo, w_hi = max(lo, int(windows.starts[w])), min(hi, int(windows.starts[w + 1]))
-            builder, held = self.window(plan, epoch, w)
-            parts.append((builder, np.searchsorted(held, plan.order[w_lo:w_hi]).astype(np.intp, copy=False)))
+            builder, _ = self.window(plan, epoch, w)
+            parts.append((builder, self._local(plan, w, plan.order[w_lo:w_hi])))
         if len(parts) == 1:
             builder, local = parts[0]
             out = builder.build(local, lengths=lengths)
@@ -220,7 +232,11 @@ class BlockSource:
                     self._built.popitem(last=False)
         for w in finished:
             self._windows.discard((epoch, w))
-            trim_heap()  # a window under 32 MiB is freed into the C heap: its pages go back now
+            if w == len(windows.block_ids) - 1:
+                # windows under 32 MiB are freed into the C heaps, where the next windows reuse
+                # them; their pages go back once an epoch (at every window, each next window's
+                # pages would be faulted in afresh: a quarter of a block-shuffled epoch's time)
+                trim_heap()
             if self.read_ahead:
                 for ahead in (w + 1, w + 2):
                     self._read_after(plan, epoch, ahead)
