@@ -180,7 +180,8 @@ class BlockSource:
         start = np.zeros(len(ids), dtype=np.int64)
         np.cumsum(self.bounds[ids + 1][:-1] - first[:-1], out=start[1:])
         k = np.searchsorted(first, positions, side="right") - 1
-        return (positions - (first - start)[k]).astype(np.intp, copy=False)
+        local: np.ndarray = (positions - (first - start)[k]).astype(np.intp, copy=False)
+        return local
 
     def build(self, plan: Plan, epoch: int, lo: int, hi: int,
               lengths: BucketLengths | None = None, end: int | None = None) -> tuple[Arrays, Arrays]:
