@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Protocol, Sequence
 import numpy as np
 
 from lstm_data._util import forksafe
-from lstm_data._util.heap import trim_heap
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.order.bucket_lengths import BucketLengths
 from lstm_data.batching.building.builder import BatchBuilder
@@ -232,12 +231,10 @@ class BlockSource:
                 while len(self._built) > self.TRACKED:
                     self._built.popitem(last=False)
         for w in finished:
+            # freed, not trimmed: the next window reuses the freed pages (trimming them, even once
+            # an epoch, faults each window in afresh: a quarter of a block-shuffled epoch's time
+            # here); the readers put large windows on pages of their own (_util/heap.py)
             self._windows.discard((epoch, w))
-            if w == len(windows.block_ids) - 1:
-                # windows under 32 MiB are freed into the C heaps, where the next windows reuse
-                # them; their pages go back once an epoch (at every window, each next window's
-                # pages would be faulted in afresh: a quarter of a block-shuffled epoch's time)
-                trim_heap()
             if self.read_ahead:
                 for ahead in (w + 1, w + 2):
                     self._read_after(plan, epoch, ahead)
