@@ -7,18 +7,16 @@ allocate from a heap (arena) of its own. A reader that allocates and frees large
 buffers one after another on different threads (the windows of a block shuffle read
 on demand, a few MiB to a few tens of MiB each) would keep several of them resident.
 :func:`empty_pages` gives such buffers pages of their own (an anonymous mapping,
-unmapped when the array is freed), and :func:`trim_heap` hands the heaps' free pages
-back.
+unmapped when the array is freed).
 """
 from __future__ import annotations
 
-import ctypes
 import mmap
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-__all__ = ["empty_pages", "trim_heap", "PAGES_BYTES"]
+__all__ = ["empty_pages", "PAGES_BYTES"]
 
 #: buffers of at least this many bytes get pages of their own
 PAGES_BYTES = 4 << 20
@@ -45,20 +43,3 @@ def empty_pages(shape: int | tuple[int, ...], dtype: Any) -> np.ndarray:
         except OSError:  # pragma: no cover - a kernel without transparent huge pages
             pass
     return np.frombuffer(pages, dtype=dt, count=count).reshape(dims)
-
-
-def _find() -> Callable[[int], int] | None:
-    try:
-        found: Callable[[int], int] | None = getattr(ctypes.CDLL(None), "malloc_trim", None)
-    except OSError:  # pragma: no cover - no C library to load
-        return None
-    return found
-
-
-_TRIM = _find()
-
-
-def trim_heap() -> None:
-    """Return the heaps' free pages to the system (glibc's ``malloc_trim``; nothing elsewhere)."""
-    if _TRIM is not None:
-        _TRIM(0)
