@@ -17,7 +17,8 @@ from lstm_data.batching.order.block_plans import BlockLayout, BlockRows
 from lstm_data.batching.order.bucketing import Bucketed, Bucketing
 from lstm_data.batching.order.budget import Budget, BudgetCuts
 from lstm_data.batching.order.plan import Stage
-from lstm_data.batching.order.registry import PlanContext, register_policy, registered_policies
+from lstm_data.batching.order.registry import (PlanContext, Policy, PolicyTable, find_policy, register_policy,
+                                               registered_policies)
 from lstm_data.batching.order.rows import ShuffledRows
 from lstm_data.batching.order.sampling import SampledRows, Sampling
 
@@ -51,14 +52,20 @@ def order_stages(order: Any, n_rows: int, lengths: Callable[[str], np.ndarray], 
         stages.append(ShuffledRows())
     parts = {"sampling": sampling, "budget": budget, "bucketing": bucketing, "blocks": blocks}
     asked = dict(getattr(order, "policies", None) or {})
-    for policy in registered_policies():
-        if not policy.builtin and policy.name not in asked:
-            continue
+    for policy in _policies(order, asked):
         context = PlanContext(order, n_rows, lengths, asked.get(policy.name, {}), parts)
         stage = policy.make(context)
         if stage is not None:
             stages.append(stage)
     return stages
+
+
+def _policies(order: Any, asked: dict[str, Any]) -> list[Policy]:
+    """The built-in policies and those the order asks for (the ones it carries first), by rank."""
+    carried = order.policies.policies if isinstance(order.policies, PolicyTable) else {}
+    chosen = [p for p in registered_policies() if p.builtin]
+    chosen += [carried[name] if name in carried else find_policy(name) for name in asked]
+    return sorted(chosen, key=lambda p: (p.rank, p.name))
 
 
 def _sampled(context: PlanContext) -> Stage | None:

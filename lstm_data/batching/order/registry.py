@@ -12,6 +12,7 @@ composes them. Adding a policy is one module that calls :func:`register_policy`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -20,7 +21,11 @@ from lstm_data._util.declared import suggest
 from lstm_data.batching.order.plan import Stage
 from lstm_data.errors import OptionError
 
-__all__ = ["PlanContext", "Policy", "register_policy", "registered_policies", "check_policies"]
+__all__ = ["PlanContext", "Policy", "PolicyTable", "register_policy", "registered_policies", "find_policy",
+           "check_policies", "ENTRY_POINT_GROUP"]
+
+#: the entry-point group an installed package declares its policies in (``name = "module:make"``)
+ENTRY_POINT_GROUP = "lstm_data.policies"
 
 
 @dataclass(frozen=True)
@@ -102,18 +107,78 @@ def registered_policies() -> list[Policy]:
     return sorted(_POLICIES.values(), key=lambda p: (p.rank, p.name))
 
 
-def check_policies(value: Any) -> dict[str, dict[str, Any]]:
+def find_policy(name: str) -> Policy:
+    """The policy registered as ``name``, or the one an installed package declares under that name.
+
+    A name is looked up among the policies registered in this process, then among the
+    entry points of the group ``lstm_data.policies`` (``[project.entry-points."lstm_data.policies"]``
+    of an installed package: a ``make`` function or a :class:`Policy`), which registers it. A
+    name is never imported as a module: a spec, store or state file can only name a policy
+    that code or an installed package registered.
+
+    Raises
+    ------
+    OptionError
+        No such policy, or a built-in one (those are asked for by the order's own fields).
+    """
+    policy = _POLICIES.get(name)
+    if policy is None:
+        declared = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+        if declared:
+            loaded = declared[0].load()
+            if isinstance(loaded, Policy):
+                register_policy(name, loaded.make, rank=loaded.rank)
+            elif callable(loaded):
+                register_policy(name, loaded)
+            else:
+                raise OptionError(f"policies: the entry point {declared[0].value!r} of {name!r} in group "
+                                  f"{ENTRY_POINT_GROUP!r} is neither a Policy nor a function PlanContext -> Stage")
+            policy = _POLICIES[name]
+    named = {p.name for p in _POLICIES.values() if not p.builtin}
+    if policy is None or policy.builtin:
+        known = ", ".join(sorted(named)) or "none registered"
+        raise OptionError(f"policies: unknown order policy {name!r}{suggest(str(name), named)} "
+                          f"(registered: {known}); register it in code with "
+                          f"lstm_data.batching.order.registry.register_policy({name!r}, make) before the order "
+                          f"is made, or declare it as an entry point of group {ENTRY_POINT_GROUP!r}")
+    return policy
+
+
+class PolicyTable(dict[str, dict[str, Any]]):
+    """``Order.policies`` checked: each policy's name with its table of options.
+
+    It also holds the :class:`Policy` objects the names resolved to, and pickles them (their
+    ``make`` by its module and name, as pickle does functions): a pipeline sent to a spawned
+    or forkserver worker runs the same policies there, registered or not in that process.
+    As a mapping (equality, TOML) it is the plain table of options.
+    """
+
+    def __init__(self, options: Mapping[str, dict[str, Any]], policies: Mapping[str, Policy]) -> None:
+        super().__init__(options)
+        self.policies: dict[str, Policy] = {name: policies[name] for name in options}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_unpickled_table, (dict(self), list(self.policies.values())))
+
+
+def _unpickled_table(options: dict[str, dict[str, Any]], policies: list[Policy]) -> PolicyTable:
+    for policy in policies:  # a spawned process knows them from now on, as the one that made the order
+        _POLICIES.setdefault(policy.name, policy)
+    return PolicyTable(options, {p.name: p for p in policies})
+
+
+def check_policies(value: Any) -> PolicyTable:
     """``Order.policies`` checked: registered, non-built-in names, each with a table of options."""
     if not isinstance(value, Mapping):
         raise OptionError(f"policies must be a table of policy name -> options, got {value!r}")
-    named = {p.name for p in _POLICIES.values() if not p.builtin}
+    carried = value.policies if isinstance(value, PolicyTable) else {}
     out: dict[str, dict[str, Any]] = {}
+    found: dict[str, Policy] = {}
     for name, options in value.items():
-        if name not in named:
-            known = ", ".join(sorted(named)) or "none registered"
-            raise OptionError(f"policies: unknown order policy {name!r}{suggest(str(name), named)} "
-                              f"(registered: {known})")
+        if not isinstance(name, str):
+            raise OptionError(f"policies: a policy's name must be a string, got {name!r}")
+        found[name] = carried[name] if name in carried else find_policy(name)
         if not isinstance(options, Mapping):
             raise OptionError(f"policies.{name} must be a table of options, got {options!r}")
-        out[str(name)] = dict(options)
-    return out
+        out[name] = dict(options)
+    return PolicyTable(out, found)
