@@ -142,3 +142,40 @@ def test_a_disk_dataset_reopens_with_its_column_choice(mixed_file):
     assert isinstance(ds, ParquetDataset)
     again = pickle.loads(pickle.dumps(ds))
     assert again.groups == ds.groups == {"png": ["png.calE"]} and again.scalar_names == []
+
+
+def test_reading_parquet_never_imports_pandas(tmp_path):
+    """pyarrow's ``to_numpy`` imports pandas (a quarter of a second); no read path needs it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = tmp_path / "jets.parquet"
+    values = pa.array(np.arange(10, dtype=np.float32))
+    parts = pa.LargeListArray.from_arrays(pa.array([0, 2, 2, 5, 10], pa.int64()), values)
+    table = pa.table({"pt": pa.array([1.5, None, 3.0, 4.0], pa.float32()),
+                      "flag": pa.array([True, False, None, True]),
+                      "n": pa.array([1, 2, 3, 4], pa.int32()),
+                      "part_px": pa.array([[1.0], None, [2.0, 3.0], []], pa.list_(pa.float64())),
+                      "part_e": parts})
+    pq.write_table(table, path, row_group_size=3)
+    script = textwrap.dedent(f"""
+        import sys
+        import numpy as np
+        import lstm_data
+        ds = lstm_data.open({str(path)!r})
+        print(ds.scalar("pt").tolist(), ds.scalar("flag").tolist(), ds.scalar("n").tolist())
+        for group in ds.groups:
+            values, offsets = ds.ragged(group, np.arange(len(ds)))
+            print(group, np.diff(offsets).tolist(), values.ravel().tolist())
+        assert "pandas" not in sys.modules, "pandas imported"
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first == "[1.5, nan, 3.0, 4.0] [1.0, 0.0, nan, 1.0] [1, 2, 3, 4]", first
+    groups = sorted(done.stdout.splitlines()[1:])
+    assert groups == ["part [1, 0, 2, 0] [1.0, 2.0, 3.0]",
+                      "part_e [2, 0, 3, 5] [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]"], groups

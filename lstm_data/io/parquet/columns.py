@@ -108,6 +108,55 @@ def numeric(t: Any) -> bool:
     return bool(pa.types.is_floating(t) or pa.types.is_integer(t) or pa.types.is_boolean(t))
 
 
+def arrow_values(arr: Any) -> np.ndarray:
+    """The values of a primitive Arrow array (numbers or bool) as numpy, without pandas.
+
+    A view of the array's buffer for numbers (its slice offset honoured), a new array for bool
+    (Arrow packs them as bits); views are read-only. Slots of nulls hold whatever the buffer holds there. pyarrow's
+    ``Array.to_numpy`` imports pandas, a quarter of a second that no read path needs.
+    """
+    import pyarrow as pa
+
+    n, offset = len(arr), arr.offset
+    data = arr.buffers()[1]
+    if pa.types.is_boolean(arr.type):
+        if n == 0 or data is None:
+            return np.zeros(n, dtype=bool)
+        bits = np.frombuffer(data, dtype=np.uint8)
+        return np.unpackbits(bits, count=offset + n, bitorder="little")[offset:].view(bool)
+    dtype = np.dtype(arr.type.to_pandas_dtype())
+    if n == 0 or data is None:
+        return np.zeros(n, dtype=dtype)
+    return _read_only(np.frombuffer(data, dtype=dtype, count=offset + n)[offset:])
+
+
+def arrow_valid(arr: Any) -> np.ndarray:
+    """Which slots of an Arrow array hold a value (bool), from its validity bitmap, without pandas."""
+    n, offset = len(arr), arr.offset
+    bitmap = arr.buffers()[0]
+    if arr.null_count == 0 or bitmap is None:
+        return np.ones(n, dtype=bool)
+    bits = np.frombuffer(bitmap, dtype=np.uint8)
+    return np.unpackbits(bits, count=offset + n, bitorder="little")[offset:].view(bool)
+
+
+def arrow_offsets(arr: Any) -> np.ndarray:
+    """The ``len(arr) + 1`` offsets of a ``list``/``large_list`` array (int32 or int64), slice honoured."""
+    import pyarrow as pa
+
+    dtype = np.int64 if pa.types.is_large_list(arr.type) else np.int32
+    data = arr.buffers()[1]
+    if data is None:
+        return np.zeros(len(arr) + 1, dtype=dtype)
+    return _read_only(np.frombuffer(data, dtype=dtype, count=arr.offset + len(arr) + 1)[arr.offset:])
+
+
+def _read_only(view: np.ndarray) -> np.ndarray:
+    """``view`` of Arrow's memory, marked read-only (Arrow arrays are immutable and may be shared)."""
+    view.flags.writeable = False
+    return view
+
+
 def _to_float(values: np.ndarray, dtype: np.dtype, *, name: str, file: str | None,
               row_of: Any, exact: ExactInts | None = None) -> np.ndarray:
     """``values`` as ``dtype``; integers that do not convert exactly are warned about once per
@@ -121,16 +170,17 @@ def _chunk_numbers(arr: Any, dtype: np.dtype | None, *, name: str, file: str | N
                    row_of: Any, exact: ExactInts | None = None) -> np.ndarray:
     """One Arrow array of numbers as numpy (a view when it has no nulls); nulls are NaN."""
     if arr.null_count == 0:
-        out: np.ndarray = arr.to_numpy(zero_copy_only=False)  # numbers: a view of the buffer (bool: a copy)
+        out: np.ndarray = arrow_values(arr)  # numbers: a view of the buffer (bool: a copy)
     else:
-        import pyarrow as pa
-        filled = arr.fill_null(False if pa.types.is_boolean(arr.type) else 0).to_numpy(zero_copy_only=False)
+        valid = arrow_valid(arr)
+        values = arrow_values(arr)
+        filled = np.where(valid, values, values.dtype.type(0))  # what a null slot holds is not data
         target = dtype if dtype is not None else (
             filled.dtype if filled.dtype.kind == "f" else np.dtype(np.float64))
         out = _to_float(filled, target, name=name, file=file, row_of=row_of, exact=exact)
         if out is filled:
             out = out.copy()
-        out[~arr.is_valid().to_numpy(zero_copy_only=False)] = np.nan
+        out[~valid] = np.nan
         return out
     if out.dtype == np.float16:
         out = out.astype(np.float32 if dtype is None else dtype)
@@ -237,7 +287,7 @@ def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = 
     chunks = chunked.chunks if hasattr(chunked, "chunks") else [chunked]
     all_offsets, pieces, row = [], [], first_row
     for arr in chunks:
-        offsets = arr.offsets.to_numpy(zero_copy_only=True)  # honours the slice offset
+        offsets = arrow_offsets(arr)  # honours the slice offset
         lo, hi = int(offsets[0]), int(offsets[-1])
         start = row
 
@@ -250,7 +300,7 @@ def list_column(chunked: Any, name: str, dtype: np.dtype, *, file: str | None = 
         values = _chunk_numbers(child, None if keep else dtype, name=name, file=file, row_of=row_of,
                                 exact=exact)
         if arr.null_count:
-            valid = arr.is_valid().to_numpy(zero_copy_only=False)
+            valid = arrow_valid(arr)
             lengths = np.diff(offsets)
             if np.any(lengths[~valid]):  # null slots that span values: drop those values
                 values = values[np.repeat(valid, lengths)]
@@ -270,9 +320,9 @@ def list_lengths(chunked: Any) -> np.ndarray:
     chunks = chunked.chunks if hasattr(chunked, "chunks") else [chunked]
     parts = []
     for arr in chunks:
-        lengths = np.diff(arr.offsets.to_numpy(zero_copy_only=True)).astype(np.int64)
+        lengths = np.diff(arrow_offsets(arr)).astype(np.int64)
         if arr.null_count:
-            lengths[~arr.is_valid().to_numpy(zero_copy_only=False)] = 0
+            lengths[~arrow_valid(arr)] = 0
         parts.append(lengths)
     return parts[0] if len(parts) == 1 else (np.concatenate(parts) if parts else np.zeros(0, np.int64))
 
