@@ -67,6 +67,7 @@ import numpy as np
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.deprecation import RenamedAttribute, renamed_keywords
 from lstm_data.adapters.ahead import Ahead
+from lstm_data.adapters.keras_backend import keras_import_problem
 from lstm_data.adapters.keras_position import Position
 from lstm_data.adapters.nan_warning import Input, warn_nan_padding, warn_nan_values
 from lstm_data.batching.epochs.source import BatchSource
@@ -77,10 +78,8 @@ from lstm_data.errors import OptionError
 
 try:
     keras = importlib.import_module("keras")  # Keras ships no type information: its names are Any here
-except ImportError as _exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "lstm_data.keras needs Keras 3: pip install 'lstm_data[keras]' plus a backend "
-        "(e.g. 'lstm_data[keras,torch]' with KERAS_BACKEND=torch)") from _exc
+except ImportError as _exc:
+    raise ImportError(keras_import_problem(_exc)) from _exc
 
 if TYPE_CHECKING:
     import torch

@@ -312,6 +312,22 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
         self._check_nan(inputs)
         return self._nest(_tensors(inputs)), _tensors(plain_targets), _tensors(plain_weights)
 
+    def __getitems__(self, keys: list[Any]) -> Any:
+        """Refused: a ``DataLoader`` that batches (its default ``batch_size=1``) would stack whole batches.
+
+        torch asks a dataset for a list of keys only when the loader collates them into
+        one batch, which would add a leading dimension ``(1, B, ...)`` to every tensor.
+
+        Raises
+        ------
+        OptionError
+            Always, naming ``batch_size=None``.
+        """
+        raise OptionError(f"TorchBatches serves whole batches, but the DataLoader asked for {len(keys)} of them "
+                          f"at once to collate (its default batch_size=1 adds a dimension: (1, B, ...)); "
+                          f"make it with DataLoader(TorchBatches(...), batch_size=None), plus "
+                          f"sampler=data.sampler to resume and shard")
+
     def _check_nan(self, inputs: Mapping[str, np.ndarray]) -> None:
         if not self._nan_checked:
             self._nan_checked = True

@@ -177,3 +177,15 @@ def test_plain_keys_repeating_an_epoch_warn_once():
         warnings.simplefilter("error")  # an unshuffled order is the same every epoch: nothing to say
         list(DataLoader(unshuffled, batch_size=None))
         list(DataLoader(unshuffled, batch_size=None))
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_loader_that_collates_whole_batches_is_refused_naming_batch_size_none(workers):
+    """The DataLoader's default batch_size=1 would stack a batch into (1, B, ...) tensors."""
+    from lstm_data.errors import OptionError
+
+    loader = DataLoader(TorchBatches(_batches()), num_workers=workers)
+    with pytest.raises(OptionError, match=r"batch_size=None.*|.*\(1, B, \.\.\.\)"):
+        next(iter(loader))
+    plain = DataLoader(TorchBatches(_batches()), batch_size=None)
+    assert next(iter(plain))[0]["input_slice"].shape[0] == 128
