@@ -141,3 +141,41 @@ def test_a_zlib_block_inflating_beyond_its_header_stops_at_its_size(tmp_path):
     _patch(path, seek, _block(b"ZL", body, 8 * _N))
     said = _open_in_child(path, threads=1, inflater="zlib")
     _assert_refused(said, "FormatError", "bomb.root", "'x'", "basket 0", "4,800,000")
+
+
+# --- CSV: compressed text inflating a thousandfold ----------------------------------------------------
+
+def _gzip_of_a_line_without_end(path: Path, pieces: int) -> None:
+    """A header, then one line of ``pieces`` times 16 MiB of digits that never ends: 16 KB a piece.
+    Its trailer is zeros: a reader that reaches it has inflated everything already."""
+    ones = b"1" * (1 << 24)
+    deflater = zlib.compressobj(9, zlib.DEFLATED, 31)
+    first = deflater.compress(b"x\n" + ones) + deflater.flush(zlib.Z_FULL_FLUSH)
+    again = deflater.compress(ones) + deflater.flush(zlib.Z_FULL_FLUSH)  # the same bytes each time
+    path.write_bytes(first + again * (pieces - 1) + deflater.flush()[:-8] + bytes(8))
+
+
+def test_a_gzip_line_inflating_to_gigabytes_fails_on_max_line_bytes_without_inflating_it(tmp_path):
+    path = tmp_path / "bomb.csv.gz"
+    _gzip_of_a_line_without_end(path, 140)  # 2.3 MB, 2.2 GiB of text
+    said = _open_in_child(path)
+    _assert_refused(said, "ParseError", "bomb.csv.gz", "line 2", "max_line_bytes = 67108864")
+
+
+@pytest.mark.parametrize("kind", ["gzip", "xz", "bzip2"])
+def test_compressed_text_comes_in_pieces_of_a_block_however_far_it_expands(tmp_path, kind):
+    import bz2
+    import lzma
+
+    from lstm_data.io.plumbing.byte_blocks import BlockReader
+
+    text = b"x\n" + b"1" * (16 << 20)
+    compress = {"gzip": lambda d: zlib.compress(d, 1, wbits=31), "xz": lambda d: lzma.compress(d, preset=0),
+                "bzip2": bz2.compress}[kind]
+    path = tmp_path / "long.csv.z"
+    path.write_bytes(compress(text))
+    assert path.stat().st_size < 100_000  # read by the reader in one raw chunk
+    with BlockReader(path, block_size=1 << 16) as reader:
+        sizes = [len(block) for block in reader]
+    assert sum(sizes) == len(text)
+    assert max(sizes) <= 4 << 16, max(sizes)
