@@ -179,3 +179,30 @@ def test_compressed_text_comes_in_pieces_of_a_block_however_far_it_expands(tmp_p
         sizes = [len(block) for block in reader]
     assert sum(sizes) == len(text)
     assert max(sizes) <= 4 << 16, max(sizes)
+
+
+# --- CSV: a header of many columns --------------------------------------------------------------------
+
+def _wide(path: Path, n: int) -> Path:
+    path.write_text(",".join(f"c{i}" for i in range(n)) + "\n" + ",".join("1" for _ in range(n)) + "\n")
+    return path
+
+
+def test_a_header_of_more_columns_than_max_columns_is_refused_before_any_row(tmp_path):
+    said = _open_in_child(_wide(tmp_path / "wide.csv", 100_000))
+    _assert_refused(said, "ParseError", "wide.csv", "line 1", "100,000 columns", "max_columns = 10,000")
+
+
+def test_max_columns_is_an_option(tmp_path):
+    import lstm_data
+    from lstm_data.errors import ParseError
+
+    path = _wide(tmp_path / "wide.csv", 300)
+    with pytest.raises(ParseError, match=r"300 columns, more than max_columns = 299.*line 1"):
+        lstm_data.open(path, max_columns=299)
+    quoted = tmp_path / "quoted.csv"
+    quoted.write_text('"a,b",c,d\n1,2,3\n')  # a quoted separator is not a column
+    assert len(lstm_data.open(quoted, max_columns=3).scalar_names) == 3
+    with pytest.raises(ParseError, match="3 columns, more than max_columns = 2"):
+        lstm_data.open(quoted, max_columns=2)
+    assert len(lstm_data.open(path, max_columns=300).scalar_names) == 300
