@@ -206,3 +206,29 @@ def test_max_columns_is_an_option(tmp_path):
     with pytest.raises(ParseError, match="3 columns, more than max_columns = 2"):
         lstm_data.open(quoted, max_columns=2)
     assert len(lstm_data.open(path, max_columns=300).scalar_names) == 300
+
+
+# --- HDF5: declared shapes ----------------------------------------------------------------------------
+
+def test_an_hdf5_dataset_declaring_1e11_rows_it_does_not_store_is_refused_unallocated(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    path = tmp_path / "declared.h5"
+    with h5py.File(path, "w") as fh:  # 2 KB on disk: every chunk unwritten reads as the fill value
+        fh.create_dataset("x", shape=(10**11,), dtype="f4", chunks=(1024,), fillvalue=0)
+    assert path.stat().st_size < 10_000
+    said = _open_in_child(path)
+    _assert_refused(said, "FormatError", "declared.h5", "dataset 'x'", "400,000,000,000 bytes",
+                    "stores 0 bytes")
+
+
+def test_a_nova_table_resized_to_1e11_rows_is_refused_unallocated(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from tests.nova_files import make_tables, write_nova
+
+    path = write_nova(tmp_path / "nova.h5", make_tables(50))
+    with h5py.File(path, "r+") as fh:
+        table = next(iter(fh))
+        for column in fh[table].values():
+            column.resize(10**11, axis=0)
+    said = _open_in_child(path)
+    _assert_refused(said, "FormatError", "nova.h5", f"dataset '{table}/", "declares shape (100000000000, 1)")
