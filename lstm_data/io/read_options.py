@@ -43,6 +43,8 @@ option               meaning                                                    
                      reset or an answer cut short (default 3; 0: never)
 ``max_line_bytes``   the longest CSV line (or quoted record), in bytes (default  csv
                      64 MiB): a longer one is a ParseError naming its line
+``max_columns``      the most columns a CSV header may name (default 10,000):    csv
+                     more is a ParseError naming the file, line and count
 ``progress``         a progress callback or bar (not written to TOML)            csv, root
 ===================  ==========================================================  ==========================
 
@@ -211,6 +213,10 @@ class ReadOptions(DeclaredOptions):
         The longest line of CSV text, or record when a quoted cell holds line breaks,
         in bytes (default 64 MiB): a longer one is a ``ParseError`` naming the file and
         its line, read in memory and time linear in this bound (csv).
+    max_columns
+        The most columns a CSV header may name (default 10,000; each costs the parser
+        about 13 KB): more is a ``ParseError`` naming the file, the header's line and
+        the count, before any row is parsed (csv).
     progress
         A progress callback or bar; never written to TOML (csv, root).
     """
@@ -241,6 +247,7 @@ class ReadOptions(DeclaredOptions):
     read_timeout: float | None = None
     retries: int | None = None
     max_line_bytes: int | None = None
+    max_columns: int | None = None
     progress: Any = None
 
     TOML_TABLE: ClassVar[str] = "read"
@@ -255,6 +262,7 @@ class ReadOptions(DeclaredOptions):
         "trust_unchecked": flag_option("trust_unchecked"), "file_values": _file_values, "needed": _patterns("needed"),
         "connect_timeout": seconds_option("connect_timeout"), "read_timeout": seconds_option("read_timeout"),
         "retries": count_option("retries"), "max_line_bytes": positive_int_option("max_line_bytes"),
+        "max_columns": positive_int_option("max_columns"),
     }
     #: options that live only in the running process (never written to TOML)
     RUNTIME: ClassVar[frozenset[str]] = frozenset({"progress"})
@@ -362,7 +370,8 @@ def _where_it_applies(name: str) -> str:
 #: format -> the options its reader takes (as keywords of the same names; the options of reads at URLs
 #: as one ``remote``)
 READER_OPTIONS: dict[str, frozenset[str]] = {
-    "csv": frozenset({"dtype", "sep", "list_sep", "progress", "threads", "block_bytes", "max_line_bytes"}),
+    "csv": frozenset({"dtype", "sep", "list_sep", "progress", "threads", "block_bytes", "max_line_bytes",
+                      "max_columns"}),
     "hdf5": frozenset({"dtype", "root", "max_run_chunks", "trust_external", "columns", "exclude"}),
     "nova": frozenset({"dtype", "slice_table", "aliases", "trust_external", "columns", "exclude", "tables"}),
     "parquet": frozenset({"dtype", "in_ram", "columns", "exclude", "threads", *REMOTE_OPTIONS}),

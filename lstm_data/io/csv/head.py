@@ -19,6 +19,7 @@ from lstm_data import kernels
 from lstm_data.errors import ParseError, SchemaError
 from lstm_data.io.plumbing.byte_blocks import BlockReader
 from lstm_data.io.csv.plan import (
+    MAX_COLUMNS,
     MAX_LINE_BYTES,
     HeaderScan,
     ParserOptions,
@@ -68,7 +69,7 @@ class Head:
 
 
 def read_head(path: str, sep: str | None, ahead: BlockReader | None = None,
-              max_line: int = MAX_LINE_BYTES) -> Head:
+              max_line: int = MAX_LINE_BYTES, max_columns: int = MAX_COLUMNS) -> Head:
     """The :class:`Head` of ``path``; the header line is located once, in time linear in its length.
 
     With ``ahead`` (a started reader of ``path``, which is compressed) the text
@@ -82,7 +83,7 @@ def read_head(path: str, sep: str | None, ahead: BlockReader | None = None,
         ``sep`` the header lacks while it holds another separator.
     ParseError
         A header longer than ``max_line`` bytes (named as line 1 of ``path``), raised
-        once that many bytes came without its end.
+        once that many bytes came without its end; one of more than ``max_columns`` names.
     """
     scan, final = HeaderScan(max_line), False
     bounds: tuple[int, int] | None = None
@@ -99,7 +100,7 @@ def read_head(path: str, sep: str | None, ahead: BlockReader | None = None,
             bounds = bounds or found
     data = bytes(scan.data)
     chosen = sep_of(data[bounds[0]:bounds[1]], sep, path)
-    names = header_names(data, bounds, chosen, path)
+    names = header_names(data, bounds, chosen, path, max_columns)
     end = bounds[1]
     line = 1 + data.count(b"\n", 0, end)
     if len(data) - end > SAMPLE_SIZE:  # a whole xz block may have come at once

@@ -59,7 +59,7 @@ from lstm_data.io.columns.groups import group_prefix
 from lstm_data.io.schema import Schema
 from lstm_data.kernels import BARE, LISTED, MULTI, QUOTED, long_line_message
 
-__all__ = ["Plan", "ParserOptions", "MAX_LINE_BYTES", "max_line_of", "long_line", "HeaderScan", "Scalars", "Groups", "split_header", "header_bounds", "header_names", "sep_of", "declared_plan", "plan_from_sample",
+__all__ = ["Plan", "ParserOptions", "MAX_LINE_BYTES", "max_line_of", "MAX_COLUMNS", "max_columns_of", "long_line", "HeaderScan", "Scalars", "Groups", "split_header", "header_bounds", "header_names", "sep_of", "declared_plan", "plan_from_sample",
            "assemble", "near_splits", "choose_sep", "SEPARATORS", "LIST_SEP", "check_decimal_commas"]
 
 #: field separators recognised in a header, in the order that breaks a tie
@@ -75,6 +75,9 @@ Groups = dict[str, tuple[np.ndarray, np.ndarray]]
 
 #: the longest line (or record) of CSV text unless ``max_line_bytes`` is given
 MAX_LINE_BYTES = 64 << 20
+#: the most columns a CSV header may name unless ``max_columns`` is given (each costs the
+#: parser about 13 KB of memory, most of it one page of its own buffer)
+MAX_COLUMNS = 10_000
 
 
 class ParserOptions(TypedDict):
@@ -94,6 +97,20 @@ def max_line_of(max_line_bytes: Any) -> int:
             or max_line_bytes < 1:
         raise ValueError(f"max_line_bytes must be a positive number of bytes, got {max_line_bytes!r}")
     return int(max_line_bytes)
+
+
+def max_columns_of(max_columns: Any) -> int:
+    """``max_columns`` of a reader as a count (``None``: :data:`MAX_COLUMNS`)."""
+    if max_columns is None:
+        return MAX_COLUMNS
+    if isinstance(max_columns, bool) or not isinstance(max_columns, (int, np.integer)) or max_columns < 1:
+        raise ValueError(f"max_columns must be a positive number of columns, got {max_columns!r}")
+    return int(max_columns)
+
+
+def _too_many(count: int, max_columns: int, path: str, line: int) -> ParseError:
+    return ParseError(f"the header names {count:,} columns, more than max_columns = {max_columns:,}; if the "
+                      "data holds that many, raise max_columns (lstm_data.ReadOptions)", file=path, line=line)
 
 
 def long_line(max_line: int, line: int, row: int | None = None) -> ParseError:
@@ -291,7 +308,8 @@ def split_header(data: bytes, final: bool, sep: str, path: str) -> tuple[list[st
     return header_names(data, bounds, sep, path), bounds[1]
 
 
-def header_names(data: bytes, bounds: tuple[int, int], sep: str, path: str) -> list[str]:
+def header_names(data: bytes, bounds: tuple[int, int], sep: str, path: str,
+                 max_columns: int = MAX_COLUMNS) -> list[str]:
     """The column names of the header line ``data[bounds[0]:bounds[1]]`` (:func:`header_bounds`).
 
     Raises
@@ -299,11 +317,17 @@ def header_names(data: bytes, bounds: tuple[int, int], sep: str, path: str) -> l
     FormatError
         Empty file, a header that is not UTF-8 or not CSV (e.g. bare carriage
         returns for line ends), or repeated column names.
+    ParseError
+        More than ``max_columns`` names (counted before they are split when no quote
+        can hide a separator).
     """
     start, end = bounds
     text = data[start:end]
     if not text.strip():
         raise FormatError("empty file: no header line", file=path)
+    header_line = 1 + data.count(b"\n", 0, start)
+    if b'"' not in text and text.count(sep.encode()) >= max_columns:
+        raise _too_many(text.count(sep.encode()) + 1, max_columns, path, header_line)
     try:
         line = text.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
@@ -316,6 +340,8 @@ def header_names(data: bytes, bounds: tuple[int, int], sep: str, path: str) -> l
                if "\r" in line else f"the header line is not valid CSV ({exc})")
         raise FormatError(why, file=path, line=1) from None
     names = [n.strip() for n in fields]
+    if len(names) > max_columns:
+        raise _too_many(len(names), max_columns, path, header_line)
     seen = set()
     for n in names:
         if n in seen:

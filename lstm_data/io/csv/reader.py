@@ -56,6 +56,8 @@ from lstm_data.io.csv.plan import (
     header_names,
     long_line,
     max_line_of,
+    MAX_COLUMNS,
+    max_columns_of,
     near_splits,
     surprised,
 )
@@ -81,7 +83,8 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
              schema: Any = None, dtype: Any = None, sep: str | None = None,
              list_sep: str | None = None,
              progress: Progress | None = None, block_bytes: int = DEFAULT_BLOCK_SIZE,
-             threads: int | None = None, max_line_bytes: int | None = None, **old: Any) -> InMemoryDataset:
+             threads: int | None = None, max_line_bytes: int | None = None, max_columns: int | None = None,
+             **old: Any) -> InMemoryDataset:
     """Read one CSV file, or several with the same header, into columns.
 
     Parameters
@@ -126,6 +129,11 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
         from a plain file, a compressed stream or a pipe alike: the reader never
         holds more than this and a block of one record, and reads a header in time
         linear in its length.
+    max_columns
+        The most columns a header may name (default
+        :data:`~lstm_data.io.csv.plan.MAX_COLUMNS`, 10,000; each costs the parser
+        about 13 KB): more is a ``ParseError`` naming the file, the header's line
+        and the count, raised before any row is parsed.
 
     Returns
     -------
@@ -157,6 +165,7 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     list_sep = LIST_SEP if list_sep is None else list_sep
     threads = resolve_threads(threads)
     max_line = max_line_of(max_line_bytes)
+    most_columns = max_columns_of(max_columns)
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size < 1:
         raise ValueError(f"block_bytes must be a positive number of bytes, got {block_size!r}")
     for path in paths:
@@ -168,7 +177,7 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
         if is_stream(paths[0]) or compression_of(paths[0]) else None
     try:
         return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead, threads,
-                     list_sep_given, max_line)
+                     list_sep_given, max_line, most_columns)
     finally:
         if ahead is not None:
             ahead.close()
@@ -177,10 +186,11 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
 def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None, list_sep: str,
           progress: Progress | None, block_size: int,
           ahead: BlockReader | None, threads: int = 1,
-          list_sep_given: str | None = LIST_SEP, max_line: int = MAX_LINE_BYTES) -> InMemoryDataset:
+          list_sep_given: str | None = LIST_SEP, max_line: int = MAX_LINE_BYTES,
+          max_columns: int = MAX_COLUMNS) -> InMemoryDataset:
     """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`;
     ``list_sep_given``: ``None`` when the caller left ``list_sep`` to its default)."""
-    head = read_head(paths[0], sep, ahead, max_line)  # the header is located here, once
+    head = read_head(paths[0], sep, ahead, max_line, max_columns)  # the header is located here, once
     names = head.names
     general = declared_plan(names, schema)
     options = ParserOptions(dtype=dt, sep=head.sep, list_sep=list_sep, max_line=max_line)
@@ -189,6 +199,7 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None
         sample = parse_sample(general, head, options)
         plan, parsed = sample.plan, (sample.parser if sample.whole and len(paths) == 1 else None)
     run = _Run(paths, names, options, progress, block_size, ahead, threads, head)
+    run.max_columns = max_columns
     if parsed is not None:  # the sample is the whole file: its parse is the file's
         scalars, groups, flags = run.parsed(parsed)
     else:
@@ -232,6 +243,7 @@ class _Run:
     """Feed every file's blocks through one parser with a given plan."""
 
     _make: Callable[[], kernels.CsvBlockParser]  # an empty parser of the plan being parsed
+    max_columns: int = MAX_COLUMNS  # the most columns a header may name
 
     def __init__(self, paths: list[str], names: list[str], options: ParserOptions,
                  progress: Progress | None, block_size: int,
@@ -287,7 +299,8 @@ class _Run:
         bounds = scan.add(block, final)
         if bounds is None:
             return None
-        return header_names(bytes(scan.data[:bounds[1]]), bounds, self.options["sep"], path), bounds[1]
+        return header_names(bytes(scan.data[:bounds[1]]), bounds, self.options["sep"], path,
+                            self.max_columns), bounds[1]
 
     def _parse_file(self, parser: Parser, path: str, done: int) -> None:
         if not is_stream(path) and compression_of(path) is None and _size(path) > 0 and self._parse_mapped(

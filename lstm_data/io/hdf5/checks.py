@@ -34,7 +34,7 @@ import h5py
 
 from lstm_data.errors import FormatError
 
-__all__ = ["member", "check_dataset", "root_names", "TRUST_HINT", "missing_filters",
+__all__ = ["member", "check_dataset", "check_declared_size", "MAX_RATIO", "root_names", "TRUST_HINT", "missing_filters",
            "missing_filter_error", "load_filter_plugins"]
 
 _log = logging.getLogger("lstm_data")
@@ -51,6 +51,10 @@ TRUST_HINT = ("refused: an untrusted file could make lstm_data read any local fi
               "open it with trust_external=True (lstm_data.ReadOptions) if you trust it")
 #: virtual datasets whose sources are virtual datasets of the same file: followed this deep
 _MAX_VIRTUAL_DEPTH = 8
+#: stored bytes expand at most this much (zlib's limit is 1032): more is fill values never written
+MAX_RATIO = 1100
+#: a dataset of at most this many bytes is read whatever it declares
+_ALWAYS_READ = 64 << 20
 
 
 def _short(items: Sequence[str]) -> str:
@@ -100,7 +104,42 @@ def member(group: h5py.Group, path: str, *, file: str, trust_external: bool = Fa
         node = child
     if isinstance(node, h5py.Dataset):
         check_dataset(node, file=file, trust_external=trust_external)
+        check_declared_size(node, file=file)
     return node
+
+
+def check_declared_size(ds: h5py.Dataset, *, file: str) -> None:
+    """Raise ``FormatError`` if ``ds`` declares more values than its file stores and memory holds.
+
+    A dataset's shape is only a declaration: chunks never written read as its fill value, so
+    a file of a few kilobytes can declare 10**11 rows. Values that no compression could
+    have stored in the bytes the file holds for them (more than :data:`MAX_RATIO` times
+    those), and that would not fit in the memory left, are refused before anything is
+    allocated. Virtual datasets and external storage are left to their own checks.
+
+    Raises
+    ------
+    FormatError
+        Names the file, the dataset, its shape and declared bytes, and the bytes stored.
+    """
+    if ds.shape is None:  # an empty (null) dataspace holds nothing
+        return
+    declared = int(ds.size) * int(ds.id.get_type().get_size())  # types numpy lacks have a size too
+    if declared <= _ALWAYS_READ or ds.is_virtual or ds.id.get_create_plist().get_external_count():
+        return
+    stored = int(ds.id.get_storage_size())
+    if declared <= MAX_RATIO * stored:
+        return
+    from lstm_data.io.root.memory import available_bytes
+
+    left = available_bytes()
+    if left is not None and declared <= left:
+        return
+    key = ds.name.lstrip("/")
+    room = "" if left is None else f" and this process can take only {left:,}"
+    raise FormatError(f"dataset {key!r} declares shape {ds.shape}, {declared:,} bytes, but the "
+                      f"file stores {stored:,} bytes of it{room}: refused before reading (damaged or forged "
+                      "file?)", file=file, variable=key)
 
 
 def check_dataset(ds: h5py.Dataset, *, file: str, trust_external: bool = False, _depth: int = 0) -> None:

@@ -64,11 +64,13 @@ class _Decompressor(Protocol):
     @property
     def unused_data(self) -> bytes: ...
 
-    def decompress(self, data: bytes, /) -> bytes: ...
+    @property
+    def needs_input(self) -> bool: ...
+
+    def decompress(self, data: bytes, /, max_length: int = -1) -> bytes: ...
 
 
 _DECOMPRESSORS: dict[str, Callable[[], _Decompressor]] = {
-    "gzip": lambda: zlib.decompressobj(16 + zlib.MAX_WBITS),
     "xz": lzma.LZMADecompressor,
     "bzip2": bz2.BZ2Decompressor,
 }
@@ -78,8 +80,11 @@ RAW_CHUNK = 1 << 20
 MIN_RAW_CHUNK = 64
 
 
-def decompressed_chunks(raw: RawReader, kind: str, raw_chunk: int = RAW_CHUNK) -> Iterator[bytes]:
-    """Decompress ``raw`` chunk by chunk, across concatenated streams (gzip members).
+def decompressed_chunks(raw: RawReader, kind: str, raw_chunk: int = RAW_CHUNK,
+                        out_chunk: int = DEFAULT_BLOCK_SIZE) -> Iterator[bytes]:
+    """Decompress ``raw`` (xz or bzip2) chunk by chunk, across concatenated streams, in
+    pieces of at most ``out_chunk`` bytes: however far a chunk expands, no more than that
+    is decompressed before the consumer takes it.
 
     Raises
     ------
@@ -92,9 +97,13 @@ def decompressed_chunks(raw: RawReader, kind: str, raw_chunk: int = RAW_CHUNK) -
         if not chunk:
             break
         while chunk:
-            out = decompressor.decompress(chunk)
+            out = decompressor.decompress(chunk, out_chunk)
             if out:
                 yield out
+            while not decompressor.eof and not decompressor.needs_input:  # more of it waits
+                out = decompressor.decompress(b"", out_chunk)
+                if out:
+                    yield out
             chunk = b""
             if decompressor.eof:
                 chunk = decompressor.unused_data
@@ -115,8 +124,10 @@ class BlockReader:
         The file to read.
     block_size
         Bytes per block of a plain file. A compressed file's blocks are what each
-        ``min(max(block_size, MIN_RAW_CHUNK), RAW_CHUNK)`` compressed bytes expand to (a small
-        ``block_size`` keeps a peek at the start of a compressed file cheap).
+        ``step = min(max(block_size, MIN_RAW_CHUNK), RAW_CHUNK)`` compressed bytes expand to,
+        in pieces of at most ``max(block_size, 4 * step)`` bytes (a small ``block_size``
+        keeps a peek at the start of a compressed file cheap; a stream that expands a
+        thousandfold is never decompressed further than the reader has taken).
     depth
         Blocks read ahead; memory in flight is about ``(depth + 1) * block_size``.
     threads
@@ -205,7 +216,8 @@ class BlockReader:
                 yield from decode_blocks(raw.fileno(), blocks, self.threads, self._stop.is_set)
                 return
         step = min(max(self.block_size, MIN_RAW_CHUNK), RAW_CHUNK)
-        chunks = gzip_chunks(raw, step) if kind == "gzip" else decompressed_chunks(raw, kind, step)
+        out = max(self.block_size, 4 * step)  # the most text a block of it holds
+        chunks = gzip_chunks(raw, step, out) if kind == "gzip" else decompressed_chunks(raw, kind, step, out)
         for block in chunks:
             yield block, raw.tell()
 

@@ -82,10 +82,13 @@ def _header_size(buf: bytes) -> int | None:
     return pos if len(buf) >= pos else None
 
 
-def gzip_chunks(raw: RawReader, raw_chunk: int) -> Iterator[bytes | Trailer]:
-    """Inflate every member of a gzip file: its text in chunks, then its :class:`Trailer`.
+def gzip_chunks(raw: RawReader, raw_chunk: int, out_chunk: int = 4 << 20) -> Iterator[bytes | Trailer]:
+    """Inflate every member of a gzip file: its text in chunks of at most ``out_chunk`` bytes,
+    then its :class:`Trailer`.
 
-    Zero bytes after the last member are ignored, as ``gzip`` does.
+    However far a few compressed bytes inflate (deflate reaches 1032 to 1), at most
+    ``out_chunk`` bytes are inflated before the consumer takes them. Zero bytes after the
+    last member are ignored, as ``gzip`` does.
 
     Raises
     ------
@@ -110,9 +113,7 @@ def gzip_chunks(raw: RawReader, raw_chunk: int) -> Iterator[bytes | Trailer]:
                     break
                 inflater, pending = zlib.decompressobj(-zlib.MAX_WBITS), pending[size:]
             if not inflater.eof:
-                out = inflater.decompress(pending)
-                if out:
-                    yield out
+                yield from _inflated(inflater, pending, out_chunk)
                 pending = inflater.unused_data if inflater.eof else b""
                 if not inflater.eof:
                     break
@@ -122,3 +123,16 @@ def gzip_chunks(raw: RawReader, raw_chunk: int) -> Iterator[bytes | Trailer]:
             inflater, pending = None, pending[8:]
     if inflater is not None or pending.strip(b"\0"):
         raise EOFError("compressed file ended before the end-of-stream marker was reached")
+
+
+def _inflated(inflater: zlib._Decompress, data: bytes, out_chunk: int) -> Iterator[bytes]:
+    """All ``inflater`` makes of ``data``, ``out_chunk`` bytes at a time (none held beyond)."""
+    while True:
+        out = inflater.decompress(data, out_chunk)
+        if out:
+            yield out
+        if inflater.eof:
+            return
+        data = inflater.unconsumed_tail
+        if not data and len(out) < out_chunk:  # all taken, and nothing was left waiting
+            return

@@ -12,7 +12,8 @@ checked against the index; the index and the stream header and footer are
 checked against their CRC32s. A file whose layout does not read this way (a
 truncated file, one block) is decompressed as one stream, as before.
 
-Memory: up to ``threads + 2`` decoded blocks are held at once.
+Memory: up to ``threads + 2`` decoded blocks are held at once, of at most
+:data:`MAX_BLOCK` bytes each (a file of larger blocks is decompressed as one stream).
 """
 from __future__ import annotations
 
@@ -22,9 +23,11 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, Callable, Iterator, NamedTuple
 
-__all__ = ["XzBlock", "xz_blocks", "decode_blocks"]
+__all__ = ["XzBlock", "xz_blocks", "decode_blocks", "MAX_BLOCK"]
 
 _MAGIC = b"\xfd7zXZ\x00"
+#: the largest block decoded whole, on its own thread: ``xz -T0 -7`` writes 48 MiB blocks
+MAX_BLOCK = 64 << 20
 
 
 class XzBlock(NamedTuple):
@@ -89,8 +92,9 @@ def _stream_blocks(fh: BinaryIO, end: int) -> tuple[list[XzBlock], int]:
 def xz_blocks(fh: BinaryIO) -> list[XzBlock] | None:
     """Every block of every stream of the xz file ``fh``, in order, read from the indexes.
 
-    Returns None when the file does not read as complete streams with indexes
-    (it is then decompressed as one stream, which reports any damage).
+    Returns None when the file does not read as complete streams with indexes, or its
+    index declares a block of more than :data:`MAX_BLOCK` bytes (it is then decompressed
+    as one stream, in bounded pieces, which reports any damage).
     """
     try:
         end = fh.seek(0, os.SEEK_END)
@@ -100,7 +104,7 @@ def xz_blocks(fh: BinaryIO) -> list[XzBlock] | None:
                 end -= 4  # stream padding
             stream, end = _stream_blocks(fh, end)
             blocks[:0] = stream
-        return blocks
+        return blocks if all(b.usize <= MAX_BLOCK for b in blocks) else None
     except (ValueError, IndexError, OSError):
         return None
     finally:
@@ -110,7 +114,8 @@ def xz_blocks(fh: BinaryIO) -> list[XzBlock] | None:
 def _decode(fd: int, block: XzBlock) -> bytes:
     decompressor = lzma.LZMADecompressor(lzma.FORMAT_XZ)
     decompressor.decompress(block.header)
-    out = decompressor.decompress(os.pread(fd, block.size, block.offset))
+    # never more than one byte beyond what the index declares
+    out = decompressor.decompress(os.pread(fd, block.size, block.offset), block.usize + 1)
     if len(out) != block.usize:
         raise lzma.LZMAError(f"block at byte {block.offset} gave {len(out)} bytes, "
                              f"its index says {block.usize}")

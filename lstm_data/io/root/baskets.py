@@ -9,7 +9,9 @@ header), a basket is:
 2. its ROOT key parsed (key length, uncompressed size) and its compressed blocks
    (ROOT's 9-byte block headers) inflated: zlib blocks with the fastest exact
    inflater installed (libdeflate through the ``deflate`` package, else ISA-L through
-   ``isal``, else zlib), LZMA, LZ4 and ZSTD blocks with uproot's own codecs;
+   ``isal``, else zlib), LZMA, LZ4 and ZSTD blocks with uproot's own codecs, never to
+   more bytes than the key declares, itself checked first against the basket's entries
+   (:mod:`~lstm_data.io.root.blocks`);
 3. its big-endian numbers written, byte-swapped and cast in one numpy assignment,
    into the rows it owns of the caller's array (a scalar column or one column of a
    group's ``(total, V)`` block).
@@ -33,17 +35,23 @@ import numpy as np
 
 from lstm_data.errors import FormatError
 from lstm_data.io.columns.exact_ints import check_once
+from lstm_data.io.root.blocks import inflate_blocks
+from lstm_data.io.root.memory import available_bytes
 
 __all__ = ["BranchPlan", "plan_branch", "inflater_name", "set_inflater", "INFLATERS", "read_basket",
            "BasketTask", "PieceTask"]
 
 _KEY = struct.Struct(">ihiIhh")
 _TBASKET = struct.Struct(">hiiiib")
-_BLOCK_HEADER = 9
+#: a basket declaring fewer uncompressed bytes than this is inflated without asking the memory left
+_ASK_MEMORY = 1 << 24
 
 
 def _make_inflater(name: str) -> Callable[[Any, int], bytes | bytearray]:
-    """``inflate(data, size)`` of the zlib inflater ``name``; ImportError if it is not installed."""
+    """``inflate(data, size)`` of the zlib inflater ``name``; ImportError if it is not installed.
+
+    Each fails rather than inflate more than ``size`` bytes.
+    """
     if name == "libdeflate":
         import deflate
 
@@ -54,14 +62,21 @@ def _make_inflater(name: str) -> Callable[[Any, int], bytes | bytearray]:
         isal_zlib = importlib.import_module("isal.isal_zlib")
 
         def inflate_isal(data: Any, size: int) -> bytes:
-            out: bytes = isal_zlib.decompress(data, bufsize=size)
-            return out
+            return _bounded(isal_zlib.decompressobj(), data, size)
         return inflate_isal
     if name == "zlib":
         def inflate_zlib(data: Any, size: int) -> bytes:
-            return zlib.decompress(data, bufsize=size)
+            return _bounded(zlib.decompressobj(), data, size)
         return inflate_zlib
     raise ValueError(f"no zlib inflater {name!r}; choose one of {', '.join(INFLATERS)}")
+
+
+def _bounded(inflater: Any, data: Any, size: int) -> bytes:
+    """The ``size`` bytes of the zlib stream ``data``, never inflating more than one byte beyond."""
+    out: bytes = inflater.decompress(data, size + 1)
+    if len(out) > size:
+        raise ValueError(f"a block holds more than the {size:,} bytes its header declares")
+    return out
 
 
 #: zlib inflaters, fastest first (measured on ROOT's level-1 baskets: libdeflate, then ISA-L)
@@ -168,16 +183,20 @@ def plan_branch(branch: Any, name: str, n_entries: int, uproot: Any) -> BranchPl
     return BranchPlan(name, seeks, sizes, starts, stops, dtype, jagged, header)
 
 
-def read_basket(fd: int, plan: BranchPlan, i: int, file: str,
-                tree: str) -> tuple[memoryview, np.ndarray | None]:
+def read_basket(fd: int, plan: BranchPlan, i: int, file: str, tree: str,
+                room: int | None = None) -> tuple[memoryview, np.ndarray | None]:
     """The data bytes of basket ``i`` (its numbers) and, for a counted array, the byte offset
     of each entry in them (``None`` when the basket stores none).
+
+    ``room``: the most bytes the basket's values can take (known from its entries, or its
+    counter); ``None``: bounded by the memory left. The uncompressed size its key declares
+    is checked against it before anything is inflated.
 
     Raises
     ------
     FormatError
-        The key or a compressed block is not what ROOT writes (names file, tree, branch,
-        basket and its entries).
+        The key or a compressed block is not what ROOT writes, or the basket declares more
+        bytes than it can hold (names file, tree, branch, basket and its entries).
     """
     seek, size = plan.seeks[i], plan.sizes[i]
     raw = os.pread(fd, size, seek)
@@ -190,7 +209,8 @@ def read_basket(fd: int, plan: BranchPlan, i: int, file: str,
         # TBasket's own fields end the key: version, buffer size, nev size, nev, fLast, flag
         last = _TBASKET.unpack_from(raw, keylen - _TBASKET.size)[4]
         border = last - keylen
-        data = _inflate(raw, keylen, size, objlen)
+        _check_declared(objlen, size - keylen, plan.stops[i] - plan.starts[i], room)
+        data = inflate_blocks(raw, keylen, size, objlen, _inflater()[1])
         if not 0 <= border <= len(data):
             raise ValueError(f"its data end {border} is outside its {len(data)} bytes")
         entry_offsets = None
@@ -209,60 +229,26 @@ def read_basket(fd: int, plan: BranchPlan, i: int, file: str,
     return memoryview(data)[:border], entry_offsets
 
 
-def _inflate(raw: bytes, start: int, stop: int, size: int) -> bytes | bytearray:
-    """The ``size`` uncompressed bytes of ``raw[start:stop]``: stored as they are, or ROOT blocks."""
-    if stop - start == size:
-        return raw[start:stop]
-    inflate = _inflater()[1]
-    view = memoryview(raw)  # slices of it are not copies
-    pieces: list[bytes | bytearray] = []
-    pos, filled = start, 0
-    while pos < stop:
-        head = raw[pos:pos + _BLOCK_HEADER]
-        if len(head) < _BLOCK_HEADER:
-            raise ValueError("a compressed block header is cut short")
-        algo = bytes(head[:2])
-        csize = head[3] | head[4] << 8 | head[5] << 16
-        usize = head[6] | head[7] << 8 | head[8] << 16
-        body = view[pos + _BLOCK_HEADER:pos + _BLOCK_HEADER + csize]
-        if len(body) != csize:
-            raise ValueError("a compressed block is cut short")
-        if algo == b"ZL":
-            block = inflate(body, usize)
-        else:
-            block = _other_codec(algo, body, usize)
-        if len(block) != usize:
-            raise ValueError(f"a block inflated to {len(block)} bytes, its header says {usize}")
-        pieces.append(block)
-        filled += usize
-        pos += _BLOCK_HEADER + csize
-    if filled != size:
-        raise ValueError(f"its blocks inflate to {filled} bytes, its key says {size}")
-    if len(pieces) == 1:
-        return pieces[0]
-    out = bytearray(size)
-    at = 0
-    for block in pieces:
-        out[at:at + len(block)] = block
-        at += len(block)
-    return out
+def _check_declared(objlen: int, stored: int, entries: int, room: int | None) -> None:
+    """Raise ValueError unless ``objlen``, the uncompressed bytes a key declares, can be right.
 
-
-def _other_codec(algo: bytes, body: memoryview, usize: int) -> bytes:
-    import uproot
-
-    out: bytes
-    if algo == b"XZ":
-        out = uproot.LZMA(1).decompress(body, usize)
-        return out
-    data = bytes(body)
-    if algo == b"L4":  # an 8-byte xxhash checksum, then the LZ4 block
-        out = uproot.LZ4(1).decompress(data[8:], usize)
-        return out
-    if algo == b"ZS":
-        out = uproot.ZSTD(1).decompress(data, usize)
-        return out
-    raise ValueError(f"compression {algo!r} is not one this reader knows (ZL, XZ, L4, ZS)")
+    A basket holds its values, then (a counted array) one 4-byte offset per entry and two
+    counts: at most ``room`` plus those. Without ``room`` a large one must fit in the memory left.
+    """
+    if objlen == stored:
+        return  # stored as it is: nothing to inflate
+    if objlen < 0:
+        raise ValueError(f"its key declares {objlen:,} uncompressed bytes")
+    if room is not None:
+        most = room + 4 * (entries + 2)
+        if objlen > most:
+            raise ValueError(f"its key declares {objlen:,} uncompressed bytes, but its {entries} entries "
+                             f"hold at most {most:,}; not inflated")
+        return
+    left = available_bytes() if objlen > _ASK_MEMORY else None
+    if left is not None and objlen > left:
+        raise ValueError(f"its key declares {objlen:,} uncompressed bytes, more than the {left:,} this "
+                         "process can take; not inflated")
 
 
 @dataclass
@@ -278,7 +264,8 @@ class BasketTask:
     counts: np.ndarray | None = None
 
     def run(self, fd: int, file: str, tree: str) -> None:
-        data, entry_offsets = read_basket(fd, self.plan, self.i, file, tree)
+        room = (self.hi - self.lo) * self.plan.dtype.itemsize
+        data, entry_offsets = read_basket(fd, self.plan, self.i, file, tree, room)
         if self.counts is not None:
             self._check_counts(entry_offsets, file, tree)
         itemsize = self.plan.dtype.itemsize
