@@ -171,6 +171,30 @@ class StoreEpochs(EpochIteration):
         raise TypeError("a precomputed store keeps batches, not the rows of its data: the order's figures "
                         "come from Batches(dataset, spec, order).stats()")
 
+    def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]:
+        """What a store knows of its batches ``indices`` of ``epoch``: their number, and their real
+        elements when the store records them (``None`` else); the order's figures need the rows of
+        the data, which a store does not keep.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+        indices
+            Batch indices of the epoch.
+
+        Returns
+        -------
+        dict
+            ``epoch``, ``batches`` and ``elements``.
+        """
+        elements = None if self._elements is None else int(self.batch_elements(epoch)[indices].sum())
+        return {"epoch": epoch, "batches": len(indices), "elements": elements}
+
+    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+        """:meth:`figures_of` every batch of ``epoch`` (logged at its end)."""
+        return self.figures_of(epoch, np.arange(len(self), dtype=np.intp))
+
     @property
     def varies_by_epoch(self) -> bool:
         """Whether epochs differ: the stored batches are permuted per epoch (``permute``)."""

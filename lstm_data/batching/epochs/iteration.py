@@ -107,6 +107,22 @@ class EpochIteration:
         if k == len(self):
             log_epoch_stats(self, epoch, waited=waited)
 
+    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+        """What is known of ``epoch`` without building a batch, logged at its end: its batch count
+        (subclasses add what they know; see :class:`~lstm_data.batching.order.stats.GivesFigures`).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        dict
+            ``epoch`` and ``batches``.
+        """
+        return {"epoch": epoch, "batches": len(self)}
+
     def _next_epoch_job(self) -> Callable[[], object] | None:
         """Work for a spare worker in :meth:`iter`, bound to the current epoch (None: nothing)."""
         return None

@@ -50,6 +50,7 @@ from lstm_data.batching.epochs.resume import (
     remaining_pool,
 )
 from lstm_data.batching.epochs.source import BuildsInArena
+from lstm_data.batching.order.stats import Picked
 from lstm_data.errors import OptionError
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ class Shardable(Protocol):
     def signature(self) -> dict[str, OutputSignature]: ...
 
     def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]: ...
+
+    def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]: ...
 
     def _state_identity(self) -> dict[str, Any]: ...
 
@@ -427,10 +430,29 @@ class ShardedBatches(EpochIteration):
         Returns
         -------
         dict
-            The parent's ``stats(epoch, of=self)``: padding per real element, rows cut
-            by ``max_len`` and mixing, over this rank's batches.
+            The parent's ``stats`` of this rank's batches of ``epoch`` (those left to it,
+            in an epoch resumed from another world): padding per real element, rows cut
+            by ``max_len`` and mixing.
         """
-        return self.batches.stats(self.epoch if epoch is None else epoch, of=self)
+        epoch = self.epoch if epoch is None else check_count(epoch, "epoch")
+        return self.batches.stats(epoch, of=Picked(self.batches, self.parent_indices(epoch)))
+
+    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+        """What the parent knows of this rank's batches of ``epoch`` (those left to it, in an epoch
+        resumed from another world): its ``figures_of`` them (see
+        :class:`~lstm_data.batching.order.stats.GivesFigures`).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        dict
+            ``epoch``, ``batches`` and what else the parent knows.
+        """
+        return self.batches.figures_of(epoch, self.parent_indices(epoch))
 
     def signature(self) -> dict[str, OutputSignature]:
         """The parent's output signature.
