@@ -35,12 +35,12 @@ def test_a_store_epoch_ends_with_its_batches_and_elements_logged(store, caplog):
 
 
 def test_a_resumed_store_shard_ends_its_epoch_with_its_share_logged(store, caplog):
-    old = [open_batches(store).shard(r, 3) for r in range(3)]
+    old = [open_batches(store).shard(r, 4) for r in range(4)]
     for s in old:
         it = s.iter()
         next(it), next(it)
     state = old[0].state_dict()
-    shard = open_batches(store).shard(1, 2)
+    shard = open_batches(store).shard(1, 3)  # 29 - 4 * 2 = 21 batches left: 7 steps each
     shard.load_state_dict(state)
     with caplog.at_level(logging.INFO, logger="lstm_data"):
         served = sum(1 for _ in shard.iter())

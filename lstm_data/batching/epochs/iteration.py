@@ -156,6 +156,22 @@ class EpochIteration:
         if diffs:
             raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
 
+    def migrate_state(self, state: Any) -> Any:
+        """``state`` as this release saves it, when it was saved by an earlier one in a form that
+        differs (this sequence knows what to fill in); else ``state`` itself.
+
+        Parameters
+        ----------
+        state
+            A state as given to :meth:`load_state_dict` (by it and by a shard's).
+
+        Returns
+        -------
+        Any
+            The state to check and load.
+        """
+        return state
+
     def _legacy_identities(self, state_format: int) -> set[str]:
         """The identity digests these batches had in an older state format (none by default)."""
         return set()
