@@ -172,9 +172,10 @@ class StoreEpochs(EpochIteration):
                         "come from Batches(dataset, spec, order).stats()")
 
     def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]:
-        """What a store knows of its batches ``indices`` of ``epoch``: their number, and their real
-        elements when the store records them (``None`` else); the order's figures need the rows of
-        the data, which a store does not keep.
+        """What a store knows of its batches ``indices`` of ``epoch``.
+
+        Their number, and their real elements when the store records them (``None``
+        else); the order's figures need the rows of the data, which a store does not keep.
 
         Parameters
         ----------
@@ -192,7 +193,18 @@ class StoreEpochs(EpochIteration):
         return {"epoch": epoch, "batches": len(indices), "elements": elements}
 
     def epoch_figures(self, epoch: int) -> dict[str, Any]:
-        """:meth:`figures_of` every batch of ``epoch`` (logged at its end)."""
+        """:meth:`figures_of` every batch of ``epoch`` (logged at its end).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        dict
+            ``epoch``, ``batches`` and ``elements``.
+        """
         return self.figures_of(epoch, np.arange(len(self), dtype=np.intp))
 
     @property
@@ -250,8 +262,9 @@ class StoreEpochs(EpochIteration):
         super().load_state_dict(self.migrate_state(state))
 
     def migrate_state(self, state: Any) -> Any:
-        """A store state of an earlier release in this release's form (see
-        :meth:`~lstm_data.batching.epochs.iteration.EpochIteration.migrate_state`).
+        """A store state of an earlier release in this release's form.
+
+        See :meth:`~lstm_data.batching.epochs.iteration.EpochIteration.migrate_state`.
 
         A state saved before stores recorded their identity holds only the store's batch
         count (``n_batches``): it is checked, and this store's identity filled in. A state

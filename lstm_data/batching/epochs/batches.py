@@ -622,8 +622,18 @@ class Batches(EpochIteration):
                            self._builder.row_lengths, self.padded_width, self.n_rows, self._view, parts)
 
     def epoch_figures(self, epoch: int) -> dict[str, Any]:
-        """The figures of ``epoch`` logged at its end: :meth:`stats` (see
-        :class:`~lstm_data.batching.order.stats.GivesFigures`)."""
+        """The figures of ``epoch`` logged at its end: :meth:`stats`.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        dict
+            As for :meth:`stats` (see :class:`~lstm_data.batching.order.stats.GivesFigures`).
+        """
         return self.stats(epoch)
 
     def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]:

@@ -108,8 +108,10 @@ class EpochIteration:
             log_epoch_stats(self, epoch, waited=waited)
 
     def epoch_figures(self, epoch: int) -> dict[str, Any]:
-        """What is known of ``epoch`` without building a batch, logged at its end: its batch count
-        (subclasses add what they know; see :class:`~lstm_data.batching.order.stats.GivesFigures`).
+        """What is known of ``epoch`` without building a batch, logged at its end.
+
+        Here its batch count; subclasses add what they know (see
+        :class:`~lstm_data.batching.order.stats.GivesFigures`).
 
         Parameters
         ----------
@@ -157,8 +159,10 @@ class EpochIteration:
             raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
 
     def migrate_state(self, state: Any) -> Any:
-        """``state`` as this release saves it, when it was saved by an earlier one in a form that
-        differs (this sequence knows what to fill in); else ``state`` itself.
+        """``state`` in this release's form, when an earlier release saved it otherwise; else ``state``.
+
+        A subclass that knows an earlier form fills in what it lacks; by default the
+        state is taken as it is.
 
         Parameters
         ----------

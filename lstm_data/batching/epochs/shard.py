@@ -480,8 +480,9 @@ class ShardedBatches(EpochIteration):
         return self.batches.stats(epoch, of=Picked(self.batches, self.parent_indices(epoch)))
 
     def epoch_figures(self, epoch: int) -> dict[str, Any]:
-        """What the parent knows of this rank's batches of ``epoch`` (those left to it, in an epoch
-        resumed from another world): its ``figures_of`` them (see
+        """What the parent knows of this rank's batches of ``epoch``: its ``figures_of`` them.
+
+        In an epoch resumed from another world, the batches left to this rank (see
         :class:`~lstm_data.batching.order.stats.GivesFigures`).
 
         Parameters
