@@ -68,3 +68,13 @@ def test_a_live_shard_resumed_on_another_world_ends_its_epoch_with_its_share_log
     st = shard.stats(0)  # the same share, measured on demand
     assert (st["batches"], st["rows"]) == (len(lane), rows)
     assert np.isfinite(st["mixing"])
+
+
+def test_the_torch_sampler_of_a_store_logs_its_epoch(store, caplog):
+    torch_adapter = pytest.importorskip("lstm_data.adapters.torch")
+    data = torch_adapter.TorchBatches(open_batches(store))
+    with caplog.at_level(logging.INFO, logger="lstm_data"):
+        keys = list(data.sampler)  # every key of the pass drawn: its figures
+    assert len(keys) == len(data)
+    [line] = _lines(caplog)
+    assert line == f"epoch 0: {len(data)} batches, {int(open_batches(store).batch_elements(0).sum())} real elements"
