@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lstm_data._util.confined import confined
 from lstm_data.adapters.keras import KerasBatches, keras
 from lstm_data.errors import FormatError, OptionError
 
@@ -74,7 +75,8 @@ class KerasCheckpoint(Callback):
         ``save_freq`` is neither ``"epoch"`` nor an int >= 1, or the saved position
         belongs to other batches (each differing setting is named).
     FormatError
-        ``position.json`` is unreadable or names weights that are missing.
+        ``position.json`` is unreadable or names weights that are missing or outside
+        ``directory`` (``..``, an absolute path, a symbolic link leading out).
 
     Attributes
     ----------
@@ -99,7 +101,7 @@ class KerasCheckpoint(Callback):
         if saved is not None:
             data.load_state_dict(saved["data"])
             self._saves = int(saved["saves"])
-            self._restore = self.directory / str(saved["weights"])
+            self._restore = self._weights_of(saved)
         self.initial_epoch = data.epoch
 
     # -- what fit calls --------------------------------------------------------------------------
@@ -160,9 +162,16 @@ class KerasCheckpoint(Callback):
 
     # -- files -----------------------------------------------------------------------------------
     def save(self) -> None:
-        """Write the model's weights and the data's position now, replacing the last checkpoint."""
+        """Write the model's weights and the data's position now, replacing the last checkpoint.
+
+        Raises
+        ------
+        FormatError
+            The checkpoint there names weights outside the directory (nothing is written).
+        """
         self.directory.mkdir(parents=True, exist_ok=True)
         old = self._read_raw()
+        replaced = None if old is None or old.get("weights") is None else self._weights_of(old)
         self._saves += 1
         weights = f"model-{self._saves}.weights.h5"
         self.model.save_weights(str(self.directory / weights), overwrite=True)
@@ -170,8 +179,8 @@ class KerasCheckpoint(Callback):
         tmp = self.directory / f".{POSITION}.tmp-{os.getpid()}"
         tmp.write_text(json.dumps(record, indent=1))
         os.replace(tmp, self.directory / POSITION)
-        if old is not None and old.get("weights") not in (None, weights):
-            (self.directory / str(old["weights"])).unlink(missing_ok=True)
+        if replaced is not None and replaced != self.directory / weights:
+            replaced.unlink(missing_ok=True)
 
     def _read_raw(self) -> dict[str, Any] | None:
         path = self.directory / POSITION
@@ -193,6 +202,16 @@ class KerasCheckpoint(Callback):
         path = self.directory / POSITION
         if record.get("format") != _FORMAT or not {"saves", "weights", "data"} <= set(record):
             raise FormatError(f"not a KerasCheckpoint position of format {_FORMAT}", file=str(path))
-        if not (self.directory / str(record["weights"])).is_file():
+        if not self._weights_of(record).is_file():
             raise FormatError(f"the checkpoint's weights {record['weights']!r} are missing", file=str(path))
         return record
+
+    def _weights_of(self, record: dict[str, Any]) -> Path:
+        """The weights file a position record names, which must be inside the directory.
+
+        Raises
+        ------
+        FormatError
+            The name leaves the directory (``..``, an absolute path, a link leading out).
+        """
+        return confined(self.directory, record.get("weights"), file=str(self.directory / POSITION), key="weights")

@@ -161,7 +161,7 @@ def describe_store(path: str | os.PathLike[str]) -> StoreDescription:
     sig = spec.signature()
     outputs = {}
     for n in meta["outputs"]:
-        shapes = np.asarray(stored_node(index, f"{output_key(meta, n)}.shapes", zarr.Array, name)[:])
+        shapes = np.asarray(stored_node(index, f"{output_key(meta, n, file=name)}.shapes", zarr.Array, name)[:])
         role, dtype = (sig[n].role, str(sig[n].dtype)) if n in sig else ("weight", "float32")
         outputs[n] = {"role": role, "shape": shape_text(shapes), "dtype": dtype}
     bucketing = meta.get("bucketing") or {}

@@ -18,6 +18,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data._util.confined import check_plain_name
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.errors import FormatError
@@ -50,9 +51,17 @@ def output_keys(names: list[str]) -> dict[str, str]:
     return {n: k.replace("_scalar", "_output", 1) if k != n else k for n, k in keys.items()}
 
 
-def output_key(meta: Mapping[str, Any], name: str) -> str:
-    """The node key of output ``name`` in a store with metadata ``meta`` (older stores: the name)."""
-    return str((meta.get("keys") or {}).get(name, name))
+def output_key(meta: Mapping[str, Any], name: str, *, file: str = "") -> str:
+    """The node key of output ``name`` in a store with metadata ``meta`` (older stores: the name).
+
+    Raises
+    ------
+    FormatError
+        The key leaves the store (a ``..`` component, an absolute path); ``file``
+        (the store) is named.
+    """
+    key = (meta.get("keys") or {}).get(name, name)
+    return check_plain_name(key, file=file, key=f"{ATTR}: keys/{name}")
 
 
 def check_requires(meta: Mapping[str, Any], *, has_manifest: bool, name: str) -> None:

@@ -29,7 +29,7 @@ from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
 from lstm_data.errors import FormatError, OptionError, UncheckedStoreWarning, warn_user
 from lstm_data._util.redact import redact
-from lstm_data.io.ours.checked_store import open_checked, opened_token, records_every_chunk, store_token
+from lstm_data.io.ours.checked_store import confine_node, open_checked, opened_token, records_every_chunk, store_token
 from lstm_data.io.ours.layout import OLD_ZARR_NOTE
 from lstm_data.io.ours.manifest import UNCHECKED_NOTE, Manifest
 from lstm_data.io.read_options import ReadOptions
@@ -182,7 +182,10 @@ class PrecomputedBatches(StoreEpochs):
             warn_user(f"{self.notes[0]}. To open it without this warning, give "
                       "read=ReadOptions(trust_unchecked=True)", UncheckedStoreWarning)
         self._names = list(self.meta["outputs"])
-        keys = {n: output_key(self.meta, n) for n in self._names}
+        keys = {n: output_key(self.meta, n, file=self.name) for n in self._names}
+        for k in keys.values():  # a node directory that is a link leading out of the store is refused
+            for node in (f"data/{k}", f"_index/{k}.offsets", f"_index/{k}.shapes"):
+                confine_node(root, node, file=self.name, attr=f"{ATTR}: keys")
         self._arrays = {n: stored_node(root, f"data/{keys[n]}", zarr.Array, self.name) for n in self._names}
         index = stored_node(root, "_index", zarr.Group, self.name)
         self._offsets = {n: self._whole(stored_node(index, f"{keys[n]}.offsets", zarr.Array, self.name))

@@ -171,6 +171,42 @@ class StoreEpochs(EpochIteration):
         raise TypeError("a precomputed store keeps batches, not the rows of its data: the order's figures "
                         "come from Batches(dataset, spec, order).stats()")
 
+    def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]:
+        """What a store knows of its batches ``indices`` of ``epoch``.
+
+        Their number, and their real elements when the store records them (``None``
+        else); the order's figures need the rows of the data, which a store does not keep.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+        indices
+            Batch indices of the epoch.
+
+        Returns
+        -------
+        dict
+            ``epoch``, ``batches`` and ``elements``.
+        """
+        elements = None if self._elements is None else int(self.batch_elements(epoch)[indices].sum())
+        return {"epoch": epoch, "batches": len(indices), "elements": elements}
+
+    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+        """:meth:`figures_of` every batch of ``epoch`` (logged at its end).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        dict
+            ``epoch``, ``batches`` and ``elements``.
+        """
+        return self.figures_of(epoch, np.arange(len(self), dtype=np.intp))
+
     @property
     def varies_by_epoch(self) -> bool:
         """Whether epochs differ: the stored batches are permuted per epoch (``permute``)."""
@@ -223,15 +259,48 @@ class StoreEpochs(EpochIteration):
         if isinstance(state, Mapping) and (state.get("world_size", 1) != 1 or state.get("history")):
             raise OptionError(f"a state saved by a shard of {state.get('world_size')} ranks: load it into "
                               "stored.shard(rank, world_size) (shard(0, 1) for one process)")
-        super().load_state_dict(self._migrated(state))
+        super().load_state_dict(self.migrate_state(state))
 
-    def _migrated(self, state: Any) -> Any:
-        """A state saved before stores recorded their identity, with this store's identity filled in."""
-        if not isinstance(state, Mapping) or "identity" in state or "n_batches" not in state:
+    def migrate_state(self, state: Any) -> Any:
+        """A store state of an earlier release in this release's form.
+
+        See :meth:`~lstm_data.batching.epochs.iteration.EpochIteration.migrate_state`.
+
+        A state saved before stores recorded their identity holds only the store's batch
+        count (``n_batches``): it is checked, and this store's identity filled in. A state
+        that recorded the identity under earlier names (``shuffle`` for ``permute``,
+        ``n_batches`` for ``stored_batches``) gets the current names. Either is noted in the log.
+
+        Parameters
+        ----------
+        state
+            A state of this store (or of a shard of it).
+
+        Returns
+        -------
+        Any
+            The state to check and load.
+
+        Raises
+        ------
+        OptionError
+            A state of the first kind whose batch count is not this store's.
+        """
+        if not isinstance(state, Mapping):
             return state
-        if state["n_batches"] != len(self):
-            raise OptionError(f"state saved by another batch sequence: n_batches: state has {state['n_batches']!r}, "
-                              f"this store {len(self)}")
-        _log.info("resuming a state saved by an earlier release of lstm_data, which recorded only the store's "
-                  "batch count for it (checked)")
-        return {**self._state_identity(), **state}
+        if "identity" not in state:
+            if "n_batches" not in state:
+                return state
+            if state["n_batches"] != len(self):
+                raise OptionError(f"state saved by another batch sequence: n_batches: state has "
+                                  f"{state['n_batches']!r}, this store {len(self)}")
+            _log.info("resuming a state saved by an earlier release of lstm_data, which recorded only the "
+                      "store's batch count for it (checked)")
+            return {**self._state_identity(), **state}
+        renamed = {new: state[old] for new, old in (("permute", "shuffle"), ("stored_batches", "n_batches"))
+                   if new not in state and old in state}
+        if not renamed:
+            return state
+        _log.info("resuming a store state of an earlier release, which named %s otherwise",
+                  " and ".join(sorted(renamed)))
+        return {**state, **renamed}

@@ -439,7 +439,7 @@ def _summary_of(path: Path, seconds: float, *, reused: bool = False) -> Precompu
     outputs = {}
     for n in meta["outputs"]:
         dtype = str(sig[n].dtype) if n in sig else "float32"
-        shapes = stored_node(index, f"{output_key(meta, n)}.shapes", zarr.Array, str(path))
+        shapes = stored_node(index, f"{output_key(meta, n, file=str(path))}.shapes", zarr.Array, str(path))
         outputs[n] = {"dtype": dtype, "shape": shape_text(np.asarray(shapes[:]))}
     return PrecomputeSummary(str(path), int(meta["n_batches"]), int(meta["n_rows"]), seconds, outputs,
                              reused)

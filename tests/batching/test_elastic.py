@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -31,6 +33,18 @@ MODES = {
     "block": dict(shuffle="block", block_rows=100, window_rows=400),
     "weights": dict(shuffle=True, weights="calE"),
 }
+
+
+@contextmanager
+def _left_out(n: int):
+    """Expect the warning that a resumption leaves ``n`` batches out of the epoch (``n == 0``: no warning)."""
+    if n:
+        with pytest.warns(UserWarning, match=rf"so {n} batch(es are| is) left out of this epoch"):
+            yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
 
 
 def _make(data, mode, world=None, rank=0):
@@ -118,8 +132,10 @@ def test_resume_on_another_world_sees_every_row_of_the_epoch_once(data, mode, ne
     assert len({json.dumps(st, sort_keys=True) for st in states}) == 1  # no rank in the state
     state = json.loads(json.dumps(states[1]))  # any rank's state, through JSON
     new = [_make(data, mode, new_world, r) for r in range(new_world)]
+    pool = 23 - 4 * k
     for s in new:
-        s.load_state_dict(state)
+        with _left_out(pool % new_world):
+            s.load_state_dict(state)
     steps = {len(s) - s._resume_at for s in new}
     assert len(steps) == 1  # every new rank has the same number of steps left
     more, _ = _run(new, steps.pop())
@@ -129,7 +145,6 @@ def test_resume_on_another_world_sees_every_row_of_the_epoch_once(data, mode, ne
     full = _make(data, mode)
     epoch_rows = np.concatenate([full.rows_of(i, 1) for i in range(len(full))])
     missed = np.setdiff1d(epoch_rows, rows)
-    pool = 23 - 4 * k
     assert len(missed) <= (pool % new_world) * 90  # only the new world's remainder (< new_world batches)
     # the next epoch is the one a fresh world of new_world ranks has
     fresh = [_make(data, mode, new_world, r) for r in range(new_world)]
@@ -216,7 +231,26 @@ def test_budget_batches_get_equal_steps_and_balanced_elements(data, world):
     seen, states = _run(shards, 1)
     new = [Batches(data, _spec(), order).shard(r, 2) for r in range(2)]
     for s in new:
-        s.load_state_dict(states[0])
+        with _left_out((len(full) - world) % 2):
+            s.load_state_dict(states[0])
     more, _ = _run(new, len(new[0]) - new[0].resume_point[1])
     rows = np.concatenate(seen + more)
     assert len(rows) == len(np.unique(rows))
+
+
+def test_resuming_4_ranks_onto_29_warns_that_the_27_batches_left_are_left_out():
+    """47 batches; 4 ranks take 5 steps (20 batches); 29 ranks cannot share the 27 left in equal steps."""
+    data = make_dataset(470, seed=3)
+    order = Order(batch_size=10, seed=8)
+    old = [Batches(data, _spec(), order).shard(r, 4) for r in range(4)]
+    _, states = _run(old, 5)
+    new = [Batches(data, _spec(), order).shard(r, 29) for r in range(29)]
+    for s in new:
+        with pytest.warns(UserWarning, match=r"resuming epoch 0 \(47 batches\) on 29 ranks, saved on 4: 27 batches "
+                                             r"are left to serve .* steps \(0\), so 27 batches are left out of this "
+                                             r"epoch .*resume on 27 ranks"):
+            s.load_state_dict(states[0])
+    assert {s.resume_point[1] for s in new} == {len(new[0])}  # no step left on any rank
+    with _left_out(0):  # 27 ranks serve all 27: no warning
+        for r in range(27):
+            Batches(data, _spec(), order).shard(r, 27).load_state_dict(states[0])

@@ -39,6 +39,10 @@ def _check_epoch(seen: list[np.ndarray], epoch: int, world: int, pool: int) -> N
     assert len(missed) <= (pool % world) * BATCH  # the new world's remainder only
 
 
+#: the warning of a resumption whose 32 - 4 * K batches left do not divide among 3 ranks
+LEFT_OUT = "so 2 batches are left out of this epoch"
+
+
 def test_stateful_dataloader_resumes_4_ranks_on_3_with_2_workers():
     sdl = pytest.importorskip("torchdata.stateful_dataloader")
 
@@ -52,7 +56,8 @@ def test_stateful_dataloader_resumes_4_ranks_on_3_with_2_workers():
     state = json.loads(json.dumps(old[2].state_dict()))  # through JSON: plain values only
     new = [loader(r, 3, 2) for r in range(3)]
     for x in new:  # the loader's own load_state_dict needs the same worker count: give it to the sampler
-        x.sampler.load_state_dict(state)
+        with pytest.warns(UserWarning, match=LEFT_OUT):
+            x.sampler.load_state_dict(state)
     per_rank = [[rows_in(b[0]) for b in x] for x in new]
     assert len({len(p) for p in per_rank}) == 1  # the same steps left on every new rank
     _check_epoch(seen + [b for p in per_rank for b in p], 0, 3, 32 - 4 * K)
@@ -75,9 +80,11 @@ def test_stateful_dataloader_own_load_resumes_another_world_with_the_same_worker
     seen = [rows_in(next(it)[0]) for _ in range(K) for it in iters]
     state = old[0].state_dict()
     new = [loader(r, 3) for r in range(3)]
-    for x in new:
-        x.load_state_dict(state)  # the loader's own state: same worker count, another world size
-    _check_epoch(seen + [rows_in(b[0]) for x in new for b in x], 0, 3, 32 - 4 * K)
+    with pytest.warns(UserWarning, match=LEFT_OUT):  # the sampler loads the state when the pass starts
+        for x in new:
+            x.load_state_dict(state)  # the loader's own state: same worker count, another world size
+        rest = [rows_in(b[0]) for x in new for b in x]
+    _check_epoch(seen + rest, 0, 3, 32 - 4 * K)
 
 
 def _free_port() -> int:

@@ -142,7 +142,8 @@ def test_sampled_shards_have_equal_steps_and_resume_on_another_world(data):
         [next(it) for _ in range(2)]
     new = [Batches(data, SPEC, order).shard(r, 2) for r in range(2)]
     for s in new:
-        s.load_state_dict(shards[0].state_dict())
+        with pytest.warns(UserWarning, match="so 1 batch is left out of this epoch"):  # 19 batches left
+            s.load_state_dict(shards[0].state_dict())
     seen = [int(p) for s in shards for p in s.parent_indices(0)[:2]]
     seen += [int(p) for s in new for p in s.parent_indices(0)]
     assert len(set(seen)) == len(seen) == 24  # every batch of the epoch once, but the new world's remainder

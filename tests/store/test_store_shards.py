@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 
 import numpy as np
 import pytest
@@ -85,8 +86,12 @@ def test_a_store_stopped_on_4_ranks_resumes_on_another_world(store, new_world, e
     seen = [_ids(next(it)) for _ in range(K) for it in streams]  # k synchronous steps, then preempted
     state = json.loads(json.dumps(old[1].state_dict()))  # through JSON: plain values
     new = [open_batches(store, order=ORDER).shard(rank, new_world) for rank in range(new_world)]
+    out = (n - 4 * K) % new_world
     for s in new:
-        s.load_state_dict(state)
+        with pytest.warns(UserWarning, match=f"so {out} batch") if out else warnings.catch_warnings():
+            if not out:
+                warnings.simplefilter("error")
+            s.load_state_dict(state)
     rest = [[_ids(b) for b in s] for s in new]
     assert len({len(r) for r in rest}) == 1  # the same steps left on every new rank
     served = seen + [b for r in rest for b in r]
@@ -141,3 +146,26 @@ def test_a_store_state_of_the_last_release_resumes_with_its_batch_count_checked(
     assert [_ids(b) for b in stored] == [_ids(fresh.batch(i, 1)) for i in range(4, n)]
     with pytest.raises(OptionError, match=f"n_batches: state has {n + 1}, this store {n}"):
         open_batches(store).load_state_dict({**saved, "n_batches": n + 1})
+
+
+@pytest.mark.parametrize("form", ["count only", "earlier names"])
+def test_a_store_state_of_an_earlier_release_resumes_on_every_rank_of_a_shard(store, form, caplog):
+    n, step = len(open_batches(store)), 5
+    if form == "count only":  # saved before stores recorded their identity
+        saved = {"state_format": 2, "epoch": 1, "next_batch": step, "n_batches": n}
+    else:  # the identity recorded under the names of an earlier release
+        now = open_batches(store).state_dict()
+        saved = {"state_format": 2, "epoch": 1, "next_batch": step, "seed": now["seed"], "shuffle": now["permute"],
+                 "n_batches": n, "identity": now["identity"]}
+    world = next(w for w in (3, 4, 5, 2) if (n - step) % w == 0)  # every batch left is served
+    shards = [open_batches(store).shard(rank, world) for rank in range(world)]
+    with caplog.at_level(logging.INFO, logger="lstm_data"):
+        for s in shards:
+            s.load_state_dict(saved)
+    assert "earlier release" in caplog.text
+    served = [_ids(b) for s in shards for b in s]
+    fresh = open_batches(store)
+    assert sorted(served) == sorted(_ids(fresh.batch(i, 1)) for i in range(step, n))
+    with pytest.raises(OptionError, match=f"n_batches: state has {n + 1}, this store {n}" if form == "count only"
+                       else f"stored_batches: state has {n + 1}, this sequence {n}"):
+        open_batches(store).shard(0, world).load_state_dict({**saved, "n_batches": n + 1})

@@ -25,7 +25,7 @@ from lstm_data.batching.building.noise import make_augmenter
 from lstm_data.batching.epochs.resume import batch_elements, layout_of
 from lstm_data.batching.epochs.shard import ShardedBatches
 from lstm_data.batching.epochs.views import fold_views, split_views
-from lstm_data.batching.order.stats import order_stats
+from lstm_data.batching.order.stats import Picked, order_stats
 from lstm_data.batching.spec.derived import file_bounds
 from lstm_data.batching.building.builder import BatchBuilder
 from lstm_data.batching.building.empty_rows import drop_empty_rows, make_one_step
@@ -620,6 +620,38 @@ class Batches(EpochIteration):
         parts = file_bounds(self.dataset)
         return order_stats(self if of is None else of, self._epoch_arg(epoch), self.fields,
                            self._builder.row_lengths, self.padded_width, self.n_rows, self._view, parts)
+
+    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+        """The figures of ``epoch`` logged at its end: :meth:`stats`.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        dict
+            As for :meth:`stats` (see :class:`~lstm_data.batching.order.stats.GivesFigures`).
+        """
+        return self.stats(epoch)
+
+    def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]:
+        """:meth:`stats` of the batches ``indices`` of ``epoch`` (a rank's share).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+        indices
+            Batch indices, in the share's order.
+
+        Returns
+        -------
+        dict
+            As for :meth:`stats`.
+        """
+        return self.stats(epoch, of=Picked(self, indices))
 
     def signature(self) -> dict[str, OutputSignature]:
         """The spec's output signature (see :meth:`BatchSpec.signature`).

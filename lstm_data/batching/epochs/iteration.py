@@ -107,6 +107,24 @@ class EpochIteration:
         if k == len(self):
             log_epoch_stats(self, epoch, waited=waited)
 
+    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+        """What is known of ``epoch`` without building a batch, logged at its end.
+
+        Here its batch count; subclasses add what they know (see
+        :class:`~lstm_data.batching.order.stats.GivesFigures`).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        dict
+            ``epoch`` and ``batches``.
+        """
+        return {"epoch": epoch, "batches": len(self)}
+
     def _next_epoch_job(self) -> Callable[[], object] | None:
         """Work for a spare worker in :meth:`iter`, bound to the current epoch (None: nothing)."""
         return None
@@ -139,6 +157,24 @@ class EpochIteration:
                 diffs = ["the spec or the data differ (the state's identity digest does not match)"]
         if diffs:
             raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
+
+    def migrate_state(self, state: Any) -> Any:
+        """``state`` in this release's form, when an earlier release saved it otherwise; else ``state``.
+
+        A subclass that knows an earlier form fills in what it lacks; by default the
+        state is taken as it is.
+
+        Parameters
+        ----------
+        state
+            A state as given to :meth:`load_state_dict` (by it and by a shard's).
+
+        Returns
+        -------
+        Any
+            The state to check and load.
+        """
+        return state
 
     def _legacy_identities(self, state_format: int) -> set[str]:
         """The identity digests these batches had in an older state format (none by default)."""

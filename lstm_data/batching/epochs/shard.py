@@ -50,6 +50,7 @@ from lstm_data.batching.epochs.resume import (
     remaining_pool,
 )
 from lstm_data.batching.epochs.source import BuildsInArena
+from lstm_data.batching.order.stats import Picked
 from lstm_data.errors import OptionError
 
 if TYPE_CHECKING:
@@ -83,11 +84,44 @@ class Shardable(Protocol):
 
     def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]: ...
 
+    def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]: ...
+
     def _state_identity(self) -> dict[str, Any]: ...
 
     def _legacy_identities(self, state_format: int) -> set[str]: ...
 
-__all__ = ["ShardedBatches", "Shardable", "check_shard", "batch_elements"]
+    def migrate_state(self, state: Any) -> Any: ...
+
+__all__ = ["ShardedBatches", "Shardable", "check_shard", "batch_elements", "left_out_message"]
+
+
+def left_out_message(epoch: int, pool: int, old_world: int, world: int, n_batches: int) -> str:
+    """What a resumption onto ``world`` ranks leaves out of ``epoch`` when ``pool`` batches are left.
+
+    Parameters
+    ----------
+    epoch
+        The resumed epoch.
+    pool
+        Batches of the epoch that no earlier world served.
+    old_world, world
+        The saving world's size and this one's.
+    n_batches
+        Batches of the whole epoch.
+
+    Returns
+    -------
+    str
+        The warning: how many batches are left out, why, and the world sizes that serve them all.
+    """
+    steps, out = divmod(pool, world)
+    fits = max(d for d in range(1, min(pool, world) + 1) if pool % d == 0)
+    serve = (f"resume on {fits} ranks (or another divisor of {pool}) to serve them all" if fits > 1 else
+             f"of the world sizes up to {world}, only 1 divides {pool}")
+    left = f"{out} batch is" if out == 1 else f"{out} batches are"
+    return (f"resuming epoch {epoch} ({n_batches} batches) on {world} ranks, saved on {old_world}: {pool} batches "
+            f"are left to serve and every rank takes the same number of steps ({steps}), so {left} left out of "
+            f"this epoch (their rows wait for the next epoch, which is whole again); {serve}")
 
 
 def check_shard(rank: Any, world_size: Any) -> tuple[int, int]:
@@ -350,7 +384,14 @@ class ShardedBatches(EpochIteration):
         OptionError
             The state was saved by batches of another seed, order, spec or data (each
             differing setting is named), or is not such a state.
+
+        Warns
+        -----
+        UserWarning
+            On another world size, the batches left to serve do not divide among this
+            world's ranks: the rest are left out of the epoch (the warning names how many).
         """
+        state = self.batches.migrate_state(state)
         if not isinstance(state, Mapping) or "epoch" not in state or "next_batch" not in state:
             raise OptionError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
         self._check_identity(state)
@@ -370,7 +411,11 @@ class ShardedBatches(EpochIteration):
             new_history, resume_at = tuple(history), next_batch
         else:
             new_history = (*history, (world, next_batch - start))
-            resume_at = len(self) - self._pool_size(epoch, new_history) // self.world_size
+            pool = self._pool_size(epoch, new_history)
+            resume_at = len(self) - pool // self.world_size
+            if pool % self.world_size:
+                warnings.warn(left_out_message(epoch, pool, world, self.world_size, len(self.batches)),
+                              UserWarning, stacklevel=2)
         with self._lock:
             self.epoch = epoch
             self._history, self._history_epoch = new_history, epoch
@@ -427,10 +472,30 @@ class ShardedBatches(EpochIteration):
         Returns
         -------
         dict
-            The parent's ``stats(epoch, of=self)``: padding per real element, rows cut
-            by ``max_len`` and mixing, over this rank's batches.
+            The parent's ``stats`` of this rank's batches of ``epoch`` (those left to it,
+            in an epoch resumed from another world): padding per real element, rows cut
+            by ``max_len`` and mixing.
         """
-        return self.batches.stats(self.epoch if epoch is None else epoch, of=self)
+        epoch = self.epoch if epoch is None else check_count(epoch, "epoch")
+        return self.batches.stats(epoch, of=Picked(self.batches, self.parent_indices(epoch)))
+
+    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+        """What the parent knows of this rank's batches of ``epoch``: its ``figures_of`` them.
+
+        In an epoch resumed from another world, the batches left to this rank (see
+        :class:`~lstm_data.batching.order.stats.GivesFigures`).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        dict
+            ``epoch``, ``batches`` and what else the parent knows.
+        """
+        return self.batches.figures_of(epoch, self.parent_indices(epoch))
 
     def signature(self) -> dict[str, OutputSignature]:
         """The parent's output signature.

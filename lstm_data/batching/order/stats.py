@@ -23,11 +23,12 @@ built):
 from __future__ import annotations
 
 import logging
+from collections.abc import Sized
 from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["order_stats", "mixing_of", "HasRows", "GivesFigures", "log_epoch_stats"]
+__all__ = ["order_stats", "mixing_of", "HasRows", "GivesFigures", "Picked", "log_epoch_stats"]
 
 _log = logging.getLogger("lstm_data")
 
@@ -42,10 +43,37 @@ class HasRows(Protocol):
 
 @runtime_checkable
 class GivesFigures(Protocol):
-    """A batch sequence that measures its epochs (``Batches``, a shard of one): a capability the
-    adapters check with ``isinstance`` before logging an epoch's figures."""
+    """A batch sequence that says what it knows of an epoch (every batch source of lstm_data): a
+    capability the adapters check with ``isinstance`` before logging an epoch's figures."""
 
-    def stats(self, epoch: int | None = None) -> dict[str, Any]: ...
+    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+        """``epoch`` and ``batches`` (the batches served in it), and whatever else the source
+        knows without building a batch: the order's figures (:func:`order_stats`) when it has
+        the rows of its data, ``elements`` (real elements) when it has their counts. Never raises
+        for an epoch it serves."""
+        ...
+
+
+class Picked:
+    """The batches ``indices`` of ``seq``, as a sequence of their own (for :func:`order_stats` of a share).
+
+    Parameters
+    ----------
+    seq
+        The batches.
+    indices
+        Batch indices of ``seq``, in the share's order.
+    """
+
+    def __init__(self, seq: HasRows, indices: np.ndarray) -> None:
+        self.seq, self.indices = seq, np.asarray(indices, dtype=np.intp)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray:
+        """The rows of the share's batch ``index`` (batch ``indices[index]`` of ``seq``)."""
+        return self.seq.rows_of(int(self.indices[index]), epoch)
 
 
 def mixing_of(batches: list[np.ndarray], n: int) -> float:
@@ -163,13 +191,14 @@ def order_stats(seq: HasRows, epoch: int, fields: Any, row_lengths: Callable[[st
 
 
 def log_epoch_stats(batches: object, epoch: int, waited: float | None = None) -> dict[str, Any] | None:
-    """Log the figures of ``epoch`` on the ``lstm_data`` logger (INFO), once; for adapters at epoch end.
+    """Log what is known of ``epoch`` on the ``lstm_data`` logger (INFO), once; for adapters at epoch end.
 
     Parameters
     ----------
     batches
-        Any batch sequence: one that gives figures (:class:`GivesFigures`: a ``Batches``,
-        a shard of one) is measured, others are skipped.
+        Any batch sequence: one that gives figures (:class:`GivesFigures`: every batch
+        source of lstm_data) logs those it knows (a store: its batches and real elements;
+        ``Batches`` and shards of it: the order's figures too); others log their batch count.
     epoch
         The epoch that ended.
     waited
@@ -178,20 +207,27 @@ def log_epoch_stats(batches: object, epoch: int, waited: float | None = None) ->
     Returns
     -------
     dict or None
-        The figures logged, or ``None`` when ``batches`` cannot give them or INFO is off.
+        The figures logged, or ``None`` when INFO is off.
     """
     if not _log.isEnabledFor(logging.INFO):
         return None
-    if not isinstance(batches, GivesFigures):
-        return None
-    st = batches.stats(epoch)
-    pads = ", ".join(f"{k} {v:.3f}" for k, v in st["padding"].items()) or "-"
-    cut = ", ".join(f"{k} {v['rows']}" for k, v in st["truncated"].items()) or "-"
-    files = "-" if st["file_mixing"] is None else f"{st['file_mixing']:.2f}"
-    wait = "" if waited is None else f"; waited {waited:.3f} s for batches"
-    _log.info("epoch %d: %d batches, %d rows; padded per real element: %s; rows cut by max_len: %s; "
-              "mixing (1 = full shuffle): rows %.2f, files %s%s", epoch, st["batches"], st["rows"], pads, cut,
-              st["mixing"], files, wait)
+    if isinstance(batches, GivesFigures):
+        st = batches.epoch_figures(epoch)
+    else:
+        st = {"epoch": epoch, "batches": len(batches) if isinstance(batches, Sized) else None}
+    parts = [f"epoch {epoch}: {st['batches']} batches"]
+    if st.get("rows") is not None:
+        parts[0] += f", {st['rows']} rows"
+    if st.get("elements") is not None:
+        parts[0] += f", {st['elements']} real elements"
+    if "padding" in st:
+        pads = ", ".join(f"{k} {v:.3f}" for k, v in st["padding"].items()) or "-"
+        cut = ", ".join(f"{k} {v['rows']}" for k, v in st["truncated"].items()) or "-"
+        files = "-" if st["file_mixing"] is None else f"{st['file_mixing']:.2f}"
+        parts += [f"padded per real element: {pads}", f"rows cut by max_len: {cut}",
+                  f"mixing (1 = full shuffle): rows {st['mixing']:.2f}, files {files}"]
     if waited is not None:
+        parts.append(f"waited {waited:.3f} s for batches")
         st["waited"] = waited
+    _log.info("%s", "; ".join(parts))
     return st

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from zarr.abc.store import Store
 from zarr.storage import WrapperStore
 
+from lstm_data._util.confined import check_plain_name, confined
 from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError
 from lstm_data.io.ours.layout import every_chunk_stored
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer, BufferPrototype
 
 __all__ = ["CheckedStore", "open_checked", "records_every_chunk", "base_store", "quiet_leftover_tasks",
-           "settle_zarr", "store_token", "opened_token", "Token", "MANIFEST_FILE"]
+           "settle_zarr", "store_token", "opened_token", "Token", "MANIFEST_FILE", "confine_node"]
 
 #: the manifest's file in a store
 MANIFEST_FILE = f"{MANIFEST_KEY}/zarr.json"
@@ -191,6 +192,42 @@ def store_token(path: Any, name: str) -> Token | None:
     if root is None:
         return None
     return crc32c(root), None if manifest is None else crc32c(manifest)
+
+
+def confine_node(root: zarr.Group, key: Any, *, file: str, attr: str) -> str:
+    """``key``, a node path read from the store's metadata (attribute ``attr``), if it stays in the store.
+
+    Every store: no ``..`` component, not absolute. A local store: resolved too, so a
+    node directory that is a symbolic link leading out of the store is refused.
+
+    Parameters
+    ----------
+    root
+        The store's root group (opened by :func:`open_checked`).
+    key
+        The node path as read.
+    file
+        The store, named in the error.
+    attr
+        The metadata key it was read from, named in the error.
+
+    Returns
+    -------
+    str
+        ``key``.
+
+    Raises
+    ------
+    FormatError
+        ``key`` leaves the store.
+    """
+    from zarr.storage import LocalStore
+
+    plain = check_plain_name(key, file=file, key=attr)
+    store = root.store.inner if isinstance(root.store, CheckedStore) else root.store
+    if isinstance(store, LocalStore):
+        confined(str(store.root), plain, file=file, key=attr)
+    return plain
 
 
 def records_every_chunk(root: zarr.Group) -> bool:

@@ -37,7 +37,7 @@ import zarr
 
 from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError, RemoteError
-from lstm_data.io.ours.checked_store import open_checked, records_every_chunk
+from lstm_data.io.ours.checked_store import confine_node, open_checked, records_every_chunk
 from lstm_data.io.ours.layout import (
     OLD_ZARR_NOTE,
     check_group_arrays,
@@ -224,6 +224,7 @@ def _notes(strict: bool, placed: bool, arrays: list[zarr.Array[Any]], name: str)
 def _node(root: zarr.Group, key: str, name: str, variable: str) -> zarr.Array[Any]:
     """Array ``key`` of the store (see :func:`._layout.stored_array`); metadata that zarr
     cannot make sense of is a ``FormatError`` naming its file."""
+    confine_node(root, key, file=name, attr="lstm_data_layout")
     try:
         node: zarr.Array[Any] | zarr.Group | None = root[key]
     except KeyError:
