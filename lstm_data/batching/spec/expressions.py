@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -76,7 +77,7 @@ CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan
 
 #: the checked operation (exact_arithmetic.CHECKED) of each operator and function
 _KEYS: dict[Any, str] = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv",
-                         ast.Mod: "mod", ast.Pow: "pow", ast.USub: "neg", "negative": "neg", "abs": "abs",
+                         ast.Mod: "mod", ast.Pow: "pow", ast.USub: "neg", ast.UAdd: "pos", "negative": "neg", "abs": "abs",
                          "absolute": "abs", "square": "square", "power": "pow", "pow": "pow", "mod": "mod",
                          "fmod": "fmod"}
 #: functions of integer constants computed exactly, as their operators are
@@ -169,12 +170,34 @@ class Expression:
         self._positions = self._placeholders(text)
         self._tree = parse(self._positions.parsed, self._positions, where, variable, text)
         check_tree(self._tree, self._positions, where, variable)
+        self._exact_names()
         names: dict[str, None] = {}
         values: dict[str, None] = {}
         self._check(self._tree, names, values)
         self.names: tuple[str, ...] = tuple(names)
         self.value_names: tuple[str, ...] = tuple(values)
         self._warned = False
+
+    def _exact_names(self) -> None:
+        """Every name and attribute of the tree as written: :mod:`ast` folds identifiers to their
+        NFKC form (``ﬁt`` to ``fit``, a fullwidth ``ｘ`` to ``x``), and a name means the column of
+        exactly that name."""
+        for node in ast.walk(self._tree):
+            if isinstance(node, ast.Name):
+                written = self._positions.source(node)
+                parsed = node.id
+            elif isinstance(node, ast.Attribute):
+                written = _trailing_identifier(self._positions.source(node))
+                parsed = node.attr
+            else:
+                continue
+            if unicodedata.normalize("NFKC", written) != parsed:  # the text was not read as expected
+                raise SchemaError(f"{self.where}: cannot read the name {parsed!r} as written in {self.text!r}",
+                                  variable=self.variable, offset=self._positions.of_node(node))
+            if isinstance(node, ast.Name):
+                node.id = written
+            else:
+                node.attr = written
 
     def _placeholders(self, text: str) -> Positions:
         """``text`` with each backtick-quoted name replaced by an identifier, and where each went."""
@@ -443,6 +466,8 @@ class Expression:
                 return _FOLDED_CALLS[key](*args)
             warn = lambda p: run.problem(p, node, None)  # noqa: E731
             values = [np.asarray(exact.as_array_value(a, warn)) for a in args]
+            if key in exact.CHECKED:
+                values = exact.widen(values)
             return exact.computed(key, func, values, warn).item()
         except exact.ValueProblem as problem:
             raise SchemaError(self._message(problem, node, None), variable=self.variable) from None
@@ -514,6 +539,15 @@ class _Run:
         """A precision warning met at ``node`` (the first of an evaluation is given)."""
         if not self.warnings:
             self.warnings.append((problem, node, self.row(problem.index, owner)))
+
+
+def _trailing_identifier(text: str) -> str:
+    """The identifier ``text`` ends with (an attribute's name: after its dot, white space or a
+    line continuation, which are ASCII and no part of an identifier)."""
+    k = len(text)
+    while k and (not text[k - 1].isascii() or text[k - 1].isalnum() or text[k - 1] == "_"):
+        k -= 1
+    return text[k:]
 
 
 def _operands(node: ast.expr) -> list[ast.expr]:
