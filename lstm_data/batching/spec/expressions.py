@@ -30,6 +30,7 @@ integer division by zero is an error naming the row
 from __future__ import annotations
 
 import ast
+import keyword
 import math
 import re
 import unicodedata
@@ -39,10 +40,11 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from lstm_data.batching.spec import exact_arithmetic as exact
-from lstm_data.batching.spec.expression_limits import Positions, check_text, check_tree, parse
+from lstm_data.batching.spec.expression_limits import (MAX_ARGUMENTS, MAX_LENGTH, Positions, check_text,
+                                                       check_tree, parse)
 from lstm_data.errors import PrecisionWarning, SchemaError, warn_user
 
-__all__ = ["Column", "Expression", "FUNCTIONS", "CONSTANTS", "PREFIXES"]
+__all__ = ["Column", "Expression", "FUNCTIONS", "CONSTANTS", "PREFIXES", "call_of_names"]
 
 #: module prefixes a function or constant may carry (weaver-core's spellings)
 PREFIXES = ("np", "numpy", "ak", "awkward", "math")
@@ -107,6 +109,56 @@ _CONSTRUCTS = {ast.Lambda: "lambda", ast.Subscript: "subscript", ast.ListComp: "
                ast.IfExp: "'... if ... else ...'", ast.NamedExpr: "':='", ast.Starred: "'*'",
                ast.JoinedStr: "f-string", ast.List: "list", ast.Tuple: "tuple", ast.Dict: "dict",
                ast.Set: "set", ast.Await: "await", ast.Yield: "yield", ast.Slice: "slice"}
+
+
+def call_of_names(function: str, names: list[str], *, where: str, variable: str | None = None) -> str:
+    """The expression calling ``function`` on the columns ``names``, each exactly that column.
+
+    A name other than a plain ASCII identifier is written quoted (```a, b``` is the one
+    column ``a, b``), so no name is read as text of the expression; the result is
+    checked to read exactly ``names``.
+
+    Parameters
+    ----------
+    function
+        A function of :data:`FUNCTIONS` taking any number of arguments (``argmax``).
+    names
+        Column names, in argument order.
+    where, variable
+        Named in errors.
+
+    Returns
+    -------
+    str
+        The expression's text, e.g. ``argmax(`a, b`, c)``.
+
+    Raises
+    ------
+    SchemaError
+        More names than a call takes, a name that cannot be quoted (empty, or
+        holding a backtick), or text past the expression limits.
+    """
+    if len(names) > MAX_ARGUMENTS:
+        raise SchemaError(f"{where}: {len(names)} names; a call takes at most {MAX_ARGUMENTS} "
+                          "(lstm_data.batching.spec.expression_limits.MAX_ARGUMENTS)", variable=variable)
+    for name in names:
+        if not isinstance(name, str) or not name or "`" in name:
+            raise SchemaError(f"{where}: {name!r} cannot name a column in an expression (a name is "
+                              "non-empty text without backticks)", variable=variable)
+    if sum(len(n) + 4 for n in names) > MAX_LENGTH:
+        raise SchemaError(f"{where}: the names are longer than an expression may be ({MAX_LENGTH} characters: "
+                          "lstm_data.batching.spec.expression_limits.MAX_LENGTH)", variable=variable)
+    text = f"{function}({', '.join(_written(n) for n in names)})"
+    if Expression(text, where=where, variable=variable).names != tuple(dict.fromkeys(names)):
+        raise SchemaError(f"{where}: the names {names!r} do not read as themselves", variable=variable)
+    return text
+
+
+def _written(name: str) -> str:
+    """``name`` as an expression reads the column of exactly that name."""
+    plain = name.isascii() and name.isidentifier() and not keyword.iskeyword(name) and name not in PREFIXES \
+        and not name.startswith("__")
+    return name if plain else f"`{name}`"
 
 
 @dataclass(frozen=True)
