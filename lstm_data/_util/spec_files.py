@@ -98,7 +98,7 @@ class _Expanded(Exception):
 def _bounded_loader(yaml: Any) -> Any:
     """PyYAML's safe loader that counts what the document expands to while composing it."""
 
-    class BoundedLoader(yaml.SafeLoader):  # type: ignore[misc,name-defined]
+    class BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]
         """Each composed node adds its expanded size to a running total, refused past the limit."""
 
         def __init__(self, stream: Any) -> None:

@@ -88,7 +88,8 @@ class Positions:
 
     def _parsed_offset(self, line: int, column: int) -> int:
         """The parsed-text offset of 1-based ``line`` and 0-based UTF-8 byte ``column``."""
-        start = self._lines[min(max(line, 1), len(self._lines)) - 1]
+        line = min(max(line, 1), len(self._lines))
+        start = self._lines[line - 1]
         end = self._lines[line] if line < len(self._lines) else len(self.parsed)
         encoded = self._encoded.get(start)
         if encoded is None:
@@ -98,8 +99,9 @@ class Positions:
     def source(self, node: ast.AST) -> str:
         """The parsed text of ``node`` as written (:mod:`ast` holds identifiers NFKC-normalised)."""
         lo = self._parsed_offset(getattr(node, "lineno", 1), getattr(node, "col_offset", 0))
-        end_line = getattr(node, "end_lineno", None) or getattr(node, "lineno", 1)
-        hi = self._parsed_offset(end_line, getattr(node, "end_col_offset", None) or 0)
+        end_line: int = getattr(node, "end_lineno", 1)
+        end_column: int = getattr(node, "end_col_offset", 0)
+        hi = self._parsed_offset(end_line, end_column)
         return self.parsed[lo:hi]
 
 
