@@ -5,20 +5,31 @@ A spec file is data a user may download. Before it is parsed its size is bounded
 recurses past Python's limit on deeply nested text is an error naming the file,
 not a ``RecursionError``; and what is read may nest at most
 :data:`MAX_SPEC_NESTING` tables and lists deep (a spec nests five).
+
+YAML aliases repeat what their anchor holds: a file of a kilobyte can stand for
+gigabytes once a reader walks or joins it. While a YAML file is composed, what it
+expands to is counted (each node one, each scalar its length, each alias all that
+its anchor expands to) and a file past :data:`MAX_SPEC_EXPANDED` is an error naming
+the file, the line of the alias and the size, before anything is built from it; an
+alias inside its own anchor (a document that contains itself) is an error too.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Any, Callable
 
-__all__ = ["MAX_SPEC_FILE_BYTES", "MAX_SPEC_NESTING", "read_spec_text", "load_toml", "load_yaml",
-           "check_nesting"]
+__all__ = ["MAX_SPEC_FILE_BYTES", "MAX_SPEC_NESTING", "MAX_SPEC_EXPANDED", "read_spec_text", "load_toml",
+           "load_yaml", "check_nesting"]
 
 #: bytes of one spec or option file read at most (a spec of thousands of variables takes tens of kilobytes)
 MAX_SPEC_FILE_BYTES = 1 << 20
 #: tables and lists nested in one spec or option file at most
 MAX_SPEC_NESTING = 32
+#: nodes and scalar characters one YAML spec or option file expands to at most, its aliases
+#: expanded (a file without aliases expands to about its own size)
+MAX_SPEC_EXPANDED = 8 * MAX_SPEC_FILE_BYTES
 
 #: makes the error a reader raises from its message (the reader's own error class, located at the file)
 Error = Callable[[str], Exception]
@@ -68,7 +79,64 @@ def load_yaml(path: str | os.PathLike[str], yaml: Any, error: Error) -> Any:
     Exception
         ``error(message)``: too large, not valid YAML, or nested too deep.
     """
-    return _parse(path, error, yaml.safe_load, yaml.YAMLError, "YAML")
+    loader = _bounded_loader(yaml)
+
+    def parse(text: str) -> Any:
+        try:
+            return yaml.load(text, Loader=loader)
+        except _Expanded as exc:
+            raise error(f"{os.fspath(path)}: {exc} (lstm_data._util.spec_files.MAX_SPEC_EXPANDED)") from None
+
+    return _parse(path, error, parse, yaml.YAMLError, "YAML")
+
+
+class _Expanded(Exception):
+    """A YAML document that expands past :data:`MAX_SPEC_EXPANDED`, or contains itself."""
+
+
+@functools.lru_cache(maxsize=None)
+def _bounded_loader(yaml: Any) -> Any:
+    """PyYAML's safe loader that counts what the document expands to while composing it."""
+
+    class BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]
+        """Each composed node adds its expanded size to a running total, refused past the limit."""
+
+        def __init__(self, stream: Any) -> None:
+            super().__init__(stream)
+            self.expanded_sizes: dict[int, int] = {}
+            self.expanded_total = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            alias = self.check_event(yaml.AliasEvent)
+            line = self.peek_event().start_mark.line + 1
+            node = super().compose_node(parent, index)
+            if alias:
+                size = self.expanded_sizes.get(id(node))
+                if size is None:
+                    raise _Expanded(f"the alias at line {line} is inside its own anchor: the document "
+                                    "contains itself")
+                self.expanded_total += size
+            else:
+                size = self.expanded_sizes[id(node)] = _own_size(node, self.expanded_sizes)
+                self.expanded_total += 1 + (len(node.value) if isinstance(node.value, str) else 0)
+            if self.expanded_total > MAX_SPEC_EXPANDED:
+                raise _Expanded(f"expands to more than {MAX_SPEC_EXPANDED} nodes and characters "
+                                f"(at least {self.expanded_total}, at line {line}): its aliases repeat "
+                                "too much")
+            return node
+
+    return BoundedLoader
+
+
+def _own_size(node: Any, sizes: dict[int, int]) -> int:
+    """What a composed YAML node expands to: one, its text's length, its children's sizes."""
+    if isinstance(node.value, str):
+        return 1 + len(node.value)
+    total = 1
+    for item in node.value:
+        for child in item if isinstance(item, tuple) else (item,):
+            total += sizes[id(child)]
+    return total
 
 
 def _parse(path: str | os.PathLike[str], error: Error, parse: Callable[[str], Any],

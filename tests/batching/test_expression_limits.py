@@ -107,6 +107,40 @@ class _Chains(ast.NodeTransformer):
         return out
 
 
+_ARITHMETIC = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv", ast.Mod: "mod",
+               ast.Pow: "pow", ast.USub: "neg", ast.UAdd: "pos"}
+
+
+class _Booleans(ast.NodeTransformer):
+    """Arithmetic as ``_arith(op, ...)``: booleans add as the integers 0 and 1, as in Python."""
+
+    def _call(self, op: ast.AST, args: list[ast.expr]) -> ast.expr:
+        return ast.Call(func=ast.Name(id="_arith", ctx=ast.Load()),
+                        args=[ast.Constant(_ARITHMETIC[type(op)]), *args], keywords=[])
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        self.generic_visit(node)
+        return self._call(node.op, [node.left, node.right]) if type(node.op) in _ARITHMETIC else node
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:
+        self.generic_visit(node)
+        return self._call(node.op, [node.operand]) if type(node.op) in _ARITHMETIC else node
+
+
+def _arith(op, *args):
+    """``op`` of ``args`` with boolean arrays as int64 (unless a float array holds them exactly)."""
+    floats = any(isinstance(a, np.ndarray) and a.dtype.kind == "f" for a in args)
+    args = [a.astype(np.int64) if isinstance(a, np.ndarray) and a.dtype == bool and not floats else a
+            for a in args]
+    func = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide, "mod": np.mod,
+            "pow": np.power, "neg": np.negative, "pos": np.positive}[op]
+    if not any(isinstance(a, np.ndarray) for a in args):  # constants: Python's own arithmetic
+        import operator
+        return {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "floordiv": operator.floordiv,
+                "mod": operator.mod, "pow": operator.pow, "neg": operator.neg, "pos": operator.pos}[op](*args)
+    return func(*args)
+
+
 class _Numpy:
     """The ``np`` of the reference: a function of constants gives a Python number, as constants are."""
 
@@ -123,9 +157,10 @@ def _reference(text: str) -> np.ndarray:
     def argmax(*args):
         return np.argmax(np.stack(np.broadcast_arrays(*args), axis=1), axis=1)
 
-    tree = ast.fix_missing_locations(_Chains().visit(ast.parse(text, mode="eval")))
+    tree = ast.fix_missing_locations(_Booleans().visit(_Chains().visit(ast.parse(text, mode="eval"))))
     code = compile(tree, "<reference>", "eval")
-    value = eval(code, {"__builtins__": {}}, {"x": X, "y": Y, "np": _Numpy, "argmax": argmax})  # noqa: S307
+    names = {"x": X, "y": Y, "np": _Numpy, "argmax": argmax, "_arith": _arith}
+    value = eval(code, {"__builtins__": {}}, names)  # noqa: S307
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
         value = float(value)
     return np.broadcast_to(np.asarray(value), X.shape)

@@ -17,6 +17,11 @@
   An integer to a negative *constant* power is a float (as ``2 ** -1`` is).
 - **Integers that become floats** (an int64 column meeting a float, or true
   division) give a ``PrecisionWarning`` naming the first row whose value changes.
+- **Booleans are the integers 0 and 1 in arithmetic**, as in Python and numpy's
+  ``sum`` (``True + True == 2``): a boolean meeting ``+ - * // % **``, unary ``-``
+  or ``+``, ``abs``, ``square``, ``power``, ``mod`` or ``fmod`` is an int64 (a
+  folded boolean constant a Python int) unless it meets float values, which hold
+  0 and 1 exactly in their own dtype. ``& | ^ ~`` and comparisons keep booleans.
 - Float values follow IEEE as numpy computes them: overflow is ``inf``, ``0 / 0`` NaN.
 """
 from __future__ import annotations
@@ -37,8 +42,9 @@ __all__ = ["MAX_INT_BITS", "ValueProblem", "fold_binary", "fold_unary", "fold_co
 MAX_INT_BITS = 1024
 _INT64 = np.iinfo(np.int64)
 _UINT64 = np.iinfo(np.uint64)
-#: operations whose integer results are checked, by key
-CHECKED = frozenset({"add", "sub", "mul", "floordiv", "mod", "pow", "neg", "abs", "square", "fmod"})
+#: arithmetic operations, by key: booleans become integers and integer results are checked
+#: (``pos`` and the remainders are never beyond their operands)
+CHECKED = frozenset({"add", "sub", "mul", "floordiv", "mod", "pow", "neg", "pos", "abs", "square", "fmod"})
 
 
 class ValueProblem(Exception):
@@ -159,9 +165,20 @@ def operand(value: Any, arrays: list[np.ndarray], compare: bool, warn: Callable[
 
 
 def widen(values: list[Any]) -> list[Any]:
-    """Integer arrays narrower than 64 bits as int64 (their sums and products then fit as they would)."""
-    return [v.astype(np.int64) if isinstance(v, np.ndarray) and v.dtype.kind in "iu" and v.dtype.itemsize < 8
-            else v for v in values]
+    """The operands of an arithmetic operation (a key of :data:`CHECKED`): integer arrays narrower
+    than 64 bits as int64 (their sums and products then fit as they would), boolean arrays as int64
+    too unless a float array is among them (``True + True`` is 2, as in Python), boolean constants
+    as Python ints."""
+    floats = any(isinstance(v, np.ndarray) and v.dtype.kind in "fc" for v in values)
+    out: list[Any] = []
+    for v in values:
+        if isinstance(v, np.ndarray) and ((v.dtype.kind in "iu" and v.dtype.itemsize < 8)
+                                          or (v.dtype.kind == "b" and not floats)):
+            v = v.astype(np.int64)
+        elif isinstance(v, (bool, np.bool_)):
+            v = int(v)
+        out.append(v)
+    return out
 
 
 # -- values -----------------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ class Positions:
         self.leading = leading
         self._starts = [s[0] for s in spans]
         self._lines = [0]
+        self._encoded: dict[int, bytes] = {}
         for k, ch in enumerate(parsed):
             if ch == "\n":
                 self._lines.append(k + 1)
@@ -84,6 +85,24 @@ class Positions:
     def of_node(self, node: ast.AST) -> int:
         """The given-text offset where ``node`` starts."""
         return self.of_line(getattr(node, "lineno", 1), getattr(node, "col_offset", 0), utf8=True)
+
+    def _parsed_offset(self, line: int, column: int) -> int:
+        """The parsed-text offset of 1-based ``line`` and 0-based UTF-8 byte ``column``."""
+        line = min(max(line, 1), len(self._lines))
+        start = self._lines[line - 1]
+        end = self._lines[line] if line < len(self._lines) else len(self.parsed)
+        encoded = self._encoded.get(start)
+        if encoded is None:
+            encoded = self._encoded[start] = self.parsed[start:end].encode("utf-8")
+        return start + len(encoded[:column].decode("utf-8", "ignore"))
+
+    def source(self, node: ast.AST) -> str:
+        """The parsed text of ``node`` as written (:mod:`ast` holds identifiers NFKC-normalised)."""
+        lo = self._parsed_offset(getattr(node, "lineno", 1), getattr(node, "col_offset", 0))
+        end_line: int = getattr(node, "end_lineno", 1)
+        end_column: int = getattr(node, "end_col_offset", 0)
+        hi = self._parsed_offset(end_line, end_column)
+        return self.parsed[lo:hi]
 
 
 def _limit(where: str, variable: str | None, what: str, limit_name: str, limit: int,

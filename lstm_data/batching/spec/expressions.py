@@ -30,18 +30,21 @@ integer division by zero is an error naming the row
 from __future__ import annotations
 
 import ast
+import keyword
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from lstm_data.batching.spec import exact_arithmetic as exact
-from lstm_data.batching.spec.expression_limits import Positions, check_text, check_tree, parse
+from lstm_data.batching.spec.expression_limits import (MAX_ARGUMENTS, MAX_LENGTH, Positions, check_text,
+                                                       check_tree, parse)
 from lstm_data.errors import PrecisionWarning, SchemaError, warn_user
 
-__all__ = ["Column", "Expression", "FUNCTIONS", "CONSTANTS", "PREFIXES"]
+__all__ = ["Column", "Expression", "FUNCTIONS", "CONSTANTS", "PREFIXES", "call_of_names"]
 
 #: module prefixes a function or constant may carry (weaver-core's spellings)
 PREFIXES = ("np", "numpy", "ak", "awkward", "math")
@@ -76,7 +79,7 @@ CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan
 
 #: the checked operation (exact_arithmetic.CHECKED) of each operator and function
 _KEYS: dict[Any, str] = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv",
-                         ast.Mod: "mod", ast.Pow: "pow", ast.USub: "neg", "negative": "neg", "abs": "abs",
+                         ast.Mod: "mod", ast.Pow: "pow", ast.USub: "neg", ast.UAdd: "pos", "negative": "neg", "abs": "abs",
                          "absolute": "abs", "square": "square", "power": "pow", "pow": "pow", "mod": "mod",
                          "fmod": "fmod"}
 #: functions of integer constants computed exactly, as their operators are
@@ -106,6 +109,56 @@ _CONSTRUCTS = {ast.Lambda: "lambda", ast.Subscript: "subscript", ast.ListComp: "
                ast.IfExp: "'... if ... else ...'", ast.NamedExpr: "':='", ast.Starred: "'*'",
                ast.JoinedStr: "f-string", ast.List: "list", ast.Tuple: "tuple", ast.Dict: "dict",
                ast.Set: "set", ast.Await: "await", ast.Yield: "yield", ast.Slice: "slice"}
+
+
+def call_of_names(function: str, names: list[str], *, where: str, variable: str | None = None) -> str:
+    """The expression calling ``function`` on the columns ``names``, each exactly that column.
+
+    A name other than a plain ASCII identifier is written quoted (```a, b``` is the one
+    column ``a, b``), so no name is read as text of the expression; the result is
+    checked to read exactly ``names``.
+
+    Parameters
+    ----------
+    function
+        A function of :data:`FUNCTIONS` taking any number of arguments (``argmax``).
+    names
+        Column names, in argument order.
+    where, variable
+        Named in errors.
+
+    Returns
+    -------
+    str
+        The expression's text, e.g. ``argmax(`a, b`, c)``.
+
+    Raises
+    ------
+    SchemaError
+        More names than a call takes, a name that cannot be quoted (empty, or
+        holding a backtick), or text past the expression limits.
+    """
+    if len(names) > MAX_ARGUMENTS:
+        raise SchemaError(f"{where}: {len(names)} names; a call takes at most {MAX_ARGUMENTS} "
+                          "(lstm_data.batching.spec.expression_limits.MAX_ARGUMENTS)", variable=variable)
+    for name in names:
+        if not isinstance(name, str) or not name or "`" in name:
+            raise SchemaError(f"{where}: {name!r} cannot name a column in an expression (a name is "
+                              "non-empty text without backticks)", variable=variable)
+    if sum(len(n) + 4 for n in names) > MAX_LENGTH:
+        raise SchemaError(f"{where}: the names are longer than an expression may be ({MAX_LENGTH} characters: "
+                          "lstm_data.batching.spec.expression_limits.MAX_LENGTH)", variable=variable)
+    text = f"{function}({', '.join(_written(n) for n in names)})"
+    if Expression(text, where=where, variable=variable).names != tuple(dict.fromkeys(names)):
+        raise SchemaError(f"{where}: the names {names!r} do not read as themselves", variable=variable)
+    return text
+
+
+def _written(name: str) -> str:
+    """``name`` as an expression reads the column of exactly that name."""
+    plain = name.isascii() and name.isidentifier() and not keyword.iskeyword(name) and name not in PREFIXES \
+        and not name.startswith("__")
+    return name if plain else f"`{name}`"
 
 
 @dataclass(frozen=True)
@@ -169,12 +222,34 @@ class Expression:
         self._positions = self._placeholders(text)
         self._tree = parse(self._positions.parsed, self._positions, where, variable, text)
         check_tree(self._tree, self._positions, where, variable)
+        self._exact_names()
         names: dict[str, None] = {}
         values: dict[str, None] = {}
         self._check(self._tree, names, values)
         self.names: tuple[str, ...] = tuple(names)
         self.value_names: tuple[str, ...] = tuple(values)
         self._warned = False
+
+    def _exact_names(self) -> None:
+        """Every name and attribute of the tree as written: :mod:`ast` folds identifiers to their
+        NFKC form (``ﬁt`` to ``fit``, a fullwidth ``ｘ`` to ``x``), and a name means the column of
+        exactly that name."""
+        for node in ast.walk(self._tree):
+            if isinstance(node, ast.Name):
+                written = self._positions.source(node)
+                parsed = node.id
+            elif isinstance(node, ast.Attribute):
+                written = _trailing_identifier(self._positions.source(node))
+                parsed = node.attr
+            else:
+                continue
+            if unicodedata.normalize("NFKC", written) != parsed:  # the text was not read as expected
+                raise SchemaError(f"{self.where}: cannot read the name {parsed!r} as written in {self.text!r}",
+                                  variable=self.variable, offset=self._positions.of_node(node))
+            if isinstance(node, ast.Name):
+                node.id = written
+            else:
+                node.attr = written
 
     def _placeholders(self, text: str) -> Positions:
         """``text`` with each backtick-quoted name replaced by an identifier, and where each went."""
@@ -443,6 +518,8 @@ class Expression:
                 return _FOLDED_CALLS[key](*args)
             warn = lambda p: run.problem(p, node, None)  # noqa: E731
             values = [np.asarray(exact.as_array_value(a, warn)) for a in args]
+            if key in exact.CHECKED:
+                values = exact.widen(values)
             return exact.computed(key, func, values, warn).item()
         except exact.ValueProblem as problem:
             raise SchemaError(self._message(problem, node, None), variable=self.variable) from None
@@ -514,6 +591,15 @@ class _Run:
         """A precision warning met at ``node`` (the first of an evaluation is given)."""
         if not self.warnings:
             self.warnings.append((problem, node, self.row(problem.index, owner)))
+
+
+def _trailing_identifier(text: str) -> str:
+    """The identifier ``text`` ends with (an attribute's name: after its dot, white space or a
+    line continuation, which are ASCII and no part of an identifier)."""
+    k = len(text)
+    while k and (not text[k - 1].isascii() or text[k - 1].isalnum() or text[k - 1] == "_"):
+        k -= 1
+    return text[k:]
 
 
 def _operands(node: ast.expr) -> list[ast.expr]:

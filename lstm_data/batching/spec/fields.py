@@ -32,10 +32,12 @@ SCALAR_DTYPES = ("float32", "float64", "int64", "int32")
 
 def _dtype_name(dtype: Any, where: str, allowed: Sequence[str] = tuple(_DTYPES)) -> str:
     choices = ", ".join(allowed[:-1]) + " or " + allowed[-1]
+    if not isinstance(dtype, (str, np.dtype, type)):
+        raise SchemaError(f"{where}: dtype must be {choices}, got {type(dtype).__name__} {dtype!r:.80}")
     try:
         dt: np.dtype[Any] = np.dtype(dtype)
-    except TypeError:
-        raise SchemaError(f"{where}: dtype must be {choices}, got {dtype!r}") from None
+    except (TypeError, ValueError, KeyError, SyntaxError, OverflowError):  # numpy's refusals of a text
+        raise SchemaError(f"{where}: dtype must be {choices}, got {dtype!r:.80}") from None
     if dt.name not in allowed:
         raise SchemaError(f"{where}: dtype must be {choices}, got {dt.name}")
     return dt.name
@@ -368,7 +370,7 @@ def field_from_dict(table: Mapping[str, Any], *, where: str = "field") -> Field:
     opts = dict(table)
     kind = opts.pop("type", None)
     classes: dict[str, type[Scalars] | type[Ragged]] = {"scalars": Scalars, "ragged": Ragged}
-    if kind not in classes:
+    if not isinstance(kind, str) or kind not in classes:
         raise SchemaError(f"{where}: type must be 'scalars' or 'ragged', got {kind!r}")
     cls = classes[kind]
     allowed = {f.name for f in fields(cls)}

@@ -157,7 +157,10 @@ def spec_from_toml(cls: Callable[..., S], path: str | PathLike[str]) -> S:
         The file is too large, not valid TOML, nested too deep, or not a valid spec.
     """
     data = load_toml(path, lambda message: SchemaError(message, file=str(path)))
-    return spec_from_dict(cls, data, source=str(path))
+    try:
+        return spec_from_dict(cls, data, source=str(path))
+    except SchemaError as exc:  # each error of the file's spec names the file
+        raise exc if exc.file is not None else exc.located(file=str(path)) from None
 
 
 def spec_from_lstm_ee(cls: Callable[..., S], config: Any) -> S:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 from lstm_data._util.declared import suggest
 from lstm_data._util.optional import require
 from lstm_data._util.spec_files import load_yaml
+from lstm_data.batching.spec.expressions import call_of_names
 from lstm_data.batching.spec.fields import Field, Ragged, Scalars
 from lstm_data.errors import SchemaError
 
@@ -95,8 +96,13 @@ def weaver_data_fraction(path: str | os.PathLike[str]) -> float:
     float
         The fraction of rows weaver-core computes ``auto`` standardisation on.
     """
-    pre = load_weaver_yaml(path).get("preprocess") or {}
-    return float(pre.get("data_fraction", 0.1))
+    src = str(path)
+    pre = _table(load_weaver_yaml(path), "preprocess", src)
+    fraction = pre.get("data_fraction", 0.1)
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise SchemaError(f"{src}: preprocess.data_fraction must be a number in (0, 1], got {_shown(fraction)}",
+                          file=src, variable="preprocess.data_fraction")
+    return float(fraction)
 
 
 def spec_from_weaver(path: str | os.PathLike[str], spec_class: Callable[..., S], *,
@@ -125,7 +131,14 @@ def spec_from_weaver(path: str | os.PathLike[str], spec_class: Callable[..., S],
         outside the allow-list.
     """
     src = str(path)
-    data = load_weaver_yaml(path)
+    try:
+        return _spec(load_weaver_yaml(path), src, spec_class, observers)
+    except SchemaError as exc:
+        raise exc if exc.file is not None else exc.located(file=src) from None
+
+
+def _spec(data: Mapping[str, Any], src: str, spec_class: Callable[..., S], observers: bool) -> S:
+    """The spec of the config ``data`` read from ``src`` (see :func:`spec_from_weaver`)."""
     for key in data:
         if key not in WEAVER_KEYS:
             raise SchemaError(f"{src}: unknown key {key!r}{suggest(key, WEAVER_KEYS)} "
@@ -144,7 +157,8 @@ def spec_from_weaver(path: str | os.PathLike[str], spec_class: Callable[..., S],
                   data["treename"], data["treename"])
     derived = dict(_table(data, "new_variables", src))
     auto, params = _preprocess(data, src)
-    inputs = {name: _input(name, opts, auto, params, src) for name, opts in _table(data, "inputs", src).items()}
+    inputs = {_name(name, "inputs", src): _input(name, opts, auto, params, src)
+              for name, opts in _table(data, "inputs", src).items()}
     _check_shared(inputs, src)
     targets: dict[str, Field] = {}
     labels = _table(data, "labels", src)
@@ -154,7 +168,7 @@ def spec_from_weaver(path: str | os.PathLike[str], spec_class: Callable[..., S],
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
             raise SchemaError(f"{src}: labels.value of type 'simple' must be a list of column names",
                               file=src, variable="labels")
-        derived[LABEL_NAME] = f"argmax({', '.join(value)})"
+        derived[LABEL_NAME] = call_of_names("argmax", value, where=f"{src}: labels.value", variable="labels")
         targets[LABEL_NAME] = Scalars([LABEL_NAME], dtype="int64", squeeze=True)
     elif kind == "custom":
         for name, expr in _table(labels, "value", src).items():
@@ -163,12 +177,30 @@ def spec_from_weaver(path: str | os.PathLike[str], spec_class: Callable[..., S],
     elif labels:
         raise SchemaError(f"{src}: labels.type must be 'simple' or 'custom', got {kind!r}", file=src,
                           variable="labels")
+    observed = data.get("observers") or []
+    if not isinstance(observed, list):
+        raise SchemaError(f"{src}: 'observers' must be a list of column names, got {_shown(observed)}",
+                          file=src, variable="observers")
     if observers:
-        for name in data.get("observers") or []:
+        for name in observed:
+            name = _name(name, "observers", src)
             if name in targets:
                 raise SchemaError(f"{src}: observer {name!r} has the name of a label", file=src, variable=name)
             targets[name] = Scalars([name], dtype="float32", squeeze=True)
     return spec_class(inputs, targets, nan_to=0.0, derived=derived or None, selection=selection)
+
+
+def _name(name: Any, key: str, src: str) -> str:
+    """``name`` (an entry of ``key``) when it is text, else the error naming the file and key."""
+    if not isinstance(name, str):
+        raise SchemaError(f"{src}: the names in {key!r} are text, got {_shown(name)}", file=src, variable=key)
+    return name
+
+
+def _shown(value: Any) -> str:
+    """``value`` as an error quotes it (at most 80 characters)."""
+    text = repr(value) if isinstance(value, (str, int, float, bool)) or value is None else type(value).__name__
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _custom_label_dtype(expr: str) -> str:
@@ -204,6 +236,9 @@ def _preprocess(data: Mapping[str, Any], src: str) -> tuple[bool, dict[str, Any]
         raise SchemaError(f"{src}: preprocess.method must be 'manual' or 'auto', got {method!r}", file=src,
                           variable="preprocess")
     params = pre.get("params")
+    if params is not None and not isinstance(params, Mapping):
+        raise SchemaError(f"{src}: preprocess.params must map variable names to their parameters, got "
+                          f"{_shown(params)}", file=src, variable="preprocess.params")
     return method.startswith("auto"), None if params is None else dict(params)
 
 
@@ -246,12 +281,18 @@ def _input(name: str, opts: Any, auto: bool, params: Mapping[str, Any] | None, s
             if var not in params:
                 raise SchemaError(f"{where}: preprocess.params has no entry for {var!r}", file=src, variable=var)
             p = params[var]
+            if not isinstance(p, Mapping):
+                raise SchemaError(f"{where}: preprocess.params.{var} must be a mapping (center, scale, min, "
+                                  f"max, pad_value), got {_shown(p)}", file=src, variable=f"preprocess.params.{var}")
             center, scale, lo, hi, pad = (p.get("center"), p.get("scale", 1), p.get("min", -5),
                                           p.get("max", 5), p.get("pad_value", 0))
         if center == "auto" and var.endswith("_mask"):
             center = None  # weaver-core leaves masks as they are
         names.append(var)
-        std = _standardize(center, scale, lo, hi, pad, pad_mode, f"{where}: {var}")
+        try:
+            std = _standardize(center, scale, lo, hi, pad, pad_mode, f"{where}: {var}")
+        except SchemaError as exc:
+            raise SchemaError(f"{where}: {var}: {exc.message}", file=src, variable=var) from None
         if std is not None:
             standardize[var] = std
     if length is None:  # weaver-core gives (B,) for one variable
