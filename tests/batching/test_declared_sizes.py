@@ -5,6 +5,7 @@ MemoryError, never the machine's memory)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,4 +69,15 @@ def test_a_bucket_length_of_a_billion_counts_in_the_batch_bytes(tmp_path):
     said = _run(path)
     assert said["error"].startswith("OptionError: input 'png': a batch of 16 rows takes 119.2 GiB"), said
     assert "(bucket_lengths up to 1000000000: 1000000000 slots of 2 float32 variables)" in said["error"], said
+    assert said["peak MiB"] < 400, said
+
+
+def test_sampling_bins_for_every_class_are_counted_once_the_classes_are_known(tmp_path):
+    edges = ",".join(str(k) for k in range(2_001))  # 4 million bins: 128 MB alone, fine
+    path = tmp_path / "order.toml"
+    path.write_text("[order]\nbatch_size = 16\n[order.sample]\nclasses = \"lowGain\"\nvars = [\"calE\", \"trueE\"]\n"
+                    f"bins = [[{edges}], [{edges}]]\n")
+    said = _run(path)
+    assert re.match(r"OptionError: sample\.bins: \d+ bins \(2000 x 2000 for each of \d+ classes\) take .* more than "
+                    r"the .* this process may still allocate", said["error"]), said
     assert said["peak MiB"] < 400, said
