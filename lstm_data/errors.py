@@ -207,11 +207,12 @@ class RemoteError(OSError):
 
 
 class PrecisionWarning(UserWarning):
-    """Integers that the float dtype asked for does not hold exactly.
+    """Numbers that the float dtype asked for does not hold exactly.
 
     Above 2**24 in float32 and 2**53 in float64 not every integer has a float: every
     reader and batch building warn once per column, naming the column and the first
-    value changed.
+    value changed. A spec's fill value (a ``pad_value``, ``nan_to``) that its field's
+    dtype holds only rounded warns naming the key, the field and the value held.
     """
 
 

@@ -152,7 +152,12 @@ class DeclaredOptions:
         if not isinstance(data, Mapping):
             raise OptionError(f"{where}: options must be a table, got {type(data).__name__}")
         cls.check_names(data, where)
-        return cls(**dict(data))
+        try:
+            return cls(**dict(data))
+        except OptionError as exc:  # named with where the options came from
+            if source is None:
+                raise
+            raise OptionError(f"{where}: {exc}") from None
 
     def to_toml(self) -> str:
         """The ``[TOML_TABLE]`` table of the options that differ from their defaults.

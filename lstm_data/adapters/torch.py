@@ -56,11 +56,12 @@ from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.epochs import batch_of
 from lstm_data.adapters.nan_warning import warn_nan_padding, warn_nan_values
+from lstm_data.batching.epochs.resume import state_count
 from lstm_data.batching.epochs.source import BatchSource, ShardSource
 from lstm_data.batching.order.stats import log_epoch_stats
 from lstm_data.batching.spec.batch_spec import Batch
 from lstm_data.batching.spec.fields import Ragged
-from lstm_data.errors import OptionError
+from lstm_data.errors import OptionError, redact
 
 try:
     import torch
@@ -109,13 +110,30 @@ def _check_sharded(batches: BatchSource) -> None:
             stacklevel=3)
 
 
-def _sampler_state(state: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The sampler's part of a torchdata ``StatefulDataLoader`` state (any worker count), else ``state``."""
-    snapshot = state.get("_snapshot")
-    if isinstance(snapshot, Mapping):
-        state = snapshot.get("_main_snapshot", state)
-    inner = state.get("_index_sampler_state")
-    return inner if isinstance(inner, Mapping) else state
+def _sampler_state(state: Any) -> Mapping[str, Any]:
+    """The sampler's part of a torchdata ``StatefulDataLoader`` state (any worker count), else ``state``;
+    an :class:`~lstm_data.errors.OptionError` naming the key whose value is not a table."""
+    key = "state"
+    table = _table(state, key)
+    snapshot = table.get("_snapshot")
+    if snapshot is not None:
+        key = "_snapshot"
+        snapshot = _table(snapshot, key)
+        if "_main_snapshot" in snapshot:
+            key = "_snapshot._main_snapshot"
+            table = _table(snapshot["_main_snapshot"], key)
+    inner = table.get("_index_sampler_state")
+    if inner is None:
+        return table
+    return _table(inner, "_index_sampler_state" if key == "state" else f"{key}._index_sampler_state")
+
+
+def _table(value: Any, key: str) -> Mapping[str, Any]:
+    """``value`` if it is a table; a loader state's ``key`` that is not (a list, a number, ...) is refused."""
+    if not isinstance(value, Mapping):
+        raise OptionError(f"EpochSampler: the loader state's {key} must be a table (a dict, as state_dict() "
+                          f"saves it), got a {type(value).__name__}: {redact(value)[:200]}")
+    return value
 
 
 class EpochSampler(_TorchSampler[tuple[int, int]]):
@@ -210,8 +228,9 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
 
         Raises
         ------
-        ValueError
-            The state comes from other batches (seed, count, shard, ... differ: each is named).
+        OptionError
+            The state comes from other batches (seed, count, shard, ... differ: each is named),
+            or is not such a state (a key holding a list, a negative epoch: the key is named).
         """
         state = _sampler_state(state)
         if self._source is not None:  # checks the state and deals what is left to this world
@@ -225,8 +244,8 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         diffs = [f"{k}: state has {state.get(k)!r}, these batches {v!r}" for k, v in want.items()
                  if state.get(k) != v]
         if diffs:
-            raise ValueError("EpochSampler: state saved for other batches: " + "; ".join(diffs))
-        epoch, drawn = check_count(state["epoch"], "epoch"), check_count(state["next_batch"], "next_batch")
+            raise OptionError("EpochSampler: state saved for other batches: " + "; ".join(diffs))
+        epoch, drawn = state_count(state.get("epoch"), "epoch"), state_count(state.get("next_batch"), "next_batch")
         if drawn >= self.n_batches:  # that pass was complete: the next one is the next epoch
             epoch, drawn = epoch + 1, 0
         self.epoch, self._start, self._drawn = epoch, drawn, (epoch, drawn)

@@ -10,7 +10,9 @@ manifest is refused without it (:func:`~lstm_data.store.format.check_requires`).
 Stores written before manifests keep reading, with an
 :class:`~lstm_data.errors.UncheckedStoreWarning` naming what is not checked
 (:attr:`PrecomputedBatches.notes`), unless ``ReadOptions(trust_unchecked=True)``.
-A handle whose store was written anew since it opened it says so.
+A handle whose store was written anew since it opened it says so. The index
+(each batch's offsets and shape) is checked against the store's metadata and
+spec at open (:mod:`lstm_data.store.index_checks`).
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ from lstm_data.store.format import (
     fingerprint,
     output_key,
 )
+from lstm_data.store.index_checks import check_batch_shapes, check_index_arrays, stored_batch_count
 from lstm_data.store.shards import StoreEpochs
 
 __all__ = ["open_batches", "PrecomputedBatches", "read_metadata", "stored_node"]
@@ -188,11 +191,16 @@ class PrecomputedBatches(StoreEpochs):
                 confine_node(root, node, file=self.name, attr=f"{ATTR}: keys")
         self._arrays = {n: stored_node(root, f"data/{keys[n]}", zarr.Array, self.name) for n in self._names}
         index = stored_node(root, "_index", zarr.Group, self.name)
-        self._offsets = {n: self._whole(stored_node(index, f"{keys[n]}.offsets", zarr.Array, self.name))
-                         for n in self._names}
-        self._shapes = {n: self._whole(stored_node(index, f"{keys[n]}.shapes", zarr.Array, self.name))
-                        for n in self._names}
-        self._n_batches = int(self.meta["n_batches"])
+        self._n_batches = stored_batch_count(self.meta, len(self._names), self.name)
+        self._offsets, self._shapes = {}, {}
+        signature = self.spec.signature()
+        for n in self._names:  # the index checked against the metadata and the spec (see index_checks)
+            offsets = stored_node(index, f"{keys[n]}.offsets", zarr.Array, self.name)
+            shapes = stored_node(index, f"{keys[n]}.shapes", zarr.Array, self.name)
+            check_index_arrays(self.name, n, self._arrays[n], offsets, shapes, self._n_batches, signature.get(n))
+            self._offsets[n], self._shapes[n] = self._whole(offsets), self._whole(shapes)
+            check_batch_shapes(self.name, n, shapes.path, self._offsets[n], self._shapes[n],
+                               int(self._arrays[n].shape[0]), signature.get(n))
         self._lock = threading.Lock()
         self._setup_epochs(index, self.name)
 

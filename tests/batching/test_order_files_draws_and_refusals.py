@@ -138,7 +138,7 @@ def test_combinations_are_refused_when_the_order_is_made_and_read(options, names
     path.write_text(toml_text({"order": {"batch_size": 64, **options}}))
     with pytest.raises(OptionError) as read:
         Order.from_toml(path)
-    assert str(read.value) == str(made.value)
+    assert str(read.value) == f"{path} [order]: {made.value}"  # the same, naming the file
 
 
 def test_order_api_errors_are_option_errors(numu):

@@ -31,6 +31,7 @@ from lstm_data.batching.building.builder import BatchBuilder
 from lstm_data.batching.building.empty_rows import drop_empty_rows, make_one_step
 from lstm_data.batching.spec.derived import mark_applied
 from lstm_data.batching.spec.sizes import check_batch_bytes
+from lstm_data.batching.order.bucket_lengths import bucket_widths
 from lstm_data.batching.epochs.iteration import EpochIteration
 from lstm_data.batching.epochs.identity import data_fingerprint, identity_digest, legacy_digests, order_settings
 from lstm_data.batching.epochs.legacy_options import legacy_options
@@ -109,7 +110,8 @@ class Batches(EpochIteration):
         self.dataset = dataset
         self.spec = spec
         self.fields = spec.validate(dataset)
-        check_batch_bytes(spec.fields(), spec.pad_to_multiple_of, order.batch_size, len(dataset))
+        check_batch_bytes(spec.fields(), spec.pad_to_multiple_of, order.batch_size, len(dataset),
+                          widths=bucket_widths(order, self.fields))
         self.epoch = 0
         self._view = None if rows is None else self._as_view(rows)
         self._view = drop_empty_rows(self.fields, dataset, self._view)  # Ragged(empty="drop")

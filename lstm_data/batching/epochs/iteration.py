@@ -14,6 +14,7 @@ from lstm_data._util.checks import check_count
 from lstm_data._util.deprecation import warn_renamed
 from lstm_data.batching.order.stats import log_epoch_stats
 from lstm_data.batching.epochs.identity import STATE_FORMAT
+from lstm_data.batching.epochs.resume import state_count
 from lstm_data.batching.epochs.prefetch import prefetch
 from lstm_data.errors import OptionError
 
@@ -229,8 +230,8 @@ class EpochIteration:
         if not isinstance(state, Mapping) or "epoch" not in state or "next_batch" not in state:
             raise OptionError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
         self._check_identity(state)
-        epoch = check_count(state["epoch"], "epoch")
-        next_batch = check_count(state["next_batch"], "next_batch")
+        epoch = state_count(state["epoch"], "epoch")
+        next_batch = state_count(state["next_batch"], "next_batch")
         if next_batch > len(self):
             raise OptionError(f"next_batch {next_batch} > the {len(self)} batches of an epoch")
         with self._lock:

@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from lstm_data._util.checks import check_count
 from lstm_data.errors import OptionError
 
 if TYPE_CHECKING:
     from lstm_data.batching.building.builder import BatchBuilder
     from lstm_data.batching.order.bucketing import Bucketing
 
-__all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "MATCH_ROUNDS", "Countable"]
+__all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "state_count", "MATCH_ROUNDS",
+           "Countable"]
 
 #: rounds per window of batches sorted by size before dealing (``"rounds"`` layout)
 MATCH_ROUNDS = 16
@@ -184,15 +184,30 @@ def batch_elements(batches: Countable, epoch: int) -> np.ndarray:
     return np.fromiter((int(lengths[r].sum()) for r in rows), dtype=np.int64, count=len(rows))
 
 
+def state_count(value: Any, key: str, least: int = 0) -> int:
+    """``value`` of ``key`` of a saved batch sequence state as an int >= ``least``, or the
+    :class:`~lstm_data.errors.OptionError` naming the state and the key."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < least:
+        raise OptionError(f"batch sequence state: {key} must be an int >= {least}, got {value!r}")
+    return int(value)
+
+
 def history_of(state: Mapping[str, Any]) -> tuple[int, list[tuple[int, int]]]:
-    """The world size and resume history a state was saved with (1 and none for unsharded batches)."""
+    """The world size and resume history a state was saved with (1 and none for unsharded batches).
+
+    Raises
+    ------
+    OptionError
+        A world size below 1, negative steps or a malformed history, naming the key.
+    """
     world = state.get("world_size")
+    key = "world_size"
     if world is None:  # an unsharded sequence, or a shard's state of an earlier release
         shard = state.get("shard")
-        world = shard[1] if isinstance(shard, (list, tuple)) and len(shard) == 2 else 1
-    world = check_count(world, "world_size")
+        world, key = (shard[1], "shard") if isinstance(shard, (list, tuple)) and len(shard) == 2 else (1, key)
+    world = state_count(world, key, 1)
     history = state.get("history", [])
     if not isinstance(history, (list, tuple)) or not all(
             isinstance(h, (list, tuple)) and len(h) == 2 for h in history):
-        raise OptionError(f"history must be a list of [world_size, steps], got {history!r}")
-    return world, [(check_count(w, "world_size"), check_count(k, "steps")) for w, k in history]
+        raise OptionError(f"batch sequence state: history must be a list of [world_size, steps], got {history!r}")
+    return world, [(state_count(w, "history world_size", 1), state_count(k, "history steps")) for w, k in history]

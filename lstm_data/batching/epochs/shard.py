@@ -48,6 +48,7 @@ from lstm_data.batching.epochs.resume import (
     deal,
     history_of,
     remaining_pool,
+    state_count,
 )
 from lstm_data.batching.epochs.source import BuildsInArena
 from lstm_data.batching.order.stats import Picked
@@ -396,8 +397,8 @@ class ShardedBatches(EpochIteration):
             raise OptionError(f"not a batch sequence state (need epoch and next_batch): {state!r}")
         self._check_identity(state)
         world, history = history_of(state)
-        epoch = check_count(state["epoch"], "epoch")
-        next_batch = check_count(state["next_batch"], "next_batch")
+        epoch = state_count(state["epoch"], "epoch")
+        next_batch = state_count(state["next_batch"], "next_batch")
         n_full = len(self.batches) // world
         if history:
             costs_pool = self._pool_size(epoch, history)

@@ -22,13 +22,13 @@ Example
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from lstm_data.errors import OptionError
 
-__all__ = ["choose_lengths", "padding_of", "BucketLengths"]
+__all__ = ["choose_lengths", "padding_of", "BucketLengths", "bucket_widths"]
 
 
 def choose_lengths(widths: np.ndarray, k: int) -> np.ndarray:
@@ -148,3 +148,38 @@ class BucketLengths:
         picked: np.ndarray = np.where(at < len(self.lengths),
                                       self.lengths[np.minimum(at, len(self.lengths) - 1)], widths)
         return picked
+
+
+def bucket_widths(order: Any, fields: Sequence[Any]) -> dict[str, tuple[int, str]]:
+    """The widest padding given ``bucket_lengths`` can ask of each output of the bucketed group.
+
+    For the batch-bytes check (:func:`~lstm_data.batching.spec.sizes.check_batch_bytes`),
+    before any batch is made: a batch holding a row wider than the next-to-largest
+    length pads to the largest (capped at each output's ``max_len``).
+
+    Parameters
+    ----------
+    order
+        The :class:`~lstm_data.batching.order.options.Order`.
+    fields
+        The spec's resolved fields (:class:`~lstm_data.batching.spec.outputs.ResolvedField`).
+
+    Returns
+    -------
+    dict
+        Output name -> ``(slots, why)``; empty without a given list of lengths.
+    """
+    setting = order.bucket_lengths
+    if order.bucket_by is None or setting is None or isinstance(setting, str):
+        return {}
+    largest = int(setting[-1])
+    owner = next((f for f in fields if f.name == order.bucket_by and f.group is not None), None)
+    if owner is None:  # no such Ragged output: refused by name when the bucketing is made
+        return {}
+    out = {}
+    for f in fields:
+        if f.group != owner.group or f.ragged.layout == "packed":
+            continue
+        cap = f.ragged.max_len
+        out[f.name] = (largest if cap is None else min(largest, cap), f"bucket_lengths up to {largest}")
+    return out

@@ -31,6 +31,12 @@ loss; sampling changes which rows are drawn, and how often. ``sample`` is a tabl
 ``epoch_size``
     Rows drawn per epoch (default: the rows of the data or view).
 
+The sizes these declare are checked before anything is allocated: an
+``epoch_size`` whose draws' positions, or bins whose histograms (one per class),
+would take more than this process may still allocate are an
+:class:`~lstm_data.errors.OptionError` naming the key and the size (and the
+file of an ``Order.from_toml``).
+
 A row's draw probability is its class's share times ``target[bin] / count[bin]``
 of its class, normalised inside the class. The draws of each class are exact
 (the largest-remainder split of ``epoch_size`` by the shares); which rows are
@@ -48,12 +54,18 @@ import numpy as np
 
 from lstm_data.batching.order.plan import EpochKey, Plan, StageDefaults, Windows
 from lstm_data.batching.order.rows import epoch_rng
+from lstm_data.batching.spec.sizes import human_bytes, memory_room
 from lstm_data.errors import OptionError, SchemaError
 
 __all__ = ["check_sample", "Sampling", "SampledRows", "SAMPLE_STREAM"]
 
 #: the :func:`~lstm_data.batching.order.rows.epoch_rng` stream of the draws
 SAMPLE_STREAM = 7
+
+#: bytes an epoch holds per draw: the draws, their permutation, the epoch's order and its batches' rows
+_DRAW_BYTES = 4 * np.dtype(np.intp).itemsize
+#: bytes per bin and class while the draw weights are made: counts (int64 and float64), target and ratio
+_BIN_BYTES = 4 * 8
 
 _KEYS = ("classes", "class_weights", "vars", "bins", "target", "threshold", "overflow", "replacement",
          "epoch_size")
@@ -168,7 +180,25 @@ def check_sample(value: Any) -> dict[str, Any]:
         if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or size < 1:
             raise OptionError(f"sample.epoch_size must be a positive int, got {size!r}")
         out["epoch_size"] = int(size)
+        _check_room("sample.epoch_size", int(size), _DRAW_BYTES, "draws", "draw fewer rows per epoch")
+    if "bins" in out:
+        _check_room("sample.bins", _n_bins(out["bins"]), _BIN_BYTES, "bins",
+                    "give fewer bin edges", f" ({' x '.join(str(len(e) - 1) for e in out['bins'])})")
     return out
+
+
+def _n_bins(edges: list[list[float]]) -> int:
+    return math.prod(len(e) - 1 for e in edges)
+
+
+def _check_room(key: str, count: int, per: int, what: str, hint: str, shape: str = "") -> None:
+    """Refuse ``count`` items of ``per`` bytes each that do not fit in the memory this process may
+    still allocate, naming ``key`` and the size."""
+    need = count * per
+    room = memory_room()
+    if need > room:
+        raise OptionError(f"{key}: {count} {what}{shape} take {human_bytes(need)} ({need} bytes) to draw, more "
+                          f"than the {human_bytes(room)} this process may still allocate; {hint}")
 
 
 def _capped(ratio: np.ndarray, counts: np.ndarray, target: str, threshold: float) -> np.ndarray:
@@ -298,6 +328,8 @@ class Sampling:
             flat = flat * (len(e) - 1) + np.clip(idx, 0, len(e) - 2)
         n_bins = int(np.prod(shape))
         n_classes = len(self.classes)
+        _check_room("sample.bins", n_bins * n_classes, _BIN_BYTES, "bins",
+                    "give fewer bin edges", f" ({' x '.join(map(str, shape))} for each of {n_classes} classes)")
         counts = np.bincount(codes[inside] * n_bins + flat[inside], minlength=n_classes * n_bins)
         counts = counts.reshape(n_classes, n_bins).astype(np.float64)
         target = self.sample.get("target", "flat")

@@ -24,6 +24,7 @@ from lstm_data._util.declared import unknown_option
 from lstm_data.batching.spec.augment import Noise, augment_to_dict, check_augment
 from lstm_data.batching.spec.derived import apply_derived, check_derived, expand_names
 from lstm_data.batching.spec.fields import CU_SEQLENS_SUFFIX, MASK_SUFFIX, MAX_SEQLEN_SUFFIX, Field, Ragged, Scalars
+from lstm_data.batching.spec.fill_values import check_fill_values
 from lstm_data.batching.spec.checks import check_integer_noise, check_multiple, check_nan_to, check_one_step_pads
 from lstm_data.batching.spec.fitting import fit_standardize
 from lstm_data.batching.spec.plain import spec_from_dict, spec_from_lstm_ee, spec_from_toml, spec_to_dict, spec_to_toml
@@ -89,7 +90,14 @@ class BatchSpec:
         augmented variable is in no input.
     OptionError
         ``nan_to`` is not a finite number, ``pad_to_multiple_of`` not an int >= 1,
-        or ``augment`` is malformed.
+        ``augment`` is malformed, or a fill value (``nan_to``, a ``pad_value``)
+        overflows to infinity in its field's dtype
+        (:mod:`lstm_data.batching.spec.fill_values`).
+
+    Warns
+    -----
+    PrecisionWarning
+        A fill value its field's dtype holds only rounded.
     """
 
     def __init__(self, inputs: Mapping[str, Field] | None = None,
@@ -117,6 +125,7 @@ class BatchSpec:
         if not seen:
             raise SchemaError("a BatchSpec needs at least one input or target")
         check_one_step_pads(self.inputs, self.nan_to)
+        check_fill_values(self.inputs, self.targets, self.nan_to)
         self.augment: dict[str, Noise] | None = check_augment(
             augment, [v for fld in self.inputs.values() for v in fld.vars])
         check_integer_noise(self.inputs, self.augment)

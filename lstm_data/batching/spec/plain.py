@@ -19,7 +19,7 @@ from lstm_data.batching.spec.augment import Noise, augment_to_dict
 from lstm_data.batching.spec.fields import Field, Ragged, Scalars, field_from_dict
 from lstm_data.batching.spec.lstm_ee import check_lstm_ee_keys
 from lstm_data.batching.spec.version import SPEC_VERSION, spec_version, with_version_defaults
-from lstm_data.errors import SchemaError
+from lstm_data.errors import OptionError, SchemaError
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -118,9 +118,12 @@ def spec_from_dict(cls: Callable[..., S], data: Mapping[str, Any], *, source: st
         parts[part] = {name: field_from_dict(with_version_defaults(tbl, version) if isinstance(tbl, Mapping)
                                              else tbl, where=f"{source}: [{part}.{name}]")
                        for name, tbl in tables.items()}
-    return cls(**parts, derived=data.get("derived"), selection=data.get("selection"),
-                            nan_to=data.get("nan_to"), pad_to_multiple_of=data.get("pad_to_multiple_of"),
-                            augment=data.get("augment"))
+    try:
+        return cls(**parts, derived=data.get("derived"), selection=data.get("selection"),
+                   nan_to=data.get("nan_to"), pad_to_multiple_of=data.get("pad_to_multiple_of"),
+                   augment=data.get("augment"))
+    except OptionError as exc:  # named with the file the options came from
+        raise OptionError(f"{source}: {exc}") from None
 
 
 def spec_from_toml(cls: Callable[..., S], path: str | PathLike[str]) -> S:

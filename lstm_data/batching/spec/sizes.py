@@ -13,13 +13,13 @@ itself is at most :data:`MAX_SLOTS` (checked when the spec is made).
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from lstm_data.errors import SchemaError
+from lstm_data.errors import OptionError, SchemaError
 
-__all__ = ["MAX_SLOTS", "batch_bytes", "check_batch_bytes", "memory_room"]
+__all__ = ["MAX_SLOTS", "batch_bytes", "check_batch_bytes", "memory_room", "human_bytes"]
 
 #: prong slots of one row at most (``max_len``, ``pad_to_multiple_of``): far beyond any batch that fits in
 #: memory (checked by :func:`check_batch_bytes`), far below what the kernels' 64-bit sizes hold
@@ -51,7 +51,7 @@ def _width(fld: Any, multiple: int | None) -> tuple[int, str]:
 
 
 def batch_bytes(fields: Iterable[tuple[str, str, Any]], multiple: int | None,
-                rows: int) -> list[tuple[int, str, str, str]]:
+                rows: int, widths: Mapping[str, tuple[int, str]] | None = None) -> list[tuple[int, str, str, str]]:
     """Per field, the bytes of its outputs in a batch of ``rows`` rows (at least), its name and what sets them.
 
     Parameters
@@ -62,6 +62,9 @@ def batch_bytes(fields: Iterable[tuple[str, str, Any]], multiple: int | None,
         The spec's ``pad_to_multiple_of``.
     rows
         Rows in one batch.
+    widths
+        Output name -> ``(slots, why)``: the width an order's options pad that field's
+        batches to (the largest of ``bucket_lengths``), used where it is wider.
 
     Returns
     -------
@@ -78,13 +81,16 @@ def batch_bytes(fields: Iterable[tuple[str, str, Any]], multiple: int | None,
         if fld.layout == "packed":
             continue
         width, why = _width(fld, multiple)
+        if widths and name in widths and widths[name][0] > width:
+            width, why = widths[name]
         per_row = width * (n_vars * itemsize + (1 if fld.mask else 0)) + (8 if fld.lengths else 0)
         out.append((rows * per_row, role, name, f"{why}: {width} slots of {n_vars} {fld.dtype} variables"))
     return out
 
 
 def check_batch_bytes(fields: Iterable[tuple[str, str, Any]], multiple: int | None, batch_size: int,
-                      n_rows: int, room: int | None = None) -> None:
+                      n_rows: int, room: int | None = None,
+                      widths: Mapping[str, tuple[int, str]] | None = None) -> None:
     """Refuse a spec whose batches cannot fit in memory, before any is allocated.
 
     Parameters
@@ -97,15 +103,19 @@ def check_batch_bytes(fields: Iterable[tuple[str, str, Any]], multiple: int | No
         The rows of the data (a batch holds at most so many).
     room
         The bytes a batch may take (default: :func:`memory_room`).
+    widths
+        As :func:`batch_bytes`: the widths an order's options set.
 
     Raises
     ------
     SchemaError
         One batch would take more than ``room`` bytes; names the largest field, the
         option that sets its width, and the bytes.
+    OptionError
+        The same, when the largest field's width is set by the order (``widths``).
     """
     rows = max(1, min(int(batch_size), int(n_rows)))
-    sizes = batch_bytes(fields, multiple, rows)
+    sizes = batch_bytes(fields, multiple, rows, widths)
     total = sum(s[0] for s in sizes)
     if not sizes:
         return
@@ -114,12 +124,18 @@ def check_batch_bytes(fields: Iterable[tuple[str, str, Any]], multiple: int | No
     if total <= room:
         return
     size, role, name, why = max(sizes)
-    raise SchemaError(f"{role} {name!r}: a batch of {rows} rows takes {_human(total)} ({total} bytes), {_human(size)} of "
-                      f"them for this field ({why}), more than the {_human(room)} this process may still "
+    if widths and name in widths and why.startswith(widths[name][1]):
+        raise OptionError(f"{role} {name!r}: a batch of {rows} rows takes {human_bytes(total)} ({total} bytes), "
+                          f"{human_bytes(size)} of them for this field ({why}), more than the "
+                          f"{human_bytes(room)} this process may still allocate; lower the largest bucket "
+                          "length or the batch size")
+    raise SchemaError(f"{role} {name!r}: a batch of {rows} rows takes {human_bytes(total)} ({total} bytes), {human_bytes(size)} of "
+                      f"them for this field ({why}), more than the {human_bytes(room)} this process may still "
                       "allocate; lower max_len, pad_to_multiple_of or the batch size", variable=name)
 
 
-def _human(n: int) -> str:
+def human_bytes(n: int) -> str:
+    """``n`` bytes for a message: ``"512 bytes"``, ``"1.5 GiB"``."""
     size = float(n)
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if size < 1024 or unit == "PiB":
