@@ -87,6 +87,8 @@ class Shardable(Protocol):
 
     def _legacy_identities(self, state_format: int) -> set[str]: ...
 
+    def _data_differences(self, state: Mapping[str, Any]) -> list[str]: ...
+
 __all__ = ["ShardedBatches", "Shardable", "check_shard", "batch_elements"]
 
 
@@ -410,6 +412,9 @@ class ShardedBatches(EpochIteration):
 
     def _legacy_identities(self, state_format: int) -> set[str]:
         return self.batches._legacy_identities(state_format)
+
+    def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
+        return self.batches._data_differences(state)
 
     def _state_identity(self) -> dict[str, Any]:
         identity = dict(self.batches._state_identity())
