@@ -166,3 +166,25 @@ def test_a_file_changed_just_now_is_read_again_each_time(tmp_path):
         f.write(b"x")
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # a write within the mtime's resolution
     assert file_digest(str(path)) != first
+
+
+def test_a_digest_is_the_same_however_its_bytes_are_fed(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lstm_data.batching.epochs import data_digest
+
+    monkeypatch.setattr(data_digest, "_PIECE", 64)  # many pieces of a small stream
+    values = np.random.default_rng(0).random(1000)
+    whole = data_digest._Hasher()
+    whole.update(values)
+    with ThreadPoolExecutor(2) as pool:
+        threaded = data_digest._Hasher(pool, 2)
+        for lo in range(0, len(values), 37):  # runs of rows, as a reader on demand gives them
+            threaded.update(values[lo:lo + 37])
+        digest = threaded.hexdigest()
+    assert digest == whole.hexdigest()
+    edited = values.copy()
+    edited[500] += 1.0
+    other = data_digest._Hasher()
+    other.update(edited)
+    assert other.hexdigest() != digest

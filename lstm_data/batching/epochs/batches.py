@@ -51,6 +51,13 @@ if TYPE_CHECKING:
 __all__ = ["Batches"]
 
 
+def _part_name(label: str, i: int, n: int) -> str:
+    """``the data of FILE (file part i + 1 of n)``, or of ``part i + 1 of n`` of data without files."""
+    if label:
+        return f"the data of {label} (file part {i + 1} of {n})"
+    return "the data" if n == 1 else f"the data of part {i + 1} of {n}"
+
+
 class Batches(EpochIteration):
     """Padded batches of ``dataset`` laid out by ``spec``, in the rows' ``order``.
 
@@ -683,9 +690,9 @@ class Batches(EpochIteration):
         if not isinstance(saved, (list, tuple)) or len(saved) != len(parts):
             return []
         n = len(parts)
-        return [f"the data of {label} (file part {i + 1} of {n}) differ from those the state was saved with "
-                "(their digest of every value does not match)"
-                for i, ((label, digest), old) in enumerate(zip(parts, saved)) if digest != old]
+        return [f"{_part_name(label, i, n)} differ from those the state was saved with (the identity digest of "
+                "their values does not match)" for i, ((label, digest), old) in enumerate(zip(parts, saved))
+                if digest != old]
 
     def __repr__(self) -> str:
         return (f"Batches({len(self)} batches of {self.batch_size}, {self.n_rows} rows, "

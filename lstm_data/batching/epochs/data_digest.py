@@ -19,6 +19,9 @@ import hashlib
 import os
 import threading
 import time
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from lstm_data.batching.spec.derived import DerivedDataset, file_bounds
@@ -30,8 +33,12 @@ __all__ = ["part_digests", "file_digest", "SETTLE_SECONDS"]
 
 #: a file's digest is kept once its mtime is this many seconds old
 SETTLE_SECONDS = 2.0
-#: bytes read at a time from a file being digested
-_READ_BYTES = 8 << 20
+#: bytes hashed at a time (a piece of a column or a file): pieces are hashed on several threads
+_PIECE = 8 << 20
+#: pieces given to each hashing thread ahead of it, at most
+_PENDING = 2
+#: threads hashing pieces, at most
+_MAX_THREADS = 8
 #: rows read at a time from a part read on demand that is not a local file
 _READ_ROWS = 65536
 #: hex digits kept of each part's digest
@@ -54,21 +61,38 @@ def part_digests(dataset: Dataset) -> list[tuple[str, str]]:
     -------
     list of (str, str)
         One ``(label, digest)`` per part, in row order: the label names the part's
-        files (credentials of URLs left out), or ``"part i"`` for data without files.
+        files (credentials of URLs left out), or is empty for data without files.
     """
     while isinstance(dataset, DerivedDataset):
         dataset = dataset.base
-    if isinstance(dataset, ConcatDataset):
-        parts = _flat_parts(dataset)
-        return [(_label(p, i), _dataset_digest(p)) for i, p in enumerate(parts)]
-    bounds = file_bounds(dataset)
-    if bounds is None or len(bounds) < 2:
-        return [(_label(dataset, 0), _dataset_digest(dataset))]
-    source = tuple(dataset.source)
-    labels = [redact(s) for s in source] if len(source) == len(bounds) - 1 else [
-        f"part {i}" for i in range(len(bounds) - 1)]
-    return [(labels[i], _values_digest(dataset, int(bounds[i]), int(bounds[i + 1])))
-            for i in range(len(bounds) - 1)]
+    workers = _workers()
+    with ThreadPoolExecutor(workers, thread_name_prefix="lstm_data-digest") as pool:
+        hash_with = _Threads(pool, workers)
+        if isinstance(dataset, ConcatDataset):
+            return [(_label(p), _dataset_digest(p, hash_with)) for p in _flat_parts(dataset)]
+        bounds = file_bounds(dataset)
+        if bounds is None or len(bounds) < 2:
+            return [(_label(dataset), _dataset_digest(dataset, hash_with))]
+        source = tuple(dataset.source)
+        labels = [redact(s) for s in source] if len(source) == len(bounds) - 1 else [""] * (len(bounds) - 1)
+        return [(labels[i], _values_digest(dataset, int(bounds[i]), int(bounds[i + 1]), hash_with))
+                for i in range(len(bounds) - 1)]
+
+
+class _Threads(NamedTuple):
+    """The threads that hash pieces of a stream, and how many there are."""
+
+    pool: Executor | None = None
+    workers: int = 1
+
+    def hasher(self) -> "_Hasher":
+        return _Hasher(self.pool, self.workers)
+
+
+def _workers() -> int:
+    """Threads for hashing: the cores this process may run on, at most :data:`_MAX_THREADS`."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, _MAX_THREADS))
 
 
 def _flat_parts(dataset: Dataset) -> list[Dataset]:
@@ -77,17 +101,18 @@ def _flat_parts(dataset: Dataset) -> list[Dataset]:
     return [p for d in dataset.datasets for p in _flat_parts(d)]
 
 
-def _label(part: Dataset, i: int) -> str:
-    return redact(", ".join(part.source)) if part.source else f"part {i}"
+def _label(part: Dataset) -> str:
+    return redact(", ".join(part.source))
 
 
-def _dataset_digest(part: Dataset) -> str:
+def _dataset_digest(part: Dataset, threads: _Threads) -> str:
     files = _local_files(part)
     if files is None:
-        return _values_digest(part, 0, len(part))
+        return _values_digest(part, 0, len(part), threads)
     h = hashlib.sha256()
     for path in files:
-        h.update(file_digest(path).encode())
+        h.update(os.path.relpath(path, part.source[0]).encode() + b"\0")  # a directory's files by name
+        h.update(file_digest(path, threads).encode())
     return h.hexdigest()[:_HEX]
 
 
@@ -106,18 +131,20 @@ def _local_files(part: Dataset) -> list[str] | None:
     return files
 
 
-def file_digest(path: str) -> str:
+def file_digest(path: str, threads: _Threads = _Threads()) -> str:
     """The digest of a file's name (relative to nothing: as given) and bytes, kept per (path, size, mtime, inode).
 
     Parameters
     ----------
     path
         A local file.
+    threads
+        Threads that hash its pieces (none: this one).
 
     Returns
     -------
     str
-        Hex digits of its SHA-256.
+        Hex digits of its digest.
     """
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino)
@@ -125,34 +152,32 @@ def file_digest(path: str) -> str:
         kept = _cache.get(key)
     if kept is not None:
         return kept
-    h = hashlib.sha256()
-    buffer = bytearray(_READ_BYTES)
-    view = memoryview(buffer)
+    h = threads.hasher()
     with open(path, "rb") as f:
-        while n := f.readinto(buffer):
-            h.update(view[:n])
-    digest = h.hexdigest()[:_HEX]
+        while piece := f.read(_PIECE):
+            h.feed(memoryview(piece))
+    digest = h.hexdigest()[-_HEX:]
     if time.time_ns() - st.st_mtime_ns > SETTLE_SECONDS * 1e9:
         with _cache_lock:
             _cache[key] = digest
     return digest
 
 
-def _values_digest(dataset: Dataset, lo: int, hi: int) -> str:
+def _values_digest(dataset: Dataset, lo: int, hi: int, threads: _Threads) -> str:
     """The digest of the values of rows ``lo .. hi - 1``: every scalar column, then every group's
     values and row lengths (the same whether read whole or in runs of rows)."""
     whole = dataset.in_ram
     step = max(hi - lo, 1) if whole else _READ_ROWS
     digests = []
     for name in dataset.scalar_names:
-        h = _Hasher()
+        h = threads.hasher()
         column = dataset.scalar(name) if whole else None
         for a in range(lo, hi, step):
             b = min(a + step, hi)
             h.update(column[a:b] if column is not None else dataset.scalar(name, slice(a, b)))
         digests.append(h.hexdigest())
     for group in dataset.groups:
-        h, lengths = _Hasher(), _Hasher()
+        h, lengths = threads.hasher(), threads.hasher()
         if whole:
             values, offsets = dataset.ragged(group)
             h.update(values[int(offsets[lo]):int(offsets[hi])])
@@ -166,18 +191,65 @@ def _values_digest(dataset: Dataset, lo: int, hi: int) -> str:
     return hashlib.sha256(" ".join(digests).encode()).hexdigest()[:_HEX]
 
 
-class _Hasher:
-    """SHA-256 of the bytes of arrays fed one after another, and of their dtypes."""
+def _bulk() -> Any:
+    """The hash of bulk bytes: SHA-1, about twice as fast as SHA-256 and ample against accidental change."""
+    return hashlib.sha1(usedforsecurity=False)
 
-    def __init__(self) -> None:
-        self._h = hashlib.sha256()
+
+def _piece_digest(piece: memoryview) -> bytes:
+    h = _bulk()
+    h.update(piece)
+    digest: bytes = h.digest()
+    return digest
+
+
+class _Hasher:
+    """The digest of a stream of bytes (arrays' bytes and their dtypes) cut in pieces of :data:`_PIECE` bytes.
+
+    Each whole piece is hashed on its own, on ``pool``'s threads when given (hashlib lets go of
+    the GIL), at most :data:`_PENDING` pieces a thread ahead; the digest is that of the pieces'
+    digests, the last partial piece's and the length: the same however the stream is fed.
+    """
+
+    def __init__(self, pool: Executor | None = None, workers: int = 1) -> None:
+        self._pool, self._workers = pool, workers
+        self._pieces: list[Future[bytes] | bytes] = []
+        self._h = _bulk()
+        self._filled = self._length = 0
         self._dtypes: list[str] = []
 
     def update(self, array: np.ndarray) -> None:
         array = np.ascontiguousarray(array)  # no copy when it is contiguous
         if array.dtype.str not in self._dtypes:
             self._dtypes.append(array.dtype.str)
-        self._h.update(memoryview(array).cast("B"))
+        self.feed(array.reshape(-1).view(np.uint8).data)
+
+    def feed(self, data: memoryview) -> None:
+        i, n = 0, len(data)
+        self._length += n
+        while i < n:
+            if self._filled == 0 and n - i >= _PIECE and self._pool is not None:
+                self._wait_for_room()
+                self._pieces.append(self._pool.submit(_piece_digest, data[i:i + _PIECE]))
+                i += _PIECE
+                continue
+            take = min(n - i, _PIECE - self._filled)
+            self._h.update(data[i:i + take])
+            self._filled += take
+            i += take
+            if self._filled == _PIECE:
+                self._pieces.append(self._h.digest())
+                self._h, self._filled = _bulk(), 0
+
+    def _wait_for_room(self) -> None:
+        pending = [p for p in self._pieces if isinstance(p, Future) and not p.done()]
+        if len(pending) >= _PENDING * self._workers:
+            pending[0].result()
 
     def hexdigest(self) -> str:
-        return ",".join(self._dtypes) + ":" + self._h.hexdigest()
+        h = hashlib.sha256(str(self._length).encode())
+        for piece in self._pieces:
+            h.update(piece.result() if isinstance(piece, Future) else piece)
+        if self._filled:
+            h.update(self._h.digest())
+        return ",".join(self._dtypes) + ":" + h.hexdigest()

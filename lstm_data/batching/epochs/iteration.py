@@ -149,7 +149,7 @@ class EpochIteration:
 
     def _legacy_identities(self, state_format: int) -> set[str]:
         """The identity digests this sequence had in an earlier state format (by default: as now)."""
-        return {self._state_identity().get("identity")}
+        return {str(self._state_identity().get("identity"))}
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
         """What of the data differs from the data ``state`` was saved with, where it is known (none by default)."""
