@@ -2,9 +2,12 @@
 
 :meth:`Batches.state_dict` records the settings that decide the batches by name
 (so a refused state names the setting that differs) and one digest of the spec,
-those settings and a fingerprint of the data. Rank, world size, worker count and
-the number of batches of an epoch are left out: they may change between a save
-and a resume.
+those settings and the data: a fingerprint of its first and last rows and, from
+format 3, the digest of every value of each file part
+(:mod:`~lstm_data.batching.epochs.data_digest`), recorded one by one too so a
+refused state names the file. Rank, world size, worker count and the number of
+batches of an epoch are left out: they may change between a save and a resume.
+A state of an earlier format is checked by that format's recipe (:data:`_RECIPES`).
 """
 from __future__ import annotations
 
