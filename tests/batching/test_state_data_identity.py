@@ -188,3 +188,18 @@ def test_a_digest_is_the_same_however_its_bytes_are_fed(monkeypatch):
     other = data_digest._Hasher()
     other.update(edited)
     assert other.hexdigest() != digest
+
+
+def test_a_per_file_value_changed_for_the_middle_file_names_it(tmp_path):
+    paths = [tmp_path / f"{name}.csv" for name in "abc"]
+    for i, path in enumerate(paths):
+        _write_csv(path, 40 + i)
+    spec = CSV_SPEC.replace(targets={"target": Scalars(["trueE"]), "kind": Scalars(["kind"])})
+
+    def opened(middle: float):
+        return lstm_data.open(paths, file_values={"kind": {"*a.csv": 0.0, "*b.csv": middle, "*c.csv": 2.0}})
+
+    state = _saved_state(opened(1.0), spec)
+    Batches(opened(1.0), spec, ORDER).load_state_dict(state)
+    with pytest.raises(OptionError, match=re.escape(f"the data of {paths[1]} (file part 2 of 3) differ")):
+        Batches(opened(5.0), spec, ORDER).load_state_dict(state)

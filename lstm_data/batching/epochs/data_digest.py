@@ -69,7 +69,8 @@ def part_digests(dataset: Dataset) -> list[tuple[str, str]]:
     with ThreadPoolExecutor(workers, thread_name_prefix="lstm_data-digest") as pool:
         hash_with = _Threads(pool, workers)
         if isinstance(dataset, ConcatDataset):
-            return [(_label(p), _dataset_digest(p, hash_with)) for p in _flat_parts(dataset)]
+            return [(_label(p), _with_values(_dataset_digest(p, hash_with), per_file))
+                    for p, per_file in _flat_parts(dataset, {})]
         bounds = file_bounds(dataset)
         if bounds is None or len(bounds) < 2:
             return [(_label(dataset), _dataset_digest(dataset, hash_with))]
@@ -95,10 +96,19 @@ def _workers() -> int:
     return max(1, min(cores, _MAX_THREADS))
 
 
-def _flat_parts(dataset: Dataset) -> list[Dataset]:
+def _flat_parts(dataset: Dataset, per_file: dict[str, str]) -> list[tuple[Dataset, dict[str, str]]]:
+    """The parts of several files, each with its per-file columns' values (``ConcatDataset.part_values``)."""
     if not isinstance(dataset, ConcatDataset):
-        return [dataset]
-    return [p for d in dataset.datasets for p in _flat_parts(d)]
+        return [(dataset, per_file)]
+    return [p for i, d in enumerate(dataset.datasets) for p in _flat_parts(
+        d, {**per_file, **{name: repr(values[i].item()) for name, values in dataset.part_values.items()}})]
+
+
+def _with_values(digest: str, per_file: dict[str, str]) -> str:
+    """A part's digest with the values its per-file columns give its rows."""
+    if not per_file:
+        return digest
+    return hashlib.sha256((digest + repr(sorted(per_file.items()))).encode()).hexdigest()[:_HEX]
 
 
 def _label(part: Dataset) -> str:
