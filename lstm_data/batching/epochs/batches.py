@@ -33,7 +33,9 @@ from lstm_data.batching.spec.derived import mark_applied
 from lstm_data.batching.spec.sizes import check_batch_bytes
 from lstm_data.batching.order.bucket_lengths import bucket_widths
 from lstm_data.batching.epochs.iteration import EpochIteration
-from lstm_data.batching.epochs.identity import data_fingerprint, identity_digest, legacy_digests, order_settings
+from lstm_data.batching.epochs.data_digest import part_digests
+from lstm_data.batching.epochs.identity import (data_fingerprint, full_data, identity_digest, legacy_digests,
+                                                order_settings)
 from lstm_data.batching.epochs.legacy_options import legacy_options
 from lstm_data.batching.epochs.weights import freeze_batch, resolve_weights
 from lstm_data.batching.order.options import Order
@@ -48,6 +50,13 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = ["Batches"]
+
+
+def _part_name(label: str, i: int, n: int) -> str:
+    """``the data of FILE (file part i + 1 of n)``, or of ``part i + 1 of n`` of data without files."""
+    if label:
+        return f"the data of {label} (file part {i + 1} of {n})"
+    return "the data" if n == 1 else f"the data of part {i + 1} of {n}"
 
 
 class Batches(EpochIteration):
@@ -174,7 +183,8 @@ class Batches(EpochIteration):
         """Objects that are rebuilt, not pickled: builder, locks, plans, caches."""
         self._lock = threading.Lock()
         forksafe.register(self)
-        self._identity_digest: str | None = None  # made at the first state_dict
+        self._identity: tuple[str, list[str]] | None = None  # made at the first state_dict
+        self._parts: list[tuple[str, str]] | None = None  # each file part's label and digest
         self._target_names = self.spec.target_names
         self._builder = BatchBuilder(self.dataset, self.fields, nan_to=self.nan_to,
                                      pad_to_multiple_of=self.spec.pad_to_multiple_of)
@@ -686,19 +696,37 @@ class Batches(EpochIteration):
         super().load_state_dict(state)
 
     def _state_identity(self) -> dict[str, Any]:
-        """The order's settings by name, the rows, and one digest of spec, settings and data
-        (rank, world size, workers and the epoch's batch count are left out)."""
+        """The order's settings by name, the rows, one digest of spec, settings and data, and the digest
+        of each file part's values (rank, world size, workers and the epoch's batch count are left out)."""
         settings = order_settings(self.order)
-        digest = self._identity_digest
-        if digest is None:
-            digest = identity_digest(self.spec, settings, data_fingerprint(self.dataset, self._view))
-            self._identity_digest = digest
-        return {**settings, "n_rows": self.n_rows, "identity": digest}
+        if self._identity is None:
+            parts = [digest for _, digest in self._data_parts()]
+            sampled = data_fingerprint(self.dataset, self._view)
+            self._identity = (identity_digest(self.spec, settings, full_data(sampled, parts)), parts)
+        digest, parts = self._identity
+        return {**settings, "n_rows": self.n_rows, "identity": digest, "data_parts": list(parts)}
+
+    def _data_parts(self) -> list[tuple[str, str]]:
+        """Each file part's label and the digest of its values (see :mod:`.data_digest`), made once."""
+        if self._parts is None:
+            self._parts = part_digests(self.dataset)
+        return self._parts
 
     def _legacy_identities(self, state_format: int) -> set[str]:
-        """The identity digests these batches had in an older state format."""
+        """The identity digests these batches had in an earlier state format (read by its own recipe)."""
         return legacy_digests(self.spec, order_settings(self.order), data_fingerprint(self.dataset, self._view),
                               state_format)
+
+    def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
+        """The file parts whose values differ from those ``state`` was saved with."""
+        saved = state.get("data_parts")
+        parts = self._data_parts()
+        if not isinstance(saved, (list, tuple)) or len(saved) != len(parts):
+            return []
+        n = len(parts)
+        return [f"{_part_name(label, i, n)} differ from those the state was saved with (the identity digest of "
+                "their values does not match)" for i, ((label, digest), old) in enumerate(zip(parts, saved))
+                if digest != old]
 
     def __repr__(self) -> str:
         return (f"Batches({len(self)} batches of {self.batch_size}, {self.n_rows} rows, "

@@ -2,15 +2,18 @@
 
 :meth:`Batches.state_dict` records the settings that decide the batches by name
 (so a refused state names the setting that differs) and one digest of the spec,
-those settings and a fingerprint of the data. Rank, world size, worker count and
-the number of batches of an epoch are left out: they may change between a save
-and a resume.
+those settings and the data: a fingerprint of its first and last rows and, from
+format 3, the digest of every value of each file part
+(:mod:`~lstm_data.batching.epochs.data_digest`), recorded one by one too so a
+refused state names the file. Rank, world size, worker count and the number of
+batches of an epoch are left out: they may change between a save and a resume.
+A state of an earlier format is checked by that format's recipe (:data:`_RECIPES`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -18,11 +21,12 @@ from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset
 
-__all__ = ["STATE_FORMAT", "order_settings", "data_fingerprint", "identity_digest", "legacy_digests"]
+__all__ = ["STATE_FORMAT", "order_settings", "data_fingerprint", "identity_digest", "legacy_digests",
+           "full_data"]
 
 #: the format of saved states; a state without ``state_format`` is format 1 (saved before it was
-#: recorded). Format 1 digests were made of the spec without its ``version`` key.
-STATE_FORMAT = 2
+#: recorded). Each format's identity recipe is in :data:`_RECIPES`.
+STATE_FORMAT = 3
 
 #: rows read from each end of the data for its fingerprint
 _SAMPLE_ROWS = 64
@@ -66,8 +70,13 @@ def data_fingerprint(dataset: Dataset, view: np.ndarray | None) -> str:
     return h.hexdigest()[:32]
 
 
+def full_data(sampled: str, parts: list[str]) -> str:
+    """The data of a format-3 identity: the sampled fingerprint and every file part's digest of all its values."""
+    return sampled + ":" + ",".join(parts)
+
+
 def identity_digest(spec: BatchSpec, settings: dict[str, Any], data: str) -> str:
-    """One digest of the spec, the order settings and the data fingerprint."""
+    """One digest of the spec, the order settings and the data (:func:`full_data` of the data now)."""
     return _digest(spec.to_dict(), settings, data)
 
 
@@ -76,24 +85,37 @@ def _digest(spec: dict[str, Any], settings: dict[str, Any], data: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def legacy_digests(spec: BatchSpec, settings: dict[str, Any], data: str, state_format: int) -> set[str]:
-    """The digests a state of an older ``state_format`` carries for the same spec, settings and data.
+def _unversioned(spec: BatchSpec) -> dict[str, Any]:
+    plain = spec.to_dict()
+    plain.pop("version", None)
+    return plain
+
+
+#: the identity digests a state of each earlier format carries, from (spec, settings, sampled fingerprint):
+#: formats 1 and 2 bound the data by its sampled fingerprint only; format 1 was saved by releases whose spec
+#: form had no ``version`` key, and by the release that added it
+_RECIPES: dict[int, Callable[[BatchSpec, dict[str, Any], str], set[str]]] = {
+    1: lambda spec, settings, sampled: {_digest(_unversioned(spec), settings, sampled),
+                                        _digest(spec.to_dict(), settings, sampled)},
+    2: lambda spec, settings, sampled: {_digest(spec.to_dict(), settings, sampled)},
+}
+
+
+def legacy_digests(spec: BatchSpec, settings: dict[str, Any], sampled: str, state_format: int) -> set[str]:
+    """The digests a state of an earlier ``state_format`` carries for the same spec, settings and data.
 
     Parameters
     ----------
-    spec, settings, data
+    spec, settings
         What the digest is made of (:func:`identity_digest`).
+    sampled
+        The data's :func:`data_fingerprint`.
     state_format
-        The format the state was saved in (1 or more).
+        The format the state was saved in (1 up to ``STATE_FORMAT - 1``).
 
     Returns
     -------
     set of str
-        Each digest that the same batches had in that format (the current one included).
+        Each digest that the same batches had in that format.
     """
-    out = {identity_digest(spec, settings, data)}
-    if state_format < 2:  # format 1: the spec's plain form before it recorded its version
-        plain = spec.to_dict()
-        plain.pop("version", None)
-        out.add(_digest(plain, settings, data))
-    return out
+    return _RECIPES[state_format](spec, settings, sampled)

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 __all__ = ["EpochIteration"]
 
+#: the digests of a state's identity, compared as a whole, not setting by setting
+_DIGESTS = frozenset({"identity", "data_parts"})
+
 
 class EpochIteration:
     """Epoch bookkeeping and prefetching iteration shared by batch sequences.
@@ -148,14 +151,18 @@ class EpochIteration:
                               f"formats up to {STATE_FORMAT}); upgrade lstm_data to resume it")
         identity = self._state_identity()
         diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
-                 for k, v in identity.items() if k != "identity" and state.get(k) != v]
+                 for k, v in identity.items() if k not in _DIGESTS and state.get(k) != v]
         saved = state.get("identity")
-        if not diffs and saved != identity.get("identity"):
-            if fmt < STATE_FORMAT and saved in self._legacy_identities(fmt):
-                _log.info("resuming a state of format %d (saved by an earlier release) as format %d", fmt,
-                          STATE_FORMAT)
+        if not diffs and fmt < STATE_FORMAT:
+            if saved not in self._legacy_identities(fmt):
+                diffs = ["the spec or the data differ (the state's identity digest, made by the recipe of its "
+                         f"format {fmt}, does not match)"]
             else:
-                diffs = ["the spec or the data differ (the state's identity digest does not match)"]
+                _log.info("resuming a state of format %d (saved by an earlier release) as format %d: its data were "
+                          "checked by the recipe of format %d", fmt, STATE_FORMAT, fmt)
+        elif not diffs and saved != identity.get("identity"):
+            diffs = self._data_differences(state) or [
+                "the spec or the data differ (the state's identity digest does not match)"]
         if diffs:
             raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
 
@@ -178,8 +185,12 @@ class EpochIteration:
         return state
 
     def _legacy_identities(self, state_format: int) -> set[str]:
-        """The identity digests these batches had in an older state format (none by default)."""
-        return set()
+        """The identity digests this sequence had in an earlier state format (by default: as now)."""
+        return {str(self._state_identity().get("identity"))}
+
+    def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
+        """What of the data differs from the data ``state`` was saved with, where it is known (none by default)."""
+        return []
 
     def set_epoch(self, epoch: int) -> None:
         """Jump to ``epoch`` (e.g. in a torch loop or to resume a run).

@@ -93,6 +93,8 @@ class Shardable(Protocol):
 
     def migrate_state(self, state: Any) -> Any: ...
 
+    def _data_differences(self, state: Mapping[str, Any]) -> list[str]: ...
+
 __all__ = ["ShardedBatches", "Shardable", "check_shard", "batch_elements", "left_out_message"]
 
 
@@ -456,6 +458,9 @@ class ShardedBatches(EpochIteration):
 
     def _legacy_identities(self, state_format: int) -> set[str]:
         return self.batches._legacy_identities(state_format)
+
+    def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
+        return self.batches._data_differences(state)
 
     def _state_identity(self) -> dict[str, Any]:
         identity = dict(self.batches._state_identity())
