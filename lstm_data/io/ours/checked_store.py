@@ -215,10 +215,10 @@ def _raw(base: Any, key: str, name: str) -> bytes | None:
 
     where = f"{name}/{key}"
 
-    def check(size: int) -> None:
+    def check(size: int, more: bool = False) -> None:
         if size > META_MAX_BYTES:
-            raise too_large(f"store file {key!r}", f"{size:,} bytes", META_MAX_BYTES, where,
-                            "any metadata file of a store may be")
+            raise too_large(f"store file {key!r}", f"more than {META_MAX_BYTES:,} bytes" if more else
+                            f"{size:,} bytes", META_MAX_BYTES, where, "any metadata file of a store may be")
     if isinstance(base, LocalStore):
         try:
             return read_store_file(os.path.join(str(base.root), key), what=f"store file {key!r}",
@@ -228,7 +228,7 @@ def _raw(base: Any, key: str, name: str) -> bytes | None:
     data = sync(base.get(key, default_buffer_prototype(), RangeByteRequest(0, META_MAX_BYTES + 1)))
     if data is None:
         return None
-    check(len(data))
+    check(len(data), more=True)
     return bytes(data.to_bytes())
 
 

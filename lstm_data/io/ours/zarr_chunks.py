@@ -16,9 +16,11 @@ size), e.g. a chunk copied from a store with other chunking or a truncated file,
 that fails its CRC-32C checksum (verified before decoding, as zarr's ``crc32c``
 codec does), or that the codec rejects, raises
 :class:`~lstm_data.errors.FormatError` naming the chunk file and the array. The
-size is checked against the frame header *before* decoding, because numcodecs'
+size is checked against the frame headers *before* decoding
+(:func:`~lstm_data.io.plumbing.frames.check_decoded_size`), because numcodecs'
 ``decode(out=)`` accepts a frame shorter than ``out`` and leaves the rest of
-``out`` as it was. A decoder verifies a chunk file's checksum the first time it
+``out`` as it was, and a Zstd frame that declares no size would otherwise be
+inflated whole, however large, before it could be counted. A decoder verifies a chunk file's checksum the first time it
 reads it and again whenever the file changes (inode, size, modification or
 change time); re-reads of the unchanged file skip it, so random batches, which
 read each chunk many times per epoch, pay for the checksum once per chunk. In a
@@ -51,6 +53,7 @@ import numpy as np
 
 from lstm_data._util import forksafe
 from lstm_data.errors import FormatError
+from lstm_data.io.ours.store_bounds import stored_bound
 from lstm_data.io.ours.store_files import read_store_file
 from lstm_data.io.plumbing.frames import FrameError, check_decoded_size
 
@@ -123,9 +126,8 @@ def _zstd_decoder() -> Callable[[bytes, np.ndarray], None]:
     codec = Zstd()
 
     def decode(raw: bytes, out: np.ndarray) -> None:
-        if check_decoded_size("zstd", raw, out.nbytes, _records(out)):  # declared: numcodecs decodes
-            # into out, refusing more
-            codec.decode(raw, out=out)
+        if check_decoded_size("zstd", raw, out.nbytes, _records(out)):
+            codec.decode(raw, out=out)  # declared sizes: numcodecs decodes into out, refusing more
             return
         data = np.frombuffer(codec.decode(raw), dtype=np.uint8)  # bounded above: then checked, copied
         _check_size(data.nbytes, out)
@@ -259,7 +261,7 @@ class ChunkDecoder:
         self._verified: dict[int, tuple[int, int, int, int]] = {}
         self._chunk_bytes = self.chunk_len * int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
         #: the largest chunk file an encoding we decode makes (raw, Blosc, Zstd; and a checksum)
-        self._max_bytes = self._chunk_bytes + self._chunk_bytes // 64 + 4096
+        self._max_bytes = stored_bound(self._chunk_bytes)
 
     @classmethod
     def for_array(cls, array: zarr.Array[Any], *, fill_missing: bool = True,
