@@ -56,18 +56,31 @@ def with_crc32c(frame: bytes) -> bytes:
     return frame + int(google_crc32c.value(frame)).to_bytes(4, "little")
 
 
+#: the peak RSS of this process in KiB: ``VmHWM`` of its own memory map (``ru_maxrss`` is not: Linux
+#: carries the parent's peak across ``exec``, so a child of a large test process would report it)
+_PEAK = """
+def _peak_kb():
+    try:
+        with open('/proc/self/status') as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith('VmHWM:'))
+    except (OSError, StopIteration):
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+"""
+
+
 def run_measured(code: str, timeout: float = 60) -> dict[str, Any]:
     """Run ``code`` in a fresh Python process; returns what it raised and its peak RSS.
 
     Keys: ``error`` (the exception's class name, or ``None``), ``ours`` (a FormatError or RemoteError),
     ``message``, ``file``, ``url`` and ``peak_mb``.
     """
-    script = ("import json, resource\nfrom lstm_data.errors import FormatError, RemoteError\nout = {'error': None}\n"
+    script = (_PEAK + "import json\nfrom lstm_data.errors import FormatError, RemoteError\nout = {'error': None}\n"
               "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") +
               "\nexcept Exception as exc:\n"
               "    out.update(error=type(exc).__name__, ours=isinstance(exc, (FormatError, RemoteError)), message=str(exc),\n"
               "               file=getattr(exc, 'file', None), url=getattr(exc, 'url', None))\n"
-              "out['peak_mb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+              "out['peak_mb'] = _peak_kb() / 1024\n"
               "print(json.dumps(out))\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout)
