@@ -46,7 +46,8 @@ def blosc_bomb(n: int) -> bytes:
     data = one[int.from_bytes(one[16:20], "little"):]  # the one block's streams
     k = n // block
     body = (16 + 4 * k).to_bytes(4, "little") * k + data  # every block starts at that one
-    return one[:4] + n.to_bytes(4, "little") + block.to_bytes(4, "little") + (16 + len(body)).to_bytes(4, "little") + body
+    sizes = n.to_bytes(4, "little") + block.to_bytes(4, "little") + (16 + len(body)).to_bytes(4, "little")
+    return one[:4] + sizes + body
 
 
 def with_crc32c(frame: bytes) -> bytes:
@@ -78,7 +79,8 @@ def run_measured(code: str, timeout: float = 60) -> dict[str, Any]:
     script = (_PEAK + "import json\nfrom lstm_data.errors import FormatError, RemoteError\nout = {'error': None}\n"
               "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") +
               "\nexcept Exception as exc:\n"
-              "    out.update(error=type(exc).__name__, ours=isinstance(exc, (FormatError, RemoteError)), message=str(exc),\n"
+              "    out.update(error=type(exc).__name__, ours=isinstance(exc, (FormatError, RemoteError)),\n"
+              "               message=str(exc),\n"
               "               file=getattr(exc, 'file', None), url=getattr(exc, 'url', None))\n"
               "out['peak_mb'] = _peak_kb() / 1024\n"
               "print(json.dumps(out))\n")

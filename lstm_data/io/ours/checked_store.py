@@ -40,7 +40,7 @@ from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError
 from lstm_data.io.ours.layout import every_chunk_stored
 from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, crc32c, split_key
-from lstm_data.io.ours.store_bounds import META_MAX_BYTES, ChunkForm, chunk_form, stored_bound, too_large
+from lstm_data.io.ours.store_bounds import META_MAX_BYTES, ChunkForm, chunk_form, read_meta_file, stored_bound, too_large
 from lstm_data.io.ours.store_files import look_at, read_store_file
 from lstm_data.io.plumbing.remote import is_url, remote_filesystem, url_credentials
 from lstm_data.io.plumbing.remote_errors import TRANSPORT_ERRORS, RemoteSettings
@@ -205,33 +205,6 @@ class CheckedStore(WrapperStore[Store]):
         return check
 
 
-def _raw(base: Any, key: str, name: str) -> bytes | None:
-    """The bytes of metadata file ``key`` of the store ``base`` (a local one's looked at first), or
-    ``None``; one larger than :data:`META_MAX_BYTES` is refused unread."""
-    from zarr.abc.store import RangeByteRequest
-    from zarr.core.buffer import default_buffer_prototype
-    from zarr.core.sync import sync
-    from zarr.storage import LocalStore
-
-    where = f"{name}/{key}"
-
-    def check(size: int, more: bool = False) -> None:
-        if size > META_MAX_BYTES:
-            raise too_large(f"store file {key!r}", f"more than {META_MAX_BYTES:,} bytes" if more else
-                            f"{size:,} bytes", META_MAX_BYTES, where, "any metadata file of a store may be")
-    if isinstance(base, LocalStore):
-        try:
-            return read_store_file(os.path.join(str(base.root), key), what=f"store file {key!r}",
-                                   file=where, check_size=check)[0]
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
-    data = sync(base.get(key, default_buffer_prototype(), RangeByteRequest(0, META_MAX_BYTES + 1)))
-    if data is None:
-        return None
-    check(len(data), more=True)
-    return bytes(data.to_bytes())
-
-
 #: what tells one store at a path from another written there: the CRC-32C of its root
 #: ``zarr.json`` and of its manifest file (``None`` without one)
 Token = tuple[int, "int | None"]
@@ -256,8 +229,8 @@ def store_token(path: Any, name: str, remote: RemoteSettings | None = None) -> T
     """
     base = base_store(path, remote)
     try:
-        root = _raw(base, "zarr.json", name)
-        manifest = _raw(base, MANIFEST_FILE, name)
+        root = read_meta_file(base, "zarr.json", name)
+        manifest = read_meta_file(base, MANIFEST_FILE, name)
     except Exception:  # noqa: BLE001 - unreadable now (removed, refused, a server's error): no token
         return None
     if root is None:
@@ -317,7 +290,7 @@ def open_checked(path: Any, name: str, remote: RemoteSettings | None = None) -> 
     base = base_store(path, remote)
     manifest_file = MANIFEST_FILE
     try:
-        raw = _raw(base, manifest_file, name)
+        raw = read_meta_file(base, manifest_file, name)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raw = None
     except FormatError:

@@ -11,19 +11,22 @@
   (:func:`~lstm_data.io.plumbing.frames.check_decoded_size`), so a chunk replaced by
   a compression bomb is refused before a byte of it is inflated.
 
-:func:`chunk_form` reads what a chunk must hold from an array's ``zarr.json``.
+:func:`chunk_form` reads what a chunk must hold from an array's ``zarr.json``;
+:func:`read_meta_file` reads a metadata file to its bound.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
 
 from lstm_data.errors import FormatError
+from lstm_data.io.ours.store_files import read_store_file
 from lstm_data.io.plumbing.frames import FrameError, check_decoded_size
 
-__all__ = ["META_MAX_BYTES", "ChunkForm", "chunk_form", "stored_bound", "too_large"]
+__all__ = ["META_MAX_BYTES", "ChunkForm", "chunk_form", "stored_bound", "too_large", "read_meta_file"]
 
 #: the largest metadata file read when no manifest records its size
 META_MAX_BYTES = 64 << 20
@@ -92,3 +95,31 @@ def chunk_form(meta: Any) -> ChunkForm | None:
     if codec not in _COMPRESSORS or min(shape, default=1) < 0:
         return None
     return ChunkForm(int(np.prod(shape, dtype=np.int64)) * itemsize, str(codec), trailer)
+
+
+def read_meta_file(base: Any, key: str, name: str) -> bytes | None:
+    """The bytes of metadata file ``key`` of the zarr store ``base`` (a local one's looked at first,
+    see :func:`~lstm_data.io.ours.store_files.read_store_file`), or ``None`` when there is none; one
+    larger than :data:`META_MAX_BYTES` is refused unread (``name``: the store, in errors)."""
+    from zarr.abc.store import RangeByteRequest
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+    from zarr.storage import LocalStore
+
+    where = f"{name}/{key}"
+
+    def check(size: int, more: bool = False) -> None:
+        if size > META_MAX_BYTES:
+            raise too_large(f"store file {key!r}", f"more than {META_MAX_BYTES:,} bytes" if more else
+                            f"{size:,} bytes", META_MAX_BYTES, where, "any metadata file of a store may be")
+    if isinstance(base, LocalStore):
+        try:
+            return read_store_file(os.path.join(str(base.root), key), what=f"store file {key!r}",
+                                   file=where, check_size=check)[0]
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+    data = sync(base.get(key, default_buffer_prototype(), RangeByteRequest(0, META_MAX_BYTES + 1)))
+    if data is None:
+        return None
+    check(len(data), more=True)
+    return bytes(data.to_bytes())
