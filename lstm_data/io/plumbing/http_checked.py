@@ -284,7 +284,18 @@ class CheckedHTTPFileSystem(HTTPFileSystem):  # type: ignore[misc] # fsspec is u
         return list(results)  # type: ignore[arg-type] # no exception left
 
     async def _size(self, url: str, **kwargs: Any) -> int:
-        return await self._retried(url, lambda: self._size_once(url, kwargs))
+        return await self._retried(url, lambda: self._size_timed(url, kwargs))
+
+    async def _size_timed(self, url: str, kwargs: dict[str, Any]) -> int:
+        """:meth:`_size_once` within the deadline of an answer of one byte (see the module)."""
+        answer = _Answer(url, asyncio.get_running_loop().time(), self.settings, _Range(0, 1))
+        try:
+            async with asyncio.timeout_at(answer.deadline()) as answer.scope:
+                return await self._size_once(url, kwargs)
+        except TimeoutError:
+            if answer.scope is not None and answer.scope.expired():
+                raise answer.too_slow(asyncio.get_running_loop().time()) from None
+            raise
 
     async def _size_once(self, url: str, kwargs: dict[str, Any]) -> int:
         """The file's size from the answer to its first byte (HEAD is not asked: presigned URLs refuse it)."""
