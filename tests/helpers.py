@@ -131,20 +131,21 @@ def as_old_zarr_store(path: Any) -> Path:
 def without_manifest(path: Any) -> Path:
     """Make a zarr store written now look like one written before manifests: drop the manifest
     group and the root attribute that records it (and, in a batch store, the requirement of a
-    manifest in its metadata)."""
+    manifest in its metadata, and in a dataset in its layout)."""
     import shutil
 
     import zarr
 
-    from lstm_data.io.ours.layout import BATCH_STORE_ATTR
+    from lstm_data.io.ours.layout import BATCH_STORE_ATTR, LAYOUT_ATTR
     from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY
 
     shutil.rmtree(Path(path) / MANIFEST_KEY)
     root = zarr.open_group(str(path), mode="r+")
     del root.attrs[MANIFEST_ATTR]
-    meta = root.attrs.get(BATCH_STORE_ATTR)
-    if isinstance(meta, dict) and "requires" in meta:
-        root.attrs[BATCH_STORE_ATTR] = {k: v for k, v in meta.items() if k != "requires"}
+    for attr in (BATCH_STORE_ATTR, LAYOUT_ATTR):
+        meta = root.attrs.get(attr)
+        if isinstance(meta, dict) and "requires" in meta:
+            root.attrs[attr] = {k: v for k, v in meta.items() if k != "requires"}
     return Path(path)
 
 

@@ -36,10 +36,10 @@ option               meaning                                                    
 ``file_values``      scalar columns taken from the file, not its rows: name ->    every format (open)
                      ``"index"`` (the file's position) or ``{glob: number}``
                      (a label or weight per path pattern; first match wins)
-``connect_timeout``  seconds to wait for a connection to a server (default 10)  zarr, parquet, root (URLs)
-``read_timeout``     seconds to wait for each piece of a server's answer         zarr, parquet, root (URLs)
+``connect_timeout``  seconds to wait for a connection to a server (default 10)  zarr, parquet, root, batch stores (URLs)
+``read_timeout``     seconds to wait for each piece of a server's answer         zarr, parquet, root, batch stores (URLs)
                      (default 30): a server that stalls is an error
-``retries``          times a read at a URL is asked again after an HTTP 5xx, a   zarr, parquet, root (URLs)
+``retries``          times a read at a URL is asked again after an HTTP 5xx, a   zarr, parquet, root, batch stores (URLs)
                      reset or an answer cut short (default 3; 0: never)
 ``max_line_bytes``   the longest CSV line (or quoted record), in bytes (default  csv
                      64 MiB): a longer one is a ParseError naming its line
@@ -380,7 +380,7 @@ READER_OPTIONS: dict[str, frozenset[str]] = {
     "zarr": frozenset({"dtype", "max_run_chunks", *REMOTE_OPTIONS}),
     "l5kit": frozenset({"dtype", "parent", "relations", "cache_chunks"}),
     #: precomputed batch stores (``open_batches``), not a reader of ``open``
-    "batch store": frozenset({"trust_unchecked"}),
+    "batch store": frozenset({"trust_unchecked", *REMOTE_OPTIONS}),
 }
 
 #: keyword spellings of earlier releases -> the option that replaced them

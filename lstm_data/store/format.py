@@ -22,7 +22,8 @@ from lstm_data._util.confined import check_plain_name
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.errors import FormatError
-from lstm_data.io.ours.checked_store import MANIFEST_FILE
+from lstm_data.io.ours.manifest import REQUIRES
+from lstm_data.io.ours.manifest import check_requires as check_requires_of
 from lstm_data.io.ours.layout import BATCH_STORE_ATTR
 
 __all__ = ["STORE_FORMAT", "STORE_VERSION", "ATTR", "fingerprint", "flat_outputs", "StoreMismatchError",
@@ -32,9 +33,6 @@ STORE_FORMAT = "lstm_data.batches"
 STORE_VERSION = 1
 #: root attribute holding the metadata mapping (the io layer knows it, to refuse opening a store as data)
 ATTR = BATCH_STORE_ATTR
-#: what every store written now requires of its reader, in the metadata every reader reads
-#: first: ``"manifest"``, its manifest (``_lstm_data_manifest``) is there and checks every file
-REQUIRES = ("manifest",)
 #: rows whose ragged values are hashed per read (bounds the memory of hashing on-disk data)
 _HASH_ROWS = 1 << 16
 #: changes when the hashed content changes, so a store fingerprinted another way never matches
@@ -68,10 +66,7 @@ def check_requires(meta: Mapping[str, Any], *, has_manifest: bool, name: str) ->
     """Raise :class:`~lstm_data.errors.FormatError` unless the store can be read as it requires.
 
     ``meta["requires"]`` (absent in stores written before it) lists what the reader
-    must find and check. A store that requires its manifest but has none lost it
-    (deleted with its root attribute, to read chunks moved or swapped unchecked, or
-    by accident): refused, naming what is missing. A requirement this release does
-    not know (a store of a newer lstm_data) is refused too.
+    must find and check (see :func:`lstm_data.io.ours.manifest.check_requires`).
 
     Parameters
     ----------
@@ -82,20 +77,8 @@ def check_requires(meta: Mapping[str, Any], *, has_manifest: bool, name: str) ->
     name
         The store, for messages.
     """
-    requires = meta.get("requires", [])
-    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
-        raise FormatError(f"damaged batch store metadata: 'requires' is {requires!r}, not a list of "
-                          "names", file=name)
-    unknown = sorted(set(requires) - set(REQUIRES))
-    if unknown:
-        raise FormatError(f"the store requires {', '.join(map(repr, unknown))}, which this lstm_data "
-                          "does not know (written by a newer lstm_data); upgrade lstm_data", file=name)
-    if "manifest" in requires and not has_manifest:
-        raise FormatError(f"the store's manifest ({MANIFEST_FILE}) is missing, but its metadata "
-                          "('requires' of the root attribute lstm_data_batches) records that it was "
-                          "written with one: it was deleted or lost, so moved, swapped or foreign "
-                          "chunks and edited metadata would go undetected; refused. Recompute the "
-                          "store (lstm-data precompute --overwrite)", file=name)
+    check_requires_of(meta.get("requires"), has_manifest=has_manifest, name=name, attribute=ATTR,
+                      redo="Recompute the store (lstm-data precompute --overwrite)")
 
 
 class StoreMismatchError(ValueError):

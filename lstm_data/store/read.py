@@ -54,11 +54,14 @@ __all__ = ["open_batches", "PrecomputedBatches", "read_metadata", "stored_node"]
 N = TypeVar("N", zarr.Array[Any], zarr.Group)
 
 
-def _open_store(path: str | os.PathLike[str]) -> tuple[dict[str, Any], zarr.Group, Manifest | None]:
+def _open_store(path: str | os.PathLike[str], read: ReadOptions | None = None
+                ) -> tuple[dict[str, Any], zarr.Group, Manifest | None]:
     """``(recorded metadata, root group, manifest or None)`` of the store at ``path``, its
-    metadata and what it requires checked (see :func:`read_metadata`)."""
+    metadata and what it requires checked (see :func:`read_metadata`); a store at a URL is read
+    with the timeouts and retries of ``read``."""
+    remote = (read or ReadOptions()).remote_settings()
     if is_url(path):
-        remote_format(str(path))  # a zarr v3 root, or FileNotFoundError / FormatError
+        remote_format(str(path), remote)  # a zarr v3 root, or FileNotFoundError / FormatError
         p: str | Path = str(path)
     else:
         p = Path(path)
@@ -68,7 +71,7 @@ def _open_store(path: str | os.PathLike[str]) -> tuple[dict[str, Any], zarr.Grou
                                   "lstm-data precompute", file=str(p))
             raise FileNotFoundError(f"no precomputed batch store at {p}")
     name = redact(p)
-    root, manifest = open_checked(str(p), name)
+    root, manifest = open_checked(str(p), name, remote)
     meta = root.attrs.get(ATTR)
     if not (isinstance(meta, dict) and meta.get("format") == STORE_FORMAT):
         raise FormatError(f"{name} is a zarr store but not a precomputed batch store", file=name)
@@ -84,8 +87,9 @@ def stored_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) and meta.get("format") == STORE_FORMAT else None
 
 
-def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The recorded metadata of the store at ``path``.
+def read_metadata(path: str | os.PathLike[str], read: ReadOptions | None = None) -> dict[str, Any]:
+    """The recorded metadata of the store at ``path`` (at a URL: read with the timeouts and retries
+    of ``read``, a :class:`~lstm_data.io.read_options.ReadOptions`).
 
     Raises
     ------
@@ -96,7 +100,7 @@ def read_metadata(path: str | os.PathLike[str]) -> dict[str, Any]:
         that requires its manifest without one (see
         :func:`~lstm_data.store.format.check_requires`).
     """
-    return _open_store(path)[0]
+    return _open_store(path, read)[0]
 
 
 def stored_node(root: zarr.Group, key: str, kind: type[N], name: str) -> N:
@@ -127,7 +131,8 @@ class PrecomputedBatches(StoreEpochs):
         (``shuffle=`` is its deprecated spelling).
     read
         How the store is read: of :class:`~lstm_data.io.read_options.ReadOptions`,
-        ``trust_unchecked`` applies.
+        ``trust_unchecked`` applies, and for a store at a URL ``connect_timeout``,
+        ``read_timeout`` and ``retries``.
 
     Raises
     ------
@@ -159,7 +164,7 @@ class PrecomputedBatches(StoreEpochs):
             permute = renamed_keywords("PrecomputedBatches", old, _RENAMED, strict=True)["permute"]
         self.path = str(path)
         self.read = _store_options(read, redact(self.path))
-        self.meta, root, manifest = _open_store(path)
+        self.meta, root, manifest = _open_store(path, self.read)
         # with bucketing, the spec the batches were built with (its bucketed group padded per batch)
         self.spec = BatchSpec.from_dict(self.meta.get("batch_spec") or self.meta["spec"], source=redact(self.path))
         self.batch_size = int(self.meta["batch_size"])
@@ -242,7 +247,7 @@ class PrecomputedBatches(StoreEpochs):
         handle opened (written anew, or removed): a failed read then says nothing of damage."""
         if self._token is None:  # not known at open: nothing to compare
             return
-        now = store_token(self.path, self.name)
+        now = store_token(self.path, self.name, self.read.remote_settings())
         if now == self._token:
             return
         what = "removed" if now is None else "replaced by another store (written anew there, e.g. by " \
@@ -315,7 +320,9 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
     read
         How the store is read (:class:`~lstm_data.io.read_options.ReadOptions`):
         ``trust_unchecked=True`` opens a store without a manifest (written before
-        manifests) without the warning naming what is not checked there.
+        manifests) without the warning naming what is not checked there; a store at
+        a URL is read with its ``connect_timeout``, ``read_timeout`` and ``retries``
+        (as ``lstm_data.open`` reads one).
     **options
         Spellings of earlier releases, with a ``DeprecationWarning``: ``shuffle=``
         (now ``permute=``), ``batch_size=`` and ``seed=`` (now
@@ -340,7 +347,7 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
         The store has no manifest: the warning names what is not checked (see ``read``).
     """
     read = _store_options(read, redact(str(path)))
-    meta = read_metadata(path)
+    meta = read_metadata(path, read)
     if options:
         unknown = set(options) - {"batch_size", "seed", *_RENAMED}
         if unknown:

@@ -10,7 +10,10 @@ Every problem is a :class:`~lstm_data.errors.FormatError` naming the file:
   ``dtype``, ``compressor``, ``filters``, ``fill_value``, ``order``), an unknown codec;
 * a chunk file: undecodable, or not decoding to exactly one full chunk
   (``chunks`` records: zarr v2 stores edge chunks at full size), e.g. a chunk
-  of another array or of a store with other chunking;
+  of another array or of a store with other chunking. Without filters, a Blosc
+  or Zstd chunk's frame headers are compared with that size *before* it is
+  decoded (:func:`~lstm_data.io.plumbing.frames.check_decoded_size`): a chunk
+  that would inflate to gigabytes is refused unread;
 * a missing chunk file when ``fill_value`` is ``null``: zarr writes every chunk of
   such an array (there is no fill value to leave out), so one is lost. With a fill
   value, a missing chunk reads as it, as zarr does.
@@ -28,6 +31,7 @@ import numpy as np
 
 from lstm_data._util.lru import Lru
 from lstm_data.errors import FormatError
+from lstm_data.io.plumbing.frames import FrameError, check_decoded_size
 
 __all__ = ["V2Array", "dtype_from_json", "list_v2_arrays"]
 
@@ -191,6 +195,14 @@ class V2Array:
         if isinstance(data, np.ndarray):
             return data
         file, what = self.path / str(index), f"chunk {index} of array {self.path.name!r}"
+        expected = self.chunk_len * self.dtype.itemsize
+        if self._compressor is not None and not self._filters:  # the frame's account, before decoding
+            try:
+                check_decoded_size(str(self._compressor.codec_id), data, expected,
+                                   f" ({self.chunk_len} records of {self.dtype.itemsize} bytes)")
+            except FrameError as exc:
+                raise FormatError(f"{what} {exc}: the chunk file is damaged or belongs to another "
+                                  "array", file=str(file)) from None
         try:
             if self._compressor is not None:
                 data = self._compressor.decode(data)
@@ -200,7 +212,6 @@ class V2Array:
         except Exception as exc:  # noqa: BLE001 - any codec failure means a damaged chunk
             raise FormatError(f"cannot decode {what} ({type(exc).__name__}: {exc})",
                               file=str(file)) from None
-        expected = self.chunk_len * self.dtype.itemsize
         if raw.nbytes != expected:
             raise FormatError(f"{what} decodes to {raw.nbytes} bytes, expected {expected} "
                               f"({self.chunk_len} records of {self.dtype.itemsize} bytes): the "

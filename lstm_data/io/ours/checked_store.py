@@ -15,7 +15,12 @@ zarr store) in :class:`CheckedStore`, which sees every key zarr-python asks for:
   (:func:`~lstm_data.io.ours.store_files.read_store_file`): a FIFO, a device or a
   socket in place of a file is a ``FormatError`` (never opened), and in a store
   with a manifest a file whose size is not the recorded one is refused unread (a
-  symbolic link to ``/dev/zero``, a sparse file of gigabytes).
+  symbolic link to ``/dev/zero``, a sparse file of gigabytes);
+* every store, local or remote: no file is read beyond its bound, and no chunk is
+  handed to zarr's codecs before its frame headers say it decodes to one chunk
+  (:mod:`lstm_data.io.ours.store_bounds`): a metadata file of gigabytes or a chunk
+  that inflates to gigabytes is a ``FormatError`` naming the store, the file (the
+  array and chunk) and the size, at bounded memory.
 
 Stores written before manifests keep opening without the first check (their
 readers say so in their ``notes``).
@@ -36,6 +41,7 @@ from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError
 from lstm_data.io.ours.layout import every_chunk_stored
 from lstm_data.io.ours.manifest import MANIFEST_ATTR, MANIFEST_KEY, META_NAMES, Manifest, crc32c, split_key
+from lstm_data.io.ours.store_bounds import META_MAX_BYTES, ChunkForm, chunk_form, read_meta_file, stored_bound, too_large
 from lstm_data.io.ours.store_files import look_at, read_store_file
 from lstm_data.io.plumbing.remote import is_url, remote_filesystem, url_credentials
 from lstm_data.io.plumbing.remote_errors import TRANSPORT_ERRORS, RemoteSettings
@@ -61,6 +67,8 @@ class _State:
         self.every_chunk = manifest is not None
         #: CRC-32C of the root ``zarr.json`` as first read (see :func:`opened_token`)
         self.root_digest: int | None = None
+        #: array path -> what its chunks must be (``None``: not checked), from its ``zarr.json``
+        self.forms: dict[str, ChunkForm | None] = {}
 
 
 class CheckedStore(WrapperStore[Store]):
@@ -85,33 +93,83 @@ class CheckedStore(WrapperStore[Store]):
     async def get(self, key: str, prototype: BufferPrototype,
                   byte_range: ByteRequest | None = None) -> Buffer | None:
         st = self.state
-        if self._root is None:
-            data = await super().get(key, prototype, byte_range)
-        else:
-            data = await self._get_local(self._root, key, prototype, byte_range)
         is_meta = key.rsplit("/", 1)[-1] in META_NAMES
+        array, chunk = ("", "") if is_meta else split_key(key)
+        form = None if is_meta or byte_range is not None else await self._form(array, prototype)
+        if self._root is None:
+            data = await self._get_remote(key, prototype, byte_range, self._limit(key, is_meta, form))
+        else:
+            data = await self._get_local(self._root, key, prototype, byte_range, form)
         if key == "zarr.json" and data is not None and byte_range is None and st.root_digest is None:
             st.root_digest = crc32c(data.as_numpy_array())
         if data is None:
             if not is_meta and st.every_chunk:
-                array, chunk = split_key(key)
                 index = chunk[2:].split("/")[0] if chunk.startswith("c/") else chunk
                 raise FormatError(f"chunk {index} of array {array!r} is missing (chunk key "
                                   f"{chunk!r}): every chunk of this store was written, so it was "
-                                  "lost or deleted", file=f"{st.name}/{key}" if st.name else key)
+                                  "lost or deleted", file=self._where(key))
             return data
-        if st.manifest is not None and byte_range is None:
+        if byte_range is not None:
+            return data
+        if st.manifest is not None:
             st.manifest.check(key, data.as_numpy_array(), file=st.name)
-        elif is_meta and byte_range is None:  # no manifest: at least never a raw parse error
-            try:
-                json.loads(data.to_bytes())
-            except ValueError as exc:
-                raise FormatError(f"metadata file {key!r} is damaged (not JSON: {exc})",
-                                  file=f"{st.name}/{key}" if st.name else key) from None
+        if is_meta:
+            self._learn(key, data)
+        elif form is not None:  # before zarr's codecs inflate it
+            index = chunk[2:].split("/")[0] if chunk.startswith("c/") else chunk
+            form.check(data.as_numpy_array(), f"chunk {index} of array {array!r}", self._where(key))
         return data
 
+    def _learn(self, key: str, data: Buffer) -> None:
+        """Parse metadata file ``key`` (a damaged one is an error) and keep what an array's chunks must be."""
+        try:
+            meta = json.loads(data.to_bytes())
+        except ValueError as exc:  # never a raw parse error
+            raise FormatError(f"metadata file {key!r} is damaged (not JSON: {exc})",
+                              file=self._where(key)) from None
+        if key.endswith("zarr.json") and isinstance(meta, dict):
+            self.state.forms[key[:-len("zarr.json")].rstrip("/")] = chunk_form(meta)
+
+    async def _form(self, array: str, prototype: BufferPrototype) -> ChunkForm | None:
+        """What the chunks of ``array`` must be: read from its ``zarr.json`` the first time."""
+        forms = self.state.forms
+        if array not in forms:
+            forms[array] = None
+            await self.get(f"{array}/zarr.json" if array else "zarr.json", prototype)
+        return forms[array]
+
+    def _limit(self, key: str, is_meta: bool, form: ChunkForm | None) -> int | None:
+        """The most bytes file ``key`` may hold: its record in the manifest, else
+        :data:`META_MAX_BYTES` for metadata and what any encoding of a chunk takes for a chunk."""
+        manifest = self.state.manifest
+        if manifest is not None:
+            recorded = manifest.recorded_size(key)
+            if recorded is not None:
+                return recorded
+        if is_meta:
+            return META_MAX_BYTES
+        return None if form is None else stored_bound(form.nbytes)
+
+    async def _get_remote(self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None,
+                          limit: int | None) -> Buffer | None:
+        """``get`` from a store at a URL: a whole file read to at most ``limit`` bytes and one more."""
+        from zarr.abc.store import RangeByteRequest
+
+        if byte_range is not None or limit is None:
+            return await super().get(key, prototype, byte_range)
+        data = await super().get(key, prototype, RangeByteRequest(0, limit + 1))
+        manifest = self.state.manifest
+        if data is not None and len(data) > limit and (manifest is None or manifest.recorded_size(key) is None):
+            raise self._too_large(key, f"more than {limit:,} bytes", limit)
+        return data  # one byte too many fails the manifest's check, which says what it is
+
+    def _too_large(self, key: str, size: str, limit: int) -> FormatError:
+        why = "any metadata file of a store may be" if key.rsplit("/", 1)[-1] in META_NAMES else \
+            "any encoding of one of its chunks takes"
+        return too_large(f"store file {key!r}", size, limit, self._where(key), why)
+
     async def _get_local(self, root: str, key: str, prototype: BufferPrototype,
-                         byte_range: ByteRequest | None) -> Buffer | None:
+                         byte_range: ByteRequest | None, form: ChunkForm | None) -> Buffer | None:
         """``get`` from a local store: the file looked at, then read (or ``None`` if absent)."""
         inner: Any = self._store
         if not inner._is_open:  # as LocalStore.get does
@@ -125,7 +183,7 @@ class CheckedStore(WrapperStore[Store]):
             return await super().get(key, prototype, byte_range)
         try:
             raw, _ = await asyncio.to_thread(read_store_file, path, what=f"store file {key!r}",
-                                             file=self._where(key), check_size=self._size_check(key))
+                                             file=self._where(key), check_size=self._size_check(key, form))
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
         return prototype.buffer.from_bytes(raw)
@@ -133,32 +191,19 @@ class CheckedStore(WrapperStore[Store]):
     def _where(self, key: str) -> str:
         return f"{self.state.name}/{key}" if self.state.name else key
 
-    def _size_check(self, key: str) -> Callable[[int], None] | None:
-        """What refuses the size of file ``key`` before it is read: its record in the manifest."""
+    def _size_check(self, key: str, form: ChunkForm | None) -> Callable[[int], None]:
+        """What refuses the size of file ``key`` before it is read: its record in the manifest, else
+        the bound of :meth:`_limit`."""
         manifest = self.state.manifest
-        if manifest is None:
-            return None
         name = self.state.name
+        limit = self._limit(key, key.rsplit("/", 1)[-1] in META_NAMES, form)
 
         def check(size: int) -> None:
-            manifest.check_size(key, size, file=name)
+            if manifest is not None:
+                manifest.check_size(key, size, file=name)  # the record, where there is one
+            if limit is not None and size > limit:
+                raise self._too_large(key, f"{size:,} bytes", limit)
         return check
-
-
-def _raw(base: Any, key: str, name: str) -> bytes | None:
-    """The bytes of file ``key`` of the store ``base`` (a local one's looked at first), or ``None``."""
-    from zarr.core.buffer import default_buffer_prototype
-    from zarr.core.sync import sync
-    from zarr.storage import LocalStore
-
-    if isinstance(base, LocalStore):
-        try:
-            return read_store_file(os.path.join(str(base.root), key), what=f"store file {key!r}",
-                                   file=f"{name}/{key}")[0]
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
-    data = sync(base.get(key, default_buffer_prototype()))
-    return None if data is None else bytes(data.to_bytes())
 
 
 #: what tells one store at a path from another written there: the CRC-32C of its root
@@ -176,17 +221,17 @@ def opened_token(root: zarr.Group) -> Token | None:
     return store.state.root_digest, None if manifest is None else manifest.token
 
 
-def store_token(path: Any, name: str) -> Token | None:
+def store_token(path: Any, name: str, remote: RemoteSettings | None = None) -> Token | None:
     """The :data:`Token` of the store at ``path`` as it is now, read anew; ``None`` when there
     is no store there, or it cannot be read.
 
     A store written anew at the same place (``precompute --overwrite``) has another
     one: a handle compares it with :func:`opened_token` when a read fails.
     """
-    base = base_store(path)
+    base = base_store(path, remote)
     try:
-        root = _raw(base, "zarr.json", name)
-        manifest = _raw(base, MANIFEST_FILE, name)
+        root = read_meta_file(base, "zarr.json", name)
+        manifest = read_meta_file(base, MANIFEST_FILE, name)
     except Exception:  # noqa: BLE001 - unreadable now (removed, refused, a server's error): no token
         return None
     if root is None:
@@ -282,7 +327,7 @@ def open_checked(path: Any, name: str, remote: RemoteSettings | None = None) -> 
     base = base_store(path, remote)
     manifest_file = MANIFEST_FILE
     try:
-        raw = _raw(base, manifest_file, name)
+        raw = read_meta_file(base, manifest_file, name)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         raw = None
     except FormatError:

@@ -6,7 +6,8 @@ Root attributes::
     lstm_data_version  1
     lstm_data_layout   {"n_rows": N,
                         "scalars": {variable: node key},
-                        "groups": {group: {"key": node key, "names": [variables]}}}
+                        "groups": {group: {"key": node key, "names": [variables]}},
+                        "requires": ["manifest"]}   (zarr stores written with a manifest)
 
 Scalars are 1-D arrays at the root; each ragged group is a subgroup holding
 ``offsets`` (N + 1, int64) and ``values`` (total, V). The layout attribute is
@@ -37,12 +38,14 @@ from lstm_data.errors import FormatError
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "node_keys", "make_layout", "parse_layout",
            "layout_attrs", "is_ours", "CHUNK_BYTES", "value_dtype", "check_scalar",
            "check_group_arrays", "stored_array", "scalar_column", "BATCH_STORE_ATTR",
-           "EVERY_CHUNK_ATTR", "every_chunk_stored", "OLD_ZARR_NOTE"]
+           "EVERY_CHUNK_ATTR", "every_chunk_stored", "OLD_ZARR_NOTE", "LAYOUT_ATTR"]
 
 FORMAT_NAME = "lstm_data"
 FORMAT_VERSION = 1
 #: target size of one uncompressed chunk
 CHUNK_BYTES = 1 << 20
+#: root attribute holding the layout (which records, in zarr stores, that the manifest is required)
+LAYOUT_ATTR = "lstm_data_layout"
 #: root attribute that marks a store of precomputed batches (:mod:`lstm_data.store`, which
 #: writes it); a reader that meets it says to use ``open_batches`` instead
 BATCH_STORE_ATTR = "lstm_data_batches"
@@ -119,7 +122,7 @@ def make_layout(n_rows: int, scalar_keys: Mapping[str, str], group_keys: Mapping
 def layout_attrs(layout: dict[str, Any], *, as_json: bool) -> dict[str, Any]:
     """Root attributes to write (JSON text for HDF5, a mapping for zarr)."""
     return {"lstm_data_format": FORMAT_NAME, "lstm_data_version": FORMAT_VERSION,
-            "lstm_data_layout": json.dumps(layout) if as_json else layout}
+            LAYOUT_ATTR: json.dumps(layout) if as_json else layout}
 
 
 def is_ours(attrs: Mapping[str, Any]) -> bool:
@@ -151,7 +154,7 @@ def parse_layout(attrs: Mapping[str, Any], *, file: str) -> dict[str, Any]:
     if version > FORMAT_VERSION:
         raise FormatError(f"layout version {version} is newer than this lstm_data "
                           f"(reads up to {FORMAT_VERSION}); upgrade lstm_data", file=file)
-    raw: Any = attrs.get("lstm_data_layout")  # JSON text (HDF5), a mapping (zarr), or damage
+    raw: Any = attrs.get(LAYOUT_ATTR)  # JSON text (HDF5), a mapping (zarr), or damage
     try:
         layout = json.loads(raw) if isinstance(raw, (str, bytes)) else dict(raw)
         layout["n_rows"] = int(layout["n_rows"])

@@ -35,7 +35,7 @@ from typing import Any, Mapping
 from lstm_data.errors import FormatError
 
 __all__ = ["MANIFEST_KEY", "MANIFEST_ATTR", "Manifest", "write_manifest", "split_key",
-           "crc32c", "UNCHECKED_NOTE"]
+           "crc32c", "UNCHECKED_NOTE", "REQUIRES", "check_requires"]
 
 #: the group whose attributes hold the manifest (its ``zarr.json``)
 MANIFEST_KEY = "_lstm_data_manifest"
@@ -43,6 +43,10 @@ MANIFEST_KEY = "_lstm_data_manifest"
 MANIFEST_ATTR = "lstm_data_manifest"
 _FORMAT = "lstm_data.manifest"
 _VERSION = 1
+#: what every store written now requires of its reader, recorded as ``requires`` in the metadata
+#: every reader reads first (the layout or batch-store attribute): ``"manifest"``, its manifest
+#: is there and checks every file
+REQUIRES = ("manifest",)
 #: metadata file names (zarr v3, and the v2 names zarr may probe)
 META_NAMES = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 #: what ``inspect`` says of a store without a manifest
@@ -67,6 +71,42 @@ def split_key(key: str) -> tuple[str, str]:
         return array, "c/" + rest
     array, _, rest = key.rpartition("/")
     return array, rest
+
+
+def check_requires(requires: Any, *, has_manifest: bool, name: str, attribute: str, redo: str) -> None:
+    """Raise :class:`FormatError` unless a store that records ``requires`` can be read as it requires.
+
+    A store that requires its manifest but has none lost it (deleted with its root
+    attribute, to read chunks moved or swapped unchecked, or by accident): refused,
+    naming what is missing. A requirement this release does not know (a store of a
+    newer lstm_data) is refused too.
+
+    Parameters
+    ----------
+    requires
+        The recorded list (``None``: a store written before it records none).
+    has_manifest
+        Whether the store's manifest was found (and parsed).
+    name
+        The store, for messages.
+    attribute
+        The root attribute holding ``requires``, for messages.
+    redo
+        How to write the store anew, for messages.
+    """
+    requires = [] if requires is None else requires
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise FormatError(f"damaged store metadata: 'requires' of the root attribute {attribute} is "
+                          f"{requires!r}, not a list of names", file=name)
+    unknown = sorted(set(requires) - set(REQUIRES))
+    if unknown:
+        raise FormatError(f"the store requires {', '.join(map(repr, unknown))}, which this lstm_data "
+                          "does not know (written by a newer lstm_data); upgrade lstm_data", file=name)
+    if "manifest" in requires and not has_manifest:
+        raise FormatError(f"the store's manifest ({MANIFEST_KEY}/zarr.json) is missing, but its metadata "
+                          f"('requires' of the root attribute {attribute}) records that it was "
+                          "written with one: it was deleted or lost, so moved, swapped or foreign "
+                          f"chunks and edited metadata would go undetected; refused. {redo}", file=name)
 
 
 def _trailer(path: Path) -> tuple[int, int]:
@@ -199,6 +239,14 @@ class Manifest:
             raise FormatError(f"{what} is not in the store's manifest: the array was changed or "
                               "the chunk comes from elsewhere", file=file)
         return what, entries[chunk]
+
+    def recorded_size(self, key: str) -> int | None:
+        """The size recorded for file ``key`` (metadata or chunk), or ``None`` when it has no record."""
+        if key in self.meta:
+            return self.meta[key][0]
+        array, chunk = split_key(key)
+        entry = self.chunks.get(array, {}).get(chunk)
+        return None if entry is None else entry[0]
 
     def check_size(self, key: str, size: int, *, file: str) -> None:
         """Raise :class:`FormatError` unless ``size`` bytes is the size recorded for ``key``.

@@ -40,7 +40,7 @@ from lstm_data.io.ours.layout import (
     make_layout,
     node_keys,
 )
-from lstm_data.io.ours.manifest import MANIFEST_ATTR, write_manifest
+from lstm_data.io.ours.manifest import MANIFEST_ATTR, REQUIRES, write_manifest
 from lstm_data.io.ours.ownership import check_target, put_in_place
 from lstm_data.io.ours.row_blocks import (
     BLOCK_BYTES,
@@ -280,8 +280,9 @@ class _ZarrSink:
                                        fill_value=0, config={"write_empty_chunks": True})
 
     def finish(self, layout: dict[str, Any]) -> None:
+        # the layout, which every reader reads first, records that the store requires its manifest
         self._root.attrs.update({EVERY_CHUNK_ATTR: True, MANIFEST_ATTR: True,
-                                 **layout_attrs(layout, as_json=False)})
+                                 **layout_attrs({**layout, "requires": list(REQUIRES)}, as_json=False)})
         write_manifest(self._path)  # last: it records every file, the root's zarr.json too
 
     def close(self) -> None:

@@ -39,6 +39,7 @@ from lstm_data._util.redact import redact
 from lstm_data.errors import FormatError, RemoteError
 from lstm_data.io.ours.checked_store import confine_node, open_checked, records_every_chunk
 from lstm_data.io.ours.layout import (
+    LAYOUT_ATTR,
     OLD_ZARR_NOTE,
     check_group_arrays,
     parse_layout,
@@ -46,7 +47,7 @@ from lstm_data.io.ours.layout import (
     stored_array,
     value_dtype,
 )
-from lstm_data.io.ours.manifest import UNCHECKED_NOTE, Manifest
+from lstm_data.io.ours.manifest import UNCHECKED_NOTE, Manifest, check_requires
 from lstm_data.io.ours.ondisk import DiskGroup, OnDiskDataset
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.io.ours.zarr_chunks import ChunkDecoder
@@ -71,7 +72,10 @@ def read_rows(array: zarr.Array[Any], lo: int, hi: int, *, file: str) -> np.ndar
 
     A failing read (a checksum that does not match, a frame the codec rejects) is
     retried one row chunk at a time to find and name the damaged chunk; if every
-    chunk then reads, the original error is raised (it was not damage).
+    chunk then reads, the original error is raised (it was not damage). A chunk
+    that would decode to more than one chunk's bytes is refused before it is
+    decoded (:mod:`lstm_data.io.ours.store_bounds`), so no read is retried after
+    inflating one; a read that runs out of memory is not retried either.
 
     Parameters
     ----------
@@ -86,6 +90,9 @@ def read_rows(array: zarr.Array[Any], lo: int, hi: int, *, file: str) -> np.ndar
         return np.asarray(array[lo:hi])
     except (FormatError, RemoteError):  # damage found by our checks, or a server's failure: said as such
         raise
+    except MemoryError:  # never asked again: a retry would inflate the same chunks once more
+        raise FormatError(f"rows {lo}:{hi} of array {array.path!r} do not fit in memory once decoded: "
+                          "a chunk is damaged or not this array's", file=file) from None
     except Exception as exc:  # codecs raise ValueError, RuntimeError, ...
         c = int(array.chunks[0]) if array.ndim else 1
         for i in range(lo // c, -(-hi // c)):
@@ -122,7 +129,8 @@ class ZarrDataset(OnDiskDataset):
     Raises
     ------
     FormatError
-        Not our layout, or a stored array of the wrong dtype or shape, or offsets
+        Not our layout, a store whose layout requires its manifest without one
+        (deleted), or a stored array of the wrong dtype or shape, or offsets
         that do not start at 0, decrease or do not end at ``len(values)`` (named
         with file, variable or group, array and row; see :mod:`._layout`). Also,
         at open or on a later read, a damaged or (in a store that records that every
@@ -153,6 +161,8 @@ class ZarrDataset(OnDiskDataset):
                 raise
             raise FormatError(f"cannot open as a zarr v3 group ({redact(exc)})", file=name) from None
         layout = parse_layout(root.attrs.asdict(), file=name)
+        check_requires(layout.get("requires"), has_manifest=manifest is not None, name=name,
+                       attribute=LAYOUT_ATTR, redo="Re-convert it (lstm-data convert) from its source")
         n = layout["n_rows"]
         scalars: dict[str, np.ndarray] = {}
         opened: list[zarr.Array[Any]] = []

@@ -16,9 +16,11 @@ size), e.g. a chunk copied from a store with other chunking or a truncated file,
 that fails its CRC-32C checksum (verified before decoding, as zarr's ``crc32c``
 codec does), or that the codec rejects, raises
 :class:`~lstm_data.errors.FormatError` naming the chunk file and the array. The
-size is checked against the frame header *before* decoding, because numcodecs'
+size is checked against the frame headers *before* decoding
+(:func:`~lstm_data.io.plumbing.frames.check_decoded_size`), because numcodecs'
 ``decode(out=)`` accepts a frame shorter than ``out`` and leaves the rest of
-``out`` as it was. A decoder verifies a chunk file's checksum the first time it
+``out`` as it was, and a Zstd frame that declares no size would otherwise be
+inflated whole, however large, before it could be counted. A decoder verifies a chunk file's checksum the first time it
 reads it and again whenever the file changes (inode, size, modification or
 change time); re-reads of the unchanged file skip it, so random batches, which
 read each chunk many times per epoch, pay for the checksum once per chunk. In a
@@ -51,7 +53,9 @@ import numpy as np
 
 from lstm_data._util import forksafe
 from lstm_data.errors import FormatError
+from lstm_data.io.ours.store_bounds import stored_bound
 from lstm_data.io.ours.store_files import read_store_file
+from lstm_data.io.plumbing.frames import FrameError, check_decoded_size
 
 if TYPE_CHECKING:
     import zarr
@@ -64,11 +68,9 @@ __all__ = ["ChunkDecoder"]
 PARALLEL_MIN_CHUNKS = 4
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
-_BLOSC_HEADER = 16
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-class _Damaged(ValueError):
+class _Damaged(FrameError):
     """A chunk frame that cannot hold one chunk; the message completes "chunk i of array a"."""
 
 
@@ -90,36 +92,15 @@ def _decode_pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+def _records(out: np.ndarray) -> str:
+    """`` (n records of b bytes)``: what ``out`` holds, for messages."""
+    return f" ({out.shape[0]} records of {out.nbytes // max(1, out.shape[0])} bytes)"
+
+
 def _check_size(got: int, out: np.ndarray) -> None:
     """Raise :class:`_Damaged` unless ``got`` decoded bytes fill ``out`` exactly."""
     if got != out.nbytes:
-        rows = max(1, out.shape[0])
-        raise _Damaged(f"decodes to {got} bytes, expected {out.nbytes} ({out.shape[0]} "
-                       f"records of {out.nbytes // rows} bytes)")
-
-
-def _blosc_sizes(raw: bytes) -> tuple[int, int]:
-    """``(decoded bytes, frame bytes)`` read from a Blosc frame's header."""
-    if len(raw) < _BLOSC_HEADER:
-        raise _Damaged(f"is {len(raw)} bytes long, shorter than a Blosc header "
-                       f"({_BLOSC_HEADER} bytes)")
-    return int.from_bytes(raw[4:8], "little"), int.from_bytes(raw[12:16], "little")
-
-
-def _zstd_content_size(raw: bytes) -> int | None:
-    """Decoded size declared in a Zstd frame header, or ``None`` when it is not recorded."""
-    if len(raw) < 6 or raw[:4] != _ZSTD_MAGIC:
-        raise _Damaged("does not start with a Zstd frame header")
-    descriptor = raw[4]
-    fcs_flag, single_segment = descriptor >> 6, (descriptor >> 5) & 1
-    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3]
-    size = ((1 if single_segment else 0), 2, 4, 8)[fcs_flag]
-    if size == 0:
-        return None
-    if len(raw) < pos + size:
-        raise _Damaged(f"is {len(raw)} bytes long and ends inside its Zstd frame header")
-    value = int.from_bytes(raw[pos:pos + size], "little")
-    return value + 256 if size == 2 else value
+        raise _Damaged(f"decodes to {got} bytes, expected {out.nbytes}{_records(out)}")
 
 
 def _raw_copy(raw: bytes, out: np.ndarray) -> None:
@@ -134,11 +115,7 @@ def _blosc_decoder() -> Callable[[bytes, np.ndarray], None]:
     codec = Blosc()  # every parameter is read from the chunk's own header
 
     def decode(raw: bytes, out: np.ndarray) -> None:
-        nbytes, cbytes = _blosc_sizes(raw)
-        if cbytes != len(raw):
-            raise _Damaged(f"is {len(raw)} bytes long, but its Blosc header says {cbytes} "
-                           f"(truncated or not a Blosc frame)")
-        _check_size(nbytes, out)
+        check_decoded_size("blosc", raw, out.nbytes, _records(out))
         codec.decode(raw, out=out)
     return decode
 
@@ -149,14 +126,12 @@ def _zstd_decoder() -> Callable[[bytes, np.ndarray], None]:
     codec = Zstd()
 
     def decode(raw: bytes, out: np.ndarray) -> None:
-        size = _zstd_content_size(raw)
-        if size is None:  # size not in the header: decode aside, then check and copy
-            data = np.frombuffer(codec.decode(raw), dtype=np.uint8)
-            _check_size(data.nbytes, out)
-            out.reshape(-1).view(np.uint8)[:] = data
+        if check_decoded_size("zstd", raw, out.nbytes, _records(out)):
+            codec.decode(raw, out=out)  # declared sizes: numcodecs decodes into out, refusing more
             return
-        _check_size(size, out)
-        codec.decode(raw, out=out)
+        data = np.frombuffer(codec.decode(raw), dtype=np.uint8)  # bounded above: then checked, copied
+        _check_size(data.nbytes, out)
+        out.reshape(-1).view(np.uint8)[:] = data
     return decode
 
 
@@ -286,7 +261,7 @@ class ChunkDecoder:
         self._verified: dict[int, tuple[int, int, int, int]] = {}
         self._chunk_bytes = self.chunk_len * int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
         #: the largest chunk file an encoding we decode makes (raw, Blosc, Zstd; and a checksum)
-        self._max_bytes = self._chunk_bytes + self._chunk_bytes // 64 + 4096
+        self._max_bytes = stored_bound(self._chunk_bytes)
 
     @classmethod
     def for_array(cls, array: zarr.Array[Any], *, fill_missing: bool = True,
@@ -361,7 +336,7 @@ class ChunkDecoder:
                 self._trusted(raw, out)  # these bytes passed their checksum before
             else:
                 self._decode(raw, out)
-        except _Damaged as exc:
+        except FrameError as exc:
             raise FormatError(f"{what} {exc}: the chunk file is damaged or belongs to "
                               f"another array", file=str(path)) from None
         except Exception as exc:  # noqa: BLE001 - any codec failure means a damaged chunk

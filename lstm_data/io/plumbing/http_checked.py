@@ -6,7 +6,15 @@ files at http(s) URLs are read through it (see :mod:`lstm_data.io.plumbing.remot
 
 * **Timeouts** (:class:`~lstm_data.io.plumbing.remote_errors.RemoteSettings`):
   ``connect_timeout`` for a connection, ``read_timeout`` for each wait on the
-  server (its headers, then every read of the body).
+  server (its headers, then every read of the body), and a deadline for the whole
+  answer: ``connect_timeout + read_timeout`` plus a second per :data:`MIN_RATE`
+  bytes asked (or announced, or received so far), so a server that trickles a byte
+  now and then is a :class:`~lstm_data.io.plumbing.remote_errors.RemoteTimeoutError`
+  naming the URL, not a read that never ends.
+* **Sizes**: every request asks for ``Accept-Encoding: identity``; an answer
+  encoded anyway (``Content-Encoding: gzip``) is refused unread, and a body is
+  read to at most the bytes asked (or announced) and one more: a longer one is a
+  :class:`~lstm_data.errors.RemoteError` naming the URL.
 * **Retries**: an answer with status 500, 502, 503 or 504, a reset, or a connection
   closed before the end of the answer is asked again up to ``retries`` times,
   waiting 0.25 s, 0.5 s, 1 s, ... between tries (every read is a GET).
@@ -31,9 +39,11 @@ from typing import Any, Awaitable, Callable, TypeVar
 import aiohttp
 from fsspec.implementations.http import HTTPFileSystem
 
+from lstm_data.errors import RemoteError, redact
 from lstm_data.io.plumbing.remote_errors import (
     HTTPStatus,
     RemoteSettings,
+    RemoteTimeoutError,
     is_transient,
     no_byte_ranges,
     remote_error,
@@ -41,10 +51,14 @@ from lstm_data.io.plumbing.remote_errors import (
 )
 
 _log = logging.getLogger("lstm_data")
-__all__ = ["CheckedHTTPFileSystem", "BACKOFF"]
+__all__ = ["CheckedHTTPFileSystem", "BACKOFF", "MIN_RATE"]
 
 #: seconds before the first retry (doubled for each next one)
 BACKOFF = 0.25
+#: the slowest answer waited for, in bytes per second (beyond ``connect_timeout + read_timeout``)
+MIN_RATE = 64 * 1024
+#: bytes read from an answer at a time
+_PIECE = 1 << 16
 #: requests of one cat_ranges in flight at once
 _IN_FLIGHT = 32
 _CONTENT_RANGE = re.compile(r"\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$", re.IGNORECASE)
@@ -89,6 +103,58 @@ def _answer(r: aiohttp.ClientResponse, n: int | None = None) -> str:
     return ", ".join(parts)
 
 
+class _Answer:
+    """The reading of one answer: its deadline (see the module), its encoding, its body bounded."""
+
+    def __init__(self, url: str, start: float, settings: RemoteSettings, asked: _Range | None) -> None:
+        self.url, self.start, self.settings = url, start, settings
+        self.scope: asyncio.Timeout | None = None
+        self.expected = None if asked is None or asked.hi is None else asked.hi - asked.lo
+        self.got = 0
+
+    def deadline(self, size: int | None = None) -> float:
+        """When an answer of ``size`` bytes (default: those asked, or received so far and one piece
+        more) must be complete."""
+        n = size if size is not None else self.expected if self.expected is not None else self.got + _PIECE
+        s = self.settings
+        return self.start + s.connect_timeout + s.read_timeout + n / MIN_RATE
+
+    def too_slow(self, now: float) -> RemoteTimeoutError:
+        return RemoteTimeoutError(
+            f"reading {redact(self.url)}: {self.got:,} bytes came in {now - self.start:.1f} s, slower than "
+            f"{MIN_RATE // 1024} KiB/s beyond connect_timeout + read_timeout = "
+            f"{self.settings.connect_timeout + self.settings.read_timeout:g} s (ReadOptions): a server that "
+            "trickles its answer; refused", url=self.url)
+
+    def check_encoding(self, r: aiohttp.ClientResponse) -> None:
+        """Refuse, unread, an answer encoded though ``identity`` was asked (it may inflate without end)."""
+        encoding = r.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise RemoteError(f"reading {redact(self.url)}: the server answered with Content-Encoding "
+                              f"{encoding!r} though only the stored bytes (identity) were asked: refused "
+                              "unread (an encoded answer can inflate to any size)", url=self.url)
+
+    async def body(self, r: aiohttp.ClientResponse, size: int | None, *, first: bool = False) -> bytes:
+        """At most ``size`` bytes of ``r`` (``None``: as many as come); more than ``size`` is a
+        :class:`~lstm_data.errors.RemoteError`, unless ``first`` (the first bytes of a longer file)."""
+        if self.scope is not None and size is not None:
+            self.scope.reschedule(self.deadline(size))
+        parts: list[bytes] = []
+        limit = None if size is None else size if first else size + 1
+        while limit is None or self.got < limit:
+            piece = await r.content.read(_PIECE if limit is None else min(_PIECE, limit - self.got))
+            if not piece:
+                break
+            parts.append(piece)
+            self.got += len(piece)
+            if size is None and self.scope is not None:
+                self.scope.reschedule(self.deadline())
+        if size is not None and self.got > size and not first:
+            raise RemoteError(f"reading {redact(self.url)}: the answer is longer than the {size:,} bytes asked "
+                              "or announced; refused (the rest was not read)", url=self.url)
+        return b"".join(parts)
+
+
 class CheckedHTTPFileSystem(HTTPFileSystem):  # type: ignore[misc] # fsspec is untyped
     """fsspec's HTTP filesystem with timeouts, retries and checked answers (see the module).
 
@@ -129,6 +195,7 @@ class CheckedHTTPFileSystem(HTTPFileSystem):  # type: ignore[misc] # fsspec is u
     def _request(self, kwargs: dict[str, Any], asked: _Range | None) -> tuple[dict[str, Any], dict[str, str]]:
         kw = {**self.kwargs, **kwargs}
         headers = dict(kw.pop("headers", None) or {})
+        headers["Accept-Encoding"] = "identity"  # bytes as stored: never inflated on the way
         if asked is not None:
             headers["Range"] = asked.header()
         return kw, headers
@@ -152,16 +219,25 @@ class CheckedHTTPFileSystem(HTTPFileSystem):  # type: ignore[misc] # fsspec is u
         _log.debug("GET %s (%s)", url, "the whole file" if asked is None else asked)  # credentials are never in url
         kw, headers = self._request(kwargs, asked)
         session = await self.set_session()
-        async with session.get(self.encode_url(url), headers=headers, timeout=self._timeout, **kw) as r:
-            if r.status >= 400 and not (r.status == 416 and asked is not None):
-                raise HTTPStatus(r.status, r.reason or "")
-            if asked is None:
-                if r.status != 200:
-                    raise wrong_answer(url, "the whole file", _answer(r))
-                return bytes(await r.read())
-            return await self._ranged(r, url, asked)
+        loop = asyncio.get_running_loop()
+        answer = _Answer(url, loop.time(), self.settings, asked)
+        try:
+            async with asyncio.timeout_at(answer.deadline()) as answer.scope:
+                async with session.get(self.encode_url(url), headers=headers, timeout=self._timeout, **kw) as r:
+                    if r.status >= 400 and not (r.status == 416 and asked is not None):
+                        raise HTTPStatus(r.status, r.reason or "")
+                    answer.check_encoding(r)
+                    if asked is None:
+                        if r.status != 200:
+                            raise wrong_answer(url, "the whole file", _answer(r))
+                        return await answer.body(r, r.content_length)
+                    return await self._ranged(r, url, asked, answer)
+        except TimeoutError:
+            if answer.scope is not None and answer.scope.expired():
+                raise answer.too_slow(loop.time()) from None
+            raise
 
-    async def _ranged(self, r: aiohttp.ClientResponse, url: str, asked: _Range) -> bytes:
+    async def _ranged(self, r: aiohttp.ClientResponse, url: str, asked: _Range, answer: "_Answer") -> bytes:
         """The bytes of an answer to ``asked``, checked (see the module)."""
         if r.status == 416:  # a range past the end of the file: no bytes
             m = _UNSATISFIED.match(r.headers.get("Content-Range", ""))
@@ -173,9 +249,10 @@ class CheckedHTTPFileSystem(HTTPFileSystem):  # type: ignore[misc] # fsspec is u
                 raise no_byte_ranges(url)
             want = r.content_length if asked.hi is None else \
                 asked.hi if r.content_length is None else min(asked.hi, r.content_length)
-            if want is None:
-                return bytes(await r.read())
-            return bytes(await r.content.readexactly(want))  # the first bytes only
+            body = await answer.body(r, want, first=want is not None and want != r.content_length)
+            if want is not None and len(body) < want:  # closed early: asked again (see the module)
+                raise asyncio.IncompleteReadError(body, want)
+            return body
         m = _CONTENT_RANGE.match(r.headers.get("Content-Range", ""))
         if r.status != 206 or m is None:
             raise wrong_answer(url, str(asked), _answer(r))
@@ -184,7 +261,7 @@ class CheckedHTTPFileSystem(HTTPFileSystem):  # type: ignore[misc] # fsspec is u
         expected = asked.expected(total)
         if expected is not None and (first, last) != expected:
             raise wrong_answer(url, str(asked), _answer(r))
-        body = bytes(await r.read())
+        body = await answer.body(r, last - first + 1)
         if len(body) != last - first + 1:
             raise wrong_answer(url, str(asked), _answer(r, len(body)))
         return body
@@ -207,7 +284,18 @@ class CheckedHTTPFileSystem(HTTPFileSystem):  # type: ignore[misc] # fsspec is u
         return list(results)  # type: ignore[arg-type] # no exception left
 
     async def _size(self, url: str, **kwargs: Any) -> int:
-        return await self._retried(url, lambda: self._size_once(url, kwargs))
+        return await self._retried(url, lambda: self._size_timed(url, kwargs))
+
+    async def _size_timed(self, url: str, kwargs: dict[str, Any]) -> int:
+        """:meth:`_size_once` within the deadline of an answer of one byte (see the module)."""
+        answer = _Answer(url, asyncio.get_running_loop().time(), self.settings, _Range(0, 1))
+        try:
+            async with asyncio.timeout_at(answer.deadline()) as answer.scope:
+                return await self._size_once(url, kwargs)
+        except TimeoutError:
+            if answer.scope is not None and answer.scope.expired():
+                raise answer.too_slow(asyncio.get_running_loop().time()) from None
+            raise
 
     async def _size_once(self, url: str, kwargs: dict[str, Any]) -> int:
         """The file's size from the answer to its first byte (HEAD is not asked: presigned URLs refuse it)."""
