@@ -53,7 +53,7 @@ class Target:
             return "scores"
         import uproot
         with uproot.open(self.source) as fh:
-            names = [k.split(";")[0] for k, cls in fh.classnames().items() if cls == "TTree"]
+            names = [k.split(";")[0] for k, cls in fh.classnames().items() if cls in ("TTree", "ROOT::RNTuple")]
         return names[0] if names else "scores"
 
     def row_groups(self) -> list[int] | None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from lstm_data.batching.spec.batch_spec import BatchSpec, Scalars
 from lstm_data.batching.spec.derived import file_bounds
+from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import SchemaError
 
@@ -21,6 +22,23 @@ __all__ = ["RowMap"]
 _BLOCK = 1 << 16
 #: the derived variable that holds the selection's value
 _SELECTED = "lstm_data_predict_selected"
+
+
+def _all_file_bounds(base: Dataset) -> np.ndarray:
+    """Row bounds of every file of ``base``, those without rows included (``n_files + 1`` values)."""
+    n = len(base)
+    bounds = file_bounds(base)
+    sources = tuple(base.source)
+    if bounds is None:
+        return np.array([0, n], dtype=np.int64)
+    if len(bounds) - 1 == len(sources) or not isinstance(base, ConcatDataset):
+        return bounds
+    # files without rows are left out of the concatenation: give them an empty range
+    sizes = {tuple(part.source): len(part) for part in base.datasets}
+    lengths = [sizes.get((src,), 0) for src in sources]
+    if sum(lengths) != n:
+        raise SchemaError(f"the files of the data ({len(sources)}) do not add up to its {n} rows")
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 
 class RowMap:
@@ -38,8 +56,7 @@ class RowMap:
 
     def __init__(self, base: Dataset, spec: BatchSpec, derived: Dataset) -> None:
         n = len(base)
-        bounds = file_bounds(base)
-        self.bounds = np.array([0, n], dtype=np.int64) if bounds is None else bounds
+        self.bounds = _all_file_bounds(base)
         self.n_rows = n
         self.mask: np.ndarray | None = None
         self.counts = np.zeros(1, dtype=np.int64)
