@@ -81,8 +81,9 @@ class WorkDir:
         """Write chunk ``index`` under a temporary name, then rename it into place."""
         tmp = self.path / f"chunk-{index:08d}.tmp.npz"
         with open(tmp, "wb") as fh:
-            np.savez(fh, **{f"c{j}": v for j, v in enumerate(columns.values())},
-                     names=np.array(list(columns), dtype=str))
+            arrays: dict[str, Any] = {f"c{j}": v for j, v in enumerate(columns.values())}
+            arrays["names"] = np.array(list(columns), dtype=str)
+            np.savez(fh, **arrays)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.chunk_path(index))

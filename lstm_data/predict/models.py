@@ -52,6 +52,7 @@ def score_columns(output: Any, n_rows: int, labels: Sequence[str] | None) -> dic
     ``score_<i>`` (``score_<i>_<j>``).
     """
     out = _numpy(output)
+    parts: list[tuple[str, Any, Sequence[str] | None]]
     if isinstance(out, dict):
         parts = [(f"score_{k}", v, None) for k, v in out.items()]
     elif isinstance(out, list):
@@ -88,7 +89,7 @@ def _load_file(path: Path, state_dict: str | None) -> Any:
         return keras.saving.load_model(path, compile=False)
     import torch
     if path.suffix == ".pt2":
-        return torch.export.load(str(path)).module()
+        return torch.export.load(str(path)).module()  # type: ignore[no-untyped-call]
     try:
         return torch.jit.load(str(path), map_location="cpu")
     except RuntimeError as exc:

@@ -238,7 +238,7 @@ def predict(model: Any, data: Dataset | str | os.PathLike[str] | Sequence[str], 
         raise OptionError(f"options must be a PredictOptions, got {type(options).__name__}")
     if not isinstance(spec, BatchSpec):
         spec = BatchSpec.from_toml(spec)
-    base = data if isinstance(data, Dataset) else open_dataset(data, read=read)  # type: ignore[arg-type]
+    base = data if isinstance(data, Dataset) else open_dataset(data, read=read)
     sources = tuple(str(s) for s in base.source)
     observed = _check_observers(base, observers)
     outs = targets(sources, out, options)
