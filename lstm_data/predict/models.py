@@ -89,9 +89,9 @@ def _load_file(path: Path, state_dict: str | None) -> Any:
         return keras.saving.load_model(path, compile=False)
     import torch
     if path.suffix == ".pt2":
-        return torch.export.load(str(path)).module()  # type: ignore[no-untyped-call]
+        return torch.export.load(str(path)).module()
     try:
-        return torch.jit.load(str(path), map_location="cpu")
+        return torch.jit.load(str(path), map_location="cpu")  # type: ignore[no-untyped-call]
     except RuntimeError as exc:
         raise FormatError(f"{path}: neither a Keras .keras file, a torch.export .pt2 file nor a "
                           f"TorchScript file ({exc})", file=str(path)) from None
