@@ -14,6 +14,7 @@ import lstm_data  # noqa: E402
 from lstm_data.data.synthetic import make_dataset  # noqa: E402
 
 
+@pytest.mark.slow
 def test_a_keras_file_scores_as_its_predict_on_our_batches(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
