@@ -58,8 +58,8 @@ if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazi
     from lstm_data.scale.convert import convert as convert
     from lstm_data.store.read import open_batches as open_batches
     from lstm_data.store.write import precompute as precompute
-    from lstm_data.predict.run import predict as predict
-    from lstm_data.predict.options import PredictOptions as PredictOptions
+    from lstm_data.scoring.run import predict as predict
+    from lstm_data.scoring.options import PredictOptions as PredictOptions
 
 _LAZY = {
     "open": ("lstm_data.io.dispatch", "open"),
@@ -78,8 +78,8 @@ _LAZY = {
     "Schema": ("lstm_data.io.schema", "Schema"),
     "from_arrow": ("lstm_data.io.parquet", "from_arrow"),
     "from_awkward": ("lstm_data.io.awkward", "from_awkward"),
-    "predict": ("lstm_data.predict", "__call__"),
-    "PredictOptions": ("lstm_data.predict.options", "PredictOptions"),
+    "predict": ("lstm_data.scoring.run", "predict"),
+    "PredictOptions": ("lstm_data.scoring.options", "PredictOptions"),
 }
 #: submodules reachable as attributes (``lstm_data.kernels`` etc.), imported on first use
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
@@ -112,8 +112,6 @@ _dataset.set_writer_source(_layout_writer)
 
 
 def __getattr__(name: str) -> Any:
-    if name == "predict":  # the package, callable as its function
-        return importlib.import_module("lstm_data.predict")
     if name in _LAZY:
         module, attr = _LAZY[name]
         value = getattr(importlib.import_module(module), attr)

@@ -41,8 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lstm_data.batching.spec.batch_spec import BatchSpec
-    from lstm_data.predict.options import PredictOptions
-    from lstm_data.predict.run import predict
+    from lstm_data.scoring.options import PredictOptions
+    from lstm_data.scoring.run import predict
 
     options = PredictOptions.from_toml(args.spec)
     flags = {"batch_size": args.batch_size, "output_format": args.output_format, "selected": args.selected,

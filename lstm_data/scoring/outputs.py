@@ -6,7 +6,7 @@ from typing import Any
 
 from lstm_data._util.safe_output import check_not_input, remove_stale_temporaries
 from lstm_data.errors import OptionError
-from lstm_data.predict.options import FORMATS, PredictOptions
+from lstm_data.scoring.options import FORMATS, PredictOptions
 
 __all__ = ["Target", "targets", "format_of"]
 
@@ -39,7 +39,7 @@ class Target:
     path : Path
         Where the output goes.
     fmt : str
-        Its format (a key of :data:`~lstm_data.predict.options.FORMATS`).
+        Its format (a key of :data:`~lstm_data.scoring.options.FORMATS`).
     source : str or None
         The input it lies beside (``None`` for a rank's part).
     """

@@ -18,12 +18,12 @@ from lstm_data.data.dataset import Dataset
 from lstm_data.errors import OptionError, SchemaError
 from lstm_data.io.dispatch import open as open_dataset
 from lstm_data.io.read_options import ReadOptions
-from lstm_data.predict.chunks import WorkDir, fingerprint
-from lstm_data.predict.models import as_scorer
-from lstm_data.predict.options import PredictOptions
-from lstm_data.predict.outputs import Target, targets
-from lstm_data.predict.rows import RowMap
-from lstm_data.predict.writers import ColumnWriter, make_writer
+from lstm_data.scoring.chunks import WorkDir, fingerprint
+from lstm_data.scoring.models import as_scorer
+from lstm_data.scoring.options import PredictOptions
+from lstm_data.scoring.outputs import Target, targets
+from lstm_data.scoring.rows import RowMap
+from lstm_data.scoring.writers import ColumnWriter, make_writer
 
 __all__ = ["predict"]
 
