@@ -58,6 +58,8 @@ if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazi
     from lstm_data.scale.convert import convert as convert
     from lstm_data.store.read import open_batches as open_batches
     from lstm_data.store.write import precompute as precompute
+    from lstm_data.scoring.run import predict as predict
+    from lstm_data.scoring.options import PredictOptions as PredictOptions
 
 _LAZY = {
     "open": ("lstm_data.io.dispatch", "open"),
@@ -76,6 +78,8 @@ _LAZY = {
     "Schema": ("lstm_data.io.schema", "Schema"),
     "from_arrow": ("lstm_data.io.parquet", "from_arrow"),
     "from_awkward": ("lstm_data.io.awkward", "from_awkward"),
+    "predict": ("lstm_data.scoring.run", "predict"),
+    "PredictOptions": ("lstm_data.scoring.options", "PredictOptions"),
 }
 #: submodules reachable as attributes (``lstm_data.kernels`` etc.), imported on first use
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",

@@ -31,6 +31,7 @@ COMMANDS = {
     "bench": "bench",
     "example": "example",
     "weaver": "weaver",
+    "predict": "predict",
 }
 
 
