@@ -189,7 +189,7 @@ class _OldFlag(argparse.Action):
 
 
 def add_renamed_flags(parser: argparse.ArgumentParser, where: str) -> None:
-    """Add to ``parser`` the old flags of command ``where`` (a key of :data:`RENAMED`), each an error naming its new flag.
+    """Add to ``parser`` the old flags of command ``where``, each an error naming its new flag.
 
     Parameters
     ----------
