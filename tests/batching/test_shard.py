@@ -141,7 +141,7 @@ _LOOP = textwrap.dedent('''
         b.load_state_dict(json.load(open(ckpt)))
     step = 0
     while b.epoch < 2:
-        for batch in b.iter(workers=2):
+        for batch in b.iter(threads=2):
             rows = b.rows_of(b.state_dict()["next_batch"] - 1).tolist()
             with open(log, "a") as fh:
                 fh.write(json.dumps([b.epoch, rows]) + "\\n")

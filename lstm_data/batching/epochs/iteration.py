@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from lstm_data._util.checks import check_count
-from lstm_data._util.deprecation import warn_renamed
+from lstm_data._util.deprecation import refuses_renamed
 from lstm_data.batching.order.stats import log_epoch_stats
 from lstm_data.batching.epochs.identity import STATE_FORMAT
 from lstm_data.batching.epochs.resume import state_count
@@ -57,8 +57,8 @@ class EpochIteration:
     def __iter__(self) -> Iterator[Batch]:
         return self.iter()
 
-    def iter(self, threads: int = 1, prefetch_batches: int | None = None, *,
-             workers: int | None = None) -> Iterator[Batch]:
+    @refuses_renamed("iter")
+    def iter(self, threads: int = 1, prefetch_batches: int | None = None) -> Iterator[Batch]:
         """Yield the batches of the current epoch in order, built ahead on ``threads`` threads.
 
         Parameters
@@ -73,17 +73,12 @@ class EpochIteration:
             row order, so the next epoch does not start by waiting for it.
         prefetch_batches
             Batches built ahead of the consumer (default ``2 * threads``); bounds memory.
-        workers
-            The earlier name of ``threads`` (deprecated).
 
         Returns
         -------
         Iterator of tuple of dict
             ``(inputs, targets, weights)`` of each batch not yet handed out this epoch.
         """
-        if workers is not None:
-            warn_renamed("iter(workers=...)", "iter(threads=...)")
-            threads = workers
         start, self._resume_at = min(self._resume_at, len(self)), 0
         get = self.__getitem__ if start == 0 else (lambda i: self[start + i])
         batches = prefetch(get, len(self) - start, threads, prefetch_batches,

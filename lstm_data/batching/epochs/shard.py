@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
-from lstm_data._util.deprecation import RenamedAttribute
+from lstm_data._util.deprecation import OldAttribute
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.identity import STATE_FORMAT
 from lstm_data.batching.epochs.iteration import EpochIteration
@@ -445,11 +445,11 @@ class ShardedBatches(EpochIteration):
         """Whether the parent's epochs differ (then so do this share's)."""
         return self.batches.varies_by_epoch
 
-    #: the parent's settings, read as ``shard.batches.seed`` etc. (these spellings are deprecated)
-    batch_size: RenamedAttribute[int] = RenamedAttribute("batches.batch_size")
-    shuffle: RenamedAttribute[bool | str] = RenamedAttribute("batches.shuffle")
-    nan_to: RenamedAttribute[float | None] = RenamedAttribute("batches.nan_to")
-    seed: RenamedAttribute[int] = RenamedAttribute("batches.seed")
+    #: the parent's settings are read as ``shard.batches.seed`` etc. (these names: errors naming it)
+    batch_size = OldAttribute()
+    shuffle = OldAttribute()
+    nan_to = OldAttribute()
+    seed = OldAttribute()
 
     @property
     def n_rows(self) -> int:
