@@ -361,7 +361,7 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
     def __getstate__(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("_lock", "pipeline", "_ram")}
         view = self.pipeline.data
-        dataset = view.dataset
+        dataset: object = view.dataset
         if isinstance(dataset, InMemoryDataset):
             from lstm_data.data.shared import share
             dataset = share(dataset)

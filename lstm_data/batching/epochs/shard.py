@@ -61,8 +61,10 @@ if TYPE_CHECKING:
 class Shardable(Protocol):
     """What a shard reads off its parent (:class:`~lstm_data.batching.epochs.batches.Batches`)."""
 
-    spec: BatchSpec
     epoch: int
+
+    @property
+    def spec(self) -> BatchSpec: ...
 
     @property
     def seed(self) -> int: ...
