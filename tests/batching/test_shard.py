@@ -85,7 +85,7 @@ def test_shard_of_an_on_disk_block_shuffle_reads_part_of_the_data(data, tmp_path
     shard = b.shard(0, 4)
     for _ in shard:
         pass
-    assert b._blocks.block_loads < 0.5 * (len(b._blocks.bounds) - 1)
+    assert b.pipeline.blocks.block_loads < 0.5 * (len(b.pipeline.blocks.bounds) - 1)
 
 
 @pytest.mark.parametrize("sharded", [False, True])

@@ -144,7 +144,7 @@ class EpochIteration:
         if fmt > STATE_FORMAT:
             raise OptionError(f"state_format {fmt}: saved by a newer release of lstm_data (this one reads "
                               f"formats up to {STATE_FORMAT}); upgrade lstm_data to resume it")
-        identity = self._state_identity()
+        identity = self.identity()
         diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
                  for k, v in identity.items() if k not in _DIGESTS and state.get(k) != v]
         saved = state.get("identity")
@@ -181,7 +181,7 @@ class EpochIteration:
 
     def _legacy_identities(self, state_format: int) -> set[str]:
         """The identity digests this sequence had in an earlier state format (by default: as now)."""
-        return {str(self._state_identity().get("identity"))}
+        return {str(self.identity().get("identity"))}
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
         """What of the data differs from the data ``state`` was saved with, where it is known (none by default)."""
@@ -201,7 +201,7 @@ class EpochIteration:
             self._next_batch = self._resume_at = 0
 
     # -- checkpoints ----------------------------------------------------------------------------
-    def _state_identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         """What must match for a state to be loaded here (subclasses add seed, batch size, shard)."""
         return {"n_batches": len(self)}
 
@@ -216,7 +216,7 @@ class EpochIteration:
             e.g. ``seed``): plain values, for ``torch.save`` or JSON.
         """
         return {"state_format": STATE_FORMAT, "epoch": self.epoch, "next_batch": self._next_batch,
-                **self._state_identity()}
+                **self.identity()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.

@@ -61,8 +61,10 @@ if TYPE_CHECKING:
 class Shardable(Protocol):
     """What a shard reads off its parent (:class:`~lstm_data.batching.epochs.batches.Batches`)."""
 
-    spec: BatchSpec
     epoch: int
+
+    @property
+    def spec(self) -> BatchSpec: ...
 
     @property
     def seed(self) -> int: ...
@@ -87,7 +89,7 @@ class Shardable(Protocol):
 
     def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]: ...
 
-    def _state_identity(self) -> dict[str, Any]: ...
+    def identity(self) -> dict[str, object]: ...
 
     def _legacy_identities(self, state_format: int) -> set[str]: ...
 
@@ -366,7 +368,7 @@ class ShardedBatches(EpochIteration):
         """
         history = [list(h) for h in self._history_for(epoch)]
         return {"state_format": STATE_FORMAT, "epoch": epoch, "next_batch": next_batch,
-                **self._state_identity(), "world_size": self.world_size, "history": history}
+                **self.identity(), "world_size": self.world_size, "history": history}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from a :meth:`state_dict` of any rank of a world of any size.
@@ -462,8 +464,8 @@ class ShardedBatches(EpochIteration):
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
         return self.batches._data_differences(state)
 
-    def _state_identity(self) -> dict[str, Any]:
-        identity = dict(self.batches._state_identity())
+    def identity(self) -> dict[str, object]:
+        identity = dict(self.batches.identity())
         identity.pop("world_size", None)
         return identity
 
