@@ -67,6 +67,7 @@ from lstm_data._util.close_names import close_names
 from lstm_data._util.declared import DeclaredOptions, unknown_option
 from lstm_data._util.deprecation import Renamed, renamed_keywords
 from lstm_data.errors import OptionError
+from lstm_data.io.formats import FORMATS
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
 
 __all__ = ["ReadOptions", "READER_OPTIONS", "REMOTE_OPTIONS", "read_options_from", "file_value_columns",
@@ -368,17 +369,10 @@ def _where_it_applies(name: str) -> str:
 
 
 #: format -> the options its reader takes (as keywords of the same names; the options of reads at URLs
-#: as one ``remote``)
+#: as one ``remote``): the ``options`` of each row of :data:`~lstm_data.io.formats.FORMATS`
 READER_OPTIONS: dict[str, frozenset[str]] = {
-    "csv": frozenset({"dtype", "sep", "list_sep", "progress", "threads", "block_bytes", "max_line_bytes",
-                      "max_columns"}),
-    "hdf5": frozenset({"dtype", "root", "max_run_chunks", "trust_external", "columns", "exclude"}),
-    "nova": frozenset({"dtype", "slice_table", "aliases", "trust_external", "columns", "exclude", "tables"}),
-    "parquet": frozenset({"dtype", "in_ram", "columns", "exclude", "threads", *REMOTE_OPTIONS}),
-    "root": frozenset({"dtype", "tree", "columns", "exclude", "threads", "progress", "in_ram", "cache_chunks",
-                       "block_bytes", *REMOTE_OPTIONS}),
-    "zarr": frozenset({"dtype", "max_run_chunks", *REMOTE_OPTIONS}),
-    "l5kit": frozenset({"dtype", "parent", "relations", "cache_chunks"}),
+    **{fmt.name: fmt.options | (frozenset(REMOTE_OPTIONS) if fmt.remote else frozenset())
+       for fmt in sorted(FORMATS, key=lambda fmt: fmt.name)},
     #: precomputed batch stores (``open_batches``), not a reader of ``open``
     "batch store": frozenset({"trust_unchecked", *REMOTE_OPTIONS}),
 }
