@@ -108,8 +108,9 @@ def detect_format(path: str | os.PathLike[str], remote: RemoteSettings | None = 
     if suffix in _NOT_DATA:
         raise FormatError(f"a {p.suffix} file is not a data file; lstm_data reads {_what_is_read()}", file=str(p))
     if by_ext is not None and by_ext.signed:
-        raise FormatError(f"file has a {by_ext.title} extension ({p.suffix}) but no {by_ext.title} signature "
-                          "(damaged or truncated?)", file=str(p))
+        article = "an" if by_ext.title.startswith(("A", "E", "I", "O", "U")) else "a"
+        raise FormatError(f"file has {article} {by_ext.title} extension ({p.suffix}) but no {by_ext.title} "
+                          "signature (damaged or truncated?)", file=str(p))
     text = next(fmt for fmt in FORMATS if fmt.text)
     if by_ext is text or (head and b"\x00" not in head):
         return text.name
