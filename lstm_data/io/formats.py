@@ -142,6 +142,8 @@ FORMATS: tuple[FileFormat, ...] = (
     FileFormat("parquet", "Parquet", "lstm_data.io.parquet:read_parquet", extensions=(".parquet", ".pq"),
                magic=(PARQUET_MAGIC,), directories=True, remote=True, extra="parquet",
                options=frozenset({"dtype", "in_ram", "threads"}) | _COLUMNS),
+    FileFormat("arrow", "Arrow IPC", "lstm_data.io.arrow_ipc:read_arrow_ipc", extensions=(".arrow", ".feather", ".ipc"),
+               magic=(b"ARROW1",), extra="parquet", options=frozenset({"dtype", "threads"}) | _COLUMNS),
     FileFormat("zarr", "zarr v3", "lstm_data.io.ours.zarr:read_zarr", extensions=(".zarr",),
                markers=("zarr.json",), remote=True, schema=False,
                options=frozenset({"dtype", "max_run_chunks"})),
