@@ -13,7 +13,7 @@ per batch as the median of interleaved passes in this run:
 * ``ThreadPoolExecutor(2).map(batches.__getitem__, ...)``, batches dropped, and
   the same keeping the last 10 (two foreign threads);
 * ``Batches.iter(workers=2)``;
-* a real Keras 3 ``PyDataset`` loop, ``KerasBatches(workers=1|2)``, and a torch
+* a real Keras 3 ``PyDataset`` loop, ``KerasBatches(threads=1|2)``, and a torch
   ``DataLoader(TorchBatches, num_workers=0|2)`` (:mod:`~bench.consumers_frameworks`);
 * in fresh processes (:mod:`~bench.consumers_fresh`): 48 batches kept
   alive, and an epoch collected into a list, first pass and later passes, and

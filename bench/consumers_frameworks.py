@@ -46,7 +46,7 @@ def _keras_epoch_iterator(data):
 
 def keras_passes(make_batches: Callable[[], object], workers=(1, 2),
                  max_queue_size: int = 10) -> tuple[dict[str, Callable[[], None]], str | None]:
-    """One Keras epoch per call for ``KerasBatches(workers=w, max_queue_size=...)``."""
+    """One Keras epoch per call for ``KerasBatches(threads=w, max_queue_size=...)``."""
     os.environ.setdefault("KERAS_BACKEND", "torch")
     try:
         import keras  # noqa: F401
@@ -56,7 +56,7 @@ def keras_passes(make_batches: Callable[[], object], workers=(1, 2),
         return {}, f"Keras rows skipped: {exc}"
     cases = {}
     for w in workers:
-        data = KerasBatches(make_batches(), workers=w, max_queue_size=max_queue_size)
+        data = KerasBatches(make_batches(), threads=w, max_queue_size=max_queue_size)
         try:
             it = _keras_epoch_iterator(data)
         except ImportError as exc:  # Keras's internals moved

@@ -3,7 +3,7 @@
 The config is weaver-core's ``JetClass_full.yaml`` (``tests/data/weaver``: 9 new variables, 4
 inputs of 128 particles with ``wrap`` padding, standardisation and clipping, 10 one-hot
 labels). The data: ``FILES`` files of JetClass-like jets
-(:func:`lstm_data.io.examples.weaver_jets.make_jets`, every branch the config names) written
+(:func:`lstm_data.data.examples.weaver_jets.make_jets`, every branch the config names) written
 by uproot with zlib level 1, as the public JetClass files are, and the same files converted to
 Parquet by weaver-core's own ``weaver.utils.convert_to_parquet`` (``ak.to_parquet``, lz4, row
 groups of 1000, the public conversion).
@@ -66,7 +66,7 @@ def _write(folder: Path, jets: int, seed: int) -> None:
     import awkward as ak
     import uproot
 
-    from lstm_data.io.examples.weaver_jets import make_jets
+    from lstm_data.data.examples.weaver_jets import make_jets
 
     folder.mkdir(parents=True)
     for i in range(FILES):

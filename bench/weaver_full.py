@@ -1,6 +1,6 @@
 """weaver-core's JetClass_full.yaml end to end: ``BatchSpec.from_weaver`` against weaver-core's loader.
 
-The data: ``--jets`` JetClass-like jets (:func:`lstm_data.io.examples.weaver_jets.make_jets`, every
+The data: ``--jets`` JetClass-like jets (:func:`lstm_data.data.examples.weaver_jets.make_jets`, every
 branch the config names) in one ROOT file written by uproot. Both sides run in this process,
 without worker processes, batches of 512, rounds interleaved (``--runs``):
 
@@ -36,7 +36,7 @@ THREADS = 2
 
 
 def write_file(folder: Path, jets: int) -> str:
-    from lstm_data.io.examples.weaver_jets import make_jets, write_jets
+    from lstm_data.data.examples.weaver_jets import make_jets, write_jets
 
     path = folder / "jets.root"
     write_jets(path, make_jets(jets, 1))

@@ -5,8 +5,8 @@
 [PosixPath('examples/numu_v3.csv.xz'), PosixPath('examples/numu_v3.toml')]
 
 The same from the shell: ``lstm-data example numu_v3 examples``. See
-:mod:`lstm_data.io.examples` for what each example holds.
+:mod:`lstm_data.data.examples` for what each example holds.
 """
-from lstm_data.io.examples import EXAMPLES, example_files, write_examples
+from lstm_data.data.examples import EXAMPLES, example_files, write_examples
 
 __all__ = ["EXAMPLES", "example_files", "write_examples"]

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from lstm_data.io.examples.weaver_jets import make_jets, write_jets
+from lstm_data.data.examples.weaver_jets import make_jets, write_jets
 
 #: the variant config, as the package ships it (``lstm-data example weaver DIR`` writes it too)
-VARIANT = (resources.files("lstm_data.io.examples") / "files" / "variant.yaml").read_text()
+VARIANT = (resources.files("lstm_data.data.examples") / "files" / "variant.yaml").read_text()
 
 
 def weaver_arrays(files: list[str], config: Path) -> dict[str, np.ndarray]:

@@ -55,7 +55,7 @@ RENAMED: Mapping[str, Mapping[str, str]] = {
     "iter": {"workers": "threads"},
     "ShardedBatches": {"batch_size": "batches.batch_size", "shuffle": "batches.shuffle",
                        "nan_to": "batches.nan_to", "seed": "batches.seed"},
-    "KerasBatches": {"weights": "sample_weights", "with_weights": "sample_weights"},
+    "KerasBatches": {"weights": "sample_weights", "with_weights": "sample_weights", "workers": "threads"},
     "lstm-data convert": {"--shuffle": "--shuffle-seed", "--force": "--overwrite"},
     "lstm-data precompute": {"--workers": "--threads", "--force": "--overwrite",
                              "--no-compress": "--compression none"},

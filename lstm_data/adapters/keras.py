@@ -3,7 +3,7 @@
 Example
 -------
 >>> from lstm_data.keras import KerasBatches
->>> train = KerasBatches(Batches(ds, spec.replace(nan_to=0.0), Order(seed=1)), workers=2)   # doctest: +SKIP
+>>> train = KerasBatches(Batches(ds, spec.replace(nan_to=0.0), Order(seed=1)), threads=2)   # doctest: +SKIP
 >>> model.fit(train, epochs=10, shuffle=False)                                 # doctest: +SKIP
 
 Each item is ``(inputs, targets, weights)``: dicts keyed by the spec's output
@@ -20,7 +20,7 @@ ahead in one pass at the start of the next. So :class:`KerasBatches`
 * moves to the next epoch only at an ``on_epoch_end`` that follows a pass over
   every batch (the warm-up read and its ``on_epoch_end`` do not count, nor
   does a pass cut short);
-* builds batches ahead itself, on ``workers`` threads, each tied to its epoch
+* builds batches ahead itself, on ``threads`` threads, each tied to its epoch
   (the kernels release the GIL), and tells Keras ``workers=1``, so Keras asks
   for batch ``i`` when step ``i`` needs it;
 * with :attr:`KerasBatches.epoch_callback` in ``fit(callbacks=...)``, takes
@@ -116,13 +116,14 @@ class KerasBatches(PyDataset):
         A :class:`~lstm_data.batching.epochs.source.BatchSource`: ``Batches``, a
         shard of one, or stored batches (:func:`lstm_data.open_batches`). Its
         ``epoch`` is the first epoch served and follows the epochs of ``fit``.
-    workers
-        Threads building batches ahead of training (kept in :attr:`build_workers`;
-        Keras itself sees ``workers=1``, see the module notes).
+    threads
+        Threads building batches ahead of training (kept in :attr:`threads`; Keras
+        itself sees ``workers=1``, see the module notes). ``workers=`` is not taken:
+        it is an ``OptionError`` naming ``threads``.
     use_multiprocessing
         Ignored, with a warning: batches are built on threads.
     max_queue_size
-        Batches built ahead at most (``workers > 1``).
+        Batches built ahead at most (``threads > 1``).
     sample_weights
         Return the per-target weights as the third item, Keras's sample weights
         (default). ``False`` returns ``(inputs, targets)``.
@@ -138,25 +139,27 @@ class KerasBatches(PyDataset):
         Items hold torch tensors (under Keras's torch backend), else NumPy arrays.
     sample_weights : bool
         Items end with the weights.
+    threads : int
+        Threads building batches ahead.
     """
 
     #: the name of :attr:`sample_weights` before the first release (an error naming it)
     with_weights = OldAttribute()
 
     @refuses_renamed("KerasBatches")
-    def __init__(self, batches: BatchSource, workers: int = 1, use_multiprocessing: bool = False,
+    def __init__(self, batches: BatchSource, threads: int = 1, use_multiprocessing: bool = False,
                  max_queue_size: int = 10, sample_weights: bool = True) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
-            raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+            raise OptionError(f"KerasBatches: threads must be an int >= 1, got {threads!r}")
         if use_multiprocessing:
             warnings.warn("KerasBatches(use_multiprocessing=True) is ignored: lstm_data builds batches on "
-                          f"{workers} thread(s) (its kernels release the GIL), each tied to its epoch; "
+                          f"{threads} thread(s) (its kernels release the GIL), each tied to its epoch; "
                           "Keras's process pool would serve batches of one epoch in the next",
                           UserWarning, stacklevel=2)
         _refuse_packed(batches.spec, "KerasBatches")
         super().__init__(workers=1, use_multiprocessing=False, max_queue_size=max_queue_size)
         self.batches = batches
-        self.build_workers = int(workers)
+        self.threads = int(threads)
         self.sample_weights = bool(sample_weights)
         self.as_tensors = keras.backend.backend() == "torch"
         self._setup()
@@ -164,9 +167,9 @@ class KerasBatches(PyDataset):
     def _setup(self) -> None:
         self._lock = threading.Lock()
         self._served = np.zeros(len(self.batches), dtype=bool)
-        # batches built ahead on build_workers threads, tied to their epoch (the lock above
+        # batches built ahead on self.threads threads, tied to their epoch (the lock above
         # serialises the asking; Ahead has its own for its stream)
-        self._ahead = Ahead(self.batches, self.build_workers, max(1, int(self.max_queue_size)))
+        self._ahead = Ahead(self.batches, self.threads, max(1, int(self.max_queue_size)))
         self._due = -1  # the index Keras should ask for next in a pass, -1 outside passes
         self._nan_checked = False
         self._order_warned = False
@@ -343,7 +346,7 @@ class KerasBatches(PyDataset):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
-        self._ahead = Ahead(self.batches, self.build_workers, max(1, int(self.max_queue_size)))
+        self._ahead = Ahead(self.batches, self.threads, max(1, int(self.max_queue_size)))
 
 
 class _EpochSync(Callback):

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lstm_data.io.examples import EXAMPLES, example_files, write_examples
+    from lstm_data.data.examples import EXAMPLES, example_files, write_examples
 
     if args.list or args.name is None:
         for name, files in EXAMPLES.items():

@@ -1,19 +1,8 @@
 """``lstm_data.open``: one entry point for every format.
 
 The format is decided by content first (magic bytes, store metadata files) and
-by extension second:
-
-==========================================  =====================================
-content                                     reader
-==========================================  =====================================
-HDF5 signature, NOvA ntuple tables          :mod:`lstm_data.io.nova`
-HDF5 signature (offset 0, 512, 1024, ...)   :mod:`lstm_data.io.hdf5.reader`
-``PAR1`` magic, or a directory of .parquet  :mod:`lstm_data.io.parquet` (extra ``parquet``)
-``root`` magic (a ROOT file)                :mod:`lstm_data.io.root` (extra ``root``)
-gzip / xz / bz2 magic, or plain text        :mod:`lstm_data.io.csv.reader`
-directory with ``zarr.json``                :mod:`lstm_data.io.ours.zarr` (v3, ours)
-directory with ``.zgroup`` / ``.zarray``    :mod:`lstm_data.io.l5kit.reader` (v2)
-==========================================  =====================================
+by extension second, by the rows of :data:`lstm_data.io.formats.FORMATS` (one per
+format: its detection, its options, its reader) in their order.
 
 A list of paths, or a glob pattern, gives one :class:`~lstm_data.data.concat.ConcatDataset`.
 
@@ -34,6 +23,7 @@ from typing import Any, Iterable, Sequence, cast
 from lstm_data._util.deprecation import refuses_renamed
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, OptionError, RemoteError, SchemaError, redact
+from lstm_data.io.formats import FORMATS, HEAD_BYTES, FileFormat, format_named
 from lstm_data.io.read_options import (
     ReadOptions,
     file_value_columns,
@@ -42,14 +32,10 @@ from lstm_data.io.read_options import (
 )
 from lstm_data.io.plumbing.remote import is_url, remote_format
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
-from lstm_data.io.plumbing.signatures import COMPRESSED_PREFIXES, HDF5_SIGNATURE, PARQUET_MAGIC, ROOT_MAGIC
 from lstm_data.io.plumbing.special import STDIN, check_readable_kind, is_stream
 
 __all__ = ["open", "detect_format", "expand_paths", "split_member", "input_bytes"]
 
-_EXTENSIONS = {".h5": "hdf5", ".hdf5": "hdf5", ".hdf": "hdf5", ".zarr": "zarr",
-               ".csv": "csv", ".gz": "csv", ".xz": "csv", ".bz2": "csv", ".txt": "csv",
-               ".parquet": "parquet", ".pq": "parquet", ".root": "root"}
 #: text files that are never event tables (a spec or config passed by mistake); other text is CSV
 _NOT_DATA = {".toml", ".json", ".yaml", ".yml", ".ini", ".cfg", ".py", ".md", ".rst", ".ipynb"}
 
@@ -82,22 +68,10 @@ def input_bytes(path: str | os.PathLike[str]) -> int:
     return p.stat().st_size
 
 
-def _has_hdf5_signature(path: Path) -> bool:
-    """HDF5 files start with the signature at 0 or after a user block of 512 * 2**k bytes."""
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        offset = 0
-        while offset + 8 <= size:
-            fh.seek(offset)
-            if fh.read(8) == HDF5_SIGNATURE:
-                return True
-            offset = 512 if offset == 0 else offset * 2
-    return False
-
-
 def detect_format(path: str | os.PathLike[str], remote: RemoteSettings | None = None) -> str:
-    """The format of ``path``: ``"csv"``, ``"hdf5"``, ``"nova"`` (NOvA HDF5 tables), ``"parquet"``,
-    ``"root"``, ``"zarr"`` (our v3 layout) or ``"l5kit"`` (zarr v2).
+    """The format of ``path``: the name of a row of :data:`~lstm_data.io.formats.FORMATS`
+    (``"csv"``, ``"hdf5"``, ``"nova"`` for NOvA HDF5 tables, ``"parquet"``, ``"root"``,
+    ``"zarr"`` for our v3 store, ``"l5kit"`` for zarr v2, ...).
 
     ``remote``: the timeouts and retries of a URL's reads (default: the defaults of
     :class:`~lstm_data.io.plumbing.remote_errors.RemoteSettings`).
@@ -123,38 +97,49 @@ def detect_format(path: str | os.PathLike[str], remote: RemoteSettings | None = 
     if not p.exists():
         raise FileNotFoundError(f"no such file or directory: {p}")
     if p.is_dir():
-        if (p / "zarr.json").is_file():
-            return "zarr"
-        if (p / ".zgroup").is_file() or (p / ".zarray").is_file():
-            return "l5kit"
-        if any(p.glob("*.parquet")) or any(p.glob("*.pq")):
-            return "parquet"
-        raise FormatError("directory is not a zarr store (no zarr.json, .zgroup or .zarray) nor a "
-                          "directory of .parquet files", file=str(p))
-    if _has_hdf5_signature(p):
-        from lstm_data.io.nova import is_nova_file
-        return "nova" if is_nova_file(p) else "hdf5"
+        return _directory_format(p).name
     with p.open("rb") as fh:
-        head = fh.read(4096)
-    if head.startswith(COMPRESSED_PREFIXES):
-        return "csv"
-    if head.startswith(PARQUET_MAGIC):
-        return "parquet"
-    if head.startswith(ROOT_MAGIC):
-        return "root"
-    by_ext = _EXTENSIONS.get(p.suffix.lower())
-    if p.suffix.lower() in _NOT_DATA:
-        raise FormatError(f"a {p.suffix} file is not a data file; lstm_data reads CSV text "
-                          "(.csv, .txt, compressed .gz/.xz/.bz2), HDF5 (.h5/.hdf5), Parquet, "
-                          "ROOT and zarr stores (directories)", file=str(p))
-    if by_ext in ("hdf5", "parquet", "root"):
-        kind = {"hdf5": "HDF5", "parquet": "Parquet", "root": "ROOT"}[by_ext]
-        raise FormatError(f"file has a {kind} extension ({p.suffix}) but no {kind} signature "
-                          "(damaged or truncated?)", file=str(p))
-    if by_ext == "csv" or (head and b"\x00" not in head):
-        return "csv"
+        head = fh.read(HEAD_BYTES)
+    for row in FORMATS:
+        if row.claims(p, head):
+            return row.name
+    suffix = p.suffix.lower()
+    by_ext = next((fmt for fmt in FORMATS if suffix in fmt.extensions), None)
+    if suffix in _NOT_DATA:
+        raise FormatError(f"a {p.suffix} file is not a data file; lstm_data reads {_what_is_read()}", file=str(p))
+    if by_ext is not None and by_ext.signed:
+        article = "an" if by_ext.title.startswith(("A", "E", "I", "O", "U")) else "a"
+        raise FormatError(f"file has {article} {by_ext.title} extension ({p.suffix}) but no {by_ext.title} "
+                          "signature (damaged or truncated?)", file=str(p))
+    text = next(fmt for fmt in FORMATS if fmt.text)
+    if by_ext is text or (head and b"\x00" not in head):
+        return text.name
     raise FormatError("cannot tell the format: not HDF5, zarr, or (compressed) CSV text",
                       file=str(p))
+
+
+def _directory_format(p: Path) -> FileFormat:
+    """The format of directory ``p``: a store marked by its files, or a directory of files of one format."""
+    for fmt in FORMATS:
+        if any((p / marker).is_file() for marker in fmt.markers):
+            return fmt
+    for fmt in FORMATS:
+        if fmt.directories and any(any(p.glob(f"*{ext}")) for ext in fmt.extensions):
+            return fmt
+    stores = [fmt for fmt in FORMATS if fmt.markers]
+    markers = [m for fmt in stores for m in fmt.markers]
+    folders = [f"a directory of {fmt.extensions[0]} files" for fmt in FORMATS if fmt.directories]
+    raise FormatError(f"directory is not a zarr store (no {', '.join(markers[:-1])} or {markers[-1]}) nor "
+                      f"{' nor '.join(folders)}", file=str(p))
+
+
+def _what_is_read() -> str:
+    """The files lstm_data reads, for a message."""
+    files = [f"{fmt.title} ({'/'.join(fmt.extensions)})" for fmt in FORMATS
+             if fmt.extensions and not fmt.markers and not fmt.text]
+    text = next(fmt for fmt in FORMATS if fmt.text)
+    return (f"{text.title} text ({', '.join(text.extensions)}), {', '.join(files)} and zarr stores "
+            "(directories)")
 
 
 def expand_paths(path_or_paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
@@ -221,39 +206,26 @@ def _open_one(path: str, schema: Any, read: ReadOptions) -> Dataset:
 
 
 def _read(path: str, fmt: str, schema: Any, options: dict[str, Any]) -> Dataset:
-    """Open ``path`` with the reader of ``fmt``."""
-    if fmt == "hdf5":
-        from lstm_data.io.hdf5.reader import read_hdf5
-        return read_hdf5(path, schema=schema, **options)
-    if fmt == "nova":
-        from lstm_data.io.nova import read_nova
-        return read_nova(path, schema=schema, **options)
-    if fmt == "parquet":
-        from lstm_data.io.parquet import read_parquet
-        return cast(Dataset, read_parquet(path, schema=schema, **options))  # declared to return Any
-    if fmt == "root":
-        from lstm_data.io.root import read_root
-        file, member = split_member(path)
-        if member is not None:
-            if options.get("tree") not in (None, member):
-                raise SchemaError(f"tree={options['tree']!r} given for {path}, which names tree "
-                                  f"{member!r}", file=file)
-            options = dict(options, tree=member)
-        return read_root(file, schema=schema, **options)
-    if fmt in ("zarr", "l5kit") and schema is not None:
+    """Open ``path`` with the reader of format ``fmt`` (a row of :data:`~lstm_data.io.formats.FORMATS`)."""
+    row = format_named(fmt)
+    if schema is not None and not row.schema:
         raise SchemaError("schema given, but this store records its own groups: schema is for CSV and "
                           "lstm_ee HDF5 files; drop it (choose columns with a BatchSpec)", file=path)
-    if fmt == "zarr":
-        from lstm_data.io.ours.zarr import read_zarr
-        return read_zarr(path, **options)
-    if fmt == "l5kit":
-        from lstm_data.io.l5kit.reader import read_l5kit
-        return read_l5kit(path, **options)
+    file, member = split_member(path)
+    if member is not None:  # file.root:tree, a tree named in the path
+        if options.get("tree") not in (None, member):
+            raise SchemaError(f"tree={options['tree']!r} given for {path}, which names tree "
+                              f"{member!r}", file=file)
+        path, options = file, dict(options, tree=member)
     try:
-        from lstm_data.io.csv.reader import read_csv
+        reader = row.open_function()
     except ImportError as exc:
-        raise FormatError(f"the CSV reader is not available ({exc})", file=path) from None
-    return read_csv(path, schema=schema, **options)
+        if row.extra is not None:  # the reader says which extra to install when it runs
+            raise
+        raise FormatError(f"the {row.title} reader is not available ({exc})", file=path) from None
+    if row.schema:
+        options = dict(options, schema=schema)
+    return cast(Dataset, reader(path, **options))
 
 
 def _in_ram_for_many(paths: list[str], schema: Any, read: ReadOptions) -> ReadOptions:
@@ -302,8 +274,8 @@ def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
          schema: Any = None, read: ReadOptions | None = None, **options: Any) -> Dataset:
     """Open a dataset of any format, or several files as one.
 
-    CSV (plain, .gz, .xz, .bz2), HDF5 (ours, lstm_ee's, NOvA tables), Parquet, ROOT
-    and zarr (ours, L5Kit) are told apart by their content first, their extension second.
+    The formats of :data:`~lstm_data.io.formats.FORMATS` (CSV, HDF5, Parquet, ROOT, zarr,
+    ...) are told apart by their content first, their extension second.
 
     Parameters
     ----------

@@ -1,52 +1,55 @@
 """How data is read: :class:`ReadOptions`, the one home of every reader option.
 
-Every reader declares in :data:`READER_OPTIONS` the options it takes. An option
+Every format declares the options its reader takes, in its row of the format table
+:data:`lstm_data.io.formats.FORMATS`, from which :data:`READER_OPTIONS` is derived
+(the formats that take each option are listed there, and by the error for an option
+given to a format that does not take it). An option
 that does not exist is an :class:`~lstm_data.errors.OptionError` naming it and
 the close match; an option that exists but does not apply to a file's format is
 an error too, naming the format and what it takes, never silence.
 
-===================  ==========================================================  ==========================
-option               meaning                                                     formats
-===================  ==========================================================  ==========================
-``dtype``            float dtype of values: ``"float32"`` or ``"float64"``        every format
-``threads``          threads that decompress and parse (``None``: every core)    csv, parquet, root
-``block_bytes``      bytes handled per step (parse block, tree step)             csv, root
-``in_ram``           read every value at open (``None``: the format's default;  parquet, root
+===================  ==========================================================
+option               meaning
+===================  ==========================================================
+``dtype``            float dtype of values: ``"float32"`` or ``"float64"``
+``threads``          threads that decompress and parse (``None``: every core)
+``block_bytes``      bytes handled per step (parse block, tree step)
+``in_ram``           read every value at open (``None``: the format's default;
                      ``False``: by row group / cluster on demand)
-``max_run_chunks``   longest single read of an on-disk store, in chunks          hdf5, zarr
-``sep``              CSV field separator                                         csv
-``list_sep``         separator of the numbers inside a CSV list cell             csv
-``tree``             the TTree (or RNTuple) of a ROOT file                       root
-``columns``          read only these columns (names or globs ``Muon_*``)          root, parquet, hdf5, nova
-``exclude``          never read these columns (names or globs; beats columns)    root, parquet, hdf5, nova
-``root``             the HDF5 group holding lstm_ee's arrays                     hdf5
-``trust_external``   follow HDF5 external links, external storage, virtual      hdf5, nova
+``max_run_chunks``   longest single read of an on-disk store, in chunks
+``sep``              CSV field separator
+``list_sep``         separator of the numbers inside a CSV list cell
+``tree``             the TTree (or RNTuple) of a ROOT file
+``columns``          read only these columns (names or globs ``Muon_*``)
+``exclude``          never read these columns (names or globs; beats columns)
+``root``             the HDF5 group holding lstm_ee's arrays
+``trust_external``   follow HDF5 external links, external storage, virtual
                      datasets of other files (default: refuse them)
-``trust_unchecked``  open a store without a manifest (written before manifests,  batch stores
+``trust_unchecked``  open a store without a manifest (written before manifests,
                      or by another tool) without the warning that says what is
                      not checked there
-``tables``           the NOvA tables to read                                     nova
-``slice_table``      the NOvA table whose rows are the events                    nova
-``aliases``          NOvA column renames ``{old: new}``                           nova
-``parent``           L5Kit: the array whose rows are the events                  l5kit
-``relations``        L5Kit: child array -> interval column of the parent         l5kit
-``cache_chunks``     decoded chunks kept (L5Kit: per array; ROOT read on demand) l5kit, root
-``needed``           the columns a spec needs: read only those where the format  root, parquet, hdf5, nova
-                     selects columns (a hint: ignored elsewhere)                 (a hint)
-``file_values``      scalar columns taken from the file, not its rows: name ->    every format (open)
+``tables``           the NOvA tables to read
+``slice_table``      the NOvA table whose rows are the events
+``aliases``          NOvA column renames ``{old: new}``
+``parent``           L5Kit: the array whose rows are the events
+``relations``        L5Kit: child array -> interval column of the parent
+``cache_chunks``     decoded chunks kept (L5Kit: per array; ROOT read on demand)
+``needed``           the columns a spec needs: read only those where the format
+                     selects columns (a hint: ignored elsewhere)
+``file_values``      scalar columns taken from the file, not its rows: name ->
                      ``"index"`` (the file's position) or ``{glob: number}``
                      (a label or weight per path pattern; first match wins)
-``connect_timeout``  seconds to wait for a connection to a server (default 10)  zarr, parquet, root, batch stores (URLs)
-``read_timeout``     seconds to wait for each piece of a server's answer         zarr, parquet, root, batch stores (URLs)
+``connect_timeout``  seconds to wait for a connection to a server (default 10)
+``read_timeout``     seconds to wait for each piece of a server's answer
                      (default 30): a server that stalls is an error
-``retries``          times a read at a URL is asked again after an HTTP 5xx, a   zarr, parquet, root, batch stores (URLs)
+``retries``          times a read at a URL is asked again after an HTTP 5xx, a
                      reset or an answer cut short (default 3; 0: never)
-``max_line_bytes``   the longest CSV line (or quoted record), in bytes (default  csv
+``max_line_bytes``   the longest CSV line (or quoted record), in bytes (default
                      64 MiB): a longer one is a ParseError naming its line
-``max_columns``      the most columns a CSV header may name (default 10,000):    csv
+``max_columns``      the most columns a CSV header may name (default 10,000):
                      more is a ParseError naming the file, line and count
-``progress``         a progress callback or bar (not written to TOML)            csv, root
-===================  ==========================================================  ==========================
+``progress``         a progress callback or bar (not written to TOML)
+===================  ==========================================================
 
 Readers take these options under these names (``read_csv(path, block_bytes=...)``).
 Older spellings (``use_threads``, ``block_size``, ``step_bytes``, ``workers``) are
@@ -65,6 +68,7 @@ from lstm_data._util.checks import count_option, flag_option, positive_int_optio
 from lstm_data._util.close_names import close_names
 from lstm_data._util.declared import DeclaredOptions, unknown_option
 from lstm_data.errors import OptionError
+from lstm_data.io.formats import FORMATS
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
 
 __all__ = ["ReadOptions", "READER_OPTIONS", "REMOTE_OPTIONS", "read_options_from", "file_value_columns",
@@ -132,14 +136,16 @@ class ReadOptions(DeclaredOptions):
     Every option defaults to ``None``: the reader's own default. Give options to
     :func:`lstm_data.open` as ``read=ReadOptions(...)`` or as keywords
     (``lstm_data.open(path, threads=2)``); both are checked against the format.
-    The formats in brackets are those that take the option.
+    The formats in brackets are those that take an option made for them; options
+    that several formats take (``threads``, ``columns``, ``exclude``, ...) go to the
+    formats whose row in :data:`lstm_data.io.formats.FORMATS` lists them.
 
     Parameters
     ----------
     dtype
         Float dtype of the values, ``"float32"`` or ``"float64"`` (every format).
     threads
-        Threads that decompress and parse; ``None``: every core (csv, parquet, root).
+        Threads that decompress and parse; ``None``: every core.
     block_bytes
         Bytes handled per step: a parse block, a tree step (csv, root).
     in_ram
@@ -154,11 +160,11 @@ class ReadOptions(DeclaredOptions):
     tree
         The TTree or RNTuple of a ROOT file (root).
     columns
-        Read only these columns: names or glob patterns such as ``Muon_*``
-        (root, parquet, hdf5, nova).
+        Read only these columns: names or glob patterns such as ``Muon_*`` (formats
+        that read columns one by one).
     exclude
-        Never read these columns: names or globs; beats ``columns`` (root, parquet,
-        hdf5, nova).
+        Never read these columns: names or globs; beats ``columns`` (formats that
+        take ``columns``).
     root
         The HDF5 group holding lstm_ee's arrays (hdf5).
     tables
@@ -193,7 +199,7 @@ class ReadOptions(DeclaredOptions):
         per path pattern, first match wins) (every format, several files).
     needed
         The columns the caller needs (a spec's variables): a hint, not a rule.
-        Formats that read columns one by one (root, parquet, hdf5, nova) read only
+        Formats that read columns one by one (those that take ``columns``) read only
         these unless ``columns`` is given; the others read as usual. ``lstm-data
         precompute`` sets it from the spec.
     connect_timeout
@@ -366,17 +372,10 @@ def _where_it_applies(name: str) -> str:
 
 
 #: format -> the options its reader takes (as keywords of the same names; the options of reads at URLs
-#: as one ``remote``)
+#: as one ``remote``): the ``options`` of each row of :data:`~lstm_data.io.formats.FORMATS`
 READER_OPTIONS: dict[str, frozenset[str]] = {
-    "csv": frozenset({"dtype", "sep", "list_sep", "progress", "threads", "block_bytes", "max_line_bytes",
-                      "max_columns"}),
-    "hdf5": frozenset({"dtype", "root", "max_run_chunks", "trust_external", "columns", "exclude"}),
-    "nova": frozenset({"dtype", "slice_table", "aliases", "trust_external", "columns", "exclude", "tables"}),
-    "parquet": frozenset({"dtype", "in_ram", "columns", "exclude", "threads", *REMOTE_OPTIONS}),
-    "root": frozenset({"dtype", "tree", "columns", "exclude", "threads", "progress", "in_ram", "cache_chunks",
-                       "block_bytes", *REMOTE_OPTIONS}),
-    "zarr": frozenset({"dtype", "max_run_chunks", *REMOTE_OPTIONS}),
-    "l5kit": frozenset({"dtype", "parent", "relations", "cache_chunks"}),
+    **{fmt.name: fmt.options | (frozenset(REMOTE_OPTIONS) if fmt.remote else frozenset())
+       for fmt in sorted(FORMATS, key=lambda fmt: fmt.name)},
     #: precomputed batch stores (``open_batches``), not a reader of ``open``
     "batch store": frozenset({"trust_unchecked", *REMOTE_OPTIONS}),
 }

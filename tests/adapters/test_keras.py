@@ -12,7 +12,7 @@ import pytest
 
 keras = pytest.importorskip("keras")
 
-from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, open_batches, precompute  # noqa: E402
+from lstm_data import Batches, BatchSpec, OptionError, Order, Ragged, Scalars, open_batches, precompute  # noqa: E402
 from lstm_data.adapters.keras import KerasBatches, keras_inputs  # noqa: E402
 from lstm_data.data.dataset import InMemoryDataset  # noqa: E402
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset  # noqa: E402
@@ -70,14 +70,14 @@ def _ours(caught) -> list[str]:
 
 
 # -- epochs: training epoch e reads order (seed, e) ----------------------------------------------------------
-@pytest.mark.parametrize("workers", [1, 2])
-def test_fit_epoch_e_reads_order_seed_e(workers):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fit_epoch_e_reads_order_seed_e(threads):
     ds, spec = row_dataset(400), row_spec()
     want = plain_loop_orders(Batches(ds, spec, Order(batch_size=50, seed=7)), range(3))
     batches = Batches(ds, spec, Order(batch_size=50, seed=7))
     model, log = _recording_model(spec)
-    model.fit(KerasBatches(batches, workers=workers, max_queue_size=3), epochs=3, shuffle=False, verbose=0)
-    assert_epochs(log["train"], want)  # before: epoch 0 read order 1 (workers=2: batches of the last pass)
+    model.fit(KerasBatches(batches, threads=threads, max_queue_size=3), epochs=3, shuffle=False, verbose=0)
+    assert_epochs(log["train"], want)  # before: epoch 0 read order 1 (threads=2: batches of the last pass)
     assert batches.epoch == 3
 
 
@@ -86,7 +86,7 @@ def test_initial_epoch_resumes_on_the_orders_of_those_epochs(how):
     ds, spec = row_dataset(300), row_spec()
     want = plain_loop_orders(Batches(ds, spec, Order(batch_size=50, seed=2)), [1, 2])
     train = Batches(ds, spec, Order(batch_size=50, seed=2))
-    data = KerasBatches(train, workers=2)
+    data = KerasBatches(train, threads=2)
     model, log = _recording_model(spec)
     if how == "set_epoch":
         train.set_epoch(1)  # or data.set_epoch(1)
@@ -126,7 +126,7 @@ def test_validation_passes_read_deterministic_orders():
                                       range(3))
     for v, want in ((val, {e: want_split_val for e in range(3)}), (shuffled_val, want_shuffled)):
         model, log = _recording_model(spec)
-        model.fit(KerasBatches(train, workers=2), validation_data=KerasBatches(v, workers=2), epochs=3,
+        model.fit(KerasBatches(train, threads=2), validation_data=KerasBatches(v, threads=2), epochs=3,
                   shuffle=False, verbose=0)
         assert_epochs(log["val"], want)  # evaluation p reads the validation order of epoch p
         train.set_epoch(0)
@@ -139,7 +139,7 @@ def test_a_precomputed_store_serves_its_epochs_too(tmp_path):
     assert not all(np.array_equal(a, b) for a, b in zip(want[0], want[1]))  # the store permutes its batches
     stored = open_batches(tmp_path / "s.zarr")
     model, log = _recording_model(spec)
-    model.fit(KerasBatches(stored, workers=2), epochs=3, shuffle=False, verbose=0)
+    model.fit(KerasBatches(stored, threads=2), epochs=3, shuffle=False, verbose=0)
     assert_epochs(log["train"], want)
     assert stored.epoch == 3
 
@@ -150,7 +150,7 @@ def test_keras_shuffling_the_batches_is_named():
     keras.utils.set_random_seed(1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model.fit(KerasBatches(Batches(ds, spec, Order(batch_size=50, seed=7)), workers=2), epochs=2, verbose=0)
+        model.fit(KerasBatches(Batches(ds, spec, Order(batch_size=50, seed=7)), threads=2), epochs=2, verbose=0)
     msgs = _ours(caught)
     assert len(msgs) == 1 and "shuffle=False" in msgs[0], msgs
 
@@ -161,7 +161,7 @@ def test_nan_padding_warns_once_naming_the_input_and_the_fix():
     model, _ = _recording_model(spec)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        history = model.fit(KerasBatches(Batches(ds, spec, Order(batch_size=50, seed=7)), workers=2), epochs=2,
+        history = model.fit(KerasBatches(Batches(ds, spec, Order(batch_size=50, seed=7)), threads=2), epochs=2,
                             shuffle=False, verbose=0)
     msgs = _ours(caught)
     assert len(msgs) == 1, msgs
@@ -177,7 +177,7 @@ def test_a_version_1_spec_file_without_nan_to_warns_once_naming_both_padded_inpu
     old.write_text("\n".join(line for line in (EXAMPLES / "numu_v3.toml").read_text().splitlines()
                              if not line.startswith(("version", "pad_value", "lengths"))))
     spec = BatchSpec.from_toml(old)
-    data = KerasBatches(Batches(ds, spec, Order(batch_size=1024, seed=0)), workers=2)
+    data = KerasBatches(Batches(ds, spec, Order(batch_size=1024, seed=0)), threads=2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         [data[i] for i in range(len(data))]
@@ -228,12 +228,12 @@ def test_nan_values_in_an_input_warn_once():
 
 # -- training, items, pickling ----------------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_fit_two_epochs_with_two_workers_loss_decreases():
+def test_fit_two_epochs_with_two_threads_loss_decreases():
     keras.utils.set_random_seed(0)
     ds = make_dataset(2000, seed=3)
     spec = _spec()
     batches = Batches(ds, spec.replace(nan_to=0.0), Order(batch_size=128, seed=5))
-    data = KerasBatches(batches, workers=2, max_queue_size=4)
+    data = KerasBatches(batches, threads=2, max_queue_size=4)
     history = _model(spec).fit(data, epochs=2, verbose=0, shuffle=False)
     losses = history.history["loss"]
     assert len(losses) == 2 and np.all(np.isfinite(losses))
@@ -244,9 +244,9 @@ def test_fit_two_epochs_with_two_workers_loss_decreases():
 def test_items_are_inputs_targets_weights_named_by_spec():
     ds = make_dataset(300, seed=1)
     with pytest.warns(UserWarning, match=r"use_multiprocessing=True\) is ignored"):
-        kb = KerasBatches(Batches(ds, _spec().replace(nan_to=0.0), Order(batch_size=100, seed=0)), workers=3,
+        kb = KerasBatches(Batches(ds, _spec().replace(nan_to=0.0), Order(batch_size=100, seed=0)), threads=3,
                           use_multiprocessing=True, max_queue_size=7)
-    assert (kb.build_workers, kb.workers, kb.use_multiprocessing, kb.max_queue_size) == (3, 1, False, 7)
+    assert (kb.threads, kb.workers, kb.use_multiprocessing, kb.max_queue_size) == (3, 1, False, 7)
     assert len(kb) == 3 and kb.num_batches == 3
     x, y, w = kb[2]
     assert set(x) == {"input_slice", "input_png3d"} and set(y) == {"target_total"}
@@ -254,8 +254,15 @@ def test_items_are_inputs_targets_weights_named_by_spec():
     assert w["target_total"].shape == (100,)
     x2, y2 = KerasBatches(kb.batches, sample_weights=False)[2]
     np.testing.assert_array_equal(x2["input_slice"], x["input_slice"])
-    with pytest.raises(ValueError, match="workers must be an int >= 1"):
-        KerasBatches(kb.batches, workers=0)
+    with pytest.raises(OptionError, match="threads must be an int >= 1"):
+        KerasBatches(kb.batches, threads=0)
+
+
+def test_workers_is_not_taken_and_names_threads():
+    """``workers=`` meant threads: it is refused, naming ``threads``, never taken silently."""
+    batches = Batches(make_dataset(50, seed=1), _spec().replace(nan_to=0.0), Order(batch_size=10, seed=0))
+    with pytest.raises(OptionError, match=r"workers=2 is spelt threads=2"):
+        KerasBatches(batches, workers=2)
 
 
 def test_the_weights_keyword_is_sample_weights():
@@ -271,7 +278,7 @@ def test_the_weights_keyword_is_sample_weights():
 
 def test_pickle_is_small_and_maps_the_arrays():
     ds = make_dataset(20_000, seed=2)
-    kb = KerasBatches(Batches(ds, _spec().replace(nan_to=0.0), Order(batch_size=256, seed=0)), workers=2)
+    kb = KerasBatches(Batches(ds, _spec().replace(nan_to=0.0), Order(batch_size=256, seed=0)), threads=2)
     kb[0], kb[1]  # a stream of batches under way is not pickled
     blob = pickle.dumps(kb)
     assert ds.nbytes > 10_000_000

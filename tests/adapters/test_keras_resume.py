@@ -56,13 +56,13 @@ def _weights(model):
     return [np.asarray(w) for w in model.get_weights()]
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_fit_stopped_after_k_steps_and_restored_continues_the_epoch(tmp_path, workers):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_fit_stopped_after_k_steps_and_restored_continues_the_epoch(tmp_path, threads):
     ds, spec = row_dataset(400), row_spec()
     want = plain_loop_orders(Batches(ds, spec, ORDER), range(EPOCHS))
 
     first: list = []
-    data = KerasBatches(Batches(ds, spec, ORDER), workers=workers)
+    data = KerasBatches(Batches(ds, spec, ORDER), threads=threads)
     checkpoint = KerasCheckpoint(data, tmp_path / "run")
     assert checkpoint.initial_epoch == 0
     _model(spec, first).fit(data, epochs=EPOCHS, initial_epoch=checkpoint.initial_epoch, shuffle=False,
@@ -71,7 +71,7 @@ def test_fit_stopped_after_k_steps_and_restored_continues_the_epoch(tmp_path, wo
 
     # a new process: new data, new model, the same checkpoint directory
     resumed: list = []
-    data = KerasBatches(Batches(ds, spec, ORDER), workers=workers)
+    data = KerasBatches(Batches(ds, spec, ORDER), threads=threads)
     checkpoint = KerasCheckpoint(data, tmp_path / "run")
     assert checkpoint.initial_epoch == STOP_EPOCH
     model = _model(spec, resumed)
@@ -89,7 +89,7 @@ def test_fit_stopped_after_k_steps_and_restored_continues_the_epoch(tmp_path, wo
     # the model went on from the checkpoint: the same weights as a run never interrupted
     whole: list = []
     uninterrupted = _model(spec, whole)
-    plain = KerasBatches(Batches(ds, spec, ORDER), workers=workers)
+    plain = KerasBatches(Batches(ds, spec, ORDER), threads=threads)
     uninterrupted.fit(plain, epochs=EPOCHS, shuffle=False, verbose=0, callbacks=[plain.epoch_callback])
     for got, ref in zip(_weights(model), _weights(uninterrupted)):
         np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-7)

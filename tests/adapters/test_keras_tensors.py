@@ -42,12 +42,12 @@ def test_items_are_tensors_that_keras_converts_without_a_copy():
     assert converted.data_ptr() == x.data_ptr()  # Keras's np.array(x) copy does not happen
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_keras_epoch_iterator_serves_the_epoch_in_order(workers):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_keras_epoch_iterator_serves_the_epoch_in_order(threads):
     from keras.src.backend.torch.trainer import TorchEpochIterator
 
     batches = _batches()
-    kb = KerasBatches(batches, workers=workers, max_queue_size=3)
+    kb = KerasBatches(batches, threads=threads, max_queue_size=3)
     for epoch in range(2):
         got = [data[0] for _, _, data in TorchEpochIterator(x=kb, shuffle=False)]
         assert len(got) == len(batches)

@@ -55,7 +55,7 @@ _log = logging.getLogger("lstm_data")
 #: how errors and messages name an Arrow table given in memory
 _ARROW = "arrow table"
 
-__all__ = ["read_parquet", "from_arrow", "to_arrow", "write_parquet", "ParquetDataset",
+__all__ = ["read_parquet", "from_arrow", "planned_table", "to_arrow", "write_parquet", "ParquetDataset",
            "RAM_FRACTION", "parquet_decoded_bytes"]
 
 #: with ``in_ram=None``, data up to this fraction of the memory left is read into RAM
@@ -109,16 +109,43 @@ def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None,
             raise TypeError(f"from_arrow needs a pyarrow.Table or RecordBatch, got {type(table).__name__}")
         table = pa.table(table)
     plan = plan_columns(table.schema, schema, dtype, columns=columns, exclude=exclude, file=_ARROW)
+    return planned_table(table, plan)
+
+
+def planned_table(table: Any, plan: ColumnPlan, *, file: str | None = None) -> InMemoryDataset:
+    """An in-RAM dataset of the columns of ``plan`` (:func:`~lstm_data.io.parquet.plan.plan_columns`)
+    in ``table``, as :func:`from_arrow` reads them.
+
+    Parameters
+    ----------
+    table
+        A ``pyarrow.Table`` holding (at least) the columns of ``plan``.
+    plan
+        What to read, planned from the schema of ``table`` or of the file it was read from.
+    file
+        The file ``table`` was read from, named in messages (``None``: a table in memory).
+
+    Returns
+    -------
+    InMemoryDataset
+        As :func:`from_arrow`.
+
+    Raises
+    ------
+    FormatError, SchemaError
+        As :func:`from_arrow`, naming ``file``.
+    """
     plan = settle_plan(plan, table, where="every row")
-    _log_skipped(plan, _ARROW)
-    scalars = {s: scalar_column(plan.column(table, s), s, plan.dtype, exact=plan.exact) for s in plan.scalars}
+    _log_skipped(plan, file or _ARROW)
+    scalars = {s: scalar_column(plan.column(table, s), s, plan.dtype, file=file, exact=plan.exact)
+               for s in plan.scalars}
     groups = {}
     for g, names in plan.groups.items():
         dt = plan.group_dtypes[g]
         cols = {}
         for v in names:
             arr, steps = plan.list_source(table, v)
-            cols[v] = list_column(arr, v, dt, steps=steps, exact=plan.exact)
+            cols[v] = list_column(arr, v, dt, file=file, steps=steps, exact=plan.exact)
         groups[g] = build_group(g, {v: (c.pieces, c.lengths) for v, c in cols.items()}, dtype=dt)
     out = InMemoryDataset(scalars, groups)
     out.skipped = dict(plan.skipped)

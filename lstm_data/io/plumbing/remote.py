@@ -42,8 +42,8 @@ from typing import Any
 
 from lstm_data._util.optional import require
 from lstm_data.errors import FormatError, redact
+from lstm_data.io.formats import FORMATS
 from lstm_data.io.plumbing.range_file import RangeFile
-from lstm_data.io.plumbing.signatures import PARQUET_MAGIC, ROOT_MAGIC
 from lstm_data.io.plumbing.remote_errors import (
     TRANSPORT_ERRORS,
     NoByteRangesError,
@@ -62,8 +62,10 @@ _PACKAGES = {"http": "aiohttp", "https": "aiohttp", "s3": "s3fs", "gs": "gcsfs",
              "az": "adlfs", "abfs": "adlfs"}
 #: protocols read by uproot's own XRootD handler (no fsspec filesystem needed)
 _XROOTD = ("root", "xroot")
-#: first bytes -> format, for files at URLs
-_MAGIC = {PARQUET_MAGIC: "parquet", ROOT_MAGIC: "root"}
+#: first bytes -> format, for files at URLs (the formats of the table read there)
+_MAGIC = {magic: fmt.name for fmt in FORMATS if fmt.remote for magic in fmt.magic}
+#: how many first bytes of a file at a URL are asked for
+_HEAD = max(len(magic) for magic in _MAGIC)
 
 
 def _nothing_at(url: str) -> FileNotFoundError:
@@ -216,7 +218,8 @@ def open_remote_file(url: str, settings: RemoteSettings | None = None) -> RangeF
 
 
 def remote_format(url: str, settings: RemoteSettings | None = None) -> str:
-    """``"zarr"`` when ``url`` holds a zarr v3 root (``zarr.json``); ``"root"`` or ``"parquet"``
+    """The format at ``url``, among the rows of :data:`~lstm_data.io.formats.FORMATS` read at URLs:
+    ``"zarr"`` when ``url`` holds a zarr v3 root (``zarr.json``); ``"root"`` or ``"parquet"``
     for such a file (its first bytes tell; a ``root://`` URL is ROOT).
 
     Raises
@@ -239,21 +242,23 @@ def remote_format(url: str, settings: RemoteSettings | None = None) -> str:
         url = head  # uproot's spelling of a tree in a file: url.root:Events
     fs, path = remote_filesystem(url, settings)
     root = path.rstrip("/")
-    if _has(fs, f"{root}/zarr.json", url):
-        return "zarr"
-    v2 = _has(fs, f"{root}/.zgroup", url) or _has(fs, f"{root}/.zarray", url)
-    if v2:
-        raise FormatError("a zarr v2 (L5Kit) store is read from local disk only; copy it, or convert it "
-                          "to our zarr v3 layout (lstm-data convert) and serve that", file=url)
+    for fmt in FORMATS:  # stores, told by the files that mark them
+        if any(_has(fs, f"{root}/{marker}", url) for marker in fmt.markers):
+            if not fmt.remote:
+                raise FormatError(f"a {fmt.title} store is read from local disk only; copy it, or convert it "
+                                  "to our zarr v3 layout (lstm-data convert) and serve that", file=url)
+            return fmt.name
     try:  # the first bytes only (an exists() check may fetch the whole file over HTTP)
-        first = bytes(fs.cat_file(root, start=0, end=4))
+        first = bytes(fs.cat_file(root, start=0, end=_HEAD))
     except (FileNotFoundError, IsADirectoryError):
         raise _nothing_at(url) from None
     except Exception as exc:  # noqa: BLE001 - an unreachable server, an HTTP error: said as such
         raise remote_error(exc, url) from None
-    if first[:4] in _MAGIC:
-        if len(first) > 4:  # four bytes asked, more sent: the server ignored the Range header
-            raise no_byte_ranges(url)
-        return _MAGIC[first[:4]]
-    raise FormatError("only zarr v3 stores (lstm-data convert ... OUT.zarr), ROOT and Parquet files are read "
+    for magic, name in _MAGIC.items():
+        if first.startswith(magic):
+            if len(first) > _HEAD:  # the bytes asked, more sent: the server ignored the Range header
+                raise no_byte_ranges(url)
+            return name
+    files = " and ".join(fmt.title for fmt in FORMATS if fmt.remote and fmt.magic)
+    raise FormatError(f"only zarr v3 stores (lstm-data convert ... OUT.zarr), {files} files are read "
                       f"from URLs; copy this {os.path.splitext(root)[1] or 'file'} locally", file=redact(url))

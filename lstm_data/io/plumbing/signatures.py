@@ -1,7 +1,9 @@
-"""The first bytes that name a file's format, one home for every place that looks at them.
+"""The first bytes that more than the format table looks at.
 
-``open`` detects a format by content (:mod:`lstm_data.io.dispatch`, and
-:mod:`lstm_data.io.plumbing.remote` for a URL), byte blocks find a compression
+Each format's magic bytes are in its row of :data:`lstm_data.io.formats.FORMATS`,
+from which ``open`` detects it (:mod:`lstm_data.io.dispatch`, and
+:mod:`lstm_data.io.plumbing.remote` for a URL). The bytes here are those other
+modules look at too: byte blocks find a compression
 (:mod:`lstm_data.io.plumbing.byte_blocks`), and output checks tell our files from others
 (:mod:`lstm_data.io.ours.ownership`).
 """

@@ -42,13 +42,13 @@ def _write_csv(path: Path) -> None:
 
 
 def _write_nova(path: Path) -> None:
-    from lstm_data.io.examples.nova_sample import write_nova_sample
+    from lstm_data.data.examples.nova_sample import write_nova_sample
 
     write_nova_sample(path)
 
 
 def _write_jets(path: Path) -> None:
-    from lstm_data.io.examples.weaver_jets import write_jets
+    from lstm_data.data.examples.weaver_jets import write_jets
 
     write_jets(path)
 
@@ -106,7 +106,7 @@ def _same(a: Path, b: Path) -> bool:
     """Whether ``b`` holds what the fresh example ``a`` holds: the same bytes (a ROOT file: the
     same values, as its bytes hold a random UUID)."""
     if a.suffix == ".root":
-        from lstm_data.io.examples.weaver_jets import same_jets
+        from lstm_data.data.examples.weaver_jets import same_jets
 
         return same_jets(a, b)
     if a.stat().st_size != b.stat().st_size:

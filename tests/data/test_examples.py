@@ -14,7 +14,7 @@ from lstm_data.cli import main
 from tests.helpers import EXAMPLES
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = Path(lstm_data.examples.__file__).parent / "io" / "examples" / "files"
+SHIPPED = Path(lstm_data.examples.__file__).parent / "data" / "examples" / "files"
 #: where the repository keeps each shipped file
 SOURCES = {"numu_v3.toml": EXAMPLES, "nova_sample.toml": EXAMPLES,
            "JetClass_full.yaml": REPO / "tests" / "data" / "weaver", "variant.yaml": REPO / "tests" / "data" / "weaver"}
@@ -70,7 +70,7 @@ def test_names_and_the_list(capsys):
 
 def test_the_weaver_jets_hold_the_test_suites_values(tmp_path):
     pytest.importorskip("uproot")
-    from lstm_data.io.examples.weaver_jets import same_jets
+    from lstm_data.data.examples.weaver_jets import same_jets
 
     written = lstm_data.examples.write_examples("weaver", tmp_path)
     assert same_jets(written[0], REPO / "tests" / "data" / "weaver" / "jets.root")
