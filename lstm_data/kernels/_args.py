@@ -11,7 +11,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from lstm_data.kernels._form_args import (
-    LAYOUTS,
     PAD_MODES,
     as_column_params,
     as_forms,
@@ -23,7 +22,7 @@ from lstm_data.kernels._sources import with_sources
 
 __all__ = ["ARENA_ALIGN", "arena_array", "WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
            "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
-           "prepare_table", "LAYOUTS", "PAD_MODES", "as_column_params", "as_forms", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "check_max_line", "long_line_message", "csv_layout",
+           "prepare_table", "PAD_MODES", "as_column_params", "as_forms", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "check_max_line", "long_line_message", "csv_layout",
            "check_interleave", "check_csv_extend", "SOURCE_KINDS", "source_kind", "prepare_parts", "locate_rows", "raise_bad_row"]
 
 WHITESPACE = " \t\r\n\v\f"

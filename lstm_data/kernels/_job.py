@@ -5,6 +5,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from lstm_data.kernels._layouts import CHANNELS_FIRST, PACKED, PADDED
+
 __all__ = ["RaggedJob"]
 
 
@@ -37,7 +39,9 @@ class RaggedJob(NamedTuple):
     #: float64 per output column: the fill of padded slots (``None``: ``pad_value`` everywhere)
     pad_values: np.ndarray | None = None
     pad_mode: str = "constant"  # or "wrap": slot k of a row of n > 0 elements holds element k % n
-    layout: str = "padded"  # or "channels_first" (B, V, P), or "packed" (T, V)
+    #: the code of the output's layout in ``KERNEL_LAYOUTS``: padded (B, P, V), channels-first
+    #: (B, V, P) or packed (T, V)
+    layout: int = PADDED
     #: a job of several sources (``more``): each source as a job of its own, padded by its own
     #: counts into the output columns ``at`` of an output of ``out_cols`` columns; empty: one source
     sources: tuple["RaggedJob", ...] = ()
@@ -59,4 +63,14 @@ class RaggedJob(NamedTuple):
     def plain(self) -> bool:
         """No transform, per-column pad values, wrap or other layout: padded as ``pad_ragged`` pads."""
         return (self.center is None and self.pad_values is None and self.pad_mode == "constant"
-                and self.layout == "padded" and not self.sources)
+                and self.layout == PADDED and not self.sources)
+
+    @property
+    def packed(self) -> bool:
+        """The output holds the kept elements of every row one after another, ``(T, V)``."""
+        return self.layout == PACKED
+
+    @property
+    def channels_first(self) -> bool:
+        """The output is ``(B, V, P)``."""
+        return self.layout == CHANNELS_FIRST

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from lstm_data.kernels._job import RaggedJob
+from lstm_data.kernels._layouts import PACKED
 
 __all__ = ["with_sources"]
 
@@ -70,7 +71,7 @@ def with_sources(first: RaggedJob, at: Any, more: Sequence[Source]) -> RaggedJob
                          f"got {[p.tolist() for p in places]}")
     if more and first.sort_by is not None:
         raise ValueError("sort_by orders the records of one source: a job of several sources takes no sort_by")
-    if more and first.layout == "packed":
+    if more and first.layout == PACKED:
         raise ValueError("layout 'packed' needs one count per row: a job of several sources cannot be packed")
     sources = []
     own = [(first.parts, first.columns, first.flat)] + [(m[0], m[1], m[0][0][0].ndim == 1) for m in more]

@@ -26,7 +26,6 @@ with NumPy, next to the kernel call, which writes float outputs only.
 """
 from __future__ import annotations
 
-import math
 import threading
 from typing import Any, Sequence, cast
 
@@ -34,15 +33,8 @@ import numpy as np
 
 from lstm_data import kernels
 from lstm_data.batching.order.bucket_lengths import BucketLengths
-from lstm_data.batching.spec.forms import (
-    CU_SEQLENS_SUFFIX,
-    MASK_SUFFIX,
-    MAX_SEQLEN_SUFFIX,
-    apply_standardize,
-    column_transform,
-    unresolved_auto,
-)
-from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, Arrays, ResolvedField
+from lstm_data.batching.spec.standardize import apply_standardize, column_transform, unresolved_auto
+from lstm_data.batching.spec.batch_spec import Arrays, ResolvedField
 from lstm_data.batching.building.exactness import as_integers, warn_if_inexact
 from lstm_data.batching.building.finite import nonfinite_value_rows
 from lstm_data.data.concat import ConcatDataset
@@ -183,7 +175,7 @@ class BatchBuilder:
         field's own ``max_len``. A ``"packed"`` output has no padded width: :meth:`width`.
         """
         width = self.width(f, longest)
-        if lengths is None or f.group != lengths.group or f.ragged.layout == "packed":
+        if lengths is None or f.group != lengths.group or not f.ragged.form.has_slots:
             return width
         chosen = lengths.width(width)
         return chosen if f.ragged.max_len is None else min(chosen, f.ragged.max_len)
@@ -195,7 +187,7 @@ class BatchBuilder:
         lens = self.row_lengths(lengths.group)
         longest = int(lens[rows].max()) if len(rows) else 0
         return tuple(self.chosen_width(f, self._longest(f, rows, longest), lengths)
-                     if f.group == lengths.group and f.ragged.layout != "packed" else None
+                     if f.group == lengths.group and f.ragged.form.has_slots else None
                      for f in self.fields if f.group is not None)
 
     def _longest(self, f: ResolvedField, rows: np.ndarray, longest: int) -> int:
@@ -245,16 +237,18 @@ class BatchBuilder:
 
     def _replace_nan(self, f: ResolvedField, batch: np.ndarray, rows: np.ndarray) -> None:
         """``nan_to`` in place of NaN in ``f``'s in-RAM ``batch`` of ``rows``: only in the rows
-        holding a value that is not finite (packed rows: the whole batch)."""
+        holding a value that is not finite (a form without slots: the whole batch)."""
         fill = batch.dtype.type(self.nan_to)
-        if f.ragged is None or f.ragged.layout == "packed" or len(batch) != len(rows):
+        form = f.ragged.form
+        if not form.has_slots or batch.ndim != 3 or len(rows) != batch.shape[form.axes.index("B")]:
             np.copyto(batch, fill, where=np.isnan(batch))
             return
         hit = np.zeros(len(rows), dtype=bool)
         for g in f.groups:
             hit |= self._nonfinite_rows(g)[rows]
+        view = form.rows_view(batch)
         for b in np.flatnonzero(hit):
-            np.copyto(batch[b], fill, where=np.isnan(batch[b]))
+            np.copyto(view[b], fill, where=np.isnan(view[b]))
 
     def _parts(self, group: str) -> list[tuple[np.ndarray, np.ndarray]]:
         """The in-RAM ``(values, offsets)`` of ``group``: one pair, or one per part."""
@@ -294,41 +288,20 @@ class BatchBuilder:
         stays one that ``pad_ragged`` takes)."""
         spec = f.ragged
         keys: dict[str, Any] = {}
-        if spec.layout != "padded":
-            keys["layout"] = spec.layout
+        if spec.form.kernel_code:  # not the kernel's default layout
+            keys["layout"] = spec.form.kernel_layout
         if spec.pad_mode != "constant":
             keys["pad_mode"] = spec.pad_mode
         params = self._transform(f)
         if params is not None:
             keys.update(params)
-        if any(s.pad_value is not None for s in spec.standardize.values()):
-            pad = self._pad_value(f)
-            pads: list[float] = []
-            for v in spec.vars:
-                own = spec.standardize[v].pad_value if v in spec.standardize else None
-                pads.append(pad if own is None else own)
-            if self._masks(f):
-                assert self.nan_to is not None  # _masks(f) implies it
-                pads = [self.nan_to if math.isnan(p) else p for p in pads]
-            keys["pad_values"] = np.array(pads, dtype=np.float64)
+        if spec.form.per_variable_fill(spec):
+            keys["pad_values"] = np.array(spec.form.fill(spec, self._nan_fill(f)), dtype=np.float64)
         return keys
 
     def _extras(self, f: ResolvedField, batch: np.ndarray, lengths: np.ndarray, dest: Arrays) -> None:
-        """Put ``f``'s output and its lengths, mask and packed row bounds into ``dest``."""
-        spec = f.ragged
-        dest[f.name] = batch
-        if spec.lengths:
-            dest[f.name + LENGTHS_SUFFIX] = lengths
-        if spec.mask:
-            width = batch.shape[2] if spec.layout == "channels_first" else batch.shape[1]
-            slot = np.arange(width)
-            kept = lengths[:, None]
-            dest[f.name + MASK_SUFFIX] = slot >= width - kept if spec.padding == "pre" else slot < kept
-        if spec.layout == "packed":
-            cu = np.zeros(len(lengths) + 1, dtype=np.int32)
-            np.cumsum(lengths, out=cu[1:])
-            dest[f.name + CU_SEQLENS_SUFFIX] = cu
-            dest[f.name + MAX_SEQLEN_SUFFIX] = np.array(lengths.max() if len(lengths) else 0, dtype=np.int32)
+        """Put ``f``'s output and the outputs its form adds (lengths, mask, row bounds) into ``dest``."""
+        f.ragged.form.extras(f.name, f.ragged, batch, lengths, dest)
 
     # -- building ------------------------------------------------------------------------------
     def gather_jobs(self) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
@@ -449,6 +422,7 @@ class BatchBuilder:
                 dest[f.name] = self._shaped(f, table)
                 continue
             batch, lengths = next(padded_it)
+            batch = f.ragged.form.finish(batch)
             if self._masks(f) and any(self._has_nan(g) for g in f.groups):
                 self._replace_nan(f, batch, rows)
             self._extras(f, batch, lengths, dest)
@@ -480,12 +454,12 @@ class BatchBuilder:
             np.copyto(out, dt.type(self.nan_to), where=np.isnan(out))
         return out
 
+    def _nan_fill(self, f: ResolvedField) -> float | None:
+        """What a NaN fill of ``f``'s padded slots becomes: ``nan_to`` for an input it masks, else kept."""
+        return self.nan_to if self._masks(f) else None
+
     def _pad_value(self, f: ResolvedField) -> float:
-        pad = f.ragged.pad_value
-        if self._masks(f) and math.isnan(pad):
-            assert self.nan_to is not None  # _masks(f) implies it
-            return self.nan_to
-        return pad
+        return f.ragged.form.fill_value(f.ragged, self._nan_fill(f))
 
     def _ragged(self, f: ResolvedField, pieces: list[tuple[np.ndarray, np.ndarray]],
                 at: np.ndarray, buckets: BucketLengths | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -503,7 +477,7 @@ class BatchBuilder:
         values, offsets = pieces[0]
         if forms or len(pieces) > 1:  # the in-RAM kernel over this batch's rows: the same rule, the same bits
             (batch, lengths), = kernels.BatchGather([dict(
-                parts=pieces, max_len=spec.max_len if spec.layout == "packed" else width,
+                parts=pieces, max_len=width if spec.form.has_slots else spec.max_len,
                 pad_value=self._pad_value(f), columns=self._columns[f.name], sort_by=f.sort_column,
                 descending=spec.descending, padding=spec.padding, truncating=spec.truncating,
                 dtype=spec.np_dtype, **forms)])(at)[0]
@@ -514,7 +488,7 @@ class BatchBuilder:
                 padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype)
         if self._masks(f) and any(self._has_nan(f.group, v) for v, _ in pieces):
             np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
-        return batch, lengths
+        return spec.form.finish(batch), lengths
 
     def _spanning(self, f: ResolvedField, gathered: dict[str, tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]],
                   buckets: BucketLengths | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -540,7 +514,7 @@ class BatchBuilder:
             **self._form_keys(f))])(rows)[0]
         if self._masks(f) and any(self._has_nan(g, v) for g in groups for v, _ in pieces[g]):
             np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
-        return batch, lengths
+        return spec.form.finish(batch), lengths
 
 
 def _one_dtype(pieces: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:

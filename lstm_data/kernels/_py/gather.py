@@ -22,6 +22,7 @@ from lstm_data.kernels._args import (
     prepare_table,
     raise_bad_row,
 )
+from lstm_data.kernels._layouts import PADDED
 from lstm_data.kernels._py.pad import pad_ragged
 
 if TYPE_CHECKING:
@@ -198,13 +199,13 @@ def sourced(job: RaggedJob, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.empty((len(rows), width, job.out_cols), dtype=job.dtype)
     lengths = np.zeros(len(rows), dtype=np.int64)
     for k, (source, (part, local, lens)) in enumerate(zip(job.sources, bounds)):
-        own = source._replace(max_len=width, fixed=True, multiple_of=None, layout="padded")
+        own = source._replace(max_len=width, fixed=True, multiple_of=None, layout=PADDED)
         batch, kept = formed(own, part, local, int(lens.max()) if len(lens) else 0)
         assert source.at is not None  # a source of several has its output columns
         out[:, :, source.at] = batch.reshape(len(rows), width, len(source.at))
         if k == 0:
             lengths = kept
-    if job.layout == "channels_first":
+    if job.channels_first:
         return np.ascontiguousarray(out.transpose(0, 2, 1)), lengths
     return out, lengths
 
@@ -217,7 +218,7 @@ def formed(job: RaggedJob, part: np.ndarray, local: np.ndarray, longest: int) ->
     of a row of ``n > 0`` kept elements takes the value of element ``k % n``, else
     the column's pad value) and the layout made.
     """
-    packed = job.layout == "packed"
+    packed = job.packed
     if packed:  # the real elements only: the longest kept row is the width
         width = longest if job.max_len is None else min(job.max_len, longest)
         job = job._replace(padding="post")
@@ -245,7 +246,7 @@ def formed(job: RaggedJob, part: np.ndarray, local: np.ndarray, longest: int) ->
     if packed:
         out = view[real]
         return (out.reshape(-1) if job.flat else out), lengths
-    if job.layout == "channels_first" and not job.flat:
+    if job.channels_first and not job.flat:
         return np.ascontiguousarray(view.transpose(0, 2, 1)), lengths
     return batch, lengths
 
