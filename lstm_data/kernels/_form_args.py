@@ -1,5 +1,5 @@
 """Checks of a ragged job's output form (transform, pad values, pad mode, layout), shared by
-both kernel backends through :func:`lstm_data.kernels._args.prepare_ragged`."""
+both kernel backends through :func:`lstm_data.kernels._ragged.ragged_job`."""
 from __future__ import annotations
 
 from typing import Any, Mapping

@@ -1,17 +1,36 @@
-"""The checked arguments of one padded output, as both kernel backends take them."""
+"""The typed job of one ragged output, as both kernel backends take it.
+
+A :class:`RaggedJob` is made checked, by :func:`~lstm_data.kernels._ragged.ragged_job`
+(typed arguments: what the batch builder calls) or from a mapping of
+``BatchGather``'s public arguments by :func:`~lstm_data.kernels._ragged.prepare_ragged`;
+the compiled core describes its C ``Form`` straight from it.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
 
 from lstm_data.kernels._layouts import CHANNELS_FIRST, PACKED, PADDED
 
-__all__ = ["RaggedJob"]
+__all__ = ["RaggedJob", "RaggedSource"]
 
 
-class RaggedJob(NamedTuple):
-    """One padded output, with its arguments checked (see :func:`prepare_ragged`)."""
+class RaggedSource(NamedTuple):
+    """One more source of a ragged output: rows of other counts, padded by their own counts."""
+
+    #: its ``(values, offsets)`` parts, numbered one after another
+    parts: tuple[tuple[np.ndarray, np.ndarray], ...]
+    #: its columns (``None``: all, in order)
+    columns: np.ndarray | None = None
+    #: the output column of each of its columns (``None``: the next ones in order)
+    at: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RaggedJob:
+    """One padded output, with its arguments checked (made by ``ragged_job`` or ``prepare_ragged``)."""
 
     values: np.ndarray  # (total, V), float32/float64, rows C-contiguous or strided
     offsets: np.ndarray  # (N + 1,), int32/int64, C-contiguous
@@ -74,3 +93,8 @@ class RaggedJob(NamedTuple):
     def channels_first(self) -> bool:
         """The output is ``(B, V, P)``."""
         return self.layout == CHANNELS_FIRST
+
+    def at_width(self, width: int) -> RaggedJob:
+        """This job padded to exactly ``width`` slots in every batch (each of its sources too)."""
+        sources = tuple(replace(s, max_len=width, fixed=True, multiple_of=None) for s in self.sources)
+        return replace(self, max_len=width, fixed=True, multiple_of=None, sources=sources)

@@ -27,7 +27,7 @@ with NumPy, next to the kernel call, which writes float outputs only.
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence, cast
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from lstm_data.data.dataset import Dataset, InMemoryDataset, consecutive_range
 from lstm_data.data.ragged import take_ragged
 
 __all__ = ["BatchBuilder"]
+
+#: the rows of one group: ``(values, offsets)`` pairs numbered one after another
+Parts = Sequence[tuple[np.ndarray, np.ndarray]]
 
 #: one scan of a group's values at a time (threads building batches all ask at their first batch)
 _SCAN_LOCK = threading.Lock()
@@ -83,7 +86,6 @@ class BatchBuilder:
         self._group_has_nan: dict[str, bool] = {}
         self._row_nonfinite: dict[str, np.ndarray] = {}  # in RAM: rows holding NaN or inf, by group
         self._gather: kernels.BatchGather | None = None  # the in-RAM BatchGather, made at first use
-        self._jobs: list[dict[str, Any]] = []  # its ragged jobs
         # the in-RAM BatchGather of each set of chosen widths (bucket_lengths), by the widths
         self._width_gathers: dict[tuple[int | None, ...], kernels.BatchGather] = {}
         self._groups_needed = list(dict.fromkeys(g for f in self.fields for g in f.groups))
@@ -283,81 +285,71 @@ class BatchBuilder:
         unresolved_auto(std, f.name)
         return column_transform(std, f.field.vars)
 
-    def _form_keys(self, f: ResolvedField) -> dict[str, Any]:
-        """The kernel job keys of ``f``'s output form; empty for a plain padded field (so the job
-        stays one that ``pad_ragged`` takes)."""
+    def _job(self, f: ResolvedField, parts: Parts, more: Sequence[kernels.RaggedSource] = (), *,
+             width: int | None = None, sort: bool = True) -> kernels.RaggedJob:
+        """The kernel job of ``f`` over ``parts`` (its own group's rows; ``more``: its other
+        groups'): its form's layout and fill, its transform; ``width``: padded to exactly so many
+        slots (a form without slots: cut at ``max_len``), else by the field's own rule."""
         spec = f.ragged
-        keys: dict[str, Any] = {}
-        if spec.form.kernel_code:  # not the kernel's default layout
-            keys["layout"] = spec.form.kernel_layout
-        if spec.pad_mode != "constant":
-            keys["pad_mode"] = spec.pad_mode
-        params = self._transform(f)
-        if params is not None:
-            keys.update(params)
-        if spec.form.per_variable_fill(spec):
-            keys["pad_values"] = np.array(spec.form.fill(spec, self._nan_fill(f)), dtype=np.float64)
-        return keys
+        form = spec.form
+        params = self._transform(f) or {}
+        pads = None
+        if form.per_variable_fill(spec):
+            pads = np.array(form.fill(spec, self._nan_fill(f)), dtype=np.float64)
+        if width is None:
+            max_len, fixed, multiple = spec.max_len, spec.fixed, self.pad_to_multiple_of
+        else:
+            max_len, fixed, multiple = (width if form.has_slots else spec.max_len), True, None
+        return kernels.ragged_job(
+            parts, max_len=max_len, fixed=fixed, multiple_of=multiple, pad_value=self._pad_value(f),
+            columns=self._columns[f.name], sort_by=f.sort_column if sort else None,
+            descending=spec.descending, padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype,
+            center=params.get("center"), scale=params.get("scale"), clip_min=params.get("clip_min"),
+            clip_max=params.get("clip_max"), pad_values=pads, pad_mode=spec.pad_mode, layout=form.kernel_code,
+            at=f.at if more else None, more=more)
 
     def _extras(self, f: ResolvedField, batch: np.ndarray, lengths: np.ndarray, dest: Arrays) -> None:
         """Put ``f``'s output and the outputs its form adds (lengths, mask, row bounds) into ``dest``."""
         f.ragged.form.extras(f.name, f.ragged, batch, lengths, dest)
 
     # -- building ------------------------------------------------------------------------------
-    def gather_jobs(self) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
+    def gather_jobs(self) -> tuple[list[kernels.RaggedJob], list[np.ndarray]]:
         """The in-RAM ``BatchGather`` arguments: one ragged job per padded field, one table
         per float scalar field, each in field order."""
-        ragged: list[dict[str, Any]] = []
+        ragged: list[kernels.RaggedJob] = []
         tables: list[np.ndarray] = []
         for f in self.fields:
             if f.group is None:
                 if not self._integer(f):  # integer tables are gathered by NumPy (see _build_in_ram)
                     tables.append(self._scalar_table(f))
                 continue
-            spec = f.ragged
-            parts = self._parts(f.group)
             for g in f.groups:
                 for values, _ in self._parts(g):
-                    warn_if_inexact(values, spec.np_dtype, f"group {g!r} of output {f.name!r}")
-            ragged.append(dict(
-                parts=parts, **self._sources(f, self._parts), max_len=spec.max_len, fixed=spec.fixed,
-                pad_value=self._pad_value(f), columns=self._columns[f.name],
-                sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
-                truncating=spec.truncating, dtype=spec.np_dtype, **self._form_keys(f)))
-            if self.pad_to_multiple_of is not None:  # the key only when set: pad_ragged has no such option
-                ragged[-1]["multiple_of"] = self.pad_to_multiple_of
+                    warn_if_inexact(values, f.ragged.np_dtype, f"group {g!r} of output {f.name!r}")
+            ragged.append(self._job(f, self._parts(f.group), self._sources(f, self._parts)))
         return ragged, tables
 
-    def _sources(self, f: ResolvedField, parts: Any) -> dict[str, Any]:
-        """The kernel job keys of ``f``'s other groups (``parts(group)`` their rows): each padded by
-        its own counts into its output columns; empty for a field of one group."""
-        if not f.more:
-            return {}
-        return dict(at=f.at, more=[dict(parts=parts(m.group), columns=self._all_or(m.group, m.columns), at=m.at)
-                                   for m in f.more])
+    def _sources(self, f: ResolvedField, parts: Callable[[str], Parts]) -> list[kernels.RaggedSource]:
+        """``f``'s other groups (``parts(group)`` their rows), each padded by its own counts into its
+        output columns; none for a field of one group."""
+        return [kernels.RaggedSource(tuple(parts(m.group)), self._all_or(m.group, m.columns), m.at)
+                for m in f.more]
 
     def gather_kernel(self, widths: tuple[int | None, ...] | None = None) -> kernels.BatchGather:
         """The in-RAM :class:`kernels.BatchGather` of every field (made once, at first use).
 
         ``widths``: per ragged job, an exact padded width (``None``: the job's own
-        rule), one kernel per distinct tuple, sharing the first kernel's checked arrays.
+        rule), one kernel per distinct tuple, sharing the first kernel's checked jobs.
         """
         if self._gather is None:
-            jobs, tables = self.gather_jobs()
-            self._jobs, self._gather = jobs, kernels.BatchGather(jobs, tables)
+            self._gather = kernels.BatchGather(*self.gather_jobs())
         if widths is None or all(w is None for w in widths):
             return self._gather
         kernel = self._width_gathers.get(widths)
         if kernel is None:
             base = self._gather
-            jobs = []
-            for w, job, checked in zip(widths, self._jobs, base.ragged):
-                if w is not None:  # a rows' width the kernel pads to exactly (at most the field's max_len)
-                    job = {k: v for k, v in job.items() if k != "multiple_of"}
-                    job.update(parts=checked.parts, max_len=w, fixed=True)
-                    if checked.sources:  # every source's checked rows
-                        job["more"] = [dict(m, parts=src.parts) for m, src in zip(job["more"], checked.sources[1:])]
-                jobs.append(job)
+            jobs = [job if w is None else job.at_width(w)  # a rows' width, at most the field's max_len
+                    for w, job in zip(widths, base.ragged)]
             kernel = self._width_gathers.setdefault(widths, kernels.BatchGather(jobs, base.tables))
         return kernel
 
@@ -473,14 +465,10 @@ class BatchBuilder:
         if len({v.dtype for v, _ in pieces}) > 1:
             dtype = np.result_type(*[v.dtype for v, _ in pieces])
             pieces = [(v.astype(dtype), o) for v, o in pieces]
-        forms = self._form_keys(f)
+        job = self._job(f, pieces, width=width)
         values, offsets = pieces[0]
-        if forms or len(pieces) > 1:  # the in-RAM kernel over this batch's rows: the same rule, the same bits
-            (batch, lengths), = kernels.BatchGather([dict(
-                parts=pieces, max_len=width if spec.form.has_slots else spec.max_len,
-                pad_value=self._pad_value(f), columns=self._columns[f.name], sort_by=f.sort_column,
-                descending=spec.descending, padding=spec.padding, truncating=spec.truncating,
-                dtype=spec.np_dtype, **forms)])(at)[0]
+        if not job.plain or len(pieces) > 1:  # the in-RAM kernel over this batch's rows: the same rule, the same bits
+            (batch, lengths), = kernels.BatchGather([job])(at)[0]
         else:
             batch, lengths = kernels.pad_ragged(
                 values, offsets, max_len=width, pad_value=self._pad_value(f),
@@ -507,11 +495,8 @@ class BatchBuilder:
             pieces[g] = _one_dtype(pieces[g])
         longest = max((int(np.diff(o).max()) for g in groups for _, o in pieces[g] if len(o) > 1), default=0)
         width = self.chosen_width(f, longest, buckets)
-        (batch, lengths), = kernels.BatchGather([dict(
-            parts=pieces[groups[0]], **self._sources(f, pieces.__getitem__), max_len=width,
-            pad_value=self._pad_value(f), columns=self._columns[f.name], descending=spec.descending,
-            padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype,
-            **self._form_keys(f))])(rows)[0]
+        job = self._job(f, pieces[groups[0]], self._sources(f, pieces.__getitem__), width=width, sort=False)
+        (batch, lengths), = kernels.BatchGather([job])(rows)[0]
         if self._masks(f) and any(self._has_nan(g, v) for g in groups for v, _ in pieces[g]):
             np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
         return spec.form.finish(batch), lengths

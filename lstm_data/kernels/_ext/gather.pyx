@@ -25,7 +25,8 @@ from libc.string cimport memcpy
 cimport numpy as cnp
 import numpy as np
 
-from .._args import arena_array, prepare_ragged, prepare_table, raise_bad_row, source_kind
+from .._args import arena_array, prepare_table, raise_bad_row, source_kind
+from .._ragged import prepare_ragged
 
 from .bufpool cimport POOL_SLOTS, BufferPool, ld_trim_heap, pool_give, pool_init, pool_take
 from .formrows cimport LAYOUT_CHANNELS_FIRST, LAYOUT_PACKED, Form, form_rows_any
