@@ -46,6 +46,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazily at run time;
     # ``X as X`` exports them: ``__all__`` is built from _LAZY, which a type checker does not read)
     from lstm_data.batching.epochs.batches import Batches as Batches
+    from lstm_data.batching.epochs.source import BatchSource as BatchSource
     from lstm_data.batching.order.options import Order as Order
     from lstm_data.batching.spec.fields import Standardize as Standardize
     from lstm_data.batching.spec.batch_spec import BatchSpec as BatchSpec, Ragged as Ragged, Scalars as Scalars
@@ -58,6 +59,8 @@ if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazi
     from lstm_data.scale.convert import convert as convert
     from lstm_data.store.read import open_batches as open_batches
     from lstm_data.store.write import precompute as precompute
+    from lstm_data.scoring.run import predict as predict
+    from lstm_data.scoring.options import PredictOptions as PredictOptions
 
 _LAZY = {
     "open": ("lstm_data.io.dispatch", "open"),
@@ -68,6 +71,7 @@ _LAZY = {
     "Ragged": ("lstm_data.batching.spec.batch_spec", "Ragged"),
     "Standardize": ("lstm_data.batching.spec.fields", "Standardize"),
     "Batches": ("lstm_data.batching.epochs.batches", "Batches"),
+    "BatchSource": ("lstm_data.batching.epochs.source", "BatchSource"),
     "Order": ("lstm_data.batching.order.options", "Order"),
     "ReadOptions": ("lstm_data.io.read_options", "ReadOptions"),
     "open_batches": ("lstm_data.store.read", "open_batches"),
@@ -76,6 +80,8 @@ _LAZY = {
     "Schema": ("lstm_data.io.schema", "Schema"),
     "from_arrow": ("lstm_data.io.parquet", "from_arrow"),
     "from_awkward": ("lstm_data.io.awkward", "from_awkward"),
+    "predict": ("lstm_data.scoring.run", "predict"),
+    "PredictOptions": ("lstm_data.scoring.options", "PredictOptions"),
 }
 #: submodules reachable as attributes (``lstm_data.kernels`` etc.), imported on first use
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",

@@ -54,7 +54,7 @@ def _report(name: str, opener: Callable[[], Dataset], runs: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=150_000, help="rows of synthetic data (~677 bytes each)")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()

@@ -1,179 +1,202 @@
-"""The one way a renamed spelling keeps working: a ``DeprecationWarning`` naming the new one.
+"""Renamed public names: a warning while the old name works, then an error naming the new one.
 
-A keyword, attribute or command-line flag that was renamed (or moved to the
-object that now owns its concern) is kept for one release. Every such spelling
-goes through this module, so each says the same thing the same way::
+A public name (a keyword, an attribute, a command-line flag) that is renamed goes
+through two stages (``CHANGELOG.md``, deprecation policy):
 
-    open_batches(shuffle=...) is deprecated: use permute=... (the old spelling is kept one release)
+1. for one minor release the old name keeps working, with a ``DeprecationWarning``
+   naming the new one (:func:`warn_renamed`);
+2. for the next one the old name is an error naming the new one, then it goes.
 
-:func:`warn_renamed` says it; :func:`renamed_keywords` moves old keywords to their
-new names (converting the value where the meaning was reshaped); :class:`RenamedAttribute`
-keeps an old attribute name reading the new one; :class:`RenamedFlag` keeps an old
-command-line flag working, hidden from ``--help``.
+:data:`RENAMED` is the table of the second stage: every old spelling that is now an
+error, where it was written and its new spelling. It drives every such error:
+:func:`refuses_renamed` for keywords (an :class:`~lstm_data.errors.OptionError`, a
+``TypeError`` as Python's own "unexpected keyword argument"), :class:`OldAttribute`
+for attributes (an ``AttributeError``) and :func:`add_renamed_flags` for command-line
+flags (an ``argparse`` error)::
+
+    precompute() got an unexpected keyword argument 'force': it is now overwrite=...
+
+Stored data is not named here: old spec keys and saved states are migrated on read,
+for as long as files of that release exist.
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import inspect
 import warnings
-from typing import Any, Callable, Generic, Mapping, Sequence, TypeVar, overload
+from typing import Any, Callable, Mapping, NoReturn, Sequence, TypeVar, overload
 
-__all__ = ["warn_renamed", "renamed_keywords", "Renamed", "RenamedAttribute", "RenamedFlag", "KEPT"]
+from lstm_data.errors import OptionError
 
-#: how long an old spelling keeps working, said in every warning
-KEPT = "the old spelling is kept one release"
+__all__ = ["warn_renamed", "RENAMED", "renamed_error", "check_renamed", "refuses_renamed", "OldAttribute",
+           "add_renamed_flags"]
 
-T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+_THREADS = "threads=... (None: every core, 1: none)"
+
+#: where -> old spelling -> new spelling, of the names renamed before the first release. ``where`` is
+#: the function or class (keywords and attributes) or the command (flags); a new spelling is the bare
+#: name (shown as ``name=...`` or ``.name``) or written out in full
+RENAMED: Mapping[str, Mapping[str, str]] = {
+    "lstm_data.open": {"use_threads": _THREADS, "workers": "threads", "block_size": "block_bytes",
+                       "step_bytes": "block_bytes"},
+    "read_csv": {"block_size": "block_bytes"},
+    "read_parquet": {"use_threads": _THREADS},
+    "read_root": {"step_bytes": "block_bytes"},
+    "convert": {"shuffle": "shuffle_seed"},
+    "convert_streaming": {"shuffle": "shuffle_seed"},
+    "convert_distributed": {"shuffle": "shuffle_seed"},
+    "precompute": {"workers": "threads", "force": "overwrite", "compress": "compression='zstd' or None"},
+    "open_batches": {"shuffle": "permute", "batch_size": "order=Order(batch_size=...)",
+                     "seed": "order=Order(seed=...)"},
+    "PrecomputedBatches": {"shuffle": "permute"},
+    "iter": {"workers": "threads"},
+    "ShardedBatches": {"batch_size": "batches.batch_size", "shuffle": "batches.shuffle",
+                       "nan_to": "batches.nan_to", "seed": "batches.seed"},
+    "KerasBatches": {"weights": "sample_weights", "with_weights": "sample_weights"},
+    "lstm-data convert": {"--shuffle": "--shuffle-seed", "--force": "--overwrite"},
+    "lstm-data precompute": {"--workers": "--threads", "--force": "--overwrite",
+                             "--no-compress": "--compression none"},
+}
 
 
 def warn_renamed(old: str, new: str, *, stacklevel: int = 2) -> None:
     """Warn that ``old`` is deprecated in favour of ``new`` (a ``DeprecationWarning``).
 
+    The first stage of a rename: the old spelling still works.
+
     Parameters
     ----------
     old, new
         The spellings as a user writes them (``"open_batches(shuffle=...)"``,
-        ``"permute=..."``, ``"Order(read_ahead=...)"``, ``"--shuffle-seed"``).
+        ``"permute=..."``, ``"--shuffle-seed"``).
     stacklevel
         As :func:`warnings.warn`'s, counted from the caller of this function.
     """
-    warnings.warn(f"{old} is deprecated: use {new} ({KEPT})", DeprecationWarning, stacklevel=stacklevel + 1)
+    warnings.warn(f"{old} is deprecated: use {new} (the old spelling is kept one release)", DeprecationWarning,
+                  stacklevel=stacklevel + 1)
 
 
-class Renamed:
-    """An old keyword's new name, and how its value reads under the new name.
+def _spelled(new: str, kind: str) -> str:
+    """``new`` as a user writes it: a bare name as ``name=...`` (keyword) or ``.name`` (attribute)."""
+    if not new.replace("_", "").replace(".", "").isalnum():
+        return new
+    return f"{new}=..." if kind == "keyword" else f".{new}"
 
-    Parameters
-    ----------
-    new
-        The new keyword.
-    convert
-        Old value -> new value, where the meaning was reshaped (``compress=False``
-        is ``compression=None``); ``None``: the value as it is.
-    spelled
-        How the warning names the new spelling (default ``"new=..."``).
+
+def renamed_error(where: str, old: str) -> OptionError:
+    """The error for keyword ``old`` of ``where``, renamed to its entry of :data:`RENAMED`.
+
+    Returns
+    -------
+    OptionError
+        ``"where() got an unexpected keyword argument 'old': it is now new=..."``.
     """
-
-    def __init__(self, new: str, convert: Callable[[Any], Any] | None = None, spelled: str | None = None) -> None:
-        self.new, self.convert = new, convert
-        self.spelled = f"{new}=..." if spelled is None else spelled
+    new = _spelled(RENAMED[where][old], "keyword")
+    return OptionError(f"{where}() got an unexpected keyword argument {old!r}: it is now {new}")
 
 
-def renamed_keywords(where: str, given: Mapping[str, Any], renames: Mapping[str, str | Renamed], *,
-                     strict: bool = False, stacklevel: int = 2) -> dict[str, Any]:
-    """``given`` with each old keyword of ``renames`` under its new name, warning once per old keyword.
+def check_renamed(where: str, names: Mapping[str, Any] | Sequence[str]) -> None:
+    """Raise :func:`renamed_error` for the first of ``names`` that is an old spelling of ``where``.
+
+    Raises
+    ------
+    OptionError
+        One of ``names`` is an old spelling (see :func:`renamed_error`).
+    """
+    olds = RENAMED[where]
+    for name in names:
+        if name in olds:
+            raise renamed_error(where, name)
+
+
+def refuses_renamed(where: str) -> Callable[[F], F]:
+    """Decorate a function so that its old keywords of :data:`RENAMED` raise :func:`renamed_error`.
 
     Parameters
     ----------
     where
-        The function the keywords were given to, as the warning names it (``"open_batches"``).
-    given
-        The keywords of the call that may hold old spellings.
-    renames
-        Old keyword -> new keyword (or a :class:`Renamed`).
-    strict
-        ``given`` holds only old spellings (a function's ``**old`` keywords): any
-        other keyword is a ``TypeError``, as Python says of an unknown keyword.
-    stacklevel
-        As :func:`warnings.warn`'s, counted from the caller of this function.
+        The function's key in :data:`RENAMED` (as its errors name it).
 
     Returns
     -------
-    dict
-        The keywords under their new names (those not renamed as they are).
-
-    Raises
-    ------
-    TypeError
-        An old keyword and its new one are both given (as Python says of a keyword
-        given twice), or with ``strict`` a keyword that is no old spelling.
+    callable
+        The decorator. It checks the keywords of each call only when some were given;
+        the function's signature is unchanged (``inspect.signature`` reads it).
     """
-    if strict:
-        for name in given:
-            if name not in renames:
-                raise TypeError(f"{where}() got an unexpected keyword argument {name!r}")
-    out = dict(given)
-    for old, rule in renames.items():
-        if old not in out:
-            continue
-        rule = Renamed(rule) if isinstance(rule, str) else rule
-        value = out.pop(old)
-        if rule.new in out:
-            raise TypeError(f"{where}() got both {old}= and {rule.new}= ({old} is the deprecated spelling of "
-                            f"{rule.new}): give {rule.new} alone")
-        warn_renamed(f"{where}({old}=...)", rule.spelled, stacklevel=stacklevel + 1)
-        out[rule.new] = rule.convert(value) if rule.convert is not None else value
-    return out
+    olds = RENAMED[where]
+
+    def decorate(function: F) -> F:
+        taken = set(olds) & set(inspect.signature(function).parameters)
+        if taken:  # a parameter of that name again: the table would hide it
+            raise AssertionError(f"{where}: {sorted(taken)} are parameters, not old spellings")
+
+        @functools.wraps(function)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:
+                check_renamed(where, kwargs)
+            return function(*args, **kwargs)
+
+        return checked  # type: ignore[return-value]  # the same signature, as functools.wraps says
+
+    return decorate
 
 
-class RenamedAttribute(Generic[T]):
-    """A class attribute that keeps an old attribute name reading (and writing) the new one.
+class OldAttribute:
+    """A class attribute renamed to its entry of :data:`RENAMED`: reading or setting it is an ``AttributeError``.
 
-    ``shuffle = RenamedAttribute[bool]("permute")`` in a class body makes ``obj.shuffle``
-    warn and return ``obj.permute``.
-
-    Parameters
-    ----------
-    new
-        The attribute's new name, or a dotted path from the object (``"batches.seed"``).
+    ``shuffle = OldAttribute()`` in the body of class ``PrecomputedBatches`` makes
+    ``batches.shuffle`` say ``'PrecomputedBatches' object has no attribute 'shuffle': it is
+    now .permute``. ``hasattr`` is ``False`` for it, as for any missing attribute.
     """
-
-    def __init__(self, new: str) -> None:
-        self.new = new
-        self.old = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self.old = name
-        self.owner = owner.__name__
+        self.where, self.old = owner.__name__, name
+        self.new = _spelled(RENAMED[self.where][name], "attribute")  # a KeyError here: not in the table
+
+    def _error(self, obj: object) -> AttributeError:
+        return AttributeError(f"{self.where!r} object has no attribute {self.old!r}: it is now {self.new}",
+                              name=self.old, obj=obj)
 
     @overload
-    def __get__(self, obj: None, owner: type | None = None) -> RenamedAttribute[T]: ...
+    def __get__(self, obj: None, owner: type | None = None) -> OldAttribute: ...
 
     @overload
-    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    def __get__(self, obj: object, owner: type | None = None) -> NoReturn: ...
 
-    def __get__(self, obj: object | None, owner: type | None = None) -> T | RenamedAttribute[T]:
+    def __get__(self, obj: object | None, owner: type | None = None) -> OldAttribute:
         if obj is None:
             return self
-        warn_renamed(f"{self.owner}.{self.old}", f".{self.new}")
-        value: Any = obj
-        for part in self.new.split("."):
-            value = getattr(value, part)
-        result: T = value
-        return result
+        raise self._error(obj)
 
-    def __set__(self, obj: object, value: T) -> None:
-        warn_renamed(f"{self.owner}.{self.old}", f".{self.new}")
-        *path, last = self.new.split(".")
-        target: Any = obj
-        for part in path:
-            target = getattr(target, part)
-        setattr(target, last, value)
+    def __set__(self, obj: object, value: object) -> NoReturn:
+        raise self._error(obj)
 
 
-class RenamedFlag(argparse.Action):
-    """An ``argparse`` action for an old flag: warns naming the new flag, then sets the new flag's value.
+class _OldFlag(argparse.Action):
+    """An ``argparse`` action for an old flag: the parser's error naming the new flag (hidden from ``--help``)."""
 
-    ``parser.add_argument("--shuffle", action=RenamedFlag, new="--shuffle-seed",
-    dest="shuffle_seed", type=int)`` keeps ``--shuffle 3`` working; ``nargs=0`` with
-    ``const`` makes a flag without a value (``--no-compress`` is ``--compression none``).
-    The flag is hidden from ``--help``.
-
-    Parameters
-    ----------
-    option_strings, dest, nargs, const, type, metavar
-        As for any ``argparse`` action.
-    new
-        The new flag as a user writes it (``"--compression none"``).
-    """
-
-    def __init__(self, option_strings: Sequence[str], dest: str, new: str, nargs: int | str | None = None,
-                 const: Any = None, type: Callable[[str], Any] | None = None,  # noqa: A002 - argparse's name
-                 metavar: str | None = None, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=nargs, const=const, type=type, metavar=metavar,
-                         help=argparse.SUPPRESS, default=argparse.SUPPRESS, **kwargs)
+    def __init__(self, option_strings: Sequence[str], dest: str, new: str = "", **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs="?", help=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                         **kwargs)
         self.new = new
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
-        warn_renamed(option_string or self.option_strings[0], self.new, stacklevel=1)
-        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+        parser.error(f"argument {option_string or self.option_strings[0]}: it is now {self.new}")
+
+
+def add_renamed_flags(parser: argparse.ArgumentParser, where: str) -> None:
+    """Add to ``parser`` the old flags of command ``where``, each an error naming its new flag.
+
+    Parameters
+    ----------
+    parser
+        The command's parser.
+    where
+        The command as :data:`RENAMED` names it (``"lstm-data convert"``).
+    """
+    for old, new in RENAMED[where].items():
+        parser.add_argument(old, action=_OldFlag, new=new, dest="_old_" + old.lstrip("-").replace("-", "_"))

@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
-from lstm_data._util.deprecation import RenamedAttribute, renamed_keywords
+from lstm_data._util.deprecation import OldAttribute, refuses_renamed
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.keras_backend import keras_import_problem
 from lstm_data.adapters.keras_position import Position
@@ -126,9 +126,6 @@ class KerasBatches(PyDataset):
     sample_weights
         Return the per-target weights as the third item, Keras's sample weights
         (default). ``False`` returns ``(inputs, targets)``.
-    **old
-        ``weights=``, the spelling of ``sample_weights`` of earlier releases
-        (deprecated: ``Order.weights`` says what the weights are).
 
     Raises
     ------
@@ -143,14 +140,12 @@ class KerasBatches(PyDataset):
         Items end with the weights.
     """
 
-    #: the deprecated name of :attr:`sample_weights`
-    with_weights: RenamedAttribute[bool] = RenamedAttribute("sample_weights")
+    #: the name of :attr:`sample_weights` before the first release (an error naming it)
+    with_weights = OldAttribute()
 
+    @refuses_renamed("KerasBatches")
     def __init__(self, batches: BatchSource, workers: int = 1, use_multiprocessing: bool = False,
-                 max_queue_size: int = 10, sample_weights: bool = True, **old: bool) -> None:
-        if old:
-            sample_weights = renamed_keywords("KerasBatches", old, {"weights": "sample_weights"},
-                                              strict=True)["sample_weights"]
+                 max_queue_size: int = 10, sample_weights: bool = True) -> None:
         if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
             raise ValueError(f"workers must be an int >= 1, got {workers!r}")
         if use_multiprocessing:

@@ -31,6 +31,7 @@ COMMANDS = {
     "bench": "bench",
     "example": "example",
     "weaver": "weaver",
+    "predict": "predict",
 }
 
 
@@ -173,9 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser, module, chosen = _parser(argv)
     if chosen is None and not {"-h", "--help", "--version"} & set(argv):
         _unknown_command(parser, argv)
-    with warnings.catch_warnings():  # an old flag's warning reaches the user (stderr)
-        warnings.filterwarnings("default", category=DeprecationWarning, module="lstm_data")
-        args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if getattr(module, "TAKES_OTHER_ARGUMENTS", False):  # handed on as given (lstm-data weaver ...)
         args.other, extra = extra, []
     if extra:  # the command's own usage and the close matches of its options

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from lstm_data._util.deprecation import RenamedFlag
+from lstm_data._util.deprecation import add_renamed_flags
 
 __all__ = ["add_arguments", "run"]
 
@@ -42,8 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write rows in a random order made from SEED (pre-shuffled file: contiguous "
                              "batches are then random batches); inputs larger than RAM are shuffled "
                              "through temporary files next to DST (disk: the table's size, once)")
-    parser.add_argument("--shuffle", action=RenamedFlag, new="--shuffle-seed", dest="shuffle_seed",
-                        type=_at_least(0))
     parser.add_argument("--schema", metavar="FILE.toml", default=None,
                         help="declared groups/scalars/dtype for inputs that do not store them")
     from lstm_data.cli.csv_options import add_csv_arguments
@@ -52,7 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", dest="overwrite", action="store_true",
                         help="replace an existing output, if it is a store or file that lstm_data "
                              "wrote (anything else is refused)")
-    parser.add_argument("--force", action=RenamedFlag, new="--overwrite", dest="overwrite", nargs=0, const=True)
     parser.add_argument("--chunk-kib", type=_at_least(1), default=1024, metavar="KIB",
                         help="uncompressed chunk size of the output (default 1024)")
     parser.add_argument("--threads", type=_at_least(1), default=None, metavar="N",
@@ -65,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compression", choices=("gzip", "lzf", "none"), default="gzip",
                         help="HDF5 output filter (default gzip); every HDF5 output also carries "
                              "the fletcher32 checksum")
+    add_renamed_flags(parser, "lstm-data convert")
 
 
 def run(args: argparse.Namespace) -> int:

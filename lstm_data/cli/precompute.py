@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from lstm_data._util.deprecation import RenamedFlag
+from lstm_data._util.deprecation import add_renamed_flags
 from lstm_data.cli.csv_options import add_csv_arguments, csv_options
 
 
@@ -46,11 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="OUT.zarr", help="store to write")
     parser.add_argument("--threads", dest="threads", type=int, default=1, metavar="N",
                         help="batch-building threads (default: 1)")
-    parser.add_argument("--workers", action=RenamedFlag, new="--threads", dest="threads", type=int)
     parser.add_argument("--overwrite", dest="overwrite", action="store_true",
                         help="replace a batch store made with other settings or data "
                              "(never anything that is not a batch store)")
-    parser.add_argument("--force", action=RenamedFlag, new="--overwrite", dest="overwrite", nargs=0, const=True)
     parser.add_argument("--bucket-by", metavar="OUTPUT", default=None,
                         help="length bucketing: batch rows of similar length of this Ragged output "
                              "(each batch padded to its own longest row; see Batches)")
@@ -65,9 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compression", choices=("zstd", "none"), default="zstd",
                         help="compression of the stored chunks (default zstd; none: raw chunks, "
                              "checksummed either way)")
-    parser.add_argument("--no-compress", action=RenamedFlag, new="--compression none", dest="compression",
-                        nargs=0, const="none")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_renamed_flags(parser, "lstm-data precompute")
 
 
 def run(args: argparse.Namespace) -> int:

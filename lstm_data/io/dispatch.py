@@ -31,10 +31,10 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
+from lstm_data._util.deprecation import refuses_renamed
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, OptionError, RemoteError, SchemaError, redact
 from lstm_data.io.read_options import (
-    RENAMED_READ_KEYWORDS,
     ReadOptions,
     file_value_columns,
     read_options_from,
@@ -297,6 +297,7 @@ def _format_or_none(path_or_paths: str | os.PathLike[str] | Sequence[str | os.Pa
         return None
 
 
+@refuses_renamed("lstm_data.open")
 def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
          schema: Any = None, read: ReadOptions | None = None, **options: Any) -> Dataset:
     """Open a dataset of any format, or several files as one.
@@ -336,7 +337,7 @@ def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     FileNotFoundError, FormatError, ParseError, SchemaError, OptionError
     """
     try:
-        unknown = [k for k in options if k not in ReadOptions.option_names() and k not in RENAMED_READ_KEYWORDS]
+        unknown = [k for k in options if k not in ReadOptions.option_names()]
         if unknown:
             raise unknown_open_keyword(unknown[0], _format_or_none(path_or_paths))
         read = read_options_from(read, options)

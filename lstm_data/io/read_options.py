@@ -49,9 +49,8 @@ option               meaning                                                    
 ===================  ==========================================================  ==========================
 
 Readers take these options under these names (``read_csv(path, block_bytes=...)``).
-Older spellings (``use_threads``, ``block_size``, ``step_bytes``, ``workers``) still
-work for one release, with a ``DeprecationWarning`` that names the new one
-(:mod:`lstm_data._util.deprecation`). ``read_ahead`` moved to
+Older spellings (``use_threads``, ``block_size``, ``step_bytes``, ``workers``) are
+errors naming the new one (:mod:`lstm_data._util.deprecation`). ``read_ahead`` moved to
 :class:`~lstm_data.batching.order.options.Order` (``Order(read_ahead=...)``), the
 home of the block shuffle it reads ahead for.
 """
@@ -65,12 +64,11 @@ import numpy as np
 from lstm_data._util.checks import count_option, flag_option, positive_int_option, seconds_option, text_option
 from lstm_data._util.close_names import close_names
 from lstm_data._util.declared import DeclaredOptions, unknown_option
-from lstm_data._util.deprecation import Renamed, renamed_keywords
 from lstm_data.errors import OptionError
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
 
 __all__ = ["ReadOptions", "READER_OPTIONS", "REMOTE_OPTIONS", "read_options_from", "file_value_columns",
-           "unknown_open_keyword", "RENAMED_READ_KEYWORDS"]
+           "unknown_open_keyword"]
 
 #: the options of reads at URLs, handed to a reader as one ``remote=RemoteSettings(...)``
 REMOTE_OPTIONS = ("connect_timeout", "read_timeout", "retries")
@@ -383,12 +381,6 @@ READER_OPTIONS: dict[str, frozenset[str]] = {
     "batch store": frozenset({"trust_unchecked", *REMOTE_OPTIONS}),
 }
 
-#: keyword spellings of earlier releases -> the option that replaced them
-RENAMED_READ_KEYWORDS: dict[str, str | Renamed] = {
-    "use_threads": Renamed("threads", lambda on: None if on else 1, "threads=... (None: every core, 1: none)"),
-    "block_size": "block_bytes", "step_bytes": "block_bytes", "workers": "threads",
-}
-
 
 #: what ``lstm_data.open`` takes besides the options of :class:`ReadOptions`
 OPEN_PARAMETERS = ("schema", "read")
@@ -451,10 +443,9 @@ def read_options_from(read: ReadOptions | None, keywords: Mapping[str, Any],
         raise OptionError(f"{where}: read must be a ReadOptions, got {type(read).__name__}")
     if not keywords:
         return read
-    changes = renamed_keywords(where, keywords, RENAMED_READ_KEYWORDS, stacklevel=3)
     known = ReadOptions.option_names()
-    for name in changes:
+    for name in keywords:
         if name not in known:
             raise unknown_option(name, known, where)
-    return read.replace(**changes)
+    return read.replace(**keywords)
 

@@ -38,7 +38,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from lstm_data._util.dask import as_completed, wait
-from lstm_data._util.deprecation import renamed_keywords
+from lstm_data._util.deprecation import refuses_renamed
 from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
     check_not_input,
@@ -49,7 +49,6 @@ from lstm_data._util.safe_output import (
 from lstm_data.io.ours.checked_store import settle_zarr
 from lstm_data.io.ours.chunk_ranges import Piece, RangeWriter, write_shared_chunks
 from lstm_data.io.ours.convert import (
-    RENAMED_CONVERT,
     check_like,
     concat_blocks,
     open_blocks,
@@ -204,6 +203,7 @@ def _first_error(results: list[Any], partitions: list[Partition]) -> BaseExcepti
     return None
 
 
+@refuses_renamed("convert_distributed")
 def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, client: Any,
                         schema: Any = None, shuffle_seed: int | None = None, overwrite: bool = False,
                         progress: Callable[[int, int], None] | None = None, chunk_bytes: int | None = None,
@@ -223,9 +223,6 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
     FileExistsError
         ``dst`` exists and ``overwrite`` is off.
     """
-    if "shuffle" in options:
-        shuffle_seed = renamed_keywords("convert_distributed", {"shuffle": options.pop("shuffle")},
-                                        RENAMED_CONVERT)["shuffle_seed"]
     kind = output_kind(dst)
     paths = [os.fspath(p) for p in sources]
     target = Path(dst)
@@ -347,6 +344,7 @@ def _link(client: Any, infos: list[PartInfo], columns: RowBlocks, target: Path, 
         raise
 
 
+@refuses_renamed("convert")
 def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], dst: str | os.PathLike[str], *,
             client: Any = None, **options: Any) -> RowBlocks:
     """Convert inputs (paths, globs) to our zarr or HDF5 layout: streaming, or on Dask with ``client``.
@@ -368,8 +366,8 @@ def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
     **options
         Those of :func:`lstm_data.io.ours.convert.convert_streaming` (without ``client``)
         or of :func:`convert_distributed` (with it): ``shuffle_seed`` (the seed of a row
-        shuffle; ``shuffle=`` is its deprecated spelling), schema, dtype, chunking and
-        compression; an option the chosen path does not take is an error naming it.
+        shuffle), schema, dtype, chunking and compression; an option the chosen path
+        does not take is an error naming it.
 
     Returns
     -------
@@ -379,7 +377,6 @@ def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
     from lstm_data.io.ours.convert import convert_streaming
     from lstm_data.io.dispatch import expand_paths
 
-    options = renamed_keywords("convert", options, RENAMED_CONVERT)
     paths = expand_paths(sources)
     if client is None:
         return convert_streaming(paths, dst, **options)

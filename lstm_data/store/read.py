@@ -25,8 +25,7 @@ import numpy as np
 import zarr
 
 from lstm_data._util.checks import check_count, check_index
-from lstm_data._util.deprecation import RenamedAttribute, renamed_keywords, warn_renamed
-from lstm_data._util.declared import unknown_option
+from lstm_data._util.deprecation import OldAttribute, refuses_renamed
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
 from lstm_data.errors import FormatError, OptionError, UncheckedStoreWarning, warn_user
@@ -127,8 +126,7 @@ class PrecomputedBatches(StoreEpochs):
     path
         The store.
     permute
-        Permute the order of the stored batches each epoch after the first
-        (``shuffle=`` is its deprecated spelling).
+        Permute the order of the stored batches each epoch after the first.
     read
         How the store is read: of :class:`~lstm_data.io.read_options.ReadOptions`,
         ``trust_unchecked`` applies, and for a store at a URL ``connect_timeout``,
@@ -155,13 +153,12 @@ class PrecomputedBatches(StoreEpochs):
         chunk reads as zeros). Empty for stores written now.
     """
 
-    #: the deprecated name of :attr:`permute`
-    shuffle: RenamedAttribute[bool] = RenamedAttribute("permute")
+    #: the name of :attr:`permute` before the first release (an error naming it)
+    shuffle = OldAttribute()
 
+    @refuses_renamed("PrecomputedBatches")
     def __init__(self, path: str | os.PathLike[str], *, permute: bool = True,
-                 read: ReadOptions | None = None, **old: bool) -> None:
-        if old:
-            permute = renamed_keywords("PrecomputedBatches", old, _RENAMED, strict=True)["permute"]
+                 read: ReadOptions | None = None) -> None:
         self.path = str(path)
         self.read = _store_options(read, redact(self.path))
         self.meta, root, manifest = _open_store(path, self.read)
@@ -282,10 +279,6 @@ def _store_options(read: ReadOptions | None, where: str) -> ReadOptions:
     return read
 
 
-#: keywords of earlier releases -> their names now
-_RENAMED = {"shuffle": "permute"}
-
-
 def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
     """The store's record with its order settings at the top level, as :meth:`Order.to_dict` names them."""
     flat = dict(meta)
@@ -296,9 +289,9 @@ def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
+@refuses_renamed("open_batches")
 def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None, order: Order | None = None,
-                 dataset: Any = None, permute: bool = True, read: ReadOptions | None = None,
-                 **options: Any) -> PrecomputedBatches:
+                 dataset: Any = None, permute: bool = True, read: ReadOptions | None = None) -> PrecomputedBatches:
     """Open a store written by ``lstm-data precompute``, checking it against what you expect.
 
     Parameters
@@ -323,10 +316,6 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
         manifests) without the warning naming what is not checked there; a store at
         a URL is read with its ``connect_timeout``, ``read_timeout`` and ``retries``
         (as ``lstm_data.open`` reads one).
-    **options
-        Spellings of earlier releases, with a ``DeprecationWarning``: ``shuffle=``
-        (now ``permute=``), ``batch_size=`` and ``seed=`` (now
-        ``order=Order(batch_size=..., seed=...)``).
 
     Returns
     -------
@@ -348,17 +337,6 @@ def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None,
     """
     read = _store_options(read, redact(str(path)))
     meta = read_metadata(path, read)
-    if options:
-        unknown = set(options) - {"batch_size", "seed", *_RENAMED}
-        if unknown:
-            raise unknown_option(sorted(unknown)[0], ["spec", "order", "dataset", "permute", "read"], "open_batches")
-        options = renamed_keywords("open_batches", options, _RENAMED)
-        permute = bool(options.pop("permute", permute))
-    if options:
-        moved = ", ".join(f"{k}=..." for k in options)
-        warn_renamed(f"open_batches({moved})", f"order=Order({moved})")
-        given = {k: v for k, v in options.items() if v is not None}
-        order = (order or Order()).replace(**given) if given else order
     expected = {"spec": None if spec is None else spec.to_dict(),
                 "fingerprint": None if dataset is None else fingerprint(dataset)}
     if order is not None:

@@ -234,7 +234,7 @@ class StoreEpochs(EpochIteration):
         """
         return ShardedBatches(self, rank, world_size)
 
-    def _state_identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         """The seed, the per-epoch shuffle, the stored batch count and one digest of the store's record
         (``n_batches`` is left to samplers, which record their own share's)."""
         return {"seed": self.seed, "permute": self.permute, "stored_batches": len(self), "identity": self._digest}
@@ -296,7 +296,7 @@ class StoreEpochs(EpochIteration):
                                   f"{state['n_batches']!r}, this store {len(self)}")
             _log.info("resuming a state saved by an earlier release of lstm_data, which recorded only the "
                       "store's batch count for it (checked)")
-            return {**self._state_identity(), **state}
+            return {**self.identity(), **state}
         renamed = {new: state[old] for new, old in (("permute", "shuffle"), ("stored_batches", "n_batches"))
                    if new not in state and old in state}
         if not renamed:

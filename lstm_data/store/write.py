@@ -23,7 +23,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 import zarr
 
-from lstm_data._util.deprecation import Renamed, renamed_keywords
+from lstm_data._util.deprecation import refuses_renamed
 from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
     check_not_input,
@@ -172,11 +172,6 @@ def _row_lengths(batches: Batches, f: Any) -> Callable[[], list[np.ndarray]]:
 
 #: what must match for an existing store to be reused
 _REUSE_KEYS = ("spec", "batch_size", "seed", "shuffle", "bucketing", "order", "fingerprint")
-#: keywords of earlier releases -> their names now
-_RENAMED: dict[str, str | Renamed] = {
-    "workers": "threads", "force": "overwrite",
-    "compress": Renamed("compression", lambda on: "zstd" if on else None, "compression='zstd' or None"),
-}
 #: Order settings recorded under their own keys (the rest go under "order")
 _OWN_KEYS = ("batch_size", "seed", "shuffle", "bucket_by", "bucket_window")
 
@@ -214,6 +209,7 @@ def _metadata(dataset: Dataset, spec: BatchSpec, order: Order,
             "source": [redact(s) for s in getattr(dataset, "source", ())]}  # no credentials in the store
 
 
+@refuses_renamed("precompute")
 def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[str] | None = None,
                out: str | os.PathLike[str] | None = None, order: Order | int | None = None, *,
                threads: int = 1, overwrite: bool = False, progress: bool = True,
@@ -256,8 +252,8 @@ def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[s
         the one written without it. ``threads`` is then unused.
     **options
         The keyword spellings of earlier releases (``batch_size=``, ``seed=``,
-        ``shuffle=``, ``bucket_by=``, ``pad_to_multiple_of=``, ``force=``, ``workers=``,
-        ``compress=``, ...), with a ``DeprecationWarning`` naming the new spelling of each.
+        ``shuffle=``, ``bucket_by=``, ``pad_to_multiple_of=``, ...), with a
+        ``DeprecationWarning`` naming the new spelling of each.
 
     Returns
     -------
@@ -280,10 +276,7 @@ def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[s
     import zarr
 
     dataset, spec, out, order, rows = _what_to_store(dataset, spec, out, order)
-    options = renamed_keywords("precompute", options, _RENAMED)
-    threads = int(options.pop("threads", threads))
-    force = overwrite = bool(options.pop("overwrite", overwrite))
-    compression = options.pop("compression", compression)
+    threads, force = int(threads), bool(overwrite)
     if compression not in ("zstd", None):
         raise OptionError(f"precompute: compression must be 'zstd' or None, got {compression!r}")
     spec, order = legacy_options(spec, order, None, options, "precompute")

@@ -67,12 +67,12 @@ def test_forked_workers_do_not_wait_for_work_under_way_in_the_parent(tmp_path, s
                           Order(batch_size=128, seed=9, shuffle="block"))
     batches.set_epoch(1)
     want = [batches[i] for i in range(len(batches))]
-    plans = batches._plans
+    plans = batches.pipeline.plans
     plans._plans = type(plans._plans)(keep=2)  # forget epoch 1's order...
     under_way = [plans._plans.claim(1)]  # ...and claim it, as a side job does, unfilled
     if shuffle == "block":
-        batches._blocks._windows = type(batches._blocks._windows)(keep=2)
-        under_way.append(batches._blocks._windows.claim((1, 0)))
+        batches.pipeline.blocks._windows = type(batches.pipeline.blocks._windows)(keep=2)
+        under_way.append(batches.pipeline.blocks._windows.claim((1, 0)))
     loader = DataLoader(TorchBatches(batches), batch_size=None, num_workers=2,
                         multiprocessing_context="fork", timeout=60)
     seen = list(loader)  # before the fix: "DataLoader timed out after 60 seconds"

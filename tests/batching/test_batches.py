@@ -160,7 +160,7 @@ def test_block_shuffle_on_disk_reads_each_chunk_at_most_twice(tmp_path):
     disk = lstm_data.open(tmp_path / "d.zarr")
     disk.io_stats.track_chunks()
     b = Batches(disk, SPEC, Order(batch_size=512, shuffle="block", seed=4))
-    b._blocks.next_epoch_ahead = False  # count this epoch's reads only
+    b.pipeline.blocks.next_epoch_ahead = False  # count this epoch's reads only
     for i in range(len(b)):
         assert_same_arrays(b[i][0], _reference(data, b.rows_of(i)))
     counts = disk.io_stats.per_chunk
@@ -175,8 +175,8 @@ def test_block_shuffle_reads_the_next_epochs_first_window_ahead(tmp_path):
     data.to_zarr(tmp_path / "d.zarr", chunk_bytes=1 << 15)
     b = Batches(lstm_data.open(tmp_path / "d.zarr"), SPEC,
                 Order(batch_size=500, shuffle="block", seed=1, window_rows=2_000))
-    source = b._blocks
-    assert len(b._plan().windows.block_ids) > 1
+    source = b.pipeline.blocks
+    assert len(b.pipeline.plan(b.epoch).windows.block_ids) > 1
     for _ in b:
         pass
     ahead = source._windows.peek((1, 0))
@@ -196,18 +196,18 @@ def test_a_spare_worker_makes_the_next_epochs_order_during_the_epoch(ds):
 
     b = Batches(ds, SPEC, Order(batch_size=256, seed=3))
     list(b.iter(threads=1))
-    assert b._plans.peek(1) is None  # one worker: nothing spare, made when needed
+    assert b.pipeline.plans.peek(1) is None  # one worker: nothing spare, made when needed
     list(b.iter(threads=2))
     for _ in range(3000):  # the spare worker may still be starting when the epoch ends
-        if b._plans.peek(1) is not None:
+        if b.pipeline.plans.peek(1) is not None:
             break
         time.sleep(0.01)
-    ahead = b._plans.peek(1)
+    ahead = b.pipeline.plans.peek(1)
     assert ahead is not None
     ahead.result(timeout=30)
     np.testing.assert_array_equal(ahead.result().order, shuffled_order(b.n_rows, 3, 1))
     b.on_epoch_end()
-    assert b._plans.peek(1) is ahead  # epoch 1 starts on the order made ahead
+    assert b.pipeline.plans.peek(1) is ahead  # epoch 1 starts on the order made ahead
     fresh = Batches(ds, SPEC, Order(batch_size=256, seed=3))
     fresh.set_epoch(1)
     for mine, theirs in zip(b.iter(threads=2), fresh):
@@ -215,7 +215,7 @@ def test_a_spare_worker_makes_the_next_epochs_order_during_the_epoch(ds):
     for no_order in (Batches(ds, SPEC, Order(batch_size=256, shuffle=False)),
                      Batches(ds, SPEC, Order(batch_size=256, seed=3, cache="ram"))):
         list(no_order.iter(threads=2))
-        assert no_order._plans.peek(1) is None  # the order never changes: nothing to make
+        assert no_order.pipeline.plans.peek(1) is None  # the order never changes: nothing to make
 
 
 def test_pickled_batches_rebuild_the_same_batches(ds):
@@ -270,13 +270,13 @@ def test_block_shuffle_reads_ahead_each_window_once(tmp_path):
     disk = lstm_data.open(tmp_path / "d.zarr")
     disk.io_stats.track_chunks()
     b = Batches(disk, SPEC, Order(batch_size=512, shuffle="block", seed=4, window_rows=4096))
-    assert b._blocks.read_ahead  # on disk: the next window loads in the background
-    b._blocks.next_epoch_ahead = False  # this epoch's loads only (next epoch: test above)
-    assert not Batches(data, SPEC, Order(shuffle="block"))._blocks.read_ahead  # in RAM: no thread
+    assert b.pipeline.blocks.read_ahead  # on disk: the next window loads in the background
+    b.pipeline.blocks.next_epoch_ahead = False  # this epoch's loads only (next epoch: test above)
+    assert not Batches(data, SPEC, Order(shuffle="block")).pipeline.blocks.read_ahead  # in RAM: no thread
     seen = [b[i][0] for i in range(len(b))]
     for i, got in enumerate(seen):
         assert_same_arrays(got, _reference(data, b.rows_of(i)))
-    assert b._blocks.block_loads == len(b._blocks.bounds) - 1  # every block loaded exactly once
+    assert b.pipeline.blocks.block_loads == len(b.pipeline.blocks.bounds) - 1  # every block loaded exactly once
     assert max(disk.io_stats.per_chunk.values()) <= 2
 
 
@@ -285,7 +285,7 @@ def test_block_shuffle_failed_window_load_is_retried(tmp_path, monkeypatch):
     data.to_zarr(tmp_path / "d.zarr", chunk_bytes=1 << 14)
     disk = lstm_data.open(tmp_path / "d.zarr")
     b = Batches(disk, SPEC, Order(batch_size=256, shuffle="block", seed=1))
-    b._blocks.read_ahead = False
+    b.pipeline.blocks.read_ahead = False
     real_take = type(disk).take
     calls = {"n": 0}
 

@@ -39,8 +39,8 @@ def test_an_epoch_holds_two_windows_and_reads_the_next_epoch_during_its_last_win
     data, path = on_disk
     b = Batches(lstm_data.open(path), SPEC, Order(batch_size=250, shuffle="block", seed=2, window_rows=1_000,
                                                   drop_last=drop_last))
-    source = b._blocks
-    n_windows = len(b._plan().windows.block_ids)
+    source = b.pipeline.blocks
+    n_windows = len(b.pipeline.plan(b.epoch).windows.block_ids)
     assert n_windows > 4
     for i in range(len(b)):
         if i == len(b) - 1:  # the last batch lies in the last window: the next epoch is on its way
@@ -53,7 +53,7 @@ def test_an_epoch_holds_two_windows_and_reads_the_next_epoch_during_its_last_win
             assert source._windows.peek((1, 0)) is None, i
     assert source._windows.peek((1, 0)) is not None
     assert all(key[0] == 1 for key in source._windows._entries)  # this epoch's windows are all dropped
-    ahead = len(b._plans.plan(1).windows.block_ids[0])
+    ahead = len(b.pipeline.plans.plan(1).windows.block_ids[0])
     assert source.block_loads == len(source.bounds) - 1 + ahead  # every block read once, then epoch 1's first
 
 

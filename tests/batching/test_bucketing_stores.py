@@ -63,7 +63,7 @@ def test_block_shuffle_buckets_inside_windows(data, store, drop_last):
         want = np.concatenate([plain.rows_of(i) for i in range(len(plain))])
         assert len(rows) == len(np.unique(rows))  # every row at most once
         np.testing.assert_array_equal(np.sort(rows), np.sort(want))  # the rows of the unbucketed epoch
-        loads = b._blocks.block_loads
+        loads = b.pipeline.blocks.block_loads
         for i in range(len(b)):
             got = b[i]
             ref = ram.builder.build(b.rows_of(i))[0]["input_png3d"]
@@ -73,7 +73,7 @@ def test_block_shuffle_buckets_inside_windows(data, store, drop_last):
             np.testing.assert_array_equal(x, ref[:, :x.shape[1]])
             assert np.isnan(ref[:, x.shape[1]:]).all()
         # each block is still read once per epoch (windows keep their rows)
-        assert b._blocks.block_loads - loads == len(b._blocks.bounds) - 1
+        assert b.pipeline.blocks.block_loads - loads == len(b.pipeline.blocks.bounds) - 1
     assert _padding(b, lens) < 0.6 * _padding(plain, lens)
     # reproducible from (seed, epoch), also in a fresh object
     again = Batches(disk, _spec().replace(pad_to_multiple_of=2), bucketed)

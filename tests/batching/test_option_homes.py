@@ -69,9 +69,16 @@ def test_order_options_are_checked(bad, match):
         Order.from_dict(bad)
 
 
-def test_an_unknown_batches_keyword_is_named_with_the_close_match(ds):
-    with pytest.raises(OptionError, match=r"'bucket_bye' \(did you mean 'bucket_by'\?\)"):
+def test_an_unknown_batches_keyword_is_refused_by_the_signature(ds):
+    with pytest.raises(TypeError, match="bucket_bye"):
         Batches(ds, _spec(), bucket_bye="input_png")
+
+
+def test_the_batches_shorthand_builds_the_order_with_its_checks(ds):
+    short = Batches(ds, _spec(), Order(batch_size=64), seed=3, shuffle=False, drop_last=True)
+    assert short.order == Order(batch_size=64, seed=3, shuffle=False, drop_last=True)
+    with pytest.raises(OptionError, match="batch_size"):
+        Batches(ds, _spec(), batch_size=0)
 
 
 def test_spec_checks_its_batch_options():

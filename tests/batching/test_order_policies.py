@@ -34,7 +34,7 @@ def _kth_first(context: PlanContext) -> KthFirst:
     k = context.options.get("k", 2)
     if not isinstance(k, int) or k < 1:
         raise OptionError(f"policies.kth_first.k must be a positive int, got {k!r}")
-    if context.parts.get("blocks") is not None:
+    if context.order.shuffle == "block":
         raise OptionError("policies.kth_first does not reorder block plans")
     return KthFirst(k)
 

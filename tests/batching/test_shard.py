@@ -85,7 +85,7 @@ def test_shard_of_an_on_disk_block_shuffle_reads_part_of_the_data(data, tmp_path
     shard = b.shard(0, 4)
     for _ in shard:
         pass
-    assert b._blocks.block_loads < 0.5 * (len(b._blocks.bounds) - 1)
+    assert b.pipeline.blocks.block_loads < 0.5 * (len(b.pipeline.blocks.bounds) - 1)
 
 
 @pytest.mark.parametrize("sharded", [False, True])
@@ -141,7 +141,7 @@ _LOOP = textwrap.dedent('''
         b.load_state_dict(json.load(open(ckpt)))
     step = 0
     while b.epoch < 2:
-        for batch in b.iter(workers=2):
+        for batch in b.iter(threads=2):
             rows = b.rows_of(b.state_dict()["next_batch"] - 1).tolist()
             with open(log, "a") as fh:
                 fh.write(json.dumps([b.epoch, rows]) + "\\n")

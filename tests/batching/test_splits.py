@@ -37,7 +37,7 @@ def _evts(b, epoch=0):
 
 
 def _all_evts(b):
-    return np.sort(np.asarray(b.dataset.scalar("evt", np.sort(b._view)), dtype=np.int64))
+    return np.sort(np.asarray(b.dataset.scalar("evt", np.sort(b.view_rows)), dtype=np.int64))
 
 
 def test_by_rows_is_lstm_ee_split_and_k_fold_cuts_the_rows(files):
@@ -45,9 +45,9 @@ def test_by_rows_is_lstm_ee_split_and_k_fold_cuts_the_rows(files):
     b = Batches(ds, SPEC, Order(batch_size=64, seed=3))
     train, val = b.split(0.25)
     want_train, want_val = split_rows(len(ds), 0.25, 3)
-    np.testing.assert_array_equal(train._view, want_train)
-    np.testing.assert_array_equal(val._view, want_val)
-    vals = [v._view for _, v in b.folds(4)]
+    np.testing.assert_array_equal(train.view_rows, want_train)
+    np.testing.assert_array_equal(val.view_rows, want_val)
+    vals = [v.view_rows for _, v in b.folds(4)]
     assert sorted(np.concatenate(vals).tolist()) == list(range(len(ds)))
     assert {len(v) for v in vals} == {len(ds) // 4}
 

@@ -82,7 +82,7 @@ def test_convert_never_reads_its_own_output_back(csv_path, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("option, value, message", [
-    ("--shuffle", "-1", "must be at least 0, got -1"),
+    ("--shuffle-seed", "-1", "must be at least 0, got -1"),
     ("--chunk-kib", "0", "must be at least 1, got 0"),
     ("--chunk-kib", "x", "expected an integer, got 'x'"),
 ])

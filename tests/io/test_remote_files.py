@@ -215,4 +215,5 @@ def test_a_403_is_a_permission_error_with_its_status_not_a_404(served_without_ra
     url = f"{served_without_ranges}/forbidden{suffix}"
     with pytest.raises(PermissionError) as info:
         READS[how](url)
-    assert url in str(info.value) and "HTTP 403" in str(info.value) and "404" not in str(info.value)
+    said = str(info.value).replace(url, "<url>")  # the server's port may hold "404" too
+    assert url in str(info.value) and "HTTP 403" in said and "404" not in said

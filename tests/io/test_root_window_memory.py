@@ -34,7 +34,7 @@ seen = np.zeros(len(d), dtype=np.uint8)
 for i in range(len(b)):
     np.add.at(seen, b.batch(i, 0)[1]["row"].ravel().astype(np.int64), 1)
 peak = status("VmHWM") - base
-plan, bounds, offsets = b._plan(0), b._blocks.bounds, d.offsets("P")
+plan, bounds, offsets = b.pipeline.plan(0), b.pipeline.blocks.bounds, d.offsets("P")
 sizes = [sum(int(offsets[bounds[k + 1]] - offsets[bounds[k]]) for k in ids) * 8 * 4
          for ids in plan.windows.block_ids]
 pair = max(x + y for x, y in zip(sizes, sizes[1:]))

@@ -1,78 +1,89 @@
-"""The one deprecation helper: a renamed keyword, attribute or flag warns once, naming the new spelling."""
+"""The two stages of a rename: a warning naming the new spelling, then an error naming it, from one table."""
 from __future__ import annotations
 
 import argparse
+import inspect
 import warnings
 
 import pytest
 
-from lstm_data._util.deprecation import KEPT, Renamed, RenamedAttribute, RenamedFlag, renamed_keywords
+from lstm_data._util import deprecation
+from lstm_data._util.deprecation import OldAttribute, add_renamed_flags, refuses_renamed, warn_renamed
+from lstm_data.errors import OptionError
 
 
-def _only_warning(record: list[warnings.WarningMessage]) -> str:
-    assert len(record) == 1, [str(w.message) for w in record]
-    assert record[0].category is DeprecationWarning
-    return str(record[0].message)
+@pytest.fixture
+def table(monkeypatch):
+    """Entries of the table for the toy functions, classes and commands below."""
+    for where, olds in {"f": {"old": "new", "gone": "order=Order(gone=...)"}, "_Thing": {"old": "inner.new"},
+                        "tool": {"--rand": "--seed", "--no-zip": "--raw"}}.items():
+        monkeypatch.setitem(deprecation.RENAMED, where, olds)  # type: ignore[index]
 
 
-def f(**keywords: int) -> dict[str, int]:
-    return renamed_keywords("f", keywords, {"old": "new"})
-
-
-def test_an_old_keyword_moves_to_its_new_name_with_one_warning_naming_it():
+def test_a_warned_rename_names_the_new_spelling_at_the_users_line():
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        got = f(old=3, other=1)
-    assert got == {"new": 3, "other": 1}
-    assert _only_warning(record) == f"f(old=...) is deprecated: use new=... ({KEPT})"
-    assert record[0].filename == __file__  # said at the call that wrote the old spelling
+        warn_renamed("f(old=...)", "new=...", stacklevel=1)
+    assert [str(w.message) for w in record] == [
+        "f(old=...) is deprecated: use new=... (the old spelling is kept one release)"]
+    assert record[0].category is DeprecationWarning and record[0].filename == __file__
 
 
-def test_a_reshaped_keyword_converts_its_value():
-    with pytest.warns(DeprecationWarning, match=r"use compression='zstd' or None"):
-        got = renamed_keywords("f", {"compress": False},
-                               {"compress": Renamed("compression", lambda on: "zstd" if on else None,
-                                                    "compression='zstd' or None")})
-    assert got == {"compression": None}
+def test_an_old_keyword_is_an_option_error_naming_the_new_one(table):
+    @refuses_renamed("f")
+    def f(a: int, *, new: int = 0, **rest: int) -> int:
+        """Doc."""
+        return a + new + sum(rest.values())
+
+    assert f(1, new=2, other=3) == 6  # the new spellings, and keywords the table does not name, as they were
+    assert str(inspect.signature(f)) == "(a: 'int', *, new: 'int' = 0, **rest: 'int') -> 'int'"
+    assert f.__doc__ == "Doc."
+    with pytest.raises(OptionError, match=r"^f\(\) got an unexpected keyword argument 'old': it is now new=\.\.\.$"):
+        f(1, old=2)
+    with pytest.raises(TypeError, match=r"'gone': it is now order=Order\(gone=\.\.\.\)$"):
+        f(1, gone=2)  # a new spelling written out in full is shown as written
 
 
-def test_old_and_new_spellings_together_are_refused():
-    with pytest.raises(TypeError, match=r"both old= and new="):
-        renamed_keywords("f", {"old": 1, "new": 2}, {"old": "new"})
+def test_an_old_name_that_is_a_parameter_again_is_refused_at_import(table):
+    with pytest.raises(AssertionError, match="'old'"):
+        @refuses_renamed("f")
+        def f(old: int = 0) -> int:
+            return old
 
 
-def test_strict_keywords_refuse_anything_but_an_old_spelling():
-    with pytest.raises(TypeError, match=r"f\(\) got an unexpected keyword argument 'nwe'"):
-        renamed_keywords("f", {"nwe": 1}, {"old": "new"}, strict=True)
+def test_an_old_attribute_is_an_attribute_error_naming_the_new_one(table):
+    class _Thing:
+        old = OldAttribute()
 
+        def __init__(self) -> None:
+            self.inner = argparse.Namespace(new=5)
 
-class _Thing:
-    old = RenamedAttribute[int]("inner.new")
-
-    def __init__(self) -> None:
-        self.inner = argparse.Namespace(new=5)
-
-
-def test_an_old_attribute_reads_and_writes_the_new_one():
     thing = _Thing()
-    with pytest.warns(DeprecationWarning, match=r"_Thing\.old is deprecated: use \.inner\.new"):
-        assert thing.old == 5
-    with pytest.warns(DeprecationWarning):
+    said = r"'_Thing' object has no attribute 'old': it is now \.inner\.new"
+    with pytest.raises(AttributeError, match=said) as info:
+        thing.old  # noqa: B018 - the read is the test
+    assert (info.value.name, info.value.obj) == ("old", thing)
+    with pytest.raises(AttributeError, match=said):
         thing.old = 6
-    assert thing.inner.new == 6
+    assert not hasattr(thing, "old") and isinstance(_Thing.old, OldAttribute)
 
 
-def test_an_old_flag_sets_the_new_one_and_is_hidden_from_help():
-    parser = argparse.ArgumentParser()
+def test_an_attribute_the_table_does_not_name_fails_when_its_class_is_made():
+    with pytest.raises((KeyError, RuntimeError)):  # Python 3.11 wraps __set_name__'s error in a RuntimeError
+        type("_Other", (), {"old": OldAttribute()})
+
+
+def test_an_old_flag_is_a_usage_error_naming_the_new_one_hidden_from_help(table, capsys):
+    parser = argparse.ArgumentParser(prog="tool")
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--rand", action=RenamedFlag, new="--seed", dest="seed", type=int)
     parser.add_argument("--raw", action="store_true")
-    parser.add_argument("--no-zip", action=RenamedFlag, new="--raw", dest="raw", nargs=0, const=True)
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        args = parser.parse_args(["--rand", "4", "--no-zip"])
-    assert (args.seed, args.raw) == (4, True)
-    assert [str(w.message).split(" (")[0] for w in record] == ["--rand is deprecated: use --seed",
-                                                               "--no-zip is deprecated: use --raw"]
-    assert parser.parse_args([]).seed is None  # the new flag's default stands
+    add_renamed_flags(parser, "tool")
+    assert vars(parser.parse_args(["--seed", "4", "--raw"])) == {"seed": 4, "raw": True}  # no old flag: none set
+    for argv, said in ((["--rand", "4"], "argument --rand: it is now --seed"),
+                       (["--rand=4"], "argument --rand: it is now --seed"),
+                       (["--no-zip"], "argument --no-zip: it is now --raw")):
+        with pytest.raises(SystemExit) as info:
+            parser.parse_args(argv)
+        assert info.value.code == 2
+        assert f"tool: error: {said}\n" in capsys.readouterr().err
     assert "--rand" not in parser.format_help() and "--no-zip" not in parser.format_help()

@@ -48,7 +48,7 @@ _cache: dict[tuple[str, int, int, int], str] = {}
 _cache_lock = threading.Lock()
 
 
-def part_digests(dataset: Dataset) -> list[tuple[str, str]]:
+def part_digests(dataset: Dataset, bounds: np.ndarray | None = None) -> list[tuple[str, str]]:
     """The digest of every value of each file part of ``dataset``.
 
     Parameters
@@ -56,6 +56,9 @@ def part_digests(dataset: Dataset) -> list[tuple[str, str]]:
     dataset
         The data batches are made from (derived variables are left out: the spec
         that makes them is part of a state's identity; a selection's rows too).
+    bounds
+        The row bounds of its files as a view of it knows them (default: those the
+        dataset knows of).
 
     Returns
     -------
@@ -63,6 +66,8 @@ def part_digests(dataset: Dataset) -> list[tuple[str, str]]:
         One ``(label, digest)`` per part, in row order: the label names the part's
         files (credentials of URLs left out), or is empty for data without files.
     """
+    if isinstance(dataset, DerivedDataset):
+        bounds = None  # the base's own parts are hashed
     while isinstance(dataset, DerivedDataset):
         dataset = dataset.base
     workers = _workers()
@@ -71,7 +76,7 @@ def part_digests(dataset: Dataset) -> list[tuple[str, str]]:
         if isinstance(dataset, ConcatDataset):
             return [(_label(p), _with_values(_dataset_digest(p, hash_with), per_file))
                     for p, per_file in _flat_parts(dataset, {})]
-        bounds = file_bounds(dataset)
+        bounds = file_bounds(dataset) if bounds is None else bounds
         if bounds is None or len(bounds) < 2:
             return [(_label(dataset), _dataset_digest(dataset, hash_with))]
         source = tuple(dataset.source)

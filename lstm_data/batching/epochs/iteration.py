@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from lstm_data._util.checks import check_count
-from lstm_data._util.deprecation import warn_renamed
+from lstm_data._util.deprecation import refuses_renamed
 from lstm_data.batching.order.stats import log_epoch_stats
 from lstm_data.batching.epochs.identity import STATE_FORMAT
 from lstm_data.batching.epochs.resume import state_count
@@ -57,8 +57,8 @@ class EpochIteration:
     def __iter__(self) -> Iterator[Batch]:
         return self.iter()
 
-    def iter(self, threads: int = 1, prefetch_batches: int | None = None, *,
-             workers: int | None = None) -> Iterator[Batch]:
+    @refuses_renamed("iter")
+    def iter(self, threads: int = 1, prefetch_batches: int | None = None) -> Iterator[Batch]:
         """Yield the batches of the current epoch in order, built ahead on ``threads`` threads.
 
         Parameters
@@ -73,17 +73,12 @@ class EpochIteration:
             row order, so the next epoch does not start by waiting for it.
         prefetch_batches
             Batches built ahead of the consumer (default ``2 * threads``); bounds memory.
-        workers
-            The earlier name of ``threads`` (deprecated).
 
         Returns
         -------
         Iterator of tuple of dict
             ``(inputs, targets, weights)`` of each batch not yet handed out this epoch.
         """
-        if workers is not None:
-            warn_renamed("iter(workers=...)", "iter(threads=...)")
-            threads = workers
         start, self._resume_at = min(self._resume_at, len(self)), 0
         get = self.__getitem__ if start == 0 else (lambda i: self[start + i])
         batches = prefetch(get, len(self) - start, threads, prefetch_batches,
@@ -149,7 +144,7 @@ class EpochIteration:
         if fmt > STATE_FORMAT:
             raise OptionError(f"state_format {fmt}: saved by a newer release of lstm_data (this one reads "
                               f"formats up to {STATE_FORMAT}); upgrade lstm_data to resume it")
-        identity = self._state_identity()
+        identity = self.identity()
         diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
                  for k, v in identity.items() if k not in _DIGESTS and state.get(k) != v]
         saved = state.get("identity")
@@ -186,7 +181,7 @@ class EpochIteration:
 
     def _legacy_identities(self, state_format: int) -> set[str]:
         """The identity digests this sequence had in an earlier state format (by default: as now)."""
-        return {str(self._state_identity().get("identity"))}
+        return {str(self.identity().get("identity"))}
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
         """What of the data differs from the data ``state`` was saved with, where it is known (none by default)."""
@@ -206,7 +201,7 @@ class EpochIteration:
             self._next_batch = self._resume_at = 0
 
     # -- checkpoints ----------------------------------------------------------------------------
-    def _state_identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         """What must match for a state to be loaded here (subclasses add seed, batch size, shard)."""
         return {"n_batches": len(self)}
 
@@ -221,7 +216,7 @@ class EpochIteration:
             e.g. ``seed``): plain values, for ``torch.save`` or JSON.
         """
         return {"state_format": STATE_FORMAT, "epoch": self.epoch, "next_batch": self._next_batch,
-                **self._state_identity()}
+                **self.identity()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 import numpy as np
 
 from lstm_data._util.checks import check_count, check_index
-from lstm_data._util.deprecation import RenamedAttribute
+from lstm_data._util.deprecation import OldAttribute
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.identity import STATE_FORMAT
 from lstm_data.batching.epochs.iteration import EpochIteration
@@ -61,8 +61,10 @@ if TYPE_CHECKING:
 class Shardable(Protocol):
     """What a shard reads off its parent (:class:`~lstm_data.batching.epochs.batches.Batches`)."""
 
-    spec: BatchSpec
     epoch: int
+
+    @property
+    def spec(self) -> BatchSpec: ...
 
     @property
     def seed(self) -> int: ...
@@ -87,7 +89,7 @@ class Shardable(Protocol):
 
     def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]: ...
 
-    def _state_identity(self) -> dict[str, Any]: ...
+    def identity(self) -> dict[str, object]: ...
 
     def _legacy_identities(self, state_format: int) -> set[str]: ...
 
@@ -366,7 +368,7 @@ class ShardedBatches(EpochIteration):
         """
         history = [list(h) for h in self._history_for(epoch)]
         return {"state_format": STATE_FORMAT, "epoch": epoch, "next_batch": next_batch,
-                **self._state_identity(), "world_size": self.world_size, "history": history}
+                **self.identity(), "world_size": self.world_size, "history": history}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from a :meth:`state_dict` of any rank of a world of any size.
@@ -445,11 +447,11 @@ class ShardedBatches(EpochIteration):
         """Whether the parent's epochs differ (then so do this share's)."""
         return self.batches.varies_by_epoch
 
-    #: the parent's settings, read as ``shard.batches.seed`` etc. (these spellings are deprecated)
-    batch_size: RenamedAttribute[int] = RenamedAttribute("batches.batch_size")
-    shuffle: RenamedAttribute[bool | str] = RenamedAttribute("batches.shuffle")
-    nan_to: RenamedAttribute[float | None] = RenamedAttribute("batches.nan_to")
-    seed: RenamedAttribute[int] = RenamedAttribute("batches.seed")
+    #: the parent's settings are read as ``shard.batches.seed`` etc. (these names: errors naming it)
+    batch_size = OldAttribute()
+    shuffle = OldAttribute()
+    nan_to = OldAttribute()
+    seed = OldAttribute()
 
     @property
     def n_rows(self) -> int:
@@ -462,8 +464,8 @@ class ShardedBatches(EpochIteration):
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
         return self.batches._data_differences(state)
 
-    def _state_identity(self) -> dict[str, Any]:
-        identity = dict(self.batches._state_identity())
+    def identity(self) -> dict[str, object]:
+        identity = dict(self.batches.identity())
         identity.pop("world_size", None)
         return identity
 

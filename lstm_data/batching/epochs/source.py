@@ -4,7 +4,10 @@
 (:class:`~lstm_data.batching.epochs.shard.ShardedBatches`) and stored batches
 (:func:`lstm_data.open_batches`) are batch sources: a length, batch ``index`` of
 any ``epoch``, the spec and its output signature, and a small iteration state.
-The Keras and torch adapters take any batch source and ask nothing else of it.
+The Keras and torch adapters take any batch source and ask nothing else of it;
+shards wrap any of them (:meth:`BatchSource.batch_elements` is what they balance,
+:meth:`BatchSource.identity` what their states are checked against). Exported as
+``lstm_data.BatchSource``.
 
 Two capabilities some sources add, each a protocol the adapters check with
 ``isinstance`` (never by probing attributes):
@@ -62,6 +65,14 @@ class BatchSource(Protocol):
 
     def set_epoch(self, epoch: int) -> None:
         """Make ``epoch`` the current epoch."""
+        ...
+
+    def batch_elements(self, epoch: int) -> np.ndarray:
+        """Real elements of every batch of ``epoch`` (int64, one per batch): what shards balance."""
+        ...
+
+    def identity(self) -> dict[str, object]:
+        """What a saved state must match (settings and digests of spec and data), as plain values."""
         ...
 
     def state_dict(self) -> dict[str, Any]:

@@ -1,14 +1,15 @@
 """Train and validation views and k folds of any batches that can be cut by rows.
 
-A split shuffles (or groups by file or key) the rows of a view and makes two new
-batch sequences over them, each with the order of the original (see
+A split shuffles (or groups by file or key) the rows of a view of the data
+(:class:`~lstm_data.batching.order.rows_view.RowsView`, as torch's ``Subset``) and
+batches the two views it cuts, each with the order of the original (see
 :mod:`lstm_data.batching.order.splits`). The functions here read only the public
 :class:`RowViews` protocol, which :class:`~lstm_data.batching.epochs.batches.Batches`
 satisfies.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar
+from typing import Any, Mapping, Protocol, Sequence, TypeVar
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from lstm_data.batching.order.splits import split_positions
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset
 
-__all__ = ["RowViews", "split_views", "fold_views"]
+__all__ = ["RowViews", "split_views", "fold_views", "part_differences"]
 
 
 class RowViews(Protocol):
@@ -32,6 +33,11 @@ class RowViews(Protocol):
 
     @property
     def order(self) -> Order: ...
+
+    @property
+    def file_bounds(self) -> np.ndarray | None:
+        """Row bounds of the data's files (``None`` for one file)."""
+        ...
 
     @property
     def view_rows(self) -> np.ndarray:
@@ -53,6 +59,7 @@ def split_views(source: RowViews, test_size: int | float | None = None, seed: in
     seed = source.order.seed if seed is None else check_count(seed, "seed")
     base = source.view_rows
     train_pos, test_pos = split_positions(source.dataset, base, by=by, test_size=test_size, seed=seed,
+                                          bounds=source.file_bounds,
                                           key=key, k=k, fold=fold)
     train = source.over_rows(base[train_pos])
     val_shuffle = "block" if source.order.shuffle == "block" else False
@@ -65,3 +72,21 @@ def fold_views(source: RowViews, k: int, *, by: str = "rows", key: str | None = 
                seed: int | None = None) -> list[tuple[Any, Any]]:
     """The ``k`` train/validation pairs of k-fold cross-validation (:func:`split_views` with each fold)."""
     return [split_views(source, seed=seed, by=by, key=key, k=k, fold=i) for i in range(k)]
+
+
+def _part_name(label: str, i: int, n: int) -> str:
+    """``the data of FILE (file part i + 1 of n)``, or of ``part i + 1 of n`` of data without files."""
+    if label:
+        return f"the data of {label} (file part {i + 1} of {n})"
+    return "the data" if n == 1 else f"the data of part {i + 1} of {n}"
+
+
+def part_differences(parts: Sequence[tuple[str, str]], state: Mapping[str, Any]) -> list[str]:
+    """The file parts (``(label, digest)`` each) whose values differ from those ``state`` was saved with."""
+    saved = state.get("data_parts")
+    if not isinstance(saved, (list, tuple)) or len(saved) != len(parts):
+        return []
+    n = len(parts)
+    return [f"{_part_name(label, i, n)} differ from those the state was saved with (the identity digest of "
+            "their values does not match)" for i, ((label, digest), old) in enumerate(zip(parts, saved))
+            if digest != old]

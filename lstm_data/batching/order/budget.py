@@ -41,7 +41,7 @@ from lstm_data.batching.order.bucket_lengths import BucketLengths
 from lstm_data.batching.order.plan import EpochKey, Plan, StageDefaults
 from lstm_data.batching.order.rows import epoch_rng
 
-__all__ = ["Budget", "BudgetCuts", "pack", "block_count", "split_largest",
+__all__ = ["Budget", "ChosenWidths", "pack", "block_count", "split_largest",
            "BUDGET_STREAM", "order_extras", "caps_of", "row_widths"]
 
 #: the :func:`~lstm_data.batching.order.rows.epoch_rng` stream that permutes budget batches
@@ -217,21 +217,26 @@ class Budget:
         return Plan(order, starts, plan.windows)
 
 
-class BudgetCuts(StageDefaults):
-    """The stage of ``Order.max_elements``: rows sorted by width and packed into budget batches."""
+class ChosenWidths(StageDefaults):
+    """The stage of ``Order.max_elements`` and ``bucket_lengths``: rows sorted by width and packed into
+    budget batches (with ``max_elements``), and the plan's padded lengths (with ``bucket_lengths``)."""
 
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget | None, widths: BucketLengths | None) -> None:
         self.budget = budget
+        self.widths = widths
 
     def plan(self, plan: Plan, key: EpochKey) -> Plan:
-        """``plan`` cut into the epoch's budget batches (inside each window of a block plan)."""
-        if plan.windows is not None:
-            return self.budget.plan(plan, key.seed, key.epoch)
-        return self.budget.order(plan.order, key.seed, key.epoch, bool(key.shuffle))
+        """``plan`` cut into the epoch's budget batches (inside each window of a block plan), with its widths."""
+        if self.budget is not None:
+            if plan.windows is not None:
+                plan = self.budget.plan(plan, key.seed, key.epoch)
+            else:
+                plan = self.budget.order(plan.order, key.seed, key.epoch, bool(key.shuffle))
+        return plan.replace(widths=self.widths)
 
     def epoch_batches(self) -> int | None:
-        """The same number of batches every epoch, known before it."""
-        return self.budget.n_batches
+        """With a budget, the same number of batches every epoch, known before it."""
+        return None if self.budget is None else self.budget.n_batches
 
 
 def row_widths(width: Callable[[int], int], lengths: np.ndarray, cap: int | None) -> np.ndarray:

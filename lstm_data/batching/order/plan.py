@@ -20,6 +20,7 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from lstm_data._util.once_cache import OnceCache
+from lstm_data.batching.order.bucket_lengths import BucketLengths
 
 __all__ = ["Plan", "Windows", "EpochKey", "Stage", "StageDefaults", "EpochPlans"]
 
@@ -62,11 +63,15 @@ class Plan:
         ``batch_size`` positions (the last one may be short).
     windows : Windows or None
         The read windows of a block shuffle.
+    widths : BucketLengths or None
+        The padded lengths the batches of the ``bucket_by`` group are cut to
+        (``Order.bucket_lengths``), which the builder pads to.
     """
 
     order: np.ndarray
     starts: np.ndarray | None = None
     windows: Windows | None = None
+    widths: BucketLengths | None = None
 
     def span(self, slot: int, batch_size: int) -> tuple[int, int]:
         """Epoch positions ``lo, hi`` of batch ``slot``."""

@@ -1,90 +1,106 @@
 """The order of a run as its stages: the one factory :func:`order_stages`, and the built-in policies.
 
-The first stage makes the epoch's rows: the block plan (``shuffle="block"``), a fresh
-permutation (``shuffle=True``) or the data's order (no stage). The registered
-policies follow by rank (:mod:`lstm_data.batching.order.registry`): the built-in ones
-are class sampling (``Order.sample``), length bucketing (``bucket_by``) and the
-element budget (``max_elements``, which cuts its own batches and so replaces
-bucketing's), and any policy named in ``Order.policies``.
+Every stage comes from a registered policy (:mod:`lstm_data.batching.order.registry`),
+the library's own as a user's: each reads the order, the rows view and the spec's
+outputs from its :class:`~lstm_data.batching.order.registry.PlanContext`. The built-in
+ones, by rank: the epoch's rows (the block plan of ``shuffle="block"``, a permutation
+for ``shuffle=True``; none for the data's order), class sampling (``Order.sample``),
+length bucketing (``bucket_by``) and the element budget with the chosen padded lengths
+(``max_elements``, ``bucket_lengths``: it cuts its own batches and so replaces
+bucketing's); a policy named in ``Order.policies`` runs at its own rank.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable, Mapping, Sequence
 
-import numpy as np
-
-from lstm_data.batching.order.block_plans import BlockLayout, BlockRows
-from lstm_data.batching.order.bucketing import Bucketed, Bucketing
-from lstm_data.batching.order.budget import Budget, BudgetCuts
+from lstm_data.batching.order.block_plans import BlockRows
+from lstm_data.batching.order.bucketing import Bucketed, make_bucketing
+from lstm_data.batching.order.budget import ChosenWidths, order_extras
 from lstm_data.batching.order.plan import Stage
-from lstm_data.batching.order.registry import (PlanContext, Policy, PolicyTable, find_policy, register_policy,
-                                               registered_policies)
+from lstm_data.batching.order.registry import (OrderSettings, PlanContext, Policy, PolicyTable, find_policy,
+                                               register_policy, registered_policies)
 from lstm_data.batching.order.rows import ShuffledRows
+from lstm_data.batching.order.rows_view import RowsView
 from lstm_data.batching.order.sampling import SampledRows, Sampling
+from lstm_data.batching.spec.batch_spec import BatchSpec
+from lstm_data.batching.spec.outputs import ResolvedField
 
 __all__ = ["order_stages"]
 
 
-def order_stages(order: Any, n_rows: int, lengths: Callable[[str], np.ndarray], *,
-                 blocks: BlockLayout | None = None, sampling: Sampling | None = None,
-                 budget: Budget | None = None, bucketing: Bucketing | None = None) -> list[Stage]:
+def order_stages(order: OrderSettings, rows: RowsView, spec: BatchSpec, fields: Sequence[ResolvedField],
+                 width: Callable[[ResolvedField, int], int], policies: Mapping[str, Mapping[str, object]] | None = None) -> list[Stage]:
     """The stages of ``order``'s epochs, first to last.
 
     Parameters
     ----------
     order
-        The :class:`~lstm_data.batching.order.options.Order`, ``shuffle`` resolved.
-    n_rows
-        Rows of the view.
-    lengths
-        Row lengths of a group by view position.
-    blocks, sampling, budget, bucketing
-        What the built-in policies are made from (``None`` where the order does not ask).
+        The :class:`~lstm_data.batching.order.options.Order`, ``shuffle`` and ``seed`` resolved.
+    rows
+        The rows the plans order (sorted for a block shuffle, whose plans index rows in file order).
+    spec, fields, width
+        The spec, its outputs resolved on the data and their padded-width rule.
+    policies
+        ``Order.policies`` (default: the order's own).
 
     Returns
     -------
     list of Stage
     """
+    asked = dict(policies if policies is not None else (getattr(order, "policies", None) or {}))
     stages: list[Stage] = []
-    if blocks is not None:
-        stages.append(BlockRows(blocks))
-    elif order.shuffle is True and sampling is None:  # draws are shuffled by the sampling stage
-        stages.append(ShuffledRows())
-    parts = {"sampling": sampling, "budget": budget, "bucketing": bucketing, "blocks": blocks}
-    asked = dict(getattr(order, "policies", None) or {})
     for policy in _policies(order, asked):
-        context = PlanContext(order, n_rows, lengths, asked.get(policy.name, {}), parts)
+        context = PlanContext(order, rows, spec, fields, width, dict(asked.get(policy.name, {})))
         stage = policy.make(context)
         if stage is not None:
             stages.append(stage)
     return stages
 
 
-def _policies(order: Any, asked: dict[str, Any]) -> list[Policy]:
+def _policies(order: OrderSettings, asked: Mapping[str, object]) -> list[Policy]:
     """The built-in policies and those the order asks for (the ones it carries first), by rank."""
-    carried = order.policies.policies if isinstance(order.policies, PolicyTable) else {}
+    table = getattr(order, "policies", None)
+    carried = table.policies if isinstance(table, PolicyTable) else {}
     chosen = [p for p in registered_policies() if p.builtin]
     chosen += [carried[name] if name in carried else find_policy(name) for name in asked]
     return sorted(chosen, key=lambda p: (p.rank, p.name))
 
 
+def _epoch_rows(context: PlanContext) -> Stage | None:
+    order = context.order
+    if order.shuffle == "block":
+        return BlockRows(context.rows.blocks(order.batch_size, order.block_rows, order.window_rows))
+    if order.shuffle is True and order.sample is None:  # draws are shuffled by the sampling stage
+        return ShuffledRows()
+    return None
+
+
 def _sampled(context: PlanContext) -> Stage | None:
-    sampling = context.parts.get("sampling")
-    return None if sampling is None else SampledRows(sampling)
+    sample = context.order.sample
+    return None if sample is None else SampledRows(Sampling(context.rows.dataset, context.rows.row_numbers(),
+                                                            sample))
 
 
 def _bucketed(context: PlanContext) -> Stage | None:
-    bucketing = context.parts.get("bucketing")
-    if bucketing is None or context.parts.get("budget") is not None:  # the budget cuts its own batches
+    order = context.order
+    if order.bucket_by is None or order.max_elements is not None:  # the budget cuts its own batches
         return None
-    return Bucketed(bucketing, context.lengths)
+    bucketing = make_bucketing(context.spec, context.fields, order.bucket_by, order.bucket_window,
+                               context.spec.pad_to_multiple_of, order.shuffle)
+    return None if bucketing is None else Bucketed(bucketing, context.lengths)
 
 
 def _budget(context: PlanContext) -> Stage | None:
-    budget = context.parts.get("budget")
-    return None if budget is None else BudgetCuts(budget)
+    order = context.order
+    windows = None
+    if order.shuffle == "block":
+        windows = context.rows.blocks(order.batch_size, order.block_rows, order.window_rows).max_windows
+    budget, widths = order_extras(order, context.fields, context.width, context.rows.all_lengths,
+                                  context.lengths, windows)
+    return None if budget is None and widths is None else ChosenWidths(budget, widths)
 
 
+register_policy("shuffle", _epoch_rows, rank=-1, builtin=True)  # the epoch's rows come first
 register_policy("sample", _sampled, rank=10, builtin=True)
 register_policy("bucket_by", _bucketed, rank=80, builtin=True)
 register_policy("max_elements", _budget, rank=90, builtin=True)

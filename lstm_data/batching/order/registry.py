@@ -13,45 +13,101 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from lstm_data._util.declared import suggest
 from lstm_data.batching.order.plan import Stage
+from lstm_data.batching.order.rows_view import RowsView
+from lstm_data.batching.spec.batch_spec import BatchSpec
+from lstm_data.batching.spec.outputs import ResolvedField
 from lstm_data.errors import OptionError
 
-__all__ = ["PlanContext", "Policy", "PolicyTable", "register_policy", "registered_policies", "find_policy",
+__all__ = ["PlanContext", "OrderSettings", "Policy", "PolicyTable", "register_policy", "registered_policies", "find_policy",
            "check_policies", "ENTRY_POINT_GROUP"]
 
 #: the entry-point group an installed package declares its policies in (``name = "module:make"``)
 ENTRY_POINT_GROUP = "lstm_data.policies"
 
 
+class OrderSettings(Protocol):
+    """The settings of an :class:`~lstm_data.batching.order.options.Order` a policy reads (an ``Order`` is one)."""
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @property
+    def shuffle(self) -> bool | str: ...
+
+    @property
+    def seed(self) -> int | None: ...
+
+    @property
+    def drop_last(self) -> bool: ...
+
+    @property
+    def bucket_by(self) -> str | None: ...
+
+    @property
+    def bucket_window(self) -> int: ...
+
+    @property
+    def block_rows(self) -> int | None: ...
+
+    @property
+    def window_rows(self) -> int | None: ...
+
+    @property
+    def max_elements(self) -> int | None: ...
+
+    @property
+    def bucket_lengths(self) -> str | tuple[int, ...] | None: ...
+
+    @property
+    def max_shapes(self) -> int: ...
+
+    @property
+    def sample(self) -> Mapping[str, object] | None: ...
+
+
 @dataclass(frozen=True)
 class PlanContext:
-    """What a policy's stage may be made from.
+    """What a policy's stage is made from: the order, the rows it plans, the spec's outputs.
 
     Attributes
     ----------
     order
         The :class:`~lstm_data.batching.order.options.Order` (``shuffle`` and ``seed`` resolved).
-    n_rows
-        Rows of the view the plans order.
-    lengths
-        Row lengths of a ragged group, by view position (``lengths(group)``).
+    rows
+        The rows the plans order (:class:`~lstm_data.batching.order.rows_view.RowsView`):
+        ``rows.n_rows``, ``rows.lengths(group)``, ``rows.column(name)``, ``rows.file_bounds``,
+        ``rows.blocks(...)``, each by view position (plan positions are view positions).
+    spec, fields
+        The :class:`~lstm_data.batching.spec.batch_spec.BatchSpec` and its outputs resolved
+        on the data (with ``bucket_by``, its group already padded per batch).
+    width
+        The padded width of an output in a batch whose longest row has ``n`` elements
+        (``(field, n) -> width``: ``max_len``, ``pad_to_multiple_of``).
     options
         The policy's table of ``Order.policies`` (empty for the built-in policies).
-    parts
-        Objects made from the data for the built-in policies (``"sampling"``, ``"budget"``,
-        ``"bucketing"``, ``"blocks"``), each ``None`` when the order does not ask for it.
     """
 
-    order: Any
-    n_rows: int
-    lengths: Callable[[str], np.ndarray]
-    options: Mapping[str, Any] = field(default_factory=dict)
-    parts: Mapping[str, Any] = field(default_factory=dict)
+    order: OrderSettings
+    rows: RowsView
+    spec: BatchSpec
+    fields: Sequence[ResolvedField]
+    width: Callable[[ResolvedField, int], int]
+    options: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the view the plans order."""
+        return self.rows.n_rows
+
+    def lengths(self, group: str) -> np.ndarray:
+        """Row lengths of ``group`` by view position."""
+        return self.rows.lengths(group)
 
 
 @dataclass(frozen=True)
@@ -99,6 +155,8 @@ def register_policy(name: str, make: Callable[[PlanContext], Stage | None], *, r
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise OptionError(f"an order policy's name must be an identifier, got {name!r}")
+    if int(rank) < 0 and not builtin:
+        raise OptionError(f"policy {name!r}: rank must be >= 0 (the epoch's rows come first), got {rank!r}")
     _POLICIES[name] = Policy(name, make, int(rank), bool(builtin))
 
 

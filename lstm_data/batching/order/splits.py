@@ -79,8 +79,8 @@ def _key_values(dataset: Any, key: Any, rows: np.ndarray) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _file_of(dataset: Any, rows: np.ndarray) -> tuple[np.ndarray, int]:
-    bounds = file_bounds(dataset)
+def _file_of(dataset: Any, rows: np.ndarray, bounds: np.ndarray | None) -> tuple[np.ndarray, int]:
+    bounds = file_bounds(dataset) if bounds is None else bounds
     if bounds is None:
         kind = type(dataset).__name__
         article = "an" if kind[:1].lower() in "aeiou" else "a"
@@ -92,7 +92,7 @@ def _file_of(dataset: Any, rows: np.ndarray) -> tuple[np.ndarray, int]:
 
 def split_positions(dataset: Any, rows: np.ndarray, *, by: str = "rows", test_size: Any = None,
                     seed: int = 0, key: str | None = None, k: int | None = None,
-                    fold: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                    fold: int = 0, bounds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Positions into ``rows`` of the training and the validation side.
 
     Parameters
@@ -111,6 +111,8 @@ def split_positions(dataset: Any, rows: np.ndarray, *, by: str = "rows", test_si
         The key column (``by="key"``).
     k, fold
         ``k`` folds; the validation side is fold ``fold``.
+    bounds
+        Row bounds of the dataset's files as its view knows them (default: the dataset's own).
 
     Returns
     -------
@@ -140,7 +142,7 @@ def split_positions(dataset: Any, rows: np.ndarray, *, by: str = "rows", test_si
         folds = np.array_split(perm, k)
         return np.concatenate([f for i, f in enumerate(folds) if i != fold]), folds[fold]
     if by == "file":
-        file_of, n_files = _file_of(dataset, rows)
+        file_of, n_files = _file_of(dataset, rows, bounds)
         if k is not None:
             k, fold = _check_k(k, fold)
             if k > n_files:

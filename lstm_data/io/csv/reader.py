@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from lstm_data import kernels
-from lstm_data._util.deprecation import renamed_keywords
+from lstm_data._util.deprecation import refuses_renamed
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import BrokenRowsWarning, SchemaError, _Located, warn_user
 from lstm_data.io.plumbing.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
@@ -79,12 +79,13 @@ class _Replan(Exception):
     """The sample's plan does not fit the whole file: parse again with the general plan."""
 
 
+@refuses_renamed("read_csv")
 def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
              schema: Any = None, dtype: Any = None, sep: str | None = None,
              list_sep: str | None = None,
              progress: Progress | None = None, block_bytes: int = DEFAULT_BLOCK_SIZE,
-             threads: int | None = None, max_line_bytes: int | None = None, max_columns: int | None = None,
-             **old: Any) -> InMemoryDataset:
+             threads: int | None = None, max_line_bytes: int | None = None,
+             max_columns: int | None = None) -> InMemoryDataset:
     """Read one CSV file, or several with the same header, into columns.
 
     Parameters
@@ -115,7 +116,6 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     block_bytes
         Decompressed bytes handed to the parser at a time (with several threads:
         the most text in one piece; small values make many pieces, as tests do).
-        ``block_size=`` is its deprecated spelling.
     threads
         Cores to use: ``None`` (default) for every core this process may use
         (``os.sched_getaffinity``), ``1`` to parse on the calling thread alone.
@@ -150,8 +150,6 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     FormatError
         An empty file, a truncated or damaged compressed stream.
     """
-    if old:
-        block_bytes = renamed_keywords("read_csv", old, {"block_size": "block_bytes"}, strict=True)["block_bytes"]
     block_size = block_bytes
     if isinstance(path_or_paths, (str, os.PathLike)):
         paths = [os.fspath(path_or_paths)]

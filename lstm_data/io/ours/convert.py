@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from lstm_data._util.deprecation import renamed_keywords
+from lstm_data._util.deprecation import refuses_renamed
 from lstm_data._util.safe_output import check_not_input, temp_path
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
@@ -26,11 +26,7 @@ from lstm_data.io.dispatch import input_bytes
 from lstm_data.io.ours.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks, row_bytes_of
 from lstm_data.io.ours.write import Progress, write_hdf5, write_zarr
 
-__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "check_like", "table_total",
-           "RENAMED_CONVERT"]
-
-#: keywords of convert of earlier releases -> their names now
-RENAMED_CONVERT = {"shuffle": "shuffle_seed"}
+__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "check_like", "table_total"]
 
 _ZARR_SUFFIXES = (".zarr",)
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
@@ -174,6 +170,7 @@ def _cast(block: InMemoryDataset, scalar_dtypes: Mapping[str, np.dtype[Any]],
     return InMemoryDataset(scalars, groups)
 
 
+@refuses_renamed("convert_streaming")
 def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, schema: Any = None,
                       shuffle_seed: int | None = None, overwrite: bool = False, progress: Progress | None = None,
                       chunk_bytes: int | None = None, compression: str | None = "gzip",
@@ -191,7 +188,6 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
         Passed to each input's reader (e.g. ``dtype``).
     shuffle_seed
         Seed of a row shuffle (external, bounded memory), or ``None`` for input order.
-        ``shuffle=`` is its deprecated spelling.
     overwrite
         Replace an existing ``dst`` once the new output is complete.
     progress
@@ -212,9 +208,6 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
         n_buckets_for,
     )
 
-    if "shuffle" in options:
-        shuffle_seed = renamed_keywords("convert_streaming", {"shuffle": options.pop("shuffle")},
-                                        RENAMED_CONVERT)["shuffle_seed"]
     kind = output_kind(dst)
     paths = [os.fspath(s) for s in sources]
     check_not_input(Path(dst), paths)

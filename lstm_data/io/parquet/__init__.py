@@ -35,7 +35,7 @@ import logging
 import os
 from typing import Any, Sequence
 
-from lstm_data._util.deprecation import renamed_keywords
+from lstm_data._util.deprecation import refuses_renamed
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.io.columns.build import build_group
 from lstm_data.io.parquet.columns import import_pyarrow, list_column, scalar_column
@@ -50,7 +50,6 @@ from lstm_data.io.parquet.read import (
 )
 from lstm_data.io.parquet.write import to_arrow, write_parquet
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
-from lstm_data.io.read_options import RENAMED_READ_KEYWORDS
 
 _log = logging.getLogger("lstm_data")
 #: how errors and messages name an Arrow table given in memory
@@ -146,11 +145,11 @@ def _memory_bytes() -> int:
         return 8 << 30
 
 
+@refuses_renamed("read_parquet")
 def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any = None,
                  in_ram: bool | None = None, threads: int | None = None,
                  columns: Sequence[str] | str | None = None,
-                 exclude: Sequence[str] | str | None = None, remote: RemoteSettings | None = None,
-                 **old: Any) -> Any:
+                 exclude: Sequence[str] | str | None = None, remote: RemoteSettings | None = None) -> Any:
     """Open a Parquet file, or a directory of them (sorted by name, as one dataset).
 
     Parameters
@@ -169,7 +168,7 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
         another, the later ones stay on disk once memory runs short).
     threads
         Threads pyarrow decodes columns on: ``None`` (default) every core, ``1`` the
-        calling thread alone. ``use_threads=`` (a bool) is its deprecated spelling.
+        calling thread alone.
     columns, exclude
         Column names or globs to read / never to read (see
         :mod:`lstm_data.io.parquet.plan`); only the chosen columns are read and
@@ -192,9 +191,6 @@ def read_parquet(path: str | os.PathLike[str], *, schema: Any = None, dtype: Any
     SchemaError
         Columns of one group differ in length (names the file, row and column).
     """
-    if old:
-        threads = renamed_keywords("read_parquet", old, {"use_threads": RENAMED_READ_KEYWORDS["use_threads"]},
-                                   strict=True)["threads"]
     use_threads = threads is None or int(threads) > 1
     import_pyarrow()
     sources = open_sources(parquet_files(path), remote)

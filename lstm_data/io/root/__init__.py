@@ -70,7 +70,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Sequence
 
-from lstm_data._util.deprecation import renamed_keywords
+from lstm_data._util.deprecation import refuses_renamed
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.ours.layout import value_dtype
@@ -89,11 +89,12 @@ STEP_BYTES = 64 << 20
 _log = logging.getLogger("lstm_data")
 
 
+@refuses_renamed("read_root")
 def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: Any = None,
               block_bytes: int | None = None, columns: Sequence[str] | str | None = None,
               exclude: Sequence[str] | str | None = None, threads: int | None = None,
               progress: Callable[[int, int], None] | None = None, in_ram: bool | None = None,
-              cache_chunks: int | None = None, remote: RemoteSettings | None = None, **old: Any) -> Dataset:
+              cache_chunks: int | None = None, remote: RemoteSettings | None = None) -> Dataset:
     """Read one TTree of a ROOT file (see the module documentation).
 
     Parameters
@@ -112,8 +113,7 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
     block_bytes
         Uncompressed bytes of jagged branches read at a time (default
         :data:`STEP_BYTES`); read on demand, the decoded bytes of a chunk (whole
-        clusters; default :data:`CHUNK_BYTES`). ``step_bytes=`` is its deprecated
-        spelling.
+        clusters; default :data:`CHUNK_BYTES`).
     columns, exclude
         Branch names or globs to read / never to read (a counter group's name picks
         the whole group, see :mod:`lstm_data.io.columns.select`); other branches are
@@ -156,8 +156,6 @@ def read_root(path: Any, *, tree: str | None = None, schema: Any = None, dtype: 
         two branches of the same name (names them and how to pick one); a
         ``columns`` pattern that matches no branch.
     """
-    if old:
-        block_bytes = renamed_keywords("read_root", old, {"step_bytes": "block_bytes"}, strict=True)["block_bytes"]
     uproot = import_uproot()
     name, tree = remote_member(str(path), tree)
     dt = value_dtype(dtype, file=name)
