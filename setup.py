@@ -5,7 +5,8 @@ It first generates two files (git-ignored, rewritten only when their text change
 - ``lstm_data/kernels/_ext/ld_pow5.h``, the number parser's table of powers of five,
   from exact integer arithmetic (:func:`_write_pow5_table`);
 - ``lstm_data/kernels/_ext/*.pxi`` from the Tempita templates ``*.pxi.in`` beside them,
-  given the source dtypes of ``lstm_data/kernels/_source_kinds.py`` (:func:`_write_templates`).
+  given the source dtypes of ``lstm_data/kernels/_source_kinds.py`` and the layout codes of
+  ``lstm_data/kernels/_layouts.py`` (:func:`_write_templates`).
 
 Modules are cythonized in parallel processes and compiled in parallel threads, one per
 core (``build_ext -j N`` sets another number). A release build carries no debug
@@ -36,6 +37,7 @@ DEBUG = os.environ.get("LSTM_DATA_DEBUG", "") not in ("", "0")
 EXT_DIR = HERE / "lstm_data" / "kernels" / "_ext"
 POW5_HEADER = EXT_DIR / "ld_pow5.h"
 SOURCE_KINDS = HERE / "lstm_data" / "kernels" / "_source_kinds.py"
+LAYOUTS = HERE / "lstm_data" / "kernels" / "_layouts.py"
 POW5_MIN, POW5_MAX = -342, 308  # decimal exponents Eisel-Lemire needs for float64
 
 
@@ -87,13 +89,15 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 
 def _write_templates() -> None:
-    """Expand every ``_ext/*.pxi.in`` (Tempita) into its ``.pxi``, given ``dtypes``: the
-    source dtypes, read from ``_source_kinds.py`` without importing the package."""
+    """Expand every ``_ext/*.pxi.in`` (Tempita) into its ``.pxi``, given ``dtypes`` (the
+    source dtypes, read from ``_source_kinds.py``) and ``layouts`` (the kernel layouts, read
+    from ``_layouts.py``), both without importing the package."""
     from Cython import Tempita
 
     dtypes = runpy.run_path(str(SOURCE_KINDS))["SOURCE_DTYPES"]
+    layouts = runpy.run_path(str(LAYOUTS))["KERNEL_LAYOUTS"]
     for template in sorted(EXT_DIR.glob("*.pxi.in")):
-        text = Tempita.sub(template.read_text(), dtypes=dtypes)
+        text = Tempita.sub(template.read_text(), dtypes=dtypes, layouts=layouts)
         _write_if_changed(template.with_suffix(""), text)
 
 

@@ -125,14 +125,14 @@ def _gather_vs(report: Report, batches: Batches, rows: list[np.ndarray], quick: 
     def separate() -> list:
         r = pick()
         batch = []  # every output stays alive until the batch is complete, as in a batch
-        for job in ragged:
-            job = dict(job)
-            (values, offsets), = job.pop("parts")  # one dataset in RAM: one part
-            job.update(values=values, offsets=offsets)
-            if job.pop("fixed") is False and job["max_len"] is not None:
-                off = job["offsets"]
-                job["max_len"] = min(job["max_len"], int((off[r + 1] - off[r]).max()))
-            batch.append(kernels.pad_ragged(rows=r, **job))
+        for job in ragged:  # one dataset in RAM: one part, job.values and job.offsets
+            max_len = job.max_len
+            if not job.fixed and max_len is not None:
+                max_len = min(max_len, int((job.offsets[r + 1] - job.offsets[r]).max()))
+            batch.append(kernels.pad_ragged(job.values, job.offsets, rows=r, max_len=max_len,
+                                            pad_value=job.pad_value, columns=job.columns, sort_by=job.sort_by,
+                                            descending=job.descending, padding=job.padding,
+                                            truncating=job.truncating, dtype=job.dtype))
         batch.extend(np.take(table, r, axis=0) for table in tables)
         return batch
 

@@ -94,7 +94,7 @@ FLAGS: dict[tuple[str, str], Callable[[dict[str, Path]], list[str]]] = {
 
 #: the cases in the optional libraries' tests below
 OPTIONAL = {("read_parquet", "use_threads"), ("read_root", "step_bytes"), ("KerasBatches", "weights"),
-            ("KerasBatches", "with_weights")}
+            ("KerasBatches", "with_weights"), ("KerasBatches", "workers")}
 
 
 def _new(where: str, old: str) -> str:
@@ -194,6 +194,9 @@ def test_keras_batches_weights(batches):
 
     with pytest.raises(lstm_data.OptionError, match=_keyword_error("KerasBatches", "weights")):
         KerasBatches(batches, weights=False)
+    with pytest.raises(lstm_data.OptionError, match=_keyword_error("KerasBatches", "workers")):
+        KerasBatches(batches, workers=2)  # Keras's word for what are threads here
+    assert KerasBatches(batches, threads=2).threads == 2
     served = KerasBatches(batches, sample_weights=False)
     with pytest.raises(AttributeError, match=re.escape("'KerasBatches' object has no attribute 'with_weights': "
                                                        "it is now .sample_weights")):

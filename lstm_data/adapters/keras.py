@@ -378,12 +378,14 @@ def _warn_nan(batches: BatchSource, inputs: Mapping[str, np.ndarray]) -> None:
 
 
 def _refuse_packed(spec: BatchSpec, where: str) -> None:
-    """Raise an :class:`~lstm_data.errors.OptionError` for a packed ``Ragged`` input: Keras takes
-    one batch dimension per input (a packed ``(T, V)`` output has none)."""
-    packed = [n for n, f in spec.inputs.items() if isinstance(f, Ragged) and f.layout == "packed"]
-    if packed:
-        raise OptionError(f"{where}: input {packed[0]!r} has layout='packed' ((T, V) values with cu_seqlens), "
-                          "which Keras models cannot take (every input has a batch dimension); use "
+    """Raise an :class:`~lstm_data.errors.OptionError` for a ``Ragged`` input whose form does not
+    start with the batch dimension (a packed ``(T, V)`` output): Keras takes one batch dimension
+    first in every input."""
+    bad = [(n, f) for n, f in spec.inputs.items() if isinstance(f, Ragged) and not f.form.axes.startswith("B")]
+    if bad:
+        name, fld = bad[0]
+        raise OptionError(f"{where}: input {name!r} has layout={fld.layout!r} (({', '.join(fld.form.axes)}) values), "
+                          "which Keras models cannot take (every input has a batch dimension first); use "
                           "layout='padded' (or 'channels_first') with mask=True or lengths=True")
 
 

@@ -54,23 +54,13 @@ def nan_padded_inputs(batches: BatchSource) -> list[str]:
         return []
     out = []
     for name, fld in spec.inputs.items():
-        if not isinstance(fld, Ragged) or not any(math.isnan(p) for p in _pad_values(fld)):
+        if not isinstance(fld, Ragged) or not any(math.isnan(p) for p in fld.form.fill(fld, None)):
             continue
-        # a packed output holds only real elements, unless empty rows get a padded step
-        if fld.layout == "packed" and fld.empty != "one_step":
+        # a form without slots (packed) holds only real elements, unless empty rows get a padded step
+        if not fld.form.has_slots and fld.empty != "one_step":
             continue
         out.append(name)
     return out
-
-
-def _pad_values(fld: Ragged) -> list[float]:
-    """Each variable's fill of the padded slots: its ``Standardize.pad_value``, else the field's."""
-    pads = []
-    for v in fld.vars:
-        std = fld.standardize.get(v)
-        own = None if std is None else std.pad_value
-        pads.append(float(fld.pad_value if own is None else own))
-    return pads
 
 
 def nan_valued_inputs(batches: BatchSource, inputs: Mapping[str, Input]) -> list[str]:

@@ -450,7 +450,7 @@ def nested_from_packed(values: torch.Tensor, cu_seqlens: torch.Tensor,
 
 def _nested_names(batches: BatchSource, nested: bool | list[str]) -> tuple[str, ...]:
     """The packed inputs ``nested`` asks for, checked against ``batches``' spec."""
-    packed = [n for n, f in batches.spec.inputs.items() if isinstance(f, Ragged) and f.layout == "packed"]
+    packed = [n for n, f in batches.spec.inputs.items() if isinstance(f, Ragged) and not f.form.has_slots]
     if nested is False or nested is None:
         return ()
     if nested is True:

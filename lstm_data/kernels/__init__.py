@@ -16,6 +16,12 @@ QUOTED, MULTI, BARE : int
 INEXACT, LISTED : int
     More column flags: some integer token is not held exactly by the float dtype;
     some cell was a bracketed list.
+KERNEL_LAYOUTS : tuple of str
+    The output layouts of a ragged job, a layout's code being its index: ``"padded"``
+    ``(B, P, V)``, ``"channels_first"`` ``(B, V, P)``, ``"packed"`` ``(T, V)``.
+RaggedJob, RaggedSource, ragged_job
+    The typed job of one ragged output of ``BatchGather``, made checked by ``ragged_job``
+    from typed arguments (``BatchGather`` also takes its public mapping of them).
 """
 from __future__ import annotations
 
@@ -27,10 +33,14 @@ from typing import TYPE_CHECKING
 
 from lstm_data.kernels._args import BARE, MULTI, QUOTED, long_line_message
 from lstm_data.kernels._csv_flags import INEXACT, LISTED
+from lstm_data.kernels._job import RaggedJob, RaggedSource
+from lstm_data.kernels._layouts import KERNEL_LAYOUTS
+from lstm_data.kernels._ragged import ragged_job
 
 __all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser",
            "interleave_columns", "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI", "BARE",
-           "INEXACT", "LISTED", "long_line_message"]
+           "INEXACT", "LISTED", "long_line_message", "KERNEL_LAYOUTS",
+           "RaggedJob", "RaggedSource", "ragged_job"]
 
 #: Names every backend must provide, with the same signatures.
 KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser", "interleave_columns")

@@ -10,21 +10,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from lstm_data.kernels._form_args import (
-    LAYOUTS,
-    PAD_MODES,
-    as_column_params,
-    as_forms,
-    float_columns,
-)
+from lstm_data.kernels._form_args import PAD_MODES, as_column_params, as_forms
 from lstm_data.kernels._job import RaggedJob
 from lstm_data.kernels._source_kinds import SOURCE_DTYPES
-from lstm_data.kernels._sources import with_sources
 
 __all__ = ["ARENA_ALIGN", "arena_array", "WHITESPACE", "check_dtype", "check_sep", "check_ragged", "as_rows", "as_columns",
-           "as_sort_column", "as_max_len", "as_out", "RAGGED_KEYS", "RaggedJob", "prepare_ragged",
-           "prepare_table", "LAYOUTS", "PAD_MODES", "as_column_params", "as_forms", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "check_max_line", "long_line_message", "csv_layout",
-           "check_interleave", "check_csv_extend", "SOURCE_KINDS", "source_kind", "prepare_parts", "locate_rows", "raise_bad_row"]
+           "as_sort_column", "as_max_len", "as_out", "RaggedJob", "prepare_table", "PAD_MODES", "as_column_params", "as_forms", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps", "check_max_line", "long_line_message", "csv_layout",
+           "check_interleave", "check_csv_extend", "SOURCE_KINDS", "source_kind", "as_multiple_of", "locate_rows", "raise_bad_row"]
 
 WHITESPACE = " \t\r\n\v\f"
 
@@ -154,11 +146,6 @@ def as_out(out: Any, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
     return out
 
 
-RAGGED_KEYS = ("values", "offsets", "parts", "max_len", "fixed", "pad_value", "columns", "sort_by",
-               "descending", "padding", "truncating", "dtype", "multiple_of", "center", "scale",
-               "clip_min", "clip_max", "pad_values", "pad_mode", "layout", "at", "more")
-
-
 def as_multiple_of(multiple_of: Any) -> int | None:
     """``multiple_of`` of a ragged job: ``None`` or a positive int."""
     if multiple_of is None:
@@ -167,127 +154,6 @@ def as_multiple_of(multiple_of: Any) -> int | None:
             or multiple_of < 1:
         raise ValueError(f"multiple_of must be a positive int or None, got {multiple_of!r}")
     return int(multiple_of)
-
-
-def prepare_ragged(job: Mapping[str, Any]) -> RaggedJob:
-    """Check one ragged field's arguments, with :func:`pad_ragged`'s rules and errors.
-
-    ``job`` holds :func:`~lstm_data.kernels._py.pad.pad_ragged`'s arguments by name
-    (``values`` and ``offsets`` required) plus ``fixed``: when ``True`` (default) an
-    int ``max_len`` is the exact width, as in ``pad_ragged``; when ``False`` it caps
-    the batch's longest row. ``multiple_of`` (``None`` by default) rounds a width that
-    follows the batch's longest row up to a multiple of it, capped at ``max_len``.
-
-    Output forms (defaults: what ``pad_ragged`` gives): ``center``, ``scale``,
-    ``clip_min``, ``clip_max`` (one value per output column, see
-    :func:`as_column_params`) turn each real element ``x`` into
-    ``clip((x - center) * scale, clip_min, clip_max)``, computed in the output dtype
-    (the parameters cast to it first; NaN stays NaN); ``pad_values`` gives each
-    output column its own fill; ``pad_mode="wrap"`` fills slot ``k`` of a row of
-    ``n > 0`` kept elements with element ``k % n`` (``padding="post"`` only);
-    ``layout`` is ``"padded"`` ``(B, P, V)``, ``"channels_first"`` ``(B, V, P)`` or
-    ``"packed"``: the kept elements of every row, one after another, ``(T, V)``
-    (``T`` the sum of the lengths; the width is the longest kept row, never rounded
-    to ``multiple_of``).
-
-    Several sources (:func:`~lstm_data.kernels._sources.with_sources`): ``more`` lists
-    further mappings of ``parts`` (or ``values`` and ``offsets``), ``columns`` and ``at``,
-    rows of other counts per row; each source is padded by its own counts into the
-    output columns ``at`` (the job's own ``at``: where its ``columns`` go; by default
-    each source takes the next columns in order). The width follows the longest row
-    of any source; ``lengths`` are the first source's.
-    """
-    unknown = sorted(set(job) - set(RAGGED_KEYS))
-    if unknown:
-        raise TypeError(f"unknown ragged job keys {unknown}; expected some of {list(RAGGED_KEYS)}")
-    parts, part_rows = prepare_parts(job)
-    values, offsets = parts[0]
-    flat = values.ndim == 1
-    n_vars = 1 if flat else values.shape[1]
-    columns = job.get("columns")
-    cols = None if columns is None else as_columns(columns, n_vars, flat)
-    max_len = job.get("max_len")
-    padding, truncating = job.get("padding", "post"), job.get("truncating", "post")
-    if padding not in ("post", "pre"):
-        raise ValueError(f"padding must be 'post' or 'pre', got {padding!r}")
-    if truncating not in ("post", "pre"):
-        raise ValueError(f"truncating must be 'post' or 'pre', got {truncating!r}")
-    dt = check_dtype(job.get("dtype", np.float32))
-    n_cols = 1 if flat else (len(cols) if cols is not None else n_vars)
-    pad_mode, layout = as_forms(job, padding)
-    more = [_source(m, i) for i, m in enumerate(job.get("more") or (), 1)]
-    n_cols += sum(m[2] for m in more)  # several sources: the columns of all of them
-    params = as_column_params(job, n_cols, dt)
-    pad_values = job.get("pad_values")
-    if pad_values is not None:
-        pad_values = float_columns("pad_values", pad_values, n_cols)
-    center, scale, clip_min, clip_max = params if params is not None else (None,) * 4
-    checked = RaggedJob(values, offsets, None if max_len is None else as_max_len(max_len),
-                        bool(job.get("fixed", True)), float(job.get("pad_value", np.nan)),
-                        cols, as_sort_column(job.get("sort_by"), n_vars),
-                        bool(job.get("descending", True)), padding, truncating, dt, flat,
-                        as_multiple_of(job.get("multiple_of")), parts, part_rows,
-                        center, scale, clip_min, clip_max, pad_values, pad_mode, layout)
-    if not more and job.get("at") is None:
-        return checked
-    return with_sources(checked, job.get("at"), more)
-
-
-def _source(entry: Any, i: int) -> tuple[tuple[tuple[np.ndarray, np.ndarray], ...], np.ndarray | None, int, Any]:
-    """Source ``i`` of a job's ``more``: ``(parts, columns, n_cols, at)``, checked as a job's own."""
-    if not isinstance(entry, Mapping):
-        raise TypeError(f"more[{i - 1}] must be a mapping of parts (or values and offsets), columns and at")
-    unknown = sorted(set(entry) - {"values", "offsets", "parts", "columns", "at"})
-    if unknown:
-        raise TypeError(f"unknown keys {unknown} in more[{i - 1}]; expected some of "
-                        "['values', 'offsets', 'parts', 'columns', 'at']")
-    parts, _ = prepare_parts(entry)
-    values = parts[0][0]
-    flat = values.ndim == 1
-    n_vars = 1 if flat else values.shape[1]
-    columns = entry.get("columns")
-    cols = None if columns is None else as_columns(columns, n_vars, flat)
-    return parts, cols, (n_vars if cols is None else len(cols)), entry.get("at")
-
-
-def prepare_parts(job: Mapping[str, Any]) -> tuple[tuple[tuple[np.ndarray, np.ndarray], ...], np.ndarray]:
-    """The parts of a ragged job, checked, and the first row of each.
-
-    A job holds either ``values`` and ``offsets`` (one part) or ``parts``: a
-    sequence of ``(values, offsets)`` pairs whose rows are numbered one after
-    another, as the files of a dataset are. Parts must share the values' dtype,
-    number of variables and (after making them contiguous) strides; offsets become
-    int64 when the parts' offsets differ in dtype. Nothing is copied otherwise.
-    """
-    if "parts" in job:
-        if "values" in job or "offsets" in job:
-            raise TypeError("a ragged job takes 'parts' or 'values' and 'offsets', not both")
-        given = list(job["parts"])
-        if not given:
-            raise ValueError("parts must hold at least one (values, offsets) pair")
-    elif "values" not in job or "offsets" not in job:
-        raise TypeError("a ragged job needs 'values' and 'offsets' (or 'parts')")
-    else:
-        given = [(job["values"], job["offsets"])]
-    checked = []
-    for i, pair in enumerate(given):
-        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise TypeError(f"part {i} must be a (values, offsets) pair")
-        checked.append(check_ragged(*pair))
-    first = checked[0][0]
-    for i, (values, _) in enumerate(checked[1:], 1):
-        if values.dtype != first.dtype or values.ndim != first.ndim or values.shape[1:] != first.shape[1:]:
-            raise TypeError(f"part {i} holds {values.dtype} {values.shape[1:]} values, part 0 "
-                            f"{first.dtype} {first.shape[1:]}: parts must share dtype and variables")
-    if len(checked) > 1:  # one stride rule for every part: C-contiguous records (copies only strided parts)
-        checked = [(np.ascontiguousarray(v), o) for v, o in checked]
-    off_dtypes = {o.dtype for _, o in checked}
-    wide = len(off_dtypes) > 1
-    parts = tuple((v, np.ascontiguousarray(o, dtype=np.int64) if wide else np.ascontiguousarray(o))
-                  for v, o in checked)
-    part_rows = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(o) - 1 for _, o in parts], out=part_rows[1:])
-    return parts, part_rows
 
 
 def raise_bad_row(job: RaggedJob, row: int, out_of_range: bool) -> None:

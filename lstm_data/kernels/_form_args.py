@@ -1,15 +1,15 @@
 """Checks of a ragged job's output form (transform, pad values, pad mode, layout), shared by
-both kernel backends through :func:`lstm_data.kernels._args.prepare_ragged`."""
+both kernel backends through :func:`lstm_data.kernels._ragged.ragged_job`."""
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["LAYOUTS", "PAD_MODES", "as_column_params", "as_forms", "float_columns"]
+from lstm_data.kernels._layouts import PACKED, layout_code
 
-#: the output layouts of a ragged job: (B, P, V), (B, V, P), or the real elements as (T, V)
-LAYOUTS = ("padded", "channels_first", "packed")
+__all__ = ["PAD_MODES", "as_column_params", "as_forms", "check_forms", "float_columns"]
+
 #: how a ragged job fills the slots after a row's elements
 PAD_MODES = ("constant", "wrap")
 
@@ -61,15 +61,25 @@ def float_columns(name: str, given: Any, n_cols: int) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def as_forms(job: Mapping[str, Any], padding: str) -> tuple[str, str]:
-    """``(pad_mode, layout)`` of a ragged job, checked together with ``padding``."""
-    pad_mode, layout = job.get("pad_mode", "constant"), job.get("layout", "padded")
+def as_forms(job: Mapping[str, Any], padding: str) -> tuple[str, int]:
+    """``(pad_mode, layout code)`` of a ragged job (its ``layout`` a name of
+    :data:`~lstm_data.kernels._layouts.KERNEL_LAYOUTS`), checked together with ``padding``."""
+    pad_mode = job.get("pad_mode", "constant")
+    check_pad_mode(pad_mode)
+    code = layout_code(job.get("layout", "padded"))
+    check_forms(pad_mode, code, padding)
+    return pad_mode, code
+
+
+def check_pad_mode(pad_mode: Any) -> None:
+    """Raise the ``ValueError`` of a ``pad_mode`` that is not one of :data:`PAD_MODES`."""
     if pad_mode not in PAD_MODES:
         raise ValueError(f"pad_mode must be one of {PAD_MODES}, got {pad_mode!r}")
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+
+
+def check_forms(pad_mode: str, layout: int, padding: str) -> None:
+    """Raise the ``ValueError`` of a ``pad_mode`` that does not go with ``padding`` or the layout code."""
     if pad_mode == "wrap" and padding == "pre":
         raise ValueError("pad_mode 'wrap' fills every slot after a row's elements: it takes padding='post'")
-    if pad_mode == "wrap" and layout == "packed":
+    if pad_mode == "wrap" and layout == PACKED:
         raise ValueError("layout 'packed' holds no padded slots: it takes pad_mode='constant'")
-    return pad_mode, layout

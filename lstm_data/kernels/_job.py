@@ -1,15 +1,36 @@
-"""The checked arguments of one padded output, as both kernel backends take them."""
+"""The typed job of one ragged output, as both kernel backends take it.
+
+A :class:`RaggedJob` is made checked, by :func:`~lstm_data.kernels._ragged.ragged_job`
+(typed arguments: what the batch builder calls) or from a mapping of
+``BatchGather``'s public arguments by :func:`~lstm_data.kernels._ragged.prepare_ragged`;
+the compiled core describes its C ``Form`` straight from it.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["RaggedJob"]
+from lstm_data.kernels._layouts import CHANNELS_FIRST, PACKED, PADDED
+
+__all__ = ["RaggedJob", "RaggedSource"]
 
 
-class RaggedJob(NamedTuple):
-    """One padded output, with its arguments checked (see :func:`prepare_ragged`)."""
+class RaggedSource(NamedTuple):
+    """One more source of a ragged output: rows of other counts, padded by their own counts."""
+
+    #: its ``(values, offsets)`` parts, numbered one after another
+    parts: tuple[tuple[np.ndarray, np.ndarray], ...]
+    #: its columns (``None``: all, in order)
+    columns: np.ndarray | None = None
+    #: the output column of each of its columns (``None``: the next ones in order)
+    at: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RaggedJob:
+    """One padded output, with its arguments checked (made by ``ragged_job`` or ``prepare_ragged``)."""
 
     values: np.ndarray  # (total, V), float32/float64, rows C-contiguous or strided
     offsets: np.ndarray  # (N + 1,), int32/int64, C-contiguous
@@ -37,7 +58,9 @@ class RaggedJob(NamedTuple):
     #: float64 per output column: the fill of padded slots (``None``: ``pad_value`` everywhere)
     pad_values: np.ndarray | None = None
     pad_mode: str = "constant"  # or "wrap": slot k of a row of n > 0 elements holds element k % n
-    layout: str = "padded"  # or "channels_first" (B, V, P), or "packed" (T, V)
+    #: the code of the output's layout in ``KERNEL_LAYOUTS``: padded (B, P, V), channels-first
+    #: (B, V, P) or packed (T, V)
+    layout: int = PADDED
     #: a job of several sources (``more``): each source as a job of its own, padded by its own
     #: counts into the output columns ``at`` of an output of ``out_cols`` columns; empty: one source
     sources: tuple["RaggedJob", ...] = ()
@@ -59,4 +82,19 @@ class RaggedJob(NamedTuple):
     def plain(self) -> bool:
         """No transform, per-column pad values, wrap or other layout: padded as ``pad_ragged`` pads."""
         return (self.center is None and self.pad_values is None and self.pad_mode == "constant"
-                and self.layout == "padded" and not self.sources)
+                and self.layout == PADDED and not self.sources)
+
+    @property
+    def packed(self) -> bool:
+        """The output holds the kept elements of every row one after another, ``(T, V)``."""
+        return self.layout == PACKED
+
+    @property
+    def channels_first(self) -> bool:
+        """The output is ``(B, V, P)``."""
+        return self.layout == CHANNELS_FIRST
+
+    def at_width(self, width: int) -> RaggedJob:
+        """This job padded to exactly ``width`` slots in every batch (each of its sources too)."""
+        sources = tuple(replace(s, max_len=width, fixed=True, multiple_of=None) for s in self.sources)
+        return replace(self, max_len=width, fixed=True, multiple_of=None, sources=sources)

@@ -3,20 +3,22 @@
 A padded output may take its columns from several ragged sources whose rows
 have different numbers of records (weaver-core pads each variable by its own
 count). :func:`with_sources` turns such a job, checked by
-:func:`~lstm_data.kernels._args.prepare_ragged`, into one job per source, each
+:func:`~lstm_data.kernels._ragged.ragged_job`, into one job per source, each
 self-contained (its rows, its columns, its share of the per-column parameters)
 plus the output columns it writes (``at``); both kernel backends pad source by
 source into disjoint columns of the same output, in the same call.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
 
 from lstm_data.kernels._job import RaggedJob
+from lstm_data.kernels._layouts import PACKED
 
-__all__ = ["with_sources"]
+__all__ = ["with_sources", "Source"]
 
 Source = tuple[tuple[tuple[np.ndarray, np.ndarray], ...], "np.ndarray | None", int, Any]
 
@@ -70,19 +72,19 @@ def with_sources(first: RaggedJob, at: Any, more: Sequence[Source]) -> RaggedJob
                          f"got {[p.tolist() for p in places]}")
     if more and first.sort_by is not None:
         raise ValueError("sort_by orders the records of one source: a job of several sources takes no sort_by")
-    if more and first.layout == "packed":
+    if more and first.layout == PACKED:
         raise ValueError("layout 'packed' needs one count per row: a job of several sources cannot be packed")
     sources = []
     own = [(first.parts, first.columns, first.flat)] + [(m[0], m[1], m[0][0][0].ndim == 1) for m in more]
     for (parts, columns, flat), spot in zip(own, places):
         part_rows = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(o) - 1 for _, o in parts], out=part_rows[1:])
-        sources.append(first._replace(
+        sources.append(replace(first, 
             values=parts[0][0], offsets=parts[0][1], parts=parts, part_rows=part_rows, columns=columns,
             flat=flat, center=_pick(first.center, spot), scale=_pick(first.scale, spot),
             clip_min=_pick(first.clip_min, spot), clip_max=_pick(first.clip_max, spot),
             pad_values=_pick(first.pad_values, spot), at=spot, out_cols=total, sources=()))
-    return first._replace(flat=False, sources=tuple(sources), out_cols=total)
+    return replace(first, flat=False, sources=tuple(sources), out_cols=total)
 
 
 def _pick(params: np.ndarray | None, at: np.ndarray) -> np.ndarray | None:

@@ -18,7 +18,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 import zarr
@@ -38,8 +38,7 @@ from lstm_data.batching.building.empty_rows import step_lengths
 from lstm_data.batching.order.rows import resolve_shuffle
 from lstm_data.batching.epochs.legacy_options import legacy_options
 from lstm_data.batching.order.options import Order
-from lstm_data.batching.spec.forms import form_shapes
-from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, BatchSpec
+from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import OptionError, redact
 from lstm_data.io.read_options import ReadOptions
@@ -157,16 +156,18 @@ def _batch_shapes(batches: Batches) -> dict[str, np.ndarray]:
             lens = step_lengths(fld, builder.field_lengths(f))
             widths = np.array([batches.padded_width(f, int(lens[batches.rows_of(i)].max())) if sizes[i] else 0
                                for i in range(n)])
-        if fld.layout != "padded" or fld.mask:  # other forms: their shapes from the row lengths
-            lens = step_lengths(fld, builder.row_lengths(f.group))
-            shapes.update(form_shapes(f.name, fld, widths, [lens[batches.rows_of(i)] for i in range(n)]))
-            continue
-        shapes[f.name] = np.column_stack([sizes, widths, np.full(n, len(fld.vars))])
-        if fld.lengths:
-            shapes[f.name + LENGTHS_SUFFIX] = sizes.reshape(-1, 1)
+        shapes.update(fld.form.output_shapes(f.name, fld, sizes, widths, _row_lengths(batches, f)))
     for t in batches.spec.target_names:
         shapes[t + "_weights"] = sizes.reshape(-1, 1)
     return shapes
+
+
+def _row_lengths(batches: Batches, f: Any) -> Callable[[], list[np.ndarray]]:
+    """Gives, per batch, the element counts of its rows in field ``f``'s group (as its batches count them)."""
+    def per_batch() -> list[np.ndarray]:
+        lens = step_lengths(f.ragged, batches.builder.row_lengths(f.group))
+        return [lens[batches.rows_of(i)] for i in range(len(batches))]
+    return per_batch
 
 
 #: what must match for an existing store to be reused

@@ -261,19 +261,8 @@ def test_items_are_inputs_targets_weights_named_by_spec():
 def test_workers_is_not_taken_and_names_threads():
     """``workers=`` meant threads: it is refused, naming ``threads``, never taken silently."""
     batches = Batches(make_dataset(50, seed=1), _spec().replace(nan_to=0.0), Order(batch_size=10, seed=0))
-    with pytest.raises(OptionError, match=r"workers=2 is spelt threads=2"):
+    with pytest.raises(OptionError, match=r"unexpected keyword argument 'workers': it is now threads"):
         KerasBatches(batches, workers=2)
-
-
-def test_the_weights_keyword_is_sample_weights():
-    """``weights=`` was renamed (``Order.weights`` says what the weights are): it warns once."""
-    batches = Batches(make_dataset(300, seed=1), _spec(), Order(batch_size=100, seed=0))
-    with warnings.catch_warnings(record=True) as record:
-        warnings.simplefilter("always")
-        old = KerasBatches(batches, weights=False)
-    assert [str(w.message).split(" (")[0] for w in record if w.category is DeprecationWarning] == [
-        "KerasBatches(weights=...) is deprecated: use sample_weights=..."]
-    assert old.sample_weights is False and len(old[0]) == 2
 
 
 def test_pickle_is_small_and_maps_the_arrays():

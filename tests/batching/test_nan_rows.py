@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars
-from lstm_data.batching.spec.forms import Standardize
+from lstm_data.batching.spec.standardize import Standardize
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup

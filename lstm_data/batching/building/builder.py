@@ -26,23 +26,15 @@ with NumPy, next to the kernel call, which writes float outputs only.
 """
 from __future__ import annotations
 
-import math
 import threading
-from typing import Any, Sequence, cast
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
 from lstm_data import kernels
 from lstm_data.batching.order.bucket_lengths import BucketLengths
-from lstm_data.batching.spec.forms import (
-    CU_SEQLENS_SUFFIX,
-    MASK_SUFFIX,
-    MAX_SEQLEN_SUFFIX,
-    apply_standardize,
-    column_transform,
-    unresolved_auto,
-)
-from lstm_data.batching.spec.batch_spec import LENGTHS_SUFFIX, Arrays, ResolvedField
+from lstm_data.batching.spec.standardize import apply_standardize, column_transform, unresolved_auto
+from lstm_data.batching.spec.batch_spec import Arrays, ResolvedField
 from lstm_data.batching.building.exactness import as_integers, warn_if_inexact
 from lstm_data.batching.building.finite import nonfinite_value_rows
 from lstm_data.data.concat import ConcatDataset
@@ -50,6 +42,9 @@ from lstm_data.data.dataset import Dataset, InMemoryDataset, consecutive_range
 from lstm_data.data.ragged import take_ragged
 
 __all__ = ["BatchBuilder"]
+
+#: the rows of one group: ``(values, offsets)`` pairs numbered one after another
+Parts = Sequence[tuple[np.ndarray, np.ndarray]]
 
 #: one scan of a group's values at a time (threads building batches all ask at their first batch)
 _SCAN_LOCK = threading.Lock()
@@ -91,7 +86,6 @@ class BatchBuilder:
         self._group_has_nan: dict[str, bool] = {}
         self._row_nonfinite: dict[str, np.ndarray] = {}  # in RAM: rows holding NaN or inf, by group
         self._gather: kernels.BatchGather | None = None  # the in-RAM BatchGather, made at first use
-        self._jobs: list[dict[str, Any]] = []  # its ragged jobs
         # the in-RAM BatchGather of each set of chosen widths (bucket_lengths), by the widths
         self._width_gathers: dict[tuple[int | None, ...], kernels.BatchGather] = {}
         self._groups_needed = list(dict.fromkeys(g for f in self.fields for g in f.groups))
@@ -183,7 +177,7 @@ class BatchBuilder:
         field's own ``max_len``. A ``"packed"`` output has no padded width: :meth:`width`.
         """
         width = self.width(f, longest)
-        if lengths is None or f.group != lengths.group or f.ragged.layout == "packed":
+        if lengths is None or f.group != lengths.group or not f.ragged.form.has_slots:
             return width
         chosen = lengths.width(width)
         return chosen if f.ragged.max_len is None else min(chosen, f.ragged.max_len)
@@ -195,7 +189,7 @@ class BatchBuilder:
         lens = self.row_lengths(lengths.group)
         longest = int(lens[rows].max()) if len(rows) else 0
         return tuple(self.chosen_width(f, self._longest(f, rows, longest), lengths)
-                     if f.group == lengths.group and f.ragged.layout != "packed" else None
+                     if f.group == lengths.group and f.ragged.form.has_slots else None
                      for f in self.fields if f.group is not None)
 
     def _longest(self, f: ResolvedField, rows: np.ndarray, longest: int) -> int:
@@ -245,16 +239,18 @@ class BatchBuilder:
 
     def _replace_nan(self, f: ResolvedField, batch: np.ndarray, rows: np.ndarray) -> None:
         """``nan_to`` in place of NaN in ``f``'s in-RAM ``batch`` of ``rows``: only in the rows
-        holding a value that is not finite (packed rows: the whole batch)."""
+        holding a value that is not finite (a form without slots: the whole batch)."""
         fill = batch.dtype.type(self.nan_to)
-        if f.ragged is None or f.ragged.layout == "packed" or len(batch) != len(rows):
+        form = f.ragged.form
+        if not form.has_slots or batch.ndim != 3 or len(rows) != batch.shape[form.axes.index("B")]:
             np.copyto(batch, fill, where=np.isnan(batch))
             return
         hit = np.zeros(len(rows), dtype=bool)
         for g in f.groups:
             hit |= self._nonfinite_rows(g)[rows]
+        view = form.rows_view(batch)
         for b in np.flatnonzero(hit):
-            np.copyto(batch[b], fill, where=np.isnan(batch[b]))
+            np.copyto(view[b], fill, where=np.isnan(view[b]))
 
     def _parts(self, group: str) -> list[tuple[np.ndarray, np.ndarray]]:
         """The in-RAM ``(values, offsets)`` of ``group``: one pair, or one per part."""
@@ -289,102 +285,71 @@ class BatchBuilder:
         unresolved_auto(std, f.name)
         return column_transform(std, f.field.vars)
 
-    def _form_keys(self, f: ResolvedField) -> dict[str, Any]:
-        """The kernel job keys of ``f``'s output form; empty for a plain padded field (so the job
-        stays one that ``pad_ragged`` takes)."""
+    def _job(self, f: ResolvedField, parts: Parts, more: Sequence[kernels.RaggedSource] = (), *,
+             width: int | None = None, sort: bool = True) -> kernels.RaggedJob:
+        """The kernel job of ``f`` over ``parts`` (its own group's rows; ``more``: its other
+        groups'): its form's layout and fill, its transform; ``width``: padded to exactly so many
+        slots (a form without slots: cut at ``max_len``), else by the field's own rule."""
         spec = f.ragged
-        keys: dict[str, Any] = {}
-        if spec.layout != "padded":
-            keys["layout"] = spec.layout
-        if spec.pad_mode != "constant":
-            keys["pad_mode"] = spec.pad_mode
-        params = self._transform(f)
-        if params is not None:
-            keys.update(params)
-        if any(s.pad_value is not None for s in spec.standardize.values()):
-            pad = self._pad_value(f)
-            pads: list[float] = []
-            for v in spec.vars:
-                own = spec.standardize[v].pad_value if v in spec.standardize else None
-                pads.append(pad if own is None else own)
-            if self._masks(f):
-                assert self.nan_to is not None  # _masks(f) implies it
-                pads = [self.nan_to if math.isnan(p) else p for p in pads]
-            keys["pad_values"] = np.array(pads, dtype=np.float64)
-        return keys
+        form = spec.form
+        params = self._transform(f) or {}
+        pads = None
+        if form.per_variable_fill(spec):
+            pads = np.array(form.fill(spec, self._nan_fill(f)), dtype=np.float64)
+        if width is None:
+            max_len, fixed, multiple = spec.max_len, spec.fixed, self.pad_to_multiple_of
+        else:
+            max_len, fixed, multiple = (width if form.has_slots else spec.max_len), True, None
+        return kernels.ragged_job(
+            parts, max_len=max_len, fixed=fixed, multiple_of=multiple, pad_value=self._pad_value(f),
+            columns=self._columns[f.name], sort_by=f.sort_column if sort else None,
+            descending=spec.descending, padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype,
+            center=params.get("center"), scale=params.get("scale"), clip_min=params.get("clip_min"),
+            clip_max=params.get("clip_max"), pad_values=pads, pad_mode=spec.pad_mode, layout=form.kernel_code,
+            at=f.at if more else None, more=more)
 
     def _extras(self, f: ResolvedField, batch: np.ndarray, lengths: np.ndarray, dest: Arrays) -> None:
-        """Put ``f``'s output and its lengths, mask and packed row bounds into ``dest``."""
-        spec = f.ragged
-        dest[f.name] = batch
-        if spec.lengths:
-            dest[f.name + LENGTHS_SUFFIX] = lengths
-        if spec.mask:
-            width = batch.shape[2] if spec.layout == "channels_first" else batch.shape[1]
-            slot = np.arange(width)
-            kept = lengths[:, None]
-            dest[f.name + MASK_SUFFIX] = slot >= width - kept if spec.padding == "pre" else slot < kept
-        if spec.layout == "packed":
-            cu = np.zeros(len(lengths) + 1, dtype=np.int32)
-            np.cumsum(lengths, out=cu[1:])
-            dest[f.name + CU_SEQLENS_SUFFIX] = cu
-            dest[f.name + MAX_SEQLEN_SUFFIX] = np.array(lengths.max() if len(lengths) else 0, dtype=np.int32)
+        """Put ``f``'s output and the outputs its form adds (lengths, mask, row bounds) into ``dest``."""
+        f.ragged.form.extras(f.name, f.ragged, batch, lengths, dest)
 
     # -- building ------------------------------------------------------------------------------
-    def gather_jobs(self) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
+    def gather_jobs(self) -> tuple[list[kernels.RaggedJob], list[np.ndarray]]:
         """The in-RAM ``BatchGather`` arguments: one ragged job per padded field, one table
         per float scalar field, each in field order."""
-        ragged: list[dict[str, Any]] = []
+        ragged: list[kernels.RaggedJob] = []
         tables: list[np.ndarray] = []
         for f in self.fields:
             if f.group is None:
                 if not self._integer(f):  # integer tables are gathered by NumPy (see _build_in_ram)
                     tables.append(self._scalar_table(f))
                 continue
-            spec = f.ragged
-            parts = self._parts(f.group)
             for g in f.groups:
                 for values, _ in self._parts(g):
-                    warn_if_inexact(values, spec.np_dtype, f"group {g!r} of output {f.name!r}")
-            ragged.append(dict(
-                parts=parts, **self._sources(f, self._parts), max_len=spec.max_len, fixed=spec.fixed,
-                pad_value=self._pad_value(f), columns=self._columns[f.name],
-                sort_by=f.sort_column, descending=spec.descending, padding=spec.padding,
-                truncating=spec.truncating, dtype=spec.np_dtype, **self._form_keys(f)))
-            if self.pad_to_multiple_of is not None:  # the key only when set: pad_ragged has no such option
-                ragged[-1]["multiple_of"] = self.pad_to_multiple_of
+                    warn_if_inexact(values, f.ragged.np_dtype, f"group {g!r} of output {f.name!r}")
+            ragged.append(self._job(f, self._parts(f.group), self._sources(f, self._parts)))
         return ragged, tables
 
-    def _sources(self, f: ResolvedField, parts: Any) -> dict[str, Any]:
-        """The kernel job keys of ``f``'s other groups (``parts(group)`` their rows): each padded by
-        its own counts into its output columns; empty for a field of one group."""
-        if not f.more:
-            return {}
-        return dict(at=f.at, more=[dict(parts=parts(m.group), columns=self._all_or(m.group, m.columns), at=m.at)
-                                   for m in f.more])
+    def _sources(self, f: ResolvedField, parts: Callable[[str], Parts]) -> list[kernels.RaggedSource]:
+        """``f``'s other groups (``parts(group)`` their rows), each padded by its own counts into its
+        output columns; none for a field of one group."""
+        return [kernels.RaggedSource(tuple(parts(m.group)), self._all_or(m.group, m.columns), m.at)
+                for m in f.more]
 
     def gather_kernel(self, widths: tuple[int | None, ...] | None = None) -> kernels.BatchGather:
         """The in-RAM :class:`kernels.BatchGather` of every field (made once, at first use).
 
         ``widths``: per ragged job, an exact padded width (``None``: the job's own
-        rule), one kernel per distinct tuple, sharing the first kernel's checked arrays.
+        rule), one kernel per distinct tuple, sharing the first kernel's checked jobs.
         """
         if self._gather is None:
-            jobs, tables = self.gather_jobs()
-            self._jobs, self._gather = jobs, kernels.BatchGather(jobs, tables)
+            self._gather = kernels.BatchGather(*self.gather_jobs())
         if widths is None or all(w is None for w in widths):
             return self._gather
         kernel = self._width_gathers.get(widths)
         if kernel is None:
             base = self._gather
-            jobs = []
-            for w, job, checked in zip(widths, self._jobs, base.ragged):
-                if w is not None:  # a rows' width the kernel pads to exactly (at most the field's max_len)
-                    job = {k: v for k, v in job.items() if k != "multiple_of"}
-                    job.update(parts=checked.parts, max_len=w, fixed=True)
-                    if checked.sources:  # every source's checked rows
-                        job["more"] = [dict(m, parts=src.parts) for m, src in zip(job["more"], checked.sources[1:])]
-                jobs.append(job)
+            jobs = [job if w is None else job.at_width(w)  # a rows' width, at most the field's max_len
+                    for w, job in zip(widths, base.ragged)]
             kernel = self._width_gathers.setdefault(widths, kernels.BatchGather(jobs, base.tables))
         return kernel
 
@@ -449,6 +414,7 @@ class BatchBuilder:
                 dest[f.name] = self._shaped(f, table)
                 continue
             batch, lengths = next(padded_it)
+            batch = f.ragged.form.finish(batch)
             if self._masks(f) and any(self._has_nan(g) for g in f.groups):
                 self._replace_nan(f, batch, rows)
             self._extras(f, batch, lengths, dest)
@@ -480,12 +446,12 @@ class BatchBuilder:
             np.copyto(out, dt.type(self.nan_to), where=np.isnan(out))
         return out
 
+    def _nan_fill(self, f: ResolvedField) -> float | None:
+        """What a NaN fill of ``f``'s padded slots becomes: ``nan_to`` for an input it masks, else kept."""
+        return self.nan_to if self._masks(f) else None
+
     def _pad_value(self, f: ResolvedField) -> float:
-        pad = f.ragged.pad_value
-        if self._masks(f) and math.isnan(pad):
-            assert self.nan_to is not None  # _masks(f) implies it
-            return self.nan_to
-        return pad
+        return f.ragged.form.fill_value(f.ragged, self._nan_fill(f))
 
     def _ragged(self, f: ResolvedField, pieces: list[tuple[np.ndarray, np.ndarray]],
                 at: np.ndarray, buckets: BucketLengths | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -499,14 +465,10 @@ class BatchBuilder:
         if len({v.dtype for v, _ in pieces}) > 1:
             dtype = np.result_type(*[v.dtype for v, _ in pieces])
             pieces = [(v.astype(dtype), o) for v, o in pieces]
-        forms = self._form_keys(f)
+        job = self._job(f, pieces, width=width)
         values, offsets = pieces[0]
-        if forms or len(pieces) > 1:  # the in-RAM kernel over this batch's rows: the same rule, the same bits
-            (batch, lengths), = kernels.BatchGather([dict(
-                parts=pieces, max_len=spec.max_len if spec.layout == "packed" else width,
-                pad_value=self._pad_value(f), columns=self._columns[f.name], sort_by=f.sort_column,
-                descending=spec.descending, padding=spec.padding, truncating=spec.truncating,
-                dtype=spec.np_dtype, **forms)])(at)[0]
+        if not job.plain or len(pieces) > 1:  # the in-RAM kernel over this batch's rows: the same rule, the same bits
+            (batch, lengths), = kernels.BatchGather([job])(at)[0]
         else:
             batch, lengths = kernels.pad_ragged(
                 values, offsets, max_len=width, pad_value=self._pad_value(f),
@@ -514,7 +476,7 @@ class BatchBuilder:
                 padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype)
         if self._masks(f) and any(self._has_nan(f.group, v) for v, _ in pieces):
             np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
-        return batch, lengths
+        return spec.form.finish(batch), lengths
 
     def _spanning(self, f: ResolvedField, gathered: dict[str, tuple[list[tuple[np.ndarray, np.ndarray]], np.ndarray]],
                   buckets: BucketLengths | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -533,14 +495,11 @@ class BatchBuilder:
             pieces[g] = _one_dtype(pieces[g])
         longest = max((int(np.diff(o).max()) for g in groups for _, o in pieces[g] if len(o) > 1), default=0)
         width = self.chosen_width(f, longest, buckets)
-        (batch, lengths), = kernels.BatchGather([dict(
-            parts=pieces[groups[0]], **self._sources(f, pieces.__getitem__), max_len=width,
-            pad_value=self._pad_value(f), columns=self._columns[f.name], descending=spec.descending,
-            padding=spec.padding, truncating=spec.truncating, dtype=spec.np_dtype,
-            **self._form_keys(f))])(rows)[0]
+        job = self._job(f, pieces[groups[0]], self._sources(f, pieces.__getitem__), width=width, sort=False)
+        (batch, lengths), = kernels.BatchGather([job])(rows)[0]
         if self._masks(f) and any(self._has_nan(g, v) for g in groups for v, _ in pieces[g]):
             np.copyto(batch, batch.dtype.type(self.nan_to), where=np.isnan(batch))
-        return batch, lengths
+        return spec.form.finish(batch), lengths
 
 
 def _one_dtype(pieces: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -6,7 +6,6 @@ that counts as an element in each built batch. Other rows are never changed.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -74,17 +73,9 @@ def step_lengths(field: Any, lengths: np.ndarray) -> np.ndarray:
 
 
 def _pad_values(f: ResolvedField, nan_to: float | None) -> np.ndarray:
-    """The values of one padded step of field ``f`` (V,), as the builder fills padding."""
+    """The values of one padded step of field ``f`` (V,), as the builder fills padding (its form's fill)."""
     spec = f.field
-    std = getattr(spec, "standardize", {}) or {}
-    pads = []
-    for v in spec.vars:
-        p = getattr(std.get(v), "pad_value", None) if v in std else None
-        pad = float(spec.pad_value if p is None else p)
-        if math.isnan(pad) and nan_to is not None and f.role == "input":
-            pad = nan_to
-        pads.append(pad)
-    return np.array(pads, dtype=spec.np_dtype)
+    return np.array(spec.form.fill(spec, nan_to if f.role == "input" else None), dtype=spec.np_dtype)
 
 
 class OneStep:
@@ -132,7 +123,7 @@ class OneStep:
             empty = np.asarray(self.row_lengths(f.group))[rows] == 0
             if not empty.any():
                 continue
-            if getattr(f.field, "layout", "padded") == "packed":
+            if not f.field.form.has_slots:
                 self._packed(f, dest, empty)
             else:
                 self._padded(f, dest, empty)
@@ -141,14 +132,13 @@ class OneStep:
                 dest[lname] = np.maximum(dest[lname], 1).astype(dest[lname].dtype, copy=False)
 
     def _padded(self, f: ResolvedField, dest: Arrays, empty: np.ndarray) -> None:
-        first = getattr(f.field, "layout", "padded") != "channels_first"
+        form = f.field.form
         arr = dest[f.name]
-        width = arr.shape[1] if first else arr.shape[2]
+        width = form.width(arr)
         if width == 0:  # a batch of empty rows only: its longest row is the padded step
             width = 1 if self.width is None else int(self.width(f, 1))
-            b, v = arr.shape[0], len(f.field.vars)
-            step = np.broadcast_to(self.pads[f.name], (b, width, v))
-            dest[f.name] = np.ascontiguousarray(step if first else step.transpose(0, 2, 1))
+            b, v = len(empty), len(f.field.vars)
+            dest[f.name] = form.from_rows(np.broadcast_to(self.pads[f.name], (b, width, v)))
         mname = f.name + "_mask"
         if mname in dest:
             mask = dest[mname]

@@ -194,10 +194,10 @@ class Augmenter:
                        rows: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
         """``(values, index, rows, elements)``: a view whose ``values[index + (column,)]`` are the
         field's real elements (of ``group``'s variables), with each one's dataset row and position in its row."""
-        spec = f.field
+        spec = f.ragged
         lens = np.asarray(self.row_lengths(group))[rows]
-        layout = getattr(spec, "layout", "padded")
-        if layout == "packed":
+        form = spec.form
+        if not form.has_slots:  # the real elements of every row one after another
             cu = np.asarray(inputs[f.name + "_cu_seqlens"], dtype=np.int64)
             counts = np.diff(cu)
             b = np.repeat(np.arange(len(rows)), counts)
@@ -205,7 +205,7 @@ class Augmenter:
             real = k < lens[b]  # the padded step of an empty row (one_step) is not real
             t = np.nonzero(real)[0]
             return arr, (t,), rows[b[t]], k[t]
-        values = arr.transpose(0, 2, 1) if layout == "channels_first" else arr
+        values = form.rows_view(arr)
         width = values.shape[1]
         kept = np.minimum(lens, width)
         slot = np.arange(width)

@@ -178,7 +178,7 @@ def bucket_widths(order: Any, fields: Sequence[Any]) -> dict[str, tuple[int, str
         return {}
     out = {}
     for f in fields:
-        if f.group != owner.group or f.ragged.layout == "packed":
+        if f.group != owner.group or not f.ragged.form.has_slots:
             continue
         cap = f.ragged.max_len
         out[f.name] = (largest if cap is None else min(largest, cap), f"bucket_lengths up to {largest}")

@@ -178,16 +178,8 @@ class BatchSpec:
                 out[name] = OutputSignature(name, role, fld.np_dtype,
                                             (None,) if fld.squeeze else (None, len(fld.vars)))
                 continue
-            width = fld.max_len if fld.fixed else None
-            n_vars = len(fld.vars)
-            shape = {"padded": (None, width, n_vars), "channels_first": (None, n_vars, width),
-                     "packed": (None, n_vars)}[fld.layout]
-            extra = {LENGTHS_SUFFIX: (np.int64, (None,)), MASK_SUFFIX: (np.bool_, (None, width)),
-                     CU_SEQLENS_SUFFIX: (np.int32, (None,)), MAX_SEQLEN_SUFFIX: (np.int32, ())}
-            for out_name in fld.output_names(name):
-                suffix = out_name[len(name):]
-                dtype, dims = (fld.np_dtype, shape) if not suffix else extra[suffix]
-                out[out_name] = OutputSignature(out_name, role, np.dtype(dtype), dims)
+            for suffix, (dtype, dims) in fld.form.signature(fld).items():
+                out[name + suffix] = OutputSignature(name + suffix, role, np.dtype(dtype), dims)
         return out
 
     @property

@@ -10,10 +10,13 @@ import numpy as np
 from lstm_data.batching.spec.sizes import MAX_SLOTS
 from lstm_data.batching.spec.forms import (
     CU_SEQLENS_SUFFIX,
-    LAYOUTS,
     MASK_SUFFIX,
     MAX_SEQLEN_SUFFIX,
     PAD_MODES,
+    Form,
+    form_of,
+)
+from lstm_data.batching.spec.standardize import (
     Standardize,
     check_standardize,
     number_option,
@@ -311,15 +314,14 @@ class Ragged(_Field):
             out["standardize"] = standardize_to_dict(self.standardize)
         return {"type": "ragged", **out}
 
+    @property
+    def form(self) -> Form:
+        """The output form ``layout`` names (:mod:`lstm_data.batching.spec.forms`): what the
+        field's outputs are, their shapes, mask and padded fill."""
+        return form_of(self.layout)
+
     def _suffixes(self) -> list[str]:
-        out = []
-        if self.lengths:
-            out.append("_lengths")
-        if self.mask:
-            out.append(MASK_SUFFIX)
-        if self.layout == "packed":
-            out += [CU_SEQLENS_SUFFIX, MAX_SEQLEN_SUFFIX]
-        return out
+        return self.form.suffixes(self)
 
     def __eq__(self, other: object) -> bool:  # NaN pad values compare equal
         return isinstance(other, Ragged) and self.to_dict() == other.to_dict()
@@ -342,16 +344,11 @@ def _check_forms(where: str, pad_mode: Any, layout: Any, padding: Any, mask: boo
     """Raise the SchemaError of ``Ragged`` form options that are unknown or do not go together."""
     if pad_mode not in PAD_MODES:
         raise SchemaError(f"{where}: pad_mode must be one of {PAD_MODES}, got {pad_mode!r}")
-    if layout not in LAYOUTS:
-        raise SchemaError(f"{where}: layout must be one of {LAYOUTS}, got {layout!r}")
+    form = form_of(layout, where)
     if pad_mode == "wrap" and padding == "pre":
         raise SchemaError(f"{where}: pad_mode='wrap' repeats a row's elements after them and so "
                           "leaves no slot for padding='pre'; use padding='post'")
-    if layout == "packed" and pad_mode == "wrap":
-        raise SchemaError(f"{where}: layout='packed' holds only real elements: there is nothing to wrap")
-    if layout == "packed" and mask:
-        raise SchemaError(f"{where}: layout='packed' has no padded slots to mask; its rows are given "
-                          "by <name>_cu_seqlens")
+    form.check(where, pad_mode, mask)
 
 
 Field = Union[Scalars, Ragged]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 
 from lstm_data.batching.spec.fields import Field, Ragged, Scalars
+from lstm_data.batching.spec.forms import LENGTHS_SUFFIX
 from lstm_data.data.ragged import count_mismatch
 from lstm_data.errors import SchemaError
 
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["OutputSignature", "ResolvedField", "GroupColumns", "resolve_fields", "LENGTHS_SUFFIX",
            "WEIGHTS_SUFFIX"]
 
-#: suffix of the per-row prong count output of a ``Ragged(..., lengths=True)`` field
-LENGTHS_SUFFIX = "_lengths"
 #: suffix of a target's weights in flat names
 WEIGHTS_SUFFIX = "_weights"
 
@@ -184,8 +183,8 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
 
 def _one_count_needed(where: str, name: str, fld: Ragged, owners: list[str], dataset: Dataset) -> None:
     """Refuse a field over several groups whose form needs one prong count per row."""
-    if fld.layout == "packed":
-        need = "layout='packed' (the real elements of each row, one count per row)"
+    if fld.form.one_count is not None:
+        need = fld.form.one_count
     elif fld.sort_by is not None:
         need = f"sort_by {fld.sort_by!r} (it orders the prongs of one group)"
     else:

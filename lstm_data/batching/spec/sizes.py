@@ -78,7 +78,7 @@ def batch_bytes(fields: Iterable[tuple[str, str, Any]], multiple: int | None,
         if not hasattr(fld, "max_len"):  # Scalars
             out.append((rows * n_vars * itemsize, role, name, f"{n_vars} variables"))
             continue
-        if fld.layout == "packed":
+        if not fld.form.has_slots:
             continue
         width, why = _width(fld, multiple)
         if widths and name in widths and widths[name][0] > width:

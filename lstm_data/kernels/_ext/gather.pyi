@@ -20,15 +20,17 @@ class BatchGather:
     ``scale``, ``clip_min``, ``clip_max`` (one per output column) transform each real
     element in the output dtype, ``pad_values`` fill each column's padded slots,
     ``pad_mode`` is ``"constant"`` or ``"wrap"``, ``layout`` is ``"padded"``,
-    ``"channels_first"`` or ``"packed"`` (see ``_args.prepare_ragged``), all in the
-    same pass. ``more`` (with ``at``) adds sources of other counts per row, each padded
+    ``"channels_first"`` or ``"packed"`` (see ``_ragged.ragged_job``), all in the
+    same pass. A job may also be a ``RaggedJob`` that ``_ragged.ragged_job`` made (typed
+    arguments, checked when it was made). ``more`` (with ``at``) adds sources of other counts per row, each padded
     by its own counts into its output columns of the same output (see ``_sources``).
     """
 
     ragged: list[RaggedJob]
     tables: list[np.ndarray]
 
-    def __init__(self, ragged: Sequence[Mapping[str, Any]] = (), tables: Sequence[ArrayLike] = ()) -> None:
+    def __init__(self, ragged: Sequence[Mapping[str, Any] | RaggedJob] = (),
+                 tables: Sequence[ArrayLike] = ()) -> None:
         """Check every ragged job and table once."""
 
     def __call__(self, rows: ArrayLike, arena: Buffer | np.ndarray | None = None,

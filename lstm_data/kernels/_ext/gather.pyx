@@ -25,10 +25,11 @@ from libc.string cimport memcpy
 cimport numpy as cnp
 import numpy as np
 
-from .._args import arena_array, prepare_ragged, prepare_table, raise_bad_row, source_kind
+from .._args import arena_array, prepare_table, raise_bad_row, source_kind
+from .._ragged import prepare_ragged
 
 from .bufpool cimport POOL_SLOTS, BufferPool, ld_trim_heap, pool_give, pool_init, pool_take
-from .formrows cimport LAYOUT_CHANNELS_FIRST, LAYOUT_PACKED, LAYOUT_PADDED, Form, form_rows_any
+from .formrows cimport LAYOUT_CHANNELS_FIRST, LAYOUT_PACKED, Form, form_rows_any
 from .padrows cimport BAD_OFFSETS, BAD_ROW, LD_PREFETCH, NO_MEMORY
 
 cdef enum:
@@ -502,8 +503,7 @@ cdef class BatchGather:
         if job.pad_values is not None:
             form.pads = <const double *> cnp.PyArray_DATA(job.pad_values)
         form.wrap = job.pad_mode == "wrap"
-        form.layout = (LAYOUT_PACKED if job.layout == "packed" else LAYOUT_CHANNELS_FIRST
-                       if job.layout == "channels_first" else LAYOUT_PADDED)
+        form.layout = job.layout  # a code of KERNEL_LAYOUTS, the LAYOUT_* enum generated from it
         form.at = NULL
         form.out_cols = form.n_cols
         if job.at is not None:  # one source of several: its output columns

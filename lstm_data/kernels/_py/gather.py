@@ -9,6 +9,7 @@ instead of once per field (every hand-off is a chance for a thread to sleep).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
@@ -18,11 +19,12 @@ from lstm_data.kernels._args import (
     RaggedJob,
     arena_array,
     locate_rows,
-    prepare_ragged,
     prepare_table,
     raise_bad_row,
 )
+from lstm_data.kernels._layouts import PADDED
 from lstm_data.kernels._py.pad import pad_ragged
+from lstm_data.kernels._ragged import prepare_ragged
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -45,9 +47,10 @@ class BatchGather:
 
     Parameters
     ----------
-    ragged : sequence of mapping
-        One mapping per padded output: :func:`pad_ragged`'s arguments by name plus
-        ``fixed`` and ``multiple_of`` (see :func:`prepare_ragged`). Checked here, once.
+    ragged : sequence of mapping or RaggedJob
+        One per padded output: a mapping of :func:`pad_ragged`'s arguments by name plus
+        ``fixed`` and ``multiple_of`` (see :func:`~lstm_data.kernels._ragged.ragged_job`),
+        checked here, once; or a job ``ragged_job`` made (checked when it was made).
         Instead of ``values`` and ``offsets``, ``parts`` gives several
         ``(values, offsets)`` pairs whose rows are numbered one after another (the
         files of a dataset): a batch gathers across them in one pass, and nothing
@@ -76,7 +79,8 @@ class BatchGather:
     #: the tables, checked and C-contiguous
     tables: list[np.ndarray]
 
-    def __init__(self, ragged: Sequence[Mapping[str, Any]] = (), tables: Sequence[ArrayLike] = ()) -> None:
+    def __init__(self, ragged: Sequence[Mapping[str, Any] | RaggedJob] = (),
+                 tables: Sequence[ArrayLike] = ()) -> None:
         self.ragged = [prepare_ragged(job) for job in ragged]
         self.tables = [prepare_table(t) for t in tables]
 
@@ -198,13 +202,13 @@ def sourced(job: RaggedJob, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.empty((len(rows), width, job.out_cols), dtype=job.dtype)
     lengths = np.zeros(len(rows), dtype=np.int64)
     for k, (source, (part, local, lens)) in enumerate(zip(job.sources, bounds)):
-        own = source._replace(max_len=width, fixed=True, multiple_of=None, layout="padded")
+        own = replace(source, max_len=width, fixed=True, multiple_of=None, layout=PADDED)
         batch, kept = formed(own, part, local, int(lens.max()) if len(lens) else 0)
         assert source.at is not None  # a source of several has its output columns
         out[:, :, source.at] = batch.reshape(len(rows), width, len(source.at))
         if k == 0:
             lengths = kept
-    if job.layout == "channels_first":
+    if job.channels_first:
         return np.ascontiguousarray(out.transpose(0, 2, 1)), lengths
     return out, lengths
 
@@ -217,10 +221,10 @@ def formed(job: RaggedJob, part: np.ndarray, local: np.ndarray, longest: int) ->
     of a row of ``n > 0`` kept elements takes the value of element ``k % n``, else
     the column's pad value) and the layout made.
     """
-    packed = job.layout == "packed"
+    packed = job.packed
     if packed:  # the real elements only: the longest kept row is the width
         width = longest if job.max_len is None else min(job.max_len, longest)
-        job = job._replace(padding="post")
+        job = replace(job, padding="post")
     else:
         width = batch_width(job, longest)
     batch, lengths = _pad_parts(job, part, local, width)
@@ -245,7 +249,7 @@ def formed(job: RaggedJob, part: np.ndarray, local: np.ndarray, longest: int) ->
     if packed:
         out = view[real]
         return (out.reshape(-1) if job.flat else out), lengths
-    if job.layout == "channels_first" and not job.flat:
+    if job.channels_first and not job.flat:
         return np.ascontiguousarray(view.transpose(0, 2, 1)), lengths
     return batch, lengths
 

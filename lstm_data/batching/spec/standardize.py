@@ -1,5 +1,7 @@
-"""Output forms of a spec field: per-variable :class:`Standardize`, and the checks of
-``Ragged``'s ``pad_mode``, ``layout`` and ``mask`` (see :mod:`lstm_data.batching.spec.fields`).
+"""Per-variable :class:`Standardize` of a spec field, its checks, and its kernel arguments.
+
+The output forms themselves (``Ragged``'s ``layout``) are classes of
+:mod:`lstm_data.batching.spec.forms`.
 """
 from __future__ import annotations
 
@@ -11,22 +13,11 @@ import numpy as np
 
 from lstm_data.errors import SchemaError
 
-__all__ = ["Standardize", "number_option", "AUTO", "PAD_MODES", "LAYOUTS", "MASK_SUFFIX", "CU_SEQLENS_SUFFIX",
-           "MAX_SEQLEN_SUFFIX", "check_standardize", "standardize_to_dict", "unresolved_auto",
-           "column_transform", "apply_standardize", "form_shapes"]
+__all__ = ["Standardize", "number_option", "AUTO", "check_standardize", "standardize_to_dict",
+           "unresolved_auto", "column_transform", "apply_standardize"]
 
 #: a ``Standardize`` center or scale to be computed from the data
 AUTO = "auto"
-#: how a ragged output fills the slots after a row's elements
-PAD_MODES = ("constant", "wrap")
-#: the layouts of a ragged output
-LAYOUTS = ("padded", "channels_first", "packed")
-#: suffix of the boolean mask output of a ``Ragged(..., mask=True)`` field
-MASK_SUFFIX = "_mask"
-#: suffix of the ``(B + 1,)`` int32 prefix sum of lengths of a packed field
-CU_SEQLENS_SUFFIX = "_cu_seqlens"
-#: suffix of the 0-d int32 longest row of a packed field
-MAX_SEQLEN_SUFFIX = "_max_seqlen"
 
 
 def number_option(value: Any, name: str, where: str, *, auto: bool = False, nan: bool = False) -> float | str:
@@ -210,43 +201,3 @@ def apply_standardize(table: np.ndarray, params: Mapping[str, np.ndarray]) -> np
         x = np.where(x < low, low, x)
         table[...] = np.where(x > high, high, x)
     return table
-
-
-def form_shapes(name: str, fld: Any, widths: np.ndarray, row_lengths: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
-    """Every output's shape in every batch for a ``Ragged`` field ``fld`` named ``name``.
-
-    Parameters
-    ----------
-    name, fld
-        The output name and its ``Ragged`` field.
-    widths
-        The padded width ``P`` of each batch (unused by a packed field).
-    row_lengths
-        Per batch, its rows' element counts (before ``max_len``).
-
-    Returns
-    -------
-    dict of str to ndarray
-        Output name -> ``(n_batches, ndim)`` int64 shapes, as the batches give them.
-    """
-    n_vars = len(fld.vars)
-    sizes = np.array([len(lens) for lens in row_lengths], dtype=np.int64)
-    widths = np.asarray(widths, dtype=np.int64).reshape(-1)
-    shapes: dict[str, np.ndarray] = {}
-    if fld.layout == "packed":
-        cap = fld.max_len
-        totals = np.array([int(np.minimum(lens, cap).sum() if cap is not None else lens.sum())
-                           for lens in row_lengths], dtype=np.int64)
-        shapes[name] = np.column_stack([totals, np.full(len(sizes), n_vars)])
-    elif fld.layout == "channels_first":
-        shapes[name] = np.column_stack([sizes, np.full(len(sizes), n_vars), widths])
-    else:
-        shapes[name] = np.column_stack([sizes, widths, np.full(len(sizes), n_vars)])
-    if fld.lengths:
-        shapes[name + "_lengths"] = sizes.reshape(-1, 1)
-    if fld.mask:
-        shapes[name + MASK_SUFFIX] = np.column_stack([sizes, widths])
-    if fld.layout == "packed":
-        shapes[name + CU_SEQLENS_SUFFIX] = (sizes + 1).reshape(-1, 1)
-        shapes[name + MAX_SEQLEN_SUFFIX] = np.zeros((len(sizes), 0), dtype=np.int64)
-    return shapes
