@@ -179,7 +179,7 @@ def test_keras_batches_over_a_shard(data):
     shard = Batches(data, _spec().replace(nan_to=0.0), Order(batch_size=100, seed=5)).shard(0, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nan_to of the parent is seen: no NaN warning
-        k = KerasBatches(shard, workers=2)
+        k = KerasBatches(shard, threads=2)
         assert len(k) == len(shard) == 10
         assert_same_batch(k[0], shard[0])
 

@@ -240,6 +240,22 @@ class ShardedBatches(EpochIteration):
         lane, _ = self._lane(epoch)
         return lane.copy()
 
+    def batch_elements(self, epoch: int) -> np.ndarray:
+        """Real elements of each batch this rank serves in ``epoch``, in step order.
+
+        Parameters
+        ----------
+        epoch
+            The epoch.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64, one per batch of :meth:`parent_indices` (what a shard of this shard balances).
+        """
+        epoch = check_count(epoch, "epoch")
+        return np.asarray(self.batches.batch_elements(epoch), dtype=np.int64)[self.parent_indices(epoch)]
+
     def _parent_index(self, index: int, epoch: int) -> int:
         n = len(self)
         if isinstance(index, (int, np.integer)) and n <= index < n + len(self.batches):
