@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -42,15 +44,19 @@ def _once(match):
     assert len(ours) == 1, ours
 
 
-def test_batches_keywords_name_their_homes_and_build_the_same_batches(ds):
-    with _once(r"Batches\(batch_size=\.\.\., seed=\.\.\., nan_to=\.\.\., read_ahead=\.\.\.\) is deprecated: "
-               r"use Order\(batch_size=\.\.\., seed=\.\.\., read_ahead=\.\.\.\), BatchSpec\(nan_to=\.\.\.\)"):
-        old = Batches(ds, SPEC, batch_size=64, seed=7, nan_to=0.0, read_ahead=False)
-    new = Batches(ds, SPEC.replace(nan_to=0.0), Order(batch_size=64, seed=7, read_ahead=False))
-    assert len(old) == len(new)
+def test_batches_takes_the_order_fields_as_a_shorthand_and_nothing_else(ds):
+    """``Batches(ds, spec, batch_size=..., seed=...)`` builds the Order (its one check); a spec key is not taken."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        short = Batches(ds, SPEC, batch_size=64, seed=7, read_ahead=False)
+    new = Batches(ds, SPEC, Order(batch_size=64, seed=7, read_ahead=False))
+    assert short.order == new.order and len(short) == len(new)
     for i in (0, len(new) - 1):
-        assert_same_batch(old[i], new[i])
-    assert not np.isnan(old[0][0]["input_png"]).any()  # nan_to reached the spec
+        assert_same_batch(short[i], new[i])
+    with pytest.raises(TypeError, match="nan_to"):
+        Batches(ds, SPEC, batch_size=64, nan_to=0.0)
+    with pytest.raises(lstm_data.OptionError, match="batch_size"):
+        Batches(ds, SPEC, batch_size=0)
 
 
 def test_precompute_keywords_name_their_homes(ds, tmp_path):
