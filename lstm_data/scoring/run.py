@@ -20,7 +20,7 @@ from lstm_data.io.dispatch import open as open_dataset
 from lstm_data.io.read_options import ReadOptions
 from lstm_data.scoring.chunks import WorkDir, fingerprint
 from lstm_data.scoring.models import as_scorer
-from lstm_data.scoring.options import PredictOptions
+from lstm_data.scoring.options import PredictOptions, spec_file
 from lstm_data.scoring.outputs import Target, targets
 from lstm_data.scoring.rows import RowMap
 from lstm_data.scoring.writers import ColumnWriter, make_writer
@@ -237,7 +237,7 @@ def predict(model: Any, data: Dataset | str | os.PathLike[str] | Sequence[str], 
     if not isinstance(options, PredictOptions):
         raise OptionError(f"options must be a PredictOptions, got {type(options).__name__}")
     if not isinstance(spec, BatchSpec):
-        spec = BatchSpec.from_toml(spec)
+        spec = spec_file(spec)
     base = data if isinstance(data, Dataset) else open_dataset(data, read=read)
     sources = tuple(str(s) for s in base.source)
     observed = _check_observers(base, observers)
