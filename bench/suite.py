@@ -27,6 +27,7 @@ STAGES = {
     "orders": "orders",
     "root_epoch": "root_epoch",
     "weaver_epoch": "weaver_epoch",
+    "scoring": "scoring",
 }
 
 #: a stage whose ratio misses its floor is measured this many times in all (median reported)

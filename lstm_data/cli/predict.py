@@ -40,8 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from lstm_data.batching.spec.batch_spec import BatchSpec
-    from lstm_data.scoring.options import PredictOptions
+    from lstm_data.scoring.options import PredictOptions, spec_file
     from lstm_data.scoring.run import predict
 
     options = PredictOptions.from_toml(args.spec)
@@ -54,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         changes["overwrite"] = True
     changes["progress"] = not (args.no_progress or args.quiet)
     options = options.replace(**changes)
-    written = predict(args.model, list(args.data), BatchSpec.from_toml(args.spec), args.out,
+    written = predict(args.model, list(args.data), spec_file(args.spec), args.out,
                       observers=args.observers, options=options, state_dict=args.state_dict)
     for path in written:
         print(path)

@@ -131,7 +131,10 @@ def _torch_call(module: Any, names: list[str]) -> Callable[[Mapping[str, np.ndar
     import torch
 
     if hasattr(module, "eval"):
-        module.eval()
+        try:
+            module.eval()
+        except NotImplementedError:  # a torch.export program's module: exported as it runs
+            pass
 
     def call(inputs: Mapping[str, np.ndarray]) -> Any:
         tensors = [torch.from_numpy(np.ascontiguousarray(inputs[n])) for n in names]

@@ -2,16 +2,24 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Mapping
+import os
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from lstm_data._util.checks import count_option, flag_option, option_check, positive_int_option
 from lstm_data._util.declared import DeclaredOptions
-from lstm_data.errors import OptionError
+from lstm_data.errors import OptionError, SchemaError
 
-__all__ = ["PredictOptions", "FORMATS"]
+if TYPE_CHECKING:
+    from lstm_data.batching.spec.batch_spec import BatchSpec
+
+__all__ = ["PredictOptions", "FORMATS", "spec_file"]
 
 #: output format -> file suffix of its outputs (``"same"``: the input's own format)
 FORMATS = {"parquet": ".parquet", "root": ".root", "hdf5": ".h5", "csv": ".csv", "zarr": ".zarr"}
+
+
+#: keys a [predict] table may not hold: what is imported or loaded is the caller's choice
+_CALLER_ONLY = ("model", "state_dict")
 
 
 def _choice(name: str, choices: tuple[str, ...]) -> Any:
@@ -83,8 +91,55 @@ class PredictOptions(DeclaredOptions):
                                "be a non-empty string without '/'"),
     }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> "PredictOptions":
+        """The options of ``data``, in the form :meth:`to_dict` writes; names are checked.
+
+        A file never names the model: a ``model`` or ``state_dict`` key is refused,
+        so that a module is imported only because the caller named it.
+
+        Parameters
+        ----------
+        data
+            Option name -> value.
+        source
+            Where ``data`` came from (a file and table), for messages.
+
+        Returns
+        -------
+        PredictOptions
+            A new object.
+
+        Raises
+        ------
+        OptionError
+            An unknown name, a ``model`` or ``state_dict`` key, or a bad value.
+        """
+        if isinstance(data, Mapping):
+            for key in _CALLER_ONLY:
+                if key in data:
+                    raise OptionError(f"{source or cls.__name__}: key {key!r} is refused: the model (a file, "
+                                      "or a module:factory to import) and its state dict are named only by "
+                                      "the caller, as arguments of predict or --model / --state-dict")
+        return super().from_dict(data, source=source)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.rank >= self.world_size:
             raise OptionError(f"PredictOptions.rank must be below world_size ({self.world_size}), "
                               f"got {self.rank}")
+
+
+def spec_file(path: str | os.PathLike[str]) -> "BatchSpec":
+    """The spec of a TOML file that may also hold a ``[predict]`` table (left to
+    :meth:`PredictOptions.from_toml`), read within the bounds of the spec files."""
+    from lstm_data._util.spec_files import load_toml
+    from lstm_data.batching.spec.batch_spec import BatchSpec
+
+    where = os.fspath(path)
+    data = load_toml(path, lambda message: SchemaError(message, file=where))
+    data.pop(PredictOptions.TOML_TABLE, None)
+    try:
+        return BatchSpec.from_dict(data, source=where)
+    except SchemaError as exc:  # each error of the file's spec names the file
+        raise exc if exc.file is not None else exc.located(file=where) from None

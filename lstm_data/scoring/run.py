@@ -20,7 +20,7 @@ from lstm_data.io.dispatch import open as open_dataset
 from lstm_data.io.read_options import ReadOptions
 from lstm_data.scoring.chunks import WorkDir, fingerprint
 from lstm_data.scoring.models import as_scorer
-from lstm_data.scoring.options import PredictOptions
+from lstm_data.scoring.options import PredictOptions, spec_file
 from lstm_data.scoring.outputs import Target, targets
 from lstm_data.scoring.rows import RowMap
 from lstm_data.scoring.writers import ColumnWriter, make_writer
@@ -29,6 +29,10 @@ __all__ = ["predict"]
 
 #: the key columns every output row starts with
 KEYS = ("file_index", "entry")
+#: output rows made and written at a time with ``selected="mark"``
+PIECE_ROWS = 1 << 16
+#: a marked chunk's span of stored rows, and its scored stored rows
+_SPAN, _ROW = "lstm_data_span", "lstm_data_row"
 
 
 def _labels(spec: BatchSpec) -> list[str] | None:
@@ -113,29 +117,44 @@ class _Run:
 
     def _columns(self, cursor: int, end: int, rows: list[np.ndarray],
                  scores: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """A chunk's columns: the scored rows' keys, scores and observers; with
+        ``selected="mark"`` the scored stored rows, their scores and the chunk's span
+        of stored rows (the rows between are filled in as they are written)."""
         scored = np.concatenate(rows) if rows else np.zeros(0, np.int64)
         names = list(scores[0]) if scores else []
         values = {n: np.concatenate([s[n] for s in scores]) for n in names}
-        columns: dict[str, np.ndarray] = {}
         if self.options.selected == "mark":
-            every = np.arange(cursor, end, dtype=np.int64)
-            at = scored - cursor
-            selected = np.zeros(len(every), dtype=bool)
-            selected[at] = True
-            files, entries = self.rowmap.keys(every)
-            columns.update(file_index=files, entry=entries, selected=selected)
-            for n, v in values.items():
-                full = np.full(len(every), np.nan, dtype=v.dtype if v.dtype.kind == "f" else np.float64)
-                full[at] = v
-                columns[n] = full
-            kept = every
-        else:
-            files, entries = self.rowmap.keys(scored)
-            columns.update(file_index=files, entry=entries, **values)
-            kept = scored
+            return {_SPAN: np.array([cursor, end], dtype=np.int64), _ROW: scored, **values}
+        files, entries = self.rowmap.keys(scored)
+        columns: dict[str, np.ndarray] = {"file_index": files, "entry": entries, **values}
         for name in self.observers:
-            columns[name] = np.asarray(self.base.scalar(name, kept))
+            columns[name] = np.asarray(self.base.scalar(name, scored))
         return columns
+
+    def pieces(self, chunk: dict[str, np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
+        """The output rows of a flushed chunk, at most :data:`PIECE_ROWS` at a time
+        (a chunk holds at most ``flush_every`` batches of scored rows, but the
+        unscored rows a marked chunk spans have no bound)."""
+        if _SPAN not in chunk:
+            yield chunk
+            return
+        cursor, end = (int(v) for v in chunk.pop(_SPAN))
+        scored = chunk.pop(_ROW)
+        for lo in range(cursor, end, PIECE_ROWS):
+            hi = min(lo + PIECE_ROWS, end)
+            a, b = (int(v) for v in np.searchsorted(scored, [lo, hi]))
+            at = scored[a:b] - lo
+            selected = np.zeros(hi - lo, dtype=bool)
+            selected[at] = True
+            files, entries = self.rowmap.keys(np.arange(lo, hi, dtype=np.int64))
+            columns: dict[str, np.ndarray] = {"file_index": files, "entry": entries, "selected": selected}
+            for n, v in chunk.items():
+                full = np.full(hi - lo, np.nan, dtype=v.dtype if v.dtype.kind == "f" else np.float64)
+                full[at] = v[a:b]
+                columns[n] = full
+            for name in self.observers:
+                columns[name] = np.asarray(self.base.scalar(name, slice(lo, hi)))
+            yield columns
 
 
 def _finish(writer: ColumnWriter, target: Target, template: dict[str, np.ndarray], overwrite: bool) -> Path:
@@ -158,9 +177,10 @@ def _write(run: _Run, work: WorkDir, outs: list[Target]) -> list[Path]:
         return make_writer(target.fmt, temp_path(target.path), tree=target.tree_name(),
                            row_groups=target.row_groups() if aligned else None)
 
-    for k, chunk in enumerate(work.chunks(run.n_chunks)):
-        if k == 0:
-            template = {n: v[:0] for n, v in chunk.items()}
+    first = True
+    for chunk in (piece for whole in work.chunks(run.n_chunks) for piece in run.pieces(whole)):
+        if first:
+            template, first = {n: v[:0] for n, v in chunk.items()}, False
         files = chunk["file_index"] if len(outs) > 1 else np.zeros(len(chunk["entry"]), np.int64)
         for f in np.unique(files):
             while opened is None or opened[0] < f:
@@ -188,7 +208,8 @@ def _progress(enabled: bool, total: int) -> Any:
     return tqdm(total=total, desc="scoring", unit="batch")
 
 
-def predict(model: Any, data: Dataset | str | os.PathLike[str] | Sequence[str], spec: BatchSpec | str | os.PathLike[str],
+def predict(model: Any, data: Dataset | str | os.PathLike[str] | Sequence[str],
+            spec: BatchSpec | str | os.PathLike[str],
             out: str | os.PathLike[str] | None = None, *, observers: Sequence[str] = (),
             options: PredictOptions | None = None, state_dict: str | os.PathLike[str] | None = None,
             read: ReadOptions | None = None) -> list[Path]:
@@ -237,7 +258,7 @@ def predict(model: Any, data: Dataset | str | os.PathLike[str] | Sequence[str], 
     if not isinstance(options, PredictOptions):
         raise OptionError(f"options must be a PredictOptions, got {type(options).__name__}")
     if not isinstance(spec, BatchSpec):
-        spec = BatchSpec.from_toml(spec)
+        spec = spec_file(spec)
     base = data if isinstance(data, Dataset) else open_dataset(data, read=read)
     sources = tuple(str(s) for s in base.source)
     observed = _check_observers(base, observers)

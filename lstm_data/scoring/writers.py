@@ -6,15 +6,19 @@ time) and is closed; the caller then renames it into place. Parquet writes the
 input's row groups when the output holds every entry of a Parquet input; ROOT
 writes a TTree of the input's name (a friend tree); HDF5 one dataset per column;
 CSV a header and one line per row (floats written to round-trip exactly); zarr
-the library's own store (its columns are kept until the file is complete).
+the library's own store, streamed as the chunks come.
 """
 from __future__ import annotations
 
 import csv
+import queue
+import threading
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
+
+from lstm_data.data.dataset import InMemoryDataset
 
 __all__ = ["ColumnWriter", "make_writer"]
 
@@ -133,21 +137,66 @@ class _Csv(ColumnWriter):
         self._fh.close()
 
 
+def _stored(values: np.ndarray) -> np.ndarray:
+    """A column as our zarr layout keeps it (bools as int8)."""
+    return values.astype(np.int8) if values.dtype == bool else values
+
+
 class _Zarr(ColumnWriter):
+    """Our zarr store, streamed: :func:`~lstm_data.io.ours.write.write_zarr` runs on a
+    thread of its own and takes the chunks from a queue of two, as they are written."""
+
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self._parts: list[Mapping[str, np.ndarray]] = []
+        self._queue: queue.Queue[Mapping[str, np.ndarray] | None] = queue.Queue(maxsize=2)
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def _start(self, chunk: Mapping[str, np.ndarray]) -> None:
+        from lstm_data.io.ours.row_blocks import RowBlocks
+        from lstm_data.io.ours.write import write_zarr
+
+        def blocks() -> Iterator[tuple[InMemoryDataset, int]]:
+            done = 0
+            while (item := self._queue.get()) is not None:
+                done += 1
+                yield InMemoryDataset({n: _stored(v) for n, v in item.items()}, {}), done
+
+        stream = RowBlocks(scalar_dtypes={n: _stored(v).dtype for n, v in chunk.items()}, groups={},
+                           group_dtypes={}, blocks=blocks, total=0)
+
+        def write() -> None:
+            try:
+                write_zarr(stream, self.path)
+            except BaseException as exc:  # handed to the caller by write() or close()
+                self._error = exc
+
+        self._thread = threading.Thread(target=write, name="lstm_data-predict-zarr", daemon=True)
+        self._thread.start()
+
+    def _put(self, item: Mapping[str, np.ndarray] | None) -> None:
+        while True:  # the writer thread stopped by an error takes no more: raise it here
+            if self._error is not None:
+                raise self._error
+            try:
+                self._queue.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
 
     def _write(self, chunk: Mapping[str, np.ndarray]) -> None:
-        self._parts.append(dict(chunk))
+        if self._thread is None:
+            self._start(chunk)
+        self._put(dict(chunk))
 
     def close(self) -> None:
-        from lstm_data.data.dataset import InMemoryDataset
-        from lstm_data.io.ours.write import write_zarr
-        names = list(self._parts[0]) if self._parts else []
-        columns = {n: np.concatenate([p[n] for p in self._parts]) for n in names}
-        columns = {n: v.astype(np.int8) if v.dtype == bool else v for n, v in columns.items()}
-        write_zarr(InMemoryDataset(columns, {}), self.path)
+        if self._thread is None:
+            return
+        self._put(None)
+        self._thread.join()
+        self._thread = None
+        if self._error is not None:
+            raise self._error
 
 
 def make_writer(fmt: str, path: Path, *, tree: str = "scores",

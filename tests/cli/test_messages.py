@@ -60,7 +60,7 @@ def test_abbreviations_are_refused(capsys):
 
 def test_a_misspelt_command_gets_the_close_command(capsys):
     err = _fails(["precompte", "--data", "d.csv"], capsys)
-    assert "unknown command 'precompte'" in err and "did you mean precompute" in err
+    assert "unknown command 'precompte'" in err and "did you mean precompute" in err  # (or predict, also close)
 
 
 def _parser_calls(path: Path):

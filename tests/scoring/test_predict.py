@@ -200,7 +200,7 @@ _CHILD = textwrap.dedent("""
     import numpy as np
     sys.path.insert(0, {tests!r})
     import lstm_data
-    from predict.test_predict import Net, SPEC
+    from scoring.test_predict import Net, SPEC
     calls = 0
     net = Net().eval()
     def model(inputs):
