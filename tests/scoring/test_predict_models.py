@@ -62,6 +62,7 @@ def _factory_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return state
 
 
+@pytest.mark.filterwarnings(r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning")  # the file format users have
 @pytest.mark.slow  # torch.export takes seconds
 def test_torchscript_export_and_factory_models_score_like_the_module(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,6 +93,7 @@ def test_a_predict_table_cannot_name_a_model(tmp_path: Path) -> None:
             PredictOptions.from_toml(spec)
 
 
+@pytest.mark.filterwarnings(r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning")  # the file format users have
 def test_cli_with_a_torchscript_file_in_a_subprocess(tmp_path: Path) -> None:
     paths = _files(tmp_path, (70, 45))
     want = _reference(tmp_path, paths)
