@@ -42,29 +42,61 @@ def ragged_job(parts: Parts, *, max_len: int | None = None, fixed: bool = True, 
                layout: int = PADDED, at: Any = None, more: Sequence[RaggedSource] = ()) -> RaggedJob:
     """One ragged output's job, checked, with :func:`pad_ragged`'s rules and errors.
 
-    ``parts`` are ``(values, offsets)`` pairs whose rows are numbered one after another
-    (the files of a dataset). ``fixed``: when ``True`` an int ``max_len`` is the exact
-    width, as in ``pad_ragged``; when ``False`` it caps the batch's longest row.
-    ``multiple_of`` rounds a width that follows the batch's longest row up to a
-    multiple of it, capped at ``max_len``.
+    Parameters
+    ----------
+    parts : sequence of ``(values, offsets)`` pairs
+        The rows, numbered one after another across the pairs (the files of a
+        dataset); each pair as ``pad_ragged`` takes ``values`` and ``offsets``. The
+        pairs share dtype and variables.
+    max_len : int, optional
+        Prong slots per row. ``None``: the longest row of each batch.
+    fixed : bool
+        ``True``: an int ``max_len`` is the exact width, as in ``pad_ragged``;
+        ``False``: it caps the batch's longest row.
+    pad_value : float
+        Fill for the empty slots (default NaN).
+    columns : sequence of int, optional
+        Which variables, in output order (2-D ``values`` only). Default: all.
+    sort_by : int, optional
+        Column whose value orders each row's prongs before truncation (one source only).
+    descending : bool
+        Sort order for ``sort_by``.
+    padding : {"post", "pre"}
+        ``"pre"`` puts the padding before the prongs.
+    truncating : {"post", "pre"}
+        ``"pre"`` drops prongs from the start of a too-long row, keeping its end.
+    dtype : float32 or float64
+        Output dtype.
+    multiple_of : int, optional
+        Rounds a width that follows the batch's longest row up to a multiple of it,
+        capped at ``max_len``.
+    center, scale, clip_min, clip_max : sequence of float, optional
+        One value per output column: each real element ``x`` becomes
+        ``clip((x - center) * scale, clip_min, clip_max)``, computed in the output
+        dtype (the parameters cast to it first; NaN stays NaN). A missing one is the
+        identity.
+    pad_values : sequence of float, optional
+        Each output column's own fill (default: ``pad_value`` everywhere).
+    pad_mode : {"constant", "wrap"}
+        ``"wrap"`` fills slot ``k`` of a row of ``n > 0`` kept elements with element
+        ``k % n`` (``padding="post"`` only).
+    layout : int
+        A code of ``KERNEL_LAYOUTS``: padded ``(B, P, V)``, channels-first ``(B, V, P)``
+        or packed ``(T, V)``, the kept elements of every row one after another (``T``
+        the sum of the lengths; the width is the longest kept row, never rounded to
+        ``multiple_of``).
+    at : sequence of int, optional
+        With ``more``: the output columns this job's ``columns`` go to (default: the
+        first ones).
+    more : sequence of RaggedSource
+        Further sources, rows of other counts per row; each is padded by its own
+        counts into its output columns (by default the next ones in order). The width
+        follows the longest row of any source; ``lengths`` are the first source's.
 
-    Output forms (defaults: what ``pad_ragged`` gives): ``center``, ``scale``,
-    ``clip_min``, ``clip_max`` (one value per output column, see
-    :func:`~lstm_data.kernels._form_args.as_column_params`) turn each real element ``x``
-    into ``clip((x - center) * scale, clip_min, clip_max)``, computed in the output
-    dtype (the parameters cast to it first; NaN stays NaN); ``pad_values`` gives each
-    output column its own fill; ``pad_mode="wrap"`` fills slot ``k`` of a row of
-    ``n > 0`` kept elements with element ``k % n`` (``padding="post"`` only);
-    ``layout`` is a code of ``KERNEL_LAYOUTS``: padded ``(B, P, V)``, channels-first
-    ``(B, V, P)`` or packed, the kept elements of every row one after another,
-    ``(T, V)`` (``T`` the sum of the lengths; the width is the longest kept row, never
-    rounded to ``multiple_of``).
-
-    Several sources (:func:`~lstm_data.kernels._sources.with_sources`): ``more`` lists
-    further :class:`RaggedSource`, rows of other counts per row; each source is padded
-    by its own counts into the output columns ``at`` (the job's own ``at``: where its
-    ``columns`` go; by default each source takes the next columns in order). The width
-    follows the longest row of any source; ``lengths`` are the first source's.
+    Returns
+    -------
+    RaggedJob
+        The checked job ``BatchGather`` takes as it is.
 
     Raises
     ------

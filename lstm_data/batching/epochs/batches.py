@@ -23,7 +23,7 @@ from lstm_data.batching.epochs.legacy_options import legacy_options
 from lstm_data.batching.epochs.pipeline import Pipeline, compile
 from lstm_data.batching.epochs.resume import batch_elements, layout_of
 from lstm_data.batching.epochs.shard import ShardedBatches
-from lstm_data.batching.epochs.views import fold_views, part_differences, split_views
+from lstm_data.batching.epochs.views import Splits, part_differences
 from lstm_data.batching.epochs.weights import freeze_batch
 from lstm_data.batching.order.bucketing import Bucketing
 from lstm_data.batching.order.options import Order
@@ -38,7 +38,7 @@ from lstm_data.io.read_options import ReadOptions
 __all__ = ["Batches"]
 
 
-class Batches(OrderFigures, EpochIteration):
+class Batches(OrderFigures, Splits, EpochIteration):
     """Padded batches of ``dataset`` laid out by ``spec``, in the rows' ``order``.
 
     Parameters
@@ -227,21 +227,68 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
         return index
 
     def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray:
-        """The dataset rows of batch ``index`` (negative from the end) of ``epoch`` (default: the current one)."""
+        """The dataset rows of one batch, in batch order.
+
+        Parameters
+        ----------
+        index
+            Batch index (negative counts from the end).
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        numpy.ndarray
+            Row numbers of the dataset.
+        """
         epoch = self._epoch_arg(epoch)
         slot = self._batch_slot(check_index(index, len(self)), epoch)
         return self.pipeline.rows_at(self.pipeline.positions(slot, epoch))
 
     def batch_elements(self, epoch: int) -> np.ndarray:
-        """Real elements of every batch of ``epoch`` (its rows, or with ``bucket_by`` that field's prongs)."""
+        """Real elements of every batch of ``epoch``: its rows, or with ``bucket_by`` that field's prongs.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            One int64 per batch, in the epoch's order (what shards balance).
+        """
         return batch_elements(self, epoch)
 
     def padded_width(self, field: ResolvedField, longest: int) -> int:
-        """The padded length of a Ragged output in a batch whose longest row has ``longest`` elements."""
+        """The padded length of a Ragged output in a batch whose longest row has ``longest`` elements.
+
+        The builder's rule (``max_len``, ``pad_to_multiple_of``), then the order's
+        ``bucket_lengths`` (never above the field's ``max_len``; not for a
+        ``"packed"`` output, which has no padded slots).
+
+        Parameters
+        ----------
+        field
+            The output, as resolved by :meth:`BatchSpec.validate` (one of :attr:`fields`).
+        longest
+            Elements of the batch's longest row.
+
+        Returns
+        -------
+        int
+            The padded length of that output in such a batch.
+        """
         return self.pipeline.padded_width(field, longest)
 
     def signature(self) -> dict[str, OutputSignature]:
-        """The spec's output signature (see :meth:`BatchSpec.signature`)."""
+        """The spec's output signature (see :meth:`BatchSpec.signature`).
+
+        Returns
+        -------
+        dict of str to OutputSignature
+            Output name -> name, role, dtype and shape (``None`` where it varies).
+        """
         return self.spec.signature()
 
     # -- batches ----------------------------------------------------------------------------------
@@ -249,16 +296,48 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
         return self.batch(index)
 
     def batch(self, index: int, epoch: int | None = None) -> Batch:
-        """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`, left as it is); thread-safe.
+        """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`), which stays as it is.
 
-        The order of an epoch is a pure function of ``(seed, epoch)``, made once per
-        epoch (the last two are kept): ``b.batch(i, epoch=e)`` equals ``b.set_epoch(e); b[i]``.
+        ``b.batch(i, epoch=e)`` equals ``b.set_epoch(e); b[i]`` without changing
+        ``b.epoch``: the order of an epoch is a pure function of ``(seed, epoch)``,
+        made once per epoch (the last two are kept). Safe to call from several
+        threads at once, for one epoch or different ones; adapters use it to tie
+        every batch to its epoch (e.g. a torch sampler's ``(epoch, i)`` keys).
+
+        Parameters
+        ----------
+        index
+            Batch index (negative counts from the end).
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``: output name -> array.
         """
         return self._batch(index, epoch, None)
 
     def batch_into(self, index: int, epoch: int, arena: np.ndarray) -> Batch:
-        """Batch ``index`` of ``epoch``, its arrays built in ``arena`` (a writable, 64-byte aligned buffer)
-        where they fit (:class:`~lstm_data.batching.epochs.source.BuildsInArena`)."""
+        """Batch ``index`` of ``epoch``, built in ``arena`` where its arrays fit.
+
+        ``arena`` is a writable, C-contiguous buffer (e.g. shared memory another
+        process reads; see :class:`lstm_data.kernels.BatchGather`); the arrays placed
+        are views of it, the others are allocated. This is the
+        :class:`~lstm_data.batching.epochs.source.BuildsInArena` capability.
+
+        Parameters
+        ----------
+        index, epoch
+            As for :meth:`batch`.
+        arena
+            The buffer, 64-byte aligned.
+
+        Returns
+        -------
+        tuple of dict
+            What :meth:`batch` returns, its arrays that fit as views of ``arena``.
+        """
         return self._batch(index, epoch, arena)
 
     def _batch(self, index: int, epoch: int | None, arena: np.ndarray | None) -> Batch:
@@ -280,8 +359,21 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
 
     # -- views: splits, folds, shards ------------------------------------------------------------
     def made_from(self) -> tuple[Dataset, BatchSpec, Order, np.ndarray | None]:
-        """``(dataset, spec, order, rows)`` as given (the seed filled in): ``Batches(dataset, spec, order,
-        rows=rows)`` makes these batches again."""
+        """What these batches were made from: ``Batches(dataset, spec, order, rows=rows)`` makes them again.
+
+        Returns
+        -------
+        tuple
+            ``(dataset, spec, order, rows)``: the dataset and spec as given (before the
+            spec's derived values and selection, and before bucketing widened the spec),
+            :attr:`order` (its seed filled in, so the same batches) and the view's rows
+            (``None`` for every row).
+
+        Raises
+        ------
+        RuntimeError
+            A copy sent to another process without the dataset it was given.
+        """
         if self._made_from is None:
             raise RuntimeError("made_from(): this copy of Batches was sent to another process without the "
                                "dataset it was given (its spec derives values or selects rows); call it on "
@@ -290,7 +382,21 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
         return dataset, spec, self.order, rows
 
     def over_rows(self, rows: np.ndarray, *, spec: BatchSpec | None = None, order: Order | None = None) -> Batches:
-        """Batches of the view of dataset ``rows`` of the same data, with ``spec`` and ``order`` if given."""
+        """Batches of the same data over ``rows`` (a view).
+
+        Parameters
+        ----------
+        rows
+            Dataset rows, in view order.
+        spec, order
+            The view's spec and order (default: these batches'); row weights read from a
+            column are kept by row.
+
+        Returns
+        -------
+        Batches
+            The view; its seed counts as drawn when these batches' was.
+        """
         order = self.order if order is None else order
         if self.pipeline.weights is not None:  # row weights read from a column are kept by row
             order = order.replace(weights=self.pipeline.weights)
@@ -298,30 +404,32 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
         view._seed_drawn = self._seed_drawn
         return view
 
-    def split(self, test_size: int | float | None = None, seed: int | None = None, *, by: str = "rows",
-              key: str | None = None, k: int | None = None, fold: int = 0) -> tuple[Batches, Batches]:
-        """Train and validation batches over two views of the rows: by rows, by file or by a key column.
-
-        See :func:`~lstm_data.batching.epochs.views.split_views` (``by``, ``key``, ``k``,
-        ``fold``, ``seed``) and :mod:`lstm_data.batching.order.splits`; validation is not
-        shuffled (unless ``shuffle="block"``), sampled, nor augmented.
-        """
-        train, val = split_views(self, test_size, seed, by=by, key=key, k=k, fold=fold)
-        return train, val
-
-    def folds(self, k: int, *, by: str = "rows", key: str | None = None,
-              seed: int | None = None) -> list[tuple[Batches, Batches]]:
-        """The ``k`` train/validation pairs of k-fold cross-validation (:meth:`split` with each ``fold``)."""
-        folds: list[tuple[Batches, Batches]] = fold_views(self, k, by=by, key=key, seed=seed)
-        return folds
-
     def shard(self, rank: int, world_size: int) -> ShardedBatches:
-        """Rank ``rank``'s disjoint, equally long share of every epoch (see :mod:`lstm_data.batching.epochs.shard`).
+        """Rank ``rank``'s disjoint, equally long share of every epoch (one process per GPU).
+
+        Build the same ``Batches`` on every rank, then ``shard(rank, world_size)``: each
+        rank gets ``len(self) // world_size`` batches of each epoch's order, made from
+        ``(seed, epoch)`` alone (balanced in real elements for ``shuffle=True``,
+        consecutive runs otherwise). Its state resumes on a world of any size. See
+        :mod:`lstm_data.batching.epochs.shard`.
+
+        Parameters
+        ----------
+        rank
+            This process's rank, ``0 <= rank < world_size``.
+        world_size
+            The number of ranks.
+
+        Returns
+        -------
+        ShardedBatches
+            The rank's batches, with the interface of ``Batches``.
 
         Raises
         ------
         ValueError
-            ``rank`` is outside ``[0, world_size)``, or the seed was drawn (``seed=None``).
+            ``rank`` is outside ``[0, world_size)``, or ``seed`` was drawn (``seed=None``):
+            ranks would each draw their own order.
         """
         if self._seed_drawn:
             raise ValueError("shard() needs the same order on every rank: give Batches an explicit seed "
@@ -330,7 +438,13 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
 
     # -- saved states ----------------------------------------------------------------------------
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Resume from :meth:`state_dict` (a shard's state resumes ``shard(0, 1)`` or any other world).
+        """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.
+
+        Parameters
+        ----------
+        state
+            A :meth:`state_dict` of batches of the same seed, order, spec and data. A
+            shard's state (:meth:`shard`) resumes ``shard(0, 1)`` or any other world.
 
         Raises
         ------
@@ -344,7 +458,14 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
         super().load_state_dict(state)
 
     def identity(self) -> dict[str, object]:
-        """What a saved state must match: the order's settings, the rows, the digests of spec and data."""
+        """What a saved state must match: the order's settings, the rows, the digests of spec and data.
+
+        Returns
+        -------
+        dict
+            The order's settings by name, ``n_rows``, ``identity`` (one digest of spec,
+            settings and data) and ``data_parts`` (the digest of each file part's values).
+        """
         return self.pipeline.identity()
 
     def _legacy_identities(self, state_format: int) -> set[str]:

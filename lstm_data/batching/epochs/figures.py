@@ -35,7 +35,12 @@ class OrderFigures:
         return self.epoch if epoch is None else check_count(epoch, "epoch")
 
     def batch_sizes(self, epoch: int | None = None) -> np.ndarray:
-        """Rows of every batch of an epoch (default: the current one), by index; they differ with ``max_elements``.
+        """Rows of every batch of an epoch, by index (they differ with ``max_elements``).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
 
         Returns
         -------
@@ -47,7 +52,12 @@ class OrderFigures:
         return self.pipeline.plan(epoch).sizes(slots, self.pipeline.order.batch_size)
 
     def draws(self, epoch: int | None = None) -> dict[int, int]:
-        """How many rows of each class an epoch (default: the current one) draws (``Order(sample=...)``).
+        """How many rows of each class an epoch draws (``Order(sample=...)``).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
 
         Returns
         -------
@@ -62,12 +72,12 @@ class OrderFigures:
         return {0: int(len(positions))} if sampling is None else sampling.counts(positions)
 
     def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]:
-        """What the order of an epoch (default: the current one) costs and how well it mixes.
+        """What the order of an epoch costs and how well it mixes.
 
         Parameters
         ----------
         epoch
-            An int >= 0; ``None``: the current epoch.
+            An int >= 0; ``None``: the current :attr:`epoch`.
         of
             A share of these batches to measure instead (a shard: anything with ``len``
             and ``rows_of(index, epoch)``); ``None``: all of them.
@@ -84,9 +94,33 @@ class OrderFigures:
                            p.padded_width, p.n_rows, p.data.rows, p.data.file_bounds)
 
     def epoch_figures(self, epoch: int) -> dict[str, Any]:
-        """The figures of ``epoch`` logged at its end: :meth:`stats`."""
+        """The figures of ``epoch`` logged at its end: :meth:`stats`.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        dict
+            As for :meth:`stats` (see :class:`~lstm_data.batching.order.stats.GivesFigures`).
+        """
         return self.stats(epoch)
 
     def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]:
-        """:meth:`stats` of the batches ``indices`` of ``epoch`` (a rank's share)."""
+        """:meth:`stats` of the batches ``indices`` of ``epoch`` (a rank's share).
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+        indices
+            Batch indices, in the share's order.
+
+        Returns
+        -------
+        dict
+            As for :meth:`stats`.
+        """
         return self.stats(epoch, of=Picked(self, indices))

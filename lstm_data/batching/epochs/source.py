@@ -33,6 +33,15 @@ __all__ = ["BatchSource", "BuildsInArena", "ShardSource"]
 class BatchSource(Protocol):
     """A sequence of batches whose order is a function of ``(seed, epoch)``.
 
+    Any object with the members below is a batch source (``isinstance`` checks
+    them); the protocol itself is never instantiated.
+
+    Other Parameters
+    ----------------
+    *args, **kwargs : Any
+        None taken: a protocol has no constructor of its own (instantiating it raises
+        ``TypeError``).
+
     Attributes
     ----------
     epoch : int
@@ -56,31 +65,85 @@ class BatchSource(Protocol):
         ...
 
     def batch(self, index: int, epoch: int | None = None) -> Batch:
-        """Batch ``index`` of ``epoch`` (default: the current one); thread-safe, ``epoch`` left as it is."""
+        """Batch ``index`` of ``epoch``; thread-safe, the current :attr:`epoch` left as it is.
+
+        Parameters
+        ----------
+        index
+            Batch index (negative counts from the end).
+        epoch
+            An int >= 0; ``None``: the current :attr:`epoch`.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``: output name -> array.
+        """
         ...
 
     def signature(self) -> dict[str, OutputSignature]:
-        """Name, role, dtype and shape of every output."""
+        """Name, role, dtype and shape of every output.
+
+        Returns
+        -------
+        dict of str to OutputSignature
+            Output name -> its signature (``None`` in a shape where it varies).
+        """
         ...
 
     def set_epoch(self, epoch: int) -> None:
-        """Make ``epoch`` the current epoch."""
+        """Make ``epoch`` the current epoch.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+        """
         ...
 
     def batch_elements(self, epoch: int) -> np.ndarray:
-        """Real elements of every batch of ``epoch`` (int64, one per batch): what shards balance."""
+        """Real elements of every batch of ``epoch``: what shards balance.
+
+        Parameters
+        ----------
+        epoch
+            An int >= 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            One int64 per batch, in the epoch's order.
+        """
         ...
 
     def identity(self) -> dict[str, object]:
-        """What a saved state must match (settings and digests of spec and data), as plain values."""
+        """What a saved state must match (settings and digests of spec and data), as plain values.
+
+        Returns
+        -------
+        dict
+            Setting or digest name -> plain value.
+        """
         ...
 
     def state_dict(self) -> dict[str, Any]:
-        """Where iteration stands, and what it is bound to."""
+        """Where iteration stands, and what it is bound to.
+
+        Returns
+        -------
+        dict
+            Plain values, for :meth:`load_state_dict`.
+        """
         ...
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Resume from :meth:`state_dict` (refusing a state of other batches)."""
+        """Resume from :meth:`state_dict` (refusing a state of other batches).
+
+        Parameters
+        ----------
+        state
+            A :meth:`state_dict` of batches of the same settings and data.
+        """
         ...
 
 

@@ -5,7 +5,7 @@ A split shuffles (or groups by file or key) the rows of a view of the data
 batches the two views it cuts, each with the order of the original (see
 :mod:`lstm_data.batching.order.splits`). The functions here read only the public
 :class:`RowViews` protocol, which :class:`~lstm_data.batching.epochs.batches.Batches`
-satisfies.
+satisfies; :class:`Splits` gives it ``split`` and ``folds``.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from lstm_data.batching.order.splits import split_positions
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset
 
-__all__ = ["RowViews", "split_views", "fold_views", "part_differences"]
+__all__ = ["RowViews", "Splits", "split_views", "fold_views", "part_differences"]
 
 
 class RowViews(Protocol):
@@ -72,6 +72,64 @@ def fold_views(source: RowViews, k: int, *, by: str = "rows", key: str | None = 
                seed: int | None = None) -> list[tuple[Any, Any]]:
     """The ``k`` train/validation pairs of k-fold cross-validation (:func:`split_views` with each fold)."""
     return [split_views(source, seed=seed, by=by, key=key, k=k, fold=i) for i in range(k)]
+
+
+class Splits:
+    """Train and validation views and k folds, for batches that are :class:`RowViews`.
+
+    Each view is made by the batches' own ``over_rows``, so it is of their type.
+    """
+
+    def split(self: V, test_size: int | float | None = None, seed: int | None = None, *,
+              by: str = "rows", key: str | None = None, k: int | None = None, fold: int = 0) -> tuple[V, V]:
+        """Train and validation views: by rows (as lstm_ee), by file or by a key column.
+
+        See :mod:`lstm_data.batching.order.splits`. Both views keep this object's order
+        (shuffle, block shuffle, buckets, budget batches, sampling) for their rows.
+
+        Parameters
+        ----------
+        test_size
+            Rows or files (int) or fraction (float) that go to validation; not with ``k``.
+        seed
+            Seed of the row or file shuffle, or of the key hash (default: this object's seed).
+        by
+            ``"rows"`` (default: shuffle the rows, then cut), ``"file"`` (whole files
+            of data opened from several paths) or ``"key"`` (by the integer column ``key``).
+        key
+            The key column of ``by="key"`` (e.g. an event number).
+        k, fold
+            k-fold: validation is fold ``fold`` of ``k`` (``key % k == fold`` by key,
+            ``file index % k == fold`` by file, a seeded cut of the rows by rows).
+
+        Returns
+        -------
+        train, validation : Batches
+            Same spec and options; validation batches are not shuffled per epoch
+            unless this object uses ``shuffle="block"``, are not sampled
+            (``Order.sample``): every validation row once, and carry no noise (the
+            spec's ``augment`` is left out).
+        """
+        return split_views(self, test_size, seed, by=by, key=key, k=k, fold=fold)
+
+    def folds(self: V, k: int, *, by: str = "rows", key: str | None = None,
+              seed: int | None = None) -> list[tuple[V, V]]:
+        """The ``k`` train/validation pairs of k-fold cross-validation (:meth:`split` with each ``fold``).
+
+        Parameters
+        ----------
+        k
+            Number of folds, >= 2.
+        by, key, seed
+            As for :meth:`split`.
+
+        Returns
+        -------
+        list of tuple of Batches
+            ``[(train, validation), ...]``, fold ``i`` validating on the ``i``-th part;
+            the validation sides are disjoint and cover the rows.
+        """
+        return fold_views(self, k, by=by, key=key, seed=seed)
 
 
 def _part_name(label: str, i: int, n: int) -> str:

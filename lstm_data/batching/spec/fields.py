@@ -316,8 +316,10 @@ class Ragged(_Field):
 
     @property
     def form(self) -> Form:
-        """The output form ``layout`` names (:mod:`lstm_data.batching.spec.forms`): what the
-        field's outputs are, their shapes, mask and padded fill."""
+        """The output form ``layout`` names (:mod:`lstm_data.batching.spec.forms`).
+
+        It says what the field's outputs are, their shapes, mask and padded fill.
+        """
         return form_of(self.layout)
 
     def _suffixes(self) -> list[str]:
