@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
+from lstm_data.batching.order import mixture  # noqa: F401  (registers the "mixture" policy)
 from lstm_data.batching.order.block_plans import BlockRows
 from lstm_data.batching.order.bucketing import Bucketed, make_bucketing
 from lstm_data.batching.order.budget import ChosenWidths, order_extras
