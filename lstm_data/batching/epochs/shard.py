@@ -254,7 +254,8 @@ class ShardedBatches(EpochIteration):
             int64, one per batch of :meth:`parent_indices` (what a shard of this shard balances).
         """
         epoch = check_count(epoch, "epoch")
-        return np.asarray(self.batches.batch_elements(epoch), dtype=np.int64)[self.parent_indices(epoch)]
+        elements: np.ndarray = np.asarray(self.batches.batch_elements(epoch), dtype=np.int64)
+        return elements[self.parent_indices(epoch)]
 
     def _parent_index(self, index: int, epoch: int) -> int:
         n = len(self)
