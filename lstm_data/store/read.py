@@ -46,6 +46,7 @@ from lstm_data.store.format import (
     output_key,
 )
 from lstm_data.store.index_checks import check_batch_shapes, check_index_arrays, stored_batch_count
+from lstm_data.store.parts import StoredPart, fold_stored, split_stored
 from lstm_data.store.shards import StoreEpochs
 
 __all__ = ["open_batches", "PrecomputedBatches", "read_metadata", "stored_node"]
@@ -230,7 +231,22 @@ class PrecomputedBatches(StoreEpochs):
         Safe to call from several threads at once, for one epoch or different ones:
         the stored batch an index reads is a pure function of ``(seed, epoch)``.
         """
-        slot = self._slot(index, self.epoch if epoch is None else check_count(epoch, "epoch"))
+        return self.stored_batch(self._slot(index, self.epoch if epoch is None else check_count(epoch, "epoch")))
+
+    def stored_batch(self, slot: int) -> Batch:
+        """Stored batch ``slot`` (batch ``slot`` of epoch 0), read from the store.
+
+        Parameters
+        ----------
+        slot
+            An int in ``[0, len(self))``.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``.
+        """
+        slot = check_index(slot, self._n_batches)
         try:
             flat = {n: self._read(n, slot) for n in self._names}
         except FormatError as exc:
@@ -238,6 +254,23 @@ class PrecomputedBatches(StoreEpochs):
             raise
         parts = self.spec.unflatten(flat)  # (inputs, targets[, weights]): no weights without targets
         return parts[0], parts[1], parts[2] if len(parts) == 3 else {}
+
+    def split(self, test_size: int | float | None = None, seed: int | None = None, *, by: str = "batches",
+              k: int | None = None, fold: int = 0) -> tuple[StoredPart, StoredPart]:
+        """Train and validation parts of the stored batches, cut by batch (a store keeps no rows).
+
+        ``test_size`` counts batches (an int) or is a fraction of them; the batches are
+        shuffled with ``seed`` (default: the store's) and cut, as
+        :meth:`Batches.split <lstm_data.Batches.split>` cuts rows with ``by="rows"``; ``k``
+        and ``fold`` give fold ``fold`` of ``k``. The training part permutes its batches
+        per epoch when the store does, the validation part never. See
+        :func:`~lstm_data.store.parts.split_stored`.
+        """
+        return split_stored(self, test_size, seed, by=by, k=k, fold=fold)
+
+    def folds(self, k: int, *, seed: int | None = None) -> list[tuple[StoredPart, StoredPart]]:
+        """The ``k`` train/validation pairs of k-fold cross-validation by batch (:meth:`split` with each ``fold``)."""
+        return fold_stored(self, k, seed=seed)
 
     def _refuse_if_replaced(self, exc: FormatError) -> None:
         """Raise a ``FormatError`` saying so if the store at the path is no longer the one this

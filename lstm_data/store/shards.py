@@ -120,6 +120,12 @@ class StoreEpochs(EpochIteration):
         return self._slots.get((epoch, shuffled), lambda: shuffled_order(n, self.seed, epoch) if shuffled
                                else np.arange(n, dtype=np.intp))
 
+    @property
+    def recorded_elements(self) -> np.ndarray | None:
+        """The real elements the store records for each stored batch, in stored order (``None``:
+        a store written before stores recorded them)."""
+        return self._elements
+
     def batch_elements(self, epoch: int) -> np.ndarray:
         """Real elements of every batch of ``epoch``, as
         :meth:`lstm_data.batching.epochs.batches.Batches.batch_elements` gives them: the

@@ -255,7 +255,8 @@ class ShardedBatches(EpochIteration):
         """
         epoch = check_count(epoch, "epoch")
         elements: np.ndarray = np.asarray(self.batches.batch_elements(epoch), dtype=np.int64)
-        return elements[self.parent_indices(epoch)]
+        mine: np.ndarray = elements[self.parent_indices(epoch)]
+        return mine
 
     def _parent_index(self, index: int, epoch: int) -> int:
         n = len(self)
