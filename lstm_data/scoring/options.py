@@ -5,6 +5,7 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
+from lstm_data._util.types import PlainMapping
 from lstm_data._util.checks import count_option, flag_option, option_check, positive_int_option
 from lstm_data._util.declared import DeclaredOptions
 from lstm_data.errors import OptionError, SchemaError
@@ -92,7 +93,7 @@ class PredictOptions(DeclaredOptions):
     }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> "PredictOptions":
+    def from_dict(cls, data: PlainMapping, *, source: str | None = None) -> "PredictOptions":
         """The options of ``data``, in the form :meth:`to_dict` writes; names are checked.
 
         A file never names the model: a ``model`` or ``state_dict`` key is refused,

@@ -24,10 +24,12 @@ from typing import Any, TypeVar
 import numpy as np
 import zarr
 
+from lstm_data._util.types import PlainDict
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.deprecation import OldAttribute, refuses_renamed
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
+from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, OptionError, UncheckedStoreWarning, warn_user
 from lstm_data._util.redact import redact
 from lstm_data.io.ours.checked_store import confine_node, open_checked, opened_token, records_every_chunk, store_token
@@ -81,13 +83,13 @@ def _open_store(path: str | os.PathLike[str], read: ReadOptions | None = None
     return meta, root, manifest
 
 
-def stored_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+def stored_metadata(path: str | os.PathLike[str]) -> PlainDict | None:
     """The batch-store attribute of the zarr group at ``path`` (any version), or None if it has none."""
     meta = open_checked(str(path), str(path))[0].attrs.get(ATTR)
     return meta if isinstance(meta, dict) and meta.get("format") == STORE_FORMAT else None
 
 
-def read_metadata(path: str | os.PathLike[str], read: ReadOptions | None = None) -> dict[str, Any]:
+def read_metadata(path: str | os.PathLike[str], read: ReadOptions | None = None) -> PlainDict:
     """The recorded metadata of the store at ``path`` (at a URL: read with the timeouts and retries
     of ``read``, a :class:`~lstm_data.io.read_options.ReadOptions`).
 
@@ -324,7 +326,7 @@ def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
 
 @refuses_renamed("open_batches")
 def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None, order: Order | None = None,
-                 dataset: Any = None, permute: bool = True, read: ReadOptions | None = None) -> PrecomputedBatches:
+                 dataset: Dataset | None = None, permute: bool = True, read: ReadOptions | None = None) -> PrecomputedBatches:
     """Open a store written by ``lstm-data precompute``, checking it against what you expect.
 
     Parameters

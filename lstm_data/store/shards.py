@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 import zarr
 
+from lstm_data._util.types import PlainDict, PlainMapping, PlainValue
 from lstm_data._util.checks import check_count
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.iteration import EpochIteration
@@ -156,7 +157,7 @@ class StoreEpochs(EpochIteration):
         raise TypeError("a precomputed store keeps batches, not the rows of the data they were built from; "
                         "Batches(dataset, spec, order).rows_of gives them")
 
-    def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]:
+    def stats(self, epoch: int | None = None, *, of: object = None) -> PlainDict:
         """Not known: the order's figures need the rows of the data, which a store does not keep.
 
         Parameters
@@ -177,7 +178,7 @@ class StoreEpochs(EpochIteration):
         raise TypeError("a precomputed store keeps batches, not the rows of its data: the order's figures "
                         "come from Batches(dataset, spec, order).stats()")
 
-    def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]:
+    def figures_of(self, epoch: int, indices: np.ndarray) -> PlainDict:
         """What a store knows of its batches ``indices`` of ``epoch``.
 
         Their number, and their real elements when the store records them (``None``
@@ -198,7 +199,7 @@ class StoreEpochs(EpochIteration):
         elements = None if self._elements is None else int(self.batch_elements(epoch)[indices].sum())
         return {"epoch": epoch, "batches": len(indices), "elements": elements}
 
-    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+    def epoch_figures(self, epoch: int) -> PlainDict:
         """:meth:`figures_of` every batch of ``epoch`` (logged at its end).
 
         Parameters
@@ -245,7 +246,7 @@ class StoreEpochs(EpochIteration):
         (``n_batches`` is left to samplers, which record their own share's)."""
         return {"seed": self.seed, "permute": self.permute, "stored_batches": len(self), "identity": self._digest}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: PlainMapping) -> None:
         """Resume from :meth:`state_dict` of the same store: the next :meth:`iter` starts at its ``next_batch``.
 
         Parameters
@@ -267,7 +268,7 @@ class StoreEpochs(EpochIteration):
                               "stored.shard(rank, world_size) (shard(0, 1) for one process)")
         super().load_state_dict(self.migrate_state(state))
 
-    def migrate_state(self, state: Any) -> Any:
+    def migrate_state(self, state: PlainValue) -> PlainValue:
         """A store state of an earlier release in this release's form.
 
         See :meth:`~lstm_data.batching.epochs.iteration.EpochIteration.migrate_state`.

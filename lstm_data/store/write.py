@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Protocol
 import numpy as np
 import zarr
 
+from lstm_data._util.dask import DaskClient
 from lstm_data._util.deprecation import refuses_renamed
 from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
@@ -308,12 +309,6 @@ def precompute(dataset: Dataset | BatchSource, spec: BatchSpec | str | os.PathLi
         raise TypeError("precompute: out (the store to write) is missing")
     return _write(job, Path(out), threads=int(threads), force=bool(overwrite), progress=progress,
                   compression=compression, client=client, started=started)
-
-
-class DaskClient(Protocol):
-    """What precompute uses of a Dask ``distributed.Client`` (see :mod:`lstm_data.store.ranges`)."""
-
-    def scheduler_info(self) -> dict[str, Any]: ...
 
 
 @dataclass

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 import numpy as np
 
+from lstm_data._util.types import PlainDict, PlainMapping, PlainValue
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.deprecation import OldAttribute
 from lstm_data._util.once_cache import OnceCache
@@ -85,15 +86,15 @@ class Shardable(Protocol):
 
     def signature(self) -> dict[str, OutputSignature]: ...
 
-    def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]: ...
+    def stats(self, epoch: int | None = None, *, of: Any = None) -> PlainDict: ...
 
-    def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]: ...
+    def figures_of(self, epoch: int, indices: np.ndarray) -> PlainDict: ...
 
     def identity(self) -> dict[str, object]: ...
 
     def _legacy_identities(self, state_format: int) -> set[str]: ...
 
-    def migrate_state(self, state: Any) -> Any: ...
+    def migrate_state(self, state: PlainValue) -> PlainValue: ...
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]: ...
 
@@ -357,7 +358,7 @@ class ShardedBatches(EpochIteration):
         return lambda: self._lane(nxt)  # the next epoch's order and its deal, made (and kept) ahead
 
     # -- checkpoints -----------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> PlainDict:
         """Where this rank stands, to save with the model checkpoint.
 
         Returns
@@ -371,7 +372,7 @@ class ShardedBatches(EpochIteration):
         """
         return self.state_at(self.epoch, self._next_batch)
 
-    def state_at(self, epoch: int, next_batch: int) -> dict[str, Any]:
+    def state_at(self, epoch: int, next_batch: int) -> PlainDict:
         """:meth:`state_dict` as it is when ``next_batch`` steps of ``epoch`` are done.
 
         Parameters
@@ -388,7 +389,7 @@ class ShardedBatches(EpochIteration):
         return {"state_format": STATE_FORMAT, "epoch": epoch, "next_batch": next_batch,
                 **self.identity(), "world_size": self.world_size, "history": history}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: PlainMapping) -> None:
         """Resume from a :meth:`state_dict` of any rank of a world of any size.
 
         All ranks of the saving world must have stood at the same step (as in
@@ -487,7 +488,7 @@ class ShardedBatches(EpochIteration):
         identity.pop("world_size", None)
         return identity
 
-    def stats(self, epoch: int | None = None) -> dict[str, Any]:
+    def stats(self, epoch: int | None = None) -> PlainDict:
         """What this rank's share of an epoch costs and how well it mixes.
 
         Parameters
@@ -505,7 +506,7 @@ class ShardedBatches(EpochIteration):
         epoch = self.epoch if epoch is None else check_count(epoch, "epoch")
         return self.batches.stats(epoch, of=Picked(self.batches, self.parent_indices(epoch)))
 
-    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+    def epoch_figures(self, epoch: int) -> PlainDict:
         """What the parent knows of this rank's batches of ``epoch``: its ``figures_of`` them.
 
         In an epoch resumed from another world, the batches left to this rank (see

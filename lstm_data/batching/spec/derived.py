@@ -34,7 +34,7 @@ import numpy as np
 from lstm_data.batching.spec.derived_reads import Reads, dependency_order, stored_needs
 from lstm_data.batching.spec.expressions import Column, Expression
 from lstm_data.data.concat import ConcatDataset
-from lstm_data.data.dataset import Dataset, InMemoryDataset, as_rows, check_row_range, unknown_name_error
+from lstm_data.data.dataset import Dataset, InMemoryDataset, RowSelection, as_rows, check_row_range, unknown_name_error
 from lstm_data.data.ragged import RaggedGroup, count_mismatch
 from lstm_data.errors import SchemaError
 
@@ -158,7 +158,7 @@ class DerivedDataset(Dataset):
         return self.scalars_at([name], rows)[name] if rows is not None else \
             self._reads(self._base_rows(None)).values([name])[0]
 
-    def scalars_at(self, names: list[str], rows: Any) -> dict[str, np.ndarray]:
+    def scalars_at(self, names: list[str], rows: RowSelection) -> dict[str, np.ndarray]:
         """Several scalar columns at ``rows``: the stored columns they need read at once
         (one call for the base's scalars), each derived value computed once.
 
