@@ -23,7 +23,7 @@ import numpy as np
 from lstm_data._util.types import PlainDict, PlainMapping
 from lstm_data._util.declared import unknown_option
 from lstm_data.batching.spec.augment import Noise, augment_to_dict, check_augment
-from lstm_data.batching.spec.derived import apply_derived, check_derived, expand_names
+from lstm_data.batching.spec.derived import Derivation, apply_derived, check_derived, derive, expand_names
 from lstm_data.batching.spec.fields import CU_SEQLENS_SUFFIX, MASK_SUFFIX, MAX_SEQLEN_SUFFIX, Field, Ragged, Scalars
 from lstm_data.batching.spec.fill_values import check_fill_values
 from lstm_data.batching.spec.checks import check_integer_noise, check_multiple, check_nan_to, check_one_step_pads
@@ -362,6 +362,25 @@ class BatchSpec:
             one value per row.
         """
         return apply_derived(dataset, self._derived, self._selection)
+
+    def derivation(self, dataset: Dataset, bounds: np.ndarray | None = None) -> Derivation:
+        """:meth:`derive`, with what a view of the derived data needs: its files' row bounds.
+
+        Parameters
+        ----------
+        dataset
+            The stored data.
+        bounds
+            The row bounds of ``dataset``'s files as its view knows them (default: the
+            dataset's own).
+
+        Returns
+        -------
+        Derivation
+            The derived data (``dataset`` itself when there is nothing to apply), what was
+            applied and the row bounds of its files.
+        """
+        return derive(dataset, self._derived, self._selection, bounds)
 
     def fit(self, dataset: Dataset, *, fraction: float = 0.1, seed: int = 0) -> "BatchSpec":
         """This spec with every ``"auto"`` standardisation center and scale computed from ``dataset``.
