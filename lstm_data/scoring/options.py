@@ -94,27 +94,9 @@ class PredictOptions(DeclaredOptions):
 
     @classmethod
     def from_dict(cls, data: PlainMapping, *, source: str | None = None) -> "PredictOptions":
-        """The options of ``data``, in the form :meth:`to_dict` writes; names are checked.
-
-        A file never names the model: a ``model`` or ``state_dict`` key is refused,
-        so that a module is imported only because the caller named it.
-
-        Parameters
-        ----------
-        data
-            Option name -> value.
-        source
-            Where ``data`` came from (a file and table), for messages.
-
-        Returns
-        -------
-        PredictOptions
-            A new object.
-
-        Raises
-        ------
-        OptionError
-            An unknown name, a ``model`` or ``state_dict`` key, or a bad value.
+        """As :meth:`DeclaredOptions.from_dict <lstm_data._util.declared.DeclaredOptions.from_dict>`, but a
+        file never names the model: a ``model`` or ``state_dict`` key is an ``OptionError`` (as an
+        unknown name or a bad value is), so that a module is imported only because the caller named it.
         """
         if isinstance(data, Mapping):
             for key in _CALLER_ONLY:

@@ -200,18 +200,8 @@ class StoreEpochs(EpochIteration):
         return {"epoch": epoch, "batches": len(indices), "elements": elements}
 
     def epoch_figures(self, epoch: int) -> PlainDict:
-        """:meth:`figures_of` every batch of ``epoch`` (logged at its end).
-
-        Parameters
-        ----------
-        epoch
-            An int >= 0.
-
-        Returns
-        -------
-        dict
-            ``epoch``, ``batches`` and ``elements``.
-        """
+        """:meth:`figures_of` every batch of ``epoch`` (``epoch``, ``batches`` and ``elements``), logged at
+        its end; as :meth:`EpochIteration.epoch_figures <lstm_data.batching.epochs.iteration.EpochIteration.epoch_figures>`."""
         return self.figures_of(epoch, np.arange(len(self), dtype=np.intp))
 
     @property

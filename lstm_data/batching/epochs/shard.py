@@ -51,7 +51,7 @@ from lstm_data.batching.epochs.resume import (
     remaining_pool,
     state_count,
 )
-from lstm_data.batching.epochs.source import BuildsInArena
+from lstm_data.batching.epochs.source import BatchSource, BuildsInArena
 from lstm_data.batching.order.stats import Picked
 from lstm_data.errors import OptionError
 
@@ -59,38 +59,21 @@ if TYPE_CHECKING:
     from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
 
 
-class Shardable(Protocol):
-    """What a shard reads off its parent (:class:`~lstm_data.batching.epochs.batches.Batches`)."""
-
-    epoch: int
-
-    @property
-    def spec(self) -> BatchSpec: ...
+class Shardable(BatchSource, Protocol):
+    """What a shard reads off its parent (:class:`~lstm_data.batching.epochs.batches.Batches`): a batch
+    source with a seed, a way of dealing its batches (:attr:`shard_layout`) and the figures below."""
 
     @property
     def seed(self) -> int: ...
 
     @property
-    def varies_by_epoch(self) -> bool: ...
-
-    @property
     def shard_layout(self) -> str: ...
 
-    def batch_elements(self, epoch: int) -> np.ndarray: ...
-
-    def __len__(self) -> int: ...
-
-    def batch(self, index: int, epoch: int | None = None) -> Batch: ...
-
     def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray: ...
-
-    def signature(self) -> dict[str, OutputSignature]: ...
 
     def stats(self, epoch: int | None = None, *, of: Any = None) -> PlainDict: ...
 
     def figures_of(self, epoch: int, indices: np.ndarray) -> PlainDict: ...
-
-    def identity(self) -> dict[str, object]: ...
 
     def _legacy_identities(self, state_format: int) -> set[str]: ...
 
@@ -507,21 +490,10 @@ class ShardedBatches(EpochIteration):
         return self.batches.stats(epoch, of=Picked(self.batches, self.parent_indices(epoch)))
 
     def epoch_figures(self, epoch: int) -> PlainDict:
-        """What the parent knows of this rank's batches of ``epoch``: its ``figures_of`` them.
-
-        In an epoch resumed from another world, the batches left to this rank (see
-        :class:`~lstm_data.batching.order.stats.GivesFigures`).
-
-        Parameters
-        ----------
-        epoch
-            An int >= 0.
-
-        Returns
-        -------
-        dict
-            ``epoch``, ``batches`` and what else the parent knows.
-        """
+        """What the parent knows of this rank's batches of ``epoch`` (its ``figures_of`` them): in an
+        epoch resumed from another world, of the batches left to this rank. Parameters as
+        :meth:`EpochIteration.epoch_figures <lstm_data.batching.epochs.iteration.EpochIteration.epoch_figures>`;
+        see :class:`~lstm_data.batching.order.stats.GivesFigures`."""
         return self.batches.figures_of(epoch, self.parent_indices(epoch))
 
     def signature(self) -> dict[str, OutputSignature]:

@@ -23,7 +23,7 @@ import numpy as np
 from lstm_data._util.types import PlainDict, PlainMapping
 from lstm_data._util.declared import unknown_option
 from lstm_data.batching.spec.augment import Noise, augment_to_dict, check_augment
-from lstm_data.batching.spec.derived import Derivation, apply_derived, check_derived, derive, expand_names
+from lstm_data.batching.spec.derived import Derivation, check_derived, derive, expand_names
 from lstm_data.batching.spec.fields import CU_SEQLENS_SUFFIX, MASK_SUFFIX, MAX_SEQLEN_SUFFIX, Field, Ragged, Scalars
 from lstm_data.batching.spec.fill_values import check_fill_values
 from lstm_data.batching.spec.checks import check_integer_noise, check_multiple, check_nan_to, check_one_step_pads
@@ -361,7 +361,7 @@ class BatchSpec:
             two groups, a derived name is taken by a column, or the selection is not
             one value per row.
         """
-        return apply_derived(dataset, self._derived, self._selection)
+        return derive(dataset, self._derived, self._selection).dataset
 
     def derivation(self, dataset: Dataset, bounds: np.ndarray | None = None) -> Derivation:
         """:meth:`derive`, with what a view of the derived data needs: its files' row bounds.

@@ -2,7 +2,7 @@
 
 ``BatchSpec(derived={"part_pt": "np.hypot(part_px, part_py)"}, selection="jet_pt > 500")``
 gives every field the variables ``derived`` defines and keeps only the rows the
-``selection`` holds true for. :func:`apply_derived` turns a dataset into the one
+``selection`` holds true for. :func:`derive` turns a dataset into the one
 the spec's fields read:
 
 - a derived variable that reads a prong variable (directly or through another
@@ -40,7 +40,7 @@ from lstm_data.data.dataset import Dataset, InMemoryDataset, RowSelection, as_ro
 from lstm_data.data.ragged import RaggedGroup, count_mismatch
 from lstm_data.errors import SchemaError
 
-__all__ = ["DerivedDataset", "apply_derived", "file_bounds", "check_derived", "expand_names", "mark_applied", "derived_key",
+__all__ = ["DerivedDataset", "file_bounds", "check_derived", "expand_names", "mark_applied", "derived_key",
            "SELECTION_BLOCK", "Derivation", "derive", "HasDerived"]
 
 _log = logging.getLogger("lstm_data")
@@ -306,42 +306,14 @@ def _kinds(dataset: Dataset, derived: Mapping[str, Expression],
 
 
 def derived_key(derived: Mapping[str, Expression], selection: Expression | None) -> tuple[object, ...]:
-    """What a dataset made by :func:`apply_derived` is marked with."""
+    """What a dataset made by :func:`derive` was made with (its :attr:`Derivation.key`)."""
     return (tuple((n, e.text) for n, e in derived.items()), None if selection is None else selection.text)
-
-
-def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
-                  selection: Expression | None) -> Dataset:
-    """``dataset`` with the derived variables added and only the selected rows.
-
-    Parameters
-    ----------
-    dataset
-        The stored data.
-    derived, selection
-        From :func:`check_derived`.
-
-    Returns
-    -------
-    Dataset
-        ``dataset`` itself when there is nothing to apply (or it was applied
-        already); an :class:`InMemoryDataset` (or, for several in-RAM files, a
-        ``ConcatDataset`` of them) when ``dataset`` is in RAM; else a
-        :class:`DerivedDataset` view.
-
-    Raises
-    ------
-    SchemaError
-        An expression reads an unknown variable (close names suggested), mixes
-        two groups, a derived name is taken by a column, the selection is not
-        one value per row, or numpy refuses an operation.
-    """
-    return derive(dataset, derived, selection).dataset
 
 
 def derive(dataset: Dataset, derived: Mapping[str, Expression], selection: Expression | None,
            bounds: np.ndarray | None = None) -> Derivation:
-    """:func:`apply_derived`, with the row bounds of the derived data's files.
+    """``dataset`` with the derived variables added and only the selected rows, and the row
+    bounds of its files.
 
     Parameters
     ----------
@@ -355,8 +327,18 @@ def derive(dataset: Dataset, derived: Mapping[str, Expression], selection: Expre
     Returns
     -------
     Derivation
-        The derived data, what was applied, and its files' row bounds (the selected rows of
-        each file).
+        Its ``dataset``: ``dataset`` itself when there is nothing to apply (or it was
+        applied already); an :class:`InMemoryDataset` (or, for several in-RAM files, a
+        ``ConcatDataset`` of them) when ``dataset`` is in RAM; else a
+        :class:`DerivedDataset` view. With what was applied, and the selected rows of
+        each file as row bounds.
+
+    Raises
+    ------
+    SchemaError
+        An expression reads an unknown variable (close names suggested), mixes
+        two groups, a derived name is taken by a column, the selection is not
+        one value per row, or numpy refuses an operation.
     """
     key = derived_key(derived, selection)
     bounds = file_bounds(dataset) if bounds is None else np.asarray(bounds, dtype=np.int64)
