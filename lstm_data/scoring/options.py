@@ -94,9 +94,27 @@ class PredictOptions(DeclaredOptions):
 
     @classmethod
     def from_dict(cls, data: PlainMapping, *, source: str | None = None) -> "PredictOptions":
-        """As :meth:`DeclaredOptions.from_dict <lstm_data._util.declared.DeclaredOptions.from_dict>`, but a
-        file never names the model: a ``model`` or ``state_dict`` key is an ``OptionError`` (as an
-        unknown name or a bad value is), so that a module is imported only because the caller named it.
+        """The options a file's table gives, checked; a file never names the model.
+
+        A ``model`` or ``state_dict`` key is refused, so that a module is imported only
+        because the caller named it.
+
+        Parameters
+        ----------
+        data
+            The table of a file (or a dict) in the form :meth:`to_dict` writes.
+        source
+            The file and table it was read from, which messages name.
+
+        Returns
+        -------
+        PredictOptions
+            The options, each value checked.
+
+        Raises
+        ------
+        OptionError
+            An unknown name, a ``model`` or ``state_dict`` key, or a bad value.
         """
         if isinstance(data, Mapping):
             for key in _CALLER_ONLY:
