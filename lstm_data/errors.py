@@ -10,7 +10,7 @@ import re
 import sys
 import warnings
 from types import FrameType
-from typing import Any, Callable
+from typing import Any, Callable, SupportsIndex
 
 __all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "BrokenRowsWarning", "redact",
            "PrecisionWarning", "UncheckedStoreWarning"]
@@ -32,7 +32,7 @@ def _redact_url(match: re.Match[str]) -> str:
     return _SECRET_PARAM.sub(r"\g<1>***", url)
 
 
-def redact(text: Any) -> str:
+def redact(text: object) -> str:
     """``str(text)`` with the credentials of every URL in it replaced by ``***``: the user
     information of ``scheme://user:password@host/...`` and the values of query parameters
     whose names carry secrets (``token``, ``key``, ``signature``, ``X-Amz-Credential``, ...).
@@ -66,8 +66,9 @@ class _Located(ValueError):
     offset: int | None
     token: str | bytes | None
 
-    def __init__(self, message: str, **where: Any) -> None:
-        length = where.pop("token_length", None)
+    def __init__(self, message: str, **where: object) -> None:
+        given = where.pop("token_length", None)
+        length = given.__index__() if isinstance(given, SupportsIndex) else None
         unknown = set(where) - set(_WHERE_KEYS)
         if unknown:
             raise TypeError(f"unknown location keys {sorted(unknown)}")
@@ -102,7 +103,7 @@ class _Located(ValueError):
             fields["token_length"] = self.token_length
         return fields
 
-    def located(self, **where: Any) -> "_Located":
+    def located(self, **where: object) -> "_Located":
         """A copy of this error with more location fields filled in.
 
         Parameters

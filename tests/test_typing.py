@@ -91,3 +91,48 @@ def test_the_wheel_holds_py_typed_and_the_kernel_stubs(tmp_path):
     kernels = sorted(p.stem for p in (PACKAGE / "kernels" / "_ext").glob("*.pyx"))
     stubs = sorted(p.stem for p in (built / "kernels" / "_ext").glob("*.pyi"))
     assert kernels and set(kernels) <= set(stubs), (kernels, stubs)
+
+
+#: the public modules whose ``__all__`` is public API, besides the package root
+_PUBLIC_MODULES = ("lstm_data.keras", "lstm_data.torch", "lstm_data.compat", "lstm_data.synthetic",
+                   "lstm_data.errors", "lstm_data.adapters.weaver", "lstm_data.store.parts")
+_ANY = re.compile(r"(?<![\w.])(typing\.)?Any\b")
+
+
+def _public_callables():
+    """``(qualified name, function)`` of every public function, class and public method (``__init__``
+    included) that the package root and its public modules export."""
+    import importlib
+    import inspect
+
+    modules = [lstm_data] + [importlib.import_module(m) for m in _PUBLIC_MODULES]
+    for module in modules:
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj):
+                yield f"{module.__name__}.{name}", obj
+            elif inspect.isclass(obj) and obj.__module__.startswith("lstm_data"):
+                for klass in obj.__mro__:
+                    if not klass.__module__.startswith("lstm_data"):
+                        continue
+                    for attr, value in vars(klass).items():
+                        if attr.startswith("_") and attr != "__init__":
+                            continue
+                        func = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+                        if inspect.isfunction(func):
+                            yield f"{module.__name__}.{name}.{attr}", func
+
+
+def test_no_any_in_public_signatures():
+    import inspect
+
+    found = []
+    for where, func in _public_callables():
+        sig = inspect.signature(func)
+        annotations = [(p.name, p.annotation) for p in sig.parameters.values()]
+        annotations.append(("return", sig.return_annotation))
+        for name, annotation in annotations:
+            text = annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+            if annotation is not inspect.Parameter.empty and _ANY.search(text):
+                found.append(f"{where}: {name}: {text}")
+    assert not found, "Any in public signatures:\n" + "\n".join(sorted(set(found)))

@@ -4,9 +4,25 @@
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
-__all__ = ["as_completed", "wait"]
+__all__ = ["as_completed", "wait", "DaskClient"]
+
+
+class DaskClient(Protocol):
+    """What lstm_data asks of a ``distributed.Client``: its workers, and tasks sent to them."""
+
+    def scheduler_info(self) -> dict[str, Any]:
+        """The scheduler's description of the cluster (its ``workers`` above all)."""
+        ...
+
+    def submit(self, func: Callable[..., object], *args: object, **kwargs: object) -> Any:
+        """Run ``func(*args, **kwargs)`` on a worker; a future of its result."""
+        ...
+
+    def cancel(self, futures: Iterable[object]) -> None:
+        """Cancel ``futures``."""
+        ...
 
 
 def as_completed(futures: Iterable[Any]) -> Iterator[Any]:

@@ -16,6 +16,7 @@ import math
 import os
 from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
 
+from lstm_data._util.types import PlainDict, PlainMapping
 from lstm_data.errors import OptionError
 
 __all__ = ["DeclaredOptions", "suggest", "unknown_option", "toml_text", "read_toml_table"]
@@ -89,7 +90,7 @@ class DeclaredOptions:
             if name not in known:
                 raise unknown_option(name, known, where or cls.__name__)
 
-    def replace(self: T, **changes: Any) -> T:
+    def replace(self: T, **changes: object) -> T:
         """A copy with some options changed (their names and values checked).
 
         Parameters
@@ -105,7 +106,7 @@ class DeclaredOptions:
         self.check_names(changes)
         return dataclasses.replace(self, **changes)
 
-    def changed(self) -> dict[str, Any]:
+    def changed(self) -> PlainDict:
         """The options whose value differs from the default.
 
         Returns
@@ -121,7 +122,7 @@ class DeclaredOptions:
                 out[f.name] = value
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PlainDict:
         """The options that differ from their defaults, as plain TOML/JSON values.
 
         Returns
@@ -133,7 +134,7 @@ class DeclaredOptions:
                 for name, value in self.changed().items()}
 
     @classmethod
-    def from_dict(cls: type[T], data: Mapping[str, Any], *, source: str | None = None) -> T:
+    def from_dict(cls: type[T], data: PlainMapping, *, source: str | None = None) -> T:
         """The options of ``data``, in the form :meth:`to_dict` writes; names are checked.
 
         Parameters
@@ -207,7 +208,7 @@ def _plain(value: Any, what: str) -> Any:
                       "give it in a form that can (a name, a number or a list)")
 
 
-def read_toml_table(path: str | os.PathLike[str], table: str) -> dict[str, Any]:
+def read_toml_table(path: str | os.PathLike[str], table: str) -> PlainDict:
     """Table ``table`` of the TOML file ``path`` (``{}`` when the file has none), read within
     the bounds of :mod:`lstm_data._util.spec_files`."""
     from lstm_data._util.spec_files import load_toml

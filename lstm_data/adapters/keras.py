@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
+from lstm_data._util.types import PlainDict, PlainMapping
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.deprecation import OldAttribute, refuses_renamed
 from lstm_data.adapters.ahead import Ahead
@@ -286,7 +287,7 @@ class KerasBatches(PyDataset):
         self._position.step_done(step)
 
     # -- checkpoints -------------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> PlainDict:
         """Where training stands, to save with the model's checkpoint.
 
         Counts the steps that the :attr:`epoch_callback` (or a
@@ -308,7 +309,7 @@ class KerasBatches(PyDataset):
             return state
         return {**self.batches.state_dict(), "epoch": epoch, "next_batch": step}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: PlainMapping) -> None:
         """Resume from :meth:`state_dict`: the next ``fit`` continues its epoch at the next step.
 
         Give ``fit`` ``initial_epoch=self.epoch`` and the :attr:`epoch_callback` (or a

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from lstm_data._util.confined import confined
 from lstm_data.adapters.keras import KerasBatches, keras
@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 
         def set_model(self, model: Any) -> None: ...
 
-        def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None: ...
+        def on_epoch_begin(self, epoch: int, logs: Mapping[str, object] | None = None) -> None: ...
 
-        def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None: ...
+        def on_train_batch_end(self, batch: int, logs: Mapping[str, object] | None = None) -> None: ...
 else:
     Callback = keras.callbacks.Callback
 
@@ -105,7 +105,7 @@ class KerasCheckpoint(Callback):
         self.initial_epoch = data.epoch
 
     # -- what fit calls --------------------------------------------------------------------------
-    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+    def on_train_begin(self, logs: Mapping[str, object] | None = None) -> None:
         """Restore the saved model weights (and optimizer state), if any.
 
         Parameters
@@ -121,7 +121,7 @@ class KerasCheckpoint(Callback):
         self.model.load_weights(str(self._restore))
         self._restore = None
 
-    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+    def on_epoch_begin(self, epoch: int, logs: Mapping[str, object] | None = None) -> None:
         """Serve epoch ``epoch`` (from the saved step, when it is the resumed one).
 
         Parameters
@@ -133,7 +133,7 @@ class KerasCheckpoint(Callback):
         """
         self._sync.on_epoch_begin(epoch, logs)
 
-    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+    def on_train_batch_end(self, batch: int, logs: Mapping[str, object] | None = None) -> None:
         """Count the step; save every ``save_freq`` steps.
 
         Parameters
@@ -148,7 +148,7 @@ class KerasCheckpoint(Callback):
         if isinstance(self.save_freq, int) and self._steps % self.save_freq == 0:
             self.save()
 
-    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+    def on_epoch_end(self, epoch: int, logs: Mapping[str, object] | None = None) -> None:
         """Save at the end of every epoch (also one cut short by ``stop_training``).
 
         Parameters

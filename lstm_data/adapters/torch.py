@@ -52,6 +52,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from lstm_data._util.types import PlainDict, PlainMapping
 from lstm_data._util.checks import check_count, check_index
 from lstm_data.adapters.ahead import Ahead
 from lstm_data.adapters.epochs import batch_of
@@ -162,7 +163,7 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         The epoch of the next pass.
     """
 
-    def __init__(self, n_batches: int, epoch: int = 0, identity: Mapping[str, Any] | None = None,
+    def __init__(self, n_batches: int, epoch: int = 0, identity: Mapping[str, object] | None = None,
                  source: BatchSource | None = None) -> None:
         self.n_batches = check_count(n_batches, "n_batches")
         self._source = source if isinstance(source, ShardSource) else None
@@ -199,7 +200,7 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         self._start = 0
         self._drawn = (self.epoch, 0)
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> PlainDict:
         """Where the keys stand, to save with a checkpoint.
 
         torchdata's ``StatefulDataLoader`` saves it with its own state (taken as each
@@ -216,7 +217,7 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
             return {**self._source.state_at(epoch, drawn), "n_batches": self.n_batches}
         return {"epoch": epoch, "next_batch": drawn, "n_batches": self.n_batches, **self.identity}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: PlainMapping) -> None:
         """Resume from :meth:`state_dict`: the next pass draws the keys not drawn yet.
 
         Parameters

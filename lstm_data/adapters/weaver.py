@@ -39,6 +39,7 @@ import numpy as np
 from lstm_data._util.optional import require
 from lstm_data.adapters.torch import TorchBatches
 from lstm_data.batching.epochs.batches import Batches
+from lstm_data.batching.epochs.source import BatchSource
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.batching.spec.derived import file_bounds
@@ -98,7 +99,7 @@ class WeaverBatches(TorchBatches):
         Threads building batches ahead (see ``TorchBatches``).
     """
 
-    def __init__(self, batches: Any, config: Any, labels: Sequence[str], threads: int = 1) -> None:
+    def __init__(self, batches: BatchSource, config: DataConfig, labels: Sequence[str], threads: int = 1) -> None:
         super().__init__(batches, threads=threads)
         self.config = config
         self.labels = tuple(labels)

@@ -9,13 +9,13 @@ joined only after they are checked.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
 import numpy as np
 
 from lstm_data._util.heap import empty_pages
 from lstm_data._util.helper_thread import helper, on_helper
-from lstm_data.data.dataset import Dataset, check_row_range, consecutive_range
+from lstm_data.data.dataset import Dataset, RowSelection, check_row_range, consecutive_range
 from lstm_data.data.joins import check_join, exact_in, joined
 
 __all__ = ["ConcatReads"]
@@ -201,7 +201,7 @@ class ConcatReads(Dataset):
             later.result()
         return values, offsets
 
-    def scalars_at(self, names: list[str], rows: Any) -> dict[str, np.ndarray]:
+    def scalars_at(self, names: list[str], rows: RowSelection) -> dict[str, np.ndarray]:
         """Several scalar columns at ``rows``, the rows split by file once for all of them.
 
         Parameters

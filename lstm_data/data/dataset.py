@@ -7,22 +7,29 @@ holds its columns in RAM; on-disk readers subclass :class:`Dataset` and implemen
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, TypeAlias
 
 import numpy as np
 
 from lstm_data._util.close_names import did_you_mean
 from lstm_data.data.joins import check_join
 from lstm_data.data.ragged import RaggedGroup, take_ragged
+from lstm_data._util.types import Forwarded
 from lstm_data.errors import SchemaError
 
+if TYPE_CHECKING:
+    import awkward as ak
+    import pyarrow as pa
+
 __all__ = ["consecutive_range", "Dataset", "InMemoryDataset", "unknown_name_error", "as_rows", "check_row_range",
-           "set_writer_source"]
+           "set_writer_source", "RowSelection"]
 
 #: Writer = ``write(dataset, path, **options)`` (or a converter ``to(dataset, **options)``);
 #: found by format name ("zarr", "hdf5", "parquet", "arrow", "awkward").
 Writer = Callable[..., Any]
 _writer_source: Callable[[str], Writer] | None = None
+#: rows of a dataset: a slice, row numbers, a boolean mask of every row, or ``None`` for all
+RowSelection: TypeAlias = "slice | Sequence[int] | np.ndarray | None"
 
 
 def set_writer_source(source: Callable[[str], Writer]) -> None:
@@ -84,7 +91,7 @@ def consecutive_range(rows: np.ndarray, n: int) -> tuple[int, int] | None:
     return first, last + 1
 
 
-def as_rows(rows: Any, n: int) -> np.ndarray | None:
+def as_rows(rows: RowSelection, n: int) -> np.ndarray | None:
     """Normalise a row selection to an intp array (``None`` stays ``None``).
 
     Raises
@@ -183,7 +190,7 @@ class Dataset:
                 f"groups: {groups or 'none'})")
 
     # -- access ----------------------------------------------------------
-    def scalar(self, name: str, rows: Any = None) -> np.ndarray:
+    def scalar(self, name: str, rows: RowSelection = None) -> np.ndarray:
         """One scalar column, whole or at ``rows``.
 
         Parameters
@@ -202,7 +209,7 @@ class Dataset:
         self._check_scalar(name)
         return self._scalar(name, as_rows(rows, self._n_rows))
 
-    def scalars_at(self, names: list[str], rows: Any) -> dict[str, np.ndarray]:
+    def scalars_at(self, names: list[str], rows: RowSelection) -> dict[str, np.ndarray]:
         """Several scalar columns at the same ``rows``, the rows checked once.
 
         Parameters
@@ -243,7 +250,7 @@ class Dataset:
             cached = self.__dict__["_scalar_set"] = (names, len(names), frozenset(names))
         return name in cached[2]
 
-    def ragged(self, group: str, rows: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    def ragged(self, group: str, rows: RowSelection = None) -> tuple[np.ndarray, np.ndarray]:
         """A ragged group's values and offsets, whole or at ``rows``.
 
         Parameters
@@ -334,7 +341,7 @@ class Dataset:
         self._check_group(group)
         return self._offsets(group)
 
-    def take(self, rows: Any) -> "InMemoryDataset":
+    def take(self, rows: RowSelection) -> "InMemoryDataset":
         """An in-RAM dataset of ``rows``, in the order given.
 
         Parameters
@@ -445,7 +452,7 @@ class Dataset:
         return rows.astype(np.int64)
 
     # -- writing -----------------------------------------------------------
-    def to_zarr(self, path: str | os.PathLike[str], **options: Any) -> None:
+    def to_zarr(self, path: str | os.PathLike[str], **options: Forwarded) -> None:
         """Write our zarr v3 layout atomically (a temporary name, then a rename).
 
         Parameters
@@ -457,7 +464,7 @@ class Dataset:
         """
         _writer("zarr")(self, path, **options)
 
-    def to_hdf5(self, path: str | os.PathLike[str], **options: Any) -> None:
+    def to_hdf5(self, path: str | os.PathLike[str], **options: Forwarded) -> None:
         """Write our HDF5 layout atomically (a temporary name, then a rename).
 
         Parameters
@@ -469,7 +476,7 @@ class Dataset:
         """
         _writer("hdf5")(self, path, **options)
 
-    def to_parquet(self, path: str | os.PathLike[str], **options: Any) -> None:
+    def to_parquet(self, path: str | os.PathLike[str], **options: Forwarded) -> None:
         """Write a Parquet file atomically, prong variables as list columns.
 
         Needs the ``parquet`` extra (pyarrow). Reading it back gives the same values bitwise.
@@ -483,7 +490,7 @@ class Dataset:
         """
         _writer("parquet")(self, path, **options)
 
-    def to_arrow(self, **options: Any) -> Any:
+    def to_arrow(self, **options: Forwarded) -> pa.Table:
         """The dataset as a ``pyarrow.Table``.
 
         Needs the ``parquet`` extra (pyarrow).
@@ -500,7 +507,7 @@ class Dataset:
         """
         return _writer("arrow")(self, **options)
 
-    def to_awkward(self, **options: Any) -> Any:
+    def to_awkward(self, **options: Forwarded) -> ak.Array:
         """The dataset as an awkward record array.
 
         Needs the ``awkward`` extra.

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
 from lstm_data._util.deprecation import refuses_renamed
+from lstm_data._util.types import Forwarded
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, OptionError, RemoteError, SchemaError, redact
 from lstm_data.io.formats import FORMATS, HEAD_BYTES, FileFormat, format_named
@@ -33,6 +34,7 @@ from lstm_data.io.read_options import (
 from lstm_data.io.plumbing.remote import is_url, remote_format
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.io.plumbing.special import STDIN, check_readable_kind, is_stream
+from lstm_data.io.schema import SchemaLike
 
 __all__ = ["open", "detect_format", "expand_paths", "split_member", "input_bytes"]
 
@@ -271,7 +273,7 @@ def _format_or_none(path_or_paths: str | os.PathLike[str] | Sequence[str | os.Pa
 
 @refuses_renamed("lstm_data.open")
 def open(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *,
-         schema: Any = None, read: ReadOptions | None = None, **options: Any) -> Dataset:
+         schema: SchemaLike = None, read: ReadOptions | None = None, **options: Forwarded) -> Dataset:
     """Open a dataset of any format, or several files as one.
 
     The formats of :data:`~lstm_data.io.formats.FORMATS` (CSV, HDF5, Parquet, ROOT, zarr,

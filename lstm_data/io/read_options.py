@@ -60,10 +60,11 @@ home of the block shuffle it reads ahead for.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data._util.types import PlainDict, PlainMapping
 from lstm_data._util.checks import count_option, flag_option, positive_int_option, seconds_option, text_option
 from lstm_data._util.close_names import close_names
 from lstm_data._util.declared import DeclaredOptions, unknown_option
@@ -245,14 +246,14 @@ class ReadOptions(DeclaredOptions):
     read_ahead: bool | None = None
     trust_external: bool | None = None
     trust_unchecked: bool | None = None
-    file_values: Mapping[str, Any] | None = None
+    file_values: PlainMapping | None = None
     needed: tuple[str, ...] | None = None
     connect_timeout: float | None = None
     read_timeout: float | None = None
     retries: int | None = None
     max_line_bytes: int | None = None
     max_columns: int | None = None
-    progress: Any = None
+    progress: Callable[[int, int], object] | None = None
 
     TOML_TABLE: ClassVar[str] = "read"
     CHECKS: ClassVar[Mapping[str, Any]] = {
@@ -271,7 +272,7 @@ class ReadOptions(DeclaredOptions):
     #: options that live only in the running process (never written to TOML)
     RUNTIME: ClassVar[frozenset[str]] = frozenset({"progress"})
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PlainDict:
         """The options that differ from their defaults (runtime-only ones left out).
 
         Returns
@@ -293,7 +294,7 @@ class ReadOptions(DeclaredOptions):
         given = {name: getattr(self, name) for name in REMOTE_OPTIONS if getattr(self, name) is not None}
         return RemoteSettings(**given)
 
-    def reader_keywords(self, fmt: str, where: str = "") -> dict[str, Any]:
+    def reader_keywords(self, fmt: str, where: str = "") -> PlainDict:
         """The keywords for the reader of ``fmt``: each set option it takes, under its own name.
 
         Parameters

@@ -25,15 +25,20 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeAlias
 
 import numpy as np
+from numpy.typing import DTypeLike
 
+from lstm_data._util.types import PlainDict, PlainMapping
 from lstm_data.errors import SchemaError
 
-__all__ = ["Schema"]
+__all__ = ["SchemaLike", "Schema"]
 
 _DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
+
+#: what a schema may be given as: a Schema, a TOML path, its table, or None for none
+SchemaLike: TypeAlias = "Schema | str | os.PathLike[str] | Mapping[str, object] | None"
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,7 @@ class Schema:
 
     groups: Mapping[str, Sequence[str] | str] = field(default_factory=dict)
     scalars: Sequence[str] | None = None
-    dtype: Any = np.float32
+    dtype: DTypeLike = np.float32
     tables: Sequence[str] | None = None
     slice_table: str | None = None
     aliases: Mapping[str, str] = field(default_factory=dict)
@@ -108,7 +113,7 @@ class Schema:
 
     # -- construction ------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Schema":
+    def from_dict(cls, data: PlainMapping) -> "Schema":
         """Build from ``{"groups": {...}, "scalars": [...], "dtype": "float32"}``.
 
         Parameters
@@ -152,7 +157,7 @@ class Schema:
         return cls.from_dict(data)
 
     @classmethod
-    def coerce(cls, schema: Any) -> "Schema | None":
+    def coerce(cls, schema: SchemaLike) -> "Schema | None":
         """A schema from what a user may give.
 
         Parameters
@@ -174,7 +179,7 @@ class Schema:
         raise TypeError(f"schema must be a Schema, a mapping or a TOML path, "
                         f"got {type(schema).__name__}")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PlainDict:
         """The plain-data form that :meth:`from_dict` reads back.
 
         Returns
@@ -182,7 +187,7 @@ class Schema:
         dict
             ``dtype``, ``groups`` and the keys that are set.
         """
-        out: dict[str, Any] = {"dtype": self.dtype.name, "groups": dict(self.groups)}
+        out: dict[str, Any] = {"dtype": np.dtype(self.dtype).name, "groups": dict(self.groups)}
         if self.scalars is not None:
             out["scalars"] = list(self.scalars)
         if self.tables is not None:

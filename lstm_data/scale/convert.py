@@ -37,9 +37,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from lstm_data._util.dask import as_completed, wait
+from lstm_data._util.dask import DaskClient, as_completed, wait
 from lstm_data._util.deprecation import refuses_renamed
 from lstm_data._util.exclusive import output_lock
+from lstm_data._util.types import Forwarded
 from lstm_data._util.safe_output import (
     check_not_input,
     remove_path,
@@ -346,7 +347,7 @@ def _link(client: Any, infos: list[PartInfo], columns: RowBlocks, target: Path, 
 
 @refuses_renamed("convert")
 def convert(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], dst: str | os.PathLike[str], *,
-            client: Any = None, **options: Any) -> RowBlocks:
+            client: DaskClient | None = None, **options: Forwarded) -> RowBlocks:
     """Convert inputs (paths, globs) to our zarr or HDF5 layout: streaming, or on Dask with ``client``.
 
     ``lstm_data.convert(["a.csv.xz", "b.h5"], "all.zarr", shuffle_seed=1)`` streams in one

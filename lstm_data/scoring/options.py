@@ -5,6 +5,7 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
+from lstm_data._util.types import PlainMapping
 from lstm_data._util.checks import count_option, flag_option, option_check, positive_int_option
 from lstm_data._util.declared import DeclaredOptions
 from lstm_data.errors import OptionError, SchemaError
@@ -92,23 +93,23 @@ class PredictOptions(DeclaredOptions):
     }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> "PredictOptions":
-        """The options of ``data``, in the form :meth:`to_dict` writes; names are checked.
+    def from_dict(cls, data: PlainMapping, *, source: str | None = None) -> "PredictOptions":
+        """The options a file's table gives, checked; a file never names the model.
 
-        A file never names the model: a ``model`` or ``state_dict`` key is refused,
-        so that a module is imported only because the caller named it.
+        A ``model`` or ``state_dict`` key is refused, so that a module is imported only
+        because the caller named it.
 
         Parameters
         ----------
         data
-            Option name -> value.
+            The table of a file (or a dict) in the form :meth:`to_dict` writes.
         source
-            Where ``data`` came from (a file and table), for messages.
+            The file and table it was read from, which messages name.
 
         Returns
         -------
         PredictOptions
-            A new object.
+            The options, each value checked.
 
         Raises
         ------

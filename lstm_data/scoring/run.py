@@ -208,7 +208,7 @@ def _progress(enabled: bool, total: int) -> Any:
     return tqdm(total=total, desc="scoring", unit="batch")
 
 
-def predict(model: Any, data: Dataset | str | os.PathLike[str] | Sequence[str],
+def predict(model: object, data: Dataset | str | os.PathLike[str] | Sequence[str],
             spec: BatchSpec | str | os.PathLike[str],
             out: str | os.PathLike[str] | None = None, *, observers: Sequence[str] = (),
             options: PredictOptions | None = None, state_dict: str | os.PathLike[str] | None = None,

@@ -24,10 +24,12 @@ from typing import Any, TypeVar
 import numpy as np
 import zarr
 
+from lstm_data._util.types import PlainDict
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.deprecation import OldAttribute, refuses_renamed
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
+from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, OptionError, UncheckedStoreWarning, warn_user
 from lstm_data._util.redact import redact
 from lstm_data.io.ours.checked_store import confine_node, open_checked, opened_token, records_every_chunk, store_token
@@ -46,6 +48,7 @@ from lstm_data.store.format import (
     output_key,
 )
 from lstm_data.store.index_checks import check_batch_shapes, check_index_arrays, stored_batch_count
+from lstm_data.store.parts import StoredPart, fold_stored, split_stored
 from lstm_data.store.shards import StoreEpochs
 
 __all__ = ["open_batches", "PrecomputedBatches", "read_metadata", "stored_node"]
@@ -80,13 +83,13 @@ def _open_store(path: str | os.PathLike[str], read: ReadOptions | None = None
     return meta, root, manifest
 
 
-def stored_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+def stored_metadata(path: str | os.PathLike[str]) -> PlainDict | None:
     """The batch-store attribute of the zarr group at ``path`` (any version), or None if it has none."""
     meta = open_checked(str(path), str(path))[0].attrs.get(ATTR)
     return meta if isinstance(meta, dict) and meta.get("format") == STORE_FORMAT else None
 
 
-def read_metadata(path: str | os.PathLike[str], read: ReadOptions | None = None) -> dict[str, Any]:
+def read_metadata(path: str | os.PathLike[str], read: ReadOptions | None = None) -> PlainDict:
     """The recorded metadata of the store at ``path`` (at a URL: read with the timeouts and retries
     of ``read``, a :class:`~lstm_data.io.read_options.ReadOptions`).
 
@@ -230,7 +233,22 @@ class PrecomputedBatches(StoreEpochs):
         Safe to call from several threads at once, for one epoch or different ones:
         the stored batch an index reads is a pure function of ``(seed, epoch)``.
         """
-        slot = self._slot(index, self.epoch if epoch is None else check_count(epoch, "epoch"))
+        return self.stored_batch(self._slot(index, self.epoch if epoch is None else check_count(epoch, "epoch")))
+
+    def stored_batch(self, slot: int) -> Batch:
+        """Stored batch ``slot`` (batch ``slot`` of epoch 0), read from the store.
+
+        Parameters
+        ----------
+        slot
+            An int in ``[0, len(self))``.
+
+        Returns
+        -------
+        tuple of dict
+            ``(inputs, targets, weights)``.
+        """
+        slot = check_index(slot, self._n_batches)
         try:
             flat = {n: self._read(n, slot) for n in self._names}
         except FormatError as exc:
@@ -238,6 +256,23 @@ class PrecomputedBatches(StoreEpochs):
             raise
         parts = self.spec.unflatten(flat)  # (inputs, targets[, weights]): no weights without targets
         return parts[0], parts[1], parts[2] if len(parts) == 3 else {}
+
+    def split(self, test_size: int | float | None = None, seed: int | None = None, *, by: str = "batches",
+              k: int | None = None, fold: int = 0) -> tuple[StoredPart, StoredPart]:
+        """Train and validation parts of the stored batches, cut by batch (a store keeps no rows).
+
+        ``test_size`` counts batches (an int) or is a fraction of them; the batches are
+        shuffled with ``seed`` (default: the store's) and cut, as
+        :meth:`Batches.split <lstm_data.Batches.split>` cuts rows with ``by="rows"``; ``k``
+        and ``fold`` give fold ``fold`` of ``k``. The training part permutes its batches
+        per epoch when the store does, the validation part never. See
+        :func:`~lstm_data.store.parts.split_stored`.
+        """
+        return split_stored(self, test_size, seed, by=by, k=k, fold=fold)
+
+    def folds(self, k: int, *, seed: int | None = None) -> list[tuple[StoredPart, StoredPart]]:
+        """The ``k`` train/validation pairs of k-fold cross-validation by batch (:meth:`split` with each ``fold``)."""
+        return fold_stored(self, k, seed=seed)
 
     def _refuse_if_replaced(self, exc: FormatError) -> None:
         """Raise a ``FormatError`` saying so if the store at the path is no longer the one this
@@ -291,7 +326,7 @@ def _flat_record(meta: dict[str, Any]) -> dict[str, Any]:
 
 @refuses_renamed("open_batches")
 def open_batches(path: str | os.PathLike[str], *, spec: BatchSpec | None = None, order: Order | None = None,
-                 dataset: Any = None, permute: bool = True, read: ReadOptions | None = None) -> PrecomputedBatches:
+                 dataset: Dataset | None = None, permute: bool = True, read: ReadOptions | None = None) -> PrecomputedBatches:
     """Open a store written by ``lstm-data precompute``, checking it against what you expect.
 
     Parameters

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import numpy as np
 import zarr
 
+from lstm_data._util.types import PlainDict, PlainMapping, PlainValue
 from lstm_data._util.checks import check_count
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.iteration import EpochIteration
@@ -120,6 +121,12 @@ class StoreEpochs(EpochIteration):
         return self._slots.get((epoch, shuffled), lambda: shuffled_order(n, self.seed, epoch) if shuffled
                                else np.arange(n, dtype=np.intp))
 
+    @property
+    def recorded_elements(self) -> np.ndarray | None:
+        """The real elements the store records for each stored batch, in stored order (``None``:
+        a store written before stores recorded them)."""
+        return self._elements
+
     def batch_elements(self, epoch: int) -> np.ndarray:
         """Real elements of every batch of ``epoch``, as
         :meth:`lstm_data.batching.epochs.batches.Batches.batch_elements` gives them: the
@@ -150,7 +157,7 @@ class StoreEpochs(EpochIteration):
         raise TypeError("a precomputed store keeps batches, not the rows of the data they were built from; "
                         "Batches(dataset, spec, order).rows_of gives them")
 
-    def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]:
+    def stats(self, epoch: int | None = None, *, of: object = None) -> PlainDict:
         """Not known: the order's figures need the rows of the data, which a store does not keep.
 
         Parameters
@@ -171,7 +178,7 @@ class StoreEpochs(EpochIteration):
         raise TypeError("a precomputed store keeps batches, not the rows of its data: the order's figures "
                         "come from Batches(dataset, spec, order).stats()")
 
-    def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]:
+    def figures_of(self, epoch: int, indices: np.ndarray) -> PlainDict:
         """What a store knows of its batches ``indices`` of ``epoch``.
 
         Their number, and their real elements when the store records them (``None``
@@ -192,19 +199,9 @@ class StoreEpochs(EpochIteration):
         elements = None if self._elements is None else int(self.batch_elements(epoch)[indices].sum())
         return {"epoch": epoch, "batches": len(indices), "elements": elements}
 
-    def epoch_figures(self, epoch: int) -> dict[str, Any]:
-        """:meth:`figures_of` every batch of ``epoch`` (logged at its end).
-
-        Parameters
-        ----------
-        epoch
-            An int >= 0.
-
-        Returns
-        -------
-        dict
-            ``epoch``, ``batches`` and ``elements``.
-        """
+    def epoch_figures(self, epoch: int) -> PlainDict:
+        """:meth:`figures_of` every batch of ``epoch`` (``epoch``, ``batches`` and ``elements``), logged at
+        its end; as :meth:`EpochIteration.epoch_figures <lstm_data.batching.epochs.iteration.EpochIteration.epoch_figures>`."""
         return self.figures_of(epoch, np.arange(len(self), dtype=np.intp))
 
     @property
@@ -239,7 +236,7 @@ class StoreEpochs(EpochIteration):
         (``n_batches`` is left to samplers, which record their own share's)."""
         return {"seed": self.seed, "permute": self.permute, "stored_batches": len(self), "identity": self._digest}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: PlainMapping) -> None:
         """Resume from :meth:`state_dict` of the same store: the next :meth:`iter` starts at its ``next_batch``.
 
         Parameters
@@ -261,7 +258,7 @@ class StoreEpochs(EpochIteration):
                               "stored.shard(rank, world_size) (shard(0, 1) for one process)")
         super().load_state_dict(self.migrate_state(state))
 
-    def migrate_state(self, state: Any) -> Any:
+    def migrate_state(self, state: PlainValue) -> PlainValue:
         """A store state of an earlier release in this release's form.
 
         See :meth:`~lstm_data.batching.epochs.iteration.EpochIteration.migrate_state`.

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import logging
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 import zarr
 
+from lstm_data._util.dask import DaskClient
 from lstm_data._util.deprecation import refuses_renamed
 from lstm_data._util.exclusive import output_lock
 from lstm_data._util.safe_output import (
@@ -37,6 +39,8 @@ from lstm_data.batching.epochs.batches import Batches
 from lstm_data.batching.building.empty_rows import step_lengths
 from lstm_data.batching.order.rows import resolve_shuffle
 from lstm_data.batching.epochs.legacy_options import legacy_options
+from lstm_data.batching.epochs.prefetch import prefetch
+from lstm_data.batching.epochs.source import BatchSource, ShardSource
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset
@@ -105,9 +109,10 @@ class PrecomputeSummary:
 class _ChunkWriter:
     """Appends batches to a 1-D zarr array, writing whole chunks only (no read-modify-write)."""
 
-    def __init__(self, array: zarr.Array[Any], chunk: int) -> None:
+    def __init__(self, array: zarr.Array[Any], chunk: int, grow: bool = False) -> None:
         self.array = array
         self.chunk = chunk
+        self.grow = grow  # the total is not planned: the array grows as whole chunks are written
         self.pos = 0  # elements written to the array
         self.pending: list[np.ndarray] = []
         self.n_pending = 0
@@ -125,6 +130,8 @@ class _ChunkWriter:
         buf = np.concatenate(self.pending) if len(self.pending) > 1 else self.pending[0]
         n = len(buf) if final else (len(buf) // self.chunk) * self.chunk
         if n:
+            if self.grow:
+                self.array.resize((self.pos + n,))
             self.array[self.pos:self.pos + n] = buf[:n]
             self.pos += n
         rest = buf[n:]
@@ -176,8 +183,9 @@ _REUSE_KEYS = ("spec", "batch_size", "seed", "shuffle", "bucketing", "order", "f
 _OWN_KEYS = ("batch_size", "seed", "shuffle", "bucket_by", "bucket_window")
 
 
-def _what_to_store(dataset: Any, spec: Any, out: Any, order: Any,
-                   ) -> tuple[Dataset, BatchSpec, str | os.PathLike[str], Order | int | None, np.ndarray | None]:
+def _what_to_store(dataset: Dataset | Batches, spec: object, out: str | os.PathLike[str] | None,
+                   order: Order | int | None) -> tuple[Dataset, BatchSpec, str | os.PathLike[str],
+                                                       Order | int | None, np.ndarray | None]:
     """``precompute``'s arguments as ``(dataset, spec, out, order, rows)``, from either way of calling it."""
     if isinstance(dataset, Batches):
         if out is None and isinstance(spec, (str, os.PathLike)):
@@ -188,11 +196,6 @@ def _what_to_store(dataset: Any, spec: Any, out: Any, order: Any,
             raise TypeError("precompute(batches, out): out (the store to write) is missing")
         dataset, spec, order, rows = dataset.made_from()
         return dataset, spec, out, order, rows
-    if not isinstance(dataset, Dataset):
-        kind = type(dataset).__name__
-        hint = (": a shard is a part of an epoch, a store holds a whole one; precompute the batches, then "
-                "open_batches(out).shard(rank, world_size)" if hasattr(dataset, "world_size") else "")
-        raise TypeError(f"precompute: expected a Dataset or Batches, got {kind}{hint}")
     if not isinstance(spec, BatchSpec):
         raise TypeError(f"precompute(dataset, spec, out): spec must be a BatchSpec, got {type(spec).__name__}")
     if out is None:
@@ -210,27 +213,35 @@ def _metadata(dataset: Dataset, spec: BatchSpec, order: Order,
 
 
 @refuses_renamed("precompute")
-def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[str] | None = None,
+def precompute(dataset: Dataset | BatchSource, spec: BatchSpec | str | os.PathLike[str] | None = None,
                out: str | os.PathLike[str] | None = None, order: Order | int | None = None, *,
                threads: int = 1, overwrite: bool = False, progress: bool = True,
-               compression: str | None = "zstd", client: Any = None, **options: Any) -> PrecomputeSummary:
+               compression: str | None = "zstd", client: DaskClient | None = None,
+               **options: object) -> PrecomputeSummary:
     """Write every batch of epoch 0 to the zarr v3 store ``out``, atomically.
 
     Called as ``precompute(dataset, spec, out, order)``, or with the batches to store:
-    ``precompute(batches, out)``, where ``batches`` is a
-    :class:`~lstm_data.batching.epochs.batches.Batches` or one of its splits or folds.
-    The store then holds exactly ``batches.batch(i, epoch=0)`` for every ``i`` (its
-    seed, drawn or given, included).
+    ``precompute(source, out)``, where ``source`` is any batch source
+    (:class:`~lstm_data.batching.epochs.source.BatchSource`): a
+    :class:`~lstm_data.batching.epochs.batches.Batches` or one of its splits, folds or
+    shards, stored batches (:func:`open_batches`, e.g. to store them again with other
+    compression) or a source of your own. The store then holds exactly
+    ``source.batch(i, epoch=0)`` for every ``i`` (the seed of ``Batches``, drawn or given,
+    included).
 
     Parameters
     ----------
     dataset, spec
         The rows and the batch format, as for
-        :class:`~lstm_data.batching.epochs.batches.Batches`; or the batches themselves
+        :class:`~lstm_data.batching.epochs.batches.Batches`; or the batch source to store
         (then no ``spec`` and no ``order``).
     out
         The store to write. If it exists and records the same spec, order and data
-        fingerprint (and the same rows of a split), it is reused as is.
+        fingerprint (and the same rows of a split), it is reused as is. For a batch source
+        other than ``Batches``, what must match is its spec, its length, its
+        :meth:`~lstm_data.batching.epochs.source.BatchSource.identity`, its real elements
+        per batch and, for a shard, its rank and world size; stored batches given as they
+        were opened keep the record of their store.
     order
         The store holds the batches ``Batches(dataset, spec, order)`` builds in
         epoch 0 (``seed=None`` is seed 0 here; ``shuffle="auto"``: ``True`` in RAM,
@@ -249,7 +260,8 @@ def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[s
     client
         A Dask ``distributed.Client``: build and write disjoint runs of batches on its
         workers (extra ``dask``; see :mod:`lstm_data.store.ranges`). The store is bitwise
-        the one written without it. ``threads`` is then unused.
+        the one written without it. ``threads`` is then unused. Only for a dataset or a
+        ``Batches``, whose batch shapes are planned before any is built.
     **options
         The keyword spellings of earlier releases (``batch_size=``, ``seed=``,
         ``shuffle=``, ``bucket_by=``, ``pad_to_multiple_of=``, ...), with a
@@ -271,25 +283,61 @@ def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[s
         ``out`` is, holds or lies inside one of the dataset's source files.
     OptionError
         The spec declares ``augment`` or the order ``sample``: noise and draws differ per
-        epoch, a store holds one.
+        epoch, a store holds one. ``client`` with a batch source other than ``Batches``.
     """
-    import zarr
-
-    dataset, spec, out, order, rows = _what_to_store(dataset, spec, out, order)
-    threads, force = int(threads), bool(overwrite)
     if compression not in ("zstd", None):
         raise OptionError(f"precompute: compression must be 'zstd' or None, got {compression!r}")
-    spec, order = legacy_options(spec, order, None, options, "precompute")
+    started = time.perf_counter()
+    if isinstance(dataset, (Dataset, Batches)):
+        data, spec, out, order, rows = _what_to_store(dataset, spec, out, order)
+        job = _batches_job(data, spec, out, order, rows, options)
+    elif isinstance(dataset, BatchSource):
+        if out is None and isinstance(spec, (str, os.PathLike)):
+            out, spec = spec, None
+        if spec is not None or order is not None or options:
+            raise TypeError("precompute(source, out): a batch source carries its spec and order; give neither")
+        if out is None:
+            raise TypeError("precompute(source, out): out (the store to write) is missing")
+        if client is not None:
+            raise OptionError(f"precompute: client= builds the batches of a dataset or a Batches on Dask workers; "
+                              f"a {type(dataset).__name__} is written in this process (give threads=)")
+        job = _source_job(dataset)
+    else:
+        raise TypeError(f"precompute: expected a Dataset or a batch source (Batches, stored batches, a shard, "
+                        f"a BatchSource of your own), got {type(dataset).__name__}")
+    if out is None:  # not reached: each way of calling checks it
+        raise TypeError("precompute: out (the store to write) is missing")
+    return _write(job, Path(out), threads=int(threads), force=bool(overwrite), progress=progress,
+                  compression=compression, client=client, started=started)
+
+
+@dataclass
+class _Job:
+    """What one precompute writes: the batches, their record, and their shapes when planned."""
+
+    source: BatchSource
+    meta: dict[str, Any]
+    #: every output's shape in every batch, or None: learnt as the batches are written
+    shapes: dict[str, np.ndarray] | None
+    #: the record's keys an existing store must match to be reused
+    reuse: tuple[str, ...] = _REUSE_KEYS
+    #: the files the batches are read from (never overwritten)
+    inputs: tuple[object, ...] = ()
+    n_rows: int | None = None
+
+
+def _batches_job(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str], order: Order | int | None,
+                 rows: np.ndarray | None, options: dict[str, object]) -> _Job:
+    """The job of ``precompute(dataset, spec, out, order)`` (``rows``: those of a split)."""
+    spec, order = legacy_options(spec, order, None, dict(options), "precompute")
     refuse_augment(spec, "precompute")  # a store holds one epoch: its noise would repeat
     if order.sample is not None:  # nor would its draws change
         raise OptionError("precompute: the order has sample (rows drawn anew every epoch), but a precomputed "
                           "store holds the batches of one epoch: its draws would repeat each epoch. Precompute "
                           "without sample (weights= reweights without drawing), or train on Batches with it")
-    out = Path(out)
-    started = time.perf_counter()
     order = order.replace(seed=0 if order.seed is None else order.seed,
                           shuffle=resolve_shuffle(order.shuffle, dataset.in_ram))
-    check_not_input(out, getattr(dataset, "source", ()))
+    check_not_input(Path(out), getattr(dataset, "source", ()))
     batches = Batches(dataset, spec, order, rows=rows)
     bucketing = None if order.bucket_by is None else {
         "bucket_by": order.bucket_by, "bucket_window": order.bucket_window,
@@ -299,6 +347,35 @@ def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[s
         meta["fingerprint"] += "/rows:" + hashlib.sha256(np.ascontiguousarray(rows, np.int64).tobytes()).hexdigest()
     if bucketing is not None:
         meta["batch_spec"] = batches.spec.to_dict()
+    return _Job(batches, meta, None, n_rows=batches.n_rows)
+
+
+def _source_job(source: BatchSource) -> _Job:
+    """The job of ``precompute(source, out)`` for a batch source other than ``Batches``."""
+    refuse_augment(source.spec, "precompute")
+    head = {"format": STORE_FORMAT, "version": STORE_VERSION, "requires": list(REQUIRES)}
+    if type(source) is PrecomputedBatches:  # epoch 0 is the stored order: the same batches, the same record
+        kept = {k: source.meta[k] for k in (*_REUSE_KEYS, "batch_spec", "source") if k in source.meta}
+        return _Job(source, {**head, **kept}, None, n_rows=source.n_rows)
+    identity = source.identity()
+    seed = identity.get("seed")
+    what: dict[str, object] = {"kind": f"{type(source).__module__}.{type(source).__qualname__}",
+                               "identity": identity, "n_batches": len(source),
+                               "elements": source.batch_elements(0).tolist()}
+    if isinstance(source, ShardSource):
+        what.update(rank=source.rank, world_size=source.world_size)
+    digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+    meta = {**head, "spec": source.spec.to_dict(), "seed": seed if isinstance(seed, int) else 0,
+            "shuffle": None, "bucketing": {}, "order": {}, "fingerprint": "source:" + digest, "source": []}
+    return _Job(source, meta, None, reuse=("spec", "fingerprint"))
+
+
+def _write(job: _Job, out: Path, *, threads: int, force: bool, progress: bool, compression: str | None,
+           client: DaskClient | None, started: float) -> PrecomputeSummary:
+    """Write ``job`` to ``out`` (or reuse the store there), under the output's lock."""
+    import zarr
+
+    meta, source = job.meta, job.source
     with output_lock(out):  # a second writer of the same store fails here, at once
         remove_stale_temporaries(out)  # of precomputes that were killed (a reused store too)
         if out.exists():
@@ -312,16 +389,17 @@ def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[s
                     raise FileExistsError(_not_reusable(out, exc, force)) from None
                 recorded = None
             if recorded is not None and not force:
-                compare_metadata({"bucketing": {}, "order": {}, **recorded}, {k: meta[k] for k in _REUSE_KEYS},
+                compare_metadata({"bucketing": {}, "order": {}, **recorded}, {k: meta[k] for k in job.reuse},
                                  where=str(out), writing=True)
                 _log.info("precompute: %s already holds these batches (same spec, batch size, seed, "
                           "shuffle and data fingerprint): reused", out)
                 return _summary_of(out, time.perf_counter() - started, reused=True)
 
         replacing = out.exists()  # a batch store, recomputed with overwrite
+        spec = BatchSpec.from_dict(meta["spec"])
         names = spec.flat_names(weights=True)
         keys = output_keys(names)  # an output named like a path gets a plain node key
-        shapes = _batch_shapes(batches)
+        planned = _batch_shapes(source) if isinstance(source, Batches) else None
         sig = spec.signature()
         dtypes = {n: (sig[n].dtype if n in sig else np.dtype(np.float32)) for n in names}
         tmp = temp_path(out)
@@ -330,30 +408,37 @@ def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[s
             data, index = root.create_group("data"), root.create_group("_index")
             writers, element_offsets, chunks = {}, {}, {}
             for n in names:
-                counts = np.prod(shapes[n], axis=1)
-                offsets = np.zeros(len(counts) + 1, dtype=np.int64)
-                np.cumsum(counts, out=offsets[1:])
                 chunk = max(1, _CHUNK_BYTES // dtypes[n].itemsize)
-                arr = data.create_array(keys[n], shape=(int(offsets[-1]),), chunks=(chunk,), dtype=dtypes[n],
+                total = 0
+                if planned is not None:
+                    element_offsets[n] = _offsets(planned[n])
+                    total = int(element_offsets[n][-1])
+                arr = data.create_array(keys[n], shape=(total,), chunks=(chunk,), dtype=dtypes[n],
                                         **_codecs(compression))
-                index.create_array(f"{keys[n]}.offsets", data=offsets, **_codecs("zstd"))
-                index.create_array(f"{keys[n]}.shapes", data=shapes[n].astype(np.int64), **_codecs("zstd"))
-                writers[n] = _ChunkWriter(arr, chunk)
-                element_offsets[n], chunks[n] = offsets, chunk
+                if planned is not None:
+                    _write_index(index, keys[n], element_offsets[n], planned[n])
+                writers[n] = _ChunkWriter(arr, chunk, grow=planned is None)
+                chunks[n] = chunk
             # each batch's real elements, which shards of the store balance (see store/shards.py)
-            index.create_array(ELEMENTS, data=batches.batch_elements(0), **_codecs("zstd"))
-            bar = _progress(len(batches), progress)
+            index.create_array(ELEMENTS, data=source.batch_elements(0), **_codecs("zstd"))
+            bar = _progress(len(source), progress)
             try:
-                if client is not None:
+                if client is not None and isinstance(source, Batches) and planned is not None:
                     from lstm_data.store.ranges import write_ranges
-                    write_ranges(client, batches, str(tmp), names, element_offsets, chunks, keys=keys,
+                    write_ranges(client, source, str(tmp), names, element_offsets, chunks, keys=keys,
                                  on_done=None if bar is None else bar.update)
+                    shapes = planned
                 else:
-                    _write_in_order(batches, shapes, writers, threads, bar)
+                    shapes = _write_in_order(source, names, planned, writers, threads, bar)
             finally:
                 if bar is not None:
                     bar.close()
-            meta.update(n_batches=len(batches), n_rows=batches.n_rows, outputs=names, keys=keys)
+            if planned is None:  # the index of what was written
+                for n in names:
+                    _write_index(index, keys[n], _offsets(shapes[n]), shapes[n])
+            n_rows = job.n_rows if job.n_rows is not None else _rows_written(spec, shapes, names)
+            meta = {**meta, "n_batches": len(source), "n_rows": n_rows, "outputs": names, "keys": keys}
+            meta.setdefault("batch_size", _largest_batch(spec, shapes, names))
             # written last: a half-written store is never taken as complete; then the manifest
             root.attrs.update({EVERY_CHUNK_ATTR: True, MANIFEST_ATTR: True, ATTR: meta})
             write_manifest(tmp)
@@ -368,19 +453,66 @@ def precompute(dataset: Dataset | Batches, spec: BatchSpec | str | os.PathLike[s
         return _summary_of(out, time.perf_counter() - started)
 
 
-def _write_in_order(batches: Batches, shapes: dict[str, np.ndarray], writers: dict[str, _ChunkWriter],
-                    threads: int, bar: _Bar | None) -> None:
-    """Build the batches on ``threads`` threads and append them in order, whole chunks at a time."""
-    for i, batch in enumerate(batches.iter(threads)):
-        for n, values in flat_outputs(batches.spec, batch).items():
-            if values.shape != tuple(shapes[n][i]):
+def _offsets(shapes: np.ndarray) -> np.ndarray:
+    """Where each batch's elements start in an output's array (one more than batches)."""
+    counts = np.prod(shapes, axis=1) if len(shapes) else np.zeros(0, dtype=np.int64)
+    offsets = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets
+
+
+def _write_index(index: zarr.Group, key: str, offsets: np.ndarray, shapes: np.ndarray) -> None:
+    """Record an output's per-batch offsets and shapes in the store's ``_index``."""
+    index.create_array(f"{key}.offsets", data=offsets, **_codecs("zstd"))
+    index.create_array(f"{key}.shapes", data=shapes.astype(np.int64), **_codecs("zstd"))
+
+
+def _rows_of(spec: BatchSpec, shapes: Mapping[str, np.ndarray], names: list[str]) -> np.ndarray:
+    """The rows of each written batch: the length of a target's weights (one per row), else of the
+    first output's first axis."""
+    weights = [t + "_weights" for t in spec.target_names if t + "_weights" in shapes]
+    first = shapes[weights[0] if weights else names[0]]
+    rows: np.ndarray = first[:, 0] if len(first) else np.zeros(0, dtype=np.int64)
+    return rows
+
+
+def _rows_written(spec: BatchSpec, shapes: Mapping[str, np.ndarray], names: list[str]) -> int:
+    return int(_rows_of(spec, shapes, names).sum())
+
+
+def _largest_batch(spec: BatchSpec, shapes: Mapping[str, np.ndarray], names: list[str]) -> int:
+    rows = _rows_of(spec, shapes, names)
+    return int(rows.max()) if len(rows) else 0
+
+
+def _write_in_order(source: BatchSource, names: list[str], planned: dict[str, np.ndarray] | None,
+                    writers: dict[str, _ChunkWriter], threads: int, bar: _Bar | None) -> dict[str, np.ndarray]:
+    """Build the batches of epoch 0 on ``threads`` threads and append them in order, whole chunks at a
+    time; return every output's shape in every batch (checked against ``planned`` when given)."""
+    seen: dict[str, list[tuple[int, ...]]] = {n: [] for n in names}
+    for i, batch in enumerate(prefetch(lambda i: source.batch(i, 0), len(source), threads)):
+        flat = flat_outputs(source.spec, batch)
+        for n in names:
+            if n not in flat:
+                raise RuntimeError(f"batch {i} has no output {n!r}, which its spec names")
+            values = flat[n]
+            if planned is not None and values.shape != tuple(planned[n][i]):
                 raise RuntimeError(f"batch {i} output {n!r} has shape {values.shape}, "
-                                   f"planned {tuple(shapes[n][i])}")
+                                   f"planned {tuple(planned[n][i])}")
+            if seen[n] and len(values.shape) != len(seen[n][0]):
+                raise RuntimeError(f"batch {i} output {n!r} has shape {values.shape}, batch 0 had "
+                                   f"{seen[n][0]}: a store keeps one number of axes per output")
+            seen[n].append(values.shape)
             writers[n].append(values)
         if bar is not None:
             bar.update(1)
     for w in writers.values():
         w.close()
+    if planned is not None:
+        return planned
+    sig = source.spec.signature()
+    ndims = {n: len(seen[n][0]) if seen[n] else len(sig[n].shape) if n in sig else 2 for n in names}
+    return {n: np.array(seen[n], dtype=np.int64).reshape(len(seen[n]), ndims[n]) for n in names}
 
 
 def _not_reusable(out: Path, exc: Exception, overwrite: bool) -> str:

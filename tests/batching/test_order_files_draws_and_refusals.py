@@ -169,3 +169,22 @@ def test_torch_nested_without_a_packed_input_is_an_option_error():
     with pytest.raises(OptionError, match="no packed input"):
         TorchBatches(b, nested=True)
     assert isinstance(InMemoryDataset, type)
+
+
+@pytest.mark.parametrize("in_ram", [True, False])
+def test_derived_data_carries_no_state_of_its_derivation(parquet_files, in_ram):
+    """What a derivation knows (what was applied, the selected rows of each file) is kept beside the
+    derived data and carried by the batches' view, never set on the dataset objects."""
+    from lstm_data.batching.spec.derived import file_bounds
+
+    ds = lstm_data.open(parquet_files, read=ReadOptions(in_ram=in_ram))
+    derived = SEL_SPEC.derive(ds)
+    assert {"derived_key", "part_bounds"}.isdisjoint(vars(derived))
+    made = SEL_SPEC.derivation(ds)
+    assert SEL_SPEC.derive(derived) is derived  # applied once
+    bounds = file_bounds(derived)
+    assert bounds is not None and len(bounds) == 6 and bounds[-1] == len(derived)
+    np.testing.assert_array_equal(made.bounds, bounds)
+    b = Batches(ds, SEL_SPEC, Order(batch_size=128, seed=1))
+    np.testing.assert_array_equal(b.file_bounds, bounds)
+    assert {"derived_key", "part_bounds"}.isdisjoint(vars(b.pipeline.dataset))

@@ -72,8 +72,10 @@ def test_wrong_calls_say_what_to_give(data, tmp_path):
         precompute(b, tmp_path / "x.zarr", Order(batch_size=8))
     with pytest.raises(TypeError, match="out .* is missing"):
         precompute(b)
-    with pytest.raises(TypeError, match=r"a shard is a part of an epoch.*open_batches\(out\)\.shard"):
-        precompute(b.shard(0, 2), tmp_path / "x.zarr")
+    with pytest.raises(TypeError, match="carries its spec and order"):
+        precompute(b.shard(0, 2), tmp_path / "x.zarr", Order(batch_size=8))
+    with pytest.raises(TypeError, match="expected a Dataset or a batch source"):
+        precompute([1, 2], tmp_path / "x.zarr")
     with pytest.raises(TypeError, match="spec must be a BatchSpec"):
         precompute(data, tmp_path / "x.zarr")
     assert not (tmp_path / "x.zarr").exists()

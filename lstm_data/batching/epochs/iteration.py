@@ -10,6 +10,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
+from lstm_data._util.types import PlainDict, PlainMapping, PlainValue
 from lstm_data._util.checks import check_count
 from lstm_data._util.deprecation import refuses_renamed
 from lstm_data.batching.order.stats import log_epoch_stats
@@ -106,7 +107,7 @@ class EpochIteration:
         if k == len(self):
             log_epoch_stats(self, epoch, waited=waited)
 
-    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+    def epoch_figures(self, epoch: int) -> PlainDict:
         """What is known of ``epoch`` without building a batch, logged at its end.
 
         Here its batch count; subclasses add what they know (see
@@ -161,7 +162,7 @@ class EpochIteration:
         if diffs:
             raise OptionError("state saved by another batch sequence: " + "; ".join(diffs))
 
-    def migrate_state(self, state: Any) -> Any:
+    def migrate_state(self, state: PlainValue) -> PlainValue:
         """``state`` in this release's form, when an earlier release saved it otherwise; else ``state``.
 
         A subclass that knows an earlier form fills in what it lacks; by default the
@@ -205,7 +206,7 @@ class EpochIteration:
         """What must match for a state to be loaded here (subclasses add seed, batch size, shard)."""
         return {"n_batches": len(self)}
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> PlainDict:
         """Where iteration stands, to save with the model checkpoint.
 
         Returns
@@ -218,7 +219,7 @@ class EpochIteration:
         return {"state_format": STATE_FORMAT, "epoch": self.epoch, "next_batch": self._next_batch,
                 **self.identity()}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: PlainMapping) -> None:
         """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.
 
         Parameters

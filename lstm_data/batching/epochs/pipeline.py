@@ -49,9 +49,10 @@ def compile(view: RowsView, spec: BatchSpec, order: Order) -> "Pipeline":  # noq
     -------
     Pipeline
     """
-    dataset = spec.derive(view.dataset)  # derived variables and the selection's rows
+    derived = spec.derivation(view.dataset, view.file_bounds)  # derived variables, the selection's rows
+    dataset = derived.dataset
     if dataset is not view.dataset:
-        view = RowsView(dataset, view.rows)
+        view = RowsView(dataset, view.rows, bounds=derived.bounds)
     fields = spec.validate(dataset)
     check_batch_bytes(spec.fields(), spec.pad_to_multiple_of, order.batch_size, len(dataset),
                       widths=bucket_widths(order, fields))

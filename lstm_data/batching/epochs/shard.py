@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 import numpy as np
 
+from lstm_data._util.types import PlainDict, PlainMapping, PlainValue
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.deprecation import OldAttribute
 from lstm_data._util.once_cache import OnceCache
@@ -50,7 +51,7 @@ from lstm_data.batching.epochs.resume import (
     remaining_pool,
     state_count,
 )
-from lstm_data.batching.epochs.source import BuildsInArena
+from lstm_data.batching.epochs.source import BatchSource, BuildsInArena
 from lstm_data.batching.order.stats import Picked
 from lstm_data.errors import OptionError
 
@@ -58,42 +59,25 @@ if TYPE_CHECKING:
     from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
 
 
-class Shardable(Protocol):
-    """What a shard reads off its parent (:class:`~lstm_data.batching.epochs.batches.Batches`)."""
-
-    epoch: int
-
-    @property
-    def spec(self) -> BatchSpec: ...
+class Shardable(BatchSource, Protocol):
+    """What a shard reads off its parent (:class:`~lstm_data.batching.epochs.batches.Batches`): a batch
+    source with a seed, a way of dealing its batches (:attr:`shard_layout`) and the figures below."""
 
     @property
     def seed(self) -> int: ...
 
     @property
-    def varies_by_epoch(self) -> bool: ...
-
-    @property
     def shard_layout(self) -> str: ...
-
-    def batch_elements(self, epoch: int) -> np.ndarray: ...
-
-    def __len__(self) -> int: ...
-
-    def batch(self, index: int, epoch: int | None = None) -> Batch: ...
 
     def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray: ...
 
-    def signature(self) -> dict[str, OutputSignature]: ...
+    def stats(self, epoch: int | None = None, *, of: Any = None) -> PlainDict: ...
 
-    def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]: ...
-
-    def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]: ...
-
-    def identity(self) -> dict[str, object]: ...
+    def figures_of(self, epoch: int, indices: np.ndarray) -> PlainDict: ...
 
     def _legacy_identities(self, state_format: int) -> set[str]: ...
 
-    def migrate_state(self, state: Any) -> Any: ...
+    def migrate_state(self, state: PlainValue) -> PlainValue: ...
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]: ...
 
@@ -254,7 +238,9 @@ class ShardedBatches(EpochIteration):
             int64, one per batch of :meth:`parent_indices` (what a shard of this shard balances).
         """
         epoch = check_count(epoch, "epoch")
-        return np.asarray(self.batches.batch_elements(epoch), dtype=np.int64)[self.parent_indices(epoch)]
+        elements: np.ndarray = np.asarray(self.batches.batch_elements(epoch), dtype=np.int64)
+        mine: np.ndarray = elements[self.parent_indices(epoch)]
+        return mine
 
     def _parent_index(self, index: int, epoch: int) -> int:
         n = len(self)
@@ -355,7 +341,7 @@ class ShardedBatches(EpochIteration):
         return lambda: self._lane(nxt)  # the next epoch's order and its deal, made (and kept) ahead
 
     # -- checkpoints -----------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> PlainDict:
         """Where this rank stands, to save with the model checkpoint.
 
         Returns
@@ -369,7 +355,7 @@ class ShardedBatches(EpochIteration):
         """
         return self.state_at(self.epoch, self._next_batch)
 
-    def state_at(self, epoch: int, next_batch: int) -> dict[str, Any]:
+    def state_at(self, epoch: int, next_batch: int) -> PlainDict:
         """:meth:`state_dict` as it is when ``next_batch`` steps of ``epoch`` are done.
 
         Parameters
@@ -386,7 +372,7 @@ class ShardedBatches(EpochIteration):
         return {"state_format": STATE_FORMAT, "epoch": epoch, "next_batch": next_batch,
                 **self.identity(), "world_size": self.world_size, "history": history}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: PlainMapping) -> None:
         """Resume from a :meth:`state_dict` of any rank of a world of any size.
 
         All ranks of the saving world must have stood at the same step (as in
@@ -485,7 +471,7 @@ class ShardedBatches(EpochIteration):
         identity.pop("world_size", None)
         return identity
 
-    def stats(self, epoch: int | None = None) -> dict[str, Any]:
+    def stats(self, epoch: int | None = None) -> PlainDict:
         """What this rank's share of an epoch costs and how well it mixes.
 
         Parameters
@@ -503,22 +489,11 @@ class ShardedBatches(EpochIteration):
         epoch = self.epoch if epoch is None else check_count(epoch, "epoch")
         return self.batches.stats(epoch, of=Picked(self.batches, self.parent_indices(epoch)))
 
-    def epoch_figures(self, epoch: int) -> dict[str, Any]:
-        """What the parent knows of this rank's batches of ``epoch``: its ``figures_of`` them.
-
-        In an epoch resumed from another world, the batches left to this rank (see
-        :class:`~lstm_data.batching.order.stats.GivesFigures`).
-
-        Parameters
-        ----------
-        epoch
-            An int >= 0.
-
-        Returns
-        -------
-        dict
-            ``epoch``, ``batches`` and what else the parent knows.
-        """
+    def epoch_figures(self, epoch: int) -> PlainDict:
+        """What the parent knows of this rank's batches of ``epoch`` (its ``figures_of`` them): in an
+        epoch resumed from another world, of the batches left to this rank. Parameters as
+        :meth:`EpochIteration.epoch_figures <lstm_data.batching.epochs.iteration.EpochIteration.epoch_figures>`;
+        see :class:`~lstm_data.batching.order.stats.GivesFigures`."""
         return self.batches.figures_of(epoch, self.parent_indices(epoch))
 
     def signature(self) -> dict[str, OutputSignature]:

@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
@@ -146,7 +146,7 @@ class Order(DeclaredOptions):
     shuffle: Any = "auto"
     seed: int | None = None
     drop_last: bool = False
-    weights: Any = None
+    weights: str | np.ndarray | Sequence[float] | None = None
     bucket_by: str | None = None
     bucket_window: int = 64
     block_rows: int | None = None
@@ -154,10 +154,10 @@ class Order(DeclaredOptions):
     read_ahead: bool | None = None
     cache: str | None = None
     max_elements: int | None = None
-    bucket_lengths: Any = None
+    bucket_lengths: str | Sequence[int] | None = None
     max_shapes: int = 4
-    sample: Any = None
-    policies: Any = None
+    sample: Mapping[str, object] | None = None
+    policies: Mapping[str, Mapping[str, object]] | None = None
 
     TOML_TABLE: ClassVar[str] = "order"
     #: settings that change how batches are made, never what they hold

@@ -16,13 +16,14 @@ Example
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
+from lstm_data._util.types import PlainDict, PlainMapping
 from lstm_data._util.declared import unknown_option
 from lstm_data.batching.spec.augment import Noise, augment_to_dict, check_augment
-from lstm_data.batching.spec.derived import apply_derived, check_derived, expand_names
+from lstm_data.batching.spec.derived import Derivation, check_derived, derive, expand_names
 from lstm_data.batching.spec.fields import CU_SEQLENS_SUFFIX, MASK_SUFFIX, MAX_SEQLEN_SUFFIX, Field, Ragged, Scalars
 from lstm_data.batching.spec.fill_values import check_fill_values
 from lstm_data.batching.spec.checks import check_integer_noise, check_multiple, check_nan_to, check_one_step_pads
@@ -50,6 +51,10 @@ __all__ = ["BatchSpec", "Scalars", "Ragged", "OutputSignature", "ResolvedField",
 Arrays = dict[str, np.ndarray]
 #: A batch: ``(inputs, targets, weights)``.
 Batch = tuple[Arrays, Arrays, Arrays]
+
+
+#: the values of a batch's dicts, kept as given by flatten and unflatten (arrays, tensors, ...)
+V = TypeVar("V")
 
 
 class BatchSpec:
@@ -211,8 +216,8 @@ class BatchSpec:
         return names
 
     # -- flattening at framework borders ---------------------------------------------
-    def flatten(self, batch: Sequence[Mapping[str, Any]], *,
-                as_dict: bool = False) -> tuple[Any, ...] | dict[str, Any]:
+    def flatten(self, batch: Sequence[Mapping[str, V]], *,
+                as_dict: bool = False) -> tuple[V, ...] | dict[str, V]:
         """A batch's dicts as one flat tuple (or dict) in :meth:`flat_names` order.
 
         Parameters
@@ -234,7 +239,7 @@ class BatchSpec:
         """
         with_weights = len(batch) == 3
         parts = {"input": batch[0], "target": batch[1]}
-        flat: dict[str, Any] = {}
+        flat: dict[str, V] = {}
         for name, sig in self.signature().items():
             if name not in parts[sig.role]:
                 raise SchemaError(f"batch has no {sig.role} {name!r}", variable=name)
@@ -246,7 +251,7 @@ class BatchSpec:
                 flat[t + WEIGHTS_SUFFIX] = batch[2][t]
         return flat if as_dict else tuple(flat.values())
 
-    def unflatten(self, flat: Sequence[Any] | Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    def unflatten(self, flat: Sequence[V] | Mapping[str, V]) -> tuple[dict[str, V], ...]:
         """A flat tuple or dict (from :meth:`flatten`) back as a batch's dicts.
 
         Parameters
@@ -307,7 +312,7 @@ class BatchSpec:
         return resolve_fields(self.fields(), dataset)
 
     # -- copies ------------------------------------------------------------------------------
-    def replace(self, **changes: Any) -> "BatchSpec":
+    def replace(self, **changes: object) -> "BatchSpec":
         """A copy with some options changed.
 
         Parameters
@@ -356,7 +361,26 @@ class BatchSpec:
             two groups, a derived name is taken by a column, or the selection is not
             one value per row.
         """
-        return apply_derived(dataset, self._derived, self._selection)
+        return derive(dataset, self._derived, self._selection).dataset
+
+    def derivation(self, dataset: Dataset, bounds: np.ndarray | None = None) -> Derivation:
+        """:meth:`derive`, with what a view of the derived data needs: its files' row bounds.
+
+        Parameters
+        ----------
+        dataset
+            The stored data.
+        bounds
+            The row bounds of ``dataset``'s files as its view knows them (default: the
+            dataset's own).
+
+        Returns
+        -------
+        Derivation
+            The derived data (``dataset`` itself when there is nothing to apply), what was
+            applied and the row bounds of its files.
+        """
+        return derive(dataset, self._derived, self._selection, bounds)
 
     def fit(self, dataset: Dataset, *, fraction: float = 0.1, seed: int = 0) -> "BatchSpec":
         """This spec with every ``"auto"`` standardisation center and scale computed from ``dataset``.
@@ -382,7 +406,7 @@ class BatchSpec:
         return fit_standardize(self, dataset, fraction=fraction, seed=seed)
 
     # -- file forms (lstm_data.batching.spec.plain and .weaver) ---------------------------------
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PlainDict:
         """The spec as plain data that :meth:`from_dict` reads back.
 
         Returns
@@ -405,7 +429,7 @@ class BatchSpec:
         return spec_to_toml(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "spec") -> "BatchSpec":
+    def from_dict(cls, data: PlainMapping, *, source: str = "spec") -> "BatchSpec":
         """Build a spec from ``{"inputs": {name: field}, "targets": {...}}`` (TOML/JSON form).
 
         See :func:`~lstm_data.batching.spec.plain.spec_from_dict` (format versions included).
@@ -444,7 +468,7 @@ class BatchSpec:
         return spec_from_toml(cls, path)
 
     @classmethod
-    def from_lstm_ee(cls, config: Any) -> "BatchSpec":
+    def from_lstm_ee(cls, config: object) -> "BatchSpec":
         """The spec that reproduces lstm_ee's ``DataGenerator`` batches.
 
         Reads ``vars_input_slice``, ``vars_input_png3d``, ``vars_input_png2d``,

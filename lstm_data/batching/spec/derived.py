@@ -2,7 +2,7 @@
 
 ``BatchSpec(derived={"part_pt": "np.hypot(part_px, part_py)"}, selection="jet_pt > 500")``
 gives every field the variables ``derived`` defines and keeps only the rows the
-``selection`` holds true for. :func:`apply_derived` turns a dataset into the one
+``selection`` holds true for. :func:`derive` turns a dataset into the one
 the spec's fields read:
 
 - a derived variable that reads a prong variable (directly or through another
@@ -25,26 +25,62 @@ from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 
 from lstm_data.batching.spec.derived_reads import Reads, dependency_order, stored_needs
 from lstm_data.batching.spec.expressions import Column, Expression
 from lstm_data.data.concat import ConcatDataset
-from lstm_data.data.dataset import Dataset, InMemoryDataset, as_rows, check_row_range, unknown_name_error
+from lstm_data.data.dataset import Dataset, InMemoryDataset, RowSelection, as_rows, check_row_range, unknown_name_error
 from lstm_data.data.ragged import RaggedGroup, count_mismatch
 from lstm_data.errors import SchemaError
 
-__all__ = ["DerivedDataset", "apply_derived", "file_bounds", "check_derived", "expand_names", "mark_applied", "derived_key",
-           "SELECTION_BLOCK"]
+__all__ = ["DerivedDataset", "file_bounds", "check_derived", "expand_names", "mark_applied", "derived_key",
+           "SELECTION_BLOCK", "Derivation", "derive", "HasDerived"]
 
 _log = logging.getLogger("lstm_data")
 
 #: rows per block when a selection is evaluated over on-disk data
 SELECTION_BLOCK = 1 << 16
+
+
+class HasDerived(Protocol):
+    """What :func:`mark_applied` reads of a spec: its derived variables and selection, as text."""
+
+    @property
+    def derived(self) -> Mapping[str, str]: ...
+
+    @property
+    def selection(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """A dataset with a spec's derived variables and selection applied, and what is known of it.
+
+    Attributes
+    ----------
+    dataset
+        The derived data (the given dataset itself when there was nothing to apply).
+    key
+        What was applied (see :func:`derived_key`), or ``None`` for nothing.
+    bounds
+        The row bounds of its files (``None`` for data of one file).
+    """
+
+    dataset: Dataset
+    key: tuple[object, ...] | None
+    bounds: np.ndarray | None
+
+
+#: derived datasets -> what made them: kept beside the datasets (weakly, so they go with them),
+#: never set on them; a view of the data carries the bounds it batches by
+_APPLIED: weakref.WeakKeyDictionary[Dataset, Derivation] = weakref.WeakKeyDictionary()
 #: bytes of output rows filled at a time when derived columns join a group's values
 _FILL_BYTES = 1 << 20
 #: prong elements per block when an in-RAM group's derived columns are computed
@@ -158,7 +194,7 @@ class DerivedDataset(Dataset):
         return self.scalars_at([name], rows)[name] if rows is not None else \
             self._reads(self._base_rows(None)).values([name])[0]
 
-    def scalars_at(self, names: list[str], rows: Any) -> dict[str, np.ndarray]:
+    def scalars_at(self, names: list[str], rows: RowSelection) -> dict[str, np.ndarray]:
         """Several scalar columns at ``rows``: the stored columns they need read at once
         (one call for the base's scalars), each derived value computed once.
 
@@ -269,14 +305,15 @@ def _kinds(dataset: Dataset, derived: Mapping[str, Expression],
     return kinds
 
 
-def derived_key(derived: Mapping[str, Expression], selection: Expression | None) -> tuple[Any, ...]:
-    """What a dataset made by :func:`apply_derived` is marked with."""
+def derived_key(derived: Mapping[str, Expression], selection: Expression | None) -> tuple[object, ...]:
+    """What a dataset made by :func:`derive` was made with (its :attr:`Derivation.key`)."""
     return (tuple((n, e.text) for n, e in derived.items()), None if selection is None else selection.text)
 
 
-def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
-                  selection: Expression | None) -> Dataset:
-    """``dataset`` with the derived variables added and only the selected rows.
+def derive(dataset: Dataset, derived: Mapping[str, Expression], selection: Expression | None,
+           bounds: np.ndarray | None = None) -> Derivation:
+    """``dataset`` with the derived variables added and only the selected rows, and the row
+    bounds of its files.
 
     Parameters
     ----------
@@ -284,14 +321,17 @@ def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
         The stored data.
     derived, selection
         From :func:`check_derived`.
+    bounds
+        The row bounds of ``dataset``'s files as its view knows them (default: :func:`file_bounds`).
 
     Returns
     -------
-    Dataset
-        ``dataset`` itself when there is nothing to apply (or it was applied
-        already); an :class:`InMemoryDataset` (or, for several in-RAM files, a
+    Derivation
+        Its ``dataset``: ``dataset`` itself when there is nothing to apply (or it was
+        applied already); an :class:`InMemoryDataset` (or, for several in-RAM files, a
         ``ConcatDataset`` of them) when ``dataset`` is in RAM; else a
-        :class:`DerivedDataset` view.
+        :class:`DerivedDataset` view. With what was applied, and the selected rows of
+        each file as row bounds.
 
     Raises
     ------
@@ -301,8 +341,12 @@ def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
         one value per row, or numpy refuses an operation.
     """
     key = derived_key(derived, selection)
-    if (not derived and selection is None) or getattr(dataset, "derived_key", None) == key:
-        return dataset
+    bounds = file_bounds(dataset) if bounds is None else np.asarray(bounds, dtype=np.int64)
+    if not derived and selection is None:
+        return Derivation(dataset, None, bounds)
+    done = _APPLIED.get(dataset)
+    if done is not None and done.key == key:
+        return Derivation(dataset, key, bounds)
     kinds = _kinds(dataset, derived, selection)
     rows = None if selection is None else _selected_rows(dataset, derived, selection)
     if rows is not None:
@@ -315,11 +359,13 @@ def apply_derived(dataset: Dataset, derived: Mapping[str, Expression],
                                       lambda part: _materialise(part, derived, kinds, None)))
     else:
         out = _materialise(dataset, derived, kinds, rows)
-    setattr(out, "derived_key", key)
-    bounds = file_bounds(dataset)
-    if bounds is not None and not isinstance(out, ConcatDataset):
-        setattr(out, "part_bounds", bounds if rows is None else np.searchsorted(rows, bounds).astype(np.int64))
-    return out
+    if isinstance(out, ConcatDataset):
+        bounds = None  # its own parts
+    elif bounds is not None and rows is not None:
+        bounds = np.searchsorted(rows, bounds).astype(np.int64)
+    made = Derivation(out, key, bounds)
+    _APPLIED[out] = made
+    return made
 
 
 def _cores() -> int:
@@ -343,8 +389,8 @@ def _on_cores(parts: list[Dataset], work: Any) -> list[InMemoryDataset]:
 def file_bounds(dataset: Dataset) -> np.ndarray | None:
     """Row bounds of the files of ``dataset`` (``None`` for data of one file).
 
-    A ``ConcatDataset``'s parts, also through the view :func:`apply_derived`
-    makes of it (its ``part_bounds``): file ``i`` holds rows
+    A ``ConcatDataset``'s parts, also through the data :func:`derive` makes of it (the
+    bounds of its :class:`Derivation`): file ``i`` holds rows
     ``bounds[i]:bounds[i + 1]`` (empty when a selection keeps none of its rows).
 
     Parameters
@@ -359,20 +405,20 @@ def file_bounds(dataset: Dataset) -> np.ndarray | None:
     """
     if isinstance(dataset, ConcatDataset):
         return np.asarray(dataset.cumulative, dtype=np.int64)
-    bounds = getattr(dataset, "part_bounds", None)
-    return None if bounds is None else np.asarray(bounds, dtype=np.int64)
+    made = _APPLIED.get(dataset)
+    return None if made is None or made.bounds is None else np.asarray(made.bounds, dtype=np.int64)
 
 
-def mark_applied(dataset: Dataset, spec: Any) -> None:
-    """Mark ``dataset`` as holding ``spec``'s derived variables and selection already.
+def mark_applied(dataset: Dataset, spec: HasDerived, bounds: np.ndarray | None = None) -> None:
+    """Record that ``dataset`` holds ``spec``'s derived variables and selection already.
 
     A :class:`~lstm_data.batching.epochs.batches.Batches` unpickled in a worker reopens its
-    (derived) dataset from shared memory; the mark keeps a later
-    ``spec.derive(dataset)`` from applying them twice.
+    (derived) dataset from shared memory; the record keeps a later ``spec.derive(dataset)``
+    from applying them twice. It is kept beside the dataset, never set on it.
     """
     if spec.derived or spec.selection is not None:
-        setattr(dataset, "derived_key", (tuple((n, t) for n, t in spec.derived.items() if t != n),
-                                         spec.selection))
+        key = (tuple((n, t) for n, t in spec.derived.items() if t != n), spec.selection)
+        _APPLIED[dataset] = Derivation(dataset, key, bounds)
 
 
 def _selected_rows(dataset: Dataset, derived: Mapping[str, Expression], selection: Expression) -> np.ndarray:

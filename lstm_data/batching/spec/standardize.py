@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from lstm_data._util.types import PlainDict
 from lstm_data.errors import SchemaError
 
 __all__ = ["Standardize", "number_option", "AUTO", "check_standardize", "standardize_to_dict",
@@ -102,7 +103,7 @@ class Standardize:
         return (self.center == 0.0 and self.scale == 1.0 and self.clip_min == -math.inf
                 and self.clip_max == math.inf)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PlainDict:
         """The options that differ from the defaults (infinities and NaN as strings).
 
         Returns

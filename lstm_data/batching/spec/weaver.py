@@ -296,7 +296,7 @@ def _input(name: str, opts: Any, auto: bool, params: Mapping[str, Any] | None, s
         if std is not None:
             standardize[var] = std
     if length is None:  # weaver-core gives (B,) for one variable
-        return Scalars(names, squeeze=len(names) == 1, **({"standardize": standardize} if standardize else {}))
+        return Scalars(names, squeeze=len(names) == 1, standardize=standardize or None)
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise SchemaError(f"{where}: length must be a positive int or null, got {length!r}", file=src,
                           variable=name)

@@ -34,9 +34,10 @@ variable names back (``png.calE``), the full names ride along as the record's
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
@@ -47,6 +48,10 @@ from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.columns.build import build_group
 from lstm_data.io.columns.groups import plan_groups, settle
 from lstm_data.io.ours.layout import value_dtype
+from lstm_data.io.schema import SchemaLike
+
+if TYPE_CHECKING:
+    import awkward as ak
 
 __all__ = ["from_awkward", "to_awkward", "NAMES_PARAMETER"]
 
@@ -54,7 +59,7 @@ _WHERE = "awkward array"
 _log = logging.getLogger("lstm_data")
 
 
-def from_awkward(array: Any, *, schema: Any = None, dtype: Any = None, sep: str = "_",
+def from_awkward(array: ak.Array, *, schema: SchemaLike = None, dtype: DTypeLike | None = None, sep: str = "_",
                  columns: Sequence[str] | str | None = None,
                  exclude: Sequence[str] | str | None = None, where: str = _WHERE) -> InMemoryDataset:
     """An in-RAM dataset from an awkward record array (see the module documentation).

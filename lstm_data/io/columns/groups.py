@@ -142,7 +142,7 @@ def plan_groups(schema: Any, scalar_names: Sequence[str], ragged_names: Sequence
             declared, scalars = parsed.resolve(list(scalar_names) + list(ragged_names))
         except SchemaError as exc:
             raise exc.located(file=file) from None
-        dtype = parsed.dtype
+        dtype = np.dtype(parsed.dtype)
     ragged_set = set(ragged_names)
     for g, names in declared.items():
         for v in names:

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+from numpy.typing import DTypeLike
 
 from lstm_data._util.deprecation import refuses_renamed
 from lstm_data.data.dataset import InMemoryDataset
@@ -50,6 +52,10 @@ from lstm_data.io.parquet.read import (
 )
 from lstm_data.io.parquet.write import to_arrow, write_parquet
 from lstm_data.io.plumbing.remote_errors import RemoteSettings
+from lstm_data.io.schema import SchemaLike
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _log = logging.getLogger("lstm_data")
 #: how errors and messages name an Arrow table given in memory
@@ -62,7 +68,7 @@ __all__ = ["read_parquet", "from_arrow", "planned_table", "to_arrow", "write_par
 RAM_FRACTION = 0.25
 
 
-def from_arrow(table: Any, *, schema: Any = None, dtype: Any = None,
+def from_arrow(table: pa.Table | pa.RecordBatch, *, schema: SchemaLike = None, dtype: DTypeLike | None = None,
                columns: Sequence[str] | str | None = None,
                exclude: Sequence[str] | str | None = None) -> InMemoryDataset:
     """An in-RAM dataset from a ``pyarrow.Table`` (or ``RecordBatch``) of scalar and list columns.

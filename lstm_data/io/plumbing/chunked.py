@@ -21,13 +21,13 @@ and whose values (scalars too) are read on demand, one range ("chunk") at a time
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 
 from lstm_data._util import forksafe
 from lstm_data._util.lru import Lru
-from lstm_data.data.dataset import Dataset, InMemoryDataset, as_rows
+from lstm_data.data.dataset import Dataset, InMemoryDataset, RowSelection, as_rows
 from lstm_data.data.ragged import RaggedGroup, put_ragged, take_ragged
 from lstm_data.errors import FormatError
 from lstm_data.io.ours.ondisk import OnDiskDataset
@@ -205,7 +205,7 @@ class ChunkedDataset(OnDiskDataset):
             recent.last = (rows.copy(), taken, given)
         return taken
 
-    def take(self, rows: Any) -> InMemoryDataset:
+    def take(self, rows: RowSelection) -> InMemoryDataset:
         """An in-RAM dataset of ``rows`` (any order): each chunk they touch is decoded once.
 
         Parameters

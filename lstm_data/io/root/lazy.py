@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.dataset import InMemoryDataset, RowSelection
 from lstm_data.errors import SchemaError
 from lstm_data.io.columns.groups import check_group_lengths, settle
 from lstm_data.io.plumbing.chunked import ChunkedDataset, chunk_bounds_of
@@ -338,7 +338,7 @@ class RootDataset(ChunkedDataset):
     def _record(self, key: str, k: int, nbytes: int) -> None:
         self.io_stats.record(key, k, k + 1, nbytes)
 
-    def scalars_at(self, names: list[str], rows: Any) -> dict[str, np.ndarray]:
+    def scalars_at(self, names: list[str], rows: RowSelection) -> dict[str, np.ndarray]:
         """Several scalar columns at ``rows``: their baskets alone, each read once."""
         for name in names:
             self._check_scalar(name)
