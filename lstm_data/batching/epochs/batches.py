@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from lstm_data._util.types import PlainMapping
 from lstm_data._util import forksafe
 from lstm_data._util.checks import check_index
 from lstm_data.batching.building.builder import BatchBuilder
@@ -155,7 +156,7 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
     @property
     def shuffle(self) -> bool | str:
         """The shuffle in use: ``True``, ``False`` or ``"block"``."""
-        return self.order.shuffle  # type: ignore[no-any-return]
+        return self.order.shuffle
 
     @property
     def seed(self) -> int:
@@ -437,7 +438,7 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
         return ShardedBatches(self, rank, world_size)
 
     # -- saved states ----------------------------------------------------------------------------
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: PlainMapping) -> None:
         """Resume from :meth:`state_dict`: the next :meth:`iter` starts at its ``next_batch``.
 
         Parameters

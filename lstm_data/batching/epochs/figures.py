@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lstm_data._util.types import PlainDict
 from lstm_data._util.checks import check_count
-from lstm_data.batching.order.stats import Picked, order_stats
+from lstm_data.batching.order.stats import HasRows, Picked, order_stats
 
 if TYPE_CHECKING:
     from lstm_data.batching.epochs.pipeline import Pipeline
@@ -71,7 +72,7 @@ class OrderFigures:
         sampling = self.pipeline.sampling
         return {0: int(len(positions))} if sampling is None else sampling.counts(positions)
 
-    def stats(self, epoch: int | None = None, *, of: Any = None) -> dict[str, Any]:
+    def stats(self, epoch: int | None = None, *, of: HasRows | None = None) -> PlainDict:
         """What the order of an epoch costs and how well it mixes.
 
         Parameters
@@ -93,7 +94,7 @@ class OrderFigures:
         return order_stats(self if of is None else of, self._epoch_arg(epoch), p.fields, p.builder.row_lengths,
                            p.padded_width, p.n_rows, p.data.rows, p.data.file_bounds)
 
-    def epoch_figures(self, epoch: int) -> dict[str, Any]:
+    def epoch_figures(self, epoch: int) -> PlainDict:
         """The figures of ``epoch`` logged at its end: :meth:`stats`.
 
         Parameters
@@ -108,7 +109,7 @@ class OrderFigures:
         """
         return self.stats(epoch)
 
-    def figures_of(self, epoch: int, indices: np.ndarray) -> dict[str, Any]:
+    def figures_of(self, epoch: int, indices: np.ndarray) -> PlainDict:
         """:meth:`stats` of the batches ``indices`` of ``epoch`` (a rank's share).
 
         Parameters

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
+from lstm_data._util.types import PlainDict, PlainMapping
 from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
 
 __all__ = ["BatchSource", "BuildsInArena", "ShardSource"]
@@ -126,7 +127,7 @@ class BatchSource(Protocol):
         """
         ...
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> PlainDict:
         """Where iteration stands, and what it is bound to.
 
         Returns
@@ -136,7 +137,7 @@ class BatchSource(Protocol):
         """
         ...
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: PlainMapping) -> None:
         """Resume from :meth:`state_dict` (refusing a state of other batches).
 
         Parameters

@@ -143,7 +143,7 @@ class Order(DeclaredOptions):
     """
 
     batch_size: int = 1024
-    shuffle: Any = "auto"
+    shuffle: bool | str = "auto"
     seed: int | None = None
     drop_last: bool = False
     weights: str | np.ndarray | Sequence[float] | None = None

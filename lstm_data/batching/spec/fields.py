@@ -6,7 +6,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
+from numpy.typing import DTypeLike
 
+from lstm_data._util.types import PlainDict, PlainMapping
 from lstm_data.batching.spec.sizes import MAX_SLOTS
 from lstm_data.batching.spec.forms import (
     CU_SEQLENS_SUFFIX,
@@ -132,8 +134,8 @@ class Scalars(_Field):
     standardize: Mapping[str, Standardize] = field(default_factory=dict)
     squeeze: bool = False
 
-    def __init__(self, vars: Sequence[str], dtype: Any = np.float32,
-                 standardize: Mapping[str, Standardize | Mapping[str, Any]] | None = None,
+    def __init__(self, vars: Sequence[str], dtype: DTypeLike = np.float32,
+                 standardize: Mapping[str, Standardize | PlainMapping] | None = None,
                  squeeze: bool = False) -> None:
         where = "Scalars"
         names = _var_list(vars, where)
@@ -159,7 +161,7 @@ class Scalars(_Field):
         """Whether the output is of an integer dtype (values kept exactly, never standardised)."""
         return self.np_dtype.kind in "iu"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PlainDict:
         """The field as a table of a spec file.
 
         Returns
@@ -270,9 +272,9 @@ class Ragged(_Field):
 
     def __init__(self, vars: Sequence[str], max_len: int | None = None, pad_value: float = 0.0,
                  sort_by: str | None = None, descending: bool = True, padding: str = "post",
-                 truncating: str = "post", lengths: bool = False, dtype: Any = np.float32,
+                 truncating: str = "post", lengths: bool = False, dtype: DTypeLike = np.float32,
                  fixed: bool = True, pad_mode: str = "constant", layout: str = "padded",
-                 standardize: Mapping[str, Standardize | Mapping[str, Any]] | None = None,
+                 standardize: Mapping[str, Standardize | PlainMapping] | None = None,
                  mask: bool = False, empty: str = "keep") -> None:
         where = "Ragged"
         _check_forms(where, pad_mode, layout, padding, bool(mask))
@@ -296,7 +298,7 @@ class Ragged(_Field):
         for key, val in values.items():
             object.__setattr__(self, key, val)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PlainDict:
         """The field as a table of a spec file.
 
         Returns
