@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 import math
 import os
 from typing import Any, Callable, ClassVar, Iterable, Mapping, TypeVar
@@ -37,7 +38,36 @@ def unknown_option(name: str, choices: Iterable[str], where: str) -> OptionError
                        f"it takes {', '.join(known) or 'no options'}")
 
 
-class DeclaredOptions:
+class SuggestsKeywords(type):
+    """Metaclass of the public classes users build by keyword: a keyword the class does not take is
+    an :class:`~lstm_data.errors.OptionError` naming the close one (``Order(batchsize=...)``: did you
+    mean ``'batch_size'``?), where Python's own ``TypeError`` would name none. It is a
+    ``TypeError`` too, with Python's own words first."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            taken = _keywords_of(cls)
+            if taken is not None:
+                for name in kwargs:
+                    if name not in taken:
+                        raise OptionError(f"{cls.__name__}() got an unexpected keyword argument {name!r}"
+                                          f"{suggest(name, taken)}; it takes {', '.join(sorted(taken))}")
+        return super().__call__(*args, **kwargs)
+
+
+def _keywords_of(cls: type) -> frozenset[str] | None:
+    """The keywords ``cls(...)`` takes, or ``None`` when its ``__init__`` takes any (``**kwargs``)."""
+    if "_taken_keywords" in cls.__dict__:
+        cached: frozenset[str] | None = cls.__dict__["_taken_keywords"]
+        return cached
+    params = inspect.signature(cls.__init__).parameters.values()
+    found = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(
+        p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self")
+    type.__setattr__(cls, "_taken_keywords", found)
+    return found
+
+
+class DeclaredOptions(metaclass=SuggestsKeywords):
     """Base of the option dataclasses (frozen, keyword-only).
 
     A subclass declares its fields with :func:`dataclasses.field` and, for each

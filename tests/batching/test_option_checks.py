@@ -85,3 +85,17 @@ def test_shuffle_auto_is_one_rule(ds, tmp_path):
     assert read_metadata(tmp_path / "b.zarr")["shuffle"] == "block"
     lstm_data.precompute(ds, SPEC, tmp_path / "r.zarr", Order(batch_size=128, seed=1), progress=False)
     assert read_metadata(tmp_path / "r.zarr")["shuffle"] is True
+
+
+@pytest.mark.parametrize("make, wrong, close", [
+    (lambda: lstm_data.Order(batchsize=3), "batchsize", "batch_size"),
+    (lambda: lstm_data.Ragged(["a"], maxlen=3), "maxlen", "max_len"),
+    (lambda: lstm_data.Scalars(["a"], dtyp="float32"), "dtyp", "dtype"),
+    (lambda: lstm_data.ReadOptions(thread=2), "thread", "threads"),
+    (lambda: lstm_data.Batches(None, None, batchsize=3), "batchsize", "batch_size"),
+])
+def test_a_mistyped_keyword_names_the_close_one(make, wrong, close):
+    """Python's TypeError names no close keyword; ours does, and is still a TypeError."""
+    with pytest.raises(TypeError, match=rf"got an unexpected keyword argument '{wrong}' \(did you mean '{close}'\?\)") as info:
+        make()
+    assert isinstance(info.value, lstm_data.OptionError)

@@ -35,11 +35,12 @@ from lstm_data.batching.spec.derived import mark_applied
 from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.errors import OptionError
 from lstm_data.io.read_options import ReadOptions
+from lstm_data._util.declared import SuggestsKeywords
 
 __all__ = ["Batches"]
 
 
-class Batches(OrderFigures, Splits, EpochIteration):
+class Batches(OrderFigures, Splits, EpochIteration, metaclass=SuggestsKeywords):
     """Padded batches of ``dataset`` laid out by ``spec``, in the rows' ``order``.
 
     Parameters

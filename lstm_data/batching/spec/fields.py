@@ -26,6 +26,7 @@ from lstm_data.batching.spec.standardize import (
 )
 from lstm_data.batching.spec.empty import check_empty
 from lstm_data.errors import SchemaError
+from lstm_data._util.declared import SuggestsKeywords
 
 __all__ = ["Scalars", "Ragged", "Field", "Standardize", "field_from_dict", "MASK_SUFFIX",
            "CU_SEQLENS_SUFFIX", "MAX_SEQLEN_SUFFIX", "SCALAR_DTYPES"]
@@ -68,7 +69,7 @@ def _json_float(x: float) -> float | str:
     return str(x) if math.isnan(x) or math.isinf(x) else x
 
 
-class _Field:
+class _Field(metaclass=SuggestsKeywords):
     """What both field types have: an output dtype and the names of their outputs."""
 
     dtype: str
