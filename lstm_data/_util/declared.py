@@ -60,7 +60,7 @@ def _keywords_of(cls: type) -> frozenset[str] | None:
     if "_taken_keywords" in cls.__dict__:
         cached: frozenset[str] | None = cls.__dict__["_taken_keywords"]
         return cached
-    params = inspect.signature(cls.__init__).parameters.values()
+    params = inspect.signature(cls.__init__).parameters.values()  # type: ignore[misc]
     found = None if any(p.kind is p.VAR_KEYWORD for p in params) else frozenset(
         p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self")
     type.__setattr__(cls, "_taken_keywords", found)
