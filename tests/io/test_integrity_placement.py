@@ -212,7 +212,9 @@ def test_swapped_chunks_over_http_are_a_format_error(served):
     url, path = served
     _swap(_chunk(path, "png/values", 1), _chunk(path, "png/values", 4))
     remote = lstm_data.open(url)
-    with pytest.raises(FormatError, match=r"chunk [14] of array 'png/values'.*holds another") as err:
+    # read to the size the manifest records, a longer chunk put in its place fails its checksum before
+    # its digest is compared (which of the two is read first depends on the reader's threads)
+    with pytest.raises(FormatError, match=r"chunk [14] of array 'png/values'.*(holds another|fails its CRC-32C)") as err:
         remote.ragged("png")
     assert err.value.file.startswith(url)
 
