@@ -48,7 +48,7 @@ batch it builds holds NaN values.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -151,7 +151,9 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         The epoch of the first pass.
     identity
         What identifies the batches in :meth:`state_dict` (their seed, batch size,
-        shard, ...); a state with other values is refused by :meth:`load_state_dict`.
+        shard, digests of spec and data, ...), or a function that makes it when a state
+        is first saved or loaded; a state with other values is refused by
+        :meth:`load_state_dict`.
     source
         The batches: their figures are logged at the end of each pass; a shard
         (:class:`~lstm_data.batching.epochs.source.ShardSource`, resumable on another
@@ -163,15 +165,25 @@ class EpochSampler(_TorchSampler[tuple[int, int]]):
         The epoch of the next pass.
     """
 
-    def __init__(self, n_batches: int, epoch: int = 0, identity: Mapping[str, object] | None = None,
+    def __init__(self, n_batches: int, epoch: int = 0,
+                 identity: Mapping[str, object] | Callable[[], Mapping[str, object]] | None = None,
                  source: BatchSource | None = None) -> None:
         self.n_batches = check_count(n_batches, "n_batches")
         self._source = source if isinstance(source, ShardSource) else None
         self._batches = source  # whose figures are logged at the end of each pass
         self.epoch = check_count(epoch, "epoch")
-        self.identity = dict(identity or {})
+        # made when a state is first saved or loaded: a digest of every value is no cost of an epoch
+        self._identity_of = identity if callable(identity) else None
+        self._identity = None if callable(identity) else dict(identity or {})
         self._start = 0  # first batch of the next pass (set by load_state_dict)
         self._drawn = (self.epoch, 0)  # epoch of the pass being drawn, keys drawn from it
+
+    @property
+    def identity(self) -> dict[str, object]:
+        """What identifies the batches in :meth:`state_dict` (made on first use when given as a function)."""
+        if self._identity is None:
+            self._identity = dict(self._identity_of() if self._identity_of is not None else {})
+        return self._identity
 
     def __len__(self) -> int:
         return self.n_batches
@@ -392,7 +404,7 @@ class TorchBatches(_TorchDataset[tuple[dict[str, torch.Tensor], dict[str, torch.
     def sampler(self) -> EpochSampler:
         """This dataset's :class:`EpochSampler` (one per dataset), starting at the current epoch."""
         if self._sampler is None:
-            self._sampler = EpochSampler(len(self), self.batches.epoch, _identity(self.batches), self.batches)
+            self._sampler = EpochSampler(len(self), self.batches.epoch, lambda: _identity(self.batches), self.batches)
         return self._sampler
 
     def set_epoch(self, epoch: int) -> None:

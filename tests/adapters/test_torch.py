@@ -189,3 +189,17 @@ def test_a_loader_that_collates_whole_batches_is_refused_naming_batch_size_none(
         next(iter(loader))
     plain = DataLoader(TorchBatches(_batches()), batch_size=None)
     assert next(iter(plain))[0]["input_slice"].shape[0] == 128
+
+
+def test_the_sampler_makes_its_identity_only_when_a_state_is_saved(monkeypatch):
+    """A digest of every value is no cost of a first epoch: the sampler asks for it at state_dict."""
+    data = TorchBatches(_batches())
+    calls = []
+    real = data.batches.state_dict
+    monkeypatch.setattr(data.batches, "state_dict", lambda: calls.append(1) or real())
+    loader = DataLoader(data, batch_size=None, sampler=data.sampler)
+    assert sum(1 for _ in loader) == 8 and calls == []
+    state = data.sampler.state_dict()
+    assert calls == [1] and state["seed"] == 9
+    data.sampler.load_state_dict(state)
+    assert calls == [1]
