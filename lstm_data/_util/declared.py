@@ -44,6 +44,12 @@ class SuggestsKeywords(type):
     mean ``'batch_size'``?), where Python's own ``TypeError`` would name none. It is a
     ``TypeError`` too, with Python's own words first."""
 
+    @property
+    def __signature__(cls) -> inspect.Signature:
+        """The class's own signature (its ``__init__`` without ``self``), not this ``__call__``'s."""
+        sig = inspect.signature(cls.__init__)  # type: ignore[misc]
+        return sig.replace(parameters=list(sig.parameters.values())[1:], return_annotation=inspect.Signature.empty)
+
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             taken = _keywords_of(cls)
