@@ -24,13 +24,8 @@ Run alone::
 """
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -149,15 +144,7 @@ def child(payload: dict) -> dict:
 
 
 def _fresh(payload: dict) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "scoring_bench_pycache")
-    res = subprocess.run([sys.executable, "-m", "bench.scoring", "--child", json.dumps(payload)],
-                         capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[1],
-                         timeout=900)
-    for line in res.stdout.splitlines():
-        if line.startswith("RESULT"):
-            return json.loads(line[6:])
-    raise RuntimeError(f"scoring child {payload['side']} failed:\n{res.stderr[-3000:]}")
+    return weaver_epoch.in_fresh_process("bench.scoring", payload, timeout=900)
 
 
 def versus_weaver(paths: list[str], rounds: int, log=print) -> float:
@@ -208,19 +195,5 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None, round
     return report
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--rounds", type=int, default=None)
-    parser.add_argument("--formats", default=None, help="root,parquet (default: root quick, both full)")
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print("RESULT" + json.dumps(child(json.loads(args.child))))
-        return
-    formats = tuple(args.formats.split(",")) if args.formats else None
-    print(run(quick=args.quick, rounds=args.rounds, formats=formats).render())
-
-
 if __name__ == "__main__":
-    main()
+    weaver_epoch.stage_main(__doc__, run, child)

@@ -145,17 +145,22 @@ def child(payload: dict) -> dict:
     return {"epochs": epochs}
 
 
-def _fresh(payload: dict) -> dict:
+def in_fresh_process(module: str, payload: dict, timeout: float = 600) -> dict:
+    """``module``'s ``child(payload)`` run in a fresh interpreter (``python -m module --child``): its result."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "weaver_epoch_pycache")
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), f"{module.replace('.', '_')}_pycache")
     env.setdefault("KERAS_BACKEND", "torch")
-    res = subprocess.run([sys.executable, "-m", "bench.weaver_epoch", "--child", json.dumps(payload)],
+    res = subprocess.run([sys.executable, "-m", module, "--child", json.dumps(payload)],
                          capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[1],
-                         timeout=600)
+                         timeout=timeout)
     for line in res.stdout.splitlines():
         if line.startswith("RESULT"):
             return json.loads(line[6:])
-    raise RuntimeError(f"weaver_epoch child {payload['side']} failed:\n{res.stderr[-3000:]}")
+    raise RuntimeError(f"{module} child {payload['side']} failed:\n{res.stderr[-3000:]}")
+
+
+def _fresh(payload: dict) -> dict:
+    return in_fresh_process("bench.weaver_epoch", payload)
 
 
 def _steps(paths: list[str]) -> int:
@@ -218,8 +223,10 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None, round
     return report
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
+def stage_main(doc: str, run, child) -> None:
+    """The command line of a jets stage: ``--quick``, ``--rounds``, ``--formats``, and ``--child`` for its
+    fresh-process side."""
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=doc.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--formats", default=None, help="root,parquet (default: root quick, both full)")
@@ -233,4 +240,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    stage_main(__doc__, run, child)
