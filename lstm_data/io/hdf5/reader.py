@@ -162,6 +162,7 @@ class HDF5Dataset(OnDiskDataset):
                 self.notes = _checksum_notes(fh, layout, name) + (
                     () if digest_checked else ("written before layout digests: an edited dtype, byte order "
                                                "or column order is not detected",))
+            self.layout = "lstm_data's own (offsets + values per group)"
             self._setup(n, scalars, groups, (name,))
         except BaseException:  # no file handle left open behind an error
             self._file.close()
