@@ -94,11 +94,12 @@ def counted_name(name: str) -> str | None:
     """What the dataset called ``name`` counts: ``X`` of ``n_X`` (see the module), ``""`` for a bare
     ``counts`` at the top, or ``None`` when the name is not a counts name.
 
-    A name inside an object's group (``png.counts``, ``png.n_png``) counts that object (``png``).
+    A name inside an object's group counts that object (``png.counts``: ``png``) or what its
+    own name says (``event.n_png``: ``png``).
     """
     head, dot, leaf = name.rpartition(".")
-    if dot and (leaf in _BARE or counted_name(leaf) == head):
-        return head
+    if dot:  # inside an object's group: png.counts, png.n_png, event.n_png
+        return head if leaf in _BARE else counted_name(leaf)
     if name in _BARE:
         return ""
     for pattern in _PATTERNS:
