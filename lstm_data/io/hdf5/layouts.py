@@ -113,14 +113,13 @@ def scan(node: h5py.Group, get: Callable[[str], Any], *, keep: Keep, scalars: fr
     if subgroups:
         out.columns.skipped = {k: why for k, why in out.columns.skipped.items() if k not in subgroups}
     for g in subgroups:
-        sub = get(g)
-        padded += _scan_group(sub, lambda k, g=g: get(f"{g}/{k}"), g, keep, out, file)
+        padded += _scan_group(get(g), _below(get, g), g, keep, out, file)
     for p in padded:
         out.layout.add(PADDED, p.describe())
     found = out.columns
-    for c in found.columns.values():
-        if c.ragged and c.key not in out.sources:
-            out.keys[c.name] = c.key.split("/", 1)[0].split(".", 1)[0]
+    for col in found.columns.values():
+        if col.ragged and col.key not in out.sources:
+            out.keys[col.name] = col.key.split("/", 1)[0].split(".", 1)[0]
             out.layout.parts.setdefault(VLEN, [])
     flats = [Flat(c.name, c.key, found.rows[c.key], found.datasets[c.key].dtype.kind in "iu")
              for c in found.columns.values()
@@ -131,8 +130,8 @@ def scan(node: h5py.Group, get: Callable[[str], Any], *, keep: Keep, scalars: fr
     kind = OBJECTS if subgroups and any("/" in f.key for c in counted for f in c.values) else FLAT
     for c in counted:
         for v in c.values:
-            col = found.columns[v.name]
-            found.columns[v.name] = Column(col.name, col.key, ragged=True)
+            old = found.columns[v.name]
+            found.columns[v.name] = Column(old.name, old.key, ragged=True)
             found.rows[v.key] = c.counts.rows
             out.keys[v.name] = c.group
             out.sources[v.key] = _flat_source(found.datasets[v.key], c.lengths, file)
@@ -141,6 +140,11 @@ def scan(node: h5py.Group, get: Callable[[str], Any], *, keep: Keep, scalars: fr
     for c in counted:
         out.layout.add(kind, f"{_shown(out, c.counts.key)} → {', '.join(_shown(out, v.key) for v in c.values)}")
     return out
+
+
+def _below(get: Callable[[str], Any], group: str) -> Callable[[str], Any]:
+    """``get`` for the members of ``group``."""
+    return lambda key: get(f"{group}/{key}")
 
 
 def _shown(out: Scan, key: str) -> str:

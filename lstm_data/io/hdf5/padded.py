@@ -100,7 +100,7 @@ def prefix_lengths(flag: np.ndarray, *, key: str, mask: str, file: str) -> np.nd
     FormatError
         A row has a valid slot after an invalid one: names file, flag, row and both slots.
     """
-    lengths = flag.sum(axis=1, dtype=np.int64)
+    lengths: np.ndarray = flag.sum(axis=1, dtype=np.int64)
     expected = np.arange(flag.shape[1]) < lengths[:, None]
     bad = np.flatnonzero((flag != expected).any(axis=1))
     if len(bad):
