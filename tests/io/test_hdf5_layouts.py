@@ -136,6 +136,15 @@ def test_a_schema_overrides_detection(tmp_path):
     assert kept.groups == {"png": ["png_calE"]} and kept.scalar_names == ["calE", "png_nhit"]
 
 
+def test_columns_choose_counted_values_without_their_counts(tmp_path):
+    cols = _flat(tmp_path / "flat.h5", _counts())
+    ds = lstm_data.open(tmp_path / "flat.h5", columns=["png_calE"])
+    assert ds.groups == {"png": ["png_calE"]} and ds.scalar_names == []
+    assert ds.ragged("png")[0][:, 0].tobytes() == cols["png_calE"].tobytes()
+    ds = lstm_data.open(tmp_path / "flat.h5", exclude=["n_png"])
+    assert ds.groups == {"png": ["png_calE", "png_nhit"]} and ds.scalar_names == ["calE"]
+
+
 # -- hostile counts ------------------------------------------------------------------------------
 
 def _hostile(path, counts, total):

@@ -27,7 +27,7 @@ import h5py
 import numpy as np
 
 from lstm_data.io.hdf5.columns import Column, Columns, Keep, classify
-from lstm_data.io.hdf5.counts import Flat, pair_counts
+from lstm_data.io.hdf5.counts import Flat, counted_name, pair_counts
 from lstm_data.io.hdf5.padded import Padded, find_padded
 from lstm_data.io.hdf5.rows import read_rows
 
@@ -78,12 +78,15 @@ class Scan:
         Ragged column -> the group its layout puts it in.
     sources
         Dataset key -> its reader, for ragged datasets that are not variable-length.
+    unwanted
+        Counts datasets read only to cut their values (``columns``/``exclude`` leave them out).
     """
 
     columns: Columns
     layout: Layout
     keys: dict[str, str] = field(default_factory=dict)
     sources: dict[str, Source] = field(default_factory=dict)
+    unwanted: set[str] = field(default_factory=set)
 
 
 def scan(node: h5py.Group, get: Callable[[str], Any], *, keep: Keep, scalars: frozenset[str] = frozenset(),
@@ -139,6 +142,10 @@ def scan(node: h5py.Group, get: Callable[[str], Any], *, keep: Keep, scalars: fr
         _bare_event_group(out, subgroups)
     for c in counted:
         out.layout.add(kind, f"{_shown(out, c.counts.key)} → {', '.join(_shown(out, v.key) for v in c.values)}")
+    for name in out.unwanted:
+        key = found.columns.pop(name).key
+        if all(c.key != key for c in found.columns.values()):
+            del found.datasets[key], found.rows[key]
     return out
 
 
@@ -172,7 +179,19 @@ def _scan_group(group: h5py.Group, get: Callable[[str], Any], prefix: str, keep:
     wanted: Keep = lambda col, key: keep(named(col), key_of(key))
     padded = find_padded(group, get, keep=wanted, file=file)
     consumed = {k for p in padded for k in p.consumed}
-    found = classify(group, get, keep=lambda col, key: key not in consumed and wanted(col, key), file=file)
+
+    def classified(col: str, key: str) -> bool:
+        """Wanted, or a counts dataset (read to cut its values even when not wanted as a column)."""
+        if key in consumed:
+            return False
+        if wanted(col, key):
+            return True
+        if col == key and counted_name(named(col)) is not None:
+            out.unwanted.add(named(col))
+            return True
+        return False
+
+    found = classify(group, get, keep=classified, file=file)
     target = out.columns
     for name, why in found.skipped.items():
         if name.split(".", 1)[0] not in consumed:
