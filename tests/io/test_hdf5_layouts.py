@@ -107,6 +107,68 @@ def test_awkward_arrays_dumped_as_flat_values_and_counts(tmp_path):
     _first_batch_matches(ds, tmp_path, "Jet", "met")
 
 
+def _to_buffers(path, array):
+    """awkward's documented way to keep an array in HDF5: ak.to_buffers into a group."""
+    ak = pytest.importorskip("awkward")
+    import json
+
+    with h5py.File(path, "w") as f:
+        group = f.create_group("awkward")
+        form, length, _ = ak.to_buffers(ak.to_packed(array), container=group)
+        group.attrs["form"] = form.to_json()
+        group.attrs["length"] = json.dumps(length)
+
+
+def _events():
+    ak = pytest.importorskip("awkward")
+    rng = np.random.default_rng(15)
+    counts = _counts(16)
+    total = int(counts.sum())
+    png = ak.unflatten(ak.zip({"calE": rng.random(total, dtype=np.float32),
+                               "nhit": rng.integers(0, 40, total).astype(np.float32)}), counts)
+    return ak.zip({"trueE": rng.random(N), "png": png}, depth_limit=1), counts
+
+
+def test_awkward_to_buffers_in_an_hdf5_group(tmp_path, capsys):
+    ak = pytest.importorskip("awkward")
+    events, counts = _events()
+    _to_buffers(tmp_path / "buffers.h5", events)
+    ds = lstm_data.open(tmp_path / "buffers.h5")
+    assert ds.groups == {"png": ["png_calE", "png_nhit"]} and ds.scalar_names == ["trueE"]
+    values, offsets = ds.ragged("png")
+    assert np.array_equal(offsets, _offsets(counts))
+    assert values[:, 0].tobytes() == ak.to_numpy(ak.flatten(events.png.calE)).tobytes()
+    assert values[:, 1].tobytes() == ak.to_numpy(ak.flatten(events.png.nhit)).tobytes()
+    _first_batch_matches(ds, tmp_path, "png", "trueE")
+    assert main(["inspect", str(tmp_path / "buffers.h5"), "--no-stats"]) == 0
+    assert "layout: awkward buffers (ak.to_buffers)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("change,words", [
+    (lambda g: g.attrs.__setitem__("length", "1000000000000"), "size of form"),
+    (lambda g: g.attrs.__setitem__("length", "-3"), "not a non-negative integer"),
+    (lambda g: g.attrs.__setitem__("form", "{no"), "not awkward's JSON"),
+    ("offsets", r"stop\[i\] > len\(content\)"),
+])
+def test_awkward_buffers_are_checked(tmp_path, change, words):
+    events, _ = _events()
+    path = tmp_path / "buffers.h5"
+    _to_buffers(path, events)
+    with h5py.File(path, "a") as f:
+        group = f["awkward"]
+        if change == "offsets":
+            key = next(k for k in group if k.endswith("-offsets"))
+            offsets = group[key][:]
+            offsets[5] = 10**6
+            del group[key]
+            group[key] = offsets
+        else:
+            change(group)
+    with pytest.raises(FormatError, match=words) as err:
+        lstm_data.open(path)
+    assert err.value.file == str(path) and err.value.variable == "awkward"
+
+
 def test_pytables_arrays_as_flat_values_and_counts(tmp_path):
     tables = pytest.importorskip("tables")
     rng = np.random.default_rng(6)

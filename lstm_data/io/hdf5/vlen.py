@@ -22,6 +22,7 @@ from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.columns.exact_ints import ExactInts
 from lstm_data.io.hdf5.checks import member
 from lstm_data.io.hdf5.columns import Columns, read_compound
+from lstm_data.io.hdf5.awkward_buffers import awkward_group, read_awkward_group
 from lstm_data.io.hdf5.layouts import scan
 from lstm_data.io.hdf5.rows import read_rows
 
@@ -100,6 +101,12 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
         node = member(fh, root, file=name, trust_external=trust_external)
         if not isinstance(node, h5py.Group):
             raise FormatError(f"no HDF5 group {root!r}", file=name)
+        stored = awkward_group(node, lambda k: member(node, k, file=name, trust_external=trust_external))
+        if stored is not None:
+            at, group = stored
+            return read_awkward_group(
+                group, lambda k: member(node, f"{at}/{k}" if at else k, file=name, trust_external=trust_external),
+                file=name, schema=schema, dtype=dtype, columns=columns, exclude=exclude)
         scanned = scan(node, lambda k: member(node, k, file=name, trust_external=trust_external),
                        keep=lambda col, key: selection.wants(col, key if key != col else group_prefix(col)),
                        scalars=_schema_scalars(schema, name), file=name)
