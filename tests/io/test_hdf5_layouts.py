@@ -232,6 +232,18 @@ def test_counts_are_checked_before_they_are_trusted(tmp_path, counts, total, row
     assert "'png_calE'" in str(err.value)
 
 
+def test_huge_declared_counts_are_refused_in_bounded_memory(tmp_path):
+    from tests.bombs import PEAK_LIMIT_MB, run_measured
+
+    path = tmp_path / "bomb.h5"
+    counts = np.full(10_000, 2**40, dtype=np.int64)  # 10**16 values declared; 5 stored
+    _hostile(path, counts, 5)
+    got = run_measured(f"import lstm_data\nlstm_data.open({str(path)!r})")
+    assert got["ours"] and got["file"] == str(path), got
+    assert "row 0 declares 1099511627776 values, more than the 5" in got["message"]
+    assert got["peak_mb"] < PEAK_LIMIT_MB
+
+
 def test_values_of_one_counts_dataset_must_agree_in_length(tmp_path):
     path = tmp_path / "bad.h5"
     with h5py.File(path, "w") as f:
