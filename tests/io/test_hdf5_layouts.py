@@ -244,6 +244,17 @@ def test_huge_declared_counts_are_refused_in_bounded_memory(tmp_path):
     assert got["peak_mb"] < PEAK_LIMIT_MB
 
 
+def test_values_of_another_length_without_counts_say_how_counts_are_named(tmp_path):
+    path = tmp_path / "uncounted.h5"
+    with h5py.File(path, "w") as f:
+        f["calE"] = np.zeros(4)
+        f["nHits"] = np.ones(4, dtype=np.int32)  # counts nothing stored: a scalar
+        f["png_calE"] = np.zeros(7)
+    with pytest.raises(FormatError, match=r"no counts dataset of 4 rows cuts it .*n_X") as err:
+        lstm_data.open(path)
+    assert err.value.variable == "png_calE"
+
+
 def test_values_of_one_counts_dataset_must_agree_in_length(tmp_path):
     path = tmp_path / "bad.h5"
     with h5py.File(path, "w") as f:

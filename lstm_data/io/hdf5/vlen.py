@@ -76,7 +76,10 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
     result's ``skipped`` attribute and logged once. ``columns`` and ``exclude``
     (names or globs, matched against a column's name and its dataset's, see
     :mod:`lstm_data.io.columns.select`) choose the columns; only the datasets of
-    chosen columns are read (of a compound, only the chosen fields).
+    chosen columns are read (of a compound, only the chosen fields). Flat values with
+    a counts dataset, a group per object, padded arrays with a validity flag and
+    awkward buffers are told apart from the datasets and read as ragged groups
+    (see :mod:`lstm_data.io.hdf5.layouts`); the result's ``layout`` names the one found.
 
     Returns
     -------
@@ -87,7 +90,8 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
     ------
     FormatError
         No numeric datasets under ``root`` (lists what is there and why it was
-        skipped), or datasets of different lengths; an external link, external
+        skipped), or datasets of different lengths that no counts dataset cuts;
+        counts or validity flags that fail their checks (file, dataset, row); an external link, external
         storage or a virtual dataset of other files under ``root`` (unless
         ``trust_external``), naming it and its target.
     SchemaError
@@ -188,9 +192,11 @@ def _check_rows(found: Columns, names: list[str], file: str) -> None:
     if len(set(rows.values())) > 1:
         first = next(iter(rows))
         odd = next(k for k, n in rows.items() if n != rows[first])
-        raise FormatError(f"{odd!r} has {rows[odd]} rows but {first!r} has {rows[first]}; the datasets "
-                          "of one group are the columns of one table (choose them with a schema, or the "
-                          "group with root=...)", file=file, variable=odd)
+        raise FormatError(f"{odd!r} has {rows[odd]} rows but {first!r} has {rows[first]}, and no counts "
+                          f"dataset of {rows[first]} rows cuts it into rows (an integer dataset named n_X, nX, "
+                          "num_X, X_n, X_counts or counts for values named X_*); the datasets of one group "
+                          "are the columns of one table (choose them with columns=, or the group with "
+                          "root=...)", file=file, variable=odd)
 
 
 def _values_as(values: np.ndarray, lengths: np.ndarray, dtype: np.dtype, name: str,
