@@ -59,7 +59,7 @@ class Padded:
     lengths
         Valid slots per row (checked to be a prefix).
     flag
-        ``(N, M)`` boolean flags (dropped once read).
+        ``(N, M)`` boolean flags.
     dtype
         Of a compound: the numpy dtype of the fields read.
     consumed
@@ -70,7 +70,7 @@ class Padded:
     mask: str
     columns: list[Column]
     lengths: np.ndarray
-    flag: np.ndarray | None = None
+    flag: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     dtype: np.dtype[Any] | None = None
     consumed: tuple[str, ...] = ()
     _block: np.ndarray | None = field(default=None, repr=False)
@@ -86,9 +86,7 @@ class Padded:
                 whole = read_compound(ds, self.dtype, 0, ds.shape[0], file=file)
             else:
                 whole = read_rows(ds, file=file, variable=self.key)
-            assert self.flag is not None
             self._block = whole[self.flag]
-            self.flag = None
         return self._block
 
 
@@ -215,5 +213,4 @@ def _last_feature(key: str, ds: h5py.Dataset, keep: Keep, file: str) -> Padded |
     found = _plain(key, ds, flag, where, keep, file, last=True)
     found.consumed = (key,)
     found._block = whole[flag]
-    found.flag = None
     return found
