@@ -16,8 +16,11 @@ from lstm_data.batching.building.builder import BatchBuilder
 from lstm_data.batching.building.empty_rows import drop_empty_rows, make_one_step
 from lstm_data.batching.building.noise import make_augmenter
 from lstm_data.batching.epochs.data_digest import part_digests
+from lstm_data._util.docs import shares_doc
 from lstm_data.batching.epochs.identity import (data_fingerprint, full_data, identity_digest, legacy_digests,
                                                 order_settings)
+from lstm_data.batching.epochs.resume import batch_elements
+from lstm_data.batching.epochs.source import BatchSource
 from lstm_data.batching.epochs.weights import resolve_weights
 from lstm_data.batching.order.bucket_lengths import BucketLengths, bucket_widths
 from lstm_data.batching.order.bucketing import Bucketing, make_bucketing
@@ -27,10 +30,11 @@ from lstm_data.batching.order.plan import EpochPlans, Plan
 from lstm_data.batching.order.policies import order_stages
 from lstm_data.batching.order.rows_view import RowsView
 from lstm_data.batching.order.sampling import SampledRows, Sampling
-from lstm_data.batching.spec.batch_spec import Arrays, Batch, BatchSpec, ResolvedField
+from lstm_data.batching.spec.batch_spec import Arrays, Batch, BatchSpec, OutputSignature, ResolvedField
+from lstm_data.data.dataset import Dataset
 from lstm_data.batching.spec.sizes import check_batch_bytes
 
-__all__ = ["Pipeline", "compile"]
+__all__ = ["Pipeline", "compile", "CompiledReads"]
 
 
 def compile(view: RowsView, spec: BatchSpec, order: Order) -> "Pipeline":  # noqa: A001 - the verb of the design
@@ -188,3 +192,115 @@ class Pipeline:
         return legacy_digests(self.spec, order_settings(self.order), data_fingerprint(self.dataset, self.data.rows),
                               state_format)
 
+
+
+class CompiledReads:
+    """What a batch sequence over a :class:`Pipeline` reads off it and off its order, by name."""
+
+    pipeline: Pipeline
+    order: Order
+
+    @property
+    def dataset(self) -> Dataset:
+        """The data batched (the spec's derived values applied)."""
+        return self.pipeline.dataset
+
+    @property
+    def spec(self) -> BatchSpec:
+        """The spec the batches are built with (with ``bucket_by``, its group padded per batch)."""
+        return self.pipeline.spec
+
+    @property
+    def fields(self) -> list[ResolvedField]:
+        """The spec's outputs resolved on the data."""
+        return self.pipeline.fields
+
+    @property
+    def builder(self) -> BatchBuilder:
+        """The builder that turns rows into batches."""
+        return self.pipeline.builder
+
+    @property
+    def n_rows(self) -> int:
+        """Rows batched."""
+        return self.pipeline.n_rows
+
+    @property
+    def seed(self) -> int:
+        """The seed of every random order."""
+        return self.pipeline.plans.seed
+
+    @property
+    def bucketing(self) -> Bucketing | None:
+        """The order's length bucketing (``Order.bucket_by``), or ``None``."""
+        return self.pipeline.bucketing
+
+    @property
+    def file_bounds(self) -> np.ndarray | None:
+        """Row bounds of the data's files (``None`` for data of one file)."""
+        return self.pipeline.data.file_bounds
+
+    @property
+    def view_rows(self) -> np.ndarray:
+        """The dataset rows batched, in view order."""
+        return self.pipeline.data.row_numbers()
+
+    @property
+    def nan_to(self) -> float | None:
+        """The spec's ``nan_to``."""
+        return self.spec.nan_to
+
+    @property
+    def batch_size(self) -> int:
+        """Rows per batch."""
+        return self.order.batch_size
+
+    @property
+    def shuffle(self) -> bool | str:
+        """The shuffle in use: ``True``, ``False`` or ``"block"``."""
+        return self.order.shuffle
+
+    @property
+    def drop_last(self) -> bool:
+        """Whether a short last batch is dropped."""
+        return self.order.drop_last
+
+    @property
+    def cache(self) -> str | None:
+        """``"ram"`` when built batches are kept, else ``None``."""
+        return self.order.cache
+
+    @property
+    def varies_by_epoch(self) -> bool:
+        """Whether epochs differ: a shuffled order, rows drawn anew (``sample``) or noise (``augment``)."""
+        p = self.pipeline
+        return self.order.shuffle is not False or p.sampling is not None or p.augmenter is not None
+
+    def padded_width(self, field: ResolvedField, longest: int) -> int:
+        """The padded length of a Ragged output in a batch whose longest row has ``longest`` elements.
+
+        The builder's rule (``max_len``, ``pad_to_multiple_of``), then the order's
+        ``bucket_lengths`` (never above the field's ``max_len``; not for a
+        ``"packed"`` output, which has no padded slots).
+
+        Parameters
+        ----------
+        field
+            The output, as resolved by :meth:`BatchSpec.validate` (one of :attr:`fields`).
+        longest
+            Elements of the batch's longest row.
+
+        Returns
+        -------
+        int
+            The padded length of that output in such a batch.
+        """
+        return self.pipeline.padded_width(field, longest)
+
+    @shares_doc(BatchSource.signature)
+    def signature(self) -> dict[str, OutputSignature]:
+        return self.spec.signature()
+
+    @shares_doc(BatchSource.batch_elements)
+    def batch_elements(self, epoch: int) -> np.ndarray:
+        return batch_elements(self, epoch)  # type: ignore[arg-type]  # a sequence with rows_of and len

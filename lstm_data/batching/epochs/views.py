@@ -9,7 +9,7 @@ satisfies; :class:`Splits` gives it ``split`` and ``folds``.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, TypeVar
 
 import numpy as np
 
@@ -19,7 +19,10 @@ from lstm_data.batching.order.splits import split_positions
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset
 
-__all__ = ["RowViews", "Splits", "split_views", "fold_views", "part_differences"]
+if TYPE_CHECKING:
+    from lstm_data.batching.epochs.pipeline import Pipeline
+
+__all__ = ["RowViews", "Splits", "MadeFrom", "split_views", "fold_views", "part_differences"]
 
 
 class RowViews(Protocol):
@@ -50,6 +53,7 @@ class RowViews(Protocol):
 
 
 V = TypeVar("V", bound=RowViews)
+M = TypeVar("M", bound="MadeFrom")
 
 
 def split_views(source: RowViews, test_size: int | float | None = None, seed: int | None = None, *,
@@ -130,6 +134,62 @@ class Splits:
             the validation sides are disjoint and cover the rows.
         """
         return fold_views(self, k, by=by, key=key, seed=seed)
+
+
+class MadeFrom:
+    """What batches were made from, and the same batches over other rows (:class:`RowViews`)."""
+
+    order: Order
+    pipeline: Pipeline
+    _seed_drawn: bool
+    _made_from: tuple[Dataset, BatchSpec, np.ndarray | None] | None
+
+    def made_from(self) -> tuple[Dataset, BatchSpec, Order, np.ndarray | None]:
+        """What these batches were made from: ``Batches(dataset, spec, order, rows=rows)`` makes them again.
+
+        Returns
+        -------
+        tuple
+            ``(dataset, spec, order, rows)``: the dataset and spec as given (before the
+            spec's derived values and selection, and before bucketing widened the spec),
+            :attr:`order` (its seed filled in, so the same batches) and the view's rows
+            (``None`` for every row).
+
+        Raises
+        ------
+        RuntimeError
+            A copy sent to another process without the dataset it was given.
+        """
+        if self._made_from is None:
+            raise RuntimeError("made_from(): this copy of Batches was sent to another process without the "
+                               "dataset it was given (its spec derives values or selects rows); call it on "
+                               "the original")
+        dataset, spec, rows = self._made_from
+        return dataset, spec, self.order, rows
+
+    def over_rows(self: M, rows: np.ndarray, *, spec: BatchSpec | None = None, order: Order | None = None) -> M:
+        """Batches of the same data over ``rows`` (a view).
+
+        Parameters
+        ----------
+        rows
+            Dataset rows, in view order.
+        spec, order
+            The view's spec and order (default: these batches'); row weights read from a
+            column are kept by row.
+
+        Returns
+        -------
+        Batches
+            The view; its seed counts as drawn when these batches' was.
+        """
+        order = self.order if order is None else order
+        if self.pipeline.weights is not None:  # row weights read from a column are kept by row
+            order = order.replace(weights=self.pipeline.weights)
+        spec = self.pipeline.spec if spec is None else spec
+        view = type(self)(self.pipeline.data.over(rows), spec, order)  # type: ignore[call-arg]
+        view._seed_drawn = self._seed_drawn
+        return view
 
 
 def _part_name(label: str, i: int, n: int) -> str:
