@@ -149,10 +149,8 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
 
         Parameters
         ----------
-        index
-            Batch index (negative counts from the end).
-        epoch
-            An int >= 0; ``None``: the current :attr:`epoch`.
+        index, epoch
+            As for :meth:`batch`.
 
         Returns
         -------

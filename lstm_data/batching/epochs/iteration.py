@@ -116,7 +116,7 @@ class EpochIteration:
         Parameters
         ----------
         epoch
-            An int >= 0.
+            The epoch that ended.
 
         Returns
         -------

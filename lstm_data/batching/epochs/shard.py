@@ -287,12 +287,12 @@ class ShardedBatches(EpochIteration):
             This rank's step; ``len(self) + p`` names the parent's batch ``p``
             (see :meth:`sampler_key`).
         epoch
-            An int >= 0; ``None``: the current :attr:`epoch`.
+            As for :meth:`BatchSource.batch <lstm_data.batching.epochs.source.BatchSource.batch>`.
 
         Returns
         -------
         tuple of dict
-            ``(inputs, targets, weights)``: output name -> array.
+            What the parent's ``batch`` returns.
         """
         epoch = self.epoch if epoch is None else check_count(epoch, "epoch")
         return self.batches.batch(self._parent_index(index, epoch), epoch=epoch)
@@ -326,7 +326,7 @@ class ShardedBatches(EpochIteration):
         Parameters
         ----------
         index, epoch
-            As for :meth:`batch`.
+            As for :meth:`batch`: a step of this rank's share, and its epoch.
 
         Returns
         -------

@@ -114,7 +114,7 @@ class BatchSource(Protocol):
         Parameters
         ----------
         epoch
-            An int >= 0.
+            Any epoch (an int >= 0), not only the current one.
 
         Returns
         -------
