@@ -22,6 +22,7 @@ from lstm_data._util.docs import shares_doc
 from lstm_data.batching.epochs.figures import OrderFigures
 from lstm_data.batching.epochs.iteration import EpochIteration
 from lstm_data.batching.epochs.legacy_options import legacy_options
+from lstm_data.batching.epochs.resume import state_count
 from lstm_data.batching.epochs.pipeline import CompiledReads, Pipeline, compile
 from lstm_data.batching.epochs.shard import Shards
 from lstm_data.batching.epochs.source import BatchSource, BuildsInArena
@@ -224,6 +225,12 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
 
     def _legacy_identities(self, state_format: int) -> set[str]:
         return self.pipeline.legacy_identities(state_format)
+
+    def _resumed_identity(self, state: Mapping[str, Any], step: int | None = None) -> dict[str, object] | None:
+        if step is None:
+            step = state_count(state.get("epoch"), "epoch") * len(self) + state_count(state.get("next_batch"),
+                                                                                      "next_batch")
+        return self.pipeline.resumed_identity(state.get("policies"), step)
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
         return part_differences(self.pipeline.data_parts(), state)

@@ -9,6 +9,9 @@ counter, the RAM cache and pickling on top.
 """
 from __future__ import annotations
 
+import json
+from typing import Any, Mapping
+
 import numpy as np
 
 from lstm_data.batching.building.blocks import BlockSource
@@ -27,11 +30,12 @@ from lstm_data.batching.order.bucketing import Bucketing, make_bucketing
 from lstm_data.batching.order.budget import ChosenWidths
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.order.plan import EpochPlans, Plan
-from lstm_data.batching.order.policies import order_stages
+from lstm_data.batching.order.policies import order_stages, policy_stage
 from lstm_data.batching.order.rows_view import RowsView
 from lstm_data.batching.order.sampling import SampledRows, Sampling
 from lstm_data.batching.spec.batch_spec import Arrays, Batch, BatchSpec, OutputSignature, ResolvedField
 from lstm_data.data.dataset import Dataset
+from lstm_data.errors import OptionError
 from lstm_data.batching.spec.sizes import check_batch_bytes
 
 __all__ = ["Pipeline", "compile", "CompiledReads"]
@@ -112,7 +116,8 @@ class Pipeline:
             self.blocks = BlockSource(self.dataset, self.rows.rows, fields, layout, self.plans, nan_to=spec.nan_to,
                                       read_ahead=order.read_ahead, pad_to_multiple_of=spec.pad_to_multiple_of)
             self.blocks.next_epoch_ahead = order.cache != "ram"  # cached batches never come back after epoch 0
-        self._identity: tuple[str, list[str]] | None = None  # made when a state first asks
+        self._identity: tuple[str, list[str]] | None = None  # the data's digests, made when a state first asks
+        self._own_identity: dict[str, object] | None = None
         self._parts: list[tuple[str, str]] | None = None
 
     @property
@@ -173,14 +178,57 @@ class Pipeline:
     def identity(self) -> dict[str, object]:
         """The order's settings by name, the rows, one digest of spec, settings and data, and the digest
         of each file part's values."""
-        settings = order_settings(self.order)
+        if self._own_identity is None:
+            self._own_identity = self._identity_of(order_settings(self.order))
+        return dict(self._own_identity)
+
+    def _identity_of(self, settings: dict[str, Any]) -> dict[str, object]:
         if self._identity is None:
             parts = [digest for _, digest in self.data_parts()]
-            sampled = data_fingerprint(self.dataset, self.data.rows)
-            self._identity = (identity_digest(self.spec, settings, full_data(sampled, parts)), parts)
-        digest, parts = self._identity
-        return {**settings, "n_rows": self.n_rows, "identity": digest, "data_parts": list(parts)}
+            self._identity = (full_data(data_fingerprint(self.dataset, self.data.rows), parts), parts)
+        data, parts = self._identity
+        return {**settings, "n_rows": self.n_rows, "identity": identity_digest(self.spec, settings, data),
+                "data_parts": list(parts)}
 
+    def resumed_identity(self, saved: object, step: int) -> dict[str, object] | None:
+        """The identity these batches would have with a state's ``policies``, when that state may resume here.
+
+        It may when every policy whose options differ says its stage serves, before
+        global step ``step``, the batches it served under the saved options
+        (:meth:`~lstm_data.batching.order.plan.StageDefaults.unchanged_before`): the
+        batches from the saved step on are then those of the options now.
+
+        Parameters
+        ----------
+        saved
+            The ``policies`` a state was saved with.
+        step
+            The first global step (``epoch * len + batch``) the resumed run serves.
+
+        Returns
+        -------
+        dict or None
+            :meth:`identity` with the saved policies (so the state's digest checks spec and
+            data), or ``None`` when the change is not one the policies can take.
+        """
+        now = dict(self.order.policies or {})
+        if self.order.cache == "ram" or not isinstance(saved, Mapping) or set(saved) != set(now):
+            return None
+        for name, options in now.items():
+            old = saved[name]
+            if _plain(old) == _plain(options):
+                continue
+            if not isinstance(old, Mapping):
+                return None
+            try:
+                stage, before = (policy_stage(self.order, self.rows, self.spec, self.fields, self.builder.width,
+                                              name, table) for table in (options, old))
+            except OptionError:  # the saved options are not ones the policy takes
+                return None
+            first = getattr(stage, "unchanged_before", None)
+            if before is None or first is None or (at := first(before)) is None or at < step:
+                return None
+        return self._identity_of({**order_settings(self.order), "policies": dict(saved)})
     def data_parts(self) -> list[tuple[str, str]]:
         """Each file part's label and the digest of its values, made once."""
         if self._parts is None:
@@ -192,6 +240,11 @@ class Pipeline:
         return legacy_digests(self.spec, order_settings(self.order), data_fingerprint(self.dataset, self.data.rows),
                               state_format)
 
+
+
+def _plain(value: object) -> object:
+    """``value`` as it reads back from JSON (tuples as lists), for comparing saved options."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
 class CompiledReads:

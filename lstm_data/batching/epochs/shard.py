@@ -83,6 +83,8 @@ class Shardable(BatchSource, Protocol):
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]: ...
 
+    def _resumed_identity(self, state: Mapping[str, Any], step: int | None = None) -> dict[str, object] | None: ...
+
 __all__ = ["ShardedBatches", "Shardable", "Shards", "check_shard", "batch_elements", "left_out_message"]
 
 
@@ -467,6 +469,16 @@ class ShardedBatches(EpochIteration):
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
         return self.batches._data_differences(state)
+
+    def _resumed_identity(self, state: Mapping[str, Any], step: int | None = None) -> dict[str, object] | None:
+        # ranks serve an epoch's batches out of order, and its deal weighs every batch of it: a changed
+        # policy is taken from the first epoch the saving world had not begun
+        epoch = state_count(state.get("epoch"), "epoch")
+        begun = state_count(state.get("next_batch"), "next_batch") > 0 or bool(history_of(state)[1])
+        identity = self.batches._resumed_identity(state, (epoch + begun) * len(self.batches))
+        if identity is not None:
+            identity.pop("world_size", None)
+        return identity
 
     def identity(self) -> dict[str, object]:
         identity = dict(self.batches.identity())

@@ -33,7 +33,10 @@ permutation of its rows drawn from ``(seed, source name, k)`` (the rows in view 
 without ``shuffle``), so no row of a source comes twice before all its rows came once.
 The rows of step ``t`` are then a function of ``(seed, schedule, t)``: a run resumed at
 any step (``load_state_dict`` of ``Batches``, or of its shards on another world size,
-which deal the same global batches) serves the batches one that never stopped would.
+which deal the same global batches) serves the batches one that never stopped would. A state
+saved at step ``k`` also resumes batches whose schedule differs only from a step ``s >= k`` on
+(:meth:`Mixture.unchanged_before`; with ``bucket_by``, from the first step of the window holding
+``s``): from ``k`` the run serves the new schedule's batches, which before ``s`` are the old ones.
 Within a batch the rows come by source (sorted names), each in stream order.
 
 With ``bucket_by`` the rows each source gives a window of ``bucket_window`` batches are
@@ -52,6 +55,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import os
+import sys
 import zlib
 from dataclasses import dataclass
 from fractions import Fraction
@@ -202,6 +206,43 @@ class Mixture(StageDefaults):
             batches = self._permuted(batches, first, key.seed)
         order = np.concatenate(batches).astype(np.intp) if batches else np.zeros(0, np.intp)
         return Plan(order)
+
+    def proportions_at(self, step: int) -> dict[str, Fraction]:
+        """The proportion of each source drawn from at global ``step`` (sources of weight 0 left out)."""
+        weights = self._segment_at(step).weights
+        total = sum(weights)
+        return {name: Fraction(w, total) for name, w in zip(self.names, weights) if w}
+
+    def unchanged_before(self, old: object) -> int | None:
+        """The first global step whose batch may differ from those of ``old``, a mixture of other options.
+
+        The first step ``s`` where the schedules differ (another proportion, or a
+        schedule step in one only): the counts and rows of every step before ``s`` are
+        a function of the schedule before ``s``. With ``bucket_by``, the first step of
+        the bucketing window holding ``s`` (a window sorts the rows of all its steps).
+        ``None`` when the mixtures differ otherwise (sources' rows, epoch length, batch
+        size, bucketing).
+        """
+        if not isinstance(old, Mixture) or (old.n_batches, old.batch_size, old.window, old.lengths is None) != (
+                self.n_batches, self.batch_size, self.window, self.lengths is None):
+            return None
+        if self.lengths is not None and (old.lengths is None or not np.array_equal(self.lengths, old.lengths)):
+            return None
+        theirs = dict(zip(old.names, old.members))
+        if any(name in theirs and not np.array_equal(rows, theirs[name])
+               for name, rows in zip(self.names, self.members)):
+            return None
+        mine, their_starts = {s.start for s in self.segments}, {s.start for s in old.segments}
+        changed = [step for step in sorted(mine | their_starts)
+                   if (step in mine) != (step in their_starts) or self.proportions_at(step) != old.proportions_at(step)]
+        if not changed:
+            return sys.maxsize  # the same schedule, written otherwise
+        step = changed[0]
+        if self.lengths is None or step in mine & their_starts:
+            return step
+        first = step - step % self.n_batches  # the epoch's first step; windows restart there and at schedule steps
+        cut = max([first] + [s for s in mine if first < s < step])
+        return cut + (step - cut) // self.window * self.window
 
     def _windows(self, first: int) -> list[tuple[int, int]]:
         """Epoch-relative ``(lo, hi)`` batch windows of bucketing: cut at schedule steps too."""
