@@ -18,6 +18,7 @@ import numpy as np
 from lstm_data._util.types import PlainMapping
 from lstm_data._util import forksafe
 from lstm_data._util.checks import check_index
+from lstm_data._util.deprecation import OldAttribute
 from lstm_data._util.docs import shares_doc
 from lstm_data.batching.epochs.figures import OrderFigures
 from lstm_data.batching.epochs.iteration import EpochIteration
@@ -80,6 +81,9 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
     ``max_len``): a ``fixed=True`` field becomes per batch and :attr:`spec` (hence
     :meth:`signature`) says its prong dimension is ``None``.
     """
+
+    #: renamed (an error naming the new spelling)
+    shard_layout = OldAttribute()
 
     def __init__(self, dataset: Dataset | RowsView, spec: BatchSpec, order: Order | int | None = None, *,
                  rows: np.ndarray | None = None, batch_size: int | None = None, shuffle: bool | str | None = None,

@@ -112,9 +112,9 @@ class Pipeline:
                                                   if isinstance(s, ChosenWidths)), None)
         self.blocks: BlockSource | None = None
         if order.shuffle == "block":
-            layout = self.rows.blocks(order.batch_size, order.block_rows, order.window_rows)
-            self.blocks = BlockSource(self.dataset, self.rows.rows, fields, layout, self.plans, nan_to=spec.nan_to,
-                                      read_ahead=order.read_ahead, pad_to_multiple_of=spec.pad_to_multiple_of)
+            arrangement = self.rows.blocks(order.batch_size, order.block_rows, order.window_rows)
+            self.blocks = BlockSource(self.dataset, self.rows.rows, fields, arrangement, self.plans,
+                                      nan_to=spec.nan_to, read_ahead=order.read_ahead, pad_to_multiple_of=spec.pad_to_multiple_of)
             self.blocks.next_epoch_ahead = order.cache != "ram"  # cached batches never come back after epoch 0
         self._identity: tuple[str, list[str]] | None = None  # the data's digests, made when a state first asks
         self._own_identity: dict[str, object] | None = None

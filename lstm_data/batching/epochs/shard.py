@@ -48,7 +48,7 @@ from lstm_data.batching.epochs.resume import (
     batch_elements,
     deal,
     history_of,
-    layout_of,
+    assignment_of,
     remaining_pool,
     state_count,
 )
@@ -63,13 +63,13 @@ if TYPE_CHECKING:
 
 class Shardable(BatchSource, Protocol):
     """What a shard reads off its parent (:class:`~lstm_data.batching.epochs.batches.Batches`): a batch
-    source with a seed, a way of dealing its batches (:attr:`shard_layout`) and the figures below."""
+    source with a seed, a way of dealing its batches (:attr:`shard_assignment`) and the figures below."""
 
     @property
     def seed(self) -> int: ...
 
     @property
-    def shard_layout(self) -> str: ...
+    def shard_assignment(self) -> str: ...
 
     def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray: ...
 
@@ -151,7 +151,7 @@ class ShardedBatches(EpochIteration):
     rank, world_size : int
     epoch : int
         This view's current epoch (0 first), independent of the parent's.
-    layout : str
+    assignment : str
         ``"rounds"`` (balanced, for ``shuffle=True``) or ``"runs"`` (consecutive).
     """
 
@@ -159,7 +159,7 @@ class ShardedBatches(EpochIteration):
         self.batches = batches
         self.rank, self.world_size = check_shard(rank, world_size)
         self.epoch = batches.epoch
-        self.layout = batches.shard_layout
+        self.assignment = batches.shard_assignment
         #: the earlier worlds of epoch ``_history_epoch`` (set when a state of another world is loaded)
         self._history: tuple[tuple[int, int], ...] = ()
         self._history_epoch = -1
@@ -199,13 +199,13 @@ class ShardedBatches(EpochIteration):
 
     def _make_lane(self, epoch: int, history: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, int]:
         n = len(self.batches)
-        if self.layout == "runs" and not history:
+        if self.assignment == "runs" and not history:
             lane = np.arange(self.rank * len(self), (self.rank + 1) * len(self), dtype=np.intp)
             return lane, 0
-        costs = self.batches.batch_elements(epoch) if self.layout == "rounds" else np.ones(n, np.int64)
+        costs = self.batches.batch_elements(epoch) if self.assignment == "rounds" else np.ones(n, np.int64)
         key = (self.batches.seed, epoch)
-        pool = remaining_pool(costs, history, self.layout, key)
-        lanes = deal(costs[pool], self.world_size, self.layout, (*key, len(history)))
+        pool = remaining_pool(costs, history, self.assignment, key)
+        lanes = deal(costs[pool], self.world_size, self.assignment, (*key, len(history)))
         lane = pool[lanes[self.rank]]
         return lane, len(self) - len(lane)
 
@@ -439,8 +439,8 @@ class ShardedBatches(EpochIteration):
 
     def _pool_size(self, epoch: int, history: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> int:
         n = len(self.batches)
-        costs = self.batches.batch_elements(epoch) if self.layout == "rounds" else np.ones(n, np.int64)
-        return len(remaining_pool(costs, history, self.layout, (self.batches.seed, epoch)))
+        costs = self.batches.batch_elements(epoch) if self.assignment == "rounds" else np.ones(n, np.int64)
+        return len(remaining_pool(costs, history, self.assignment, (self.batches.seed, epoch)))
 
     # -- what adapters and users read off a batch source (the parent's settings: .batches) ------
     @property
@@ -458,6 +458,7 @@ class ShardedBatches(EpochIteration):
     shuffle = OldAttribute()
     nan_to = OldAttribute()
     seed = OldAttribute()
+    layout = OldAttribute()
 
     @property
     def n_rows(self) -> int:
@@ -528,6 +529,8 @@ class ShardedBatches(EpochIteration):
         return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_deals")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "layout" in state:  # pickled by a release that named the assignment so
+            state["assignment"] = state.pop("layout")
         self.__dict__.update(state)
         self._setup_runtime()
 
@@ -539,9 +542,9 @@ class Shards:
     order: Order
 
     @property
-    def shard_layout(self) -> str:
+    def shard_assignment(self) -> str:
         """How shards deal these batches: ``"rounds"`` for ``shuffle=True``, else ``"runs"``."""
-        return layout_of(self.order.shuffle)
+        return assignment_of(self.order.shuffle)
 
     def shard(self, rank: int, world_size: int) -> ShardedBatches:
         """Rank ``rank``'s disjoint, equally long share of every epoch (one process per GPU).
