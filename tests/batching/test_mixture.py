@@ -271,3 +271,63 @@ def test_shards_take_a_changed_schedule_from_the_next_epoch_on(data):
         for i, batch in enumerate(s):
             np.testing.assert_array_equal(rows_in(batch[0]), rows_in(fresh.batch(int(s.parent_indices(2)[i]), 2)[0]))
             np.testing.assert_array_equal(_counts(rows_in(batch[0])), [0, 6, 2])
+
+
+# -- drawing by elements under a budget --------------------------------------------------------------------
+BUDGET = {"bucket_by": "input_png3d", "max_elements": 20, "batch_size": 16}
+ELEMENTS = {"weights": WEIGHTS, "unit": "elements", "epoch_batches": 12}
+
+
+def _served_elements(data):
+    return np.minimum(np.diff(data.offsets("png")), 4)  # prongs served: the output's max_len is 4
+
+
+def test_drawing_by_elements_keeps_every_batch_in_the_budget_and_the_elements_in_proportion(data):
+    b = _batches(data, ELEMENTS, **BUDGET)
+    served = _served_elements(data)
+    assert len(b) == 12
+    total = np.zeros(3)
+    for epoch in (0, 1):
+        b.set_epoch(epoch)
+        for i in range(len(b)):
+            inputs = b[i][0]
+            rows = rows_in(inputs)
+            assert 1 <= len(rows) <= 16
+            assert len(rows) * inputs["input_png3d"].shape[1] <= 20 or len(rows) == 1  # the budget
+            total += np.bincount(_file_of(rows), weights=served[rows], minlength=3)
+            # every source's elements within one row (4 prongs) of its proportion of them all
+            assert np.all(np.abs(total - np.array([0.5, 0.25, 0.25]) * total.sum()) <= 4), (epoch, i, total)
+    rows_share = np.bincount(_file_of(np.concatenate(_epoch(b, 0))), minlength=3)
+    assert rows_share.tolist() != (rows_share.sum() * np.array([0.5, 0.25, 0.25])).tolist()  # not by rows
+
+
+def test_drawing_by_elements_resumes_the_batches_and_a_later_schedule(data):
+    state = _stopped_at(data, ELEMENTS, 1, 3, **BUDGET)  # global step 15 comes next
+    same = _batches(data, ELEMENTS, **BUDGET)
+    same.load_state_dict(state)
+    whole = _batches(data, ELEMENTS, **BUDGET)
+    for (epoch, i), rows in _served(same, 2).items():
+        np.testing.assert_array_equal(rows, rows_in(whole.batch(i, epoch)[0]))
+    new = {**ELEMENTS, "weights": None, "schedule": [[0, WEIGHTS], [18, LATER]]}
+    del new["weights"]
+    resumed = _batches(data, new, **BUDGET)
+    resumed.load_state_dict(state)
+    fresh = _batches(data, new, **BUDGET)
+    for (epoch, i), rows in _served(resumed, 2).items():
+        np.testing.assert_array_equal(rows, rows_in(fresh.batch(i, epoch)[0]))
+        if epoch * 12 + i < 18:
+            np.testing.assert_array_equal(rows, rows_in(whole.batch(i, epoch)[0]))
+        else:
+            assert not np.any(_file_of(rows) == 0)  # nue has no share from step 18
+    with pytest.raises(OptionError, match="policies"):  # changed before the saved step
+        _batches(data, {**new, "schedule": [[0, WEIGHTS], [14, LATER]]}, **BUDGET).load_state_dict(state)
+
+
+@pytest.mark.parametrize("mixture, order, key", [
+    ({"weights": WEIGHTS, "unit": "elements"}, {}, r"unit='elements' needs max_elements"),
+    ({"weights": WEIGHTS, "unit": "prongs"}, {}, r"policies.mixture.unit must be"),
+    ({"weights": WEIGHTS}, BUDGET, r"cannot be combined with max_elements: .*unit='elements'"),
+])
+def test_the_unit_of_a_mixture_is_checked_naming_it(data, mixture, order, key):
+    with pytest.raises(OptionError, match=key):
+        _batches(data, mixture, **order)

@@ -16,10 +16,16 @@
     (``"0"``) or by a glob of its path or file name (``"nue_*.csv"``; a glob may take
     several files, a file may be taken by one source only). Rows of no named source are
     never served.
+``unit``
+    ``"rows"`` (default): every batch holds ``batch_size`` rows, apportioned by rows.
+    ``"elements"``: with ``max_elements`` (and ``bucket_by``), real elements are apportioned
+    and every batch holds the rows that fit the budget
+    (:mod:`~lstm_data.batching.order.mixture_elements`).
 ``epoch_batches``
     Batches of an epoch of the mixture. Default: until the source with the largest
     proportion relative to its rows (in the first weights) is drawn once,
-    ``floor(min(rows_s / (batch_size * p_s)))`` batches, at least 1.
+    ``floor(min(rows_s / (batch_size * p_s)))`` batches, at least 1 (by elements: the source's
+    elements over ``max_elements * p_s``).
 
 Every batch holds ``batch_size`` rows. Within a stretch of the schedule, seats are
 given out in the order of their ideal times: row ``j`` of source ``s`` (of proportion
@@ -43,8 +49,8 @@ With ``bucket_by`` the rows each source gives a window of ``bucket_window`` batc
 sorted by length and dealt in that order, so counts stay exact and rows of similar length
 share a batch; the batches of a window are then permuted (with ``shuffle``). Windows end at
 epoch ends and schedule steps. ``bucket_lengths`` composes as it is. A mixture cannot be
-combined with ``max_elements`` (a budget cuts its own batches, so counts could not be
-kept), ``sample`` (another draw of the rows) or ``shuffle="block"`` (the sources' streams
+combined with ``max_elements`` by rows (a budget cuts its own batches, so counts could not be
+kept: draw by elements instead), ``sample`` (another draw of the rows) or ``shuffle="block"`` (the sources' streams
 read rows anywhere): each is an :class:`~lstm_data.errors.OptionError` naming both.
 
 The mixture makes the epoch's rows and batches itself, from the whole view: stages of a
@@ -64,6 +70,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from lstm_data.batching.order.bucketing import make_bucketing
+from lstm_data.batching.order.budget import order_extras
+from lstm_data.batching.order.mixture_elements import ElementDraws
 from lstm_data.batching.order.plan import EpochKey, Plan, StageDefaults
 from lstm_data.batching.order.registry import PlanContext, register_policy
 from lstm_data.batching.order.rows import epoch_rng
@@ -74,7 +82,7 @@ __all__ = ["Mixture", "Segment", "make_mixture", "MIXTURE_STREAM"]
 #: the first word of every seed the mixture draws from (its streams differ from the other stages')
 MIXTURE_STREAM = 7
 _WHERE = "policies.mixture"
-_OPTIONS = ("weights", "schedule", "by", "epoch_batches")
+_OPTIONS = ("weights", "schedule", "by", "epoch_batches", "unit")
 
 
 @dataclass(frozen=True)
@@ -125,10 +133,14 @@ class Mixture(StageDefaults):
         Rows of every batch.
     lengths, window
         Sort keys of every view position and batches per window, when ``bucket_by`` is set.
+    elements
+        With ``unit="elements"``: each view position's real elements, its padded width and
+        the budget (:mod:`~lstm_data.batching.order.mixture_elements`).
     """
 
     def __init__(self, names: Sequence[str], members: Sequence[np.ndarray], segments: Sequence[Segment],
-                 epoch_batches: int, batch_size: int, lengths: np.ndarray | None = None, window: int = 1) -> None:
+                 epoch_batches: int, batch_size: int, lengths: np.ndarray | None = None, window: int = 1,
+                 elements: tuple[np.ndarray, np.ndarray, int] | None = None) -> None:
         self.names = list(names)
         self.members = [np.asarray(m, dtype=np.intp) for m in members]
         self.segments = list(segments)
@@ -137,6 +149,12 @@ class Mixture(StageDefaults):
         self.lengths = lengths
         self.window = int(window)
         self._keys = [zlib.crc32(name.encode()) for name in self.names]
+        self.draws = None if elements is None else ElementDraws(
+            self._weights_at, self.stream, len(self.names), self.n_batches, *elements, self.batch_size)
+
+    def _weights_at(self, step: int) -> tuple[int, tuple[int, ...]]:
+        seg = self._segment_at(step)
+        return seg.start, seg.weights
 
     def epoch_batches(self) -> int | None:
         """Batches of every epoch: the ``epoch_batches`` option or its default."""
@@ -187,7 +205,10 @@ class Mixture(StageDefaults):
         return out
 
     def plan(self, plan: Plan, key: EpochKey) -> Plan:
-        """The epoch's batches: ``epoch_batches`` of ``batch_size`` rows drawn from the sources."""
+        """The epoch's batches: ``epoch_batches`` of ``batch_size`` rows drawn from the sources (by elements:
+        as many as fit the budget)."""
+        if self.draws is not None:
+            return Plan(*self.draws.epoch(key.epoch, bool(key.shuffle), key.seed))
         first = key.epoch * self.n_batches
         last = first + self.n_batches
         counts = self.counts(first, last)
@@ -225,6 +246,9 @@ class Mixture(StageDefaults):
         """
         if not isinstance(old, Mixture) or (old.n_batches, old.batch_size, old.window, old.lengths is None) != (
                 self.n_batches, self.batch_size, self.window, self.lengths is None):
+            return None
+        if (self.draws is None) != (old.draws is None) or (
+                self.draws is not None and old.draws is not None and not self.draws.same_draws(old.draws)):
             return None
         if self.lengths is not None and (old.lengths is None or not np.array_equal(self.lengths, old.lengths)):
             return None
@@ -377,11 +401,20 @@ def make_mixture(context: PlanContext) -> Mixture:
     if unknown:
         raise OptionError(f"{_WHERE}: unknown option {unknown[0]!r}; it takes {', '.join(_OPTIONS)}")
     order = context.order
-    for field, bad in (("max_elements", order.max_elements is not None), ("sample", order.sample is not None),
+    unit = options.get("unit", "rows")
+    if unit not in ("rows", "elements"):
+        raise OptionError(f"{_WHERE}.unit must be 'rows' or 'elements', got {unit!r}")
+    if unit == "elements" and order.max_elements is None:
+        raise OptionError(f"{_WHERE}.unit='elements' needs max_elements (and bucket_by): it draws every batch's "
+                          "elements under that budget")
+    for field, bad in (("max_elements", order.max_elements is not None and unit == "rows"),
+                       ("sample", order.sample is not None),
                        ("shuffle='block'", order.shuffle == "block")):
         if bad:
+            hint = {"max_elements": "; draw by elements with unit='elements'", "sample": ""}.get(
+                field, "; use shuffle=True")
             raise OptionError(f"{_WHERE} cannot be combined with {field}: the mixture draws every batch's "
-                              f"rows itself" + ("; use shuffle=True" if field.startswith("shuffle") else ""))
+                              f"rows itself{hint}")
     schedule = _schedule(options)
     names = sorted({name for _, props in schedule for name in props})
     by = options.get("by")
@@ -392,18 +425,33 @@ def make_mixture(context: PlanContext) -> Mixture:
     segments = [Segment(step, _integers(props, names)) for step, props in schedule]
     batch = order.batch_size
     first = segments[0].weights
+    elements = None if unit == "rows" else _element_budget(context)
+    # an epoch: until the source of the largest proportion for its rows (or elements) is drawn once
+    sizes = [len(m) for m in members] if elements is None else [int(elements[0][m].sum()) for m in members]
+    per_batch = batch if elements is None else elements[2]
     epoch = options.get("epoch_batches")
     if epoch is None:
-        epoch = max(1, min(len(m) * sum(first) // (batch * w) for m, w in zip(members, first) if w))
+        epoch = max(1, min(n * sum(first) // (per_batch * w) for n, w in zip(sizes, first) if w))
     elif isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 1:
         raise OptionError(f"{_WHERE}.epoch_batches must be a positive int, got {epoch!r}")
     lengths, window = None, 1
-    if order.bucket_by is not None:
+    if order.bucket_by is not None and elements is None:
         bucketing = make_bucketing(context.spec, context.fields, order.bucket_by, order.bucket_window,
                                    context.spec.pad_to_multiple_of, order.shuffle)
         if bucketing is not None:
             lengths, window = bucketing.lengths(context.lengths(bucketing.group)), bucketing.window
-    return Mixture(names, members, segments, int(epoch), batch, lengths, window)
+    return Mixture(names, members, segments, int(epoch), batch, lengths, window, elements)
+
+
+def _element_budget(context: PlanContext) -> tuple[np.ndarray, np.ndarray, int]:
+    """Real elements and padded width of every view position, and ``max_elements``."""
+    order = context.order
+    budget, chosen = order_extras(order, context.fields, context.width, context.rows.all_lengths, context.lengths,
+                                  None)
+    assert budget is not None and order.max_elements is not None  # max_elements is set (checked by Order too)
+    group = next(f.group for f in context.fields if f.name == order.bucket_by)
+    assert group is not None  # bucket_by names a Ragged output
+    return np.minimum(context.lengths(group), budget.widths), budget.widths, int(order.max_elements)
 
 
 register_policy("mixture", make_mixture, rank=85)
