@@ -25,9 +25,8 @@ from lstm_data.batching.epochs.iteration import EpochIteration
 from lstm_data.batching.epochs.legacy_options import legacy_options
 from lstm_data.batching.epochs.resume import state_count
 from lstm_data.batching.epochs.pipeline import CompiledReads, Pipeline, compile
-from lstm_data.batching.epochs.shard import Shards
 from lstm_data.batching.epochs.source import BatchSource, BuildsInArena
-from lstm_data.batching.epochs.views import MadeFrom, Splits, part_differences
+from lstm_data.batching.epochs.views import MadeFrom, Shards, Splits, part_differences
 from lstm_data.batching.epochs.weights import freeze_batch
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.order.rows import fresh_seed, resolve_shuffle, shuffled_order

@@ -48,7 +48,6 @@ from lstm_data.batching.epochs.resume import (
     batch_elements,
     deal,
     history_of,
-    assignment_of,
     remaining_pool,
     state_count,
 )
@@ -57,7 +56,6 @@ from lstm_data.batching.order.stats import Picked
 from lstm_data.errors import OptionError
 
 if TYPE_CHECKING:
-    from lstm_data.batching.order.options import Order
     from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature
 
 
@@ -85,7 +83,7 @@ class Shardable(BatchSource, Protocol):
 
     def _resumed_identity(self, state: Mapping[str, Any], step: int | None = None) -> dict[str, object] | None: ...
 
-__all__ = ["ShardedBatches", "Shardable", "Shards", "check_shard", "batch_elements", "left_out_message"]
+__all__ = ["ShardedBatches", "Shardable", "check_shard", "batch_elements", "left_out_message"]
 
 
 def left_out_message(epoch: int, pool: int, old_world: int, world: int, n_batches: int) -> str:
@@ -534,46 +532,3 @@ class ShardedBatches(EpochIteration):
         self.__dict__.update(state)
         self._setup_runtime()
 
-
-class Shards:
-    """``shard(rank, world_size)`` for a batch sequence whose seed may have been drawn here."""
-
-    _seed_drawn: bool
-    order: Order
-
-    @property
-    def shard_assignment(self) -> str:
-        """How shards deal these batches: ``"rounds"`` for ``shuffle=True``, else ``"runs"``."""
-        return assignment_of(self.order.shuffle)
-
-    def shard(self, rank: int, world_size: int) -> ShardedBatches:
-        """Rank ``rank``'s disjoint, equally long share of every epoch (one process per GPU).
-
-        Build the same batches on every rank, then ``shard(rank, world_size)``: each
-        rank gets ``len(self) // world_size`` batches of each epoch's order, made from
-        ``(seed, epoch)`` alone (balanced in real elements for ``shuffle=True``,
-        consecutive runs otherwise). Its state resumes on a world of any size. See
-        :mod:`lstm_data.batching.epochs.shard`.
-
-        Parameters
-        ----------
-        rank
-            This process's rank, ``0 <= rank < world_size``.
-        world_size
-            The number of ranks.
-
-        Returns
-        -------
-        ShardedBatches
-            The rank's batches, with the interface of ``Batches``.
-
-        Raises
-        ------
-        ValueError
-            ``rank`` is outside ``[0, world_size)``, or ``seed`` was drawn (``seed=None``):
-            ranks would each draw their own order.
-        """
-        if self._seed_drawn:
-            raise ValueError("shard() needs the same order on every rank: give Batches an explicit seed "
-                             "(seed=None draws a different one in every process)")
-        return ShardedBatches(self, rank, world_size)  # type: ignore[arg-type]  # the sequence is Shardable

@@ -1,4 +1,5 @@
-"""Train and validation views and k folds of any batches that can be cut by rows.
+"""The views of batches: train and validation views and k folds of any batches that can be cut by rows,
+and the shards of batches (:class:`Shards`).
 
 A split shuffles (or groups by file or key) the rows of a view of the data
 (:class:`~lstm_data.batching.order.rows_view.RowsView`, as torch's ``Subset``) and
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, TypeVar
 import numpy as np
 
 from lstm_data._util.checks import check_count
+from lstm_data.batching.epochs.resume import assignment_of
+from lstm_data.batching.epochs.shard import ShardedBatches
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.order.splits import split_positions
 from lstm_data.batching.spec.batch_spec import BatchSpec
@@ -22,7 +25,7 @@ from lstm_data.data.dataset import Dataset
 if TYPE_CHECKING:
     from lstm_data.batching.epochs.pipeline import Pipeline
 
-__all__ = ["RowViews", "Splits", "MadeFrom", "split_views", "fold_views", "part_differences"]
+__all__ = ["RowViews", "Splits", "MadeFrom", "Shards", "split_views", "fold_views", "part_differences"]
 
 
 class RowViews(Protocol):
@@ -190,6 +193,50 @@ class MadeFrom:
         view = type(self)(self.pipeline.data.over(rows), spec, order)  # type: ignore[call-arg]
         view._seed_drawn = self._seed_drawn
         return view
+
+
+class Shards:
+    """``shard(rank, world_size)`` for a batch sequence whose seed may have been drawn here."""
+
+    _seed_drawn: bool
+    order: Order
+
+    @property
+    def shard_assignment(self) -> str:
+        """How shards deal these batches: ``"rounds"`` for ``shuffle=True``, else ``"runs"``."""
+        return assignment_of(self.order.shuffle)
+
+    def shard(self, rank: int, world_size: int) -> ShardedBatches:
+        """Rank ``rank``'s disjoint, equally long share of every epoch (one process per GPU).
+
+        Build the same batches on every rank, then ``shard(rank, world_size)``: each
+        rank gets ``len(self) // world_size`` batches of each epoch's order, made from
+        ``(seed, epoch)`` alone (balanced in real elements for ``shuffle=True``,
+        consecutive runs otherwise). Its state resumes on a world of any size. See
+        :mod:`lstm_data.batching.epochs.shard`.
+
+        Parameters
+        ----------
+        rank
+            This process's rank, ``0 <= rank < world_size``.
+        world_size
+            The number of ranks.
+
+        Returns
+        -------
+        ShardedBatches
+            The rank's batches, with the interface of ``Batches``.
+
+        Raises
+        ------
+        ValueError
+            ``rank`` is outside ``[0, world_size)``, or ``seed`` was drawn (``seed=None``):
+            ranks would each draw their own order.
+        """
+        if self._seed_drawn:
+            raise ValueError("shard() needs the same order on every rank: give Batches an explicit seed "
+                             "(seed=None draws a different one in every process)")
+        return ShardedBatches(self, rank, world_size)  # type: ignore[arg-type]  # the sequence is Shardable
 
 
 def _part_name(label: str, i: int, n: int) -> str:

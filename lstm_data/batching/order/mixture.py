@@ -50,28 +50,27 @@ sorted by length and dealt in that order, so counts stay exact and rows of simil
 share a batch; the batches of a window are then permuted (with ``shuffle``). Windows end at
 epoch ends and schedule steps. ``bucket_lengths`` composes as it is. A mixture cannot be
 combined with ``max_elements`` by rows (a budget cuts its own batches, so counts could not be
-kept: draw by elements instead), ``sample`` (another draw of the rows) or ``shuffle="block"`` (the sources' streams
-read rows anywhere): each is an :class:`~lstm_data.errors.OptionError` naming both.
+kept: draw by elements instead), ``sample`` (another draw of the rows) or ``shuffle="block"``
+(the sources' streams read rows anywhere): each is an :class:`~lstm_data.errors.OptionError` naming both.
 
 The mixture makes the epoch's rows and batches itself, from the whole view: stages of a
 lower rank than its own (85) have no effect on its batches.
 """
 from __future__ import annotations
 
-import fnmatch
-import math
-import os
 import sys
 import zlib
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from lstm_data.batching.order.bucketing import make_bucketing
 from lstm_data.batching.order.budget import order_extras
 from lstm_data.batching.order.mixture_elements import ElementDraws
+from lstm_data.batching.order.mixture_options import (WHERE, column_sources, file_sources, integers,
+                                                      schedule_of)
 from lstm_data.batching.order.plan import EpochKey, Plan, StageDefaults
 from lstm_data.batching.order.registry import PlanContext, register_policy
 from lstm_data.batching.order.rows import epoch_rng
@@ -81,7 +80,6 @@ __all__ = ["Mixture", "Segment", "make_mixture", "MIXTURE_STREAM"]
 
 #: the first word of every seed the mixture draws from (its streams differ from the other stages')
 MIXTURE_STREAM = 7
-_WHERE = "policies.mixture"
 _OPTIONS = ("weights", "schedule", "by", "epoch_batches", "unit")
 
 
@@ -294,98 +292,6 @@ class Mixture(StageDefaults):
         return out
 
 
-# -- options ------------------------------------------------------------------------------------
-def _proportions(value: object, where: str) -> dict[str, Fraction]:
-    if not isinstance(value, Mapping) or not value:
-        raise OptionError(f"{where} must be a table of source -> proportion, got {value!r}")
-    out: dict[str, Fraction] = {}
-    for name, p in value.items():
-        if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(float(p)) or p < 0:
-            raise OptionError(f"{where}[{str(name)!r}]: a proportion must be a finite number >= 0, got {p!r}")
-        out[str(name)] = Fraction(repr(float(p))) if isinstance(p, (float, np.floating)) else Fraction(int(p))
-    if sum(out.values()) <= 0:
-        raise OptionError(f"{where}: the proportions must sum to a positive number, got {dict(value)!r}")
-    return out
-
-
-def _schedule(options: Mapping[str, object]) -> list[tuple[int, dict[str, Fraction]]]:
-    weights, schedule = options.get("weights"), options.get("schedule")
-    if (weights is None) == (schedule is None):
-        raise OptionError(f"{_WHERE}: give either weights (fixed proportions) or schedule (a list of "
-                          f"[step, proportions]), not {'both' if weights is not None else 'neither'}")
-    if weights is not None:
-        return [(0, _proportions(weights, f"{_WHERE}.weights"))]
-    if not isinstance(schedule, (list, tuple)) or not schedule:
-        raise OptionError(f"{_WHERE}.schedule must be a non-empty list of [step, proportions], got {schedule!r}")
-    out: list[tuple[int, dict[str, Fraction]]] = []
-    for i, entry in enumerate(schedule):
-        where = f"{_WHERE}.schedule[{i}]"
-        if isinstance(entry, Mapping) and set(entry) == {"step", "weights"}:
-            step, props = entry["step"], entry["weights"]
-        elif isinstance(entry, (list, tuple)) and len(entry) == 2:
-            step, props = entry
-        else:
-            raise OptionError(f"{where} must be [step, proportions] or {{step, weights}}, got {entry!r}")
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
-            raise OptionError(f"{where}.step must be an int >= 0, got {step!r}")
-        if i == 0 and step != 0:
-            raise OptionError(f"{where}.step: the schedule must start at step 0, got {step!r}")
-        if out and step <= out[-1][0]:
-            raise OptionError(f"{where}.step: steps must increase, got {step!r} after {out[-1][0]!r}")
-        out.append((int(step), _proportions(props, f"{where}.weights")))
-    return out
-
-
-def _file_sources(context: PlanContext, names: Sequence[str]) -> list[np.ndarray]:
-    view = context.rows
-    bounds = view.file_bounds
-    bounds = np.asarray([0, len(view.dataset)] if bounds is None else bounds, dtype=np.int64)
-    n_files = len(bounds) - 1
-    paths = list(getattr(view.dataset, "source", ()) or ())
-    paths = paths if len(paths) == n_files else [str(i) for i in range(n_files)]
-    file_of = np.searchsorted(bounds, view.row_numbers(), side="right") - 1
-    taken: dict[int, str] = {}
-    out = []
-    for name in names:
-        files = [i for i, path in enumerate(paths) if name == str(i) or fnmatch.fnmatch(path, name)
-                 or fnmatch.fnmatch(os.path.basename(path), name)]
-        if not files:
-            raise OptionError(f"{_WHERE}: unknown source {name!r}: it names no file by index (0 .. "
-                              f"{n_files - 1}) or glob; the files: {', '.join(paths)}")
-        for f in files:
-            if f in taken:
-                raise OptionError(f"{_WHERE}: file {paths[f]!r} is named by two sources, "
-                                  f"{taken[f]!r} and {name!r}")
-            taken[f] = name
-        out.append(np.flatnonzero(np.isin(file_of, files)))
-    return out
-
-
-def _column_sources(context: PlanContext, by: object, names: Sequence[str]) -> list[np.ndarray]:
-    if not isinstance(by, str):
-        raise OptionError(f"{_WHERE}.by must name a scalar column, got {by!r}")
-    values = np.asarray(context.rows.column(by))
-    out = []
-    for name in names:
-        try:
-            wanted = float(name)
-        except ValueError:
-            raise OptionError(f"{_WHERE}: unknown source {name!r}: the values of column {by!r} are "
-                              f"numbers") from None
-        rows = np.flatnonzero(values == wanted)
-        if not len(rows):
-            raise OptionError(f"{_WHERE}: unknown source {name!r}: no row has {by} == {name}")
-        out.append(rows)
-    return out
-
-
-def _integers(props: Mapping[str, Fraction], names: Sequence[str]) -> tuple[int, ...]:
-    values = [props.get(name, Fraction(0)) for name in names]
-    scale = math.lcm(*(v.denominator for v in values))
-    return tuple(int(v * scale) for v in values)
-
-
 def make_mixture(context: PlanContext) -> Mixture:
     """The mixture's stage from its options (see the module docstring).
 
@@ -399,13 +305,13 @@ def make_mixture(context: PlanContext) -> Mixture:
     options = context.options
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
-        raise OptionError(f"{_WHERE}: unknown option {unknown[0]!r}; it takes {', '.join(_OPTIONS)}")
+        raise OptionError(f"{WHERE}: unknown option {unknown[0]!r}; it takes {', '.join(_OPTIONS)}")
     order = context.order
     unit = options.get("unit", "rows")
     if unit not in ("rows", "elements"):
-        raise OptionError(f"{_WHERE}.unit must be 'rows' or 'elements', got {unit!r}")
+        raise OptionError(f"{WHERE}.unit must be 'rows' or 'elements', got {unit!r}")
     if unit == "elements" and order.max_elements is None:
-        raise OptionError(f"{_WHERE}.unit='elements' needs max_elements (and bucket_by): it draws every batch's "
+        raise OptionError(f"{WHERE}.unit='elements' needs max_elements (and bucket_by): it draws every batch's "
                           "elements under that budget")
     for field, bad in (("max_elements", order.max_elements is not None and unit == "rows"),
                        ("sample", order.sample is not None),
@@ -413,16 +319,16 @@ def make_mixture(context: PlanContext) -> Mixture:
         if bad:
             hint = {"max_elements": "; draw by elements with unit='elements'", "sample": ""}.get(
                 field, "; use shuffle=True")
-            raise OptionError(f"{_WHERE} cannot be combined with {field}: the mixture draws every batch's "
+            raise OptionError(f"{WHERE} cannot be combined with {field}: the mixture draws every batch's "
                               f"rows itself{hint}")
-    schedule = _schedule(options)
+    schedule = schedule_of(options)
     names = sorted({name for _, props in schedule for name in props})
     by = options.get("by")
-    members = _file_sources(context, names) if by is None else _column_sources(context, by, names)
+    members = file_sources(context, names) if by is None else column_sources(context, by, names)
     for name, rows in zip(names, members):
         if not len(rows):
-            raise OptionError(f"{_WHERE}: source {name!r} has no rows in these data")
-    segments = [Segment(step, _integers(props, names)) for step, props in schedule]
+            raise OptionError(f"{WHERE}: source {name!r} has no rows in these data")
+    segments = [Segment(step, integers(props, names)) for step, props in schedule]
     batch = order.batch_size
     first = segments[0].weights
     elements = None if unit == "rows" else _element_budget(context)
@@ -433,7 +339,7 @@ def make_mixture(context: PlanContext) -> Mixture:
     if epoch is None:
         epoch = max(1, min(n * sum(first) // (per_batch * w) for n, w in zip(sizes, first) if w))
     elif isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 1:
-        raise OptionError(f"{_WHERE}.epoch_batches must be a positive int, got {epoch!r}")
+        raise OptionError(f"{WHERE}.epoch_batches must be a positive int, got {epoch!r}")
     lengths, window = None, 1
     if order.bucket_by is not None and elements is None:
         bucketing = make_bucketing(context.spec, context.fields, order.bucket_by, order.bucket_window,
