@@ -180,7 +180,8 @@ class Pipeline:
         of each file part's values."""
         if self._own_identity is None:
             self._own_identity = self._identity_of(order_settings(self.order))
-        return dict(self._own_identity)
+        parts = self._own_identity["data_parts"]
+        return {**self._own_identity, "data_parts": list(parts) if isinstance(parts, list) else parts}
 
     def _identity_of(self, settings: dict[str, Any]) -> dict[str, object]:
         if self._identity is None:
