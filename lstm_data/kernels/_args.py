@@ -333,7 +333,7 @@ def check_interleave(columns: Any, out: Any) -> tuple[list[np.ndarray], np.ndarr
     arrays = []
     for j, col in enumerate(columns):
         arr = col if isinstance(col, np.ndarray) else np.asarray(col)
-        if arr.dtype not in _FLOATS:
+        if arr.dtype.newbyteorder("=") not in _FLOATS:  # either byte order
             raise TypeError(f"column {j} must be float32 or float64, got {arr.dtype}")
         if arr.ndim != 1:
             raise ValueError(f"column {j} must be 1-D, got shape {arr.shape}")

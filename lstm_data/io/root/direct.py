@@ -28,13 +28,14 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence, Union
 
 import numpy as np
 
 from lstm_data._util.heap import empty_pages
 from lstm_data.data.ragged import put_ragged, take_ragged
 from lstm_data.io.root.baskets import BasketTask, BranchPlan
+from lstm_data.io.root.group_chunk import GroupChunkTask, interleavable
 
 __all__ = ["ChunkBaskets", "run_tasks", "gather", "copy_partial"]
 
@@ -58,12 +59,16 @@ def _pool(threads: int) -> ThreadPoolExecutor:
         return pool
 
 
-def run_tasks(tasks: Sequence[BasketTask], fd: int, file: str, tree: str, threads: int) -> None:
+#: a task of :func:`run_tasks`
+Task = Union[BasketTask, GroupChunkTask]
+
+
+def run_tasks(tasks: Sequence[Task], fd: int, file: str, tree: str, threads: int) -> None:
     """Every task, largest baskets first, on the shared pool of ``threads`` threads (in this
     thread when ``threads`` is 1 or there is one task); the first error is raised once all ended."""
     if not tasks:
         return
-    ordered = sorted(tasks, key=lambda t: -t.plan.sizes[t.i])
+    ordered = sorted(tasks, key=lambda t: -t.weight)
     if threads <= 1 or len(ordered) == 1:
         for t in ordered:
             t.run(fd, file, tree)
@@ -123,19 +128,24 @@ class ChunkBaskets:
         return [BasketTask(plan, i, out, plan.starts[i] - a, plan.stops[i] - a) for i in range(i0, i1)]
 
     def group_tasks(self, names: Sequence[str], k: int, out: np.ndarray,
-                    local: np.ndarray) -> list[BasketTask]:
+                    local: np.ndarray) -> list[Task]:
         """Chunk ``k`` of a group's ``names`` into the ``(total, V)`` block ``out``; ``local``:
-        the chunk's offsets from 0 (one per entry, plus the end)."""
+        the chunk's offsets from 0 (one per entry, plus the end). Float baskets are one
+        :class:`~lstm_data.io.root.group_chunk.GroupChunkTask`; others one task per basket."""
         a = int(self.bounds[k])
         counts = np.diff(local)
         tasks = []
+        columns = []
         for j, v in enumerate(names):
             plan = self.plans[v]
             column = out[:, j]
             for i in range(int(self._first[v][k]), int(self._first[v][k + 1])):
                 lo, hi = plan.starts[i] - a, plan.stops[i] - a
                 tasks.append(BasketTask(plan, i, column, int(local[lo]), int(local[hi]), counts=counts[lo:hi]))
-        return tasks
+                columns.append(j)
+        if len(out) and interleavable(out, tasks):
+            return [GroupChunkTask(out, tasks, columns)]
+        return list(tasks)
 
 
 def _copy_rows(out: np.ndarray, pos: np.ndarray, column: np.ndarray, local: np.ndarray) -> None:
@@ -175,7 +185,7 @@ def gather(baskets: ChunkBaskets, sel: np.ndarray, scalars: Mapping[str, np.dtyp
     order = np.argsort(k_of, kind="stable")
     touched, first = np.unique(k_of[order], return_index=True)
     ends = np.append(first[1:], len(order))
-    tasks: list[BasketTask] = []
+    tasks: list[Task] = []
     later: list[Callable[[], None]] = []  # chunks taken in part: copied out once decoded
     for k, i, j in zip(touched.tolist(), first.tolist(), ends.tolist()):
         pos = order[i:j]
