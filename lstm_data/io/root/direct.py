@@ -128,10 +128,11 @@ class ChunkBaskets:
         return [BasketTask(plan, i, out, plan.starts[i] - a, plan.stops[i] - a) for i in range(i0, i1)]
 
     def group_tasks(self, names: Sequence[str], k: int, out: np.ndarray,
-                    local: np.ndarray) -> list[Task]:
+                    local: np.ndarray, parts: int = 1) -> list[Task]:
         """Chunk ``k`` of a group's ``names`` into the ``(total, V)`` block ``out``; ``local``:
-        the chunk's offsets from 0 (one per entry, plus the end). Float baskets are one
-        :class:`~lstm_data.io.root.group_chunk.GroupChunkTask`; others one task per basket."""
+        the chunk's offsets from 0 (one per entry, plus the end). Float baskets are ``parts``
+        :class:`~lstm_data.io.root.group_chunk.GroupChunkTask` of adjacent columns each (so
+        as many threads share a chunk); others one task per basket."""
         a = int(self.bounds[k])
         counts = np.diff(local)
         tasks = []
@@ -143,9 +144,14 @@ class ChunkBaskets:
                 lo, hi = plan.starts[i] - a, plan.stops[i] - a
                 tasks.append(BasketTask(plan, i, column, int(local[lo]), int(local[hi]), counts=counts[lo:hi]))
                 columns.append(j)
-        if len(out) and interleavable(out, tasks):
-            return [GroupChunkTask(out, tasks, columns)]
-        return list(tasks)
+        if not len(out) or not interleavable(out, tasks):
+            return list(tasks)
+        cuts = np.linspace(0, len(names), max(1, min(parts, len(names))) + 1).round().astype(int)
+        split: list[Task] = []
+        for j0, j1 in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+            mine = [(t, j - j0) for t, j in zip(tasks, columns) if j0 <= j < j1]
+            split.append(GroupChunkTask(out[:, j0:j1], [t for t, _ in mine], [j for _, j in mine]))
+        return split
 
 
 def _copy_rows(out: np.ndarray, pos: np.ndarray, column: np.ndarray, local: np.ndarray) -> None:
@@ -208,10 +214,10 @@ def gather(baskets: ChunkBaskets, sel: np.ndarray, scalars: Mapping[str, np.dtyp
             record(f"{g}/values", k, n_values * values.itemsize * values.shape[1])
             if whole:
                 lo = int(off[p0])
-                tasks += baskets.group_tasks(names, k, values[lo:lo + n_values], chunk_off)
+                tasks += baskets.group_tasks(names, k, values[lo:lo + n_values], chunk_off, threads)
             else:
                 own = np.empty((n_values, values.shape[1]), dtype=values.dtype)
-                tasks += baskets.group_tasks(names, k, own, chunk_off)
+                tasks += baskets.group_tasks(names, k, own, chunk_off, threads)
                 later.append(partial(copy_partial, values, off, pos, own, chunk_off, local))
         if not groups:
             record("scalars", k, sum(int(c.itemsize) * (z - a) for c in out_s.values()))
