@@ -311,7 +311,7 @@ def check_interleave(columns: Any, out: Any) -> tuple[list[np.ndarray], np.ndarr
     ------
     TypeError
         ``out`` is not a numpy array, ``columns`` is not a sequence, or an array is not
-        float32/float64.
+        float32/float64 (a column may be of either byte order, ``out`` only native).
     ValueError
         ``out`` is not 2-D or not writeable; the number of columns is not ``out.shape[1]``;
         a column is not 1-D, has another length than ``out.shape[0]``, or shares memory
