@@ -2,8 +2,10 @@
 
 Files written by uproot (zlib level 1), one jagged float32 branch per particle
 variable, all sharing the counter ``npart`` (the full run: 4 files, 300k jets, 26
-variables, about 1 GB of values; ``--quick``: 4 files, 60k jets, 26 variables). A
-spec pads every variable to 80. In one process, in a rotated order each round
+variables, about 1 GB of values, 10k jets a basket; ``--quick``: 4 files, 80k jets,
+26 variables, 2500 jets a basket, so that an epoch has as many windows of the block
+shuffle as the full run's, about 8: the next epoch's first window, read ahead as the
+epoch ends, weighs as much in both). A spec pads every variable to 80. In one process, in a rotated order each round
 (medians of the per-round ratios):
 
 * ``epoch``: ``lstm_data.open(files, in_ram=False, threads=2)`` then one
@@ -69,7 +71,7 @@ def write_files(folder: Path, jets: int, files: int, seed: int, step: int) -> No
 
 
 def _files(data: BenchData, jets: int, files: int) -> list[str]:
-    step = 5_000 if jets < 100_000 else 10_000
+    step = 2_500 if jets < 100_000 else 10_000
 
     def build(tmp: Path) -> None:
         tmp.mkdir(parents=True)
@@ -221,7 +223,7 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None, round
         jets: int | None = None, files: int = 4, uproot: bool = True) -> Report:
     """The epoch, the inflate-alone limit, one copy of the batches and uproot's iterate + pad, interleaved."""
     data = data if data is not None else BenchData(quick=quick, seed=seed)
-    jets = jets or (60_000 if quick else 300_000)
+    jets = jets or (80_000 if quick else 300_000)
     paths = _files(data, jets, files)
     cases = {"epoch": _epoch(paths), "inflate": _inflate(paths), "copy": _copy(paths)}
     if uproot:
@@ -251,7 +253,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=None)
-    parser.add_argument("--jets", type=int, default=None, help="jets in all (default 300000, quick 60000)")
+    parser.add_argument("--jets", type=int, default=None, help="jets in all (default 300000, quick 80000)")
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--no-uproot", action="store_true", help="leave out uproot.iterate (faster rounds)")
     args = parser.parse_args()

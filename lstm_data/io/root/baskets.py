@@ -14,7 +14,8 @@ header), a basket is:
    (:mod:`~lstm_data.io.root.blocks`);
 3. its big-endian numbers written, byte-swapped and cast in one numpy assignment,
    into the rows it owns of the caller's array (a scalar column or one column of a
-   group's ``(total, V)`` block).
+   group's ``(total, V)`` block); a read on demand writes a chunk's float baskets of a
+   group together instead (:mod:`~lstm_data.io.root.group_chunk`).
 
 Every step of a basket releases the GIL for its bulk work (``pread``, the inflaters,
 numpy's cast), so a pool of ``threads`` threads keeps every core busy, and memory

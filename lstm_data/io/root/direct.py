@@ -9,11 +9,13 @@ arrays with a counter branch), the request is served basket by basket:
   the request run together on one pool of ``threads`` threads that lives as long as
   the process (no pool started per chunk), so reading, inflating and writing of
   several chunks and files overlap;
-* a chunk whose rows the request takes whole, in order, is written in place: each
-  basket's big-endian numbers are byte-swapped and cast in one assignment into the
-  rows of the result they belong to (a scalar's slice, one column of a group's
-  ``(total, V)`` block). Only a chunk taken in part or out of order is decoded into
-  a buffer of its own and copied out;
+* a chunk whose rows the request takes whole, in order, is written in place: a
+  scalar basket's big-endian numbers are byte-swapped and cast in one assignment into
+  its slice; a group's float baskets of the chunk are inflated together into a
+  buffer their thread keeps and byte-swapped into the rows of its ``(total, V)``
+  block in one tiled pass (:mod:`~lstm_data.io.root.group_chunk`, one task per
+  thread, each of adjacent columns). Only a chunk taken in part or out of order is
+  decoded into a buffer of its own and copied out;
 * a basket's values are checked against the group offsets found at open (each
   entry's count): a file changed or damaged since is a ``FormatError`` naming the
   file, branch, basket and entry, never other values.
