@@ -4,9 +4,9 @@ A group's values are one row-major ``(total, V)`` block. Writing each basket int
 column on its own (a byte-swapping cast into ``out[lo:hi, j]``) touches every cache
 line of the chunk's rows once per variable: with many variables that is many passes
 over memory for one write of the values. :class:`GroupChunkTask` instead inflates the
-chunk's baskets of every variable into a buffer its thread keeps (libdeflate writes
-into it in place: no copy per basket, no pages faulted in per basket), checks each
-basket as :class:`~lstm_data.io.root.baskets.BasketTask` does, then writes the block
+chunk's baskets of every variable into a buffer its thread keeps (up to
+:data:`KEEP_BYTES`; libdeflate writes into it in place: no copy per basket, no pages
+faulted in per basket), checks each basket as :class:`~lstm_data.io.root.baskets.BasketTask` does, then writes the block
 with :func:`~lstm_data.kernels.interleave_columns`, which byte-swaps the big-endian
 values as it reads them, in row tiles that stay in cache, without the GIL.
 """
@@ -22,8 +22,10 @@ from lstm_data.kernels import interleave_columns
 
 __all__ = ["GroupChunkTask", "interleavable"]
 
-#: bytes a thread's buffer starts with (it grows to the largest chunk it has read)
+#: bytes a thread's buffer starts with (it grows to the largest share of a chunk it has read)
 _FIRST_BYTES = 1 << 20
+#: the most bytes a thread's buffer keeps between tasks (larger shares get buffers of their own)
+KEEP_BYTES = 64 << 20
 _ALIGN = 64
 
 
@@ -36,7 +38,7 @@ class _Arena:
         self.wanted = 0
 
     def reset(self) -> None:
-        if self.wanted > len(self.buffer):  # the last task did not fit: grow once for the next
+        if len(self.buffer) < self.wanted <= KEEP_BYTES:  # the last task did not fit: grow once
             self.buffer = np.empty(self.wanted, dtype=np.uint8)
         self.used = self.wanted = 0
 
@@ -63,7 +65,8 @@ def _arena() -> _Arena:
 def interleavable(out: np.ndarray, tasks: list[BasketTask]) -> bool:
     """Whether ``tasks`` (one group's baskets of a chunk) can be written by one :class:`GroupChunkTask`:
     float values into a float block."""
-    return out.dtype in (np.float32, np.float64) and all(t.plan.dtype.kind == "f" for t in tasks)
+    floats = (np.dtype(np.float32), np.dtype(np.float64))
+    return out.dtype in floats and all(t.plan.dtype.newbyteorder("=") in floats for t in tasks)
 
 
 @dataclass
