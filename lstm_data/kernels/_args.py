@@ -311,7 +311,7 @@ def check_interleave(columns: Any, out: Any) -> tuple[list[np.ndarray], np.ndarr
     ------
     TypeError
         ``out`` is not a numpy array, ``columns`` is not a sequence, or an array is not
-        float32/float64.
+        float32/float64 (a column may be of either byte order, ``out`` only native).
     ValueError
         ``out`` is not 2-D or not writeable; the number of columns is not ``out.shape[1]``;
         a column is not 1-D, has another length than ``out.shape[0]``, or shares memory
@@ -333,7 +333,7 @@ def check_interleave(columns: Any, out: Any) -> tuple[list[np.ndarray], np.ndarr
     arrays = []
     for j, col in enumerate(columns):
         arr = col if isinstance(col, np.ndarray) else np.asarray(col)
-        if arr.dtype not in _FLOATS:
+        if arr.dtype.newbyteorder("=") not in _FLOATS:  # either byte order
             raise TypeError(f"column {j} must be float32 or float64, got {arr.dtype}")
         if arr.ndim != 1:
             raise ValueError(f"column {j} must be 1-D, got shape {arr.shape}")

@@ -147,3 +147,50 @@ def test_twins_bitwise_equal(twins, n, dtypes, out_dtype, step, seed, row_pad):
         kernels.interleave_columns(cols, block[:, :len(dtypes)])
         results.append(block)
     assert_bitwise(results[0], results[1])
+
+
+# -- columns of the other byte order (ROOT's big-endian baskets), swapped as they are read --
+BIG32, BIG64 = np.dtype(">f4"), np.dtype(">f8")
+
+
+def _swapped(columns):
+    """The same values as big-endian arrays (their bytes reversed in memory)."""
+    return [c.astype(c.dtype.newbyteorder(">")) for c in columns]
+
+
+@pytest.mark.parametrize("out_dtype", [F32, F64])
+@pytest.mark.parametrize("mix", [(F32,) * 11, (F64,) * 9, (F32, F64, F64, F32, F32, F64, F32, F32, F32, F64)])
+def test_big_endian_columns_equal_their_native_values(backend, out_dtype, mix):
+    native = _columns(1000, mix, seed=5)
+    big = _swapped(native)
+    assert all(not c.dtype.isnative for c in big)
+    out = np.full((1000, len(mix)), -1, dtype=out_dtype)
+    backend.interleave_columns(big, out)
+    assert_bitwise(out, _want(native, out.shape, out_dtype))
+
+
+def test_big_and_native_columns_mixed_strided_and_from_raw_bytes(backend):
+    native = _columns(2000, (F32, F32, F64, F32), seed=6)
+    raw = native[0].astype(BIG32).tobytes()  # as a ROOT basket holds them
+    cols = [np.frombuffer(raw, dtype=BIG32), native[1], _swapped(native[2:3])[0][::2],
+            _swapped(native[3:])[0][::-2]]
+    out = np.zeros((1000, 4), np.float32)
+    backend.interleave_columns([c[:1000] for c in cols], out)
+    assert_bitwise(out, _want([native[0][:1000], native[1][:1000], native[2][::2][:1000],
+                               native[3][::-2][:1000]], out.shape, np.float32))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(0, 700), kinds=st.lists(st.sampled_from([F32, F64, BIG32, BIG64]), min_size=0, max_size=19),
+       out_dtype=st.sampled_from([F32, F64]), step=st.sampled_from([1, 2, -1]),
+       seed=st.integers(0, 2 ** 31))
+def test_twins_bitwise_equal_with_big_endian_columns(twins, n, kinds, out_dtype, step, seed):
+    native = _columns(n * abs(step), [k.newbyteorder("=") for k in kinds], seed)
+    cols = [(c if k.isnative else c.astype(k))[::step] for c, k in zip(native, kinds)]
+    results = []
+    for kernels in twins:
+        block = np.zeros((n, len(kinds)), dtype=out_dtype)
+        kernels.interleave_columns(cols, block)
+        results.append(block)
+    assert_bitwise(results[0], results[1])
+    assert_bitwise(results[0], _want([c[::step] for c in native], (n, len(kinds)), out_dtype))

@@ -14,7 +14,8 @@ header), a basket is:
    (:mod:`~lstm_data.io.root.blocks`);
 3. its big-endian numbers written, byte-swapped and cast in one numpy assignment,
    into the rows it owns of the caller's array (a scalar column or one column of a
-   group's ``(total, V)`` block).
+   group's ``(total, V)`` block); a read on demand writes a chunk's float baskets of a
+   group together instead (:mod:`~lstm_data.io.root.group_chunk`).
 
 Every step of a basket releases the GIL for its bulk work (``pread``, the inflaters,
 numpy's cast), so a pool of ``threads`` threads keeps every core busy, and memory
@@ -36,6 +37,7 @@ import numpy as np
 from lstm_data.errors import FormatError
 from lstm_data.io.columns.exact_ints import check_once
 from lstm_data.io.root.blocks import inflate_blocks
+from lstm_data.io.root.inflate_into import libdeflate_into
 from lstm_data.io.root.memory import available_bytes
 
 __all__ = ["BranchPlan", "plan_branch", "inflater_name", "set_inflater", "INFLATERS", "read_basket",
@@ -184,9 +186,13 @@ def plan_branch(branch: Any, name: str, n_entries: int, uproot: Any) -> BranchPl
 
 
 def read_basket(fd: int, plan: BranchPlan, i: int, file: str, tree: str,
-                room: int | None = None) -> tuple[memoryview, np.ndarray | None]:
+                room: int | None = None, arena: Callable[[int], np.ndarray] | None = None
+                ) -> tuple[memoryview, np.ndarray | None]:
     """The data bytes of basket ``i`` (its numbers) and, for a counted array, the byte offset
     of each entry in them (``None`` when the basket stores none).
+
+    ``arena(n)``: a uint8 array of ``n`` bytes to inflate the basket into (with libdeflate,
+    in place: see :mod:`~lstm_data.io.root.inflate_into`); default a new buffer.
 
     ``room``: the most bytes the basket's values can take (known from its entries, or its
     counter); ``None``: bounded by the memory left. The uncompressed size its key declares
@@ -210,7 +216,12 @@ def read_basket(fd: int, plan: BranchPlan, i: int, file: str, tree: str,
         last = _TBASKET.unpack_from(raw, keylen - _TBASKET.size)[4]
         border = last - keylen
         _check_declared(objlen, size - keylen, plan.stops[i] - plan.starts[i], room)
-        data = inflate_blocks(raw, keylen, size, objlen, _inflater()[1])
+        name, inflate = _inflater()
+        if arena is None or objlen == size - keylen:
+            data: Any = inflate_blocks(raw, keylen, size, objlen, inflate)
+        else:
+            data = inflate_blocks(raw, keylen, size, objlen, inflate, out=arena(objlen),
+                                  into=libdeflate_into() if name == "libdeflate" else None)
         if not 0 <= border <= len(data):
             raise ValueError(f"its data end {border} is outside its {len(data)} bytes")
         entry_offsets = None
@@ -263,9 +274,20 @@ class BasketTask:
 
     counts: np.ndarray | None = None
 
+    @property
+    def weight(self) -> int:
+        """Compressed bytes read (larger tasks run first)."""
+        return int(self.plan.sizes[self.i])
+
     def run(self, fd: int, file: str, tree: str) -> None:
+        self.out[self.lo:self.hi] = self.values(fd, file, tree)
+
+    def values(self, fd: int, file: str, tree: str,
+               arena: Callable[[int], np.ndarray] | None = None) -> np.ndarray:
+        """The basket's values (its own dtype, big-endian), checked against its entries and
+        the counts; ``arena``: as :func:`read_basket` takes it."""
         room = (self.hi - self.lo) * self.plan.dtype.itemsize
-        data, entry_offsets = read_basket(fd, self.plan, self.i, file, tree, room)
+        data, entry_offsets = read_basket(fd, self.plan, self.i, file, tree, room, arena=arena)
         if self.counts is not None:
             self._check_counts(entry_offsets, file, tree)
         itemsize = self.plan.dtype.itemsize
@@ -281,7 +303,7 @@ class BasketTask:
         if values.dtype.kind in "iu" and self.out.dtype.kind == "f":
             check_once(values, self.out.dtype, self.plan.name, file=file, where="entry",
                        row_of=self._entry_of)
-        self.out[self.lo:self.hi] = values
+        return values
 
     def _entry_of(self, k: int) -> int:
         """The entry holding value ``k`` of this basket."""

@@ -16,17 +16,27 @@ import importlib
 import lzma
 from typing import Any, Callable
 
-__all__ = ["inflate_blocks", "BLOCK_HEADER"]
+import numpy as np
+
+__all__ = ["inflate_blocks", "BLOCK_HEADER", "InflateInto"]
+
+#: ``into(raw, pos, csize, out, filled, usize)``: the zlib block ``raw[pos:pos + csize]``
+#: inflated into ``out[filled:filled + usize]`` (a uint8 array), raising ValueError unless it
+#: fills it exactly
+InflateInto = Callable[[bytes, int, int, np.ndarray, int, int], None]
 
 #: bytes of a compressed block's header
 BLOCK_HEADER = 9
 
 
 def inflate_blocks(raw: bytes, start: int, stop: int, size: int,
-                   inflate: Callable[[Any, int], bytes | bytearray]) -> bytes | bytearray:
+                   inflate: Callable[[Any, int], bytes | bytearray], out: np.ndarray | None = None,
+                   into: InflateInto | None = None) -> bytes | bytearray | np.ndarray:
     """The ``size`` uncompressed bytes of ``raw[start:stop]``: stored as they are, or ROOT blocks.
 
     ``inflate(data, n)`` inflates one zlib block of ``n`` bytes, raising when it holds more.
+    ``out``: a uint8 array of ``size`` bytes the blocks are inflated into (returned), by
+    ``into`` when given (no copy of each block), else by ``inflate`` and a copy.
 
     Raises
     ------
@@ -38,7 +48,7 @@ def inflate_blocks(raw: bytes, start: int, stop: int, size: int,
     if stop - start == size:
         return raw[start:stop]
     view = memoryview(raw)  # slices of it are not copies
-    out = bytearray(size)
+    buffer: bytearray | np.ndarray = bytearray(size) if out is None else out
     pos, filled, k = start, 0, 0
     while pos < stop:
         head = raw[pos:pos + BLOCK_HEADER]
@@ -53,8 +63,10 @@ def inflate_blocks(raw: bytes, start: int, stop: int, size: int,
         body = view[pos + BLOCK_HEADER:pos + BLOCK_HEADER + csize]
         if len(body) != csize:
             raise ValueError("a compressed block is cut short")
-        target = memoryview(out)[filled:filled + usize]
-        if algo == b"ZL":
+        target = memoryview(buffer)[filled:filled + usize]  # type: ignore[arg-type]
+        if algo == b"ZL" and into is not None and out is not None:
+            into(raw, pos + BLOCK_HEADER, csize, out, filled, usize)
+        elif algo == b"ZL":
             block = inflate(body, usize)
             if len(block) != usize:
                 raise ValueError(f"block {k} inflated to {len(block):,} bytes, its header says {usize:,}")
@@ -66,7 +78,7 @@ def inflate_blocks(raw: bytes, start: int, stop: int, size: int,
         k += 1
     if filled != size:
         raise ValueError(f"its blocks inflate to {filled:,} bytes, its key says {size:,}")
-    return out
+    return buffer
 
 
 def _other_codec(algo: bytes, body: memoryview, target: memoryview, k: int) -> None:

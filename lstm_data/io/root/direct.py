@@ -9,11 +9,13 @@ arrays with a counter branch), the request is served basket by basket:
   the request run together on one pool of ``threads`` threads that lives as long as
   the process (no pool started per chunk), so reading, inflating and writing of
   several chunks and files overlap;
-* a chunk whose rows the request takes whole, in order, is written in place: each
-  basket's big-endian numbers are byte-swapped and cast in one assignment into the
-  rows of the result they belong to (a scalar's slice, one column of a group's
-  ``(total, V)`` block). Only a chunk taken in part or out of order is decoded into
-  a buffer of its own and copied out;
+* a chunk whose rows the request takes whole, in order, is written in place: a
+  scalar basket's big-endian numbers are byte-swapped and cast in one assignment into
+  its slice; a group's float baskets of the chunk are inflated together into a
+  buffer their thread keeps and byte-swapped into the rows of its ``(total, V)``
+  block in one tiled pass (:mod:`~lstm_data.io.root.group_chunk`, one task per
+  thread, each of adjacent columns). Only a chunk taken in part or out of order is
+  decoded into a buffer of its own and copied out;
 * a basket's values are checked against the group offsets found at open (each
   entry's count): a file changed or damaged since is a ``FormatError`` naming the
   file, branch, basket and entry, never other values.
@@ -28,13 +30,14 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence, Union
 
 import numpy as np
 
 from lstm_data._util.heap import empty_pages
 from lstm_data.data.ragged import put_ragged, take_ragged
 from lstm_data.io.root.baskets import BasketTask, BranchPlan
+from lstm_data.io.root.group_chunk import GroupChunkTask, interleavable
 
 __all__ = ["ChunkBaskets", "run_tasks", "gather", "copy_partial"]
 
@@ -58,12 +61,16 @@ def _pool(threads: int) -> ThreadPoolExecutor:
         return pool
 
 
-def run_tasks(tasks: Sequence[BasketTask], fd: int, file: str, tree: str, threads: int) -> None:
+#: a task of :func:`run_tasks`
+Task = Union[BasketTask, GroupChunkTask]
+
+
+def run_tasks(tasks: Sequence[Task], fd: int, file: str, tree: str, threads: int) -> None:
     """Every task, largest baskets first, on the shared pool of ``threads`` threads (in this
     thread when ``threads`` is 1 or there is one task); the first error is raised once all ended."""
     if not tasks:
         return
-    ordered = sorted(tasks, key=lambda t: -t.plan.sizes[t.i])
+    ordered = sorted(tasks, key=lambda t: -t.weight)
     if threads <= 1 or len(ordered) == 1:
         for t in ordered:
             t.run(fd, file, tree)
@@ -123,19 +130,30 @@ class ChunkBaskets:
         return [BasketTask(plan, i, out, plan.starts[i] - a, plan.stops[i] - a) for i in range(i0, i1)]
 
     def group_tasks(self, names: Sequence[str], k: int, out: np.ndarray,
-                    local: np.ndarray) -> list[BasketTask]:
+                    local: np.ndarray, parts: int = 1) -> list[Task]:
         """Chunk ``k`` of a group's ``names`` into the ``(total, V)`` block ``out``; ``local``:
-        the chunk's offsets from 0 (one per entry, plus the end)."""
+        the chunk's offsets from 0 (one per entry, plus the end). Float baskets are ``parts``
+        :class:`~lstm_data.io.root.group_chunk.GroupChunkTask` of adjacent columns each (so
+        as many threads share a chunk); others one task per basket."""
         a = int(self.bounds[k])
         counts = np.diff(local)
         tasks = []
+        columns = []
         for j, v in enumerate(names):
             plan = self.plans[v]
             column = out[:, j]
             for i in range(int(self._first[v][k]), int(self._first[v][k + 1])):
                 lo, hi = plan.starts[i] - a, plan.stops[i] - a
                 tasks.append(BasketTask(plan, i, column, int(local[lo]), int(local[hi]), counts=counts[lo:hi]))
-        return tasks
+                columns.append(j)
+        if not len(out) or not interleavable(out, tasks):
+            return list(tasks)
+        cuts = np.linspace(0, len(names), max(1, min(parts, len(names))) + 1).round().astype(int)
+        split: list[Task] = []
+        for j0, j1 in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+            mine = [(t, j - j0) for t, j in zip(tasks, columns) if j0 <= j < j1]
+            split.append(GroupChunkTask(out[:, j0:j1], [t for t, _ in mine], [j for _, j in mine]))
+        return split
 
 
 def _copy_rows(out: np.ndarray, pos: np.ndarray, column: np.ndarray, local: np.ndarray) -> None:
@@ -175,7 +193,7 @@ def gather(baskets: ChunkBaskets, sel: np.ndarray, scalars: Mapping[str, np.dtyp
     order = np.argsort(k_of, kind="stable")
     touched, first = np.unique(k_of[order], return_index=True)
     ends = np.append(first[1:], len(order))
-    tasks: list[BasketTask] = []
+    tasks: list[Task] = []
     later: list[Callable[[], None]] = []  # chunks taken in part: copied out once decoded
     for k, i, j in zip(touched.tolist(), first.tolist(), ends.tolist()):
         pos = order[i:j]
@@ -198,10 +216,10 @@ def gather(baskets: ChunkBaskets, sel: np.ndarray, scalars: Mapping[str, np.dtyp
             record(f"{g}/values", k, n_values * values.itemsize * values.shape[1])
             if whole:
                 lo = int(off[p0])
-                tasks += baskets.group_tasks(names, k, values[lo:lo + n_values], chunk_off)
+                tasks += baskets.group_tasks(names, k, values[lo:lo + n_values], chunk_off, threads)
             else:
                 own = np.empty((n_values, values.shape[1]), dtype=values.dtype)
-                tasks += baskets.group_tasks(names, k, own, chunk_off)
+                tasks += baskets.group_tasks(names, k, own, chunk_off, threads)
                 later.append(partial(copy_partial, values, off, pos, own, chunk_off, local))
         if not groups:
             record("scalars", k, sum(int(c.itemsize) * (z - a) for c in out_s.values()))

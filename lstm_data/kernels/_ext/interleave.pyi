@@ -7,4 +7,5 @@ from numpy.typing import ArrayLike
 TILE_BYTES: int
 
 def interleave_columns(columns: Sequence[ArrayLike], out: np.ndarray) -> np.ndarray:
-    """Write column ``j`` of ``columns`` into ``out[:, j]``, for every ``j``, in one GIL-free pass."""
+    """Write column ``j`` of ``columns`` (either byte order) into ``out[:, j]``, for every ``j``, in one
+    GIL-free pass."""

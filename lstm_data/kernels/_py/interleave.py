@@ -26,7 +26,9 @@ def interleave_columns(columns: Sequence[ArrayLike], out: np.ndarray) -> np.ndar
     ----------
     columns : sequence of array
         V 1-D float32/float64 arrays of ``out.shape[0]`` values each, any strides
-        (views into Arrow or HDF5 buffers are used as they are; they may be read-only).
+        (views into Arrow or HDF5 buffers are used as they are; they may be read-only),
+        of either byte order (a big-endian column, such as a ROOT basket's values, is
+        byte-swapped as it is read).
     out : ndarray, shape ``(n, V)``
         Writeable float32/float64 array, any strides (e.g. ``block[lo:hi, j0:j1]`` of a
         wider block). Values are converted to its dtype as numpy's ``astype`` does
