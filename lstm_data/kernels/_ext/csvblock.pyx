@@ -38,7 +38,7 @@ from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_LONG, 
                          E_SCALAR_LIST, E_TOO_FEW, E_TOO_MANY, E_UNTERMINATED, F_BARE,
                          F_LISTED, F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE,
                          ST_OK, CsvColumns)
-from .numparse cimport (FAST_DECIMAL_READ, fast_decimal, fast_number, is_space, ld_init_locale,
+from .numparse cimport (FAST_LONG_READ, fast_decimal, fast_long, fast_number, is_space, ld_init_locale,
                         parse_number)
 
 cnp.import_array()
@@ -275,10 +275,10 @@ cdef class CsvBlockParser(CsvColumns):
                                       bint *closed, bint bracket) noexcept nogil:
         """Store the plain decimals of a quoted ragged cell from ``pos``, as far as they go.
 
-        The common case in one tight loop: :func:`fast_decimal` plus one store per
-        number. Stops at the closing quote (``closed`` set; returns the position
-        after it), or before the first token that needs the general path, or near
-        the end of the data (``FAST_DECIMAL_READ`` bytes also cover the 16-byte
+        The common case in one tight loop: :func:`fast_decimal` (or :func:`fast_long`
+        for up to 19 digits) plus one store per number. Stops at the closing quote
+        (``closed`` set; returns the position after it), or before the first token
+        that needs the general path, or near the end of the data (``FAST_LONG_READ`` bytes also cover the 32-byte
         scan). In a bracketed list the last token (before the quote) is left for the
         general path, which checks its ``]``. Returns -1 when out of memory.
         """
@@ -287,18 +287,28 @@ cdef class CsvBlockParser(CsvColumns):
         cdef Py_ssize_t rec = self.total[g] + pcount[0], first = rec
         cdef Py_ssize_t offset = self.var_of[col] * self.itemsize
         cdef const char *p = buf + pos
-        cdef const char *limit = buf + n - FAST_DECIMAL_READ
+        cdef const char *limit = buf + n - FAST_LONG_READ
         cdef const char *e
         cdef char lsep = self.lsep, c
         cdef char *slot
         cdef double v
+        cdef int k
         while p <= limit:
-            # the token's end comes from a 16-byte scan, so the next token's start does
+            # the token's end comes from a 32-byte scan, so the next token's start does
             # not wait for this one's digits: parsing overlaps across tokens
-            e = p + ld_find2(p, lsep, c'"')
+            k = ld_find2(p, lsep, c'"')
+            if k == 16:
+                k = 16 + ld_find2(p + 16, lsep, c'"')
+            e = p + k
             c = e[0]
-            if e == p + 16 or (c == c'"' and (e[1] == c'"' or bracket)) or fast_decimal(p, &v) != e:
+            if k == 32 or (c == c'"' and (e[1] == c'"' or bracket)):
                 break
+            # at most 16 bytes for fast_decimal (-ddddddd.ddddddd): a longer token skips it
+            if k > 16 or fast_decimal(p, &v) != e:
+                if fast_long(p, &v) != e:
+                    break
+                if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
+                    self._note_int(p, e - p, col, v, self._line)
             slot = cs_at(store, rec)
             if slot == NULL:
                 return -1
