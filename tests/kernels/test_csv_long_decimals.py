@@ -71,3 +71,23 @@ def test_changed_integers_in_a_list_are_noted(twins):
     assert parse(compiled, np.float32, text)[3] == {"p.x": (3, "16777217", 8),
                                                     "p.y": (3, "9007199254740993", 16)}
     assert parse(compiled, np.float64, text)[3] == {"p.y": (3, "9007199254740993", 16)}
+
+
+@pytest.mark.parametrize("row", [
+    b'"1.5,2.25","3.125",',          # the group's second list is shorter
+    b'"1.5","3.125,4",',             # ... or longer
+    b'"1.5,2.25" ,"3.125,4",',       # a space after the closing quote
+    b'"1.5,""2""","3.125,4",',       # an escaped quote in the list
+    b'"[1.5,2.25]","3.125,4",',      # a bracketed list
+])
+def test_cells_off_the_fast_path_fail_or_read_as_the_twin(twins, row):
+    compiled, python = twins
+    text = b'"0.1,0.2","0.3,0.4",' + TAIL + b"\n" + row + TAIL + b"\n" + b'"7","8",' + TAIL + b"\n"
+    outcomes = []
+    for ns in (compiled, python):
+        try:
+            values, offsets, flags, ints = parse(ns, np.float64, text)
+            outcomes.append(("ok", values.tobytes(), offsets.tolist(), flags))
+        except Exception as exc:  # the same type and message on both backends
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[0] == outcomes[1]

@@ -120,8 +120,10 @@ cdef class CsvBlockParser(CsvColumns):
             while True:
                 if self.kind[col] == K_SKIP:
                     st = self._skip(buf, n, final, col, &pos)
-                else:
+                elif not (self.kind[col] == K_RAGGED and self._quoted_list(buf, n, col, &pos)):
                     st = self._numbers(buf, n, final, col, &pos)
+                else:
+                    st = ST_OK
                 if st == ST_INCOMPLETE:
                     self._line = rec_line
                     consumed[0] = rec_start
@@ -269,6 +271,33 @@ cdef class CsvBlockParser(CsvColumns):
                                 | (F_MULTI if count > 1 else 0) | (F_LISTED if bracket else 0))
         ppos[0] = pos
         return ST_OK
+
+    cdef inline bint _quoted_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
+                                  Py_ssize_t *ppos) noexcept nogil:
+        """The common ragged cell whole, without :meth:`_numbers`: a quoted list that
+        :meth:`_fast_list` reads to its closing quote, right before a separator or a newline.
+
+        Returns True with the cell stored and ``ppos`` at its terminator, or False when
+        the cell is anything else (or the group's count differs: :meth:`_numbers`,
+        which reads the cell again from its start, storing the same values, reports it).
+        """
+        cdef Py_ssize_t pos = ppos[0], end, count = 0
+        cdef bint closed = False
+        cdef int g
+        if pos + FAST_LONG_READ >= n or buf[pos] != c'"' or buf[pos + 1] == c'[':
+            return False
+        end = self._fast_list(buf, n, col, pos + 1, &count, &closed, False)
+        # end < n: the fast loop reads no token within FAST_LONG_READ bytes of the end
+        if not closed or not (buf[end] == self.sep or buf[end] == c'\n'):
+            return False
+        g = self.group_of[col]
+        if self.leader[g] == col:
+            self.current[g] = count
+        elif count != self.current[g]:
+            return False
+        self.rec_flags[col] |= F_QUOTED | (F_MULTI if count > 1 else 0)
+        ppos[0] = end
+        return True
 
     cdef inline Py_ssize_t _fast_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
                                       Py_ssize_t pos, Py_ssize_t *pcount,
