@@ -15,9 +15,11 @@ How it is fast and lean
   value (plain decimals of the quoted-list fast path are below 10**7: none).
 * Values go straight to their final interleaved place: prong ``k`` of variable
   ``j`` of a group is written to record ``total + k``, column ``j``.
-* Plain decimals take the SWAR path of ``numparse.pxd``; in a quoted list the
-  next token's start comes from a 16-byte scan for the separator or quote, so
-  consecutive tokens parse overlapped instead of one after the other.
+* Plain decimals take the SWAR paths of ``numparse.pxd`` (up to 19 digits, eight
+  bytes at a time); in a quoted list the next token's start comes from a 32-byte
+  scan for the separator or quote, so consecutive tokens parse overlapped instead
+  of one after the other, and a list cell read to its closing quote this way is
+  stored without the general field reader.
 * Buffers (``colstore.pxd``, owned by the base class
   :class:`~lstm_data.kernels._ext.csvcolumns.CsvColumns`) grow by ``mremap`` without
   copying and become the final numpy arrays as they are: each value is
