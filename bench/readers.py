@@ -3,23 +3,35 @@
 Stages and same-run ratios (floors in ``floors.toml``):
 
 ``csv``
+    Peers read the plain numeric CSV (:func:`write_plain_numeric`: the token mix of
+    :attr:`BenchData.csv`, one number per cell), since none parses a quoted list cell
+    into numbers; ours reads the NOvA-like CSV itself. Peers and limits:
+    :mod:`bench.csv_peers` (polars is skipped, with a note, when not installed).
+
     * ``read_csv vs pandas plain numeric``: ``pandas.read_csv`` (C engine, default
-      float parser, ``dtype=float32``) of a plain CSV holding the same number texts
-      (the token mix of :attr:`BenchData.csv`), one per cell, over our read of the
-      NOvA-like CSV with ``threads=1`` (higher is better);
+      float parser, ``dtype=float32``, ``mode.max_threads=1``) over our read with
+      ``threads=1`` (higher is better);
+    * ``read_csv threads=1 vs pyarrow.csv 1 thread ...``, ``... vs polars 1 thread ...``:
+      the same against ``pyarrow.csv.read_csv`` (``use_threads=False``) and polars
+      (``POLARS_MAX_THREADS=1``, every column ``Float32``, in a worker process);
+    * ``read_csv threads=all vs pandas threads=all ...``, ``... vs polars threads=all
+      ...``, ``read_csv vs pyarrow.csv plain numeric``: every core on both sides (the
+      timings name the thread counts);
+    * ``read_csv threads=1 / parse-only loop (time)`` and ``memcpy MB/s / read_csv
+      threads=1 MB/s``: how far one thread of ours is from its limits, our kernel
+      parsing the text already in memory and a one-thread copy of the text (both
+      timed per byte of the NOvA-like CSV, MB/s printed beside ours);
     * ``read_csv threads=all vs threads=1``: our read on every core over our read on
       one (not judged when the machine itself does not scale ``np.sort``, or two whole
       one-thread reads run at once, ``MIN_CEILING`` on 2 threads);
     * ``two 1-thread reads at once / one (same-run ceiling)``: what the machine gives
       this workload on 2 cores right now (two independent one-thread reads of the file
       on two threads, over one), and ``... / same-run ceiling``: our scaling over it.
-    * ``read_csv threads=all vs pandas plain numeric``: the same, on every core;
+    * ``read_csv threads=all vs pandas plain numeric``: all our cores against one of pandas;
     * ``read_csv vs lstm_ee path``: ``pandas.read_csv`` plus one
       ``[float(y) for y in s.split(',')]`` per cell, over our read (every core);
     * ``peak RSS / (1.5 x columnar + 64 MB)``: ``VmHWM`` of a fresh process that
-      reads the CSV, over the budget of issue 3 (lower is better);
-    * ``read_csv vs pyarrow.csv plain numeric``: the peer, when pyarrow is
-      installed (reported, no floor).
+      reads the CSV, over its memory budget (lower is better).
 ``csv_xz``
     * ``read .csv.xz / xz -dc``: our read of the multi-block ``.csv.xz`` (``xz -T2``)
       over ``xz -dc FILE > /dev/null`` (lower is better): its blocks decompress on
@@ -43,6 +55,7 @@ import statistics
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
@@ -51,7 +64,7 @@ import numpy as np
 from lstm_data.io.csv.parallel import available_cores
 from lstm_data.io.csv.reader import read_csv
 
-from bench import formats
+from bench import csv_peers, formats
 from bench.ceiling import sort_scaling, waive_without_two_cores
 from bench.data import BenchData
 from bench.memory import fresh_process_peak
@@ -145,36 +158,48 @@ def _bracketed(slow: Callable[[], object], ours: Callable[[], object]) -> tuple[
 
 
 def _csv_stage(report: Report, data: BenchData, quick: bool) -> None:
-    import pandas as pd
-
     rows, csv_path, plain = data.n_rows, data.csv, plain_numeric_csv(data)
-    size = csv_path.stat().st_size
-    cases = {"ours": lambda: read_csv(csv_path),
-             "ours 1 thread": lambda: read_csv(csv_path, threads=1),
-             "pandas": lambda: pd.read_csv(plain, engine="c", dtype=np.float32)}
-    try:
-        import pyarrow.csv as pa_csv
-        cases["pyarrow"] = lambda: pa_csv.read_csv(plain)
-    except ImportError:
-        pass
-    pool = ThreadPoolExecutor(2) if available_cores() >= 2 else None
-    if pool is not None:  # the workload's own ceiling: two whole one-thread reads at once
-        cases["two 1-thread reads at once"] = lambda: list(pool.map(
-            lambda _: read_csv(csv_path, threads=1), range(2)))
-    try:
+    size, plain_size = csv_path.stat().st_size, plain.stat().st_size
+    cores = available_cores()
+    cases: dict[str, Callable[[], object]] = {
+        "ours": lambda: read_csv(csv_path),
+        "ours 1 thread": lambda: read_csv(csv_path, threads=1),
+        "pandas": csv_peers.pandas_read(plain, 1),
+        "pandas all": csv_peers.pandas_read(plain, None),
+        "parse-only": csv_peers.parse_only_case(csv_path),
+        "memcpy": csv_peers.memcpy_case(csv_path)}
+    for key, threads in (("pyarrow 1", False), ("pyarrow", True)):
+        job = csv_peers.pyarrow_read(plain, threads)
+        if job is not None:
+            cases[key] = job
+    with ExitStack() as stack:
+        if csv_peers.PolarsWorker.available():
+            cases["polars 1"] = stack.enter_context(csv_peers.PolarsWorker(plain, 1))
+            cases["polars all"] = stack.enter_context(csv_peers.PolarsWorker(plain, cores))
+        pool = stack.enter_context(ThreadPoolExecutor(2)) if cores >= 2 else None
+        if pool is not None:  # the workload's own ceiling: two whole one-thread reads at once
+            cases["two 1-thread reads at once"] = lambda: list(pool.map(
+                lambda _: read_csv(csv_path, threads=1), range(2)))
         before = _two_cores()
         t = interleaved_medians(cases, repeats=5 if quick else 7, warmup=1)
         after = _two_cores()
-    finally:
-        if pool is not None:
-            pool.shutdown()
-    report.time(STAGE_CSV, "read_csv (NOvA-like CSV)", t["ours"], items=rows, nbytes=size,
-                ours=True)
+    pandas_all = csv_peers.pandas_threads()
+    report.time(STAGE_CSV, f"read_csv threads={cores} (NOvA-like CSV)", t["ours"], items=rows,
+                nbytes=size, ours=True)
     report.time(STAGE_CSV, "read_csv threads=1 (NOvA-like CSV)", t["ours 1 thread"], items=rows,
                 nbytes=size, ours=True)
-    report.time(STAGE_CSV, "pandas.read_csv (plain numeric CSV)", t["pandas"], items=rows,
-                nbytes=plain.stat().st_size)
+    report.time(STAGE_CSV, "limit: parse-only loop, 1 thread (in memory)", t["parse-only"],
+                nbytes=size)
+    report.time(STAGE_CSV, "limit: memcpy of the text, 1 thread", t["memcpy"], nbytes=size)
+    report.time(STAGE_CSV, "pandas.read_csv 1 thread (plain numeric CSV)", t["pandas"],
+                items=rows, nbytes=plain_size)
+    report.time(STAGE_CSV, f"pandas.read_csv {pandas_all} threads (plain numeric CSV)",
+                t["pandas all"], items=rows, nbytes=plain_size)
     report.ratio(STAGE_CSV, "read_csv vs pandas plain numeric", t["pandas"] / t["ours 1 thread"])
+    report.ratio(STAGE_CSV, "read_csv threads=1 / parse-only loop (time)",
+                 t["ours 1 thread"] / t["parse-only"], kind="max")
+    report.ratio(STAGE_CSV, "memcpy MB/s / read_csv threads=1 MB/s",
+                 t["ours 1 thread"] / t["memcpy"], kind="max")
     scaling = t["ours 1 thread"] / t["ours"]
     ceilings = {"np.sort": min(before, after)}
     if pool is not None:
@@ -186,10 +211,28 @@ def _csv_stage(report: Report, data: BenchData, quick: bool) -> None:
     waive_without_two_cores(report.ratio(STAGE_CSV, "read_csv threads=all vs threads=1", scaling),
                             ceilings)
     report.ratio(STAGE_CSV, "read_csv threads=all vs pandas plain numeric", t["pandas"] / t["ours"])
-    if "pyarrow" in t:
-        report.time(STAGE_CSV, "pyarrow.csv.read_csv (plain numeric CSV)", t["pyarrow"],
-                    items=rows, nbytes=plain.stat().st_size)
-        report.ratio(STAGE_CSV, "read_csv vs pyarrow.csv plain numeric", t["pyarrow"] / t["ours"])
+    waive_without_two_cores(report.ratio(
+        STAGE_CSV, "read_csv threads=all vs pandas threads=all plain numeric",
+        t["pandas all"] / t["ours"]), ceilings)
+    for key, label, peer in (("pyarrow 1", "1 thread", "pyarrow.csv"),
+                             ("polars 1", "1 thread", "polars"),
+                             ("pyarrow", f"{cores} threads", "pyarrow.csv"),
+                             ("polars all", f"{cores} threads", "polars")):
+        if key not in t:
+            continue
+        report.time(STAGE_CSV, f"{peer}.read_csv {label} (plain numeric CSV)", t[key],
+                    items=rows, nbytes=plain_size)
+        if label == "1 thread":
+            report.ratio(STAGE_CSV, f"read_csv threads=1 vs {peer} 1 thread plain numeric",
+                         t[key] / t["ours 1 thread"])
+        elif peer == "pyarrow.csv":  # the name of the all-cores ratio predates the others
+            report.ratio(STAGE_CSV, "read_csv vs pyarrow.csv plain numeric", t[key] / t["ours"])
+        else:
+            waive_without_two_cores(report.ratio(
+                STAGE_CSV, "read_csv threads=all vs polars threads=all plain numeric",
+                t[key] / t["ours"]), ceilings)
+    if "polars 1" not in t:
+        print("csv: polars is not installed: its rows are skipped (pip install polars)")
 
     # The slow legacy path is timed once (after a warm call in a full run), between two
     # more reads of ours: a burst of load on the shared machine slows our two-thread

@@ -15,9 +15,11 @@ How it is fast and lean
   value (plain decimals of the quoted-list fast path are below 10**7: none).
 * Values go straight to their final interleaved place: prong ``k`` of variable
   ``j`` of a group is written to record ``total + k``, column ``j``.
-* Plain decimals take the SWAR path of ``numparse.pxd``; in a quoted list the
-  next token's start comes from a 16-byte scan for the separator or quote, so
-  consecutive tokens parse overlapped instead of one after the other.
+* Plain decimals take the SWAR paths of ``numparse.pxd`` (up to 19 digits, eight
+  bytes at a time); in a quoted list the next token's start comes from a 32-byte
+  scan for the separator or quote, so consecutive tokens parse overlapped instead
+  of one after the other, and a list cell read to its closing quote this way is
+  stored without the general field reader.
 * Buffers (``colstore.pxd``, owned by the base class
   :class:`~lstm_data.kernels._ext.csvcolumns.CsvColumns`) grow by ``mremap`` without
   copying and become the final numpy arrays as they are: each value is
@@ -38,7 +40,7 @@ from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_LONG, 
                          E_SCALAR_LIST, E_TOO_FEW, E_TOO_MANY, E_UNTERMINATED, F_BARE,
                          F_LISTED, F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE,
                          ST_OK, CsvColumns)
-from .numparse cimport (FAST_DECIMAL_READ, fast_decimal, fast_number, is_space, ld_init_locale,
+from .numparse cimport (FAST_LONG_READ, fast_decimal, fast_long, fast_number, is_space, ld_init_locale,
                         parse_number)
 
 cnp.import_array()
@@ -120,8 +122,10 @@ cdef class CsvBlockParser(CsvColumns):
             while True:
                 if self.kind[col] == K_SKIP:
                     st = self._skip(buf, n, final, col, &pos)
-                else:
+                elif not (self.kind[col] == K_RAGGED and self._quoted_list(buf, n, col, &pos)):
                     st = self._numbers(buf, n, final, col, &pos)
+                else:
+                    st = ST_OK
                 if st == ST_INCOMPLETE:
                     self._line = rec_line
                     consumed[0] = rec_start
@@ -270,15 +274,42 @@ cdef class CsvBlockParser(CsvColumns):
         ppos[0] = pos
         return ST_OK
 
+    cdef inline bint _quoted_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
+                                  Py_ssize_t *ppos) noexcept nogil:
+        """The common ragged cell whole, without :meth:`_numbers`: a quoted list that
+        :meth:`_fast_list` reads to its closing quote, right before a separator or a newline.
+
+        Returns True with the cell stored and ``ppos`` at its terminator, or False when
+        the cell is anything else (or the group's count differs: :meth:`_numbers`,
+        which reads the cell again from its start, storing the same values, reports it).
+        """
+        cdef Py_ssize_t pos = ppos[0], end, count = 0
+        cdef bint closed = False
+        cdef int g
+        if pos + FAST_LONG_READ >= n or buf[pos] != c'"' or buf[pos + 1] == c'[':
+            return False
+        end = self._fast_list(buf, n, col, pos + 1, &count, &closed, False)
+        # end < n: the fast loop reads no token within FAST_LONG_READ bytes of the end
+        if not closed or not (buf[end] == self.sep or buf[end] == c'\n'):
+            return False
+        g = self.group_of[col]
+        if self.leader[g] == col:
+            self.current[g] = count
+        elif count != self.current[g]:
+            return False
+        self.rec_flags[col] |= F_QUOTED | (F_MULTI if count > 1 else 0)
+        ppos[0] = end
+        return True
+
     cdef inline Py_ssize_t _fast_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
                                       Py_ssize_t pos, Py_ssize_t *pcount,
                                       bint *closed, bint bracket) noexcept nogil:
         """Store the plain decimals of a quoted ragged cell from ``pos``, as far as they go.
 
-        The common case in one tight loop: :func:`fast_decimal` plus one store per
-        number. Stops at the closing quote (``closed`` set; returns the position
-        after it), or before the first token that needs the general path, or near
-        the end of the data (``FAST_DECIMAL_READ`` bytes also cover the 16-byte
+        The common case in one tight loop: :func:`fast_decimal` (or :func:`fast_long`
+        for up to 19 digits) plus one store per number. Stops at the closing quote
+        (``closed`` set; returns the position after it), or before the first token
+        that needs the general path, or near the end of the data (``FAST_LONG_READ`` bytes also cover the 32-byte
         scan). In a bracketed list the last token (before the quote) is left for the
         general path, which checks its ``]``. Returns -1 when out of memory.
         """
@@ -287,18 +318,28 @@ cdef class CsvBlockParser(CsvColumns):
         cdef Py_ssize_t rec = self.total[g] + pcount[0], first = rec
         cdef Py_ssize_t offset = self.var_of[col] * self.itemsize
         cdef const char *p = buf + pos
-        cdef const char *limit = buf + n - FAST_DECIMAL_READ
+        cdef const char *limit = buf + n - FAST_LONG_READ
         cdef const char *e
         cdef char lsep = self.lsep, c
         cdef char *slot
         cdef double v
+        cdef int k
         while p <= limit:
-            # the token's end comes from a 16-byte scan, so the next token's start does
+            # the token's end comes from a 32-byte scan, so the next token's start does
             # not wait for this one's digits: parsing overlaps across tokens
-            e = p + ld_find2(p, lsep, c'"')
+            k = ld_find2(p, lsep, c'"')
+            if k == 16:
+                k = 16 + ld_find2(p + 16, lsep, c'"')
+            e = p + k
             c = e[0]
-            if e == p + 16 or (c == c'"' and (e[1] == c'"' or bracket)) or fast_decimal(p, &v) != e:
+            if k == 32 or (c == c'"' and (e[1] == c'"' or bracket)):
                 break
+            # at most 16 bytes for fast_decimal (-ddddddd.ddddddd): a longer token skips it
+            if k > 16 or fast_decimal(p, &v) != e:
+                if fast_long(p, &v) != e:
+                    break
+                if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
+                    self._note_int(p, e - p, col, v, self._line)
             slot = cs_at(store, rec)
             if slot == NULL:
                 return -1

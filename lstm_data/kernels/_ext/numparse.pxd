@@ -43,13 +43,15 @@ cdef enum:
     MAX_DIGITS = 19
     MAX_EXACT_POW10 = 22
     FAST_DECIMAL_READ = 24  # bytes readable from a token's start for fast_decimal
+    FAST_LONG_READ = 40  # bytes readable from a token's start for fast_long (and a 32-byte scan)
 
 cdef extern from *:
     """
     static const double ld_pow10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
         1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
     static const double ld_sign[2] = {1.0, -1.0};
-    static const uint64_t ld_pow10_u64[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+    static const uint64_t ld_pow10_u64[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+        100000000};
     #define LD_TWO_53 9007199254740992ULL
     #define LD_EXP_CAP 100000000000000000LL
     """
@@ -325,6 +327,57 @@ cdef inline const char *fast_decimal(const char *p, double *out) noexcept nogil:
     return q + dot + nf
 
 
+cdef inline const char *_digit_chunks(const char *q, uint64_t *mant, int *digits) noexcept nogil:
+    """Append the digit run at ``q`` to ``mant``, eight bytes at a time; return its end.
+
+    Returns NULL once the digits counted in ``digits`` (leading zeros included) pass
+    ``MAX_DIGITS``, so ``mant`` never overflows. At most three loads: a run is read
+    only while it fills whole words.
+    """
+    cdef uint64_t w
+    cdef int k = 8
+    while k == 8:
+        w = ld_load_le64(q)
+        k = _digit_run(w)
+        digits[0] += k
+        if digits[0] > MAX_DIGITS:
+            return NULL
+        mant[0] = mant[0] * ld_pow10_u64[k] + _digits_value(w, k)
+        q += k
+    return q
+
+
+cdef inline const char *fast_long(const char *p, double *out) noexcept nogil:
+    """Parse ``-?d*(.d*)?`` at ``p`` exactly, with at most ``MAX_DIGITS`` digits in all.
+
+    The longer decimals that :func:`fast_decimal` declines (``%.9g`` and 17-digit
+    ``repr`` texts): both digit runs are read eight bytes at a time, then one
+    Clinger division (a mantissa of at most 2**53, at most 22 fraction digits) or
+    :func:`eisel_lemire`; the value is the correctly rounded one that
+    :func:`parse_number` gives. At least ``FAST_LONG_READ`` bytes from ``p`` must be
+    readable. Returns the address just after the number (the caller checks what
+    follows), or NULL when there are no digits, more than ``MAX_DIGITS`` of them
+    (leading zeros count), or an undecided Eisel-Lemire product.
+    """
+    cdef int neg = p[0] == c'-', digits = 0, ni
+    cdef uint64_t mant = 0
+    cdef const char *q = _digit_chunks(p + neg, &mant, &digits)
+    if q == NULL:
+        return NULL
+    ni = digits
+    if q[0] == c'.':
+        q = _digit_chunks(q + 1, &mant, &digits)
+        if q == NULL:
+            return NULL
+    if digits == 0:
+        return NULL
+    digits -= ni  # the fraction digits: the decimal exponent is -digits (at most 19)
+    if mant <= LD_TWO_53:
+        out[0] = <double> <int64_t> mant / ld_pow10[digits] * ld_sign[neg]
+        return q
+    return q if eisel_lemire(mant, -digits, neg, out) else NULL
+
+
 cdef inline const char *_digits(const char *p, const char *end, uint64_t *mant,
                                 int *digits) noexcept nogil:
     """Append the decimal digits at ``p`` to ``mant`` and count them; return the end."""
@@ -343,8 +396,9 @@ cdef inline Py_ssize_t fast_number(const char *buf, Py_ssize_t pos, Py_ssize_t n
                                    double *out) noexcept nogil:
     """Parse a plain ``-?digits[.digits][(e|E)[+-]digits]`` at ``buf[pos]`` exactly.
 
-    :func:`fast_decimal` when ``FAST_DECIMAL_READ`` bytes are left, else (or
-    when it declines) a loop over at most 19 digits, then Clinger's fast path (a
+    :func:`fast_decimal`, then :func:`fast_long`, when ``FAST_LONG_READ`` bytes are
+    left (only the first with ``FAST_DECIMAL_READ``), else (or when they decline, or
+    an exponent follows) a loop over at most 19 digits, then Clinger's fast path (a
     mantissa of at most 2**53 and a decimal exponent of at most 22 in magnitude)
     or :func:`eisel_lemire`. Returns the position just after the number, or -1
     when the token needs :func:`parse_number` (whitespace, ``+``, nan/inf, more
@@ -358,7 +412,14 @@ cdef inline Py_ssize_t fast_number(const char *buf, Py_ssize_t pos, Py_ssize_t n
     cdef int digits = 0, before, e = 0, edigits = 0
     cdef long exp10 = 0
     cdef double v
-    if n - pos >= FAST_DECIMAL_READ:
+    if n - pos >= FAST_LONG_READ:
+        p = fast_decimal(buf + pos, out)
+        if p == NULL:
+            p = fast_long(buf + pos, out)
+        if p != NULL and p[0] != c'e' and p[0] != c'E':
+            return p - buf
+        p = buf + pos
+    elif n - pos >= FAST_DECIMAL_READ:
         p = fast_decimal(buf + pos, out)
         if p != NULL:
             return p - buf
