@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import warnings
 from types import ModuleType
 
 from lstm_data.cli.help_text import close_matches, plain_text
-from lstm_data.errors import PrecisionWarning
+from lstm_data.errors import MissingExtraError, PrecisionWarning
 
 #: subcommand -> module under lstm_data.cli
 COMMANDS = {
@@ -188,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.strict_integers:
                 warnings.simplefilter("error", PrecisionWarning)
             return int(module.run(args) or 0)
+    except BrokenPipeError:  # the reader of stdout left (lstm-data ... | head): stop quietly
+        return _stdout_closed()
+    except MissingExtraError as exc:  # an optional dependency: one line naming the extra to install
+        print(f"lstm-data {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except (ValueError, OSError, PrecisionWarning) as exc:  # user-facing: no traceback, no credentials
         from lstm_data.errors import redact
 
@@ -195,3 +201,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         _remove_handlers()
+
+
+#: the exit status of a command whose stdout was closed under it (128 + SIGPIPE, as a shell reports)
+EXIT_BROKEN_PIPE = 141
+
+
+def _stdout_closed() -> int:
+    """Point stdout at the null device (Python's flush at exit would fail again) and return
+    :data:`EXIT_BROKEN_PIPE`: the reader of the output left (``| head``), nothing to report."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout replaced by an object without a file descriptor
+        pass
+    return EXIT_BROKEN_PIPE

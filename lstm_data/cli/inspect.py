@@ -136,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
     from lstm_data.errors import redact
     from lstm_data.io.dispatch import open as open_dataset
 
+    if args.plot:  # before any work: a missing matplotlib is said at once, not after the report
+        from lstm_data._util.optional import require
+        require("--plot", "plot", "matplotlib")
     shown = [redact(p) for p in args.paths]  # URLs without their credentials
     if len(args.paths) == 1:
         from lstm_data.store.describe import describe_store, is_batch_store
@@ -191,13 +194,7 @@ def run(args: argparse.Namespace) -> int:
             lines += order_lines(ordered)
         print("\n".join(lines))
     if args.plot:
-        try:
-            plot_multiplicities(multis, {g: np.diff(ds.offsets(g)) for g in ds.groups}, args.plot,
-                                " ".join(shown))
-        except ImportError:
-            print("lstm-data inspect: --plot needs matplotlib; install it with "
-                  "pip install 'lstm_data[plot]'", file=sys.stderr)
-            return 1
+        plot_multiplicities(multis, {g: np.diff(ds.offsets(g)) for g in ds.groups}, args.plot, " ".join(shown))
         if not args.quiet:
             print(f"plot written to {args.plot}", file=sys.stderr)
     return 0
