@@ -155,6 +155,27 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     parser.error(f"unknown command {first!r} (commands: {', '.join(COMMANDS)}){hint}")
 
 
+#: the endings of an argument's metavar that make it an input file read whole (a spec, a schema)
+_INPUT_FILES = (".toml", ".yaml", ".yml")
+
+
+def _input_file_problems(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """What is wrong with the spec and schema files given (``--spec: no such file 'x.toml'; did you
+    mean 'y.toml'?``, a directory): every argument whose metavar names a ``.toml`` or ``.yaml`` file."""
+    from lstm_data._util.paths import not_a_file
+
+    problems = []
+    for action in parser._actions:
+        metavar = action.metavar if isinstance(action.metavar, str) else ""
+        value = getattr(args, action.dest, None)
+        if not metavar.lower().endswith(_INPUT_FILES) or not isinstance(value, str) or "://" in value:
+            continue
+        problem = not_a_file(value)
+        if problem is not None:
+            problems.append(f"{action.option_strings[0] if action.option_strings else metavar}: {problem}")
+    return problems
+
+
 #: options every command takes, also accepted before the command (``lstm-data -v inspect x``)
 _COMMON = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose", "--strict-integers")
 
@@ -183,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     if module is None:
         parser.print_help()
         return 2
+    problems = _input_file_problems(chosen, args) if chosen is not None else []
+    if problems:  # before any work: a mistyped spec or schema file, with the close names beside it
+        for problem in problems:
+            print(f"lstm-data {args.command}: error: {problem}", file=sys.stderr)
+        return 1
     _configure_logging(args)
     try:
         with warnings.catch_warnings():
