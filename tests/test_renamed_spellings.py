@@ -78,8 +78,10 @@ KEYWORDS: dict[tuple[str, str], Callable[..., Any]] = {
 #: (class, old attribute) -> the object read, given the fixtures
 ATTRIBUTES: dict[tuple[str, str], Callable[..., Any]] = {
     ("PrecomputedBatches", "shuffle"): lambda f, **_: open_batches(f["store"]),
+    ("PrecomputedBatches", "shard_layout"): lambda f, **_: open_batches(f["store"]),
+    ("Batches", "shard_layout"): lambda batches, **_: batches,
     **{("ShardedBatches", name): (lambda batches, **_: batches.shard(0, 2))
-       for name in ("batch_size", "shuffle", "nan_to", "seed")},
+       for name in ("batch_size", "shuffle", "nan_to", "seed", "layout")},
 }
 
 #: (command, old flag) -> the command line, given the files

@@ -46,9 +46,34 @@ def rewrite(obj: griffe.Object, text: str) -> str:
     return _ROLE.sub(one, text)
 
 
+_SHARED = re.compile(r"^shares_doc\(([\w.]+)\)$")
+
+
+def shared_docstring(obj: griffe.Object) -> griffe.Docstring | None:
+    """The docstring of the member named by ``obj``'s ``@shares_doc(member)`` decorator, if any.
+
+    The decorator sets ``__doc__`` at import; the site reads source, so it follows the name here.
+    """
+    for decorator in getattr(obj, "decorators", ()):
+        match = _SHARED.match(str(decorator.value))
+        if match is None:
+            continue
+        try:
+            source = obj.modules_collection[_identifier(obj, match.group(1))]
+        except Exception:  # a name griffe cannot resolve: the member stays undocumented on the site
+            return None
+        if source.docstring is not None:
+            return griffe.Docstring(rewrite(source, source.docstring.value), parent=obj)
+    return None
+
+
 class SphinxRoles(griffe.Extension):
-    """Rewrite the Sphinx roles of every docstring once the object tree is built."""
+    """Rewrite the Sphinx roles of every docstring once the object tree is built, and give a member
+    decorated ``@shares_doc(member)`` that member's docstring."""
 
     def on_object(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        if obj.docstring is None and (shared := shared_docstring(obj)) is not None:
+            obj.docstring = shared
+            return
         if obj.docstring is not None and ":" in obj.docstring.value:
             obj.docstring.value = rewrite(obj, obj.docstring.value)

@@ -34,7 +34,8 @@ from lstm_data._util.plural import counted
 if TYPE_CHECKING:
     from lstm_data.data.dataset import Dataset
 
-__all__ = ["add_arguments", "run", "plot_multiplicities", "integrity_notes", "dotted_scalar_notes", "skipped_columns"]
+__all__ = ["add_arguments", "run", "plot_multiplicities", "integrity_notes", "dotted_scalar_notes", "skipped_columns",
+           "layouts"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -152,6 +153,16 @@ def skipped_columns(ds: Dataset) -> dict[str, str]:
     return dict(getattr(ds, "skipped", None) or {})
 
 
+def layouts(ds: Dataset) -> list[str]:
+    """How the files under ``ds`` store their ragged data, as their readers found it (the readers'
+    ``layout``; several files: each different one once)."""
+    parts = getattr(ds, "datasets", None)
+    if parts is not None:
+        return list(dict.fromkeys(name for part in parts for name in layouts(part)))
+    found = getattr(ds, "layout", None)
+    return [found] if found else []
+
+
 def run(args: argparse.Namespace) -> int:
     from lstm_data.errors import redact
     from lstm_data.io.dispatch import open as open_dataset
@@ -177,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
     multis = [multiplicity(ds, g) for g in ds.groups]
     notes = integrity_notes(ds) + dotted_scalar_notes(ds.scalar_names, ds.groups)
     skipped = skipped_columns(ds)
+    found = layouts(ds)
     ordered = None
     if args.spec:
         from lstm_data.cli.order_report import order_report
@@ -190,12 +202,15 @@ def run(args: argparse.Namespace) -> int:
                                                "keeps": {str(f): k for f, k in m.keeps.items()}}}
                           for g, m in zip(ds.groups, multis)},
                "skipped": skipped, "notes": notes}
+        if found:
+            doc["layout"] = found[0] if len(found) == 1 else found
         if ordered is not None:
             doc["order"] = ordered
         print(json.dumps(doc, indent=1, allow_nan=True))
     else:
         lines = [f"{' '.join(shown)}: {type(ds).__name__}",
                  f"rows: {len(ds)}",
+                 *[f"layout: {name}" for name in found],
                  f"columns: {counted(len(ds.scalar_names), 'scalar')}, "
                  f"{counted(sum(len(v) for v in ds.groups.values()), 'prong variable')} in "
                  f"{counted(len(ds.groups), 'group')}",

@@ -142,6 +142,9 @@ class Dataset:
     #: columns a reader left out, name -> why (set only by the readers that skip some: HDF5,
     #: NOvA, Parquet, ROOT, awkward; ``getattr(dataset, "skipped", {})`` reads it)
     skipped: dict[str, str]
+    #: how the file stores its ragged data, as ``lstm-data inspect`` names it (set only by the
+    #: readers that tell several layouts apart: HDF5; ``getattr(dataset, "layout", None)`` reads it)
+    layout: str
 
     # -- description ---------------------------------------------------
     def __len__(self) -> int:

@@ -159,6 +159,7 @@ class PrecomputedBatches(StoreEpochs):
 
     #: the name of :attr:`permute` before the first release (an error naming it)
     shuffle = OldAttribute()
+    shard_layout = OldAttribute()
 
     @refuses_renamed("PrecomputedBatches")
     def __init__(self, path: str | os.PathLike[str], *, permute: bool = True,

@@ -34,7 +34,7 @@ from lstm_data._util.checks import check_count
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.iteration import EpochIteration
 from lstm_data.batching.epochs.shard import ShardedBatches
-from lstm_data.batching.epochs.resume import layout_of
+from lstm_data.batching.epochs.resume import assignment_of
 from lstm_data.batching.order.rows import shuffled_order
 from lstm_data.errors import FormatError, OptionError
 from lstm_data.io.ours.zarr import read_rows
@@ -210,9 +210,9 @@ class StoreEpochs(EpochIteration):
         return self.permute and len(self) > 1
 
     @property
-    def shard_layout(self) -> str:
+    def shard_assignment(self) -> str:
         """How shards deal the stored batches: balanced rounds when permuted, else consecutive runs."""
-        return layout_of(self.permute)
+        return assignment_of(self.permute)
 
     @property
     def nan_to(self) -> float | None:

@@ -8,7 +8,7 @@ import pytest
 
 from lstm_data import Batches, BatchSpec, Ragged, Scalars, open_batches
 from lstm_data.batching.order.budget import block_count, caps_of, pack, split_largest
-from lstm_data.batching.order.block_plans import BlockLayout, block_plan
+from lstm_data.batching.order.block_plans import BlockArrangement, block_plan
 from lstm_data.batching.order.options import Order
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
 from lstm_data.errors import OptionError
@@ -145,7 +145,7 @@ def test_block_bound_holds_for_any_window_composition():
         windows = min(len(bounds) - 1, -(-5000 // window_rows))
         bound = block_count(widths, 600, 128, windows)
         for epoch in range(20):
-            plan = block_plan(BlockLayout(bounds, window_rows), 7, epoch)
+            plan = block_plan(BlockArrangement(bounds, window_rows), 7, epoch)
             assert len(plan.windows.starts) - 1 <= windows
             count = sum(len(pack(caps_of(np.sort(widths[plan.order[lo:hi]]), 600, 128))) - 1
                         for lo, hi in zip(plan.windows.starts[:-1], plan.windows.starts[1:]))

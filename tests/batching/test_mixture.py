@@ -188,3 +188,146 @@ def test_bad_options_are_option_errors_naming_the_key(data, mixture, key):
 def test_orders_a_mixture_cannot_keep_are_refused_naming_both(data, order, named):
     with pytest.raises(OptionError, match=f"policies.mixture cannot be combined with {named}"):
         _batches(data, {"weights": WEIGHTS}, **order)
+
+
+# -- a schedule changed on resume -----------------------------------------------------------------------
+LATER = {"numu*": 0.75, "nc*": 0.25}
+
+
+def _stopped_at(data, mixture, epoch, steps, **order):
+    """A state saved after ``steps`` batches of ``epoch``, through JSON as a checkpoint keeps it."""
+    b = _batches(data, mixture, **order)
+    b.set_epoch(epoch)
+    it = iter(b)
+    for _ in range(steps):
+        next(it)
+    return json.loads(json.dumps(b.state_dict()))
+
+
+def _served(b, epochs):
+    """Every batch the next ``epochs`` epochs of ``iter`` serve, by ``(epoch, index)``."""
+    out = {}
+    for _ in range(epochs):
+        start = b.state_dict()["next_batch"] if not out else 0
+        for i, batch in enumerate(b, start):
+            out[(b.epoch, i)] = rows_in(batch[0])
+        b.on_epoch_end()
+    return out
+
+
+@pytest.mark.parametrize("order, kept", [({}, 24), ({"bucket_by": "input_png3d", "bucket_window": 4}, 23)],
+                         ids=["plain", "bucketed"])
+def test_a_schedule_changed_from_a_step_not_yet_reached_resumes_as_the_new_schedule(data, order, kept):
+    """``kept``: steps before it are as before (with bucketing, the window of steps 23 .. 26 holds step 24)."""
+    old, n = {"weights": WEIGHTS}, 15
+    state = _stopped_at(data, old, 1, 5, **order)  # global step 20 comes next
+    new = {"schedule": [[0, WEIGHTS], [24, LATER]]}  # changed at step 24 >= 20
+    resumed = _batches(data, new, **order)
+    resumed.load_state_dict(state)
+    served = _served(resumed, 2)
+    fresh, before = _batches(data, new, **order), _batches(data, old, **order)
+    assert sorted(served) == [(1, i) for i in range(5, n)] + [(2, i) for i in range(n)]
+    for (epoch, i), rows in served.items():
+        np.testing.assert_array_equal(rows, rows_in(fresh.batch(i, epoch)[0]))  # the new schedule's batch
+        if epoch * n + i < kept:
+            np.testing.assert_array_equal(rows, rows_in(before.batch(i, epoch)[0]))  # as before the change
+        elif epoch * n + i >= 24:
+            np.testing.assert_array_equal(_counts(rows), [0, 6, 2])
+
+
+def test_bucketing_takes_a_change_from_the_window_holding_it(data):
+    order = {"bucket_by": "input_png3d", "bucket_window": 4}
+    new = {"schedule": [[0, WEIGHTS], [22, LATER]]}  # in the window of steps 19 .. 22 of epoch 1 (from 15)
+    _batches(data, new, **order).load_state_dict(_stopped_at(data, {"weights": WEIGHTS}, 1, 4, **order))
+    with pytest.raises(OptionError, match="policies"):  # step 20 is past the window's first step, 19
+        _batches(data, new, **order).load_state_dict(_stopped_at(data, {"weights": WEIGHTS}, 1, 5, **order))
+
+
+def test_a_schedule_changed_before_the_saved_step_is_refused_naming_the_policies(data):
+    state = _stopped_at(data, {"weights": WEIGHTS}, 1, 5)
+    for changed in ({"schedule": [[0, WEIGHTS], [19, LATER]]}, {"weights": LATER}):
+        with pytest.raises(OptionError, match=r"policies: state has .*\(a mixture's schedule: from a step"):
+            _batches(data, changed).load_state_dict(state)
+    with pytest.raises(OptionError, match="policies"):  # another option than the schedule
+        _batches(data, {"weights": WEIGHTS, "epoch_batches": 9}).load_state_dict(state)
+
+
+def test_shards_take_a_changed_schedule_from_the_next_epoch_on(data):
+    old, n = {"weights": WEIGHTS, "epoch_batches": 10}, 10
+    saving = _batches(data, old).shard(1, 2)
+    saving.set_epoch(1)
+    next(iter(saving))
+    state = json.loads(json.dumps(saving.state_dict()))  # epoch 1 begun: its deal stays that of the old schedule
+    with pytest.raises(OptionError, match="policies"):
+        _batches(data, {"schedule": [[0, WEIGHTS], [2 * n - 1, LATER]], "epoch_batches": 10}).shard(0, 2) \
+            .load_state_dict(state)
+    new = {"schedule": [[0, WEIGHTS], [2 * n, LATER]], "epoch_batches": 10}
+    ranks = [_batches(data, new).shard(r, 2) for r in range(2)]
+    for s in ranks:
+        s.load_state_dict(state)
+    fresh = _batches(data, new)
+    for s in ranks:
+        s.on_epoch_end()
+        for i, batch in enumerate(s):
+            np.testing.assert_array_equal(rows_in(batch[0]), rows_in(fresh.batch(int(s.parent_indices(2)[i]), 2)[0]))
+            np.testing.assert_array_equal(_counts(rows_in(batch[0])), [0, 6, 2])
+
+
+# -- drawing by elements under a budget --------------------------------------------------------------------
+BUDGET = {"bucket_by": "input_png3d", "max_elements": 20, "batch_size": 16}
+ELEMENTS = {"weights": WEIGHTS, "unit": "elements", "epoch_batches": 12}
+
+
+def _served_elements(data):
+    return np.minimum(np.diff(data.offsets("png")), 4)  # prongs served: the output's max_len is 4
+
+
+def test_drawing_by_elements_keeps_every_batch_in_the_budget_and_the_elements_in_proportion(data):
+    b = _batches(data, ELEMENTS, **BUDGET)
+    served = _served_elements(data)
+    assert len(b) == 12
+    total = np.zeros(3)
+    for epoch in (0, 1):
+        b.set_epoch(epoch)
+        for i in range(len(b)):
+            inputs = b[i][0]
+            rows = rows_in(inputs)
+            assert 1 <= len(rows) <= 16
+            assert len(rows) * inputs["input_png3d"].shape[1] <= 20 or len(rows) == 1  # the budget
+            total += np.bincount(_file_of(rows), weights=served[rows], minlength=3)
+            # every source's elements within one row (4 prongs) of its proportion of them all
+            assert np.all(np.abs(total - np.array([0.5, 0.25, 0.25]) * total.sum()) <= 4), (epoch, i, total)
+    rows_share = np.bincount(_file_of(np.concatenate(_epoch(b, 0))), minlength=3)
+    assert rows_share.tolist() != (rows_share.sum() * np.array([0.5, 0.25, 0.25])).tolist()  # not by rows
+
+
+def test_drawing_by_elements_resumes_the_batches_and_a_later_schedule(data):
+    state = _stopped_at(data, ELEMENTS, 1, 3, **BUDGET)  # global step 15 comes next
+    same = _batches(data, ELEMENTS, **BUDGET)
+    same.load_state_dict(state)
+    whole = _batches(data, ELEMENTS, **BUDGET)
+    for (epoch, i), rows in _served(same, 2).items():
+        np.testing.assert_array_equal(rows, rows_in(whole.batch(i, epoch)[0]))
+    new = {**ELEMENTS, "weights": None, "schedule": [[0, WEIGHTS], [18, LATER]]}
+    del new["weights"]
+    resumed = _batches(data, new, **BUDGET)
+    resumed.load_state_dict(state)
+    fresh = _batches(data, new, **BUDGET)
+    for (epoch, i), rows in _served(resumed, 2).items():
+        np.testing.assert_array_equal(rows, rows_in(fresh.batch(i, epoch)[0]))
+        if epoch * 12 + i < 18:
+            np.testing.assert_array_equal(rows, rows_in(whole.batch(i, epoch)[0]))
+        else:
+            assert not np.any(_file_of(rows) == 0)  # nue has no share from step 18
+    with pytest.raises(OptionError, match="policies"):  # changed before the saved step
+        _batches(data, {**new, "schedule": [[0, WEIGHTS], [14, LATER]]}, **BUDGET).load_state_dict(state)
+
+
+@pytest.mark.parametrize("mixture, order, key", [
+    ({"weights": WEIGHTS, "unit": "elements"}, {}, r"unit='elements' needs max_elements"),
+    ({"weights": WEIGHTS, "unit": "prongs"}, {}, r"policies.mixture.unit must be"),
+    ({"weights": WEIGHTS}, BUDGET, r"cannot be combined with max_elements: .*unit='elements'"),
+])
+def test_the_unit_of_a_mixture_is_checked_naming_it(data, mixture, order, key):
+    with pytest.raises(OptionError, match=key):
+        _batches(data, mixture, **order)

@@ -36,7 +36,7 @@ from lstm_data._util import forksafe
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.order.bucket_lengths import BucketLengths
 from lstm_data.batching.building.builder import BatchBuilder
-from lstm_data.batching.order.block_plans import BlockLayout
+from lstm_data.batching.order.block_plans import BlockArrangement
 from lstm_data.batching.order.plan import Plan
 from lstm_data.batching.spec.batch_spec import Arrays, ResolvedField
 from lstm_data.data.concat import concat_datasets
@@ -63,12 +63,13 @@ class BlockSource:
     Parameters
     ----------
     dataset, rows
-        The full dataset and the view's rows, as :func:`~lstm_data.batching.order.block_plans.block_layout` takes them.
+        The full dataset and the view's rows, as
+        :func:`~lstm_data.batching.order.block_plans.block_arrangement` takes them.
     fields
         The resolved spec (for the per-window builders).
-    layout
+    arrangement
         The view's blocks and window size
-        (:func:`~lstm_data.batching.order.block_plans.block_layout`).
+        (:func:`~lstm_data.batching.order.block_plans.block_arrangement`).
     plans
         The plans of the epochs; the next epoch's first window is read ahead only when given.
     nan_to, pad_to_multiple_of
@@ -93,15 +94,15 @@ class BlockSource:
     TRACKED = 16
 
     def __init__(self, dataset: Dataset, rows: np.ndarray | None, fields: Sequence[ResolvedField],
-                 layout: BlockLayout, plans: PlansByEpoch | None = None, *, nan_to: float | None = None,
+                 arrangement: BlockArrangement, plans: PlansByEpoch | None = None, *, nan_to: float | None = None,
                  read_ahead: bool | None = None, pad_to_multiple_of: int | None = None) -> None:
         self.dataset = dataset
         self.rows = rows
         self.fields = list(fields)
         self.nan_to = nan_to
         self.pad_to_multiple_of = pad_to_multiple_of
-        self.bounds = layout.bounds
-        self.window_rows = layout.window_rows
+        self.bounds = arrangement.bounds
+        self.window_rows = arrangement.window_rows
         self.plans = plans
         self.read_ahead = (not dataset.in_ram) if read_ahead is None else bool(read_ahead)
         self.next_epoch_ahead = True

@@ -58,7 +58,7 @@ class OrderFigures:
         Parameters
         ----------
         epoch
-            An int >= 0; ``None``: the current :attr:`epoch`.
+            As for :meth:`batch_sizes`.
 
         Returns
         -------
@@ -78,7 +78,7 @@ class OrderFigures:
         Parameters
         ----------
         epoch
-            An int >= 0; ``None``: the current :attr:`epoch`.
+            As for :meth:`batch_sizes`.
         of
             A share of these batches to measure instead (a shard: anything with ``len``
             and ``rows_of(index, epoch)``); ``None``: all of them.
@@ -100,7 +100,7 @@ class OrderFigures:
         Parameters
         ----------
         epoch
-            An int >= 0.
+            An epoch handed out to its end by :meth:`iter`.
 
         Returns
         -------
@@ -114,10 +114,8 @@ class OrderFigures:
 
         Parameters
         ----------
-        epoch
-            An int >= 0.
-        indices
-            Batch indices, in the share's order.
+        epoch, indices
+            The epoch, and the share's batch indices in its order.
 
         Returns
         -------

@@ -116,7 +116,7 @@ class EpochIteration:
         Parameters
         ----------
         epoch
-            An int >= 0.
+            The epoch that ended.
 
         Returns
         -------
@@ -146,8 +146,14 @@ class EpochIteration:
             raise OptionError(f"state_format {fmt}: saved by a newer release of lstm_data (this one reads "
                               f"formats up to {STATE_FORMAT}); upgrade lstm_data to resume it")
         identity = self.identity()
-        diffs = [f"{k}: state has {state.get(k)!r}, this sequence {v!r}"
-                 for k, v in identity.items() if k not in _DIGESTS and state.get(k) != v]
+        differ = [k for k, v in identity.items() if k not in _DIGESTS and state.get(k) != v]
+        if differ == ["policies"] and fmt == STATE_FORMAT:
+            resumed = self._resumed_identity(state)
+            identity, differ = (identity, differ) if resumed is None else (resumed, [])
+        diffs = [f"{k}: state has {state.get(k)!r}, this sequence {identity[k]!r}" for k in differ]
+        if "policies" in differ:
+            diffs.append("an order policy's options may change on resume only where the policy serves the same "
+                         "batches up to the saved step (a mixture's schedule: from a step the state had not reached)")
         saved = state.get("identity")
         if not diffs and fmt < STATE_FORMAT:
             if saved not in self._legacy_identities(fmt):
@@ -183,6 +189,11 @@ class EpochIteration:
     def _legacy_identities(self, state_format: int) -> set[str]:
         """The identity digests this sequence had in an earlier state format (by default: as now)."""
         return {str(self.identity().get("identity"))}
+
+    def _resumed_identity(self, state: Mapping[str, Any], step: int | None = None) -> dict[str, object] | None:
+        """The identity to check ``state`` against when only its order policies differ and they may
+        (resuming from global step ``step``; ``None``: where ``state`` stands); ``None`` by default."""
+        return None
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
         """What of the data differs from the data ``state`` was saved with, where it is known (none by default)."""

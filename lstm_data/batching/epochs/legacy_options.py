@@ -27,8 +27,12 @@ SPEC_KEYWORDS = frozenset({"nan_to", "pad_to_multiple_of"})
 
 
 def legacy_options(spec: BatchSpec, order: Order | int | None, read: ReadOptions | None,
-                   options: Mapping[str, Any], where: str) -> tuple[BatchSpec, Order]:
+                   options: Mapping[str, Any], where: str,
+                   shorthand: Mapping[str, Any] | None = None) -> tuple[BatchSpec, Order]:
     """``(spec, order)`` with the old keyword ``options`` and ``read`` moved into them (warned once each).
+
+    ``shorthand`` holds the :class:`Order` fields given by name (``Batches(ds, spec,
+    batch_size=256)``): each one not ``None`` replaces the order's, checked by ``Order``.
 
     Raises
     ------
@@ -47,6 +51,9 @@ def legacy_options(spec: BatchSpec, order: Order | int | None, read: ReadOptions
         warn_renamed(f"{where}(read=ReadOptions(read_ahead=...))", "Order(read_ahead=...)", stacklevel=3)
         if read.read_ahead is not None and order.read_ahead is None:
             order = order.replace(read_ahead=read.read_ahead)
+    given = {k: v for k, v in (shorthand or {}).items() if v is not None}
+    if given:
+        order = order.replace(**given)
     if not options:
         return spec, order
     known = ORDER_KEYWORDS | SPEC_KEYWORDS

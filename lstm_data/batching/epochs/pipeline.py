@@ -9,6 +9,9 @@ counter, the RAM cache and pickling on top.
 """
 from __future__ import annotations
 
+import json
+from typing import Any, Mapping
+
 import numpy as np
 
 from lstm_data.batching.building.blocks import BlockSource
@@ -16,21 +19,26 @@ from lstm_data.batching.building.builder import BatchBuilder
 from lstm_data.batching.building.empty_rows import drop_empty_rows, make_one_step
 from lstm_data.batching.building.noise import make_augmenter
 from lstm_data.batching.epochs.data_digest import part_digests
+from lstm_data._util.docs import shares_doc
 from lstm_data.batching.epochs.identity import (data_fingerprint, full_data, identity_digest, legacy_digests,
                                                 order_settings)
+from lstm_data.batching.epochs.resume import batch_elements
+from lstm_data.batching.epochs.source import BatchSource
 from lstm_data.batching.epochs.weights import resolve_weights
 from lstm_data.batching.order.bucket_lengths import BucketLengths, bucket_widths
 from lstm_data.batching.order.bucketing import Bucketing, make_bucketing
 from lstm_data.batching.order.budget import ChosenWidths
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.order.plan import EpochPlans, Plan
-from lstm_data.batching.order.policies import order_stages
+from lstm_data.batching.order.policies import order_stages, policy_stage
 from lstm_data.batching.order.rows_view import RowsView
 from lstm_data.batching.order.sampling import SampledRows, Sampling
-from lstm_data.batching.spec.batch_spec import Arrays, Batch, BatchSpec, ResolvedField
+from lstm_data.batching.spec.batch_spec import Arrays, Batch, BatchSpec, OutputSignature, ResolvedField
+from lstm_data.data.dataset import Dataset
+from lstm_data.errors import OptionError
 from lstm_data.batching.spec.sizes import check_batch_bytes
 
-__all__ = ["Pipeline", "compile"]
+__all__ = ["Pipeline", "compile", "CompiledReads"]
 
 
 def compile(view: RowsView, spec: BatchSpec, order: Order) -> "Pipeline":  # noqa: A001 - the verb of the design
@@ -104,11 +112,12 @@ class Pipeline:
                                                   if isinstance(s, ChosenWidths)), None)
         self.blocks: BlockSource | None = None
         if order.shuffle == "block":
-            layout = self.rows.blocks(order.batch_size, order.block_rows, order.window_rows)
-            self.blocks = BlockSource(self.dataset, self.rows.rows, fields, layout, self.plans, nan_to=spec.nan_to,
-                                      read_ahead=order.read_ahead, pad_to_multiple_of=spec.pad_to_multiple_of)
+            arrangement = self.rows.blocks(order.batch_size, order.block_rows, order.window_rows)
+            self.blocks = BlockSource(self.dataset, self.rows.rows, fields, arrangement, self.plans,
+                                      nan_to=spec.nan_to, read_ahead=order.read_ahead, pad_to_multiple_of=spec.pad_to_multiple_of)
             self.blocks.next_epoch_ahead = order.cache != "ram"  # cached batches never come back after epoch 0
-        self._identity: tuple[str, list[str]] | None = None  # made when a state first asks
+        self._identity: tuple[str, list[str]] | None = None  # the data's digests, made when a state first asks
+        self._own_identity: dict[str, object] | None = None
         self._parts: list[tuple[str, str]] | None = None
 
     @property
@@ -169,14 +178,58 @@ class Pipeline:
     def identity(self) -> dict[str, object]:
         """The order's settings by name, the rows, one digest of spec, settings and data, and the digest
         of each file part's values."""
-        settings = order_settings(self.order)
+        if self._own_identity is None:
+            self._own_identity = self._identity_of(order_settings(self.order))
+        parts = self._own_identity["data_parts"]
+        return {**self._own_identity, "data_parts": list(parts) if isinstance(parts, list) else parts}
+
+    def _identity_of(self, settings: dict[str, Any]) -> dict[str, object]:
         if self._identity is None:
             parts = [digest for _, digest in self.data_parts()]
-            sampled = data_fingerprint(self.dataset, self.data.rows)
-            self._identity = (identity_digest(self.spec, settings, full_data(sampled, parts)), parts)
-        digest, parts = self._identity
-        return {**settings, "n_rows": self.n_rows, "identity": digest, "data_parts": list(parts)}
+            self._identity = (full_data(data_fingerprint(self.dataset, self.data.rows), parts), parts)
+        data, parts = self._identity
+        return {**settings, "n_rows": self.n_rows, "identity": identity_digest(self.spec, settings, data),
+                "data_parts": list(parts)}
 
+    def resumed_identity(self, saved: object, step: int) -> dict[str, object] | None:
+        """The identity these batches would have with a state's ``policies``, when that state may resume here.
+
+        It may when every policy whose options differ says its stage serves, before
+        global step ``step``, the batches it served under the saved options
+        (:meth:`~lstm_data.batching.order.plan.StageDefaults.unchanged_before`): the
+        batches from the saved step on are then those of the options now.
+
+        Parameters
+        ----------
+        saved
+            The ``policies`` a state was saved with.
+        step
+            The first global step (``epoch * len + batch``) the resumed run serves.
+
+        Returns
+        -------
+        dict or None
+            :meth:`identity` with the saved policies (so the state's digest checks spec and
+            data), or ``None`` when the change is not one the policies can take.
+        """
+        now = dict(self.order.policies or {})
+        if self.order.cache == "ram" or not isinstance(saved, Mapping) or set(saved) != set(now):
+            return None
+        for name, options in now.items():
+            old = saved[name]
+            if _plain(old) == _plain(options):
+                continue
+            if not isinstance(old, Mapping):
+                return None
+            try:
+                stage, before = (policy_stage(self.order, self.rows, self.spec, self.fields, self.builder.width,
+                                              name, table) for table in (options, old))
+            except OptionError:  # the saved options are not ones the policy takes
+                return None
+            first = getattr(stage, "unchanged_before", None)
+            if before is None or first is None or (at := first(before)) is None or at < step:
+                return None
+        return self._identity_of({**order_settings(self.order), "policies": dict(saved)})
     def data_parts(self) -> list[tuple[str, str]]:
         """Each file part's label and the digest of its values, made once."""
         if self._parts is None:
@@ -188,3 +241,120 @@ class Pipeline:
         return legacy_digests(self.spec, order_settings(self.order), data_fingerprint(self.dataset, self.data.rows),
                               state_format)
 
+
+
+def _plain(value: object) -> object:
+    """``value`` as it reads back from JSON (tuples as lists), for comparing saved options."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+class CompiledReads:
+    """What a batch sequence over a :class:`Pipeline` reads off it and off its order, by name."""
+
+    pipeline: Pipeline
+    order: Order
+
+    @property
+    def dataset(self) -> Dataset:
+        """The data batched (the spec's derived values applied)."""
+        return self.pipeline.dataset
+
+    @property
+    def spec(self) -> BatchSpec:
+        """The spec the batches are built with (with ``bucket_by``, its group padded per batch)."""
+        return self.pipeline.spec
+
+    @property
+    def fields(self) -> list[ResolvedField]:
+        """The spec's outputs resolved on the data."""
+        return self.pipeline.fields
+
+    @property
+    def builder(self) -> BatchBuilder:
+        """The builder that turns rows into batches."""
+        return self.pipeline.builder
+
+    @property
+    def n_rows(self) -> int:
+        """Rows batched."""
+        return self.pipeline.n_rows
+
+    @property
+    def seed(self) -> int:
+        """The seed of every random order."""
+        return self.pipeline.plans.seed
+
+    @property
+    def bucketing(self) -> Bucketing | None:
+        """The order's length bucketing (``Order.bucket_by``), or ``None``."""
+        return self.pipeline.bucketing
+
+    @property
+    def file_bounds(self) -> np.ndarray | None:
+        """Row bounds of the data's files (``None`` for data of one file)."""
+        return self.pipeline.data.file_bounds
+
+    @property
+    def view_rows(self) -> np.ndarray:
+        """The dataset rows batched, in view order."""
+        return self.pipeline.data.row_numbers()
+
+    @property
+    def nan_to(self) -> float | None:
+        """The spec's ``nan_to``."""
+        return self.spec.nan_to
+
+    @property
+    def batch_size(self) -> int:
+        """Rows per batch."""
+        return self.order.batch_size
+
+    @property
+    def shuffle(self) -> bool | str:
+        """The shuffle in use: ``True``, ``False`` or ``"block"``."""
+        return self.order.shuffle
+
+    @property
+    def drop_last(self) -> bool:
+        """Whether a short last batch is dropped."""
+        return self.order.drop_last
+
+    @property
+    def cache(self) -> str | None:
+        """``"ram"`` when built batches are kept, else ``None``."""
+        return self.order.cache
+
+    @property
+    def varies_by_epoch(self) -> bool:
+        """Whether epochs differ: a shuffled order, rows drawn anew (``sample``) or noise (``augment``)."""
+        p = self.pipeline
+        return self.order.shuffle is not False or p.sampling is not None or p.augmenter is not None
+
+    def padded_width(self, field: ResolvedField, longest: int) -> int:
+        """The padded length of a Ragged output in a batch whose longest row has ``longest`` elements.
+
+        The builder's rule (``max_len``, ``pad_to_multiple_of``), then the order's
+        ``bucket_lengths`` (never above the field's ``max_len``; not for a
+        ``"packed"`` output, which has no padded slots).
+
+        Parameters
+        ----------
+        field
+            The output, as resolved by :meth:`BatchSpec.validate` (one of :attr:`fields`).
+        longest
+            Elements of the batch's longest row.
+
+        Returns
+        -------
+        int
+            The padded length of that output in such a batch.
+        """
+        return self.pipeline.padded_width(field, longest)
+
+    @shares_doc(BatchSource.signature)
+    def signature(self) -> dict[str, OutputSignature]:
+        return self.spec.signature()
+
+    @shares_doc(BatchSource.batch_elements)
+    def batch_elements(self, epoch: int) -> np.ndarray:
+        return batch_elements(self, epoch)  # type: ignore[arg-type]  # a sequence with rows_of and len

@@ -3,7 +3,7 @@
 Every rank of a world of ``W`` ranks holds the same epoch order: ``N`` batches, each a
 set of rows. The batches are dealt to the ranks in equal *lanes* of ``N // W``
 batches (the ``N % W`` left over are the epoch's remainder, never more than
-``W - 1`` batches), in one of two layouts:
+``W - 1`` batches), in one of two assignments:
 
 ``"rounds"``
     Step ``j`` of every rank takes one of the ``W`` batches of round ``j``. When
@@ -25,7 +25,7 @@ batches (the ``N % W`` left over are the epoch's remainder, never more than
 Resuming on another world. A state saved at step ``k`` (every rank at step ``k``,
 as synchronous data-parallel training runs) says which batches were seen: the
 first ``k`` of every lane. The remaining batches, in the epoch's order, form the
-*pool* that the new world of ``W'`` ranks deals with the same layout. A state
+*pool* that the new world of ``W'`` ranks deals with the same assignment. A state
 saved by that world records the earlier worlds as ``history`` (a list of
 ``[world_size, steps]``), so a run can change its world size any number of times
 in one epoch and the pool is still known from a few ints. Later epochs have no
@@ -43,10 +43,10 @@ if TYPE_CHECKING:
     from lstm_data.batching.building.builder import BatchBuilder
     from lstm_data.batching.order.bucketing import Bucketing
 
-__all__ = ["deal", "remaining_pool", "layout_of", "batch_elements", "history_of", "state_count", "MATCH_ROUNDS",
+__all__ = ["deal", "remaining_pool", "assignment_of", "batch_elements", "history_of", "state_count", "MATCH_ROUNDS",
            "Countable"]
 
-#: rounds per window of batches sorted by size before dealing (``"rounds"`` layout)
+#: rounds per window of batches sorted by size before dealing (``"rounds"`` assignment)
 MATCH_ROUNDS = 16
 #: the random stream of the deal's rank choices (apart from the order's streams of the same seed)
 _DEAL_STREAM = 0x6465616C
@@ -54,12 +54,12 @@ _DEAL_STREAM = 0x6465616C
 _NOISE = 1.0
 
 
-def layout_of(shuffle: bool | str) -> str:
-    """The dealing layout of an order: ``"rounds"`` for ``shuffle=True``, else ``"runs"``."""
+def assignment_of(shuffle: bool | str) -> str:
+    """How the batches of an order are dealt to ranks: ``"rounds"`` for ``shuffle=True``, else ``"runs"``."""
     return "rounds" if shuffle is True else "runs"
 
 
-def deal(costs: np.ndarray, world: int, layout: str, key: Sequence[int] | None = None) -> np.ndarray:
+def deal(costs: np.ndarray, world: int, assignment: str, key: Sequence[int] | None = None) -> np.ndarray:
     """Deal a pool of batches to ``world`` ranks in equal lanes.
 
     Parameters
@@ -68,7 +68,7 @@ def deal(costs: np.ndarray, world: int, layout: str, key: Sequence[int] | None =
         Real elements of each batch of the pool, in the pool's order.
     world
         The number of ranks.
-    layout
+    assignment
         ``"rounds"`` or ``"runs"`` (see the module docstring).
     key
         Ints (seed, epoch, which deal of the epoch) that pick which rank takes which
@@ -81,7 +81,7 @@ def deal(costs: np.ndarray, world: int, layout: str, key: Sequence[int] | None =
         Shape ``(world, len(costs) // world)``: the pool positions of every rank's lane.
     """
     n = len(costs) // world
-    if layout == "runs" or n == 0 or world == 1:
+    if assignment == "runs" or n == 0 or world == 1:
         return np.arange(n * world, dtype=np.intp).reshape(world, n)
     costs = np.asarray(costs, dtype=np.float64)
     out = np.empty((world, n), dtype=np.intp)
@@ -106,7 +106,7 @@ def deal(costs: np.ndarray, world: int, layout: str, key: Sequence[int] | None =
     return out
 
 
-def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout: str,
+def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], assignment: str,
                    key: Sequence[int] | None = None) -> np.ndarray:
     """The batches of an epoch that no earlier world has seen, in the epoch's order.
 
@@ -117,8 +117,8 @@ def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout
     history
         ``(world_size, steps)`` of each earlier world, oldest first: each saw the first
         ``steps`` batches of every lane of its deal of the pool then left.
-    layout
-        The dealing layout.
+    assignment
+        How the batches are dealt (:func:`deal`).
     key
         The deals' key without the deal's number (see :func:`deal`): the ``i``-th
         earlier world dealt with ``(*key, i)``.
@@ -137,7 +137,7 @@ def remaining_pool(costs: np.ndarray, history: Sequence[tuple[int, int]], layout
     for i, (world, steps) in enumerate(history):
         if world < 1 or steps < 0:
             raise OptionError(f"a resume history entry must be [world_size >= 1, steps >= 0], got {[world, steps]}")
-        lanes = deal(costs[pool], world, layout, None if key is None else (*key, i))
+        lanes = deal(costs[pool], world, assignment, None if key is None else (*key, i))
         if steps > lanes.shape[1]:
             raise OptionError(f"the state says {steps} steps were taken on {world} ranks, but that world had "
                               f"{lanes.shape[1]} batches per rank left")

@@ -61,13 +61,13 @@ if TYPE_CHECKING:
 
 class Shardable(BatchSource, Protocol):
     """What a shard reads off its parent (:class:`~lstm_data.batching.epochs.batches.Batches`): a batch
-    source with a seed, a way of dealing its batches (:attr:`shard_layout`) and the figures below."""
+    source with a seed, a way of dealing its batches (:attr:`shard_assignment`) and the figures below."""
 
     @property
     def seed(self) -> int: ...
 
     @property
-    def shard_layout(self) -> str: ...
+    def shard_assignment(self) -> str: ...
 
     def rows_of(self, index: int, epoch: int | None = None) -> np.ndarray: ...
 
@@ -80,6 +80,8 @@ class Shardable(BatchSource, Protocol):
     def migrate_state(self, state: PlainValue) -> PlainValue: ...
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]: ...
+
+    def _resumed_identity(self, state: Mapping[str, Any], step: int | None = None) -> dict[str, object] | None: ...
 
 __all__ = ["ShardedBatches", "Shardable", "check_shard", "batch_elements", "left_out_message"]
 
@@ -147,7 +149,7 @@ class ShardedBatches(EpochIteration):
     rank, world_size : int
     epoch : int
         This view's current epoch (0 first), independent of the parent's.
-    layout : str
+    assignment : str
         ``"rounds"`` (balanced, for ``shuffle=True``) or ``"runs"`` (consecutive).
     """
 
@@ -155,7 +157,7 @@ class ShardedBatches(EpochIteration):
         self.batches = batches
         self.rank, self.world_size = check_shard(rank, world_size)
         self.epoch = batches.epoch
-        self.layout = batches.shard_layout
+        self.assignment = batches.shard_assignment
         #: the earlier worlds of epoch ``_history_epoch`` (set when a state of another world is loaded)
         self._history: tuple[tuple[int, int], ...] = ()
         self._history_epoch = -1
@@ -195,13 +197,13 @@ class ShardedBatches(EpochIteration):
 
     def _make_lane(self, epoch: int, history: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, int]:
         n = len(self.batches)
-        if self.layout == "runs" and not history:
+        if self.assignment == "runs" and not history:
             lane = np.arange(self.rank * len(self), (self.rank + 1) * len(self), dtype=np.intp)
             return lane, 0
-        costs = self.batches.batch_elements(epoch) if self.layout == "rounds" else np.ones(n, np.int64)
+        costs = self.batches.batch_elements(epoch) if self.assignment == "rounds" else np.ones(n, np.int64)
         key = (self.batches.seed, epoch)
-        pool = remaining_pool(costs, history, self.layout, key)
-        lanes = deal(costs[pool], self.world_size, self.layout, (*key, len(history)))
+        pool = remaining_pool(costs, history, self.assignment, key)
+        lanes = deal(costs[pool], self.world_size, self.assignment, (*key, len(history)))
         lane = pool[lanes[self.rank]]
         return lane, len(self) - len(lane)
 
@@ -285,12 +287,12 @@ class ShardedBatches(EpochIteration):
             This rank's step; ``len(self) + p`` names the parent's batch ``p``
             (see :meth:`sampler_key`).
         epoch
-            An int >= 0; ``None``: the current :attr:`epoch`.
+            As for :meth:`BatchSource.batch <lstm_data.batching.epochs.source.BatchSource.batch>`.
 
         Returns
         -------
         tuple of dict
-            ``(inputs, targets, weights)``: output name -> array.
+            What the parent's ``batch`` returns.
         """
         epoch = self.epoch if epoch is None else check_count(epoch, "epoch")
         return self.batches.batch(self._parent_index(index, epoch), epoch=epoch)
@@ -324,7 +326,7 @@ class ShardedBatches(EpochIteration):
         Parameters
         ----------
         index, epoch
-            As for :meth:`batch`.
+            As for :meth:`batch`: a step of this rank's share, and its epoch.
 
         Returns
         -------
@@ -435,8 +437,8 @@ class ShardedBatches(EpochIteration):
 
     def _pool_size(self, epoch: int, history: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> int:
         n = len(self.batches)
-        costs = self.batches.batch_elements(epoch) if self.layout == "rounds" else np.ones(n, np.int64)
-        return len(remaining_pool(costs, history, self.layout, (self.batches.seed, epoch)))
+        costs = self.batches.batch_elements(epoch) if self.assignment == "rounds" else np.ones(n, np.int64)
+        return len(remaining_pool(costs, history, self.assignment, (self.batches.seed, epoch)))
 
     # -- what adapters and users read off a batch source (the parent's settings: .batches) ------
     @property
@@ -454,6 +456,7 @@ class ShardedBatches(EpochIteration):
     shuffle = OldAttribute()
     nan_to = OldAttribute()
     seed = OldAttribute()
+    layout = OldAttribute()
 
     @property
     def n_rows(self) -> int:
@@ -465,6 +468,16 @@ class ShardedBatches(EpochIteration):
 
     def _data_differences(self, state: Mapping[str, Any]) -> list[str]:
         return self.batches._data_differences(state)
+
+    def _resumed_identity(self, state: Mapping[str, Any], step: int | None = None) -> dict[str, object] | None:
+        # ranks serve an epoch's batches out of order, and its deal weighs every batch of it: a changed
+        # policy is taken from the first epoch the saving world had not begun
+        epoch = state_count(state.get("epoch"), "epoch")
+        begun = state_count(state.get("next_batch"), "next_batch") > 0 or bool(history_of(state)[1])
+        identity = self.batches._resumed_identity(state, (epoch + begun) * len(self.batches))
+        if identity is not None:
+            identity.pop("world_size", None)
+        return identity
 
     def identity(self) -> dict[str, object]:
         identity = dict(self.batches.identity())
@@ -514,5 +527,8 @@ class ShardedBatches(EpochIteration):
         return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_deals")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "layout" in state:  # pickled by a release that named the assignment so
+            state["assignment"] = state.pop("layout")
         self.__dict__.update(state)
         self._setup_runtime()
+

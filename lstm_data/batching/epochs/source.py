@@ -66,7 +66,13 @@ class BatchSource(Protocol):
         ...
 
     def batch(self, index: int, epoch: int | None = None) -> Batch:
-        """Batch ``index`` of ``epoch``; thread-safe, the current :attr:`epoch` left as it is.
+        """Batch ``index`` of ``epoch`` (default: the current :attr:`epoch`), which stays as it is.
+
+        ``b.batch(i, epoch=e)`` equals ``b.set_epoch(e); b[i]`` without changing
+        ``b.epoch``: the order of an epoch is a pure function of ``(seed, epoch)``.
+        Safe to call from several threads at once, for one epoch or different ones;
+        adapters use it to tie every batch to its epoch (e.g. a torch sampler's
+        ``(epoch, i)`` keys).
 
         Parameters
         ----------
@@ -108,7 +114,7 @@ class BatchSource(Protocol):
         Parameters
         ----------
         epoch
-            An int >= 0.
+            Any epoch (an int >= 0), not only the current one.
 
         Returns
         -------
@@ -156,8 +162,21 @@ class BuildsInArena(BatchSource, Protocol):
         """Batch ``index`` of ``epoch`` with its arrays placed in ``arena`` where they fit.
 
         ``arena`` is a writable, C-contiguous buffer starting at a 64-byte aligned
-        address; arrays that fit are views of it, the rest are allocated (the
-        rule of :class:`lstm_data.kernels.BatchGather`).
+        address (e.g. shared memory another process reads); arrays that fit are
+        views of it, the rest are allocated (the rule of
+        :class:`lstm_data.kernels.BatchGather`).
+
+        Parameters
+        ----------
+        index, epoch
+            As for :meth:`batch`.
+        arena
+            The buffer.
+
+        Returns
+        -------
+        tuple of dict
+            What :meth:`batch` returns, its arrays that fit as views of ``arena``.
         """
         ...
 

@@ -1,4 +1,5 @@
-"""Train and validation views and k folds of any batches that can be cut by rows.
+"""The views of batches: train and validation views and k folds of any batches that can be cut by rows,
+and the shards of batches (:class:`Shards`).
 
 A split shuffles (or groups by file or key) the rows of a view of the data
 (:class:`~lstm_data.batching.order.rows_view.RowsView`, as torch's ``Subset``) and
@@ -9,17 +10,22 @@ satisfies; :class:`Splits` gives it ``split`` and ``folds``.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, TypeVar
 
 import numpy as np
 
 from lstm_data._util.checks import check_count
+from lstm_data.batching.epochs.resume import assignment_of
+from lstm_data.batching.epochs.shard import ShardedBatches
 from lstm_data.batching.order.options import Order
 from lstm_data.batching.order.splits import split_positions
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.data.dataset import Dataset
 
-__all__ = ["RowViews", "Splits", "split_views", "fold_views", "part_differences"]
+if TYPE_CHECKING:
+    from lstm_data.batching.epochs.pipeline import Pipeline
+
+__all__ = ["RowViews", "Splits", "MadeFrom", "Shards", "split_views", "fold_views", "part_differences"]
 
 
 class RowViews(Protocol):
@@ -50,6 +56,7 @@ class RowViews(Protocol):
 
 
 V = TypeVar("V", bound=RowViews)
+M = TypeVar("M", bound="MadeFrom")
 
 
 def split_views(source: RowViews, test_size: int | float | None = None, seed: int | None = None, *,
@@ -130,6 +137,106 @@ class Splits:
             the validation sides are disjoint and cover the rows.
         """
         return fold_views(self, k, by=by, key=key, seed=seed)
+
+
+class MadeFrom:
+    """What batches were made from, and the same batches over other rows (:class:`RowViews`)."""
+
+    order: Order
+    pipeline: Pipeline
+    _seed_drawn: bool
+    _made_from: tuple[Dataset, BatchSpec, np.ndarray | None] | None
+
+    def made_from(self) -> tuple[Dataset, BatchSpec, Order, np.ndarray | None]:
+        """What these batches were made from: ``Batches(dataset, spec, order, rows=rows)`` makes them again.
+
+        Returns
+        -------
+        tuple
+            ``(dataset, spec, order, rows)``: the dataset and spec as given (before the
+            spec's derived values and selection, and before bucketing widened the spec),
+            :attr:`order` (its seed filled in, so the same batches) and the view's rows
+            (``None`` for every row).
+
+        Raises
+        ------
+        RuntimeError
+            A copy sent to another process without the dataset it was given.
+        """
+        if self._made_from is None:
+            raise RuntimeError("made_from(): this copy of Batches was sent to another process without the "
+                               "dataset it was given (its spec derives values or selects rows); call it on "
+                               "the original")
+        dataset, spec, rows = self._made_from
+        return dataset, spec, self.order, rows
+
+    def over_rows(self: M, rows: np.ndarray, *, spec: BatchSpec | None = None, order: Order | None = None) -> M:
+        """Batches of the same data over ``rows`` (a view).
+
+        Parameters
+        ----------
+        rows
+            Dataset rows, in view order.
+        spec, order
+            The view's spec and order (default: these batches'); row weights read from a
+            column are kept by row.
+
+        Returns
+        -------
+        Batches
+            The view; its seed counts as drawn when these batches' was.
+        """
+        order = self.order if order is None else order
+        if self.pipeline.weights is not None:  # row weights read from a column are kept by row
+            order = order.replace(weights=self.pipeline.weights)
+        spec = self.pipeline.spec if spec is None else spec
+        view = type(self)(self.pipeline.data.over(rows), spec, order)  # type: ignore[call-arg]
+        view._seed_drawn = self._seed_drawn
+        return view
+
+
+class Shards:
+    """``shard(rank, world_size)`` for a batch sequence whose seed may have been drawn here."""
+
+    _seed_drawn: bool
+    order: Order
+
+    @property
+    def shard_assignment(self) -> str:
+        """How shards deal these batches: ``"rounds"`` for ``shuffle=True``, else ``"runs"``."""
+        return assignment_of(self.order.shuffle)
+
+    def shard(self, rank: int, world_size: int) -> ShardedBatches:
+        """Rank ``rank``'s disjoint, equally long share of every epoch (one process per GPU).
+
+        Build the same batches on every rank, then ``shard(rank, world_size)``: each
+        rank gets ``len(self) // world_size`` batches of each epoch's order, made from
+        ``(seed, epoch)`` alone (balanced in real elements for ``shuffle=True``,
+        consecutive runs otherwise). Its state resumes on a world of any size. See
+        :mod:`lstm_data.batching.epochs.shard`.
+
+        Parameters
+        ----------
+        rank
+            This process's rank, ``0 <= rank < world_size``.
+        world_size
+            The number of ranks.
+
+        Returns
+        -------
+        ShardedBatches
+            The rank's batches, with the interface of ``Batches``.
+
+        Raises
+        ------
+        ValueError
+            ``rank`` is outside ``[0, world_size)``, or ``seed`` was drawn (``seed=None``):
+            ranks would each draw their own order.
+        """
+        if self._seed_drawn:
+            raise ValueError("shard() needs the same order on every rank: give Batches an explicit seed "
+                             "(seed=None draws a different one in every process)")
+        return ShardedBatches(self, rank, world_size)  # type: ignore[arg-type]  # the sequence is Shardable
 
 
 def _part_name(label: str, i: int, n: int) -> str:

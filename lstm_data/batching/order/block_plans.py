@@ -16,7 +16,8 @@ from lstm_data.batching.order.plan import EpochKey, Plan, StageDefaults, Windows
 from lstm_data.batching.order.rows import epoch_rng
 from lstm_data.data.dataset import Dataset
 
-__all__ = ["BlockLayout", "block_layout", "block_bounds", "block_plan", "BlockRows", "value_chunk_rows"]
+__all__ = ["BlockArrangement", "block_arrangement", "block_bounds", "block_plan", "BlockRows",
+           "value_chunk_rows"]
 
 
 def value_chunk_rows(dataset: Dataset) -> list[np.ndarray]:
@@ -74,7 +75,7 @@ def block_bounds(n_rows: int, chunk_bounds: list[np.ndarray], min_rows: int) -> 
 
 
 @dataclass(frozen=True)
-class BlockLayout:
+class BlockArrangement:
     """The blocks and window size of one view's block shuffle.
 
     Attributes
@@ -94,8 +95,8 @@ class BlockLayout:
         return min(len(self.bounds) - 1, -(-int(self.bounds[-1]) // self.window_rows))
 
 
-def block_layout(dataset: Dataset, rows: np.ndarray | None, batch_size: int, block_rows: int | None,
-                 window_rows: int | None) -> BlockLayout:
+def block_arrangement(dataset: Dataset, rows: np.ndarray | None, batch_size: int, block_rows: int | None,
+                 window_rows: int | None) -> BlockArrangement:
     """The blocks of a view of ``dataset``, aligned to its chunks, and its window size.
 
     Parameters
@@ -120,16 +121,16 @@ def block_layout(dataset: Dataset, rows: np.ndarray | None, batch_size: int, blo
     if window_rows is None:
         typical = int(np.median(np.diff(bounds))) if len(bounds) > 1 else batch_size
         window_rows = max(16 * batch_size, 4 * typical)
-    return BlockLayout(bounds, -(-int(window_rows) // batch_size) * batch_size)
+    return BlockArrangement(bounds, -(-int(window_rows) // batch_size) * batch_size)
 
 
-def block_plan(layout: BlockLayout, seed: int, epoch: int) -> Plan:
+def block_plan(arrangement: BlockArrangement, seed: int, epoch: int) -> Plan:
     """The plan of ``epoch``: permuted blocks, grouped into windows, rows mixed inside each window.
 
     Its ``order`` is int32 when the positions fit (half the memory an epoch keeps per
     row); readers take slices of it as intp.
     """
-    bounds, window_rows = layout.bounds, layout.window_rows
+    bounds, window_rows = arrangement.bounds, arrangement.window_rows
     rng = epoch_rng(seed, epoch, stream=1)
     n_blocks = len(bounds) - 1
     block_order = rng.permutation(n_blocks).astype(np.intp)
@@ -155,9 +156,9 @@ def block_plan(layout: BlockLayout, seed: int, epoch: int) -> Plan:
 class BlockRows(StageDefaults):
     """The first stage of ``shuffle="block"``: the epoch's block plan over the view's rows."""
 
-    def __init__(self, layout: BlockLayout) -> None:
-        self.layout = layout
+    def __init__(self, arrangement: BlockArrangement) -> None:
+        self.arrangement = arrangement
 
     def plan(self, plan: Plan, key: EpochKey) -> Plan:
         """The block plan of the epoch (the rows of ``plan`` are the view's, in file order)."""
-        return block_plan(self.layout, key.seed, key.epoch)
+        return block_plan(self.arrangement, key.seed, key.epoch)

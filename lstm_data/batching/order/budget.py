@@ -226,8 +226,11 @@ class ChosenWidths(StageDefaults):
         self.widths = widths
 
     def plan(self, plan: Plan, key: EpochKey) -> Plan:
-        """``plan`` cut into the epoch's budget batches (inside each window of a block plan), with its widths."""
-        if self.budget is not None:
+        """``plan`` cut into the epoch's budget batches (inside each window of a block plan), with its widths.
+
+        A plan an earlier stage cut is kept as it is (a policy that keeps the budget itself, as a
+        mixture drawing by elements)."""
+        if self.budget is not None and plan.starts is None:
             if plan.windows is not None:
                 plan = self.budget.plan(plan, key.seed, key.epoch)
             else:

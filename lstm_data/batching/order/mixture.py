@@ -16,10 +16,16 @@
     (``"0"``) or by a glob of its path or file name (``"nue_*.csv"``; a glob may take
     several files, a file may be taken by one source only). Rows of no named source are
     never served.
+``unit``
+    ``"rows"`` (default): every batch holds ``batch_size`` rows, apportioned by rows.
+    ``"elements"``: with ``max_elements`` (and ``bucket_by``), real elements are apportioned
+    and every batch holds the rows that fit the budget
+    (:mod:`~lstm_data.batching.order.mixture_elements`).
 ``epoch_batches``
     Batches of an epoch of the mixture. Default: until the source with the largest
     proportion relative to its rows (in the first weights) is drawn once,
-    ``floor(min(rows_s / (batch_size * p_s)))`` batches, at least 1.
+    ``floor(min(rows_s / (batch_size * p_s)))`` batches, at least 1 (by elements: the source's
+    elements over ``max_elements * p_s``).
 
 Every batch holds ``batch_size`` rows. Within a stretch of the schedule, seats are
 given out in the order of their ideal times: row ``j`` of source ``s`` (of proportion
@@ -33,33 +39,38 @@ permutation of its rows drawn from ``(seed, source name, k)`` (the rows in view 
 without ``shuffle``), so no row of a source comes twice before all its rows came once.
 The rows of step ``t`` are then a function of ``(seed, schedule, t)``: a run resumed at
 any step (``load_state_dict`` of ``Batches``, or of its shards on another world size,
-which deal the same global batches) serves the batches one that never stopped would.
+which deal the same global batches) serves the batches one that never stopped would. A state
+saved at step ``k`` also resumes batches whose schedule differs only from a step ``s >= k`` on
+(:meth:`Mixture.unchanged_before`; with ``bucket_by``, from the first step of the window holding
+``s``): from ``k`` the run serves the new schedule's batches, which before ``s`` are the old ones.
 Within a batch the rows come by source (sorted names), each in stream order.
 
 With ``bucket_by`` the rows each source gives a window of ``bucket_window`` batches are
 sorted by length and dealt in that order, so counts stay exact and rows of similar length
 share a batch; the batches of a window are then permuted (with ``shuffle``). Windows end at
 epoch ends and schedule steps. ``bucket_lengths`` composes as it is. A mixture cannot be
-combined with ``max_elements`` (a budget cuts its own batches, so counts could not be
-kept), ``sample`` (another draw of the rows) or ``shuffle="block"`` (the sources' streams
-read rows anywhere): each is an :class:`~lstm_data.errors.OptionError` naming both.
+combined with ``max_elements`` by rows (a budget cuts its own batches, so counts could not be
+kept: draw by elements instead), ``sample`` (another draw of the rows) or ``shuffle="block"``
+(the sources' streams read rows anywhere): each is an :class:`~lstm_data.errors.OptionError` naming both.
 
 The mixture makes the epoch's rows and batches itself, from the whole view: stages of a
 lower rank than its own (85) have no effect on its batches.
 """
 from __future__ import annotations
 
-import fnmatch
-import math
-import os
+import sys
 import zlib
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from lstm_data.batching.order.bucketing import make_bucketing
+from lstm_data.batching.order.budget import order_extras
+from lstm_data.batching.order.mixture_elements import ElementDraws
+from lstm_data.batching.order.mixture_options import (WHERE, column_sources, file_sources, integers,
+                                                      schedule_of)
 from lstm_data.batching.order.plan import EpochKey, Plan, StageDefaults
 from lstm_data.batching.order.registry import PlanContext, register_policy
 from lstm_data.batching.order.rows import epoch_rng
@@ -69,8 +80,7 @@ __all__ = ["Mixture", "Segment", "make_mixture", "MIXTURE_STREAM"]
 
 #: the first word of every seed the mixture draws from (its streams differ from the other stages')
 MIXTURE_STREAM = 7
-_WHERE = "policies.mixture"
-_OPTIONS = ("weights", "schedule", "by", "epoch_batches")
+_OPTIONS = ("weights", "schedule", "by", "epoch_batches", "unit")
 
 
 @dataclass(frozen=True)
@@ -121,10 +131,14 @@ class Mixture(StageDefaults):
         Rows of every batch.
     lengths, window
         Sort keys of every view position and batches per window, when ``bucket_by`` is set.
+    elements
+        With ``unit="elements"``: each view position's real elements, its padded width and
+        the budget (:mod:`~lstm_data.batching.order.mixture_elements`).
     """
 
     def __init__(self, names: Sequence[str], members: Sequence[np.ndarray], segments: Sequence[Segment],
-                 epoch_batches: int, batch_size: int, lengths: np.ndarray | None = None, window: int = 1) -> None:
+                 epoch_batches: int, batch_size: int, lengths: np.ndarray | None = None, window: int = 1,
+                 elements: tuple[np.ndarray, np.ndarray, int] | None = None) -> None:
         self.names = list(names)
         self.members = [np.asarray(m, dtype=np.intp) for m in members]
         self.segments = list(segments)
@@ -133,6 +147,12 @@ class Mixture(StageDefaults):
         self.lengths = lengths
         self.window = int(window)
         self._keys = [zlib.crc32(name.encode()) for name in self.names]
+        self.draws = None if elements is None else ElementDraws(
+            self._weights_at, self.stream, len(self.names), self.n_batches, *elements, self.batch_size)
+
+    def _weights_at(self, step: int) -> tuple[int, tuple[int, ...]]:
+        seg = self._segment_at(step)
+        return seg.start, seg.weights
 
     def epoch_batches(self) -> int | None:
         """Batches of every epoch: the ``epoch_batches`` option or its default."""
@@ -183,7 +203,10 @@ class Mixture(StageDefaults):
         return out
 
     def plan(self, plan: Plan, key: EpochKey) -> Plan:
-        """The epoch's batches: ``epoch_batches`` of ``batch_size`` rows drawn from the sources."""
+        """The epoch's batches: ``epoch_batches`` of ``batch_size`` rows drawn from the sources (by elements:
+        as many as fit the budget)."""
+        if self.draws is not None:
+            return Plan(*self.draws.epoch(key.epoch, bool(key.shuffle), key.seed))
         first = key.epoch * self.n_batches
         last = first + self.n_batches
         counts = self.counts(first, last)
@@ -202,6 +225,46 @@ class Mixture(StageDefaults):
             batches = self._permuted(batches, first, key.seed)
         order = np.concatenate(batches).astype(np.intp) if batches else np.zeros(0, np.intp)
         return Plan(order)
+
+    def proportions_at(self, step: int) -> dict[str, Fraction]:
+        """The proportion of each source drawn from at global ``step`` (sources of weight 0 left out)."""
+        weights = self._segment_at(step).weights
+        total = sum(weights)
+        return {name: Fraction(w, total) for name, w in zip(self.names, weights) if w}
+
+    def unchanged_before(self, old: object) -> int | None:
+        """The first global step whose batch may differ from those of ``old``, a mixture of other options.
+
+        The first step ``s`` where the schedules differ (another proportion, or a
+        schedule step in one only): the counts and rows of every step before ``s`` are
+        a function of the schedule before ``s``. With ``bucket_by``, the first step of
+        the bucketing window holding ``s`` (a window sorts the rows of all its steps).
+        ``None`` when the mixtures differ otherwise (sources' rows, epoch length, batch
+        size, bucketing).
+        """
+        if not isinstance(old, Mixture) or (old.n_batches, old.batch_size, old.window, old.lengths is None) != (
+                self.n_batches, self.batch_size, self.window, self.lengths is None):
+            return None
+        if (self.draws is None) != (old.draws is None) or (
+                self.draws is not None and old.draws is not None and not self.draws.same_draws(old.draws)):
+            return None
+        if self.lengths is not None and (old.lengths is None or not np.array_equal(self.lengths, old.lengths)):
+            return None
+        theirs = dict(zip(old.names, old.members))
+        if any(name in theirs and not np.array_equal(rows, theirs[name])
+               for name, rows in zip(self.names, self.members)):
+            return None
+        mine, their_starts = {s.start for s in self.segments}, {s.start for s in old.segments}
+        changed = [step for step in sorted(mine | their_starts)
+                   if (step in mine) != (step in their_starts) or self.proportions_at(step) != old.proportions_at(step)]
+        if not changed:
+            return sys.maxsize  # the same schedule, written otherwise
+        step = changed[0]
+        if self.lengths is None or step in mine & their_starts:
+            return step
+        first = step - step % self.n_batches  # the epoch's first step; windows restart there and at schedule steps
+        cut = max([first] + [s for s in mine if first < s < step])
+        return cut + (step - cut) // self.window * self.window
 
     def _windows(self, first: int) -> list[tuple[int, int]]:
         """Epoch-relative ``(lo, hi)`` batch windows of bucketing: cut at schedule steps too."""
@@ -229,98 +292,6 @@ class Mixture(StageDefaults):
         return out
 
 
-# -- options ------------------------------------------------------------------------------------
-def _proportions(value: object, where: str) -> dict[str, Fraction]:
-    if not isinstance(value, Mapping) or not value:
-        raise OptionError(f"{where} must be a table of source -> proportion, got {value!r}")
-    out: dict[str, Fraction] = {}
-    for name, p in value.items():
-        if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(float(p)) or p < 0:
-            raise OptionError(f"{where}[{str(name)!r}]: a proportion must be a finite number >= 0, got {p!r}")
-        out[str(name)] = Fraction(repr(float(p))) if isinstance(p, (float, np.floating)) else Fraction(int(p))
-    if sum(out.values()) <= 0:
-        raise OptionError(f"{where}: the proportions must sum to a positive number, got {dict(value)!r}")
-    return out
-
-
-def _schedule(options: Mapping[str, object]) -> list[tuple[int, dict[str, Fraction]]]:
-    weights, schedule = options.get("weights"), options.get("schedule")
-    if (weights is None) == (schedule is None):
-        raise OptionError(f"{_WHERE}: give either weights (fixed proportions) or schedule (a list of "
-                          f"[step, proportions]), not {'both' if weights is not None else 'neither'}")
-    if weights is not None:
-        return [(0, _proportions(weights, f"{_WHERE}.weights"))]
-    if not isinstance(schedule, (list, tuple)) or not schedule:
-        raise OptionError(f"{_WHERE}.schedule must be a non-empty list of [step, proportions], got {schedule!r}")
-    out: list[tuple[int, dict[str, Fraction]]] = []
-    for i, entry in enumerate(schedule):
-        where = f"{_WHERE}.schedule[{i}]"
-        if isinstance(entry, Mapping) and set(entry) == {"step", "weights"}:
-            step, props = entry["step"], entry["weights"]
-        elif isinstance(entry, (list, tuple)) and len(entry) == 2:
-            step, props = entry
-        else:
-            raise OptionError(f"{where} must be [step, proportions] or {{step, weights}}, got {entry!r}")
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
-            raise OptionError(f"{where}.step must be an int >= 0, got {step!r}")
-        if i == 0 and step != 0:
-            raise OptionError(f"{where}.step: the schedule must start at step 0, got {step!r}")
-        if out and step <= out[-1][0]:
-            raise OptionError(f"{where}.step: steps must increase, got {step!r} after {out[-1][0]!r}")
-        out.append((int(step), _proportions(props, f"{where}.weights")))
-    return out
-
-
-def _file_sources(context: PlanContext, names: Sequence[str]) -> list[np.ndarray]:
-    view = context.rows
-    bounds = view.file_bounds
-    bounds = np.asarray([0, len(view.dataset)] if bounds is None else bounds, dtype=np.int64)
-    n_files = len(bounds) - 1
-    paths = list(getattr(view.dataset, "source", ()) or ())
-    paths = paths if len(paths) == n_files else [str(i) for i in range(n_files)]
-    file_of = np.searchsorted(bounds, view.row_numbers(), side="right") - 1
-    taken: dict[int, str] = {}
-    out = []
-    for name in names:
-        files = [i for i, path in enumerate(paths) if name == str(i) or fnmatch.fnmatch(path, name)
-                 or fnmatch.fnmatch(os.path.basename(path), name)]
-        if not files:
-            raise OptionError(f"{_WHERE}: unknown source {name!r}: it names no file by index (0 .. "
-                              f"{n_files - 1}) or glob; the files: {', '.join(paths)}")
-        for f in files:
-            if f in taken:
-                raise OptionError(f"{_WHERE}: file {paths[f]!r} is named by two sources, "
-                                  f"{taken[f]!r} and {name!r}")
-            taken[f] = name
-        out.append(np.flatnonzero(np.isin(file_of, files)))
-    return out
-
-
-def _column_sources(context: PlanContext, by: object, names: Sequence[str]) -> list[np.ndarray]:
-    if not isinstance(by, str):
-        raise OptionError(f"{_WHERE}.by must name a scalar column, got {by!r}")
-    values = np.asarray(context.rows.column(by))
-    out = []
-    for name in names:
-        try:
-            wanted = float(name)
-        except ValueError:
-            raise OptionError(f"{_WHERE}: unknown source {name!r}: the values of column {by!r} are "
-                              f"numbers") from None
-        rows = np.flatnonzero(values == wanted)
-        if not len(rows):
-            raise OptionError(f"{_WHERE}: unknown source {name!r}: no row has {by} == {name}")
-        out.append(rows)
-    return out
-
-
-def _integers(props: Mapping[str, Fraction], names: Sequence[str]) -> tuple[int, ...]:
-    values = [props.get(name, Fraction(0)) for name in names]
-    scale = math.lcm(*(v.denominator for v in values))
-    return tuple(int(v * scale) for v in values)
-
-
 def make_mixture(context: PlanContext) -> Mixture:
     """The mixture's stage from its options (see the module docstring).
 
@@ -334,35 +305,59 @@ def make_mixture(context: PlanContext) -> Mixture:
     options = context.options
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
-        raise OptionError(f"{_WHERE}: unknown option {unknown[0]!r}; it takes {', '.join(_OPTIONS)}")
+        raise OptionError(f"{WHERE}: unknown option {unknown[0]!r}; it takes {', '.join(_OPTIONS)}")
     order = context.order
-    for field, bad in (("max_elements", order.max_elements is not None), ("sample", order.sample is not None),
+    unit = options.get("unit", "rows")
+    if unit not in ("rows", "elements"):
+        raise OptionError(f"{WHERE}.unit must be 'rows' or 'elements', got {unit!r}")
+    if unit == "elements" and order.max_elements is None:
+        raise OptionError(f"{WHERE}.unit='elements' needs max_elements (and bucket_by): it draws every batch's "
+                          "elements under that budget")
+    for field, bad in (("max_elements", order.max_elements is not None and unit == "rows"),
+                       ("sample", order.sample is not None),
                        ("shuffle='block'", order.shuffle == "block")):
         if bad:
-            raise OptionError(f"{_WHERE} cannot be combined with {field}: the mixture draws every batch's "
-                              f"rows itself" + ("; use shuffle=True" if field.startswith("shuffle") else ""))
-    schedule = _schedule(options)
+            hint = {"max_elements": "; draw by elements with unit='elements'", "sample": ""}.get(
+                field, "; use shuffle=True")
+            raise OptionError(f"{WHERE} cannot be combined with {field}: the mixture draws every batch's "
+                              f"rows itself{hint}")
+    schedule = schedule_of(options)
     names = sorted({name for _, props in schedule for name in props})
     by = options.get("by")
-    members = _file_sources(context, names) if by is None else _column_sources(context, by, names)
+    members = file_sources(context, names) if by is None else column_sources(context, by, names)
     for name, rows in zip(names, members):
         if not len(rows):
-            raise OptionError(f"{_WHERE}: source {name!r} has no rows in these data")
-    segments = [Segment(step, _integers(props, names)) for step, props in schedule]
+            raise OptionError(f"{WHERE}: source {name!r} has no rows in these data")
+    segments = [Segment(step, integers(props, names)) for step, props in schedule]
     batch = order.batch_size
     first = segments[0].weights
+    elements = None if unit == "rows" else _element_budget(context)
+    # an epoch: until the source of the largest proportion for its rows (or elements) is drawn once
+    sizes = [len(m) for m in members] if elements is None else [int(elements[0][m].sum()) for m in members]
+    per_batch = batch if elements is None else elements[2]
     epoch = options.get("epoch_batches")
     if epoch is None:
-        epoch = max(1, min(len(m) * sum(first) // (batch * w) for m, w in zip(members, first) if w))
+        epoch = max(1, min(n * sum(first) // (per_batch * w) for n, w in zip(sizes, first) if w))
     elif isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 1:
-        raise OptionError(f"{_WHERE}.epoch_batches must be a positive int, got {epoch!r}")
+        raise OptionError(f"{WHERE}.epoch_batches must be a positive int, got {epoch!r}")
     lengths, window = None, 1
-    if order.bucket_by is not None:
+    if order.bucket_by is not None and elements is None:
         bucketing = make_bucketing(context.spec, context.fields, order.bucket_by, order.bucket_window,
                                    context.spec.pad_to_multiple_of, order.shuffle)
         if bucketing is not None:
             lengths, window = bucketing.lengths(context.lengths(bucketing.group)), bucketing.window
-    return Mixture(names, members, segments, int(epoch), batch, lengths, window)
+    return Mixture(names, members, segments, int(epoch), batch, lengths, window, elements)
+
+
+def _element_budget(context: PlanContext) -> tuple[np.ndarray, np.ndarray, int]:
+    """Real elements and padded width of every view position, and ``max_elements``."""
+    order = context.order
+    budget, chosen = order_extras(order, context.fields, context.width, context.rows.all_lengths, context.lengths,
+                                  None)
+    assert budget is not None and order.max_elements is not None  # max_elements is set (checked by Order too)
+    group = next(f.group for f in context.fields if f.name == order.bucket_by)
+    assert group is not None  # bucket_by names a Ragged output
+    return np.minimum(context.lengths(group), budget.widths), budget.widths, int(order.max_elements)
 
 
 register_policy("mixture", make_mixture, rank=85)

@@ -133,6 +133,15 @@ class StageDefaults:
         """Batches follow from the rows and the batch size."""
         return None
 
+    def unchanged_before(self, old: object) -> int | None:
+        """The first global step (``epoch * batches + batch``) whose batch may differ from ``old``'s.
+
+        ``old`` is the stage of the same policy made from the options a saved state
+        names. A stage that can tell lets a state saved before that step resume
+        under its new options; by default it cannot (``None``: the state is refused).
+        """
+        return None
+
 
 class EpochPlans:
     """The stages of an order, run once per epoch; the last two plans are kept.

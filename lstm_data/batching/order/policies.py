@@ -26,7 +26,7 @@ from lstm_data.batching.order.sampling import SampledRows, Sampling
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.batching.spec.outputs import ResolvedField
 
-__all__ = ["order_stages"]
+__all__ = ["order_stages", "policy_stage"]
 
 
 def order_stages(order: OrderSettings, rows: RowsView, spec: BatchSpec, fields: Sequence[ResolvedField],
@@ -56,6 +56,27 @@ def order_stages(order: OrderSettings, rows: RowsView, spec: BatchSpec, fields: 
         if stage is not None:
             stages.append(stage)
     return stages
+
+
+def policy_stage(order: OrderSettings, rows: RowsView, spec: BatchSpec, fields: Sequence[ResolvedField],
+                 width: Callable[[ResolvedField, int], int], name: str, options: Mapping[str, object]) -> Stage | None:
+    """The stage policy ``name`` makes from ``options`` (not necessarily the order's own), as :func:`order_stages` would.
+
+    Parameters
+    ----------
+    order, rows, spec, fields, width
+        As for :func:`order_stages`.
+    name, options
+        A policy the order names, and a table of options for it.
+
+    Returns
+    -------
+    Stage or None
+    """
+    table = getattr(order, "policies", None)
+    carried = table.policies if isinstance(table, PolicyTable) else {}
+    policy = carried[name] if name in carried else find_policy(name)
+    return policy.make(PlanContext(order, rows, spec, fields, width, dict(options)))
 
 
 def _policies(order: OrderSettings, asked: Mapping[str, object]) -> list[Policy]:

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from lstm_data.batching.order.block_plans import BlockLayout, block_layout
+from lstm_data.batching.order.block_plans import BlockArrangement, block_arrangement
 from lstm_data.batching.spec.derived import file_bounds
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import OptionError
@@ -55,7 +55,7 @@ class RowsView:
         self._all_lengths = lengths
         self._lengths: dict[str, np.ndarray] = {}
         self._bounds = file_bounds(dataset) if bounds is None else np.asarray(bounds, dtype=np.int64)
-        self._blocks: dict[tuple[int, int | None, int | None], BlockLayout] = {}
+        self._blocks: dict[tuple[int, int | None, int | None], BlockArrangement] = {}
 
     @property
     def n_rows(self) -> int:
@@ -92,17 +92,18 @@ class RowsView:
         rows ``bounds[i]:bounds[i + 1]``."""
         return self._bounds
 
-    def blocks(self, batch_size: int, block_rows: int | None, window_rows: int | None) -> BlockLayout:
+    def blocks(self, batch_size: int, block_rows: int | None, window_rows: int | None) -> BlockArrangement:
         """The blocks and window size of a block shuffle over this view's rows, made once.
 
         Block plans index the view's rows in file order: use it on a :meth:`sorted` view.
         """
         key = (batch_size, block_rows, window_rows)
-        layout = self._blocks.get(key)
-        if layout is None:
+        arrangement = self._blocks.get(key)
+        if arrangement is None:
             rows = None if self.rows is None else np.sort(self.rows)
-            layout = self._blocks[key] = block_layout(self.dataset, rows, batch_size, block_rows, window_rows)
-        return layout
+            arrangement = block_arrangement(self.dataset, rows, batch_size, block_rows, window_rows)
+            self._blocks[key] = arrangement
+        return arrangement
 
     def sorted(self) -> "RowsView":
         """The same rows in file order (the view itself when they are)."""

@@ -34,15 +34,15 @@ __all__ = ["unify_kinds", "common_schema", "union_groups"]
 
 _log = logging.getLogger("lstm_data")
 
-Layout = tuple[list[str], dict[str, list[str]]]  # (scalar names, {group: variables})
+FileColumns = tuple[list[str], dict[str, list[str]]]  # (scalar names, {group: variables})
 
 
-def union_groups(layouts: Sequence[Layout]) -> dict[str, list[str]]:
-    """Every group of ``layouts``: the first file that shows a group names it; a column in
+def union_groups(file_columns: Sequence[FileColumns]) -> dict[str, list[str]]:
+    """Every group of ``file_columns``: the first file that shows a group names it; a column in
     a group already taken is not grouped again."""
     out: dict[str, list[str]] = {}
     taken: set[str] = set()
-    for _, groups in layouts:
+    for _, groups in file_columns:
         for name, members in groups.items():
             free = [m for m in members if m not in taken]
             if not free or name in out:
@@ -52,9 +52,9 @@ def union_groups(layouts: Sequence[Layout]) -> dict[str, list[str]]:
     return out
 
 
-def _target(layout: Layout, groups: dict[str, list[str]]) -> Layout:
-    """The layout a file of ``layout``'s columns has with ``groups`` declared."""
-    scalars, own = layout
+def _target(found: FileColumns, groups: dict[str, list[str]]) -> FileColumns:
+    """The scalars and groups a file of the columns ``found`` has with ``groups`` declared."""
+    scalars, own = found
     columns = set(scalars) | {m for ms in own.values() for m in ms}
     declared = {g: ms for g, ms in groups.items() if set(ms) <= columns}
     grouped = {m for ms in declared.values() for m in ms}
@@ -67,9 +67,9 @@ def _with_groups(schema: Schema | None, groups: dict[str, list[str]]) -> Schema:
     return dataclasses.replace(schema, groups={**schema.groups, **groups})
 
 
-def _differs(layout: Layout, groups: dict[str, list[str]]) -> bool:
-    scalars, own = layout
-    want_scalars, want = _target(layout, groups)
+def _differs(found: FileColumns, groups: dict[str, list[str]]) -> bool:
+    scalars, own = found
+    want_scalars, want = _target(found, groups)
     return sorted(own.items()) != sorted(want.items()) or sorted(scalars) != sorted(want_scalars)
 
 
@@ -83,23 +83,23 @@ def unify_kinds(datasets: list[Dataset], paths: Sequence[str], reopen: Callable[
     csv_at = [i for i, p in enumerate(paths) if is_csv(p)]  # a stream takes part, but is not read again
     if len(csv_at) < 2:
         return datasets
-    layouts = {i: (list(datasets[i].scalar_names), {g: list(v) for g, v in datasets[i].groups.items()})
+    file_columns = {i: (list(datasets[i].scalar_names), {g: list(v) for g, v in datasets[i].groups.items()})
                for i in csv_at}
-    groups = union_groups([layouts[i] for i in csv_at])
-    odd = [i for i in csv_at if _differs(layouts[i], groups) and not is_stream(paths[i])]
+    groups = union_groups([file_columns[i] for i in csv_at])
+    odd = [i for i in csv_at if _differs(file_columns[i], groups) and not is_stream(paths[i])]
     if not odd:
         return datasets
     declared = _with_groups(Schema.coerce(schema), groups)
     out = list(datasets)
     for i in odd:
         _log.info("%s: ragged groups %s as the other CSV files of the dataset show them",
-                  paths[i], sorted(_target(layouts[i], groups)[1]))
+                  paths[i], sorted(_target(file_columns[i], groups)[1]))
         out[i] = reopen(paths[i], declared)
     return out
 
 
-def _sample_layout(path: str, schema: Schema | None, sep: str | None, list_sep: str | None,
-                   dtype: Any, threads: int | None) -> Layout:
+def _sample_columns(path: str, schema: Schema | None, sep: str | None, list_sep: str | None,
+                    dtype: Any, threads: int | None) -> FileColumns:
     """The columns the first MiB of ``path`` shows (as :func:`reader.read_csv` infers them)."""
     dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
     ahead = BlockReader(path, 1 << 20, threads=1) if compression_of(path) else None
@@ -131,10 +131,11 @@ def common_schema(paths: Sequence[str], schema: Any = None, *, sep: str | None =
     given = Schema.coerce(schema)
     if len(paths) < 2:
         return given
-    layouts: list[Layout] = [([], {}) if is_stream(p) else _sample_layout(p, given, sep, list_sep, dtype, threads)
-                             for p in paths]  # a stream is read once, by its reader
-    groups = union_groups(layouts)
-    if not any(_differs(layout, groups) for layout in layouts if layout != ([], {})):
+    file_columns: list[FileColumns] = [([], {}) if is_stream(p) else
+                                       _sample_columns(p, given, sep, list_sep, dtype, threads)
+                                       for p in paths]  # a stream is read once, by its reader
+    groups = union_groups(file_columns)
+    if not any(_differs(found, groups) for found in file_columns if found != ([], {})):
         return given
     _log.info("CSV inputs: column kinds decided across %d files: groups %s", len(paths), sorted(groups))
     return _with_groups(given, groups)

@@ -36,7 +36,7 @@ from h5py import h5t
 from lstm_data.errors import FormatError
 from lstm_data.io.hdf5.checks import load_filter_plugins, missing_filter_error
 
-__all__ = ["Column", "Columns", "classify", "read_compound", "skip_reason"]
+__all__ = ["Column", "Columns", "classify", "read_compound", "skip_reason", "record_leaves"]
 
 _NUMERIC_KINDS = "fiub"
 _TYPE_WORDS = {h5t.OPAQUE: "opaque bytes", h5t.REFERENCE: "object references",
@@ -149,6 +149,12 @@ def skip_reason(tid: Any) -> str | None:
 
 
 Keep = Callable[[str, str], bool]
+
+
+def record_leaves(tid: Any, key: str, out: Columns, keep: Keep = lambda name, key: True) -> Any:
+    """Add the numeric fields of compound type ``tid`` of dataset ``key`` to ``out`` as columns
+    (``key.field``); return the numpy dtype that reads them (``None``: no numeric field)."""
+    return _leaves(tid, (), key, out, keep)
 
 
 def _leaves(tid: Any, path: tuple[str, ...], key: str, out: Columns, keep: Keep) -> Any:
@@ -273,19 +279,20 @@ def _dataset(ds: h5py.Dataset, key: str, out: Columns, keep: Keep) -> None:
 
 
 def read_compound(ds: h5py.Dataset, dtype: np.dtype, lo: int, hi: int, *, file: str) -> np.ndarray:
-    """Records ``lo:hi`` of compound ``ds``, only the fields of ``dtype`` (HDF5 converts by name).
+    """Records ``lo:hi`` of compound ``ds`` (of any rank: ``(hi - lo,) + ds.shape[1:]``), only the
+    fields of ``dtype`` (HDF5 converts by name).
 
     Raises
     ------
     FormatError
         HDF5 refuses the read (a damaged chunk, a missing filter; names file and dataset).
     """
-    out = np.empty(hi - lo, dtype=dtype)
-    if hi <= lo:
+    out = np.empty((max(0, hi - lo),) + tuple(ds.shape[1:]), dtype=dtype)
+    if hi <= lo or out.size == 0:
         return out
     fspace = ds.id.get_space()
-    fspace.select_hyperslab((lo,), (hi - lo,))
-    mspace = h5py.h5s.create_simple((hi - lo,))
+    fspace.select_hyperslab((lo,) + (0,) * (ds.ndim - 1), out.shape)
+    mspace = h5py.h5s.create_simple(out.shape)
     try:
         ds.id.read(mspace, fspace, out, h5t.py_create(dtype))
     except OSError as exc:

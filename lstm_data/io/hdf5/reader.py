@@ -10,6 +10,10 @@
   in whole-chunk slices and turned into interleaved ragged groups; batches never see
   one Python object per row. What is not numbers (strings, time, complex, PyTables
   pseudo-atoms such as ``ObjectAtom``) is skipped and listed (``skipped``).
+* **Other layouts people hold** (flat values + counts, one group per object,
+  padded arrays with a validity flag) are told apart from the datasets and read
+  as ragged groups (see :mod:`lstm_data.io.hdf5.layouts`); the dataset's
+  ``layout`` names the one found.
 
 A read that HDF5 refuses (a ``fletcher32`` checksum that does not match, a
 chunk that does not decompress: h5py's bare ``OSError``) is a ``FormatError``
@@ -162,6 +166,7 @@ class HDF5Dataset(OnDiskDataset):
                 self.notes = _checksum_notes(fh, layout, name) + (
                     () if digest_checked else ("written before layout digests: an edited dtype, byte order "
                                                "or column order is not detected",))
+            self.layout = "lstm_data's own (offsets + values per group)"
             self._setup(n, scalars, groups, (name,))
         except BaseException:  # no file handle left open behind an error
             self._file.close()

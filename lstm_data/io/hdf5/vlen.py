@@ -21,7 +21,9 @@ from lstm_data.io.columns.groups import group_prefix, plan_groups
 from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.columns.exact_ints import ExactInts
 from lstm_data.io.hdf5.checks import member
-from lstm_data.io.hdf5.columns import Columns, classify, read_compound
+from lstm_data.io.hdf5.columns import Columns, read_compound
+from lstm_data.io.hdf5.awkward_buffers import awkward_group, read_awkward_group
+from lstm_data.io.hdf5.layouts import scan
 from lstm_data.io.hdf5.rows import read_rows
 
 __all__ = ["read_vlen_hdf5", "describe_skipped"]
@@ -74,7 +76,10 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
     result's ``skipped`` attribute and logged once. ``columns`` and ``exclude``
     (names or globs, matched against a column's name and its dataset's, see
     :mod:`lstm_data.io.columns.select`) choose the columns; only the datasets of
-    chosen columns are read (of a compound, only the chosen fields).
+    chosen columns are read (of a compound, only the chosen fields). Flat values with
+    a counts dataset, a group per object, padded arrays with a validity flag and
+    awkward buffers are told apart from the datasets and read as ragged groups
+    (see :mod:`lstm_data.io.hdf5.layouts`); the result's ``layout`` names the one found.
 
     Returns
     -------
@@ -85,7 +90,8 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
     ------
     FormatError
         No numeric datasets under ``root`` (lists what is there and why it was
-        skipped), or datasets of different lengths; an external link, external
+        skipped), or datasets of different lengths that no counts dataset cuts;
+        counts or validity flags that fail their checks (file, dataset, row); an external link, external
         storage or a virtual dataset of other files under ``root`` (unless
         ``trust_external``), naming it and its target.
     SchemaError
@@ -99,9 +105,16 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
         node = member(fh, root, file=name, trust_external=trust_external)
         if not isinstance(node, h5py.Group):
             raise FormatError(f"no HDF5 group {root!r}", file=name)
-        found = classify(node, lambda k: member(node, k, file=name, trust_external=trust_external),
-                         keep=lambda col, key: selection.wants(col, key if key != col else group_prefix(col)),
-                         file=name)
+        stored = awkward_group(node, lambda k: member(node, k, file=name, trust_external=trust_external))
+        if stored is not None:
+            at, group = stored
+            return read_awkward_group(
+                group, lambda k: member(node, f"{at}/{k}" if at else k, file=name, trust_external=trust_external),
+                file=name, schema=schema, dtype=dtype, columns=columns, exclude=exclude)
+        scanned = scan(node, lambda k: member(node, k, file=name, trust_external=trust_external),
+                       keep=lambda col, key: selection.wants(col, key if key != col else group_prefix(col)),
+                       scalars=_schema_scalars(schema, name), file=name)
+        found = scanned.columns
         selection.check_all_used(list(found.columns) + list(found.skipped), file=name)
         for p in selection.columns or ():
             if p in found.skipped:
@@ -115,7 +128,8 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
         scalar_names = [c for c, col in found.columns.items() if not col.ragged]
         try:
             planned = plan_groups(schema, scalar_names, ragged_names,
-                                  {v: group_prefix(found.columns[v].key) for v in ragged_names}, file=name)
+                                  {v: scanned.keys.get(v) or group_prefix(found.columns[v].key)
+                                   for v in ragged_names}, file=name)
             group_vars, scalar_names, schema_dtype = planned.groups, planned.scalars, planned.dtype
         except SchemaError as exc:
             if exc.variable in found.skipped:
@@ -127,15 +141,20 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
         exact = ExactInts(name)
         scalars = _read_scalars(found, scalar_names, dtype, name, exact)
         groups = {}
+        read: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # a dataset of arrays or records: read once
         for g, names in group_vars.items():
-            read: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # a dataset of arrays: read once
             cols = {}
             for v in names:
                 col = found.columns[v]
+                source = scanned.sources.get(col.key)
                 if col.key not in read:
-                    read[col.key] = _read_vlen(found.datasets[col.key], dtype, name, exact)
+                    read[col.key] = (source() if source is not None
+                                     else _read_vlen(found.datasets[col.key], dtype, name, exact))
                 values, lengths = read[col.key]
-                cols[v] = (np.ascontiguousarray(col.take(values)), lengths)
+                taken = np.ascontiguousarray(col.take(values))
+                if source is not None and dtype is not None:
+                    taken = _values_as(taken, lengths, np.dtype(dtype), v, exact)
+                cols[v] = (taken, lengths)
             common = np.result_type(*[c[0].dtype for c in cols.values()])
             if common.kind == "f":  # integers next to floats: the group's block is floats
                 cols = {v: (_values_as(c[0], c[1], common, v, exact), c[1]) for v, c in cols.items()}
@@ -145,7 +164,19 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
                   describe_skipped(found.skipped))
     out = InMemoryDataset(scalars, groups, source=(name,))
     out.skipped = dict(found.skipped)
+    out.layout = scanned.layout.describe()
     return out
+
+
+def _schema_scalars(schema: Any, file: str) -> frozenset[str]:
+    """The scalars a schema declares (never taken as counted values)."""
+    from lstm_data.io.schema import Schema
+
+    try:
+        parsed = Schema.coerce(schema)
+    except SchemaError as exc:
+        raise exc.located(file=file) from None
+    return frozenset(parsed.scalars or ()) if parsed is not None else frozenset()
 
 
 def describe_skipped(skipped: dict[str, str], limit: int = 6) -> str:
@@ -161,9 +192,11 @@ def _check_rows(found: Columns, names: list[str], file: str) -> None:
     if len(set(rows.values())) > 1:
         first = next(iter(rows))
         odd = next(k for k, n in rows.items() if n != rows[first])
-        raise FormatError(f"{odd!r} has {rows[odd]} rows but {first!r} has {rows[first]}; the datasets "
-                          "of one group are the columns of one table (choose them with a schema, or the "
-                          "group with root=...)", file=file, variable=odd)
+        raise FormatError(f"{odd!r} has {rows[odd]} rows but {first!r} has {rows[first]}, and no counts "
+                          f"dataset of {rows[first]} rows cuts it into rows (an integer dataset named n_X, nX, "
+                          "num_X, X_n, X_counts or counts for values named X_*); the datasets of one group "
+                          "are the columns of one table (choose them with columns=, or the group with "
+                          "root=...)", file=file, variable=odd)
 
 
 def _values_as(values: np.ndarray, lengths: np.ndarray, dtype: np.dtype, name: str,
