@@ -33,6 +33,7 @@ from lstm_data.data import dataset as _dataset
 from lstm_data.errors import (
     BrokenRowsWarning,
     FormatError,
+    MissingExtraError,
     OptionError,
     ParseError,
     PrecisionWarning,
@@ -87,8 +88,8 @@ _LAZY = {
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
                "data", "io", "batching", "store", "scale", "adapters", "cli")
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "BrokenRowsWarning",
-           "PrecisionWarning", "UncheckedStoreWarning", "__version__", *_LAZY]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "MissingExtraError",
+           "BrokenRowsWarning", "PrecisionWarning", "UncheckedStoreWarning", "__version__", *_LAZY]
 
 
 #: format -> (io module, function) of Dataset.to_<format>

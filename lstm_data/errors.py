@@ -12,7 +12,8 @@ import warnings
 from types import FrameType
 from typing import Any, Callable, SupportsIndex
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "BrokenRowsWarning", "redact",
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "MissingExtraError",
+           "BrokenRowsWarning", "redact",
            "PrecisionWarning", "UncheckedStoreWarning"]
 
 _WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
@@ -205,6 +206,37 @@ class RemoteError(OSError):
     def __init__(self, message: str, *, url: str | None = None) -> None:
         super().__init__(redact(message))
         self.url = None if url is None else redact(url)
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency is not installed: the message names the extra that installs it.
+
+    It is an ``ImportError`` (code catching that keeps working); the command line shows
+    it as one line, ``pip install 'lstm_data[EXTRA]'``, and exits with status 2.
+
+    Parameters
+    ----------
+    message
+        What needs the missing modules, and the install command.
+    extra
+        The ``lstm_data`` extra that installs them (``"parquet"``).
+
+    Attributes
+    ----------
+    extra : str
+        The extra to install.
+    """
+
+    extra: str
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+    @property
+    def install(self) -> str:
+        """The command that installs the extra: ``pip install 'lstm_data[EXTRA]'``."""
+        return f"pip install 'lstm_data[{self.extra}]'"
 
 
 class PrecisionWarning(UserWarning):

@@ -29,11 +29,13 @@ from lstm_data.cli.stats import (
     multiplicity,
     variable_stats,
 )
+from lstm_data._util.plural import counted
 
 if TYPE_CHECKING:
     from lstm_data.data.dataset import Dataset
 
-__all__ = ["add_arguments", "run", "plot_multiplicities", "integrity_notes", "skipped_columns", "layouts"]
+__all__ = ["add_arguments", "run", "plot_multiplicities", "integrity_notes", "dotted_scalar_notes", "skipped_columns",
+           "layouts"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +71,7 @@ def _stats_table(stats: list[VariableStats], indent: str = "  ") -> list[str]:
 def _multiplicity_lines(m: Multiplicity) -> list[str]:
     qs = ", ".join(f"p{q * 100:g} {v}" for q, v in m.quantiles.items())
     lines = [f"  multiplicity: mean {m.mean:.2f}, {qs}, max {m.max}; "
-             f"{m.zero_rows} rows ({100 * m.zero_rows / max(m.rows, 1):.1f}%) empty"]
+             f"{counted(m.zero_rows, 'row')} ({100 * m.zero_rows / max(m.rows, 1):.1f}%) empty"]
     for frac, k in m.keeps.items():
         lines.append(f"  max_len {k} keeps {frac * 100:g}% of rows whole")
     return lines
@@ -101,7 +103,7 @@ def plot_multiplicities(multis: list[Multiplicity], lengths: dict[str, np.ndarra
                        label=f"max_len {k99} keeps 99% whole")
             ax.legend(loc="upper right", fontsize=8)
         ax.set_yscale("log" if counts.max() > 50 * max(1, np.median(counts[counts > 0])) else "linear")
-        ax.set_title(f"{m.group}: {len(lengths[m.group])} rows, mean {m.mean:.2f}")
+        ax.set_title(f"{m.group}: {counted(len(lengths[m.group]), 'row')}, mean {m.mean:.2f}")
         ax.set_xlabel("prongs per row")
         ax.set_ylabel("rows")
     fig.suptitle(title, fontsize=9)
@@ -117,6 +119,25 @@ def integrity_notes(ds: Dataset) -> list[str]:
     if parts is not None:  # several files as one
         return [note for part in parts for note in integrity_notes(part)]
     return list(getattr(ds, "notes", ()))
+
+
+def dotted_scalar_notes(scalars: list[str], groups: dict[str, list[str]]) -> list[str]:
+    """A note per group whose name prefixes scalar columns (``png.calE`` read as a scalar beside
+    group ``png``): one number per row in this data, and how to read them as the group's."""
+    by_group: dict[str, list[str]] = {}
+    for name in scalars:
+        prefix = name.split(".", 1)[0]
+        if "." in name and prefix in groups:
+            by_group.setdefault(prefix, []).append(name)
+    notes = []
+    for group, names in by_group.items():
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        many = len(names) > 1
+        notes.append(f"{shown}: named like group {group!r} but read as {'scalars' if many else 'a scalar'} (one "
+                     f"number per row); if {'they are' if many else 'it is'} the group's prong variable"
+                     f"{'s' if many else ''}, declare the group: --schema FILE.toml with [groups] "
+                     f"{group} = \"{group}.*\"")
+    return notes
 
 
 def skipped_columns(ds: Dataset) -> dict[str, str]:
@@ -146,6 +167,9 @@ def run(args: argparse.Namespace) -> int:
     from lstm_data.errors import redact
     from lstm_data.io.dispatch import open as open_dataset
 
+    if args.plot:  # before any work: a missing matplotlib is said at once, not after the report
+        from lstm_data._util.optional import require
+        require("--plot", "plot", "matplotlib")
     shown = [redact(p) for p in args.paths]  # URLs without their credentials
     if len(args.paths) == 1:
         from lstm_data.store.describe import describe_store, is_batch_store
@@ -162,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     scalar_stats = [] if args.no_stats else variable_stats(ds)
     groups = {g: ([] if args.no_stats else group_stats(ds, g)) for g in ds.groups}
     multis = [multiplicity(ds, g) for g in ds.groups]
-    notes = integrity_notes(ds)
+    notes = integrity_notes(ds) + dotted_scalar_notes(ds.scalar_names, ds.groups)
     skipped = skipped_columns(ds)
     found = layouts(ds)
     ordered = None
@@ -187,13 +211,13 @@ def run(args: argparse.Namespace) -> int:
         lines = [f"{' '.join(shown)}: {type(ds).__name__}",
                  f"rows: {len(ds)}",
                  *[f"layout: {name}" for name in found],
-                 f"columns: {len(ds.scalar_names)} scalars, "
-                 f"{sum(len(v) for v in ds.groups.values())} prong variables in "
-                 f"{len(ds.groups)} groups",
+                 f"columns: {counted(len(ds.scalar_names), 'scalar')}, "
+                 f"{counted(sum(len(v) for v in ds.groups.values()), 'prong variable')} in "
+                 f"{counted(len(ds.groups), 'group')}",
                  "", f"scalars ({len(ds.scalar_names)}):"]
         lines += _stats_table(scalar_stats) if scalar_stats else [f"  {', '.join(ds.scalar_names)}"]
         for g, m in zip(ds.groups, multis):
-            lines += ["", f"group {g} ({len(ds.groups[g])} variables, {m.total} prongs):"]
+            lines += ["", f"group {g} ({counted(len(ds.groups[g]), 'variable')}, {counted(m.total, 'prong')}):"]
             lines += _multiplicity_lines(m)
             lines += _stats_table(groups[g]) if groups[g] else [f"  {', '.join(ds.groups[g])}"]
         if skipped:
@@ -205,13 +229,7 @@ def run(args: argparse.Namespace) -> int:
             lines += order_lines(ordered)
         print("\n".join(lines))
     if args.plot:
-        try:
-            plot_multiplicities(multis, {g: np.diff(ds.offsets(g)) for g in ds.groups}, args.plot,
-                                " ".join(shown))
-        except ImportError:
-            print("lstm-data inspect: --plot needs matplotlib; install it with "
-                  "pip install 'lstm_data[plot]'", file=sys.stderr)
-            return 1
+        plot_multiplicities(multis, {g: np.diff(ds.offsets(g)) for g in ds.groups}, args.plot, " ".join(shown))
         if not args.quiet:
             print(f"plot written to {args.plot}", file=sys.stderr)
     return 0

@@ -69,6 +69,7 @@ from lstm_data.store.read import (
     stored_node,
 )
 from lstm_data.store.shards import ELEMENTS
+from lstm_data._util.plural import counted
 
 _log = logging.getLogger("lstm_data")
 __all__ = ["precompute", "open_batches", "PrecomputedBatches", "PrecomputeSummary"]
@@ -102,7 +103,7 @@ class PrecomputeSummary:
             lines.append(f"{name:<28} {info['shape']:<24} {info['dtype']:<8}")
         lines.append("-" * len(head))
         state = "reused (up to date)" if self.reused else f"{self.rows_per_second:,.0f} rows/s"
-        lines.append(f"{self.n_batches} batches, {self.n_rows} rows -> {self.path}  [{state}]")
+        lines.append(f"{counted(self.n_batches, 'batch')}, {counted(self.n_rows, 'row')} -> {self.path}  [{state}]")
         return "\n".join(lines)
 
 

@@ -37,6 +37,7 @@ from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.errors import OptionError
 from lstm_data.io.read_options import ReadOptions
 from lstm_data._util.declared import SuggestsKeywords
+from lstm_data._util.plural import counted
 
 __all__ = ["Batches"]
 
@@ -239,7 +240,7 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
         return part_differences(self.pipeline.data_parts(), state)
 
     def __repr__(self) -> str:
-        return (f"Batches({len(self)} batches of {self.batch_size}, {self.n_rows} rows, "
+        return (f"Batches({counted(len(self), 'batch')} of {self.batch_size}, {counted(self.n_rows, 'row')}, "
                 f"shuffle={self.shuffle!r}, seed={self.seed}, epoch={self.epoch})")
 
     # -- pickling: the view and the settings, never the arrays of an in-RAM dataset ------------------
