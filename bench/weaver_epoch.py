@@ -220,6 +220,9 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None, round
                     continue
                 report.ratio(STAGE, f"{fmt}: {which} epoch vs weaver-core {label}",
                              med(per_row(w, which) / per_row(o, which) for w, o in zip(runs[side], runs["ours"])))
+    from bench import weaver_first  # the first pass over one file against weaver-core's _load_next
+
+    report.merge(weaver_first.run(quick=quick, seed=seed, data=data, log=log))
     return report
 
 

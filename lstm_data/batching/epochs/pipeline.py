@@ -108,6 +108,7 @@ class Pipeline:
             self.blocks = BlockSource(self.dataset, self.rows.rows, fields, layout, self.plans, nan_to=spec.nan_to,
                                       read_ahead=order.read_ahead, pad_to_multiple_of=spec.pad_to_multiple_of)
             self.blocks.next_epoch_ahead = order.cache != "ram"  # cached batches never come back after epoch 0
+        self._target_names = spec.target_names  # every batch's weights are keyed by them
         self._identity: tuple[str, list[str]] | None = None  # made when a state first asks
         self._parts: list[tuple[str, str]] | None = None
 
@@ -163,7 +164,7 @@ class Pipeline:
 
     def _weights_for(self, rows: np.ndarray) -> Arrays:
         w = np.ones(len(rows), dtype=np.float32) if self.weights is None else self.weights[rows]
-        return {name: w for name in self.spec.target_names}
+        return {name: w for name in self._target_names}
 
     # -- identity: what a saved state is checked against ------------------------------------------
     def identity(self) -> dict[str, object]:
