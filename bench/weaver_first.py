@@ -80,8 +80,9 @@ def our_pass(path: str) -> int:
 
 
 def run(quick: bool = False, seed: int = 0, data: BenchData | None = None, rounds: int | None = None,
-        formats: tuple[str, ...] | None = None, log=print) -> Report:
-    """Median over interleaved rounds of weaver-core's first-pass seconds over ours, per format and size."""
+        formats: tuple[str, ...] | None = None, log=print, sizes: tuple[int, ...] | None = None) -> Report:
+    """Median over interleaved rounds of weaver-core's first-pass seconds over ours, per format and size
+    (``sizes``: jets per file; default 20,000, and 60,000 too in full runs)."""
     report = Report()
     try:
         import weaver.utils.dataset  # noqa: F401
@@ -91,7 +92,7 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None, round
     logging.getLogger("weaver").setLevel(logging.ERROR)
     data = data if data is not None else BenchData(quick=quick, seed=seed)
     rounds = rounds or (5 if quick else 7)
-    sizes = (20_000,) if quick else (20_000, 60_000)
+    sizes = sizes or ((20_000,) if quick else (20_000, 60_000))
     sides = {"weaver": weaver_pass, "ours": our_pass}
     for jets in sizes:
         paths = files(data, jets)
