@@ -36,6 +36,7 @@ from lstm_data.errors import (
     OptionError,
     ParseError,
     PrecisionWarning,
+    SpecVersionWarning,
     RemoteError,
     SchemaError,
     UncheckedStoreWarning,
@@ -91,7 +92,7 @@ _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
                "data", "io", "batching", "store", "scale", "adapters", "cli")
 
 __all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "BrokenRowsWarning",
-           "PrecisionWarning", "UncheckedStoreWarning", "__version__", *_LAZY]
+           "PrecisionWarning", "SpecVersionWarning", "UncheckedStoreWarning", "__version__", *_LAZY]
 
 
 #: format -> (io module, function) of Dataset.to_<format>
