@@ -124,8 +124,9 @@ def _robust(x: np.ndarray) -> np.ndarray:
     """``x`` centred on its median and divided by the half-width of its 16-84% range."""
     if len(x) == 0:
         return x
-    lo, mid, hi = np.percentile(x, [16, 50, 84])
-    return (x - mid) / max(hi - lo, 1e-12) * 2.0
+    lo, mid, hi = (float(q) for q in np.percentile(x, [16, 50, 84]))
+    out: np.ndarray = (x - mid) / max(hi - lo, 1e-12) * 2.0
+    return out
 
 
 def _targets(rng: np.random.Generator, slice_raw: np.ndarray, png: RaggedGroup) -> np.ndarray:
@@ -149,7 +150,8 @@ def _targets(rng: np.random.Generator, slice_raw: np.ndarray, png: RaggedGroup) 
     s = [_robust(slice_raw[:, j]) for j in range(3)]
     true_e = 1.0 + 0.6 * np.tanh(0.5 * s[0]) + 0.4 * np.tanh(0.5 * s[1]) + 0.15 * total + 0.1 * rng.normal(size=n)
     true_lep = 0.5 + 0.5 * lead + 0.1 * np.minimum(lens, 10) + 0.2 * np.tanh(s[2]) + 0.1 * rng.normal(size=n)
-    return np.round(np.abs(np.stack([true_e, true_lep], axis=1)) + 0.05, 3)
+    out: np.ndarray = np.round(np.abs(np.stack([true_e, true_lep], axis=1)) + 0.05, 3)
+    return out
 
 
 def open_text_for_write(path: str | os.PathLike[str], level: int | None = None, *,
