@@ -78,7 +78,7 @@ def _multiplicity(rng: np.random.Generator, n: int, kind: str, png_mean: float =
 
 
 def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype: DTypeLike = np.float32,
-                 exact: bool = False, png_mean: float = 3.0) -> InMemoryDataset:
+                 exact: bool = False, png_mean: float = 3.0, learnable: bool = False) -> InMemoryDataset:
     """Generate a NOvA-like :class:`~lstm_data.data.dataset.InMemoryDataset`.
 
     Parameters
@@ -96,6 +96,12 @@ def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype: DTypeLike = np.
         ``Poisson(10)`` more and 1% empty events, capped at 30: about
         ``png_mean + 1.2`` on average (``png_mean=2`` gives the ~3 of NOvA's
         numu_v3 selection).
+    learnable
+        Make the targets functions of the event plus noise (``trueE`` of the slice
+        energies and the summed prong energy, ``trueLepE`` of the leading prong and
+        the prong count), as the shipped sample has them, so a network trained on
+        them learns; otherwise they are drawn like the other scalars. Every other
+        column is the same either way.
 
     Returns
     -------
@@ -114,9 +120,10 @@ def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype: DTypeLike = np.
         np.cumsum(lens, out=offsets[1:])
         values = _quantised(rng, int(offsets[-1]), len(names)).astype(out_dtype)
         groups[gname] = RaggedGroup(names, values, offsets)
-    targets = _targets(np.random.default_rng([seed, 1]), raw, groups["png"])
-    for j, name in enumerate(TARGET_VARS):
-        scalars[name] = targets[:, j].astype(out_dtype)
+    if learnable:
+        targets = _targets(np.random.default_rng([seed, 1]), raw, groups["png"])
+        for j, name in enumerate(TARGET_VARS):
+            scalars[name] = targets[:, j].astype(out_dtype)
     return InMemoryDataset(scalars, groups)
 
 
@@ -213,7 +220,7 @@ def _mix_tokens(ds: InMemoryDataset, names: list[str]) -> tuple[InMemoryDataset,
 
 def write_csv(path: str | os.PathLike[str], n_rows: int = 100_000, seed: int = 0, *,
               level: int | None = None, dtype: DTypeLike = np.float32,
-              token_mix: bool = False) -> InMemoryDataset:
+              token_mix: bool = False, learnable: bool = False) -> InMemoryDataset:
     """Write a lstm_ee-style CSV of a generated dataset and return the dataset.
 
     Scalars are plain cells; each prong variable is one quoted cell holding a
@@ -239,13 +246,15 @@ def write_csv(path: str | os.PathLike[str], n_rows: int = 100_000, seed: int = 0
         Value dtype of the returned dataset.
     token_mix
         Write the numbers in the spellings of real dumps (see above).
+    learnable
+        Targets a network can learn (see :func:`make_dataset`); the shipped sample has them.
 
     Returns
     -------
     InMemoryDataset
         The data written, as a reader of the file must return it.
     """
-    ds = make_dataset(n_rows, seed, exact=True)
+    ds = make_dataset(n_rows, seed, exact=True, learnable=learnable)
     names = SLICE_VARS + [v for g in ("png", "png2d") for v in ds.groups[g]] + TARGET_VARS
     texts: dict[str, list[str]] = {}
     if token_mix:

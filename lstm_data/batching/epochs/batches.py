@@ -28,7 +28,7 @@ from lstm_data.batching.epochs.views import Splits, part_differences
 from lstm_data.batching.epochs.weights import freeze_batch
 from lstm_data.batching.order.bucketing import Bucketing
 from lstm_data.batching.order.options import Order
-from lstm_data.batching.order.rows import fresh_seed, resolve_shuffle, shuffled_order
+from lstm_data.batching.order.rows import DEFAULT_SEED, resolve_shuffle, shuffled_order
 from lstm_data.batching.order.rows_view import RowsView
 from lstm_data.batching.spec.batch_spec import Batch, BatchSpec, OutputSignature, ResolvedField
 from lstm_data.batching.spec.derived import mark_applied
@@ -68,7 +68,7 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
     epoch : int
         The current epoch (0 first).
     order : Order
-        The order in use, with ``shuffle="auto"`` resolved and a drawn seed filled in.
+        The order in use, with ``shuffle="auto"`` resolved and ``seed=None`` as 0.
     pipeline : Pipeline
         What is compiled once: stages, epoch plans, builder, identity.
 
@@ -101,9 +101,8 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
             read_ahead=read_ahead, cache=cache, max_elements=max_elements, bucket_lengths=bucket_lengths,
             max_shapes=max_shapes, sample=sample, policies=policies).items() if v is not None}
         order = order.replace(**given) if given else order
-        self._seed_drawn = order.seed is None
         self.order = order.replace(shuffle=resolve_shuffle(order.shuffle, data.in_ram),
-                                   seed=fresh_seed() if order.seed is None else order.seed)
+                                   seed=DEFAULT_SEED if order.seed is None else order.seed)
         if view is None:
             view = RowsView(data, rows)
         elif rows is not None:
@@ -181,8 +180,8 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
 
     @property
     def seed_drawn(self) -> bool:
-        """Whether the seed was drawn here (``seed=None``): another process draws another."""
-        return self._seed_drawn
+        """Whether the seed was drawn here: never, ``seed=None`` is seed 0 (kept for older callers)."""
+        return False
 
     @property
     def shard_layout(self) -> str:
@@ -397,14 +396,12 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
         Returns
         -------
         Batches
-            The view; its seed counts as drawn when these batches' was.
+            The view.
         """
         order = self.order if order is None else order
         if self.pipeline.weights is not None:  # row weights read from a column are kept by row
             order = order.replace(weights=self.pipeline.weights)
-        view = Batches(self.pipeline.data.over(rows), self.spec if spec is None else spec, order)
-        view._seed_drawn = self._seed_drawn
-        return view
+        return Batches(self.pipeline.data.over(rows), self.spec if spec is None else spec, order)
 
     def shard(self, rank: int, world_size: int) -> ShardedBatches:
         """Rank ``rank``'s disjoint, equally long share of every epoch (one process per GPU).
@@ -430,12 +427,8 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
         Raises
         ------
         ValueError
-            ``rank`` is outside ``[0, world_size)``, or ``seed`` was drawn (``seed=None``):
-            ranks would each draw their own order.
+            ``rank`` is outside ``[0, world_size)``.
         """
-        if self._seed_drawn:
-            raise ValueError("shard() needs the same order on every rank: give Batches an explicit seed "
-                             "(seed=None draws a different one in every process)")
         return ShardedBatches(self, rank, world_size)
 
     # -- saved states ----------------------------------------------------------------------------

@@ -7,7 +7,8 @@ with the package; data files are generated, seeded, and come out the same every 
 example            files
 =================  ==========================================================================
 ``numu_v3``        ``numu_v3.csv.xz`` (5000 NOvA-like events, written by
-                   :func:`lstm_data.synthetic.write_csv` with seed 1, byte for byte the
+                   :func:`lstm_data.synthetic.write_csv` with seed 1 and learnable targets,
+                   byte for byte the
                    repository's) and the spec ``numu_v3.toml``
 ``nova_sample``    ``nova_sample.h5`` (NOvA HDF5 tables, 700 slices), its schema
                    ``nova_sample.toml`` and the spec ``numu_v3.toml`` the schema serves
@@ -38,7 +39,7 @@ _log = logging.getLogger("lstm_data.examples")
 def _write_csv(path: Path) -> None:
     from lstm_data.data.synthetic import write_csv
 
-    write_csv(path, 5000, seed=1)
+    write_csv(path, 5000, seed=1, learnable=True)
 
 
 def _write_nova(path: Path) -> None:
