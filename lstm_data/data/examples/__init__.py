@@ -13,7 +13,8 @@ example            files
 ``nova_sample``    ``nova_sample.h5`` (NOvA HDF5 tables, 700 slices), its schema
                    ``nova_sample.toml`` and the spec ``numu_v3.toml`` the schema serves
 ``weaver``         ``jets.root`` (200 JetClass-like jets; needs uproot and awkward) and
-                   weaver-core configs ``JetClass_full.yaml`` and ``variant.yaml``
+                   weaver-core configs ``JetClass_full.yaml`` and ``variant.yaml``, and
+                   ``weaver_network.py``, a small network for weaver's ``--network-config``
 ``all``            every file above
 =================  ==========================================================================
 
@@ -62,7 +63,7 @@ _MADE: dict[str, Callable[[Path], None]] = {"numu_v3.csv.xz": _write_csv, "nova_
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "numu_v3": ("numu_v3.csv.xz", "numu_v3.toml"),
     "nova_sample": ("nova_sample.h5", "nova_sample.toml", "numu_v3.toml"),
-    "weaver": ("jets.root", "JetClass_full.yaml", "variant.yaml"),
+    "weaver": ("jets.root", "JetClass_full.yaml", "variant.yaml", "weaver_network.py"),
 }
 
 
