@@ -29,7 +29,8 @@ class MaskedMeanNet(torch.nn.Module):
                 mask: torch.Tensor) -> torch.Tensor:
         hidden = self.particles(features) * mask                     # (N, width, P), padding zeroed
         mean = hidden.sum(dim=2) / mask.sum(dim=2).clamp(min=1.0)    # a jet without particles: zeros
-        return self.scores(mean)
+        scores: torch.Tensor = self.scores(mean)
+        return scores
 
 
 def get_model(data_config: Any, **kwargs: Any) -> tuple[torch.nn.Module, dict[str, Any]]:
