@@ -168,8 +168,8 @@ def run(args: argparse.Namespace) -> int:
         from lstm_data.store.describe import describe_store, is_batch_store
 
         if is_batch_store(args.paths[0]):  # batches, not rows: what the store holds
-            if args.spec or args.plot:
-                raise ValueError(f"{shown[0]} is a batch store: --spec and --plot are for datasets; "
+            if args.spec or args.plot or args.draft_spec:
+                raise ValueError(f"{shown[0]} is a batch store: --spec, --plot and --draft-spec are for datasets; "
                                  "the store's own spec and order are shown without them")
             store = describe_store(args.paths[0])
             print(json.dumps(store.to_dict(), indent=1) if args.json else "\n".join(store.lines()))
