@@ -37,6 +37,7 @@ from lstm_data.errors import (
     OptionError,
     ParseError,
     PrecisionWarning,
+    SpecVersionWarning,
     RemoteError,
     SchemaError,
     UncheckedStoreWarning,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazi
     from lstm_data.batching.epochs.source import BatchSource as BatchSource
     from lstm_data.batching.order.options import Order as Order
     from lstm_data.batching.spec.fields import Standardize as Standardize
+    from lstm_data.batching.spec.draft import auto_standardize as auto_standardize, draft_spec as draft_spec
     from lstm_data.batching.spec.batch_spec import BatchSpec as BatchSpec, Ragged as Ragged, Scalars as Scalars
     from lstm_data.data.dataset import Dataset as Dataset, InMemoryDataset as InMemoryDataset
     from lstm_data.io.awkward import from_awkward as from_awkward
@@ -71,6 +73,8 @@ _LAZY = {
     "Scalars": ("lstm_data.batching.spec.batch_spec", "Scalars"),
     "Ragged": ("lstm_data.batching.spec.batch_spec", "Ragged"),
     "Standardize": ("lstm_data.batching.spec.fields", "Standardize"),
+    "draft_spec": ("lstm_data.batching.spec.draft", "draft_spec"),
+    "auto_standardize": ("lstm_data.batching.spec.draft", "auto_standardize"),
     "Batches": ("lstm_data.batching.epochs.batches", "Batches"),
     "BatchSource": ("lstm_data.batching.epochs.source", "BatchSource"),
     "Order": ("lstm_data.batching.order.options", "Order"),
@@ -89,7 +93,8 @@ _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
                "data", "io", "batching", "store", "scale", "adapters", "cli")
 
 __all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "MissingExtraError",
-           "BrokenRowsWarning", "PrecisionWarning", "UncheckedStoreWarning", "__version__", *_LAZY]
+           "BrokenRowsWarning", "PrecisionWarning", "SpecVersionWarning", "UncheckedStoreWarning", "__version__",
+           *_LAZY]
 
 
 #: format -> (io module, function) of Dataset.to_<format>

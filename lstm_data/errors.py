@@ -13,8 +13,7 @@ from types import FrameType
 from typing import Any, Callable, SupportsIndex
 
 __all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "MissingExtraError",
-           "BrokenRowsWarning", "redact",
-           "PrecisionWarning", "UncheckedStoreWarning"]
+           "BrokenRowsWarning", "redact", "PrecisionWarning", "UncheckedStoreWarning", "SpecVersionWarning"]
 
 _WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
 #: characters of a bad token quoted in a message; a longer one is cut and its length given
@@ -256,6 +255,16 @@ class UncheckedStoreWarning(UserWarning):
     with this warning, which names the store and what is not checked there (chunks
     moved, swapped or copied from elsewhere read as other numbers; edited metadata
     goes unnoticed). ``ReadOptions(trust_unchecked=True)`` opens it without.
+    """
+
+
+class SpecVersionWarning(FutureWarning):
+    """A spec file without ``version``: read as spec format 1, whose ragged fields pad with NaN.
+
+    Such a file keeps the meaning it was written with (lstm_ee's NaN padding), but NaN
+    reaches a model silently. Loading one warns once, naming the file and the fields
+    padded with NaN: add ``version = 2`` at its top for 0.0 padding, or write
+    ``pad_value = nan`` in those fields to keep NaN and say so.
     """
 
 

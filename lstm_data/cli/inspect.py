@@ -6,6 +6,7 @@ Examples::
     lstm-data inspect events.zarr --plot multiplicity.png
     lstm-data inspect 'parts/*.h5' --json
     lstm-data inspect numu_v3_batches.zarr
+    lstm-data inspect events.csv.xz --draft-spec events.toml --target trueE
 
 A batch store (written by lstm-data precompute) shows its outputs with their roles,
 shapes and dtypes, its number of batches and rows, the data it was made of, and the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
@@ -51,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spec", metavar="SPEC.toml", default=None,
                         help="also report the spec's order on this data: batches, padding, rows cut by "
                              "max_len, mixing, and the bucket lengths (chosen or what 'auto' would choose)")
+    parser.add_argument("--draft-spec", metavar="OUT.toml", default=None,
+                        help="also write a first spec for this data (version 2, each choice commented): every "
+                             "column as an input, max_len keeping 99%% of rows whole, empty rows handled, "
+                             "lengths and mask, standardisation fitted from the data; an existing file is kept")
+    parser.add_argument("--target", action="append", default=None, metavar="NAME",
+                        help="with --draft-spec: a scalar column to predict (repeat for several; default: "
+                             "columns named true*/target*/label*, else a placeholder)")
 
 
 def _fmt(x: float) -> str:
@@ -163,8 +172,26 @@ def layouts(ds: Dataset) -> list[str]:
     return [found] if found else []
 
 
+def _write_draft(ds: Dataset, out: str, targets: list[str] | None, shown: str, *, quiet: bool) -> None:
+    """Write the drafted spec of ``ds`` to ``out`` (a temporary file, then a rename)."""
+    from lstm_data._util.safe_output import check_not_input, move_into_place, temp_path
+    from lstm_data.batching.spec.draft import draft_spec
+
+    check_not_input(out, getattr(ds, "source", ()))
+    text = draft_spec(ds, targets=targets, source=shown)
+    tmp = temp_path(out)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        move_into_place(tmp, out, replace=False)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    if not quiet:
+        print(f"drafted spec written to {out}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
-    from lstm_data.errors import redact
+    from lstm_data.errors import OptionError, redact
     from lstm_data.io.dispatch import open as open_dataset
 
     if args.plot:  # before any work: a missing matplotlib is said at once, not after the report
@@ -175,14 +202,21 @@ def run(args: argparse.Namespace) -> int:
         from lstm_data.store.describe import describe_store, is_batch_store
 
         if is_batch_store(args.paths[0]):  # batches, not rows: what the store holds
-            if args.spec or args.plot:
-                raise ValueError(f"{shown[0]} is a batch store: --spec and --plot are for datasets; "
+            if args.spec or args.plot or args.draft_spec:
+                raise ValueError(f"{shown[0]} is a batch store: --spec, --plot and --draft-spec are for datasets; "
                                  "the store's own spec and order are shown without them")
             store = describe_store(args.paths[0])
             print(json.dumps(store.to_dict(), indent=1) if args.json else "\n".join(store.lines()))
             return 0
+    if args.draft_spec is None and args.target:
+        raise OptionError("--target names the targets of --draft-spec: give --draft-spec OUT.toml too")
+    if args.draft_spec is not None and os.path.exists(args.draft_spec):
+        raise FileExistsError(f"--draft-spec {args.draft_spec}: the file exists and is kept; "
+                              "remove it or choose another name")
     ds = open_dataset(args.paths if len(args.paths) > 1 else args.paths[0], schema=args.schema,
                       **csv_options(args))
+    if args.draft_spec is not None:
+        _write_draft(ds, args.draft_spec, args.target, " ".join(shown), quiet=args.quiet)
     scalar_stats = [] if args.no_stats else variable_stats(ds)
     groups = {g: ([] if args.no_stats else group_stats(ds, g)) for g in ds.groups}
     multis = [multiplicity(ds, g) for g in ds.groups]
