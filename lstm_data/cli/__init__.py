@@ -155,7 +155,8 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     parser.error(f"unknown command {first!r} (commands: {', '.join(COMMANDS)}){hint}")
 
 
-#: the endings of an argument's metavar that make it an input file read whole (a spec, a schema)
+#: the endings of an argument's metavar that make it an input file read whole (a spec, a schema);
+#: a metavar starting with OUT names a file written (``--draft-spec OUT.toml``), which need not exist
 _INPUT_FILES = (".toml", ".yaml", ".yml")
 
 
@@ -168,7 +169,8 @@ def _input_file_problems(parser: argparse.ArgumentParser, args: argparse.Namespa
     for action in parser._actions:
         metavar = action.metavar if isinstance(action.metavar, str) else ""
         value = getattr(args, action.dest, None)
-        if not metavar.lower().endswith(_INPUT_FILES) or not isinstance(value, str) or "://" in value:
+        if (not metavar.lower().endswith(_INPUT_FILES) or metavar.upper().startswith("OUT")
+                or not isinstance(value, str) or "://" in value):
             continue
         problem = not_a_file(value)
         if problem is not None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a run of the bench stage against weaver-core (a heavy peer)
+
 pytest.importorskip("weaver.utils.dataset")
 pytest.importorskip("uproot")
 
@@ -12,7 +14,6 @@ from bench.data import BenchData  # noqa: E402
 from bench.floors import apply_floors, load_floors  # noqa: E402
 
 
-@pytest.mark.slow
 def test_tiny_run_reports_root_and_parquet_and_the_floors_bound_them(tmp_path, monkeypatch):
     monkeypatch.setattr(weaver_first, "files", lambda data, jets: {
         fmt: str(p) for fmt, p in _files(tmp_path, jets).items()})
