@@ -68,3 +68,25 @@ def test_inspect_draft_spec_writes_the_file_once(files, tmp_path, capsys):
     assert "exists and is kept" in capsys.readouterr().err and out.read_text() == before
     assert main(["inspect", str(files["csv"]), "--target", "trueE"]) == 1
     assert "give --draft-spec" in capsys.readouterr().err
+
+
+def test_a_class_label_target_is_int64_and_left_unstandardised(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 300
+    counts = rng.integers(0, 4, n)
+    table = pa.table({"pt": rng.random(n), "label": rng.integers(0, 3, n).astype(np.float64),
+                      "trk_d0": pa.array([list(rng.random(k)) for k in counts])})
+    import pyarrow.parquet as pq
+    pq.write_table(table, tmp_path / "jets.parquet")
+    ds = lstm_data.open(tmp_path / "jets.parquet")
+    text = lstm_data.draft_spec(ds, targets=["label"])
+    assert "class label: 3 classes (0, 1, 2)" in text
+    (tmp_path / "s.toml").write_text(text)
+    spec = lstm_data.BatchSpec.from_toml(tmp_path / "s.toml")
+    field = spec.targets["target_label"]
+    assert field.dtype == "int64" and not field.standardize
+    _, targets, _ = lstm_data.Batches(ds, spec, lstm_data.Order(batch_size=n, seed=0))[0]
+    assert targets["target_label"].dtype == np.int64
+    assert np.array_equal(np.sort(targets["target_label"].ravel()), np.sort(table["label"].to_numpy()))
+    with pytest.raises(SchemaError, match="did you mean 'label'"):
+        lstm_data.draft_spec(ds, targets=["lable"])

@@ -31,16 +31,32 @@ import numpy as np
 
 from lstm_data.batching.spec.batch_spec import BatchSpec
 from lstm_data.batching.spec.fields import Ragged, Scalars, Standardize
+from lstm_data._util.close_names import did_you_mean
 from lstm_data.errors import SchemaError
 
 if TYPE_CHECKING:
     from lstm_data.batching.spec.fields import Field
     from lstm_data.data.dataset import Dataset
 
-__all__ = ["draft_spec", "auto_standardize", "max_len_keeping", "guess_targets"]
+__all__ = ["draft_spec", "auto_standardize", "max_len_keeping", "guess_targets", "class_labels"]
 
 #: scalar columns whose names start so are taken for targets when none are named
 _TARGET_PREFIXES = ("true", "target", "label")
+#: a target of whole numbers with at most this many distinct values is taken for a class label
+_MAX_CLASSES = 64
+
+
+def class_labels(values: np.ndarray) -> np.ndarray | None:
+    """The distinct values of ``values`` when they look like class labels, else ``None``.
+
+    Class labels are whole numbers (any dtype) with 2 to 64 distinct values; a
+    drafted spec leaves such a target unstandardised, for a classification loss.
+    """
+    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
+    if finite.size == 0 or (values.dtype.kind == "f" and not np.array_equal(finite, np.round(finite))):
+        return None
+    distinct = np.unique(finite)
+    return distinct if 2 <= distinct.size <= _MAX_CLASSES else None
 
 
 def max_len_keeping(lengths: np.ndarray, fraction: float) -> int:
@@ -159,8 +175,9 @@ def draft_spec(dataset: Dataset, *, targets: Sequence[str] | None = None, keep: 
         chosen = list(targets)
         for t in chosen:
             if t not in scalars:
-                raise SchemaError(f"draft spec: target {t!r} is not a scalar column of {where} "
-                                  f"(scalars: {', '.join(scalars) or 'none'})", variable=t)
+                raise SchemaError(f"draft spec: target {t!r} is not a scalar column of {where}"
+                                  f"{did_you_mean(t, scalars)} (scalars: {', '.join(scalars) or 'none'})",
+                                  variable=t)
     inputs: dict[str, Field] = {}
     notes: dict[str, list[str]] = {}
     features = [s for s in scalars if s not in chosen]
@@ -192,13 +209,21 @@ def draft_spec(dataset: Dataset, *, targets: Sequence[str] | None = None, keep: 
         notes[f"inputs.{name}"] = why
     if not inputs:
         raise SchemaError(f"draft spec: {where} has no column to use as an input")
-    target_fields: dict[str, Field] = {_key("target_", t): Scalars([t]) for t in chosen}
+    labels = {t: class_labels(np.asarray(dataset.scalar(t))) for t in chosen}
+    target_fields: dict[str, Field] = {
+        _key("target_", t): Scalars([t], dtype="float32" if labels[t] is None else "int64") for t in chosen}
     for t in chosen:
+        found = labels[t]
+        how = ([f"class label: {found.size} classes ({', '.join(f'{v:g}' for v in found[:8])}"
+                f"{', ...' if found.size > 8 else ''}), int64 and not standardised: train it with a "
+                "classification loss (torch's CrossEntropyLoss, Keras' sparse_categorical_crossentropy)"] if found is not None
+               else ["standardised like the inputs: a prediction p is p / scale + center in the data's units"])
         notes[f"targets.{_key('target_', t)}"] = (
             [f"PLACEHOLDER: {t!r} is only the last scalar column; put the variable to predict here"]
-            if placeholder else [f"target {t!r}" + (" (guessed from its name)" if targets is None else "")]) + [
-            "standardised like the inputs: a prediction p is p / scale + center in the data's units"]
-    spec = auto_standardize(BatchSpec(inputs=inputs, targets=target_fields, nan_to=0.0))
+            if placeholder else [f"target {t!r}" + (" (guessed from its name)" if targets is None else "")]) + how
+    regressed = {name: fld for (name, fld), t in zip(target_fields.items(), chosen) if labels[t] is None}
+    spec = auto_standardize(BatchSpec(inputs=inputs, targets=regressed, nan_to=0.0))
+    spec = spec.replace(targets={name: spec.targets.get(name, fld) for name, fld in target_fields.items()})
     spec = spec.fit(dataset, fraction=fraction, seed=seed)
     sampled = max(1, int(round(fraction * n))) if fraction < 1 else n
     head = [f"Drafted by lstm_data from {where} ({n} rows): check each choice, then train with it.",
