@@ -62,7 +62,6 @@ def test_every_lazy_name_is_imported_for_type_checkers():
     (``X as X``, which exports it) from where the lazy import finds it."""
     tree = ast.parse((PACKAGE / "__init__.py").read_text())
     typed: dict[str, tuple[str, str]] = {}
-    lazy: dict[str, tuple[str, str]] = {}
     for node in tree.body:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             for imp in node.body:
@@ -70,8 +69,7 @@ def test_every_lazy_name_is_imported_for_type_checkers():
                 for alias in imp.names:
                     assert alias.asname == alias.name, f"{alias.name} is not exported (write 'X as X')"
                     typed[alias.name] = (imp.module, alias.name)
-        elif isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "_LAZY":
-            lazy = ast.literal_eval(node.value)
+    lazy = {name: (module, name) for name, module in lstm_data._LAZY.items()}
     assert lazy and typed == lazy
 
 
