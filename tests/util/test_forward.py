@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import pydoc
-import textwrap
 
 import pytest
 
 from lstm_data._util.forward import Forward
+from tests.helpers import strict_mypy
 
 
 class _Inner:
@@ -63,12 +63,8 @@ Outer().n = 4
 
 @pytest.mark.slow
 def test_a_strict_type_checker_sees_the_value_type_and_checks_the_reader(tmp_path):
-    api = pytest.importorskip("mypy.api")
-    script = tmp_path / "user.py"
-    script.write_text(textwrap.dedent(_USER_CODE))
-    out, err, status = api.run(["--strict", "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"),
-                                str(script)])
-    assert 'Revealed type is "int"' in out, out + err
+    out, _ = strict_mypy(tmp_path, _USER_CODE)
+    assert 'Revealed type is "int"' in out, out
     lines = {int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line}
     source = _USER_CODE.splitlines()
     assert {source[n - 1].split(":")[0].strip() for n in lines} == {"wrong", "Outer().n = 4"}, out
