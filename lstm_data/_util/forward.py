@@ -5,7 +5,9 @@ in a class body is the property ``return self.pipeline.dataset`` with that docst
 written on one line: type checkers check the reader against the declared type and see
 a ``Dataset`` on instances (the ``Forward`` itself on the class); ``help()`` and
 numpydoc read the docstring, and the site's docstring extension
-(``docs/_griffe/sphinx_roles.py``) shows the attribute as a property of that type.
+(``docs/_griffe/sphinx_roles.py``) shows the attribute as a property of that type (it
+reads the source: the docstring is the last argument, a string literal, and the type the
+last of the annotation's).
 """
 from __future__ import annotations
 
