@@ -41,15 +41,10 @@ from lstm_data._util.dask import DaskClient, as_completed, wait
 from lstm_data._util.deprecation import refuses_renamed
 from lstm_data._util.exclusive import output_lock
 from lstm_data._util.types import Forwarded
-from lstm_data._util.safe_output import (
-    check_not_input,
-    remove_path,
-    remove_stale_temporaries,
-    temp_path,
-)
+from lstm_data._util.safe_output import remove_path, remove_stale_temporaries, temp_path
 from lstm_data.io.ours.checked_store import settle_zarr
 from lstm_data.io.ours.chunk_ranges import Piece, RangeWriter, write_shared_chunks
-from lstm_data.io.ours.convert import check_like, concat_blocks, open_blocks, output_kind, shuffled, write_output
+from lstm_data.io.ours.convert import check_like, concat_blocks, open_blocks, output_and_inputs, shuffled, write_output
 from lstm_data.io.dispatch import detect_format, input_bytes, split_member
 from lstm_data.io.ours.ownership import check_target, put_in_place
 from lstm_data.io.ours.row_blocks import RestartStream, RowBlocks, dataset_blocks
@@ -217,10 +212,8 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
     FileExistsError
         ``dst`` exists and ``overwrite`` is off.
     """
-    kind = output_kind(dst)
-    paths = [os.fspath(p) for p in sources]
+    kind, paths = output_and_inputs(sources, dst)
     target = Path(dst)
-    check_not_input(target, paths)
     with output_lock(target):  # a second writer of the same output fails here, at once
         check_target(target, overwrite)
         return _convert_locked(paths, target, kind, client=client, schema=schema,

@@ -26,8 +26,8 @@ from lstm_data.io.dispatch import input_bytes
 from lstm_data.io.ours.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks, row_bytes_of
 from lstm_data.io.ours.write import Progress, write_hdf5, write_zarr
 
-__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "check_like", "table_total", "shuffled",
-           "write_output"]
+__all__ = ["convert_streaming", "open_blocks", "output_kind", "output_and_inputs", "concat_blocks", "check_like",
+           "table_total", "shuffled", "write_output"]
 
 _ZARR_SUFFIXES = (".zarr",)
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
@@ -47,6 +47,21 @@ def output_kind(dst: str | os.PathLike[str]) -> str:
     if low.endswith(_HDF5_SUFFIXES):
         return "hdf5"
     raise ValueError(f"output {os.fspath(dst)!r} must end in .zarr, .h5 or .hdf5")
+
+
+def output_and_inputs(sources: Sequence[str | os.PathLike[str]],
+                      dst: str | os.PathLike[str]) -> tuple[str, list[str]]:
+    """The output's kind (:func:`output_kind`) and the input paths, checked: none of them is the output.
+
+    Raises
+    ------
+    ValueError
+        ``dst`` has neither layout's suffix, or is (holds, lies inside) an input.
+    """
+    kind = output_kind(dst)
+    paths = [os.fspath(s) for s in sources]
+    check_not_input(Path(dst), paths)
+    return kind, paths
 
 
 def open_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES, threads: int | None = None,
@@ -231,9 +246,7 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
     RowBlocks
         What was read (columns; ``source``), for a summary.
     """
-    kind = output_kind(dst)
-    paths = [os.fspath(s) for s in sources]
-    check_not_input(Path(dst), paths)
+    kind, paths = output_and_inputs(sources, dst)
     if os.path.exists(dst) and not overwrite:
         raise FileExistsError(f"{dst} exists; pass overwrite=True (or --overwrite) to replace it")
     if len(paths) == 1:
