@@ -33,9 +33,11 @@ from lstm_data.data import dataset as _dataset
 from lstm_data.errors import (
     BrokenRowsWarning,
     FormatError,
+    MissingExtraError,
     OptionError,
     ParseError,
     PrecisionWarning,
+    SpecVersionWarning,
     RemoteError,
     SchemaError,
     UncheckedStoreWarning,
@@ -49,6 +51,7 @@ if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazi
     from lstm_data.batching.epochs.source import BatchSource as BatchSource
     from lstm_data.batching.order.options import Order as Order
     from lstm_data.batching.spec.fields import Standardize as Standardize
+    from lstm_data.batching.spec.draft import auto_standardize as auto_standardize, draft_spec as draft_spec
     from lstm_data.batching.spec.batch_spec import BatchSpec as BatchSpec, Ragged as Ragged, Scalars as Scalars
     from lstm_data.data.dataset import Dataset as Dataset, InMemoryDataset as InMemoryDataset
     from lstm_data.io.awkward import from_awkward as from_awkward
@@ -68,6 +71,7 @@ _LAZY_MODULES = {
     "lstm_data.data.dataset": ("Dataset", "InMemoryDataset"),
     "lstm_data.batching.spec.batch_spec": ("BatchSpec", "Scalars", "Ragged"),
     "lstm_data.batching.spec.fields": ("Standardize",),
+    "lstm_data.batching.spec.draft": ("draft_spec", "auto_standardize"),
     "lstm_data.batching.epochs.batches": ("Batches",),
     "lstm_data.batching.epochs.source": ("BatchSource",),
     "lstm_data.batching.order.options": ("Order",),
@@ -87,8 +91,9 @@ _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in nam
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
                "data", "io", "batching", "store", "scale", "adapters", "cli")
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "BrokenRowsWarning",
-           "PrecisionWarning", "UncheckedStoreWarning", "__version__", *_LAZY]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "MissingExtraError",
+           "BrokenRowsWarning", "PrecisionWarning", "SpecVersionWarning", "UncheckedStoreWarning", "__version__",
+           *_LAZY]
 
 
 #: format -> (io module, function) of Dataset.to_<format>

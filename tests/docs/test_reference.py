@@ -24,6 +24,7 @@ import pytest
 
 from tests.docs.pages import DOCS, ROOT
 
+pytestmark = pytest.mark.peers  # numpydoc (and Sphinx under it): the test-peers extra
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
 #: numpydoc checks every public name passes: a docstring, a one-line summary ending in a period,

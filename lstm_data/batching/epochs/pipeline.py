@@ -119,6 +119,7 @@ class Pipeline:
             self.blocks.next_epoch_ahead = order.cache != "ram"  # cached batches never come back after epoch 0
         self._identity: tuple[str, list[str]] | None = None  # the data's digests, made when a state first asks
         self._own_identity: dict[str, object] | None = None
+        self._target_names = spec.target_names  # every batch's weights are keyed by them
         self._parts: list[tuple[str, str]] | None = None
 
     @property
@@ -173,7 +174,7 @@ class Pipeline:
 
     def _weights_for(self, rows: np.ndarray) -> Arrays:
         w = np.ones(len(rows), dtype=np.float32) if self.weights is None else self.weights[rows]
-        return {name: w for name in self.spec.target_names}
+        return {name: w for name in self._target_names}
 
     # -- identity: what a saved state is checked against ------------------------------------------
     def identity(self) -> dict[str, object]:
