@@ -23,15 +23,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lstm_data.cli.csv_options import add_csv_arguments, csv_options
-from lstm_data.cli.stats import (
-    Multiplicity,
-    VariableStats,
-    group_stats,
-    multiplicity,
-    variable_stats,
-)
 from lstm_data._util.plural import counted
+from lstm_data.cli.csv_options import add_csv_arguments, csv_options
+from lstm_data.cli.stats import Multiplicity, VariableStats, group_stats, multiplicity, variable_stats
 
 if TYPE_CHECKING:
     from lstm_data.data.dataset import Dataset
