@@ -250,3 +250,35 @@ def test_a_prong_variable_may_count_another_groups_prongs(tmp_path):
     rows = np.array([5, 2, 9])
     got, got_off = disk.ragged("part", rows)
     np.testing.assert_array_equal(got[:, 3], np.concatenate([want[off[r]:off[r + 1]] for r in rows]))
+
+
+def test_a_derived_dataset_is_freed_with_its_last_reference():
+    import gc
+    import weakref
+
+    derived = spec().derive(jets())
+    gone = weakref.ref(derived)
+    del derived
+    gc.collect()
+    assert gone() is None  # what made it is kept beside it, not holding it
+
+
+def test_the_block_of_a_freed_derived_group_is_reused_by_the_next_one():
+    from lstm_data._util import reuse
+
+    big = jets(100_000, seed=1)  # a group block of several MiB
+    plain = BatchSpec(inputs={"part": Ragged(["part_pt", "part_px"], max_len=6)},
+                      derived={"part_pt": DERIVED["part_pt"]})
+    first = plain.derive(big)
+    block = first.ragged("part")[0]
+    assert any(np.shares_memory(block, b) for b in reuse._blocks)
+    second = plain.derive(jets(100_000, seed=2))
+    assert not np.shares_memory(second.ragged("part")[0], block)  # in use: not taken
+    del first, block
+    third = plain.derive(jets(100_000, seed=3))
+    values = third.ragged("part")[0]
+    assert any(np.shares_memory(values, b) for b in reuse._blocks)
+    ds = jets(100_000, seed=3)
+    raw = ds.ragged("part")[0]
+    np.testing.assert_array_equal(values[:, :3], raw)
+    np.testing.assert_array_equal(values[:, 3], np.hypot(raw[:, 0], raw[:, 1]))

@@ -196,3 +196,21 @@ def test_root_written_vectors_and_objects_equal_uproot():
             assert_bitwise(values[:, 0], ak.to_numpy(ak.flatten(ref)), v)
             assert_bitwise(np.diff(offsets), ak.to_numpy(ak.num(ref)).astype(np.int64), v)
     assert_same_dataset(read_root(path, threads=2), one)
+
+
+def test_the_group_block_of_a_freed_dataset_is_reused_by_the_next_open(tmp_path):
+    from lstm_data._util import reuse
+
+    rng = np.random.default_rng(4)
+    k = rng.integers(0, 9, 150_000)
+    cols = {"Part": ak.unflatten(ak.zip({c: rng.normal(size=k.sum()).astype(np.float32) for c in "abcd"}), k)}
+    path = _write(tmp_path / "big.root", cols, uproot.ZLIB(1), parts=3)  # a block of several MiB
+    first = lstm_data.open(str(path), read=lstm_data.ReadOptions(threads=2))
+    block = first.ragged("Part")[0]
+    assert any(np.shares_memory(block, b) for b in reuse._blocks)
+    second = lstm_data.open(str(path), read=lstm_data.ReadOptions(threads=2))
+    assert not np.shares_memory(second.ragged("Part")[0], block)  # in use: not taken
+    del first, block
+    third = lstm_data.open(str(path), read=lstm_data.ReadOptions(threads=2))
+    assert any(np.shares_memory(third.ragged("Part")[0], b) for b in reuse._blocks)
+    _check_equals_uproot(third, path)

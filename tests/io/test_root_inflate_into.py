@@ -44,3 +44,36 @@ def test_a_block_outside_its_basket_or_buffer_is_refused():
         into(raw, 0, len(raw) + 1, np.zeros(100, np.uint8), 0, 100)
     with pytest.raises(ValueError, match="outside its basket"):
         into(raw, 0, len(raw), np.zeros(100, np.uint8), 1, 100)
+
+
+def test_a_file_read_into_ram_inflates_every_basket_in_place(tmp_path, monkeypatch):
+    uproot = pytest.importorskip("uproot")
+    ak = pytest.importorskip("awkward")
+    import lstm_data
+    from lstm_data.io.root import baskets
+
+    rng = np.random.default_rng(2)
+    k = rng.integers(0, 7, 3000)
+    cols = {"Jet": ak.unflatten(ak.zip({c: rng.normal(size=k.sum()).astype(np.float32) for c in "xyz"}), k),
+            "weight": rng.random(3000)}
+    with uproot.recreate(tmp_path / "t.root", compression=uproot.ZLIB(1)) as fh:
+        fh.mktree("Events", {c: (v.type.content if isinstance(v, ak.Array) else v.dtype) for c, v in cols.items()})
+        for a in range(0, 3000, 1000):
+            fh["Events"].extend({c: v[a:a + 1000] for c, v in cols.items()})
+    name, inflate = baskets._inflater()
+    copies = []
+
+    def counted(data, n):  # the package's own function: a new buffer, then a copy
+        copies.append(n)
+        return inflate(data, n)
+
+    monkeypatch.setattr(baskets, "_INFLATER", ("libdeflate", counted))
+    for threads in (1, 2):
+        ds = lstm_data.open(str(tmp_path / "t.root"), read=lstm_data.ReadOptions(threads=threads))
+        with uproot.open(tmp_path / "t.root") as fh:
+            ref = fh["Events"].arrays(library="np")
+        values, offsets = ds.ragged("Jet")
+        np.testing.assert_array_equal(values[:, 0], np.concatenate(list(ref["Jet_x"])))
+        np.testing.assert_array_equal(np.diff(offsets), k)
+        np.testing.assert_array_equal(ds.scalar("weight"), ref["weight"])
+    assert copies == []

@@ -38,6 +38,7 @@ from lstm_data.batching.spec.expressions import Column, Expression
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset, RowSelection, as_rows, check_row_range, unknown_name_error
 from lstm_data.data.ragged import RaggedGroup, count_mismatch
+from lstm_data._util.reuse import reusable_empty
 from lstm_data.errors import SchemaError
 
 __all__ = ["DerivedDataset", "file_bounds", "check_derived", "expand_names", "mark_applied", "derived_key",
@@ -78,9 +79,18 @@ class Derivation:
     bounds: np.ndarray | None
 
 
+@dataclass(frozen=True)
+class _Applied:
+    """What made a derived dataset (a :class:`Derivation` without the dataset, which a value of
+    :data:`_APPLIED` must not refer to: its key would never be freed)."""
+
+    key: tuple[object, ...] | None
+    bounds: np.ndarray | None
+
+
 #: derived datasets -> what made them: kept beside the datasets (weakly, so they go with them),
 #: never set on them; a view of the data carries the bounds it batches by
-_APPLIED: weakref.WeakKeyDictionary[Dataset, Derivation] = weakref.WeakKeyDictionary()
+_APPLIED: weakref.WeakKeyDictionary[Dataset, _Applied] = weakref.WeakKeyDictionary()
 #: bytes of output rows filled at a time when derived columns join a group's values
 _FILL_BYTES = 1 << 20
 #: prong elements per block when an in-RAM group's derived columns are computed
@@ -364,7 +374,7 @@ def derive(dataset: Dataset, derived: Mapping[str, Expression], selection: Expre
     elif bounds is not None and rows is not None:
         bounds = np.searchsorted(rows, bounds).astype(np.int64)
     made = Derivation(out, key, bounds)
-    _APPLIED[out] = made
+    _APPLIED[out] = _Applied(key, bounds)
     return made
 
 
@@ -418,7 +428,7 @@ def mark_applied(dataset: Dataset, spec: HasDerived, bounds: np.ndarray | None =
     """
     if spec.derived or spec.selection is not None:
         key = (tuple((n, t) for n, t in spec.derived.items() if t != n), spec.selection)
-        _APPLIED[dataset] = Derivation(dataset, key, bounds)
+        _APPLIED[dataset] = _Applied(key, bounds)
 
 
 def _selected_rows(dataset: Dataset, derived: Mapping[str, Expression], selection: Expression) -> np.ndarray:
@@ -488,7 +498,7 @@ def _group_with_derived(data: InMemoryDataset, group: str, extra: list[str], der
         cols = reads.values(extra)
         if out is None:
             dtype = np.result_type(values.dtype, *[c.dtype for c in cols])
-            out = np.empty((len(values), width + len(extra)), dtype=dtype)
+            out = reusable_empty((len(values), width + len(extra)), dtype)
         out[p0:p1, :width] = values[p0:p1]
         for j, col in enumerate(cols, start=width):
             out[p0:p1, j] = col

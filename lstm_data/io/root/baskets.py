@@ -36,6 +36,7 @@ import numpy as np
 
 from lstm_data.errors import FormatError
 from lstm_data.io.columns.exact_ints import check_once
+from lstm_data.io.root.arena import thread_arena
 from lstm_data.io.root.blocks import inflate_blocks
 from lstm_data.io.root.inflate_into import libdeflate_into
 from lstm_data.io.root.memory import available_bytes
@@ -280,7 +281,12 @@ class BasketTask:
         return int(self.plan.sizes[self.i])
 
     def run(self, fd: int, file: str, tree: str) -> None:
-        self.out[self.lo:self.hi] = self.values(fd, file, tree)
+        arena = thread_arena()
+        arena.reset()
+        try:
+            self.out[self.lo:self.hi] = self.values(fd, file, tree, arena=arena.take)
+        finally:
+            arena.reset()
 
     def values(self, fd: int, file: str, tree: str,
                arena: Callable[[int], np.ndarray] | None = None) -> np.ndarray:

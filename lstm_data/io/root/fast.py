@@ -17,6 +17,7 @@ from typing import AbstractSet, Callable, Sequence
 
 import numpy as np
 
+from lstm_data._util.reuse import reusable_empty
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.io.columns.build import build_group
 from lstm_data.io.columns.groups import check_group_lengths, settle
@@ -98,7 +99,7 @@ def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[
         offsets = np.zeros(cols.n + 1, dtype=np.int64)
         np.cumsum(counts[counter], out=offsets[1:])
         dtype = np.dtype(dt if dt is not None else np.result_type(*[cols.dtype(v) for v in names]))
-        block = np.empty((int(offsets[-1]), len(names)), dtype=dtype)
+        block = reusable_empty((int(offsets[-1]), len(names)), dtype)
         for j, v in enumerate(names):
             tasks += _tasks(plan(v), block[:, j], offsets, counts[counter])
         out_groups[g] = RaggedGroup(names, block, offsets)

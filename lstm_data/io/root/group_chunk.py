@@ -5,62 +5,22 @@ column on its own (a byte-swapping cast into ``out[lo:hi, j]``) touches every ca
 line of the chunk's rows once per variable: with many variables that is many passes
 over memory for one write of the values. :class:`GroupChunkTask` instead inflates the
 chunk's baskets of every variable into a buffer its thread keeps (up to
-:data:`KEEP_BYTES`; libdeflate writes into it in place: no copy per basket, no pages
+:data:`~lstm_data.io.root.arena.KEEP_BYTES`; libdeflate writes into it in place: no copy per basket, no pages
 faulted in per basket), checks each basket as :class:`~lstm_data.io.root.baskets.BasketTask` does, then writes the block
 with :func:`~lstm_data.kernels.interleave_columns`, which byte-swaps the big-endian
 values as it reads them, in row tiles that stay in cache, without the GIL.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from lstm_data.io.root.arena import thread_arena
 from lstm_data.io.root.baskets import BasketTask
 from lstm_data.kernels import interleave_columns
 
 __all__ = ["GroupChunkTask", "interleavable"]
-
-#: bytes a thread's buffer starts with (it grows to the largest share of a chunk it has read)
-_FIRST_BYTES = 1 << 20
-#: the most bytes a thread's buffer keeps between tasks (larger shares get buffers of their own)
-KEEP_BYTES = 64 << 20
-_ALIGN = 64
-
-
-class _Arena:
-    """A thread's reusable buffer, handed out in aligned pieces until :meth:`reset`."""
-
-    def __init__(self) -> None:
-        self.buffer = np.empty(_FIRST_BYTES, dtype=np.uint8)
-        self.used = 0
-        self.wanted = 0
-
-    def reset(self) -> None:
-        if len(self.buffer) < self.wanted <= KEEP_BYTES:  # the last task did not fit: grow once
-            self.buffer = np.empty(self.wanted, dtype=np.uint8)
-        self.used = self.wanted = 0
-
-    def take(self, n: int) -> np.ndarray:
-        start = -(-self.used // _ALIGN) * _ALIGN
-        self.wanted = max(self.wanted, start) + n
-        if start + n <= len(self.buffer):
-            self.used = start + n
-            return self.buffer[start:start + n]
-        self.used = len(self.buffer)  # the rest of this task gets buffers of its own
-        return np.empty(n, dtype=np.uint8)
-
-
-_MINE = threading.local()
-
-
-def _arena() -> _Arena:
-    arena: _Arena | None = getattr(_MINE, "arena", None)
-    if arena is None:
-        arena = _MINE.arena = _Arena()
-    return arena
-
 
 def interleavable(out: np.ndarray, tasks: list[BasketTask]) -> bool:
     """Whether ``tasks`` (one group's baskets of a chunk) can be written by one :class:`GroupChunkTask`:
@@ -84,7 +44,7 @@ class GroupChunkTask:
         return sum(t.weight for t in self.tasks)
 
     def run(self, fd: int, file: str, tree: str) -> None:
-        arena = _arena()
+        arena = thread_arena()
         arena.reset()
         try:
             values = [t.values(fd, file, tree, arena=arena.take) for t in self.tasks]
