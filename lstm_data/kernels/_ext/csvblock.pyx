@@ -15,11 +15,12 @@ How it is fast and lean
   value (plain decimals of the quoted-list fast path are below 10**7: none).
 * Values go straight to their final interleaved place: prong ``k`` of variable
   ``j`` of a group is written to record ``total + k``, column ``j``.
-* Plain decimals take the SWAR paths of ``numparse.pxd`` (up to 19 digits, eight
-  bytes at a time); in a quoted list the next token's start comes from a 32-byte
-  scan for the separator or quote, so consecutive tokens parse overlapped instead
-  of one after the other, and a list cell read to its closing quote this way is
-  stored without the general field reader.
+* Plain decimals take the fast paths of ``numparse.pxd`` (up to 19 digits, 16 or
+  eight bytes at a time). In a quoted list one 64-byte scan marks every list
+  separator and quote ahead, so each token's end is known before it is read
+  (:func:`fast_span` reads no byte twice to find it) and consecutive tokens parse
+  overlapped instead of one after the other; a list cell read to its closing quote
+  this way is stored without the general field reader.
 * Buffers (``colstore.pxd``, owned by the base class
   :class:`~lstm_data.kernels._ext.csvcolumns.CsvColumns`) grow by ``mremap`` without
   copying and become the final numpy arrays as they are: each value is
@@ -30,17 +31,18 @@ How it is fast and lean
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.math cimport NAN, fabs
+from libc.stdint cimport uint64_t
 
 cimport numpy as cnp
 import numpy as np
 
 from .._args import BARE, KINDS, MULTI, QUOTED, check_csv_seps
-from .colstore cimport ColStore, cs_at
+from .colstore cimport ColStore, cs_at, cs_reserve
 from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_LONG, E_MISMATCH, E_NOMEM,
                          E_SCALAR_LIST, E_TOO_FEW, E_TOO_MANY, E_UNTERMINATED, F_BARE,
                          F_LISTED, F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE,
                          ST_OK, CsvColumns)
-from .numparse cimport (FAST_LONG_READ, fast_decimal, fast_long, fast_number, is_space, ld_init_locale,
+from .numparse cimport (fast_number, fast_span, is_space, ld_init_locale,
                         parse_number)
 
 cnp.import_array()
@@ -49,7 +51,12 @@ ld_init_locale()
 __all__ = ["CsvBlockParser", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps"]
 
 cdef extern from "platform.h":
-    int ld_find2(const char *p, char a, char b) nogil
+    uint64_t ld_match2_64(const char *p, char a, char b) nogil
+    int ld_ctz64(uint64_t x) nogil
+
+cdef enum:
+    FAST_LIST_READ = 64  # bytes readable from a quoted list's token for the 64-byte scan
+    FAST_LIST_BEFORE = 16  # and before its end, for fast_span
 
 cdef extern from *:
     bint unlikely(bint) nogil  # Cython's __builtin_expect macro
@@ -286,10 +293,10 @@ cdef class CsvBlockParser(CsvColumns):
         cdef Py_ssize_t pos = ppos[0], end, count = 0
         cdef bint closed = False
         cdef int g
-        if pos + FAST_LONG_READ >= n or buf[pos] != c'"' or buf[pos + 1] == c'[':
+        if pos + FAST_LIST_READ >= n or buf[pos] != c'"' or buf[pos + 1] == c'[':
             return False
         end = self._fast_list(buf, n, col, pos + 1, &count, &closed, False)
-        # end < n: the fast loop reads no token within FAST_LONG_READ bytes of the end
+        # end < n: the fast loop reads no token within FAST_LIST_READ bytes of the end
         if not closed or not (buf[end] == self.sep or buf[end] == c'\n'):
             return False
         g = self.group_of[col]
@@ -306,47 +313,55 @@ cdef class CsvBlockParser(CsvColumns):
                                       bint *closed, bint bracket) noexcept nogil:
         """Store the plain decimals of a quoted ragged cell from ``pos``, as far as they go.
 
-        The common case in one tight loop: :func:`fast_decimal` (or :func:`fast_long`
-        for up to 19 digits) plus one store per number. Stops at the closing quote
-        (``closed`` set; returns the position after it), or before the first token
-        that needs the general path, or near the end of the data (``FAST_LONG_READ`` bytes also cover the 32-byte
-        scan). In a bracketed list the last token (before the quote) is left for the
-        general path, which checks its ``]``. Returns -1 when out of memory.
+        The common case in one tight loop: one 64-byte scan marks every list separator
+        and quote ahead, so each token's end is known before it is read; :func:`fast_span`
+        parses it and the value is stored. Stops at the closing quote (``closed`` set;
+        returns the position after it), or before the first token that needs the
+        general path, or near either end of the data (a token is read only with
+        ``FAST_LIST_READ`` bytes left, and ``FAST_LIST_BEFORE`` before it). In a bracketed list the last token (before the
+        quote) is left for the general path, which checks its ``]``. Returns -1 when out
+        of memory.
         """
         cdef int g = self.group_of[col]
         cdef ColStore *store = &self.value_store[g]
         cdef Py_ssize_t rec = self.total[g] + pcount[0], first = rec
         cdef Py_ssize_t offset = self.var_of[col] * self.itemsize
         cdef const char *p = buf + pos
-        cdef const char *limit = buf + n - FAST_LONG_READ
+        cdef const char *limit = buf + n - FAST_LIST_READ - 1  # and e[1] of any end e found
+        cdef const char *base = p
         cdef const char *e
         cdef char lsep = self.lsep, c
-        cdef char *slot
-        cdef double v
-        cdef int k
+        # the store's fields in locals: a store through a char pointer could change them
+        cdef char *data = store.data + offset
+        cdef Py_ssize_t cap = store.cap, size = store.rec_size
+        cdef bint f32 = self.f32
+        cdef double v, int_limit = self.int_limit
+        cdef uint64_t ends = 0  # bit i: base[i] is a list separator or a quote not yet passed
+        if pos < FAST_LIST_BEFORE:  # fast_span reads the 16 bytes before a token's end
+            return pos
         while p <= limit:
-            # the token's end comes from a 32-byte scan, so the next token's start does
-            # not wait for this one's digits: parsing overlaps across tokens
-            k = ld_find2(p, lsep, c'"')
-            if k == 16:
-                k = 16 + ld_find2(p + 16, lsep, c'"')
-            e = p + k
-            c = e[0]
-            if k == 32 or (c == c'"' and (e[1] == c'"' or bracket)):
-                break
-            # at most 16 bytes for fast_decimal (-ddddddd.ddddddd): a longer token skips it
-            if k > 16 or fast_decimal(p, &v) != e:
-                if fast_long(p, &v) != e:
+            if ends == 0:
+                base = p
+                ends = ld_match2_64(p, lsep, c'"')
+                if ends == 0:
                     break
-                if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
-                    self._note_int(p, e - p, col, v, self._line)
-            slot = cs_at(store, rec)
-            if slot == NULL:
-                return -1
-            slot += offset
-            _put(slot, v, self.f32)
+            e = base + ld_ctz64(ends)
+            c = e[0]
+            if c == c'"' and (e[1] == c'"' or bracket):
+                break
+            if not fast_span(p, e, &v):
+                break
+            if unlikely(fabs(v) >= int_limit):  # a long integer the dtype may change
+                self._note_int(p, e - p, col, v, self._line)
+            if unlikely(rec >= cap):
+                if cs_reserve(store, rec + 1) < 0:
+                    return -1
+                data = store.data + offset
+                cap = store.cap
+            _put(data + rec * size, v, f32)
             rec += 1
             p = e + 1
+            ends &= ends - 1
             if c == c'"':
                 closed[0] = True
                 break

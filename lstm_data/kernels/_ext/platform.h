@@ -56,29 +56,96 @@ static inline uint64_t ld_mul128(uint64_t a, uint64_t b, uint64_t *hi) {
 }
 #endif
 
-/* Offset of the first byte equal to a or b among the 16 bytes at p, or 16 when none is. */
 #if defined(__SSE2__) || defined(_M_X64)
 #include <emmintrin.h>
-static inline int ld_find2(const char *p, char a, char b) {
-    __m128i v = _mm_loadu_si128((const __m128i *)p);
-    __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(a)), _mm_cmpeq_epi8(v, _mm_set1_epi8(b)));
-    unsigned int m = (unsigned int)_mm_movemask_epi8(hit);
-    return m ? ld_ctz64((uint64_t)m) : 16;
+#endif
+
+/* Bit i set when byte i of the 64 at p equals a or b (every match, not only the first). */
+#if defined(__SSE2__) || defined(_M_X64)
+static inline uint64_t ld_match2_64(const char *p, char a, char b) {
+    const __m128i va = _mm_set1_epi8(a), vb = _mm_set1_epi8(b);
+    uint64_t m = 0;
+    int i;
+    for (i = 0; i < 4; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * i));
+        __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, va), _mm_cmpeq_epi8(v, vb));
+        m |= (uint64_t)(unsigned int)_mm_movemask_epi8(hit) << (16 * i);
+    }
+    return m;
 }
 #else
-/* SWAR: a zero byte of x sets its top bit in (x - 0x01..) & ~x & 0x80..; borrows only
-   reach later bytes, so the lowest set bit marks the first match exactly. */
-static inline uint64_t ld_eq_bytes(uint64_t w, unsigned char c) {
-    uint64_t x = w ^ (0x0101010101010101ULL * c);
-    return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
+/* SWAR: the top bit of each zero byte of x, exactly (no carry crosses a byte). */
+static inline uint64_t ld_zero_bytes(uint64_t x) {
+    const uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL;
+    return ~(((x & low7) + low7) | x | low7);
 }
-static inline int ld_find2(const char *p, char a, char b) {
-    uint64_t w = ld_load_le64(p);
-    uint64_t m = ld_eq_bytes(w, (unsigned char)a) | ld_eq_bytes(w, (unsigned char)b);
-    if (m) return ld_ctz64(m) >> 3;
-    w = ld_load_le64(p + 8);
-    m = ld_eq_bytes(w, (unsigned char)a) | ld_eq_bytes(w, (unsigned char)b);
-    return m ? 8 + (ld_ctz64(m) >> 3) : 16;
+static inline uint64_t ld_match2_64(const char *p, char a, char b) {
+    const uint64_t ka = 0x0101010101010101ULL * (unsigned char)a;
+    const uint64_t kb = 0x0101010101010101ULL * (unsigned char)b;
+    uint64_t m = 0, w, hit;
+    int i;
+    for (i = 0; i < 8; i++) {
+        w = ld_load_le64(p + 8 * i);
+        hit = (ld_zero_bytes(w ^ ka) | ld_zero_bytes(w ^ kb)) >> 7;  /* 0 or 1 per byte */
+        /* gather the eight low bits of the bytes into one byte, first byte lowest */
+        m |= ((hit * 0x0102040810204080ULL) >> 56) << (8 * i);
+    }
+    return m;
+}
+#endif
+
+/* The digits of a short decimal token, 16 bytes at once (SSE2 on x86-64; LD_HAVE_SPAN16 is 0
+   elsewhere and ld_span16 is never called). The token is the n (1..16) bytes before e, and
+   the 16 bytes before e must be readable. A token of digits with at most one dot (and at
+   least one digit) gives 1, its digits as an integer in *mant and the count of those after
+   the dot in *frac; any other gives 0. The dot is cut out by taking the bytes before it
+   from the same load shifted by one byte; bytes before the token are zeroed, so they count
+   as leading zeros; the 16 digit values are then summed in pairs, fours and eights by
+   multiply-adds. */
+#if (defined(__SSE2__) && defined(__x86_64__)) || defined(_M_X64)
+#define LD_HAVE_SPAN16 1
+/* row k: bytes k.. set (row 16: none); row 17 (no dot) like row 0 */
+static const unsigned char ld_from_byte[18][16] = {
+#define LD_B(i, k) (0xFF * ((i) >= (k)))
+#define LD_R(k) { LD_B(0, k), LD_B(1, k), LD_B(2, k), LD_B(3, k), LD_B(4, k), LD_B(5, k), \
+    LD_B(6, k), LD_B(7, k), LD_B(8, k), LD_B(9, k), LD_B(10, k), LD_B(11, k), LD_B(12, k), \
+    LD_B(13, k), LD_B(14, k), LD_B(15, k) }
+    LD_R(0), LD_R(1), LD_R(2), LD_R(3), LD_R(4), LD_R(5), LD_R(6), LD_R(7), LD_R(8),
+    LD_R(9), LD_R(10), LD_R(11), LD_R(12), LD_R(13), LD_R(14), LD_R(15), LD_R(16), LD_R(0)
+#undef LD_R
+#undef LD_B
+};
+static inline int ld_span16(const char *e, int n, uint64_t *mant, int *frac) {
+    __m128i r = _mm_loadu_si128((const __m128i *)(e - 16));
+    unsigned int dots = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(r, _mm_set1_epi8('.')));
+    int k, digits;
+    __m128i sel, s, d, x;
+    uint64_t v;
+    dots = (dots >> (16 - n)) << (16 - n);  /* the token's own */
+    k = ld_ctz64((uint64_t)(dots | 0x10000u)) + 1;  /* the first byte after the dot; 17: none */
+    digits = n - (k != 17);
+    sel = _mm_loadu_si128((const __m128i *)ld_from_byte[k]);
+    s = _mm_or_si128(_mm_and_si128(sel, r), _mm_andnot_si128(sel, _mm_slli_si128(r, 1)));
+    d = _mm_and_si128(_mm_sub_epi8(s, _mm_set1_epi8('0')),
+                      _mm_loadu_si128((const __m128i *)ld_from_byte[16 - digits]));
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(d, _mm_set1_epi8(9)), _mm_set1_epi8(9)))
+            != 0xFFFF || digits < 1)
+        return 0;
+    /* pairs: 10 * first + second, in each 16-bit lane's low byte */
+    x = _mm_and_si128(_mm_add_epi16(_mm_mullo_epi16(d, _mm_set1_epi16(10)), _mm_srli_epi16(d, 8)),
+                      _mm_set1_epi16(0xFF));
+    x = _mm_madd_epi16(x, _mm_set1_epi32(0x00010064));  /* fours: 100 * pair + pair */
+    x = _mm_madd_epi16(_mm_packs_epi32(x, x), _mm_set1_epi32(0x00012710));  /* eights */
+    v = (uint64_t)_mm_cvtsi128_si64(x);
+    *mant = (v & 0xFFFFFFFFu) * 100000000u + (v >> 32);
+    *frac = k == 17 ? 0 : 16 - k;
+    return 1;
+}
+#else
+#define LD_HAVE_SPAN16 0
+static inline int ld_span16(const char *e, int n, uint64_t *mant, int *frac) {
+    (void)e; (void)n; (void)mant; (void)frac;
+    return 0;
 }
 #endif
 
