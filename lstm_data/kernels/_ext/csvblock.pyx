@@ -42,8 +42,8 @@ from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_LONG, 
                          E_SCALAR_LIST, E_TOO_FEW, E_TOO_MANY, E_UNTERMINATED, F_BARE,
                          F_LISTED, F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE,
                          ST_OK, CsvColumns)
-from .numparse cimport (fast_number, fast_span, is_space, ld_init_locale,
-                        parse_number)
+from .numparse cimport (FAST_LONG_READ, eisel_lemire, fast_number, is_space, ld_init_locale, ld_match2_32,
+                        ld_match2_64, ld_span, parse_number)
 
 cnp.import_array()
 ld_init_locale()
@@ -51,12 +51,11 @@ ld_init_locale()
 __all__ = ["CsvBlockParser", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps"]
 
 cdef extern from "platform.h":
-    uint64_t ld_match2_64(const char *p, char a, char b) nogil
     int ld_ctz64(uint64_t x) nogil
 
 cdef enum:
     FAST_LIST_READ = 64  # bytes readable from a quoted list's token for the 64-byte scan
-    FAST_LIST_BEFORE = 16  # and before its end, for fast_span
+    FAST_LIST_BEFORE = 16  # and before its end, for ld_span
 
 cdef extern from *:
     bint unlikely(bint) nogil  # Cython's __builtin_expect macro
@@ -84,6 +83,10 @@ cdef class CsvBlockParser(CsvColumns):
     Same parameters, methods and results as
     :class:`lstm_data.kernels._py.csvblock.CsvBlockParser`.
     """
+    # the last 64-byte window of list separators and quotes of the text being parsed
+    # (NULL before the first): bit i of the ends is base[i], those not yet passed
+    cdef const char *_scan_base
+    cdef uint64_t _scan_ends
 
     def feed(self, data, bint final=False):
         """Parse every complete record of ``data``; return the bytes consumed (see the twin)."""
@@ -107,6 +110,7 @@ cdef class CsvBlockParser(CsvColumns):
         cdef Py_ssize_t pos = 0, rec_start, rec_line, col, g
         cdef int st
         cdef char c
+        self._scan_base = NULL  # a window of another text would mislead _fast_list
         while pos < n:
             rec_start = pos
             rec_line = self._line
@@ -129,7 +133,8 @@ cdef class CsvBlockParser(CsvColumns):
             while True:
                 if self.kind[col] == K_SKIP:
                     st = self._skip(buf, n, final, col, &pos)
-                elif not (self.kind[col] == K_RAGGED and self._quoted_list(buf, n, col, &pos)):
+                elif not (self._quoted_list(buf, n, col, &pos)
+                          or self._bare_number(buf, n, col, &pos)):
                     st = self._numbers(buf, n, final, col, &pos)
                 else:
                     st = ST_OK
@@ -281,6 +286,50 @@ cdef class CsvBlockParser(CsvColumns):
         ppos[0] = pos
         return ST_OK
 
+    cdef inline bint _bare_number(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
+                                  Py_ssize_t *ppos) noexcept nogil:
+        """The common unquoted cell whole, without :meth:`_numbers`: one plain decimal
+        that :func:`fast_span` reads, right before a separator or a newline.
+
+        Returns True with the value stored and ``ppos`` at its terminator, or False when
+        the cell is anything else (or a ragged cell whose group's count differs:
+        :meth:`_numbers`, which reads the cell again from its start, reports it).
+        """
+        cdef Py_ssize_t pos = ppos[0]
+        cdef const char *e
+        cdef uint64_t ends, mant
+        cdef double v
+        cdef char *slot
+        cdef int g, st, frac
+        if pos < FAST_LIST_BEFORE or pos + FAST_LIST_READ >= n or buf[pos] == c'"':
+            return False
+        ends = ld_match2_32(buf + pos, self.sep, c'\n')
+        if ends == 0:
+            return False
+        e = buf + pos + ld_ctz64(ends)
+        st = ld_span(buf + pos, e, &v, &mant, &frac)
+        if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, buf[pos] == c'-', &v)):
+            return False
+        if self.kind[col] == K_SCALAR:
+            slot = cs_at(&self.scalar_store[col], self._rows)
+        else:
+            g = self.group_of[col]
+            if self.leader[g] == col:
+                self.current[g] = 1
+            elif self.current[g] != 1:
+                return False
+            slot = cs_at(&self.value_store[g], self.total[g])
+            if slot != NULL:
+                slot += self.var_of[col] * self.itemsize
+        if slot == NULL:
+            return False  # out of memory: _numbers finds it again and reports it
+        _put(slot, v, self.f32)
+        if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
+            self._note_int(buf + pos, e - buf - pos, col, v, self._line)
+        self.rec_flags[col] |= F_BARE
+        ppos[0] = e - buf
+        return True
+
     cdef inline bint _quoted_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
                                   Py_ssize_t *ppos) noexcept nogil:
         """The common ragged cell whole, without :meth:`_numbers`: a quoted list that
@@ -293,7 +342,8 @@ cdef class CsvBlockParser(CsvColumns):
         cdef Py_ssize_t pos = ppos[0], end, count = 0
         cdef bint closed = False
         cdef int g
-        if pos + FAST_LIST_READ >= n or buf[pos] != c'"' or buf[pos + 1] == c'[':
+        if (self.kind[col] != K_RAGGED or pos + FAST_LIST_READ >= n or buf[pos] != c'"'
+                or buf[pos + 1] == c'['):
             return False
         end = self._fast_list(buf, n, col, pos + 1, &count, &closed, False)
         # end < n: the fast loop reads no token within FAST_LIST_READ bytes of the end
@@ -313,51 +363,66 @@ cdef class CsvBlockParser(CsvColumns):
                                       bint *closed, bint bracket) noexcept nogil:
         """Store the plain decimals of a quoted ragged cell from ``pos``, as far as they go.
 
-        The common case in one tight loop: one 64-byte scan marks every list separator
-        and quote ahead, so each token's end is known before it is read; :func:`fast_span`
-        parses it and the value is stored. Stops at the closing quote (``closed`` set;
-        returns the position after it), or before the first token that needs the
-        general path, or near either end of the data (a token is read only with
-        ``FAST_LIST_READ`` bytes left, and ``FAST_LIST_BEFORE`` before it). In a bracketed list the last token (before the
-        quote) is left for the general path, which checks its ``]``. Returns -1 when out
-        of memory.
+        The common case in one tight loop: a 64-byte scan marks every list separator and
+        quote ahead (the previous cell's scan is used again when it reaches this cell),
+        so each token's end is known before it is read; ``ld_span`` parses it and the
+        value is stored. Stops at the closing quote (``closed`` set; returns the position
+        after it), or before the first token that needs the general path, or near either
+        end of the data (a window is scanned only with ``FAST_LIST_READ`` and
+        ``FAST_LONG_READ`` bytes after it, and a token read only with
+        ``FAST_LIST_BEFORE`` bytes before it). In a bracketed list the last token (before
+        the quote) is left for the general path, which checks its ``]``. Returns -1 when
+        out of memory.
         """
         cdef int g = self.group_of[col]
         cdef ColStore *store = &self.value_store[g]
         cdef Py_ssize_t rec = self.total[g] + pcount[0], first = rec
         cdef Py_ssize_t offset = self.var_of[col] * self.itemsize
         cdef const char *p = buf + pos
-        cdef const char *limit = buf + n - FAST_LIST_READ - 1  # and e[1] of any end e found
-        cdef const char *base = p
+        # a window scanned from here on holds no token start without FAST_LONG_READ bytes
+        # after it, nor an end e without e[1]
+        cdef const char *limit = buf + n - FAST_LIST_READ - FAST_LONG_READ - 1
+        cdef const char *base = self._scan_base
         cdef const char *e
         cdef char lsep = self.lsep, c
         # the store's fields in locals: a store through a char pointer could change them
-        cdef char *data = store.data + offset
-        cdef Py_ssize_t cap = store.cap, size = store.rec_size
+        cdef char *data
+        cdef Py_ssize_t size = store.rec_size
         cdef bint f32 = self.f32
         cdef double v, int_limit = self.int_limit
         cdef uint64_t ends = 0  # bit i: base[i] is a list separator or a quote not yet passed
-        if pos < FAST_LIST_BEFORE:  # fast_span reads the 16 bytes before a token's end
+        cdef uint64_t mant
+        cdef int st, frac
+        if pos < FAST_LIST_BEFORE:  # ld_span reads the 16 bytes before a token's end
             return pos
-        while p <= limit:
+        if base != NULL and base <= p < base + FAST_LIST_READ:
+            ends = self._scan_ends & (0xFFFFFFFFFFFFFFFFULL << (p - base))
+        if ends != 0 and rec + FAST_LIST_READ // 2 > store.cap:  # room for a window's tokens
+            if cs_reserve(store, rec + FAST_LIST_READ // 2) < 0:
+                return -1
+        data = store.data + offset
+        while True:
             if ends == 0:
+                if p > limit:
+                    break
                 base = p
                 ends = ld_match2_64(p, lsep, c'"')
                 if ends == 0:
                     break
+                # a window holds at most 32 tokens (each one byte or more, and its end)
+                if unlikely(rec + FAST_LIST_READ // 2 > store.cap):
+                    if cs_reserve(store, rec + FAST_LIST_READ // 2) < 0:
+                        return -1
+                    data = store.data + offset
             e = base + ld_ctz64(ends)
             c = e[0]
             if c == c'"' and (e[1] == c'"' or bracket):
                 break
-            if not fast_span(p, e, &v):
+            st = ld_span(p, e, &v, &mant, &frac)
+            if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
                 break
             if unlikely(fabs(v) >= int_limit):  # a long integer the dtype may change
                 self._note_int(p, e - p, col, v, self._line)
-            if unlikely(rec >= cap):
-                if cs_reserve(store, rec + 1) < 0:
-                    return -1
-                data = store.data + offset
-                cap = store.cap
             _put(data + rec * size, v, f32)
             rec += 1
             p = e + 1
@@ -365,6 +430,8 @@ cdef class CsvBlockParser(CsvColumns):
             if c == c'"':
                 closed[0] = True
                 break
+        self._scan_base = base
+        self._scan_ends = ends
         pcount[0] += rec - first
         return p - buf
 
