@@ -19,8 +19,9 @@ How it is fast and lean
   eight bytes at a time). In a quoted list one 64-byte scan marks every list
   separator and quote ahead, so each token's end is known before it is read
   (:func:`fast_span` reads no byte twice to find it) and consecutive tokens parse
-  overlapped instead of one after the other; a list cell read to its closing quote
-  this way is stored without the general field reader.
+  overlapped instead of one after the other; list cells read to their closing quotes
+  this way are stored without the general field reader, a row's consecutive ones in
+  one run of the loop.
 * Buffers (``colstore.pxd``, owned by the base class
   :class:`~lstm_data.kernels._ext.csvcolumns.CsvColumns`) grow by ``mremap`` without
   copying and become the final numpy arrays as they are: each value is
@@ -133,7 +134,7 @@ cdef class CsvBlockParser(CsvColumns):
             while True:
                 if self.kind[col] == K_SKIP:
                     st = self._skip(buf, n, final, col, &pos)
-                elif not (self._quoted_list(buf, n, col, &pos)
+                elif not (self._quoted_lists(buf, n, &col, &pos)
                           or self._bare_number(buf, n, col, &pos)):
                     st = self._numbers(buf, n, final, col, &pos)
                 else:
@@ -218,7 +219,7 @@ cdef class CsvBlockParser(CsvColumns):
             pos += bracket
             closed = False
             if self.kind[col] == K_RAGGED:
-                pos = self._fast_list(buf, n, col, pos, &count, &closed, bracket)
+                pos = self._fast_list(buf, n, &col, pos, &count, &closed, bracket, False)
                 if pos < 0:
                     return E_NOMEM
             while not closed:
@@ -330,37 +331,32 @@ cdef class CsvBlockParser(CsvColumns):
         ppos[0] = e - buf
         return True
 
-    cdef inline bint _quoted_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
-                                  Py_ssize_t *ppos) noexcept nogil:
-        """The common ragged cell whole, without :meth:`_numbers`: a quoted list that
-        :meth:`_fast_list` reads to its closing quote, right before a separator or a newline.
+    cdef inline bint _quoted_lists(self, const char *buf, Py_ssize_t n, Py_ssize_t *pcol,
+                                   Py_ssize_t *ppos) noexcept nogil:
+        """The common ragged cells whole, without :meth:`_numbers`: quoted lists that
+        :meth:`_fast_list` reads to their closing quotes, each right before a separator
+        or a newline, one after the other (the next column's cell is read on while it is
+        such a list too).
 
-        Returns True with the cell stored and ``ppos`` at its terminator, or False when
-        the cell is anything else (or the group's count differs: :meth:`_numbers`,
-        which reads the cell again from its start, storing the same values, reports it).
+        Returns True with those cells stored, ``pcol`` at the last one's column and
+        ``ppos`` at its terminator, or False when the cell at ``pcol`` is anything else
+        (or its group's count differs: :meth:`_numbers`, which reads the cell again from
+        its start, storing the same values, reports it).
         """
         cdef Py_ssize_t pos = ppos[0], end, count = 0
-        cdef bint closed = False
-        cdef int g
-        if (self.kind[col] != K_RAGGED or pos + FAST_LIST_READ >= n or buf[pos] != c'"'
+        cdef bint booked = False
+        if (self.kind[pcol[0]] != K_RAGGED or pos + FAST_LIST_READ >= n or buf[pos] != c'"'
                 or buf[pos + 1] == c'['):
             return False
-        end = self._fast_list(buf, n, col, pos + 1, &count, &closed, False)
-        # end < n: the fast loop reads no token within FAST_LIST_READ bytes of the end
-        if not closed or not (buf[end] == self.sep or buf[end] == c'\n'):
+        end = self._fast_list(buf, n, pcol, pos + 1, &count, &booked, False, True)
+        if not booked:
             return False
-        g = self.group_of[col]
-        if self.leader[g] == col:
-            self.current[g] = count
-        elif count != self.current[g]:
-            return False
-        self.rec_flags[col] |= F_QUOTED | (F_MULTI if count > 1 else 0)
         ppos[0] = end
         return True
 
-    cdef inline Py_ssize_t _fast_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
-                                      Py_ssize_t pos, Py_ssize_t *pcount,
-                                      bint *closed, bint bracket) noexcept nogil:
+    cdef inline Py_ssize_t _fast_list(self, const char *buf, Py_ssize_t n, Py_ssize_t *pcol,
+                                      Py_ssize_t pos, Py_ssize_t *pcount, bint *closed,
+                                      bint bracket, bint run) noexcept nogil:
         """Store the plain decimals of a quoted ragged cell from ``pos``, as far as they go.
 
         The common case in one tight loop: a 64-byte scan marks every list separator and
@@ -373,18 +369,26 @@ cdef class CsvBlockParser(CsvColumns):
         ``FAST_LIST_BEFORE`` bytes before it). In a bracketed list the last token (before
         the quote) is left for the general path, which checks its ``]``. Returns -1 when
         out of memory.
+
+        With ``run`` (``pcount`` at 0, no bracket), a cell read to its closing quote right
+        before a separator or a newline is also booked as :meth:`_quoted_lists` books it
+        (its group's count, its flags), and while the next column's cell is another
+        quoted list of a ragged column the loop goes on with it. ``closed`` is then set
+        once a cell is booked, the return value is the last booked cell's terminator and
+        ``pcol`` its column (a cell not booked is left for the general path to read again).
         """
+        cdef Py_ssize_t col = pcol[0]
         cdef int g = self.group_of[col]
         cdef ColStore *store = &self.value_store[g]
-        cdef Py_ssize_t rec = self.total[g] + pcount[0], first = rec
-        cdef Py_ssize_t offset = self.var_of[col] * self.itemsize
+        cdef Py_ssize_t rec = self.total[g] + pcount[0], first = rec, count
+        cdef Py_ssize_t offset = self.var_of[col] * self.itemsize, booked = pos
         cdef const char *p = buf + pos
         # a window scanned from here on holds no token start without FAST_LONG_READ bytes
         # after it, nor an end e without e[1]
         cdef const char *limit = buf + n - FAST_LIST_READ - FAST_LONG_READ - 1
         cdef const char *base = self._scan_base
         cdef const char *e
-        cdef char lsep = self.lsep, c
+        cdef char lsep = self.lsep, sep = self.sep, c = 0
         # the store's fields in locals: a store through a char pointer could change them
         cdef char *data
         cdef Py_ssize_t size = store.rec_size
@@ -397,43 +401,74 @@ cdef class CsvBlockParser(CsvColumns):
             return pos
         if base != NULL and base <= p < base + FAST_LIST_READ:
             ends = self._scan_ends & (0xFFFFFFFFFFFFFFFFULL << (p - base))
-        if ends != 0 and rec + FAST_LIST_READ // 2 > store.cap:  # room for a window's tokens
-            if cs_reserve(store, rec + FAST_LIST_READ // 2) < 0:
-                return -1
-        data = store.data + offset
-        while True:
-            if ends == 0:
-                if p > limit:
-                    break
-                base = p
-                ends = ld_match2_64(p, lsep, c'"')
+        while True:  # the cells of a run
+            if ends != 0 and rec + FAST_LIST_READ // 2 > store.cap:  # a window's tokens fit
+                if cs_reserve(store, rec + FAST_LIST_READ // 2) < 0:
+                    return -1
+            data = store.data + offset
+            c = 0
+            while True:
                 if ends == 0:
+                    if p > limit:
+                        break
+                    base = p
+                    ends = ld_match2_64(p, lsep, c'"')
+                    if ends == 0:
+                        break
+                    # a window holds at most 32 tokens (each one byte or more, and its end)
+                    if unlikely(rec + FAST_LIST_READ // 2 > store.cap):
+                        if cs_reserve(store, rec + FAST_LIST_READ // 2) < 0:
+                            return -1
+                        data = store.data + offset
+                e = base + ld_ctz64(ends)
+                c = e[0]
+                if c == c'"' and (e[1] == c'"' or bracket):
+                    c = 0
                     break
-                # a window holds at most 32 tokens (each one byte or more, and its end)
-                if unlikely(rec + FAST_LIST_READ // 2 > store.cap):
-                    if cs_reserve(store, rec + FAST_LIST_READ // 2) < 0:
-                        return -1
-                    data = store.data + offset
-            e = base + ld_ctz64(ends)
-            c = e[0]
-            if c == c'"' and (e[1] == c'"' or bracket):
+                st = ld_span(p, e, &v, &mant, &frac)
+                if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
+                    c = 0
+                    break
+                if unlikely(fabs(v) >= int_limit):  # a long integer the dtype may change
+                    self._note_int(p, e - p, col, v, self._line)
+                _put(data + rec * size, v, f32)
+                rec += 1
+                p = e + 1
+                ends &= ends - 1
+                if c == c'"':
+                    break
+            if not run:
+                closed[0] = c == c'"'
+                pcount[0] += rec - first
+                booked = p - buf
                 break
-            st = ld_span(p, e, &v, &mant, &frac)
-            if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
+            # book the cell as _quoted_lists does
+            count = rec - first
+            if c != c'"' or not (p[0] == sep or p[0] == c'\n'):
                 break
-            if unlikely(fabs(v) >= int_limit):  # a long integer the dtype may change
-                self._note_int(p, e - p, col, v, self._line)
-            _put(data + rec * size, v, f32)
-            rec += 1
-            p = e + 1
-            ends &= ends - 1
-            if c == c'"':
-                closed[0] = True
+            if self.leader[g] == col:
+                self.current[g] = count
+            elif count != self.current[g]:
                 break
+            self.rec_flags[col] |= F_QUOTED | (F_MULTI if count > 1 else 0)
+            booked = p - buf
+            pcol[0] = col
+            closed[0] = True
+            if (p[0] != sep or col + 1 >= self.ncols or self.kind[col + 1] != K_RAGGED
+                    or p[1] != c'"' or p[2] == c'['):
+                break
+            col += 1  # the next cell, another quoted list
+            p += 2
+            g = self.group_of[col]
+            store = &self.value_store[g]
+            rec = first = self.total[g]
+            offset = self.var_of[col] * self.itemsize
+            size = store.rec_size
+            # the separator and the quote passed
+            ends = ends & (0xFFFFFFFFFFFFFFFFULL << (p - base)) if p < base + FAST_LIST_READ else 0
         self._scan_base = base
         self._scan_ends = ends
-        pcount[0] += rec - first
-        return p - buf
+        return booked
 
     cdef inline int _token(self, const char *buf, Py_ssize_t tok, Py_ssize_t end, Py_ssize_t cell,
                     bint is_lsep, Py_ssize_t col, Py_ssize_t count, Py_ssize_t line,
