@@ -362,8 +362,9 @@ cdef class CsvBlockParser(CsvColumns):
         The common case in one tight loop: a 64-byte scan marks every list separator and
         quote ahead (the previous cell's scan is used again when it reaches this cell),
         so each token's end is known before it is read; ``ld_span`` parses it and the
-        value is stored. Stops at the closing quote (``closed`` set; returns the position
-        after it), or before the first token that needs the general path, or near either
+        value is stored (``""`` is an empty list). Stops at the closing quote (``closed``
+        set; returns the position after it), or before the first token that needs the
+        general path, or near either
         end of the data (a window is scanned only with ``FAST_LIST_READ`` and
         ``FAST_LONG_READ`` bytes after it, and a token read only with
         ``FAST_LIST_BEFORE`` bytes before it). In a bracketed list the last token (before
@@ -427,7 +428,11 @@ cdef class CsvBlockParser(CsvColumns):
                     break
                 st = ld_span(p, e, &v, &mant, &frac)
                 if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
-                    c = 0
+                    if e == p and c == c'"' and rec == first:  # "": an empty list
+                        p = e + 1
+                        ends &= ends - 1
+                    else:
+                        c = 0
                     break
                 if unlikely(fabs(v) >= int_limit):  # a long integer the dtype may change
                     self._note_int(p, e - p, col, v, self._line)
