@@ -18,7 +18,7 @@ How it is fast and lean
 * Plain decimals take the fast paths of ``numparse.pxd`` (up to 19 digits, 16 or
   eight bytes at a time). In a quoted list one 64-byte scan marks every list
   separator and quote ahead, so each token's end is known before it is read
-  (:func:`fast_span` reads no byte twice to find it) and consecutive tokens parse
+  (``ld_span`` reads no byte twice to find it) and consecutive tokens parse
   overlapped instead of one after the other; list cells read to their closing quotes
   this way are stored without the general field reader, a row's consecutive ones in
   one run of the loop.
@@ -290,7 +290,7 @@ cdef class CsvBlockParser(CsvColumns):
     cdef inline bint _bare_number(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
                                   Py_ssize_t *ppos) noexcept nogil:
         """The common unquoted cell whole, without :meth:`_numbers`: one plain decimal
-        that :func:`fast_span` reads, right before a separator or a newline.
+        that ``ld_span`` reads, right before a separator or a newline.
 
         Returns True with the value stored and ``ppos`` at its terminator, or False when
         the cell is anything else (or a ragged cell whose group's count differs:
@@ -364,12 +364,11 @@ cdef class CsvBlockParser(CsvColumns):
         so each token's end is known before it is read; ``ld_span`` parses it and the
         value is stored (``""`` is an empty list). Stops at the closing quote (``closed``
         set; returns the position after it), or before the first token that needs the
-        general path, or near either
-        end of the data (a window is scanned only with ``FAST_LIST_READ`` and
-        ``FAST_LONG_READ`` bytes after it, and a token read only with
-        ``FAST_LIST_BEFORE`` bytes before it). In a bracketed list the last token (before
-        the quote) is left for the general path, which checks its ``]``. Returns -1 when
-        out of memory.
+        general path, or near either end of the data (a window is scanned only with
+        ``FAST_LIST_READ`` and ``FAST_LONG_READ`` bytes after it, and a token read only
+        with ``FAST_LIST_BEFORE`` bytes before it). In a bracketed list the last token
+        (before the quote) is left for the general path, which checks its ``]``.
+        Returns -1 when out of memory.
 
         With ``run`` (``pcount`` at 0, no bracket), a cell read to its closing quote right
         before a separator or a newline is also booked as :meth:`_quoted_lists` books it

@@ -18,8 +18,8 @@ token's end known in advance; its common case, :func:`fast_decimal`, reads
 eight bytes at a time (SWAR digit scan and digit value) instead of looping per
 character, so short tokens cost no branch mispredictions. A token whose end is
 known (a quoted list's, found by a scan for its separators) is read by
-``ld_span`` of ``ld_digits.h`` (:func:`fast_span`): 16 bytes at once with SSE2,
-else by words.
+``ld_span`` of ``ld_digits.h``: 16 bytes at once with SSE2, else by words (a
+mantissa beyond 2**53 then takes :func:`eisel_lemire`).
 
 The functions are ``inline`` so every kernel that cimports them gets them
 compiled into its own loops. ``numparse.pyx`` initialises the C locale once.
@@ -373,22 +373,6 @@ cdef inline const char *fast_long(const char *p, double *out) noexcept nogil:
         out[0] = <double> <int64_t> mant / ld_pow10[digits] * ld_sign[neg]
         return q
     return q if eisel_lemire(mant, -digits, neg, out) else NULL
-
-
-cdef inline bint fast_span(const char *p, const char *e, double *out) noexcept nogil:
-    """Parse the token ``p[:e - p]`` if it is ``-?d*(.d*)?`` with 1 to ``MAX_DIGITS`` digits.
-
-    ``ld_span`` (``ld_digits.h``) reads it, knowing its end (16 bytes at once with
-    SSE2); a mantissa beyond 2**53 takes :func:`eisel_lemire`. The value is the correctly
-    rounded one that :func:`parse_number` gives. The 16 bytes before ``e`` and
-    ``FAST_LONG_READ`` bytes from ``p`` must be readable, and ``e[0]`` must not be a digit
-    or a dot. Returns False, leaving ``out`` alone, for any other token (or an undecided
-    product). Hot loops call ``ld_span`` themselves, which is always inlined.
-    """
-    cdef uint64_t mant
-    cdef int frac
-    cdef int st = ld_span(p, e, out, &mant, &frac)
-    return st == 1 or (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', out))
 
 
 cdef inline const char *_digits(const char *p, const char *end, uint64_t *mant,
