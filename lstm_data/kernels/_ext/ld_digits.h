@@ -69,11 +69,14 @@ static inline uint64_t ld_match2_32(const char *p, char a, char b) { return ld_m
 /* The digits of a short decimal token, 16 bytes at once (SSE2 on x86-64; LD_HAVE_SPAN16 is 0
    elsewhere and ld_span16 is never called). The token is the n (1..16) bytes before e, and
    the 16 bytes before e must be readable. A token of digits with at most one dot (and at
-   least one digit) gives 1, its digits as an integer in *mant and the count of those after
-   the dot in *frac; any other gives 0. The dot is cut out by taking the bytes before it
-   from the same load shifted by one byte; bytes before the token are zeroed, so they count
-   as leading zeros; the 16 digit values are then summed in pairs, fours and eights by
-   multiply-adds. */
+   least one digit) gives 1, its digits as an integer in *mant and in *after the offset k
+   of the byte after the dot in the 16 (then 16 - k digits follow the dot; 17: no dot);
+   any other gives 0 (ld_span_div[k] is the power of ten the digits are divided by). The
+   dot is cut out by taking the bytes before it from the same load shifted by one byte;
+   bytes before the token are zeroed, so they count as leading zeros; the 16 digit values
+   are then summed in pairs, fours and eights by multiply-adds. */
+static const double ld_span_div[18] = {1e16, 1e15, 1e14, 1e13, 1e12, 1e11, 1e10, 1e9, 1e8, 1e7,
+    1e6, 1e5, 1e4, 1e3, 1e2, 1e1, 1e0, 1e0};
 #if (defined(__SSE2__) && defined(__x86_64__)) || defined(_M_X64)
 #define LD_HAVE_SPAN16 1
 /* row k: bytes k.. set (row 16: none); row 17 (no dot) like row 0 */
@@ -87,7 +90,7 @@ static const unsigned char ld_from_byte[18][16] = {
 #undef LD_R
 #undef LD_B
 };
-LD_ALWAYS_INLINE int ld_span16(const char *e, int n, uint64_t *mant, int *frac) {
+LD_ALWAYS_INLINE int ld_span16(const char *e, int n, uint64_t *mant, int *after) {
     __m128i r = _mm_loadu_si128((const __m128i *)(e - 16));
     unsigned int dots = (unsigned int)_mm_movemask_epi8(_mm_cmpeq_epi8(r, _mm_set1_epi8('.')));
     int k, digits;
@@ -110,13 +113,13 @@ LD_ALWAYS_INLINE int ld_span16(const char *e, int n, uint64_t *mant, int *frac) 
     x = _mm_madd_epi16(_mm_packs_epi32(x, x), _mm_set1_epi32(0x00012710));  /* eights */
     v = (uint64_t)_mm_cvtsi128_si64(x);
     *mant = (v & 0xFFFFFFFFu) * 100000000u + (v >> 32);
-    *frac = k == 17 ? 0 : 16 - k;
+    *after = k;
     return 1;
 }
 #else
 #define LD_HAVE_SPAN16 0
-LD_ALWAYS_INLINE int ld_span16(const char *e, int n, uint64_t *mant, int *frac) {
-    (void)e; (void)n; (void)mant; (void)frac;
+LD_ALWAYS_INLINE int ld_span16(const char *e, int n, uint64_t *mant, int *after) {
+    (void)e; (void)n; (void)mant; (void)after;
     return 0;
 }
 #endif
@@ -152,9 +155,11 @@ LD_ALWAYS_INLINE int ld_span(const char *p, const char *e, double *out, uint64_t
     const char *q = p + neg;
     ptrdiff_t n = e - q, digits;
     uint64_t w, a, b, c, nd, m;
-    int ni, dot, na, nb, nc, nf;
+    int ni, dot, na, nb, nc, nf = 0, k = -1;
+    double div;
     if (LD_HAVE_SPAN16 && (size_t)(n - 1) < 16) {
-        if (!ld_span16(e, (int)n, &m, &nf)) return 0;
+        if (!ld_span16(e, (int)n, &m, &k)) return 0;
+        div = ld_span_div[k];
     } else {
         w = ld_load_le64(q);
         nd = ld_non_digits(w);
@@ -182,11 +187,13 @@ LD_ALWAYS_INLINE int ld_span(const char *p, const char *e, double *out, uint64_t
                  + ld_eight_digits(ld_top_digits(b, 8))) * ld_pow10_u64[nc]
                 + ld_eight_digits(ld_top_digits(c, nc));
         }
+        div = ld_pow10[nf];
     }
     if (m <= LD_TWO_53) {  /* at most 19 fraction digits: an exact power of ten */
-        *out = (double)(int64_t)m / ld_pow10[nf] * ld_sign[neg];
+        *out = (double)(int64_t)m / div * ld_sign[neg];
         return 1;
     }
+    if (k >= 0) nf = k == 17 ? 0 : 16 - k;
     *mant = m;
     *frac = nf;
     return 2;
