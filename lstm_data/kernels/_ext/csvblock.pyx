@@ -15,11 +15,13 @@ How it is fast and lean
   value (plain decimals of the quoted-list fast path are below 10**7: none).
 * Values go straight to their final interleaved place: prong ``k`` of variable
   ``j`` of a group is written to record ``total + k``, column ``j``.
-* Plain decimals take the SWAR paths of ``numparse.pxd`` (up to 19 digits, eight
-  bytes at a time); in a quoted list the next token's start comes from a 32-byte
-  scan for the separator or quote, so consecutive tokens parse overlapped instead
-  of one after the other, and a list cell read to its closing quote this way is
-  stored without the general field reader.
+* Plain decimals take the fast paths of ``numparse.pxd`` (up to 19 digits, 16 or
+  eight bytes at a time). In a quoted list one 64-byte scan marks every list
+  separator and quote ahead, so each token's end is known before it is read
+  (``ld_span`` reads no byte twice to find it) and consecutive tokens parse
+  overlapped instead of one after the other; list cells read to their closing quotes
+  this way are stored without the general field reader, a row's consecutive ones in
+  one run of the loop.
 * Buffers (``colstore.pxd``, owned by the base class
   :class:`~lstm_data.kernels._ext.csvcolumns.CsvColumns`) grow by ``mremap`` without
   copying and become the final numpy arrays as they are: each value is
@@ -30,18 +32,19 @@ How it is fast and lean
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.math cimport NAN, fabs
+from libc.stdint cimport uint64_t
 
 cimport numpy as cnp
 import numpy as np
 
 from .._args import BARE, KINDS, MULTI, QUOTED, check_csv_seps
-from .colstore cimport ColStore, cs_at
+from .colstore cimport ColStore, cs_at, cs_reserve
 from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_LONG, E_MISMATCH, E_NOMEM,
                          E_SCALAR_LIST, E_TOO_FEW, E_TOO_MANY, E_UNTERMINATED, F_BARE,
                          F_LISTED, F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE,
                          ST_OK, CsvColumns)
-from .numparse cimport (FAST_LONG_READ, fast_decimal, fast_long, fast_number, is_space, ld_init_locale,
-                        parse_number)
+from .numparse cimport (FAST_LONG_READ, eisel_lemire, fast_number, is_space, ld_init_locale, ld_match2_32,
+                        ld_match2_64, ld_span, parse_number)
 
 cnp.import_array()
 ld_init_locale()
@@ -49,7 +52,11 @@ ld_init_locale()
 __all__ = ["CsvBlockParser", "QUOTED", "MULTI", "BARE", "KINDS", "check_csv_seps"]
 
 cdef extern from "platform.h":
-    int ld_find2(const char *p, char a, char b) nogil
+    int ld_ctz64(uint64_t x) nogil
+
+cdef enum:
+    FAST_LIST_READ = 64  # bytes readable from a quoted list's token for the 64-byte scan
+    FAST_LIST_BEFORE = 16  # and before its end, for ld_span
 
 cdef extern from *:
     bint unlikely(bint) nogil  # Cython's __builtin_expect macro
@@ -77,6 +84,10 @@ cdef class CsvBlockParser(CsvColumns):
     Same parameters, methods and results as
     :class:`lstm_data.kernels._py.csvblock.CsvBlockParser`.
     """
+    # the last 64-byte window of list separators and quotes of the text being parsed
+    # (NULL before the first): bit i of the ends is base[i], those not yet passed
+    cdef const char *_scan_base
+    cdef uint64_t _scan_ends
 
     def feed(self, data, bint final=False):
         """Parse every complete record of ``data``; return the bytes consumed (see the twin)."""
@@ -100,6 +111,7 @@ cdef class CsvBlockParser(CsvColumns):
         cdef Py_ssize_t pos = 0, rec_start, rec_line, col, g
         cdef int st
         cdef char c
+        self._scan_base = NULL  # a window of another text would mislead _fast_list
         while pos < n:
             rec_start = pos
             rec_line = self._line
@@ -122,7 +134,8 @@ cdef class CsvBlockParser(CsvColumns):
             while True:
                 if self.kind[col] == K_SKIP:
                     st = self._skip(buf, n, final, col, &pos)
-                elif not (self.kind[col] == K_RAGGED and self._quoted_list(buf, n, col, &pos)):
+                elif not (self._quoted_lists(buf, n, &col, &pos)
+                          or self._bare_number(buf, n, col, &pos)):
                     st = self._numbers(buf, n, final, col, &pos)
                 else:
                     st = ST_OK
@@ -206,7 +219,7 @@ cdef class CsvBlockParser(CsvColumns):
             pos += bracket
             closed = False
             if self.kind[col] == K_RAGGED:
-                pos = self._fast_list(buf, n, col, pos, &count, &closed, bracket)
+                pos = self._fast_list(buf, n, &col, pos, &count, &closed, bracket, False)
                 if pos < 0:
                     return E_NOMEM
             while not closed:
@@ -274,84 +287,192 @@ cdef class CsvBlockParser(CsvColumns):
         ppos[0] = pos
         return ST_OK
 
-    cdef inline bint _quoted_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
+    cdef inline bint _bare_number(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
                                   Py_ssize_t *ppos) noexcept nogil:
-        """The common ragged cell whole, without :meth:`_numbers`: a quoted list that
-        :meth:`_fast_list` reads to its closing quote, right before a separator or a newline.
+        """The common unquoted cell whole, without :meth:`_numbers`: one plain decimal
+        that ``ld_span`` reads, right before a separator or a newline.
 
-        Returns True with the cell stored and ``ppos`` at its terminator, or False when
-        the cell is anything else (or the group's count differs: :meth:`_numbers`,
-        which reads the cell again from its start, storing the same values, reports it).
+        Returns True with the value stored and ``ppos`` at its terminator, or False when
+        the cell is anything else (or a ragged cell whose group's count differs:
+        :meth:`_numbers`, which reads the cell again from its start, reports it).
+        """
+        cdef Py_ssize_t pos = ppos[0]
+        cdef const char *e
+        cdef uint64_t ends, mant
+        cdef double v
+        cdef char *slot
+        cdef int g, st, frac
+        if pos < FAST_LIST_BEFORE or pos + FAST_LIST_READ >= n or buf[pos] == c'"':
+            return False
+        ends = ld_match2_32(buf + pos, self.sep, c'\n')
+        if ends == 0:
+            return False
+        e = buf + pos + ld_ctz64(ends)
+        st = ld_span(buf + pos, e, &v, &mant, &frac)
+        if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, buf[pos] == c'-', &v)):
+            return False
+        if self.kind[col] == K_SCALAR:
+            slot = cs_at(&self.scalar_store[col], self._rows)
+        else:
+            g = self.group_of[col]
+            if self.leader[g] == col:
+                self.current[g] = 1
+            elif self.current[g] != 1:
+                return False
+            slot = cs_at(&self.value_store[g], self.total[g])
+            if slot != NULL:
+                slot += self.var_of[col] * self.itemsize
+        if slot == NULL:
+            return False  # out of memory: _numbers finds it again and reports it
+        _put(slot, v, self.f32)
+        if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
+            self._note_int(buf + pos, e - buf - pos, col, v, self._line)
+        self.rec_flags[col] |= F_BARE
+        ppos[0] = e - buf
+        return True
+
+    cdef inline bint _quoted_lists(self, const char *buf, Py_ssize_t n, Py_ssize_t *pcol,
+                                   Py_ssize_t *ppos) noexcept nogil:
+        """The common ragged cells whole, without :meth:`_numbers`: quoted lists that
+        :meth:`_fast_list` reads to their closing quotes, each right before a separator
+        or a newline, one after the other (the next column's cell is read on while it is
+        such a list too).
+
+        Returns True with those cells stored, ``pcol`` at the last one's column and
+        ``ppos`` at its terminator, or False when the cell at ``pcol`` is anything else
+        (or its group's count differs: :meth:`_numbers`, which reads the cell again from
+        its start, storing the same values, reports it).
         """
         cdef Py_ssize_t pos = ppos[0], end, count = 0
-        cdef bint closed = False
-        cdef int g
-        if pos + FAST_LONG_READ >= n or buf[pos] != c'"' or buf[pos + 1] == c'[':
+        cdef bint booked = False
+        if (self.kind[pcol[0]] != K_RAGGED or pos + FAST_LIST_READ >= n or buf[pos] != c'"'
+                or buf[pos + 1] == c'['):
             return False
-        end = self._fast_list(buf, n, col, pos + 1, &count, &closed, False)
-        # end < n: the fast loop reads no token within FAST_LONG_READ bytes of the end
-        if not closed or not (buf[end] == self.sep or buf[end] == c'\n'):
+        end = self._fast_list(buf, n, pcol, pos + 1, &count, &booked, False, True)
+        if not booked:
             return False
-        g = self.group_of[col]
-        if self.leader[g] == col:
-            self.current[g] = count
-        elif count != self.current[g]:
-            return False
-        self.rec_flags[col] |= F_QUOTED | (F_MULTI if count > 1 else 0)
         ppos[0] = end
         return True
 
-    cdef inline Py_ssize_t _fast_list(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
-                                      Py_ssize_t pos, Py_ssize_t *pcount,
-                                      bint *closed, bint bracket) noexcept nogil:
+    cdef inline Py_ssize_t _fast_list(self, const char *buf, Py_ssize_t n, Py_ssize_t *pcol,
+                                      Py_ssize_t pos, Py_ssize_t *pcount, bint *closed,
+                                      bint bracket, bint run) noexcept nogil:
         """Store the plain decimals of a quoted ragged cell from ``pos``, as far as they go.
 
-        The common case in one tight loop: :func:`fast_decimal` (or :func:`fast_long`
-        for up to 19 digits) plus one store per number. Stops at the closing quote
-        (``closed`` set; returns the position after it), or before the first token
-        that needs the general path, or near the end of the data (``FAST_LONG_READ`` bytes also cover the 32-byte
-        scan). In a bracketed list the last token (before the quote) is left for the
-        general path, which checks its ``]``. Returns -1 when out of memory.
+        The common case in one tight loop: a 64-byte scan marks every list separator and
+        quote ahead (the previous cell's scan is used again when it reaches this cell),
+        so each token's end is known before it is read; ``ld_span`` parses it and the
+        value is stored (``""`` is an empty list). Stops at the closing quote (``closed``
+        set; returns the position after it), or before the first token that needs the
+        general path, or near either end of the data (a window is scanned only with
+        ``FAST_LIST_READ`` and ``FAST_LONG_READ`` bytes after it, and a token read only
+        with ``FAST_LIST_BEFORE`` bytes before it). In a bracketed list the last token
+        (before the quote) is left for the general path, which checks its ``]``.
+        Returns -1 when out of memory.
+
+        With ``run`` (``pcount`` at 0, no bracket), a cell read to its closing quote right
+        before a separator or a newline is also booked as :meth:`_quoted_lists` books it
+        (its group's count, its flags), and while the next column's cell is another
+        quoted list of a ragged column the loop goes on with it. ``closed`` is then set
+        once a cell is booked, the return value is the last booked cell's terminator and
+        ``pcol`` its column (a cell not booked is left for the general path to read again).
         """
+        cdef Py_ssize_t col = pcol[0]
         cdef int g = self.group_of[col]
         cdef ColStore *store = &self.value_store[g]
-        cdef Py_ssize_t rec = self.total[g] + pcount[0], first = rec
-        cdef Py_ssize_t offset = self.var_of[col] * self.itemsize
+        cdef Py_ssize_t rec = self.total[g] + pcount[0], first = rec, count
+        cdef Py_ssize_t offset = self.var_of[col] * self.itemsize, booked = pos
         cdef const char *p = buf + pos
-        cdef const char *limit = buf + n - FAST_LONG_READ
+        # a window scanned from here on holds no token start without FAST_LONG_READ bytes
+        # after it, nor an end e without e[1]
+        cdef const char *limit = buf + n - FAST_LIST_READ - FAST_LONG_READ - 1
+        cdef const char *base = self._scan_base
         cdef const char *e
-        cdef char lsep = self.lsep, c
-        cdef char *slot
-        cdef double v
-        cdef int k
-        while p <= limit:
-            # the token's end comes from a 32-byte scan, so the next token's start does
-            # not wait for this one's digits: parsing overlaps across tokens
-            k = ld_find2(p, lsep, c'"')
-            if k == 16:
-                k = 16 + ld_find2(p + 16, lsep, c'"')
-            e = p + k
-            c = e[0]
-            if k == 32 or (c == c'"' and (e[1] == c'"' or bracket)):
-                break
-            # at most 16 bytes for fast_decimal (-ddddddd.ddddddd): a longer token skips it
-            if k > 16 or fast_decimal(p, &v) != e:
-                if fast_long(p, &v) != e:
+        cdef char lsep = self.lsep, sep = self.sep, c = 0
+        # the store's fields in locals: a store through a char pointer could change them
+        cdef char *data
+        cdef Py_ssize_t size = store.rec_size
+        cdef bint f32 = self.f32
+        cdef double v, int_limit = self.int_limit
+        cdef uint64_t ends = 0  # bit i: base[i] is a list separator or a quote not yet passed
+        cdef uint64_t mant
+        cdef int st, frac
+        if pos < FAST_LIST_BEFORE:  # ld_span reads the 16 bytes before a token's end
+            return pos
+        if base != NULL and base <= p < base + FAST_LIST_READ:
+            ends = self._scan_ends & (0xFFFFFFFFFFFFFFFFULL << (p - base))
+        while True:  # the cells of a run
+            if ends != 0 and rec + FAST_LIST_READ // 2 > store.cap:  # a window's tokens fit
+                if cs_reserve(store, rec + FAST_LIST_READ // 2) < 0:
+                    return -1
+            data = store.data + offset
+            c = 0
+            while True:
+                if ends == 0:
+                    if p > limit:
+                        break
+                    base = p
+                    ends = ld_match2_64(p, lsep, c'"')
+                    if ends == 0:
+                        break
+                    # a window holds at most 32 tokens (each one byte or more, and its end)
+                    if unlikely(rec + FAST_LIST_READ // 2 > store.cap):
+                        if cs_reserve(store, rec + FAST_LIST_READ // 2) < 0:
+                            return -1
+                        data = store.data + offset
+                e = base + ld_ctz64(ends)
+                c = e[0]
+                if c == c'"' and (e[1] == c'"' or bracket):
+                    c = 0
                     break
-                if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
+                st = ld_span(p, e, &v, &mant, &frac)
+                if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
+                    if e == p and c == c'"' and rec == first:  # "": an empty list
+                        p = e + 1
+                        ends &= ends - 1
+                    else:
+                        c = 0
+                    break
+                if unlikely(fabs(v) >= int_limit):  # a long integer the dtype may change
                     self._note_int(p, e - p, col, v, self._line)
-            slot = cs_at(store, rec)
-            if slot == NULL:
-                return -1
-            slot += offset
-            _put(slot, v, self.f32)
-            rec += 1
-            p = e + 1
-            if c == c'"':
-                closed[0] = True
+                _put(data + rec * size, v, f32)
+                rec += 1
+                p = e + 1
+                ends &= ends - 1
+                if c == c'"':
+                    break
+            if not run:
+                closed[0] = c == c'"'
+                pcount[0] += rec - first
+                booked = p - buf
                 break
-        pcount[0] += rec - first
-        return p - buf
+            # book the cell as _quoted_lists does
+            count = rec - first
+            if c != c'"' or not (p[0] == sep or p[0] == c'\n'):
+                break
+            if self.leader[g] == col:
+                self.current[g] = count
+            elif count != self.current[g]:
+                break
+            self.rec_flags[col] |= F_QUOTED | (F_MULTI if count > 1 else 0)
+            booked = p - buf
+            pcol[0] = col
+            closed[0] = True
+            if (p[0] != sep or col + 1 >= self.ncols or self.kind[col + 1] != K_RAGGED
+                    or p[1] != c'"' or p[2] == c'['):
+                break
+            col += 1  # the next cell, another quoted list
+            p += 2
+            g = self.group_of[col]
+            store = &self.value_store[g]
+            rec = first = self.total[g]
+            offset = self.var_of[col] * self.itemsize
+            size = store.rec_size
+            # the separator and the quote passed
+            ends = ends & (0xFFFFFFFFFFFFFFFFULL << (p - base)) if p < base + FAST_LIST_READ else 0
+        self._scan_base = base
+        self._scan_ends = ends
+        return booked
 
     cdef inline int _token(self, const char *buf, Py_ssize_t tok, Py_ssize_t end, Py_ssize_t cell,
                     bint is_lsep, Py_ssize_t col, Py_ssize_t count, Py_ssize_t line,

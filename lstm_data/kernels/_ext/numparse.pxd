@@ -16,7 +16,10 @@ rounded ``strtod`` in the "C" locale, after the token was validated here
 For the CSV tokenizer, :func:`fast_number` parses plain decimals without the
 token's end known in advance; its common case, :func:`fast_decimal`, reads
 eight bytes at a time (SWAR digit scan and digit value) instead of looping per
-character, so short tokens cost no branch mispredictions.
+character, so short tokens cost no branch mispredictions. A token whose end is
+known (a quoted list's, found by a scan for its separators) is read by
+``ld_span`` of ``ld_digits.h``: 16 bytes at once with SSE2, else by words (a
+mantissa beyond 2**53 then takes :func:`eisel_lemire`).
 
 The functions are ``inline`` so every kernel that cimports them gets them
 compiled into its own loops. ``numparse.pyx`` initialises the C locale once.
@@ -45,21 +48,15 @@ cdef enum:
     FAST_DECIMAL_READ = 24  # bytes readable from a token's start for fast_decimal
     FAST_LONG_READ = 40  # bytes readable from a token's start for fast_long (and a 32-byte scan)
 
-cdef extern from *:
-    """
-    static const double ld_pow10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-        1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-    static const double ld_sign[2] = {1.0, -1.0};
-    static const uint64_t ld_pow10_u64[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-        100000000};
-    #define LD_TWO_53 9007199254740992ULL
-    #define LD_EXP_CAP 100000000000000000LL
-    """
+cdef extern from "ld_digits.h":
     const double *ld_pow10
     const uint64_t *ld_pow10_u64
     const double *ld_sign
     const uint64_t LD_TWO_53
     const int64_t EXP_CAP "LD_EXP_CAP"
+    uint64_t ld_match2_64(const char *p, char a, char b) nogil
+    uint64_t ld_match2_32(const char *p, char a, char b) nogil
+    int ld_span(const char *p, const char *e, double *out, uint64_t *mant, int *frac) nogil
 
 
 cdef inline bint is_space(char c) noexcept nogil:

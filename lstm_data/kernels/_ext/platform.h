@@ -56,32 +56,6 @@ static inline uint64_t ld_mul128(uint64_t a, uint64_t b, uint64_t *hi) {
 }
 #endif
 
-/* Offset of the first byte equal to a or b among the 16 bytes at p, or 16 when none is. */
-#if defined(__SSE2__) || defined(_M_X64)
-#include <emmintrin.h>
-static inline int ld_find2(const char *p, char a, char b) {
-    __m128i v = _mm_loadu_si128((const __m128i *)p);
-    __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(a)), _mm_cmpeq_epi8(v, _mm_set1_epi8(b)));
-    unsigned int m = (unsigned int)_mm_movemask_epi8(hit);
-    return m ? ld_ctz64((uint64_t)m) : 16;
-}
-#else
-/* SWAR: a zero byte of x sets its top bit in (x - 0x01..) & ~x & 0x80..; borrows only
-   reach later bytes, so the lowest set bit marks the first match exactly. */
-static inline uint64_t ld_eq_bytes(uint64_t w, unsigned char c) {
-    uint64_t x = w ^ (0x0101010101010101ULL * c);
-    return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
-}
-static inline int ld_find2(const char *p, char a, char b) {
-    uint64_t w = ld_load_le64(p);
-    uint64_t m = ld_eq_bytes(w, (unsigned char)a) | ld_eq_bytes(w, (unsigned char)b);
-    if (m) return ld_ctz64(m) >> 3;
-    w = ld_load_le64(p + 8);
-    m = ld_eq_bytes(w, (unsigned char)a) | ld_eq_bytes(w, (unsigned char)b);
-    return m ? 8 + (ld_ctz64(m) >> 3) : 16;
-}
-#endif
-
 /* Locale-independent, correctly rounded strtod (the "C" locale, created once). */
 #include <stdlib.h>
 #include <locale.h>
