@@ -12,6 +12,14 @@ Modules are cythonized in parallel processes and compiled in parallel threads, o
 core (``build_ext -j N`` sets another number). A release build carries no debug
 information (``-g0``, and symbols stripped on Linux).
 
+A release module compiled by an earlier release build of this folder (``pip install .``
+leaves it in ``build/lib.*``, an editable install or ``build_ext --inplace`` beside its
+source) is copied instead of compiled again when it is newer than every source of the
+core (``lstm_data/kernels/_ext``: ``.pyx``, ``.pxd``, ``.pxi``, ``.pxi.in``, ``.h``) and
+than this file: what a compile would give, without the minutes (the README's test command
+after its first command). ``build_ext --force``, a debug build or a change of mode
+compiles every module.
+
 Environment switches
 --------------------
 LSTM_DATA_REQUIRE_EXTENSION=1
@@ -22,6 +30,7 @@ LSTM_DATA_DEBUG=1
 """
 import os
 import runpy
+import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -143,6 +152,8 @@ def _extensions():
         for pyx in sorted(EXT_DIR.glob("*.pyx"))
     ]
     force = _mode_changed()
+    global _REUSE
+    _REUSE = not (force or DEBUG)
     cores = os.cpu_count() or 1
     try:
         try:  # one process per core
@@ -155,6 +166,12 @@ def _extensions():
             raise
         warnings.warn(f"lstm_data: cythonizing the core failed ({exc}); using the pure-Python twins")
         return []
+
+
+#: whether modules compiled by an earlier build may be reused (not after a change of mode, nor in debug)
+_REUSE = False
+#: the sources of the core, whose changes a reused module must be newer than
+_CORE_SOURCES = ("*.pyx", "*.pxd", "*.pxi", "*.pxi.in", "*.h")
 
 
 def _mode_changed() -> bool:
@@ -184,9 +201,28 @@ class OptionalBuildExt(build_ext):
 
     def build_extension(self, ext):
         try:
-            super().build_extension(ext)
+            if not self._reuse(ext):
+                super().build_extension(ext)
         except Exception as exc:  # noqa: BLE001
             self._fail(exc)
+
+    def _reuse(self, ext):
+        """Copy a module compiled earlier from the same C file (module docstring); whether it did."""
+        if self.force or not _REUSE:
+            return False
+        name = self.get_ext_filename(ext.name)
+        inputs = [Path(__file__), *(p for pattern in _CORE_SOURCES for p in EXT_DIR.glob(pattern))]
+        newest = max(p.stat().st_mtime for p in inputs)
+        target = Path(self.get_ext_fullpath(ext.name)).resolve()
+        for built in [HERE / name, *sorted((HERE / "build").glob(f"lib.*/{name}"))]:
+            if not built.is_file() or built.stat().st_mtime <= newest:
+                continue
+            if built.resolve() != target:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(built, target)
+            print(f"lstm_data: {ext.name}: reusing {built.relative_to(HERE)}, compiled from the same sources")
+            return True
+        return False
 
     def _fail(self, exc):
         if REQUIRE:

@@ -58,10 +58,12 @@ type = "scalars"
 vars = {slice}
 [inputs.input_png3d]
 type = "ragged"
+pad_value = nan
 max_len = 10
 vars = {png}
 [inputs.input_png2d]
 type = "ragged"
+pad_value = nan
 max_len = 10
 vars = {png2d}
 [targets.target_total]

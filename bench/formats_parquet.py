@@ -1,6 +1,6 @@
 """Parquet benchmarks: opening into RAM against pyarrow alone, and row-group-aware reads on disk.
 
-Measured in one run, round-robin:
+Measured in one run, round-robin (ratios: medians of per-round ratios):
 
 * ``read_parquet(path, in_ram=True)`` (lstm_data's open: read, check, interleave into
   ``(total, V)`` blocks) against ``pyarrow.parquet.read_table(path)`` alone (which only
@@ -17,12 +17,13 @@ Bounds live in ``floors.toml`` under ``[formats]``.
 """
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import numpy as np
 
 from bench.data import BenchData
-from bench.timing import Report, interleaved_medians
+from bench.timing import Report, interleaved_medians, interleaved_samples, median_ratio
 
 __all__ = ["run", "users_file"]
 
@@ -63,14 +64,15 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None) -> Re
     repeats = 9 if quick else 5  # quick: small files, cheap rounds; more of them against noise
     n_cols = len(pq.ParquetFile(plain).schema_arrow) - 8
     for label, path in (("pyarrow defaults", plain), (f"row groups of {GROUP_ROWS}", grouped)):
-        opened = interleaved_medians({
+        samples = interleaved_samples({
             "read_table": lambda path=path: pq.read_table(path),
             "open": lambda path=path: read_parquet(path, in_ram=True),
         }, repeats=repeats, warmup=1)
+        opened = {name: statistics.median(s) for name, s in samples.items()}
         report.time(STAGE, f"parquet open, {label} ({n_rows} rows)", opened["open"], items=n_rows, ours=True)
         report.time(STAGE, f"pyarrow read_table, {label} ({n_rows} rows)", opened["read_table"], items=n_rows)
         report.ratio(STAGE, f"parquet open vs pyarrow read_table ({label}, {n_cols} list columns)",
-                     opened["read_table"] / opened["open"])
+                     median_ratio(samples, "read_table", "open"))
 
     disk = read_parquet(grouped, in_ram=False)
     rng = np.random.default_rng(seed)

@@ -11,13 +11,31 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-__all__ = ["interleaved_medians", "Ratio", "Report"]
+__all__ = ["interleaved_medians", "interleaved_samples", "median_ratio", "Ratio", "Report"]
 
 
 def interleaved_medians(cases: Mapping[str, Callable[[], object]], *, repeats: int = 15,
                         warmup: int = 2, min_seconds: float = 0.0,
                         calls: int = 1) -> dict[str, float]:
-    """Median seconds per call of each case, measured round-robin.
+    """Median seconds per call of each case, measured round-robin (see :func:`interleaved_samples`)."""
+    samples = interleaved_samples(cases, repeats=repeats, warmup=warmup, min_seconds=min_seconds, calls=calls)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def median_ratio(samples: Mapping[str, list[float]], numerator: str, denominator: str) -> float:
+    """The median over rounds of ``numerator``'s seconds over ``denominator``'s in the same round.
+
+    A ratio of two medians mixes rounds a burst of load hit with rounds it missed; the
+    per-round ratio compares two cases measured a moment apart, so its median is what a
+    floor can be set on for a busy machine.
+    """
+    return statistics.median(a / b for a, b in zip(samples[numerator], samples[denominator]))
+
+
+def interleaved_samples(cases: Mapping[str, Callable[[], object]], *, repeats: int = 15,
+                        warmup: int = 2, min_seconds: float = 0.0,
+                        calls: int = 1) -> dict[str, list[float]]:
+    """Seconds per call of each case in every round, measured round-robin.
 
     Parameters
     ----------
@@ -53,7 +71,7 @@ def interleaved_medians(cases: Mapping[str, Callable[[], object]], *, repeats: i
                 fn()
             samples[name].append((time.perf_counter() - t0) / calls)
         rounds += 1
-    return {name: statistics.median(s) for name, s in samples.items()}
+    return samples
 
 
 @dataclass

@@ -30,7 +30,11 @@ The clock starts before ``train_load`` (weaver's also builds its validation load
 the first epoch ends with its last training batch; the steady epoch is a later one (the median of
 epochs 2 and 3), in the same process. Every epoch yields ``S = trunc(0.8 n) // 512`` batches
 (``drop_last``; weaver's streaming epoch may yield a few batches fewer, its times are scaled by
-rows). Rounds run the sides in a rotated order; figures are medians of per-round ratios.
+rows). Rounds run the sides in a rotated order; figures are medians of per-round ratios. The steady
+epoch against weaver-core's in-memory loader is measured apart, both loaders in one process: after
+their first epochs, rounds of one epoch of each, the order alternating (5 rounds quick, 9 full), so
+that a burst of load hits both sides of a round (weaver-core's time varied 1.6x between fresh
+processes on the shared box); the figure is the median of the per-round ratios.
 
 Run alone::
 
@@ -60,6 +64,8 @@ FILES = 4
 FETCH_JETS = 1000
 SIDES = ("ours", "weaver_stream", "weaver_mem")
 LAYOUT = 1  # bump when the files written change
+#: alternating steady epochs of ours and weaver-core's in-memory loader, by --quick
+STEADY_ROUNDS = {True: 5, False: 9}
 
 
 def _write(folder: Path, jets: int, seed: int) -> None:
@@ -125,6 +131,8 @@ def child(payload: dict) -> dict:
 
     logging.getLogger("weaver").setLevel(logging.ERROR)
     torch.set_num_threads(1)  # neither loader uses torch's intra-op threads; keep the cores for the workers
+    if payload["side"] == "interleaved":
+        return child_interleaved(payload)
     side, steps = payload["side"], payload["steps"]
     args = _args(side, payload["files"], steps, payload["fetch_step"])
     t0 = time.perf_counter()
@@ -143,6 +151,81 @@ def child(payload: dict) -> dict:
         epochs.append({"seconds": t1 - t0, "rows": rows})
         t0 = t1
     return {"epochs": epochs}
+
+
+def _epoch(loader, steps: int) -> dict:
+    """One epoch of ``loader`` (a new iterator, as weaver's train loop): its seconds and rows."""
+    t0 = time.perf_counter()
+    rows = 0
+    for i, (_, y, _) in enumerate(loader):
+        rows += len(y["_label_"])
+        if i + 1 >= steps:
+            break
+    return {"seconds": time.perf_counter() - t0, "rows": rows}
+
+
+def _settle(quiet: float = 0.05, limit: float = 3.0) -> None:
+    """Wait until this process and its children use no CPU for ``quiet`` seconds (at most ``limit``).
+
+    After an epoch, weaver-core's persistent workers prefetch a few batches of the next one and our
+    threads build ahead: either would run during the other side's epoch (about as long as ours)."""
+    try:
+        import psutil
+    except ImportError:
+        time.sleep(0.5)
+        return
+    me = psutil.Process()
+
+    def cpu() -> float:
+        total = 0.0
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                t = proc.cpu_times()
+            except psutil.Error:
+                continue
+            total += t.user + t.system
+        return total
+
+    end = time.monotonic() + limit
+    last = cpu()
+    while time.monotonic() < end:
+        time.sleep(quiet)
+        now = cpu()
+        if now - last < quiet / 10:
+            return
+        last = now
+
+
+def child_interleaved(payload: dict) -> dict:
+    """Steady epochs of ours and weaver-core's in-memory loader in one process, alternating: both
+    loaders are built and run their first epoch, then each round runs one epoch of each (the order
+    alternating, each started once both sides are idle), so a burst of load on the shared machine
+    hits both sides of a round."""
+    import logging
+
+    import torch
+    import weaver.train
+
+    import lstm_data.adapters.weaver as ours
+
+    logging.getLogger("weaver").setLevel(logging.ERROR)
+    torch.set_num_threads(1)
+    steps = payload["steps"]
+    loaders = {"ours": ours.train_load(_args("ours", payload["files"], steps, payload["fetch_step"]),
+                                       ours.LoaderOptions(threads=WORKERS))[0],
+               "weaver_mem": weaver.train.train_load(_args("weaver_mem", payload["files"], steps,
+                                                           payload["fetch_step"]))[0]}
+    for loader in loaders.values():
+        _epoch(loader, steps)  # the first epoch: read and preprocess
+    rounds: list[dict] = []
+    names = list(loaders)
+    for r in range(payload["rounds"]):
+        done = {}
+        for name in names[r % 2:] + names[:r % 2]:
+            _settle()
+            done[name] = _epoch(loaders[name], steps)
+        rounds.append(done)
+    return {"rounds": rounds}
 
 
 def in_fresh_process(module: str, payload: dict, timeout: float = 600) -> dict:
@@ -211,6 +294,15 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None, round
             return med(e["seconds"] / max(e["rows"], 1) for e in chosen)
 
         n = steps * BATCH
+        # steady epochs against the in-memory loader: both in one process, alternating epochs
+        both = _fresh({"side": "interleaved", "files": paths[fmt], "steps": steps, "fetch_step": fetch_step,
+                       "rounds": STEADY_ROUNDS[quick]})["rounds"]
+        log(f"  [{STAGE}] {fmt} steady epochs, interleaved: " + ", ".join(
+            f"{x['weaver_mem']['seconds']:.2f}/{x['ours']['seconds']:.3f}" for x in both))
+
+        def rate(epoch: dict) -> float:
+            return epoch["seconds"] / max(epoch["rows"], 1)
+
         for which in ("first", "steady"):
             for side in sides:
                 report.time(STAGE, f"{fmt}: {side}, {which} epoch ({n} jets)",
@@ -218,8 +310,14 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None, round
             for side, label in (("weaver_stream", "streaming"), ("weaver_mem", "in_memory")):
                 if side not in sides:
                     continue
-                report.ratio(STAGE, f"{fmt}: {which} epoch vs weaver-core {label}",
-                             med(per_row(w, which) / per_row(o, which) for w, o in zip(runs[side], runs["ours"])))
+                if which == "steady" and side == "weaver_mem":
+                    value = med(rate(x["weaver_mem"]) / rate(x["ours"]) for x in both)
+                else:
+                    value = med(per_row(w, which) / per_row(o, which) for w, o in zip(runs[side], runs["ours"]))
+                report.ratio(STAGE, f"{fmt}: {which} epoch vs weaver-core {label}", value)
+    from bench import weaver_first  # the first pass over one file against weaver-core's _load_next
+
+    report.merge(weaver_first.run(quick=quick, seed=seed, data=data, log=log))
     return report
 
 

@@ -33,9 +33,11 @@ from lstm_data.data import dataset as _dataset
 from lstm_data.errors import (
     BrokenRowsWarning,
     FormatError,
+    MissingExtraError,
     OptionError,
     ParseError,
     PrecisionWarning,
+    SpecVersionWarning,
     RemoteError,
     SchemaError,
     UncheckedStoreWarning,
@@ -49,6 +51,7 @@ if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazi
     from lstm_data.batching.epochs.source import BatchSource as BatchSource
     from lstm_data.batching.order.options import Order as Order
     from lstm_data.batching.spec.fields import Standardize as Standardize
+    from lstm_data.batching.spec.draft import auto_standardize as auto_standardize, draft_spec as draft_spec
     from lstm_data.batching.spec.batch_spec import BatchSpec as BatchSpec, Ragged as Ragged, Scalars as Scalars
     from lstm_data.data.dataset import Dataset as Dataset, InMemoryDataset as InMemoryDataset
     from lstm_data.io.awkward import from_awkward as from_awkward
@@ -62,33 +65,35 @@ if TYPE_CHECKING:  # the real names for type checkers and editors (imported lazi
     from lstm_data.scoring.run import predict as predict
     from lstm_data.scoring.options import PredictOptions as PredictOptions
 
-_LAZY = {
-    "open": ("lstm_data.io.dispatch", "open"),
-    "Dataset": ("lstm_data.data.dataset", "Dataset"),
-    "InMemoryDataset": ("lstm_data.data.dataset", "InMemoryDataset"),
-    "BatchSpec": ("lstm_data.batching.spec.batch_spec", "BatchSpec"),
-    "Scalars": ("lstm_data.batching.spec.batch_spec", "Scalars"),
-    "Ragged": ("lstm_data.batching.spec.batch_spec", "Ragged"),
-    "Standardize": ("lstm_data.batching.spec.fields", "Standardize"),
-    "Batches": ("lstm_data.batching.epochs.batches", "Batches"),
-    "BatchSource": ("lstm_data.batching.epochs.source", "BatchSource"),
-    "Order": ("lstm_data.batching.order.options", "Order"),
-    "ReadOptions": ("lstm_data.io.read_options", "ReadOptions"),
-    "open_batches": ("lstm_data.store.read", "open_batches"),
-    "precompute": ("lstm_data.store.write", "precompute"),
-    "convert": ("lstm_data.scale.convert", "convert"),
-    "Schema": ("lstm_data.io.schema", "Schema"),
-    "from_arrow": ("lstm_data.io.parquet", "from_arrow"),
-    "from_awkward": ("lstm_data.io.awkward", "from_awkward"),
-    "predict": ("lstm_data.scoring.run", "predict"),
-    "PredictOptions": ("lstm_data.scoring.options", "PredictOptions"),
+#: module -> the public names the package root imports from it on first use
+_LAZY_MODULES = {
+    "lstm_data.io.dispatch": ("open",),
+    "lstm_data.data.dataset": ("Dataset", "InMemoryDataset"),
+    "lstm_data.batching.spec.batch_spec": ("BatchSpec", "Scalars", "Ragged"),
+    "lstm_data.batching.spec.fields": ("Standardize",),
+    "lstm_data.batching.spec.draft": ("draft_spec", "auto_standardize"),
+    "lstm_data.batching.epochs.batches": ("Batches",),
+    "lstm_data.batching.epochs.source": ("BatchSource",),
+    "lstm_data.batching.order.options": ("Order",),
+    "lstm_data.io.read_options": ("ReadOptions",),
+    "lstm_data.store.read": ("open_batches",),
+    "lstm_data.store.write": ("precompute",),
+    "lstm_data.scale.convert": ("convert",),
+    "lstm_data.io.schema": ("Schema",),
+    "lstm_data.io.parquet": ("from_arrow",),
+    "lstm_data.io.awkward": ("from_awkward",),
+    "lstm_data.scoring.run": ("predict",),
+    "lstm_data.scoring.options": ("PredictOptions",),
 }
+#: public name -> the module its lazy import finds it in
+_LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 #: submodules reachable as attributes (``lstm_data.kernels`` etc.), imported on first use
 _SUBMODULES = ("kernels", "compat", "synthetic", "keras", "torch", "errors",
                "data", "io", "batching", "store", "scale", "adapters", "cli")
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "BrokenRowsWarning",
-           "PrecisionWarning", "UncheckedStoreWarning", "__version__", *_LAZY]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "MissingExtraError",
+           "BrokenRowsWarning", "PrecisionWarning", "SpecVersionWarning", "UncheckedStoreWarning", "__version__",
+           *_LAZY]
 
 
 #: format -> (io module, function) of Dataset.to_<format>
@@ -115,8 +120,7 @@ _dataset.set_writer_source(_layout_writer)
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
     if name in _SUBMODULES:

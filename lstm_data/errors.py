@@ -12,8 +12,8 @@ import warnings
 from types import FrameType
 from typing import Any, Callable, SupportsIndex
 
-__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "BrokenRowsWarning", "redact",
-           "PrecisionWarning", "UncheckedStoreWarning"]
+__all__ = ["ParseError", "SchemaError", "FormatError", "OptionError", "RemoteError", "MissingExtraError",
+           "BrokenRowsWarning", "redact", "PrecisionWarning", "UncheckedStoreWarning", "SpecVersionWarning"]
 
 _WHERE_KEYS = ("file", "line", "column", "variable", "row", "cell", "offset", "token")
 #: characters of a bad token quoted in a message; a longer one is cut and its length given
@@ -207,6 +207,37 @@ class RemoteError(OSError):
         self.url = None if url is None else redact(url)
 
 
+class MissingExtraError(ImportError):
+    """An optional dependency is not installed: the message names the extra that installs it.
+
+    It is an ``ImportError`` (code catching that keeps working); the command line shows
+    it as one line, ``pip install 'lstm_data[EXTRA]'``, and exits with status 2.
+
+    Parameters
+    ----------
+    message
+        What needs the missing modules, and the install command.
+    extra
+        The ``lstm_data`` extra that installs them (``"parquet"``).
+
+    Attributes
+    ----------
+    extra : str
+        The extra to install.
+    """
+
+    extra: str
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+    @property
+    def install(self) -> str:
+        """The command that installs the extra: ``pip install 'lstm_data[EXTRA]'``."""
+        return f"pip install 'lstm_data[{self.extra}]'"
+
+
 class PrecisionWarning(UserWarning):
     """Numbers that the float dtype asked for does not hold exactly.
 
@@ -224,6 +255,16 @@ class UncheckedStoreWarning(UserWarning):
     with this warning, which names the store and what is not checked there (chunks
     moved, swapped or copied from elsewhere read as other numbers; edited metadata
     goes unnoticed). ``ReadOptions(trust_unchecked=True)`` opens it without.
+    """
+
+
+class SpecVersionWarning(FutureWarning):
+    """A spec file without ``version``: read as spec format 1, whose ragged fields pad with NaN.
+
+    Such a file keeps the meaning it was written with (lstm_ee's NaN padding), but NaN
+    reaches a model silently. Loading one warns once, naming the file and the fields
+    padded with NaN: add ``version = 2`` at its top for 0.0 padding, or write
+    ``pad_value = nan`` in those fields to keep NaN and say so.
     """
 
 

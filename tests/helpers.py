@@ -1,4 +1,4 @@
-"""Helpers shared by the test packages: bitwise comparisons and small ragged data.
+"""Helpers shared by the test packages: bitwise comparisons, small ragged data, a strict type check.
 
 Import them as ``from tests.helpers import ...``; fixtures live in ``tests/conftest.py``.
 """
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import lzma
+import textwrap
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -13,6 +14,19 @@ import numpy as np
 
 #: the shipped sample data and specs (the README's main command uses them)
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def strict_mypy(tmp_path: Path, code: str) -> tuple[str, int]:
+    """``mypy --strict`` on ``code`` as a user's script in ``tmp_path`` (lstm_data followed silently):
+    its report (stdout and stderr) and exit status; the test is skipped without mypy."""
+    import pytest
+
+    api = pytest.importorskip("mypy.api")
+    script = tmp_path / "user.py"
+    script.write_text(textwrap.dedent(code))
+    out, err, status = api.run(["--strict", "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"),
+                                str(script)])
+    return out + err, status
 
 
 def gzip_fast(data: bytes) -> bytes:

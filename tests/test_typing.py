@@ -6,12 +6,12 @@ import re
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import lstm_data
+from tests.helpers import strict_mypy
 
 PACKAGE = Path(lstm_data.__file__).resolve().parent
 REPO = PACKAGE.parent
@@ -34,6 +34,11 @@ from lstm_data.batching.epochs.source import BatchSource, ShardSource
 
 sources: list[BatchSource] = [batches, batches.shard(0, 2), lstm_data.open_batches("store.zarr")]
 shard: ShardSource = batches.shard(1, 2)
+
+# what batches and shards read off their pipeline, order or parent keeps its type
+reveal_type(batches.spec)
+reveal_type(batches.batch_size)
+reveal_type(batches.shard(0, 2).varies_by_epoch)
 '''
 
 
@@ -43,18 +48,15 @@ def _revealed(output: str) -> list[str]:
 
 @pytest.mark.slow
 def test_a_strict_type_checker_sees_the_real_public_names(tmp_path):
-    api = pytest.importorskip("mypy.api")
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(_USER_CODE))
-    out, err, status = api.run(["--strict", "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"),
-                                str(script)])
-    assert status == 0, out + err  # no "does not explicitly export", no Any in a typed context
-    ds, batches, item, stored, schema = _revealed(out)
+    out, status = strict_mypy(tmp_path, _USER_CODE)
+    assert status == 0, out  # no "does not explicitly export", no Any in a typed context
+    ds, batches, item, stored, schema, spec, batch_size, varies = _revealed(out)
     assert ds == "lstm_data.data.dataset.Dataset"
     assert batches == "lstm_data.batching.epochs.batches.Batches"
     assert item.startswith("tuple[dict[str, numpy.ndarray") and item.count("dict[str, ") == 3, item
     assert stored == "lstm_data.store.read.PrecomputedBatches"
     assert "lstm_data.io.schema.Schema" in schema
+    assert (spec, batch_size, varies) == ("lstm_data.batching.spec.batch_spec.BatchSpec", "int", "bool")
 
 
 def test_every_lazy_name_is_imported_for_type_checkers():
@@ -62,7 +64,6 @@ def test_every_lazy_name_is_imported_for_type_checkers():
     (``X as X``, which exports it) from where the lazy import finds it."""
     tree = ast.parse((PACKAGE / "__init__.py").read_text())
     typed: dict[str, tuple[str, str]] = {}
-    lazy: dict[str, tuple[str, str]] = {}
     for node in tree.body:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             for imp in node.body:
@@ -70,8 +71,7 @@ def test_every_lazy_name_is_imported_for_type_checkers():
                 for alias in imp.names:
                     assert alias.asname == alias.name, f"{alias.name} is not exported (write 'X as X')"
                     typed[alias.name] = (imp.module, alias.name)
-        elif isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "_LAZY":
-            lazy = ast.literal_eval(node.value)
+    lazy = {name: (module, name) for name, module in lstm_data._LAZY.items()}
     assert lazy and typed == lazy
 
 

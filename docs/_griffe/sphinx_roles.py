@@ -4,10 +4,12 @@ The package's docstrings write cross-references the Sphinx way (:class:`~lstm_da
 :meth:`flatten`, :data:`QUOTED`), which Markdown shows as raw text. This extension turns
 each into inline code (``~`` keeps only the last name, as Sphinx does) wrapped in an
 optional autorefs reference: a link when the site documents that object, plain code
-otherwise (never a warning).
+otherwise (never a warning). It also shows an attribute written with
+``lstm_data._util.forward.Forward`` as the property it is.
 """
 from __future__ import annotations
 
+import ast
 import html
 import re
 from typing import Any
@@ -67,11 +69,38 @@ def shared_docstring(obj: griffe.Object) -> griffe.Docstring | None:
     return None
 
 
+_FORWARD = "lstm_data._util.forward.Forward"
+
+
+def forwarded_property(obj: griffe.Object) -> bool:
+    """Make ``name: Forward[Owner, T] = Forward(read, doc)`` (or an alias ``_Read[T]`` of that type)
+    the property it is at run time: of type ``T``, documented by ``doc``; whether ``obj`` is one."""
+    value = getattr(obj, "value", None)
+    if not isinstance(value, griffe.ExprCall) or not value.arguments:
+        return False
+    try:
+        if value.function.canonical_path != _FORWARD:
+            return False
+        doc = ast.literal_eval(str(value.arguments[-1]))
+    except Exception:  # a call griffe cannot resolve, or a docstring that is not a literal
+        return False
+    annotation = getattr(obj, "annotation", None)
+    if isinstance(annotation, griffe.ExprSubscript):
+        kind = annotation.slice
+        obj.annotation = kind.elements[-1] if isinstance(kind, griffe.ExprTuple) else kind  # type: ignore[attr-defined]
+    obj.labels = {"property"}
+    obj.value = None  # type: ignore[attr-defined]
+    obj.docstring = griffe.Docstring(doc, parent=obj)
+    return True
+
+
 class SphinxRoles(griffe.Extension):
-    """Rewrite the Sphinx roles of every docstring once the object tree is built, and give a member
-    decorated ``@shares_doc(member)`` that member's docstring."""
+    """Rewrite the Sphinx roles of every docstring once the object tree is built, give a member
+    decorated ``@shares_doc(member)`` that member's docstring, and show a ``Forward`` attribute
+    as a property."""
 
     def on_object(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        forwarded_property(obj)
         if obj.docstring is None and (shared := shared_docstring(obj)) is not None:
             obj.docstring = shared
             return

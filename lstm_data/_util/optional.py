@@ -4,6 +4,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from lstm_data.errors import MissingExtraError
+
 __all__ = ["require"]
 
 
@@ -21,9 +23,9 @@ def require(purpose: str, extra: str, *modules: str) -> ModuleType:
 
     Raises
     ------
-    ImportError
-        One is missing: the message names the purpose, the modules, the
-        ``pip install 'lstm_data[extra]'`` command and the original error.
+    MissingExtraError
+        One is missing (an ``ImportError``): the message names the purpose, the modules,
+        the ``pip install 'lstm_data[extra]'`` command and the original error.
     """
     if not modules:
         raise ValueError("require() needs at least one module name")
@@ -31,5 +33,6 @@ def require(purpose: str, extra: str, *modules: str) -> ModuleType:
         loaded = [importlib.import_module(name) for name in modules]
     except ImportError as exc:
         names = " and ".join(dict.fromkeys(m.split(".")[0] for m in modules))
-        raise ImportError(f"{purpose} needs {names}: pip install 'lstm_data[{extra}]' ({exc})") from None
+        raise MissingExtraError(f"{purpose} needs {names}: pip install 'lstm_data[{extra}]' ({exc})",
+                                extra=extra) from None
     return loaded[0]

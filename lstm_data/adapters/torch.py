@@ -62,14 +62,14 @@ from lstm_data.batching.epochs.source import BatchSource, ShardSource
 from lstm_data.batching.order.stats import log_epoch_stats
 from lstm_data.batching.spec.batch_spec import Batch
 from lstm_data.batching.spec.fields import Ragged
-from lstm_data.errors import OptionError, redact
+from lstm_data.errors import MissingExtraError, OptionError, redact
 
 try:
     import torch
     from torch.utils.data import Dataset as _TorchDataset
     from torch.utils.data import Sampler as _TorchSampler
 except ImportError as _exc:  # pragma: no cover - depends on the environment
-    raise ImportError("lstm_data.torch needs PyTorch: pip install 'lstm_data[torch]'") from _exc
+    raise MissingExtraError("lstm_data.torch needs PyTorch: pip install 'lstm_data[torch]'", extra="torch") from _exc
 
 __all__ = ["TorchBatches", "EpochSampler", "nested_from_packed"]
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import warnings
 from types import ModuleType
 
 from lstm_data.cli.help_text import close_matches, plain_text
-from lstm_data.errors import PrecisionWarning
+from lstm_data.errors import MissingExtraError, PrecisionWarning
 
 #: subcommand -> module under lstm_data.cli
 COMMANDS = {
@@ -154,6 +155,29 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     parser.error(f"unknown command {first!r} (commands: {', '.join(COMMANDS)}){hint}")
 
 
+#: the endings of an argument's metavar that make it an input file read whole (a spec, a schema);
+#: a metavar starting with OUT names a file written (``--draft-spec OUT.toml``), which need not exist
+_INPUT_FILES = (".toml", ".yaml", ".yml")
+
+
+def _input_file_problems(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """What is wrong with the spec and schema files given (``--spec: no such file 'x.toml'; did you
+    mean 'y.toml'?``, a directory): every argument whose metavar names a ``.toml`` or ``.yaml`` file."""
+    from lstm_data._util.paths import not_a_file
+
+    problems = []
+    for action in parser._actions:
+        metavar = action.metavar if isinstance(action.metavar, str) else ""
+        value = getattr(args, action.dest, None)
+        if (not metavar.lower().endswith(_INPUT_FILES) or metavar.upper().startswith("OUT")
+                or not isinstance(value, str) or "://" in value):
+            continue
+        problem = not_a_file(value)
+        if problem is not None:
+            problems.append(f"{action.option_strings[0] if action.option_strings else metavar}: {problem}")
+    return problems
+
+
 #: options every command takes, also accepted before the command (``lstm-data -v inspect x``)
 _COMMON = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose", "--strict-integers")
 
@@ -182,12 +206,22 @@ def main(argv: list[str] | None = None) -> int:
     if module is None:
         parser.print_help()
         return 2
+    problems = _input_file_problems(chosen, args) if chosen is not None else []
+    if problems:  # before any work: a mistyped spec or schema file, with the close names beside it
+        for problem in problems:
+            print(f"lstm-data {args.command}: error: {problem}", file=sys.stderr)
+        return 1
     _configure_logging(args)
     try:
         with warnings.catch_warnings():
             if args.strict_integers:
                 warnings.simplefilter("error", PrecisionWarning)
             return int(module.run(args) or 0)
+    except BrokenPipeError:  # the reader of stdout left (lstm-data ... | head): stop quietly
+        return _stdout_closed()
+    except MissingExtraError as exc:  # an optional dependency: one line naming the extra to install
+        print(f"lstm-data {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except (ValueError, OSError, PrecisionWarning) as exc:  # user-facing: no traceback, no credentials
         from lstm_data.errors import redact
 
@@ -195,3 +229,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         _remove_handlers()
+
+
+#: the exit status of a command whose stdout was closed under it (128 + SIGPIPE, as a shell reports)
+EXIT_BROKEN_PIPE = 141
+
+
+def _stdout_closed() -> int:
+    """Point stdout at the null device (Python's flush at exit would fail again) and return
+    :data:`EXIT_BROKEN_PIPE`: the reader of the output left (``| head``), nothing to report."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout replaced by an object without a file descriptor
+        pass
+    return EXIT_BROKEN_PIPE

@@ -20,6 +20,7 @@ from lstm_data.batching import Batches, BatchSpec, Ragged
 from lstm_data.batching.order.options import Order
 from lstm_data.io import open as open_dataset
 from lstm_data.io.read_options import ReadOptions
+from lstm_data._util.plural import counted
 
 __all__ = ["OwnBench", "bench_own", "render", "save_json"]
 
@@ -151,14 +152,14 @@ def _padding(dataset: Any, batches: Batches, ragged: dict[str, Ragged],
 def render(result: OwnBench) -> str:
     """The report printed by ``lstm-data bench --data``."""
     mb = result.nbytes / 1e6
-    lines = [f"lstm-data bench --data ({result.rows} rows, {mb:.1f} MB on disk; "
-             f"median of {result.runs} run(s))",
+    lines = [f"lstm-data bench --data ({counted(result.rows, 'row')}, {mb:.1f} MB on disk; "
+             f"median of {counted(result.runs, 'run')})",
              f"  open (read)       {result.open_seconds:9.3f} s   "
              f"{result.rows / max(result.open_seconds, 1e-12):12,.0f} rows/s   "
              f"{mb / max(result.open_seconds, 1e-12):8.1f} MB/s",
              f"  one epoch         {result.epoch_seconds:9.3f} s   "
              f"{result.rows / max(result.epoch_seconds, 1e-12):12,.0f} rows/s   "
-             f"{result.batches} batches of {result.batch_size}, {result.threads} thread(s)"]
+             f"{counted(result.batches, 'batch')} of {result.batch_size}, {counted(result.threads, 'thread')}"]
     for name, pad in result.padding.items():
         lines.append(f"  padding {name}: {pad['padded_per_real']:.3f} padded slots per real element "
                      f"({int(pad['real'])} real of {int(pad['slots'])} slots)")

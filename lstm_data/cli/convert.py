@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from lstm_data._util.deprecation import add_renamed_flags
+from lstm_data._util.plural import counted
 
 __all__ = ["add_arguments", "run"]
 
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     out = dispatch.open(dst)
     groups = ", ".join(f"{g}[{len(v)}]" for g, v in table.groups.items()) or "none"
     shuffled = f", shuffled with seed {args.shuffle_seed}" if args.shuffle_seed is not None else ""
-    print(f"wrote {dst}: {len(out)} rows, {len(table.scalar_names)} scalars, "
+    print(f"wrote {dst}: {counted(len(out), 'row')}, {counted(len(table.scalar_names), 'scalar')}, "
           f"groups {groups}{shuffled}; "
           f"{input_bytes(dst) / 2**20:.1f} MiB in {time.perf_counter() - start:.1f} s")
     return 0

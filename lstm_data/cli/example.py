@@ -8,7 +8,8 @@ Examples::
 
 Examples: numu_v3 (numu_v3.csv.xz and the spec numu_v3.toml), nova_sample (NOvA HDF5
 tables nova_sample.h5, its schema nova_sample.toml and numu_v3.toml), weaver (jets.root,
-which needs uproot and awkward, and weaver-core configs), all. Data files are generated,
+which needs uproot and awkward, weaver-core configs and weaver_network.py, a small
+network for weaver's --network-config), all. Data files are generated,
 seeded, the same bytes every time; a file already there with the same bytes is kept.
 """
 from __future__ import annotations

@@ -10,8 +10,8 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", metavar="SPEC.toml",
-                        help="spec file with Standardize(center/scale = \"auto\") entries; rewritten in place "
-                             "(a temporary file, then a rename) with the numbers")
+                        help="spec file with Standardize(center/scale = \"auto\") entries; the numbers replace "
+                             "each \"auto\" in place, comments and layout kept (a temporary file, then a rename)")
     parser.add_argument("--data", required=True, nargs="+", metavar="PATH",
                         help="the training data (any format lstm_data.open reads; several paths concatenate)")
     parser.add_argument("--fraction", type=float, default=0.1, metavar="F",
@@ -24,11 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from lstm_data.batching.spec.fit_file import fit_spec_file
+    from lstm_data.errors import OptionError
     from lstm_data.batching.spec.batch_spec import BatchSpec
     from lstm_data.batching.spec.fitting import auto_variables
     from lstm_data.io import open as open_dataset
     from lstm_data.io.read_options import ReadOptions
 
+    if not 0 < args.fraction <= 1:  # named as the option given, before any work
+        raise OptionError(f"--fraction must be in (0, 1], got {args.fraction:g}")
     spec = BatchSpec.from_toml(args.spec)
     wanted = auto_variables(spec)
     if not wanted:

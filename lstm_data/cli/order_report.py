@@ -5,6 +5,8 @@ from typing import Any
 
 import numpy as np
 
+from lstm_data._util.plural import counted
+
 __all__ = ["order_report", "order_lines"]
 
 
@@ -57,10 +59,10 @@ def order_report(ds: Any, spec_path: str) -> dict[str, Any]:
 def order_lines(doc: dict[str, Any]) -> list[str]:
     """The text lines of :func:`order_report`."""
     st = doc["stats"]
-    lines = ["", f"order of {doc['spec']}: {doc['batches']} batches per epoch"]
+    lines = ["", f"order of {doc['spec']}: {counted(doc['batches'], 'batch')} per epoch"]
     for name, pad in st["padding"].items():
         cut = st["truncated"].get(name)
-        trunc = f"; {cut['rows']} rows ({100 * cut['fraction']:.2f}%) longer than max_len" if cut else ""
+        trunc = f"; {counted(cut['rows'], 'row')} ({100 * cut['fraction']:.2f}%) longer than max_len" if cut else ""
         lines.append(f"  {name}: {pad:.3f} padded slots per real element{trunc}")
     files = "-" if st["file_mixing"] is None else f"{st['file_mixing']:.2f}"
     lens = ", ".join(f"{k} {v:.2f}" for k, v in st["length_mixing"].items())

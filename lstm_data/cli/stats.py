@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from lstm_data.batching.spec.draft import max_len_keeping
+
 if TYPE_CHECKING:
     from lstm_data.data.dataset import Dataset
 
@@ -95,15 +97,6 @@ class Multiplicity:
     quantiles: dict[float, int]
     max: int
     keeps: dict[float, int]
-
-
-def max_len_keeping(lengths: np.ndarray, fraction: float) -> int:
-    """Smallest ``max_len`` that leaves at least ``fraction`` of the rows untruncated."""
-    if len(lengths) == 0:
-        return 0
-    ordered = np.sort(lengths)
-    k = int(np.ceil(fraction * len(ordered))) - 1
-    return int(ordered[min(max(k, 0), len(ordered) - 1)])
 
 
 def multiplicity(dataset: Dataset, group: str, *, quantiles: Sequence[float] = (0.5, 0.9, 0.99, 0.999),

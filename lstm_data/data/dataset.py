@@ -16,6 +16,7 @@ from lstm_data.data.joins import check_join
 from lstm_data.data.ragged import RaggedGroup, take_ragged
 from lstm_data._util.types import Forwarded
 from lstm_data.errors import SchemaError
+from lstm_data._util.plural import counted
 
 if TYPE_CHECKING:
     import awkward as ak
@@ -74,7 +75,8 @@ def unknown_name_error(kind: str, name: str, known: Sequence[str], others: Itera
     """
     close = did_you_mean(name, known, others)
     more = f". {hint}" if hint else ""
-    return SchemaError(f"unknown {kind} {name!r}{close} (known: {len(known)} {kind}s){more}", variable=name)
+    counted = f"{len(known)} {kind}{'' if len(known) == 1 else 's'}"
+    return SchemaError(f"unknown {kind} {name!r}{close} (known: {counted}){more}", variable=name)
 
 
 def consecutive_range(rows: np.ndarray, n: int) -> tuple[int, int] | None:
@@ -189,7 +191,7 @@ class Dataset:
 
     def __repr__(self) -> str:
         groups = ", ".join(f"{g}[{len(v)}]" for g, v in self._groups.items())
-        return (f"{type(self).__name__}({self._n_rows} rows, {len(self._scalar_names)} scalars, "
+        return (f"{type(self).__name__}({counted(self._n_rows, 'row')}, {counted(len(self._scalar_names), 'scalar')}, "
                 f"groups: {groups or 'none'})")
 
     # -- access ----------------------------------------------------------

@@ -78,7 +78,7 @@ def _multiplicity(rng: np.random.Generator, n: int, kind: str, png_mean: float =
 
 
 def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype: DTypeLike = np.float32,
-                 exact: bool = False, png_mean: float = 3.0) -> InMemoryDataset:
+                 exact: bool = False, png_mean: float = 3.0, learnable: bool = False) -> InMemoryDataset:
     """Generate a NOvA-like :class:`~lstm_data.data.dataset.InMemoryDataset`.
 
     Parameters
@@ -96,6 +96,12 @@ def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype: DTypeLike = np.
         ``Poisson(10)`` more and 1% empty events, capped at 30: about
         ``png_mean + 1.2`` on average (``png_mean=2`` gives the ~3 of NOvA's
         numu_v3 selection).
+    learnable
+        Make the targets functions of the event plus noise (``trueE`` of the slice
+        energies and the summed prong energy, ``trueLepE`` of the leading prong and
+        the prong count), as the shipped sample has them, so a network trained on
+        them learns; otherwise they are drawn like the other scalars. Every other
+        column is the same either way.
 
     Returns
     -------
@@ -114,7 +120,45 @@ def make_dataset(n_rows: int = 100_000, seed: int = 0, *, dtype: DTypeLike = np.
         np.cumsum(lens, out=offsets[1:])
         values = _quantised(rng, int(offsets[-1]), len(names)).astype(out_dtype)
         groups[gname] = RaggedGroup(names, values, offsets)
+    if learnable:
+        targets = _targets(np.random.default_rng([seed, 1]), raw, groups["png"])
+        for j, name in enumerate(TARGET_VARS):
+            scalars[name] = targets[:, j].astype(out_dtype)
     return InMemoryDataset(scalars, groups)
+
+
+def _robust(x: np.ndarray) -> np.ndarray:
+    """``x`` centred on its median and divided by the half-width of its 16-84% range."""
+    if len(x) == 0:
+        return x
+    lo, mid, hi = (float(q) for q in np.percentile(x, [16, 50, 84]))
+    out: np.ndarray = (x - mid) / max(hi - lo, 1e-12) * 2.0
+    return out
+
+
+def _targets(rng: np.random.Generator, slice_raw: np.ndarray, png: RaggedGroup) -> np.ndarray:
+    """``trueE`` and ``trueLepE``: energies a network can learn from the event, plus noise.
+
+    ``trueE`` grows with the slice's calorimetric energies and the summed energy of
+    its 3D prongs; ``trueLepE`` with the leading prong's energy and the prong count
+    (an LSTM over the prongs sees both). Drawn from their own stream, so every other
+    column is what it was.
+    """
+    n = len(slice_raw)
+    lens = np.diff(png.offsets)
+    e = np.maximum(_robust(png.values[:, 0].astype(np.float64)), -2.0) + 2.0 if len(png.values) else np.zeros(0)
+    total = np.zeros(n)
+    lead = np.zeros(n)
+    has = lens > 0
+    starts = png.offsets[:-1][has]
+    if len(e):
+        total[has] = np.add.reduceat(e, starts)
+        lead[has] = np.maximum.reduceat(e, starts)
+    s = [_robust(slice_raw[:, j]) for j in range(3)]
+    true_e = 1.0 + 0.6 * np.tanh(0.5 * s[0]) + 0.4 * np.tanh(0.5 * s[1]) + 0.15 * total + 0.1 * rng.normal(size=n)
+    true_lep = 0.5 + 0.5 * lead + 0.1 * np.minimum(lens, 10) + 0.2 * np.tanh(s[2]) + 0.1 * rng.normal(size=n)
+    out: np.ndarray = np.round(np.abs(np.stack([true_e, true_lep], axis=1)) + 0.05, 3)
+    return out
 
 
 def open_text_for_write(path: str | os.PathLike[str], level: int | None = None, *,
@@ -176,7 +220,7 @@ def _mix_tokens(ds: InMemoryDataset, names: list[str]) -> tuple[InMemoryDataset,
 
 def write_csv(path: str | os.PathLike[str], n_rows: int = 100_000, seed: int = 0, *,
               level: int | None = None, dtype: DTypeLike = np.float32,
-              token_mix: bool = False) -> InMemoryDataset:
+              token_mix: bool = False, learnable: bool = False) -> InMemoryDataset:
     """Write a lstm_ee-style CSV of a generated dataset and return the dataset.
 
     Scalars are plain cells; each prong variable is one quoted cell holding a
@@ -202,13 +246,15 @@ def write_csv(path: str | os.PathLike[str], n_rows: int = 100_000, seed: int = 0
         Value dtype of the returned dataset.
     token_mix
         Write the numbers in the spellings of real dumps (see above).
+    learnable
+        Targets a network can learn (see :func:`make_dataset`); the shipped sample has them.
 
     Returns
     -------
     InMemoryDataset
         The data written, as a reader of the file must return it.
     """
-    ds = make_dataset(n_rows, seed, exact=True)
+    ds = make_dataset(n_rows, seed, exact=True, learnable=learnable)
     names = SLICE_VARS + [v for g in ("png", "png2d") for v in ds.groups[g]] + TARGET_VARS
     texts: dict[str, list[str]] = {}
     if token_mix:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import glob
+import itertools
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
 from lstm_data._util.deprecation import refuses_renamed
+from lstm_data._util.paths import MAX_LISTED, missing_path
 from lstm_data._util.types import Forwarded
 from lstm_data.data.dataset import Dataset
 from lstm_data.errors import FormatError, OptionError, RemoteError, SchemaError, redact
@@ -97,7 +99,7 @@ def detect_format(path: str | os.PathLike[str], remote: RemoteSettings | None = 
         return fmt
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"no such file or directory: {p}")
+        raise FileNotFoundError(missing_path(p))
     if p.is_dir():
         return _directory_format(p).name
     with p.open("rb") as fh:
@@ -128,11 +130,36 @@ def _directory_format(p: Path) -> FileFormat:
     for fmt in FORMATS:
         if fmt.directories and any(any(p.glob(f"*{ext}")) for ext in fmt.extensions):
             return fmt
+    _csv_folder(p)
     stores = [fmt for fmt in FORMATS if fmt.markers]
     markers = [m for fmt in stores for m in fmt.markers]
     folders = [f"a directory of {fmt.extensions[0]} files" for fmt in FORMATS if fmt.directories]
     raise FormatError(f"directory is not a zarr store (no {', '.join(markers[:-1])} or {markers[-1]}) nor "
                       f"{' nor '.join(folders)}", file=str(p))
+
+
+#: compression suffixes of text files (their pattern keeps the suffix before: ``*.csv.xz``)
+_PACKED = (".gz", ".xz", ".bz2")
+
+
+def _csv_folder(p: Path) -> None:
+    """Refuse a directory of CSV files, naming how many and the pattern that reads them all."""
+    text = next(fmt for fmt in FORMATS if fmt.text)
+    ends: dict[str, int] = {}
+    with os.scandir(p) as entries:
+        for entry in itertools.islice(entries, MAX_LISTED):
+            suffixes = Path(entry.name).suffixes
+            if not suffixes or suffixes[-1].lower() not in text.extensions or not entry.is_file():
+                continue
+            end = "".join(suffixes[-2:] if suffixes[-1].lower() in _PACKED and len(suffixes) > 1 else suffixes[-1:])
+            ends[end] = ends.get(end, 0) + 1
+    if ends:
+        end = max(ends, key=lambda e: ends[e])
+        n = sum(ends.values())
+        pattern = os.path.join(str(p), "*" + end)
+        raise FormatError(f"a directory of {n} {text.title} file{'s' if n != 1 else ''} is not one dataset: "
+                          f"pass the pattern {pattern!r} (quoted) to read them as one, in name order, "
+                          "or name the files", file=str(p))
 
 
 def _what_is_read() -> str:
@@ -165,7 +192,7 @@ def expand_paths(path_or_paths: str | os.PathLike[str] | Iterable[str | os.PathL
             continue
         if os.path.exists(text) or not glob.has_magic(text):
             if not os.path.exists(text):
-                raise FileNotFoundError(f"no such file or directory: {text}")
+                raise FileNotFoundError(missing_path(text))
             out.append(text)
             continue
         matches = sorted(glob.glob(text))

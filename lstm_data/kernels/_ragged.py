@@ -53,20 +53,12 @@ def ragged_job(parts: Parts, *, max_len: int | None = None, fixed: bool = True, 
     fixed : bool
         ``True``: an int ``max_len`` is the exact width, as in ``pad_ragged``;
         ``False``: it caps the batch's longest row.
-    pad_value : float
-        Fill for the empty slots (default NaN).
-    columns : sequence of int, optional
-        Which variables, in output order (2-D ``values`` only). Default: all.
+    pad_value, columns
+        As for :func:`pad_ragged`.
     sort_by : int, optional
-        Column whose value orders each row's prongs before truncation (one source only).
-    descending : bool
-        Sort order for ``sort_by``.
-    padding : {"post", "pre"}
-        ``"pre"`` puts the padding before the prongs.
-    truncating : {"post", "pre"}
-        ``"pre"`` drops prongs from the start of a too-long row, keeping its end.
-    dtype : float32 or float64
-        Output dtype.
+        As for :func:`pad_ragged`, of one source only.
+    descending, padding, truncating, dtype
+        As for :func:`pad_ragged`.
     multiple_of : int, optional
         Rounds a width that follows the batch's longest row up to a multiple of it,
         capped at ``max_len``.

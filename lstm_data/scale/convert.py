@@ -41,26 +41,14 @@ from lstm_data._util.dask import DaskClient, as_completed, wait
 from lstm_data._util.deprecation import refuses_renamed
 from lstm_data._util.exclusive import output_lock
 from lstm_data._util.types import Forwarded
-from lstm_data._util.safe_output import (
-    check_not_input,
-    remove_path,
-    remove_stale_temporaries,
-    temp_path,
-)
+from lstm_data._util.safe_output import remove_path, remove_stale_temporaries, temp_path
 from lstm_data.io.ours.checked_store import settle_zarr
 from lstm_data.io.ours.chunk_ranges import Piece, RangeWriter, write_shared_chunks
-from lstm_data.io.ours.convert import (
-    check_like,
-    concat_blocks,
-    open_blocks,
-    output_kind,
-    table_total,
-)
+from lstm_data.io.ours.convert import check_like, concat_blocks, open_blocks, output_and_inputs, shuffled, write_output
 from lstm_data.io.dispatch import detect_format, input_bytes, split_member
-from lstm_data.io.ours.external_shuffle import BUCKET_BYTES, external_shuffle, n_buckets_for
 from lstm_data.io.ours.ownership import check_target, put_in_place
 from lstm_data.io.ours.row_blocks import RestartStream, RowBlocks, dataset_blocks
-from lstm_data.io.ours.write import ZarrOutput, write_hdf5, write_zarr
+from lstm_data.io.ours.write import ZarrOutput, write_zarr
 
 __all__ = ["convert_distributed", "Partition", "plan_partitions"]
 
@@ -224,10 +212,8 @@ def convert_distributed(sources: Sequence[str], dst: str | os.PathLike[str], *, 
     FileExistsError
         ``dst`` exists and ``overwrite`` is off.
     """
-    kind = output_kind(dst)
-    paths = [os.fspath(p) for p in sources]
+    kind, paths = output_and_inputs(sources, dst)
     target = Path(dst)
-    check_not_input(target, paths)
     with output_lock(target):  # a second writer of the same output fails here, at once
         check_target(target, overwrite)
         return _convert_locked(paths, target, kind, client=client, schema=schema,
@@ -242,7 +228,6 @@ def _convert_locked(paths: list[str], target: Path, kind: str, *, client: Any,
                     compression: str | None, split_bytes: int, bucket_bytes: int | None,
                     **options: Any) -> RowBlocks:
     """:func:`convert_distributed` once the output is locked and checked."""
-    dst = target
     remove_stale_temporaries(target)
     partitions = plan_partitions(paths, split_bytes)
     parts_dir = temp_path(target, "parts")
@@ -278,13 +263,8 @@ def _convert_locked(paths: list[str], target: Path, kind: str, *, client: Any,
         for info in infos[1:]:
             check_like(info.columns, columns, info.partition.path, infos[0].partition.path)
         if shuffle_seed is not None or kind == "hdf5":
-            table = _from_parts(infos, columns, paths, schema, options, shuffle_seed, target,
-                                bucket_bytes or BUCKET_BYTES)
-            extra: dict[str, Any] = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
-            if kind == "zarr":
-                write_zarr(table, dst, overwrite=overwrite, **extra)
-            else:
-                write_hdf5(table, dst, overwrite=overwrite, compression=compression, **extra)
+            table = _from_parts(infos, columns, paths, schema, options, shuffle_seed, target, bucket_bytes)
+            write_output(table, target, kind, overwrite=overwrite, compression=compression, chunk_bytes=chunk_bytes)
         else:
             _link(client, infos, columns, target, overwrite, chunk_bytes, tag)
         if progress is not None:
@@ -295,7 +275,8 @@ def _convert_locked(paths: list[str], target: Path, kind: str, *, client: Any,
 
 
 def _from_parts(infos: list[PartInfo], columns: RowBlocks, paths: list[str], schema: Any,
-                options: dict[str, Any], shuffle_seed: int | None, target: Path, bucket_bytes: int) -> RowBlocks:
+                options: dict[str, Any], shuffle_seed: int | None, target: Path,
+                bucket_bytes: int | None) -> RowBlocks:
     """The parts as one table, shuffled as the one-process convert shuffles the inputs."""
     from lstm_data.io.ours.zarr import ZarrDataset
 
@@ -305,8 +286,7 @@ def _from_parts(infos: list[PartInfo], columns: RowBlocks, paths: list[str], sch
                       table.total, tuple(paths), sum(i.n_rows for i in infos), table.group_totals)
     if shuffle_seed is None:
         return table
-    k = n_buckets_for(sum(table_total(p, schema=schema, **options) for p in paths), bucket_bytes)
-    return external_shuffle(table, int(shuffle_seed), temp_path(target, "shuffle"), n_buckets=k)
+    return shuffled(table, shuffle_seed, paths, target, bucket_bytes=bucket_bytes, schema=schema, **options)
 
 
 def _link(client: Any, infos: list[PartInfo], columns: RowBlocks, target: Path, overwrite: bool,

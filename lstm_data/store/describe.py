@@ -23,6 +23,7 @@ from lstm_data.io.ours.checked_store import open_checked
 from lstm_data.store.format import ATTR, STORE_FORMAT, output_key
 from lstm_data.io.plumbing.remote import is_url
 from lstm_data.store.read import PrecomputedBatches, read_metadata, stored_metadata, stored_node
+from lstm_data._util.plural import counted
 
 __all__ = ["StoreDescription", "describe_store", "is_batch_store", "shape_text"]
 
@@ -115,7 +116,7 @@ class StoreDescription:
             One line each.
         """
         out = [f"{self.path}: batch store (lstm-data precompute; read with lstm_data.open_batches)",
-               f"batches: {self.n_batches} of {self.batch_size} rows ({self.n_rows} rows)",
+               f"batches: {self.n_batches} of {counted(self.batch_size, 'row')} ({counted(self.n_rows, 'row')})",
                f"made of: {', '.join(self.source) or 'data in memory'} (fingerprint {self.fingerprint[:16]})",
                "", f"{'output':<28} {'role':<7} {'shape':<20} dtype"]
         out += [f"{n:<28} {o['role']:<7} {o['shape']:<20} {o['dtype']}" for n, o in self.outputs.items()]

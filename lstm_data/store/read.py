@@ -50,6 +50,7 @@ from lstm_data.store.format import (
 from lstm_data.store.index_checks import check_batch_shapes, check_index_arrays, stored_batch_count
 from lstm_data.store.parts import StoredPart, fold_stored, split_stored
 from lstm_data.store.shards import StoreEpochs
+from lstm_data._util.plural import counted
 
 __all__ = ["open_batches", "PrecomputedBatches", "read_metadata", "stored_node"]
 
@@ -293,7 +294,7 @@ class PrecomputedBatches(StoreEpochs):
         return self.spec.signature()
 
     def __repr__(self) -> str:
-        return (f"PrecomputedBatches({redact(self.path)!r}, {len(self)} batches of {self.batch_size}, "
+        return (f"PrecomputedBatches({redact(self.path)!r}, {counted(len(self), 'batch')} of {self.batch_size}, "
                 f"seed={self.seed}, epoch={self.epoch})")
 
     def __getstate__(self) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from lstm_data._util.safe_output import (
 from lstm_data.batching.spec.augment import refuse_augment
 from lstm_data.batching.epochs.batches import Batches
 from lstm_data.batching.building.empty_rows import step_lengths
-from lstm_data.batching.order.rows import resolve_shuffle
+from lstm_data.batching.order.rows import DEFAULT_SEED, resolve_shuffle
 from lstm_data.batching.epochs.legacy_options import legacy_options
 from lstm_data.batching.epochs.prefetch import prefetch
 from lstm_data.batching.epochs.source import BatchSource, ShardSource
@@ -69,6 +69,7 @@ from lstm_data.store.read import (
     stored_node,
 )
 from lstm_data.store.shards import ELEMENTS
+from lstm_data._util.plural import counted
 
 _log = logging.getLogger("lstm_data")
 __all__ = ["precompute", "open_batches", "PrecomputedBatches", "PrecomputeSummary"]
@@ -102,7 +103,7 @@ class PrecomputeSummary:
             lines.append(f"{name:<28} {info['shape']:<24} {info['dtype']:<8}")
         lines.append("-" * len(head))
         state = "reused (up to date)" if self.reused else f"{self.rows_per_second:,.0f} rows/s"
-        lines.append(f"{self.n_batches} batches, {self.n_rows} rows -> {self.path}  [{state}]")
+        lines.append(f"{counted(self.n_batches, 'batch')}, {counted(self.n_rows, 'row')} -> {self.path}  [{state}]")
         return "\n".join(lines)
 
 
@@ -226,7 +227,7 @@ def precompute(dataset: Dataset | BatchSource, spec: BatchSpec | str | os.PathLi
     :class:`~lstm_data.batching.epochs.batches.Batches` or one of its splits, folds or
     shards, stored batches (:func:`open_batches`, e.g. to store them again with other
     compression) or a source of your own. The store then holds exactly
-    ``source.batch(i, epoch=0)`` for every ``i`` (the seed of ``Batches``, drawn or given,
+    ``source.batch(i, epoch=0)`` for every ``i`` (the seed of ``Batches``, given or 0,
     included).
 
     Parameters
@@ -335,7 +336,7 @@ def _batches_job(dataset: Dataset, spec: BatchSpec, out: str | os.PathLike[str],
         raise OptionError("precompute: the order has sample (rows drawn anew every epoch), but a precomputed "
                           "store holds the batches of one epoch: its draws would repeat each epoch. Precompute "
                           "without sample (weights= reweights without drawing), or train on Batches with it")
-    order = order.replace(seed=0 if order.seed is None else order.seed,
+    order = order.replace(seed=DEFAULT_SEED if order.seed is None else order.seed,
                           shuffle=resolve_shuffle(order.shuffle, dataset.in_ram))
     check_not_input(Path(out), getattr(dataset, "source", ()))
     batches = Batches(dataset, spec, order, rows=rows)

@@ -12,7 +12,8 @@ import pytest
 
 keras = pytest.importorskip("keras")
 
-from lstm_data import Batches, BatchSpec, OptionError, Order, Ragged, Scalars, open_batches, precompute  # noqa: E402
+from lstm_data import (  # noqa: E402
+    Batches, BatchSpec, OptionError, Order, Ragged, Scalars, SpecVersionWarning, open_batches, precompute)
 from lstm_data.adapters.keras import KerasBatches, keras_inputs  # noqa: E402
 from lstm_data.data.dataset import InMemoryDataset  # noqa: E402
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset  # noqa: E402
@@ -176,7 +177,8 @@ def test_a_version_1_spec_file_without_nan_to_warns_once_naming_both_padded_inpu
     old = tmp_path / "numu_v1.toml"
     old.write_text("\n".join(line for line in (EXAMPLES / "numu_v3.toml").read_text().splitlines()
                              if not line.startswith(("version", "pad_value", "lengths"))))
-    spec = BatchSpec.from_toml(old)
+    with pytest.warns(SpecVersionWarning, match="input_png2d, inputs.input_png3d pad with NaN"):
+        spec = BatchSpec.from_toml(old)
     data = KerasBatches(Batches(ds, spec, Order(batch_size=1024, seed=0)), threads=2)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

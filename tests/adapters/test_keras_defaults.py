@@ -10,7 +10,7 @@ import pytest
 
 keras = pytest.importorskip("keras")
 
-from lstm_data import Batches, BatchSpec, Order  # noqa: E402
+from lstm_data import Batches, BatchSpec, Order, SpecVersionWarning  # noqa: E402
 from lstm_data.adapters.keras import KerasBatches, keras_inputs  # noqa: E402
 from lstm_data.data.synthetic import PNG2D_VARS, SLICE_VARS, make_dataset  # noqa: E402
 
@@ -60,7 +60,9 @@ def test_a_version_1_file_warns_and_the_same_file_at_version_2_trains(tmp_path, 
     old, new = tmp_path / "old.toml", tmp_path / "new.toml"
     old.write_text(SPEC_FILE)
     new.write_text("version = 2\n" + SPEC_FILE)
-    msgs, loss = _fit(BatchSpec.from_toml(old), data)
+    with pytest.warns(SpecVersionWarning, match="version = 2"):
+        old_spec = BatchSpec.from_toml(old)
+    msgs, loss = _fit(old_spec, data)
     assert len(msgs) == 1 and "'input_png2d' holds NaN padding" in msgs[0] and "nan_to=0.0" in msgs[0]
     assert np.isnan(loss).all()  # what the warning is about
     msgs, loss = _fit(BatchSpec.from_toml(new), data)

@@ -6,7 +6,8 @@ only the environment that page tells the reader to export (the Keras recipe need
 ``KERAS_BACKEND=torch`` written on the page: the test does not set it). Before its
 training statement the driver (``tests/docs/recipe_driver.py``) starts watching what
 the model is given. The recipe must train without NaN and without warnings from
-lstm_data, and epoch ``e`` must read the batches of order ``(seed, e)``.
+lstm_data, epoch ``e`` must read the batches of order ``(seed, e)``, and it must
+learn: its last validation loss is at most 70% of the untrained model's.
 """
 from __future__ import annotations
 
@@ -45,9 +46,16 @@ def run_recipe(name: str, tmp_path) -> dict:
     return result
 
 
-def assert_orders(result: dict, epochs: int = 2) -> None:
+def assert_learns(result: dict) -> None:
+    """The validation loss fell by 30% or more from the untrained model's, and never was NaN."""
+    val = np.asarray(result["val_loss"])
+    assert np.isfinite(val).all() and np.isfinite(result["untrained"]), result
+    assert val[-1] <= 0.7 * result["untrained"], (result["untrained"], val)
+
+
+def assert_orders(result: dict) -> None:
     """Step by step, the model saw batch ``i`` of order ``(seed, e)`` for e = 0 .. epochs - 1."""
-    seen, want = result["seen"], result["want"]
+    seen, want, epochs = result["seen"], result["want"], result["epochs"]
     assert len(want) == epochs * result["n_batches"] and len(seen) == len(want)
     for k, (got, expected) in enumerate(zip(seen, want)):
         e, i = divmod(k, result["n_batches"])
@@ -60,18 +68,20 @@ def test_keras_recipe_sets_its_backend_on_the_page():
 
 
 @pytest.mark.slow
-def test_keras_recipe_trains_without_nan_on_orders_seed_0_1(tmp_path):
+def test_keras_recipe_learns_without_nan_on_orders_seed_0_1(tmp_path):
     if importlib.util.find_spec("keras") is None:   # not importorskip: importing keras needs the page's backend
         pytest.skip("keras is not installed")
     result = run_recipe("keras", tmp_path)
-    assert len(result["loss"]) == 2
-    assert np.isfinite(result["loss"]).all() and np.isfinite(result["val_loss"]).all(), result
+    assert len(result["loss"]) == result["epochs"] and np.isfinite(result["loss"]).all(), result
+    assert_learns(result)
     assert_orders(result)
 
 
 @pytest.mark.slow
-def test_torch_recipe_trains_without_nan_on_orders_seed_0_1(tmp_path):
+def test_torch_recipe_learns_without_nan_on_orders_seed_0_1(tmp_path):
     pytest.importorskip("torch")
     result = run_recipe("torch", tmp_path)
-    assert len(result["loss"]) == 2 * result["n_batches"] and np.isfinite(result["loss"]).all(), result
+    assert len(result["loss"]) == result["epochs"] * result["n_batches"] and np.isfinite(result["loss"]).all()
+    assert_learns(result)
     assert_orders(result)
+

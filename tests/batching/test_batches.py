@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +11,9 @@ import lstm_data
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, kernels
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 from tests.helpers import assert_same_arrays
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
 
 SPEC = BatchSpec(inputs={"input_slice": Scalars(SLICE_VARS),
                          "input_png3d": Ragged(PNG3D_VARS[:5], max_len=6, sort_by="png.calE",
@@ -66,7 +70,28 @@ def test_shuffled_order_is_a_reproducible_permutation_per_epoch(ds):
     np.testing.assert_array_equal(_rows(a), _rows(b))
     assert not np.array_equal(first, _rows(Batches(ds, SPEC, Order(batch_size=256, seed=2))))
     np.testing.assert_array_equal(_rows(Batches(ds, SPEC, Order(batch_size=256, shuffle=False))), np.arange(3000))
-    assert Batches(ds, SPEC).seed != Batches(ds, SPEC).seed  # a drawn seed is kept, not None
+    assert Batches(ds, SPEC).seed == 0  # no seed: 0, the command line's default too
+
+
+def test_without_a_seed_every_run_and_process_reads_seed_0(ds, tmp_path):
+    """Batches, their splits and shards without a seed are those of seed 0, in any process, as
+    lstm-data precompute without --seed writes them."""
+    import subprocess
+    import sys
+
+    unseeded, zero = Batches(ds, SPEC, Order(batch_size=256)), Batches(ds, SPEC, Order(batch_size=256, seed=0))
+    assert unseeded.order == zero.order and unseeded.order.seed == 0
+    np.testing.assert_array_equal(_rows(unseeded), _rows(zero))
+    np.testing.assert_array_equal(unseeded.split(0.2)[1].rows_of(0), zero.split(0.2)[1].rows_of(0))
+    np.testing.assert_array_equal(unseeded.shard(1, 2).rows_of(0), zero.shard(1, 2).rows_of(0))
+    code = ("import sys, numpy as np, lstm_data; ds = lstm_data.open(sys.argv[1]);"
+            "spec = lstm_data.BatchSpec.from_toml(sys.argv[2]);"
+            "b = lstm_data.Batches(ds, spec, lstm_data.Order(batch_size=256));"
+            "print(b.split(0.2)[0].rows_of(0)[:8].tolist())")
+    runs = {subprocess.run([sys.executable, "-c", code, str(EXAMPLES / "numu_v3.csv.xz"),
+                            str(EXAMPLES / "numu_v3.toml")], capture_output=True, text=True,
+                           check=True, cwd=ROOT).stdout for _ in range(2)}
+    assert len(runs) == 1
 
 
 def test_weights_column_and_array(ds):

@@ -11,7 +11,7 @@ import pytest
 from lstm_data import Batches, BatchSpec, Order, Ragged, Scalars, open_batches
 from lstm_data.batching.spec.version import SPEC_VERSION
 from lstm_data.data.synthetic import PNG3D_VARS, SLICE_VARS, make_dataset
-from lstm_data.errors import SchemaError
+from lstm_data.errors import SchemaError, SpecVersionWarning
 from lstm_data.io.ours.manifest import write_manifest
 from lstm_data.store.write import precompute
 
@@ -65,7 +65,8 @@ def test_every_written_spec_carries_version_2(tmp_path):
 def test_a_file_without_version_keeps_nan_padding(tmp_path, data):
     path = tmp_path / "old.toml"
     path.write_text(V1_FILE)
-    spec = BatchSpec.from_toml(path)
+    with pytest.warns(SpecVersionWarning, match=r"old.toml: no 'version' key.*input_png3d pad with NaN.*version = 2"):
+        spec = BatchSpec.from_toml(path)
     assert math.isnan(spec.inputs["input_png3d"].pad_value)
     assert np.isnan(_first_padding(data, spec)).all()
     # written back, the file is version 2 and says NaN explicitly: same batches
@@ -127,20 +128,25 @@ def test_a_store_written_before_versions_reloads_and_is_reused(tmp_path, data):
                                                     "input_png3d": Ragged(PNG3D_VARS[:2], max_len=8)}))
 
 
-def test_a_file_without_version_using_version_2_options_gets_version_2_defaults(tmp_path):
-    old = tmp_path / "old.toml"
-    old.write_text('[inputs.x]\ntype = "ragged"\nvars = ["a"]\nmax_len = 4\n')
-    assert math.isnan(BatchSpec.from_toml(old).inputs["x"].pad_value)  # version 1: NaN, as written
-    new = tmp_path / "new.toml"
-    new.write_text('[inputs.x]\ntype = "ragged"\nvars = ["a"]\nmax_len = 4\nmask = true\n')
-    assert BatchSpec.from_toml(new).inputs["x"].pad_value == 0.0  # mask exists only in version 2
-    top = tmp_path / "top.toml"
-    top.write_text('selection = "a > 0"\n[inputs.x]\ntype = "ragged"\nvars = ["a"]\nmax_len = 4\n')
-    assert BatchSpec.from_toml(top).inputs["x"].pad_value == 0.0
-
-
-def test_one_step_needs_a_number_for_its_step():
-    with pytest.raises(SchemaError, match=r"'x'.*one_step.*NaN"):
-        BatchSpec(inputs={"x": Ragged(["a"], max_len=4, empty="one_step", pad_value=math.nan)})
-    BatchSpec(inputs={"x": Ragged(["a"], max_len=4, empty="one_step", pad_value=math.nan)}, nan_to=0.0)
-    BatchSpec(inputs={"x": Ragged(["a"], max_len=4, empty="one_step")})  # 0.0 by default
+def test_a_file_without_version_pads_by_its_version_alone_and_warns_once(tmp_path, recwarn):
+    """No other key (mask, empty, selection) turns a file without version into version 2 behind
+    the user's back: it pads with NaN and says so, once per load, naming every such field."""
+    for extra, top in (("mask = true\n", ""), ("", 'selection = "a > 0"\n'), ("layout = \"channels_first\"\n", "")):
+        path = tmp_path / "old.toml"
+        path.write_text(top + '[inputs.x]\ntype = "ragged"\nvars = ["a"]\nmax_len = 4\n' + extra
+                        + '[inputs.y]\ntype = "ragged"\nvars = ["b"]\n')
+        with pytest.warns(SpecVersionWarning) as caught:
+            spec = BatchSpec.from_toml(path)
+        assert len(caught) == 1 and "inputs.x, inputs.y pad with NaN" in str(caught[0].message)
+        assert math.isnan(spec.inputs["x"].pad_value) and math.isnan(spec.inputs["y"].pad_value)
+    # empty = "one_step" needs a finite fill: refused, after the warning says why the fill is NaN
+    path.write_text('[inputs.x]\ntype = "ragged"\nvars = ["a"]\nempty = "one_step"\n')
+    with pytest.warns(SpecVersionWarning, match="version = 2"), pytest.raises(SchemaError, match="finite"):
+        BatchSpec.from_toml(path)
+    # nothing implied, nothing said: a version, or every ragged pad_value written out
+    recwarn.clear()
+    path.write_text('version = 2\n[inputs.x]\ntype = "ragged"\nvars = ["a"]\nempty = "one_step"\n')
+    assert BatchSpec.from_toml(path).inputs["x"].pad_value == 0.0
+    path.write_text('[inputs.x]\ntype = "ragged"\nvars = ["a"]\npad_value = nan\n[inputs.s]\ntype = "scalars"\nvars = ["c"]\n')
+    assert math.isnan(BatchSpec.from_toml(path).inputs["x"].pad_value)
+    assert not [w for w in recwarn if issubclass(w.category, SpecVersionWarning)]

@@ -130,7 +130,7 @@ def test_from_toml_example_file():
 
 def test_from_toml_errors_name_the_table(tmp_path):
     bad = tmp_path / "bad.toml"
-    bad.write_text('[inputs.x]\ntype = "ragged"\nvars = ["png.calE"]\nmaxlen = 3\n')
+    bad.write_text('version = 2\n[inputs.x]\ntype = "ragged"\nvars = ["png.calE"]\nmaxlen = 3\n')
     with pytest.raises(SchemaError, match=r"\[inputs.x\]: unknown option\(s\) \['maxlen'\]"):
         BatchSpec.from_toml(bad)
     bad.write_text('[inputs.x]\ntype = "table"\nvars = ["calE"]\n')

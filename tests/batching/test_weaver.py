@@ -309,6 +309,7 @@ labels:
 """
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize("mode", ["wrap", "constant"])
 def test_an_input_of_unequal_counts_equals_weaver_cores_tensors(tmp_path, mode):
     """weaver-core pads each variable by its own count: an input mixing jagged branches of other

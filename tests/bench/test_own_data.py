@@ -29,11 +29,13 @@ vars = {slice}
 
 [inputs.png_fixed]
 type = "ragged"
+pad_value = nan
 max_len = 4
 vars = {png}
 
 [inputs.png_per_batch]
 type = "ragged"
+pad_value = nan
 vars = {png}
 
 [targets.energy]

@@ -29,11 +29,13 @@ type = "scalars"
 vars = ["calE", "nHit", "recoE", "evt"]
 [inputs.input_png3d]
 type = "ragged"
+pad_value = nan
 max_len = 5
 sort_by = "png.calE"
 vars = ["png.calE", "png.len", "png.dir[0]", "png.nhit"]
 [inputs.input_png2d]
 type = "ragged"
+pad_value = nan
 vars = ["png2d.calE", "png2d.nplane"]
 [targets.target_total]
 type = "scalars"
@@ -93,7 +95,7 @@ def test_precompute_on_the_nova_file_and_on_its_aliased_conversion(files, tmp_pa
     # the file's own names, straight from the .h5
     (tmp_path / "own.toml").write_text(
         f'[inputs.x]\ntype = "scalars"\nvars = ["rec.slc.calE", "evt"]\n'
-        f'[inputs.p]\ntype = "ragged"\nmax_len = 4\nvars = ["{PNG}.calE", "{PNG}.dir[2]"]\n'
+        f'[inputs.p]\ntype = "ragged"\npad_value = nan\nmax_len = 4\nvars = ["{PNG}.calE", "{PNG}.dir[2]"]\n'
         '[targets.y]\ntype = "scalars"\nvars = ["rec.mc.nu.E"]\n')
     assert main(["precompute", "--data", str(nova), "--spec", str(tmp_path / "own.toml"),
                  "--batch-size", "100", "--seed", "1", "--out", str(tmp_path / "own.zarr"),

@@ -28,12 +28,14 @@ vars = ["MET_pt", "nMuon", "passed"]
 
 [inputs.input_muon]
 type = "ragged"
+pad_value = nan
 max_len = 3
 sort_by = "Muon_pt"
 vars = ["Muon_pt", "Muon_eta", "Muon_charge"]
 
 [inputs.input_jet]
 type = "ragged"
+pad_value = nan
 max_len = 4
 vars = ["Jet_e", "Jet_pt"]
 

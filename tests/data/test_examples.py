@@ -16,7 +16,7 @@ from tests.helpers import EXAMPLES
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = Path(lstm_data.examples.__file__).parent / "data" / "examples" / "files"
 #: where the repository keeps each shipped file
-SOURCES = {"numu_v3.toml": EXAMPLES, "nova_sample.toml": EXAMPLES,
+SOURCES = {"numu_v3.toml": EXAMPLES, "nova_sample.toml": EXAMPLES, "weaver_network.py": EXAMPLES,
            "JetClass_full.yaml": REPO / "tests" / "data" / "weaver", "variant.yaml": REPO / "tests" / "data" / "weaver"}
 
 

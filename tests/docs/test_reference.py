@@ -24,6 +24,7 @@ import pytest
 
 from tests.docs.pages import DOCS, ROOT
 
+pytestmark = pytest.mark.peers  # numpydoc (and Sphinx under it): the test-peers extra
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
 #: numpydoc checks every public name passes: a docstring, a one-line summary ending in a period,
@@ -134,7 +135,10 @@ def _problems(path: str, checks: set[str]) -> list[str]:
 
 
 def _members(cls, target: str) -> dict[str, tuple[str, str]]:
-    """Public methods and properties of ``cls`` and its lstm_data bases: name -> (dotted path, file)."""
+    """Public methods and properties (``Forward`` attributes too) of ``cls`` and its lstm_data bases:
+    name -> (dotted path, file)."""
+    from lstm_data._util.forward import Forward
+
     out: dict[str, tuple[str, str]] = {}
     for klass in cls.__mro__:
         if not klass.__module__.startswith("lstm_data"):
@@ -142,9 +146,9 @@ def _members(cls, target: str) -> dict[str, tuple[str, str]]:
         where = target if klass is cls else f"{klass.__module__}.{klass.__qualname__}"
         for attr, value in vars(klass).items():
             func = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
-            if not attr.startswith("_") and attr not in out and inspect.isfunction(func):
-                source = Path(inspect.getsourcefile(func)).resolve().relative_to(ROOT)
-                out[attr] = (f"{where}.{attr}", str(source))
+            if not attr.startswith("_") and attr not in out and (inspect.isfunction(func) or isinstance(value, Forward)):
+                source = Path(inspect.getsourcefile(klass if isinstance(value, Forward) else func)).resolve()
+                out[attr] = (f"{where}.{attr}", str(source.relative_to(ROOT)))
     return out
 
 

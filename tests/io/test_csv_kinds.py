@@ -93,6 +93,7 @@ def test_union_groups_first_file_names_the_group():
 SPEC = """
 [inputs.input_png]
 type = "ragged"
+pad_value = nan
 max_len = 2
 vars = ["png.x", "png.y"]
 

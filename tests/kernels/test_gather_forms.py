@@ -245,6 +245,7 @@ def test_bad_forms_same_errors(backend, bad, error):
         backend.BatchGather([_job(**bad)])
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize("wrap", [False, True])
 def test_equals_weaver_core_fused_kernels(backend, wrap):
     """weaver-core's own standardise + clip + pad kernels (float32, channels-first) give the same bits."""

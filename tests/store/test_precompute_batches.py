@@ -24,8 +24,8 @@ def _stored_equal(batches, out) -> None:
         assert_same_batch(stored[i], batches.batch(i, epoch=0))
 
 
-def test_the_store_holds_the_batches_given_with_their_drawn_seed(data, tmp_path):
-    b = Batches(data, row_spec(), Order(batch_size=64))  # seed drawn here
+def test_the_store_holds_the_batches_given_with_their_default_seed(data, tmp_path):
+    b = Batches(data, row_spec(), Order(batch_size=64))  # seed 0
     summary = precompute(b, tmp_path / "s.zarr", progress=False)
     assert summary.n_batches == len(b)
     _stored_equal(b, tmp_path / "s.zarr")

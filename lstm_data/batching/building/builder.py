@@ -85,6 +85,7 @@ class BatchBuilder:
         self._row_lengths: dict[str, np.ndarray] = {}
         self._group_has_nan: dict[str, bool] = {}
         self._row_nonfinite: dict[str, np.ndarray] = {}  # in RAM: rows holding NaN or inf, by group
+        self._field_nonfinite: dict[str, np.ndarray] = {}  # the same, by output (its groups' union)
         self._gather: kernels.BatchGather | None = None  # the in-RAM BatchGather, made at first use
         # the in-RAM BatchGather of each set of chosen widths (bucket_lengths), by the widths
         self._width_gathers: dict[tuple[int | None, ...], kernels.BatchGather] = {}
@@ -245,11 +246,15 @@ class BatchBuilder:
         if not form.has_slots or batch.ndim != 3 or len(rows) != batch.shape[form.axes.index("B")]:
             np.copyto(batch, fill, where=np.isnan(batch))
             return
-        hit = np.zeros(len(rows), dtype=bool)
-        for g in f.groups:
-            hit |= self._nonfinite_rows(g)[rows]
+        flags = self._field_nonfinite.get(f.name)
+        if flags is None:  # once per field: the union of its groups' rows (a dict store is atomic)
+            flags = np.logical_or.reduce([self._nonfinite_rows(g) for g in f.groups])
+            self._field_nonfinite[f.name] = flags
+        hits = np.flatnonzero(flags[rows])
+        if not len(hits):
+            return
         view = form.rows_view(batch)
-        for b in np.flatnonzero(hit):
+        for b in hits:
             np.copyto(view[b], fill, where=np.isnan(view[b]))
 
     def _parts(self, group: str) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -29,7 +29,7 @@ from lstm_data.batching.epochs.source import BatchSource, BuildsInArena
 from lstm_data.batching.epochs.views import MadeFrom, Shards, Splits, part_differences
 from lstm_data.batching.epochs.weights import freeze_batch
 from lstm_data.batching.order.options import Order
-from lstm_data.batching.order.rows import fresh_seed, resolve_shuffle, shuffled_order
+from lstm_data.batching.order.rows import DEFAULT_SEED, resolve_shuffle, shuffled_order
 from lstm_data.batching.order.rows_view import RowsView
 from lstm_data.batching.spec.batch_spec import Batch, BatchSpec
 from lstm_data.batching.spec.derived import mark_applied
@@ -37,6 +37,7 @@ from lstm_data.data.dataset import Dataset, InMemoryDataset
 from lstm_data.errors import OptionError
 from lstm_data.io.read_options import ReadOptions
 from lstm_data._util.declared import SuggestsKeywords
+from lstm_data._util.plural import counted
 
 __all__ = ["Batches"]
 
@@ -69,7 +70,7 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
     epoch : int
         The current epoch (0 first).
     order : Order
-        The order in use, with ``shuffle="auto"`` resolved and a drawn seed filled in.
+        The order in use, with ``shuffle="auto"`` resolved and ``seed=None`` as 0.
     pipeline : Pipeline
         What is compiled once: stages, epoch plans, builder, identity.
 
@@ -103,9 +104,8 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
             bucket_by=bucket_by, bucket_window=bucket_window, block_rows=block_rows, window_rows=window_rows,
             read_ahead=read_ahead, cache=cache, max_elements=max_elements, bucket_lengths=bucket_lengths,
             max_shapes=max_shapes, sample=sample, policies=policies))
-        self._seed_drawn = order.seed is None
         self.order = order.replace(shuffle=resolve_shuffle(order.shuffle, data.in_ram),
-                                   seed=fresh_seed() if order.seed is None else order.seed)
+                                   seed=DEFAULT_SEED if order.seed is None else order.seed)
         if view is None:
             view = RowsView(data, rows)
         elif rows is not None:
@@ -127,8 +127,8 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
 
     @property
     def seed_drawn(self) -> bool:
-        """Whether the seed was drawn here (``seed=None``): another process draws another."""
-        return self._seed_drawn
+        """Whether the seed was drawn here: never, ``seed=None`` is seed 0 (kept for older callers)."""
+        return False
 
     def __len__(self) -> int:
         return len(self.pipeline)
@@ -239,7 +239,7 @@ read_ahead, cache, max_elements, bucket_lengths, max_shapes, sample, policies
         return part_differences(self.pipeline.data_parts(), state)
 
     def __repr__(self) -> str:
-        return (f"Batches({len(self)} batches of {self.batch_size}, {self.n_rows} rows, "
+        return (f"Batches({counted(len(self), 'batch')} of {self.batch_size}, {counted(self.n_rows, 'row')}, "
                 f"shuffle={self.shuffle!r}, seed={self.seed}, epoch={self.epoch})")
 
     # -- pickling: the view and the settings, never the arrays of an in-RAM dataset ------------------

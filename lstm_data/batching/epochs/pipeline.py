@@ -10,7 +10,7 @@ counter, the RAM cache and pickling on top.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeVar
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from lstm_data.batching.building.empty_rows import drop_empty_rows, make_one_ste
 from lstm_data.batching.building.noise import make_augmenter
 from lstm_data.batching.epochs.data_digest import part_digests
 from lstm_data._util.docs import shares_doc
+from lstm_data._util.forward import Forward
 from lstm_data.batching.epochs.identity import (data_fingerprint, full_data, identity_digest, legacy_digests,
                                                 order_settings)
 from lstm_data.batching.epochs.resume import batch_elements
@@ -118,6 +119,7 @@ class Pipeline:
             self.blocks.next_epoch_ahead = order.cache != "ram"  # cached batches never come back after epoch 0
         self._identity: tuple[str, list[str]] | None = None  # the data's digests, made when a state first asks
         self._own_identity: dict[str, object] | None = None
+        self._target_names = spec.target_names  # every batch's weights are keyed by them
         self._parts: list[tuple[str, str]] | None = None
 
     @property
@@ -172,7 +174,7 @@ class Pipeline:
 
     def _weights_for(self, rows: np.ndarray) -> Arrays:
         w = np.ones(len(rows), dtype=np.float32) if self.weights is None else self.weights[rows]
-        return {name: w for name in self.spec.target_names}
+        return {name: w for name in self._target_names}
 
     # -- identity: what a saved state is checked against ------------------------------------------
     def identity(self) -> dict[str, object]:
@@ -248,81 +250,43 @@ def _plain(value: object) -> object:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
+T = TypeVar("T")
+#: an attribute of a batch sequence read off its pipeline or order
+_Read = Forward["CompiledReads", T]
+
+
 class CompiledReads:
     """What a batch sequence over a :class:`Pipeline` reads off it and off its order, by name."""
 
     pipeline: Pipeline
     order: Order
 
-    @property
-    def dataset(self) -> Dataset:
-        """The data batched (the spec's derived values applied)."""
-        return self.pipeline.dataset
-
-    @property
-    def spec(self) -> BatchSpec:
-        """The spec the batches are built with (with ``bucket_by``, its group padded per batch)."""
-        return self.pipeline.spec
-
-    @property
-    def fields(self) -> list[ResolvedField]:
-        """The spec's outputs resolved on the data."""
-        return self.pipeline.fields
-
-    @property
-    def builder(self) -> BatchBuilder:
-        """The builder that turns rows into batches."""
-        return self.pipeline.builder
-
-    @property
-    def n_rows(self) -> int:
-        """Rows batched."""
-        return self.pipeline.n_rows
-
-    @property
-    def seed(self) -> int:
-        """The seed of every random order."""
-        return self.pipeline.plans.seed
-
-    @property
-    def bucketing(self) -> Bucketing | None:
-        """The order's length bucketing (``Order.bucket_by``), or ``None``."""
-        return self.pipeline.bucketing
-
-    @property
-    def file_bounds(self) -> np.ndarray | None:
-        """Row bounds of the data's files (``None`` for data of one file)."""
-        return self.pipeline.data.file_bounds
+    dataset: _Read[Dataset] = Forward(
+        lambda b: b.pipeline.dataset, "The data batched (the spec's derived values applied).")
+    spec: _Read[BatchSpec] = Forward(
+        lambda b: b.pipeline.spec, "The spec the batches are built with (with ``bucket_by``, its group padded per batch).")
+    fields: _Read[list[ResolvedField]] = Forward(
+        lambda b: b.pipeline.fields, "The spec's outputs resolved on the data.")
+    builder: _Read[BatchBuilder] = Forward(
+        lambda b: b.pipeline.builder, "The builder that turns rows into batches.")
+    n_rows: _Read[int] = Forward(lambda b: b.pipeline.n_rows, "Rows batched.")
+    seed: _Read[int] = Forward(lambda b: b.pipeline.plans.seed, "The seed of every random order.")
+    bucketing: _Read[Bucketing | None] = Forward(
+        lambda b: b.pipeline.bucketing, "The order's length bucketing (``Order.bucket_by``), or ``None``.")
+    file_bounds: _Read[np.ndarray | None] = Forward(
+        lambda b: b.pipeline.data.file_bounds, "Row bounds of the data's files (``None`` for data of one file).")
+    nan_to: _Read[float | None] = Forward(lambda b: b.pipeline.spec.nan_to, "The spec's ``nan_to``.")
+    batch_size: _Read[int] = Forward(lambda b: b.order.batch_size, "Rows per batch.")
+    shuffle: _Read[bool | str] = Forward(
+        lambda b: b.order.shuffle, 'The shuffle in use: ``True``, ``False`` or ``"block"``.')
+    drop_last: _Read[bool] = Forward(lambda b: b.order.drop_last, "Whether a short last batch is dropped.")
+    cache: _Read[str | None] = Forward(
+        lambda b: b.order.cache, '``"ram"`` when built batches are kept, else ``None``.')
 
     @property
     def view_rows(self) -> np.ndarray:
         """The dataset rows batched, in view order."""
         return self.pipeline.data.row_numbers()
-
-    @property
-    def nan_to(self) -> float | None:
-        """The spec's ``nan_to``."""
-        return self.spec.nan_to
-
-    @property
-    def batch_size(self) -> int:
-        """Rows per batch."""
-        return self.order.batch_size
-
-    @property
-    def shuffle(self) -> bool | str:
-        """The shuffle in use: ``True``, ``False`` or ``"block"``."""
-        return self.order.shuffle
-
-    @property
-    def drop_last(self) -> bool:
-        """Whether a short last batch is dropped."""
-        return self.order.drop_last
-
-    @property
-    def cache(self) -> str | None:
-        """``"ram"`` when built batches are kept, else ``None``."""
-        return self.order.cache
 
     @property
     def varies_by_epoch(self) -> bool:

@@ -41,6 +41,7 @@ import numpy as np
 from lstm_data._util.types import PlainDict, PlainMapping, PlainValue
 from lstm_data._util.checks import check_count, check_index
 from lstm_data._util.deprecation import OldAttribute
+from lstm_data._util.forward import Forward
 from lstm_data._util.once_cache import OnceCache
 from lstm_data.batching.epochs.identity import STATE_FORMAT
 from lstm_data.batching.epochs.iteration import EpochIteration
@@ -441,15 +442,9 @@ class ShardedBatches(EpochIteration):
         return len(remaining_pool(costs, history, self.assignment, (self.batches.seed, epoch)))
 
     # -- what adapters and users read off a batch source (the parent's settings: .batches) ------
-    @property
-    def spec(self) -> BatchSpec:
-        """The parent's spec."""
-        return self.batches.spec
-
-    @property
-    def varies_by_epoch(self) -> bool:
-        """Whether the parent's epochs differ (then so do this share's)."""
-        return self.batches.varies_by_epoch
+    spec: Forward[ShardedBatches, BatchSpec] = Forward(lambda s: s.batches.spec, "The parent's spec.")
+    varies_by_epoch: Forward[ShardedBatches, bool] = Forward(
+        lambda s: s.batches.varies_by_epoch, "Whether the parent's epochs differ (then so do this share's).")
 
     #: the parent's settings are read as ``shard.batches.seed`` etc. (these names: errors naming it)
     batch_size = OldAttribute()

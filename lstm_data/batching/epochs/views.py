@@ -144,7 +144,6 @@ class MadeFrom:
 
     order: Order
     pipeline: Pipeline
-    _seed_drawn: bool
     _made_from: tuple[Dataset, BatchSpec, np.ndarray | None] | None
 
     def made_from(self) -> tuple[Dataset, BatchSpec, Order, np.ndarray | None]:
@@ -184,21 +183,18 @@ class MadeFrom:
         Returns
         -------
         Batches
-            The view; its seed counts as drawn when these batches' was.
+            The view.
         """
         order = self.order if order is None else order
         if self.pipeline.weights is not None:  # row weights read from a column are kept by row
             order = order.replace(weights=self.pipeline.weights)
         spec = self.pipeline.spec if spec is None else spec
-        view = type(self)(self.pipeline.data.over(rows), spec, order)  # type: ignore[call-arg]
-        view._seed_drawn = self._seed_drawn
-        return view
+        return type(self)(self.pipeline.data.over(rows), spec, order)  # type: ignore[call-arg]
 
 
 class Shards:
-    """``shard(rank, world_size)`` for a batch sequence whose seed may have been drawn here."""
+    """``shard(rank, world_size)``: a rank's share of every epoch of a batch sequence."""
 
-    _seed_drawn: bool
     order: Order
 
     @property
@@ -230,12 +226,8 @@ class Shards:
         Raises
         ------
         ValueError
-            ``rank`` is outside ``[0, world_size)``, or ``seed`` was drawn (``seed=None``):
-            ranks would each draw their own order.
+            ``rank`` is outside ``[0, world_size)``.
         """
-        if self._seed_drawn:
-            raise ValueError("shard() needs the same order on every rank: give Batches an explicit seed "
-                             "(seed=None draws a different one in every process)")
         return ShardedBatches(self, rank, world_size)  # type: ignore[arg-type]  # the sequence is Shardable
 
 

@@ -91,8 +91,8 @@ class Order(DeclaredOptions):
         inside windows of several blocks, so each stored chunk is read at most
         twice per epoch.
     seed
-        Seed of every random order, an int >= 0; ``None`` draws one when the
-        batches are made (then every process draws its own: give one to shard).
+        Seed of every random order, an int >= 0; ``None`` is 0, as on the command
+        line: a run without a seed repeats itself (give other seeds for other orders).
     drop_last
         Drop a short last batch.
     weights

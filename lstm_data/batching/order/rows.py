@@ -12,14 +12,11 @@ import numpy as np
 
 from lstm_data.batching.order.plan import EpochKey, Plan, StageDefaults
 
-__all__ = ["resolve_shuffle", "epoch_rng", "shuffled_order", "ShuffledRows", "split_rows", "fresh_seed"]
+__all__ = ["resolve_shuffle", "epoch_rng", "shuffled_order", "ShuffledRows", "split_rows", "DEFAULT_SEED"]
 
-
-def fresh_seed() -> int:
-    """A random 63-bit seed, drawn when the user gives none (stored so the run can be repeated)."""
-    entropy = np.random.SeedSequence().entropy
-    assert isinstance(entropy, int)  # drawn from the OS when none is given: always an int
-    return int(entropy % (2 ** 63))
+#: the seed of an order given none (``Order(seed=None)``), in the Python API as on the command
+#: line: the same call gives the same batches in every run and every process
+DEFAULT_SEED = 0
 
 
 def resolve_shuffle(shuffle: Any, in_ram: bool) -> bool | str:

@@ -22,6 +22,8 @@ built):
 """
 from __future__ import annotations
 
+from lstm_data._util.plural import counted
+
 import logging
 from collections.abc import Sized
 from typing import Any, Callable, Protocol, runtime_checkable
@@ -215,11 +217,12 @@ def log_epoch_stats(batches: object, epoch: int, waited: float | None = None) ->
         st = batches.epoch_figures(epoch)
     else:
         st = {"epoch": epoch, "batches": len(batches) if isinstance(batches, Sized) else None}
-    parts = [f"epoch {epoch}: {st['batches']} batches"]
+    parts = [f"epoch {epoch}: {st['batches']} batches" if st["batches"] is None
+             else f"epoch {epoch}: {counted(st['batches'], 'batch')}"]
     if st.get("rows") is not None:
-        parts[0] += f", {st['rows']} rows"
+        parts[0] += f", {counted(st['rows'], 'row')}"
     if st.get("elements") is not None:
-        parts[0] += f", {st['elements']} real elements"
+        parts[0] += f", {counted(st['elements'], 'real element')}"
     if "padding" in st:
         pads = ", ".join(f"{k} {v:.3f}" for k, v in st["padding"].items()) or "-"
         cut = ", ".join(f"{k} {v['rows']}" for k, v in st["truncated"].items()) or "-"

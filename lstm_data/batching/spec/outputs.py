@@ -8,7 +8,7 @@ exports the classes and the suffixes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import numpy as np
 
@@ -132,12 +132,11 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
         ragged field or the reverse, or a ragged field spanning groups that needs
         one count per row (``layout="packed"``, ``sort_by``).
     """
-    from lstm_data.data.dataset import unknown_name_error
-
     scalars = set(dataset.scalar_names)
     groups = dataset.groups
     prong_vars = {v: g for g, names in groups.items() for v in names}
     resolved: list[ResolvedField] = []
+    wrong = _WrongNames(dataset)  # every variable that is not there, reported at once
     for role, name, fld in fields:
         where = f"{role} {name!r}"
         if isinstance(fld, Scalars):
@@ -145,25 +144,33 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
                 if v in scalars:
                     continue
                 if v in prong_vars:
-                    raise SchemaError(f"{where}: {v!r} is a prong variable of group "
-                                      f"{prong_vars[v]!r}; use Ragged for it", variable=v)
-                raise _in(where, unknown_name_error("scalar", v, sorted(scalars), sorted(prong_vars),
-                                                    hint=_schema_hint(dataset, v)))
+                    wrong.add(SchemaError(f"{where}: {v!r} is a prong variable of group "
+                                          f"{prong_vars[v]!r}; use Ragged for it", variable=v))
+                    continue
+                wrong.unknown(where, "scalar", v, sorted(scalars), sorted(prong_vars))
             resolved.append(ResolvedField(name, role, fld))
             continue
         owners: list[str] = []
-        for v in list(fld.vars) + ([fld.sort_by] if fld.sort_by is not None else []):
+        named = [(v, where) for v in fld.vars]
+        if fld.sort_by is not None:  # said as such: the name came from sort_by, not from vars
+            named.append((fld.sort_by, f"{where}: sort_by"))
+        for v, at in named:
             if v not in prong_vars:
                 if v in scalars and len(dataset) == 0:
-                    raise SchemaError(f"{where}: {v!r} was read as a scalar column because "
-                                      "the data has no rows to show its arrays; declare "
-                                      "its group with a Schema", variable=v)
-                if v in scalars:
-                    raise SchemaError(f"{where}: {v!r} is a scalar column; use Scalars for it",
-                                      variable=v)
-                raise _in(where, unknown_name_error("prong variable", v, sorted(prong_vars), sorted(scalars),
-                                                    hint=_schema_hint(dataset, v)))
+                    wrong.add(SchemaError(f"{at}: {v!r} was read as a scalar column because "
+                                          "the data has no rows to show its arrays; declare "
+                                          "its group with a Schema", variable=v))
+                elif v in scalars:
+                    dotted = _dotted(v, groups)
+                    wrong.add(SchemaError(f"{at}: {v!r} is a scalar column; use Scalars for it"
+                                          f"{', or read its group as one (below)' if dotted else ''}", variable=v),
+                              dotted)
+                else:
+                    wrong.unknown(at, "prong variable", v, sorted(prong_vars), sorted(scalars))
+                continue
             owners.append(prong_vars[v])
+        if len(owners) < len(named):
+            continue
         var_owners = owners[:len(fld.vars)]
         sort_owner = owners[len(fld.vars)] if fld.sort_by is not None else None
         if len(set(var_owners)) > 1:
@@ -178,7 +185,43 @@ def resolve_fields(fields: Iterable[tuple[str, str, Field]], dataset: Dataset) -
         cols = np.array([index[v] for v in fld.vars], dtype=np.intp)
         sort_col = index[fld.sort_by] if fld.sort_by is not None else None
         resolved.append(ResolvedField(name, role, fld, group, cols, sort_col))
+    wrong.raise_any()
     return resolved
+
+
+class _WrongNames:
+    """The spec's variables that the data does not hold as asked, gathered to be reported at once."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+        self.errors: list[SchemaError] = []
+        self.hints: dict[str, None] = {}  # where a schema beside the data names them, each once
+
+    def add(self, error: SchemaError, hint: str = "") -> None:
+        """A variable the data holds, but not as asked; ``hint``: how to read it as asked (said once)."""
+        self.errors.append(error)
+        if hint:
+            self.hints[hint] = None
+
+    def unknown(self, where: str, kind: str, name: str, known: list[str], others: list[str]) -> None:
+        """An unknown name, with its close matches."""
+        from lstm_data.data.dataset import unknown_name_error
+
+        self.errors.append(_in(where, unknown_name_error(kind, name, known, others)))
+        hint = _schema_hint(self.dataset, name)
+        if hint:
+            self.hints[hint] = None
+
+    def raise_any(self) -> None:
+        """Raise one SchemaError naming every wrong variable (the first one's as its ``variable``)."""
+        if not self.errors:
+            return
+        hints = "".join(f". {h}" for h in self.hints)
+        if len(self.errors) == 1:
+            raise SchemaError(f"{self.errors[0].message}{hints}", variable=self.errors[0].variable)
+        listed = "; ".join(e.message for e in self.errors)
+        raise SchemaError(f"{len(self.errors)} variables of the spec are not in the data as asked: {listed}{hints}",
+                          variable=self.errors[0].variable)
 
 
 def _one_count_needed(where: str, name: str, fld: Ragged, owners: list[str], dataset: Dataset) -> None:
@@ -207,6 +250,19 @@ def _spanning(name: str, role: str, fld: Ragged, owners: list[str],
         parts.append(GroupColumns(g, cols, at))
     first = parts[0]
     return ResolvedField(name, role, fld, first.group, first.columns, None, first.at, tuple(parts[1:]))
+
+
+def _dotted(name: str, groups: Mapping[str, list[str]]) -> str:
+    """Why a dotted name asked as a prong variable was read as a scalar, and how to read it as one
+    (``""`` for a name without a dot)."""
+    if "." not in name:
+        return ""
+    prefix = name.split(".", 1)[0]
+    beside = f" (group {prefix!r} was read from its other columns)" if prefix in groups else ""
+    return (f"Columns named {prefix}.* belong to group {prefix!r} by their name, but those that hold one number per "
+            f"row are read as scalars{beside}; to read them as prong variables, declare the group: open the data "
+            f"with schema={{'groups': {{{prefix!r}: '{prefix}.*'}}}}, or a schema file with [groups] "
+            f"{prefix} = \"{prefix}.*\" (--schema FILE.toml on the command line)")
 
 
 def _schema_hint(dataset: Dataset, name: str) -> str:

@@ -18,7 +18,7 @@ from lstm_data._util.spec_files import load_toml
 from lstm_data.batching.spec.augment import Noise, augment_to_dict
 from lstm_data.batching.spec.fields import Field, Ragged, Scalars, field_from_dict
 from lstm_data.batching.spec.lstm_ee import check_lstm_ee_keys
-from lstm_data.batching.spec.version import SPEC_VERSION, spec_version, with_version_defaults
+from lstm_data.batching.spec.version import SPEC_VERSION, spec_version, warn_implied_padding, with_version_defaults
 from lstm_data.errors import OptionError, SchemaError
 
 if TYPE_CHECKING:
@@ -110,6 +110,7 @@ def spec_from_dict(cls: Callable[..., S], data: Mapping[str, Any], *, source: st
         raise SchemaError(f"{source}: unknown top-level key {name!r}{suggest(name, known)}; "
                           f"expected {', '.join(repr(k) for k in sorted(known))}")
     version = spec_version(data, source)
+    warn_implied_padding(data, source)
     parts: dict[str, dict[str, Field]] = {}
     for part in ("inputs", "targets"):
         tables = data.get(part, {})

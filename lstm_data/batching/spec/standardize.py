@@ -177,8 +177,9 @@ def unresolved_auto(std: Mapping[str, Standardize], output: str) -> None:
     for var, s in std.items():
         if not s.resolved:
             raise SchemaError(f"output {output!r}: standardize of {var!r} has center or scale 'auto', "
-                              "not computed yet: run lstm_data.batching.spec.fitting.fit_standardize("
-                              "spec, dataset) (or fit_spec_file for a spec file) first", variable=var)
+                              "not computed yet: compute it from the training data first, with "
+                              "'lstm-data fit SPEC.toml --data PATH' (writes the numbers into the spec file) "
+                              "or spec = spec.fit(dataset) in Python", variable=var)
 
 
 def column_transform(std: Mapping[str, Standardize], vars: Sequence[str]) -> dict[str, np.ndarray] | None:

@@ -12,10 +12,11 @@ version   default ``pad_value`` of a ``ragged`` table that does not give one
 2         0.0 (as Keras ``pad_sequences``, torch ``pad_sequence`` and weaver)
 ========  ======================================================================
 
-A file without ``version`` is read as version 1, unless it uses a key that only
-version 2 has (``derived``, ``selection``, ``augment``; a field's ``layout``,
-``pad_mode``, ``mask``, ``standardize`` or ``empty``): it was then written by
-hand for version 2, and gets version 2's defaults.
+A file without ``version`` is read as version 1, whatever other keys it holds: the
+padding depends only on ``version`` and a field's own ``pad_value``, never on
+another key (``empty``, ``mask``, ...). Loading such a file whose ragged fields
+pad with the implied NaN warns once (:class:`~lstm_data.errors.SpecVersionWarning`),
+naming the fields and ``version = 2``.
 
 A precomputed store records its spec with every ``pad_value`` written out, so
 it reloads to the values it was built with whatever the file's version.
@@ -25,9 +26,9 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from lstm_data.errors import SchemaError
+from lstm_data.errors import SchemaError, SpecVersionWarning, warn_user
 
-__all__ = ["SPEC_VERSION", "PAD_DEFAULTS", "spec_version", "with_version_defaults"]
+__all__ = ["SPEC_VERSION", "PAD_DEFAULTS", "spec_version", "with_version_defaults", "warn_implied_padding"]
 
 #: the version written into every spec file and dict
 SPEC_VERSION = 2
@@ -55,7 +56,7 @@ def spec_version(data: Mapping[str, Any], source: str = "spec") -> int:
     SchemaError
         ``version`` is not an int, or newer than this release reads.
     """
-    version = data.get("version", _unversioned(data))
+    version = data.get("version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise SchemaError(f"{source}: version must be a positive int (the spec format version), "
                           f"got {version!r}")
@@ -65,23 +66,26 @@ def spec_version(data: Mapping[str, Any], source: str = "spec") -> int:
     return version
 
 
-#: what a version-1 spec could hold: a file without ``version`` using anything else was written
-#: for version 2 (by hand), and gets version 2's defaults
-V1_KEYS = frozenset({"inputs", "targets", "nan_to", "pad_to_multiple_of", "order", "read"})
-V1_FIELD_KEYS = frozenset({"type", "vars", "max_len", "pad_value", "sort_by", "descending", "padding",
-                           "truncating", "lengths", "dtype", "fixed"})
+def warn_implied_padding(data: Mapping[str, Any], source: str = "spec") -> None:
+    """Warn once when a spec without ``version`` pads ragged fields with version 1's NaN.
 
-
-def _unversioned(data: Mapping[str, Any]) -> int:
-    """The version of a spec without a ``version`` key: 1, unless it uses what only 2 has."""
-    if set(data) - V1_KEYS:
-        return 2
-    for role in ("inputs", "targets"):
-        tables = data.get(role)
-        if isinstance(tables, Mapping) and any(isinstance(t, Mapping) and set(t) - V1_FIELD_KEYS
-                                               for t in tables.values()):
-            return 2
-    return 1
+    Parameters
+    ----------
+    data
+        The top-level tables of a spec file.
+    source
+        Where the data came from (a file name), named in the warning.
+    """
+    if "version" in data:
+        return
+    implied = [f"{role}.{name}" for role in ("inputs", "targets")
+               for name, table in (data.get(role) or {}).items()
+               if isinstance(table, Mapping) and table.get("type") == "ragged" and "pad_value" not in table]
+    if implied:
+        warn_user(f"{source}: no 'version' key, so it is read as spec format 1: its ragged fields "
+                  f"{', '.join(implied)} pad with NaN (lstm_ee's padding), which reaches a model as loss: nan. "
+                  "Add version = 2 at the top of the file to pad with 0.0, or write pad_value = nan in "
+                  "those fields to keep NaN", SpecVersionWarning)
 
 
 def with_version_defaults(table: Mapping[str, Any], version: int) -> dict[str, Any]:

@@ -7,12 +7,14 @@ with the package; data files are generated, seeded, and come out the same every 
 example            files
 =================  ==========================================================================
 ``numu_v3``        ``numu_v3.csv.xz`` (5000 NOvA-like events, written by
-                   :func:`lstm_data.synthetic.write_csv` with seed 1, byte for byte the
+                   :func:`lstm_data.synthetic.write_csv` with seed 1 and learnable targets,
+                   byte for byte the
                    repository's) and the spec ``numu_v3.toml``
 ``nova_sample``    ``nova_sample.h5`` (NOvA HDF5 tables, 700 slices), its schema
                    ``nova_sample.toml`` and the spec ``numu_v3.toml`` the schema serves
 ``weaver``         ``jets.root`` (200 JetClass-like jets; needs uproot and awkward) and
-                   weaver-core configs ``JetClass_full.yaml`` and ``variant.yaml``
+                   weaver-core configs ``JetClass_full.yaml`` and ``variant.yaml``, and
+                   ``weaver_network.py``, a small network for weaver's ``--network-config``
 ``all``            every file above
 =================  ==========================================================================
 
@@ -38,7 +40,7 @@ _log = logging.getLogger("lstm_data.examples")
 def _write_csv(path: Path) -> None:
     from lstm_data.data.synthetic import write_csv
 
-    write_csv(path, 5000, seed=1)
+    write_csv(path, 5000, seed=1, learnable=True)
 
 
 def _write_nova(path: Path) -> None:
@@ -61,7 +63,7 @@ _MADE: dict[str, Callable[[Path], None]] = {"numu_v3.csv.xz": _write_csv, "nova_
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "numu_v3": ("numu_v3.csv.xz", "numu_v3.toml"),
     "nova_sample": ("nova_sample.h5", "nova_sample.toml", "numu_v3.toml"),
-    "weaver": ("jets.root", "JetClass_full.yaml", "variant.yaml"),
+    "weaver": ("jets.root", "JetClass_full.yaml", "variant.yaml", "weaver_network.py"),
 }
 
 

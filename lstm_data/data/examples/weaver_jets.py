@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from lstm_data.errors import MissingExtraError
+
 __all__ = ["make_jets", "write_jets", "same_jets", "LABELS", "JET"]
 
 LABELS = ["label_QCD", "label_Hbb", "label_Hcc", "label_Hgg", "label_H4q", "label_Hqql", "label_Zqq",
@@ -94,15 +96,15 @@ def write_jets(path: str | os.PathLike[str], data: dict[str, Any] | None = None)
 
     Raises
     ------
-    ImportError
-        uproot or awkward is not installed.
+    MissingExtraError
+        uproot or awkward is not installed (an ``ImportError``).
     """
     try:
         import awkward as ak
         import uproot
     except ImportError as exc:
-        raise ImportError(f"writing jets.root needs uproot and awkward ({exc}): "
-                          "pip install 'lstm_data[root]'") from None
+        raise MissingExtraError(f"writing jets.root needs uproot and awkward ({exc}): "
+                                "pip install 'lstm_data[root]'", extra="root") from None
     data = make_jets() if data is None else data
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")

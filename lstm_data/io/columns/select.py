@@ -25,6 +25,8 @@ from lstm_data.io.schema_beside import schema_hint
 
 __all__ = ["ColumnSelection"]
 
+_GLOB = frozenset("*?[")
+
 
 class ColumnSelection:
     """The ``columns`` / ``exclude`` patterns of one read.
@@ -42,6 +44,9 @@ class ColumnSelection:
         self.columns = _tuple(columns, "columns")
         self.exclude = _tuple(exclude, "exclude") or ()
         self._used: set[str] = set()
+        # names without glob characters match only themselves: a set lookup, not a glob per pattern
+        self._literal = frozenset(p for p in self.columns or () if not _GLOB.intersection(p))
+        self._globs = tuple(p for p in self.columns or () if p not in self._literal)
 
     def __bool__(self) -> bool:
         return self.columns is not None or bool(self.exclude)
@@ -54,7 +59,8 @@ class ColumnSelection:
             return False
         if self.columns is None:
             return True
-        hit = [p for p in self.columns if any(_match(n, p) for n in names)]
+        hit = [n for n in names if n in self._literal]
+        hit += [p for p in self._globs if any(_match(n, p) for n in names)]
         self._used.update(hit)
         return bool(hit)
 

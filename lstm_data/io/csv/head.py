@@ -17,20 +17,23 @@ import numpy as np
 
 from lstm_data import kernels
 from lstm_data.errors import ParseError, SchemaError
-from lstm_data.io.plumbing.byte_blocks import BlockReader
+from lstm_data.io.plumbing.byte_blocks import BlockReader, compression_of
 from lstm_data.io.csv.plan import (
     MAX_COLUMNS,
     MAX_LINE_BYTES,
     HeaderScan,
     ParserOptions,
     Plan,
+    declared_plan,
     header_names,
+    parser_options,
     plan_from_sample,
     sep_of,
 )
+from lstm_data.io.schema import Schema
 
 __all__ = ["SAMPLE_SIZE", "PEEK_EXTRA", "Head", "Sample", "read_head", "parse_sample", "sample_plan",
-           "peek_sample"]
+           "peek_sample", "FirstPlan", "first_plan"]
 
 #: decompressed bytes at the start of the first file used to infer the plan
 SAMPLE_SIZE = 1 << 20
@@ -168,3 +171,48 @@ def peek_sample(path: str, sep: str | None, ahead: BlockReader | None = None,
     """``(names, sample, final, sep)`` of :func:`read_head`."""
     head = read_head(path, sep, ahead, max_line)
     return head.names, head.sample, head.final, head.sep
+
+
+@dataclass(frozen=True)
+class FirstPlan:
+    """The plan that the first MiB of a CSV file decides, and what it is decided from.
+
+    Attributes
+    ----------
+    names : list of str
+        The header's column names.
+    sample : bytes
+        The text after the header, at most :data:`SAMPLE_SIZE` bytes.
+    options : ParserOptions
+        The parser keywords, with the separator the header shows.
+    general : Plan
+        The declared plan (:func:`~lstm_data.io.csv.plan.declared_plan`).
+    plan : Plan
+        The plan the sample shows (:func:`sample_plan`), ``general`` when the
+        declarations decide every column or the sample cannot.
+    """
+
+    names: list[str]
+    sample: bytes
+    options: ParserOptions
+    general: Plan
+    plan: Plan
+
+
+def first_plan(path: str, schema: Schema | None, dtype: np.dtype, sep: str | None, list_sep: str | None,
+               max_line: int = MAX_LINE_BYTES, block_size: int = SAMPLE_SIZE, threads: int = 1) -> FirstPlan:
+    """The plan of ``path`` from its first MiB, decided as the reader decides it.
+
+    A compressed file's first MiB is decompressed here (in blocks of ``block_size``
+    on ``threads``) and again by the parse: a stream cannot keep it for later.
+    """
+    ahead = BlockReader(path, block_size, threads=threads) if compression_of(path) else None
+    try:
+        names, sample, final, sep = peek_sample(path, sep, ahead, max_line)
+    finally:
+        if ahead is not None:
+            ahead.close()
+    options = parser_options(dtype, sep, list_sep, max_line)
+    general = declared_plan(names, schema)
+    plan = sample_plan(general, sample, final, options) if general.general else general
+    return FirstPlan(names, sample, options, general, plan)

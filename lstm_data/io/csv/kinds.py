@@ -21,12 +21,9 @@ import dataclasses
 import logging
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
 from lstm_data.data.dataset import Dataset
-from lstm_data.io.plumbing.byte_blocks import BlockReader, compression_of
 from lstm_data.io.csv import head
-from lstm_data.io.csv.plan import LIST_SEP, MAX_LINE_BYTES, ParserOptions, declared_plan
+from lstm_data.io.csv.plan import dtype_of
 from lstm_data.io.schema import Schema
 from lstm_data.io.plumbing.special import is_stream
 
@@ -101,17 +98,8 @@ def unify_kinds(datasets: list[Dataset], paths: Sequence[str], reopen: Callable[
 def _sample_columns(path: str, schema: Schema | None, sep: str | None, list_sep: str | None,
                     dtype: Any, threads: int | None) -> FileColumns:
     """The columns the first MiB of ``path`` shows (as :func:`reader.read_csv` infers them)."""
-    dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
-    ahead = BlockReader(path, 1 << 20, threads=1) if compression_of(path) else None
-    try:
-        names, sample, final, sep = head.peek_sample(path, sep, ahead)
-    finally:
-        if ahead is not None:
-            ahead.close()
-    general = declared_plan(names, schema)
-    options = ParserOptions(dtype=dt, sep=sep, list_sep=LIST_SEP if list_sep is None else list_sep,
-                            max_line=MAX_LINE_BYTES)
-    plan = head.sample_plan(general, sample, final, options) if general.general else general
+    first = head.first_plan(path, schema, dtype_of(dtype, schema), sep, list_sep)
+    names, plan = first.names, first.plan
     if plan.general:  # the sample did not parse: the file's own read reports it
         return [], {}
     groups = {g: [names[c] for c in cols] for g, cols in plan.groups.items()}

@@ -59,7 +59,7 @@ from lstm_data.io.columns.groups import group_prefix
 from lstm_data.io.schema import Schema
 from lstm_data.kernels import BARE, LISTED, MULTI, QUOTED, long_line_message
 
-__all__ = ["Plan", "ParserOptions", "MAX_LINE_BYTES", "max_line_of", "MAX_COLUMNS", "max_columns_of", "long_line", "HeaderScan", "Scalars", "Groups", "split_header", "header_bounds", "header_names", "sep_of", "declared_plan", "plan_from_sample",
+__all__ = ["Plan", "ParserOptions", "dtype_of", "parser_options", "MAX_LINE_BYTES", "max_line_of", "MAX_COLUMNS", "max_columns_of", "long_line", "HeaderScan", "Scalars", "Groups", "split_header", "header_bounds", "header_names", "sep_of", "declared_plan", "plan_from_sample",
            "assemble", "near_splits", "choose_sep", "SEPARATORS", "LIST_SEP", "check_decimal_commas"]
 
 #: field separators recognised in a header, in the order that breaks a tie
@@ -87,6 +87,17 @@ class ParserOptions(TypedDict):
     sep: str
     list_sep: str
     max_line: int
+
+
+def dtype_of(dtype: Any, schema: Schema | None) -> np.dtype[Any]:
+    """A reader's ``dtype``: the one given, else the schema's, else float32."""
+    return np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
+
+
+def parser_options(dtype: np.dtype[Any], sep: str, list_sep: str | None, max_line: int) -> ParserOptions:
+    """The parser keywords of a reader's options (``list_sep=None``: :data:`LIST_SEP`)."""
+    return ParserOptions(dtype=dtype, sep=sep, list_sep=LIST_SEP if list_sep is None else list_sep,
+                         max_line=max_line)
 
 
 def max_line_of(max_line_bytes: Any) -> int:

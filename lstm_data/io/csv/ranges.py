@@ -22,13 +22,11 @@ import mmap
 import os
 from typing import Any, Iterator
 
-import numpy as np
-
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import FormatError, _Located
 from lstm_data.io.plumbing.byte_blocks import compression_of
 from lstm_data.io.csv import head
-from lstm_data.io.csv.plan import LIST_SEP, MAX_LINE_BYTES, ParserOptions, declared_plan, split_header
+from lstm_data.io.csv.plan import dtype_of, split_header
 from lstm_data.io.csv.stream import _columns_of, _Flushing
 from lstm_data.io.ours.row_blocks import BLOCK_BYTES, RestartStream, RowBlocks
 from lstm_data.io.schema import Schema
@@ -83,13 +81,10 @@ def csv_range_blocks(path: str, start: int, end: int, *, schema: Any = None, blo
                      **_: Any) -> RowBlocks:
     """The records in bytes ``start .. end`` of the plain CSV ``path``, in blocks, with the file's plan."""
     schema = Schema.coerce(schema)
-    dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
-    list_sep = LIST_SEP if list_sep is None else list_sep
-    names, sample, final, sep = head.peek_sample(path, sep)
-    options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep, max_line=MAX_LINE_BYTES)
-    general = declared_plan(names, schema)
-    plan = head.sample_plan(general, sample, final, options) if general.general else general
-    if plan.general and general.general:  # the whole file decides: a stream of a range cannot
+    dt = dtype_of(dtype, schema)
+    first = head.first_plan(path, schema, dt, sep, list_sep)
+    sample, options, plan = first.sample, first.options, first.plan
+    if plan.general and first.general.general:  # the whole file decides: a stream of a range cannot
         raise RestartStream(f"{path}: its first MiB does not decide the columns")
     empty = _columns_of(plan, options)
     row_bytes = max(1.0, len(sample) / max(1, sample.count(b"\n")) * 0.6)

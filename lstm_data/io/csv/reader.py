@@ -43,7 +43,6 @@ from lstm_data.io.csv.parallel import (
 )
 from lstm_data.io.csv.head import SAMPLE_SIZE, Head, parse_sample, peek_sample, read_head, sample_plan
 from lstm_data.io.csv.plan import (
-    LIST_SEP,
     MAX_LINE_BYTES,
     Groups,
     HeaderScan,
@@ -53,12 +52,14 @@ from lstm_data.io.csv.plan import (
     assemble,
     check_decimal_commas,
     declared_plan,
+    dtype_of,
     header_names,
     long_line,
     max_line_of,
     MAX_COLUMNS,
     max_columns_of,
     near_splits,
+    parser_options,
     surprised,
 )
 from lstm_data.io.csv.precision import Inexact, note_inexact, warn_inexact
@@ -158,9 +159,7 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     if not paths:
         raise ValueError("no CSV path given")
     schema = Schema.coerce(schema)
-    dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
-    list_sep_given = list_sep
-    list_sep = LIST_SEP if list_sep is None else list_sep
+    dt = dtype_of(dtype, schema)
     threads = resolve_threads(threads)
     max_line = max_line_of(max_line_bytes)
     most_columns = max_columns_of(max_columns)
@@ -174,24 +173,21 @@ def read_csv(path_or_paths: str | os.PathLike[str] | Sequence[str | os.PathLike[
     ahead = BlockReader(paths[0], block_size, threads=threads) \
         if is_stream(paths[0]) or compression_of(paths[0]) else None
     try:
-        return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead, threads,
-                     list_sep_given, max_line, most_columns)
+        return _read(paths, schema, dt, sep, list_sep, progress, block_size, ahead, threads, max_line,
+                     most_columns)
     finally:
         if ahead is not None:
             ahead.close()
 
 
-def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None, list_sep: str,
-          progress: Progress | None, block_size: int,
-          ahead: BlockReader | None, threads: int = 1,
-          list_sep_given: str | None = LIST_SEP, max_line: int = MAX_LINE_BYTES,
-          max_columns: int = MAX_COLUMNS) -> InMemoryDataset:
-    """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`;
-    ``list_sep_given``: ``None`` when the caller left ``list_sep`` to its default)."""
+def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None, list_sep: str | None,
+          progress: Progress | None, block_size: int, ahead: BlockReader | None, threads: int = 1,
+          max_line: int = MAX_LINE_BYTES, max_columns: int = MAX_COLUMNS) -> InMemoryDataset:
+    """:func:`read_csv` once the options are checked (``ahead``: see :class:`_Run`)."""
     head = read_head(paths[0], sep, ahead, max_line, max_columns)  # the header is located here, once
     names = head.names
     general = declared_plan(names, schema)
-    options = ParserOptions(dtype=dt, sep=head.sep, list_sep=list_sep, max_line=max_line)
+    options = parser_options(dt, head.sep, list_sep, max_line)
     plan, parsed = general, None
     if general.general and not any(is_stream(p) for p in paths):  # a stream is read once
         sample = parse_sample(general, head, options)
@@ -208,7 +204,7 @@ def _read(paths: list[str], schema: Schema | None, dt: np.dtype, sep: str | None
         except _Replan:
             plan = general
             scalars, groups, flags = run.parse(plan)
-    check_decimal_commas(names, flags, head.sep, list_sep_given, ", ".join(paths))
+    check_decimal_commas(names, flags, head.sep, list_sep, ", ".join(paths))
     scalar_cols, group_cols = assemble(plan, scalars, groups, flags, dt)
     warn_inexact(run.inexact, dt)
     for message in near_splits(group_cols, general.inferred):

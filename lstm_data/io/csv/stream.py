@@ -31,17 +31,16 @@ import numpy as np
 from lstm_data import kernels
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.errors import _Located
-from lstm_data.io.plumbing.byte_blocks import DEFAULT_BLOCK_SIZE, BlockReader, compression_of
+from lstm_data.io.plumbing.byte_blocks import DEFAULT_BLOCK_SIZE
 from lstm_data.io.csv import head, reader
 from lstm_data.io.csv.plan import (
-    LIST_SEP,
     Groups,
     ParserOptions,
     Plan,
     Scalars,
     assemble,
     check_decimal_commas,
-    declared_plan,
+    dtype_of,
     max_line_of,
     surprised,
 )
@@ -194,25 +193,16 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
         return RowBlocks(table.scalar_dtypes, table.groups, table.group_dtypes, table.blocks, 0,
                          (path,), table.n_rows)
     block_size = min(block_size, max(1 << 16, block_bytes))  # rows leave at the end of a fed block
-    dt = np.dtype(dtype if dtype is not None else (schema.dtype if schema else np.float32))
-    list_sep_given = list_sep
-    list_sep = LIST_SEP if list_sep is None else list_sep
+    dt = dtype_of(dtype, schema)
     n_threads = reader.resolve_threads(threads)
     max_line = max_line_of(max_line_bytes)
-    ahead = BlockReader(path, block_size, threads=n_threads) if compression_of(path) else None
-    try:  # the first MiB (decompressed again by the parse: a stream cannot keep it for later)
-        names, sample, final, sep = head.peek_sample(path, sep, ahead, max_line)
-    finally:
-        if ahead is not None:
-            ahead.close()
-    options = ParserOptions(dtype=dt, sep=sep, list_sep=list_sep, max_line=max_line)
-    general = declared_plan(names, schema)
-    plan = head.sample_plan(general, sample, final, options) if general.general \
-        else general
+    first = head.first_plan(path, schema, dt, sep, list_sep, max_line, block_size, n_threads)
+    names, sample, options, plan = first.names, first.sample, first.options, first.plan
+    sep = options["sep"]
     size = os.path.getsize(path)
-    read_options = dict(schema=schema, dtype=dt, sep=sep, list_sep=list_sep_given, threads=threads,
+    read_options = dict(schema=schema, dtype=dt, sep=sep, list_sep=list_sep, threads=threads,
                         block_bytes=block_size, max_line_bytes=max_line)
-    whole = plan.general and general.general  # the first MiB cannot decide the columns
+    whole = plan.general and first.general.general  # the first MiB cannot decide the columns
 
     def read_whole() -> RowBlocks:
         _log.info("%s: columns decided from the whole file (its first MiB cannot): read into RAM", path)
@@ -239,8 +229,7 @@ def csv_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES,
             try:
                 run = _StreamRun([path], names, options, None, block_size, None, n_threads,
                                  rows=rows, put=lambda item: _put(out, stop, item),
-                                 check=lambda flags: check_decimal_commas(names, flags, sep, list_sep_given,
-                                                                          path))
+                                 check=lambda flags: check_decimal_commas(names, flags, sep, list_sep, path))
                 run.parse(plan)
                 _put(out, stop, (_DONE, None))
             except _Cancelled:

@@ -26,7 +26,8 @@ from lstm_data.io.dispatch import input_bytes
 from lstm_data.io.ours.row_blocks import BLOCK_BYTES, RowBlocks, dataset_blocks, row_bytes_of
 from lstm_data.io.ours.write import Progress, write_hdf5, write_zarr
 
-__all__ = ["convert_streaming", "open_blocks", "output_kind", "concat_blocks", "check_like", "table_total"]
+__all__ = ["convert_streaming", "open_blocks", "output_kind", "output_and_inputs", "concat_blocks", "check_like",
+           "table_total", "shuffled", "write_output"]
 
 _ZARR_SUFFIXES = (".zarr",)
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf")
@@ -46,6 +47,21 @@ def output_kind(dst: str | os.PathLike[str]) -> str:
     if low.endswith(_HDF5_SUFFIXES):
         return "hdf5"
     raise ValueError(f"output {os.fspath(dst)!r} must end in .zarr, .h5 or .hdf5")
+
+
+def output_and_inputs(sources: Sequence[str | os.PathLike[str]],
+                      dst: str | os.PathLike[str]) -> tuple[str, list[str]]:
+    """The output's kind (:func:`output_kind`) and the input paths, checked: none of them is the output.
+
+    Raises
+    ------
+    ValueError
+        ``dst`` has neither layout's suffix, or is (holds, lies inside) an input.
+    """
+    kind = output_kind(dst)
+    paths = [os.fspath(s) for s in sources]
+    check_not_input(Path(dst), paths)
+    return kind, paths
 
 
 def open_blocks(path: str, *, schema: Any = None, block_bytes: int = BLOCK_BYTES, threads: int | None = None,
@@ -81,6 +97,34 @@ def table_total(path: str, *, schema: Any = None, threads: int | None = None, **
         return int(os.path.getsize(path) * ratio)
     dataset = open_dataset(path, schema=schema, **options)
     return int(row_bytes_of(dataset) * len(dataset))
+
+
+def shuffled(table: RowBlocks, seed: int, paths: Sequence[str], dst: str | os.PathLike[str], *,
+             bucket_bytes: int | None = None, schema: Any = None, **options: Any) -> RowBlocks:
+    """``table``'s rows in the order of the external shuffle with ``seed``, its buckets beside ``dst``.
+
+    The one-process and the distributed convert both shuffle here: the number of
+    buckets follows the inputs ``paths`` (:func:`table_total`, read with ``schema``
+    and ``options``), so the same inputs give the same order.
+    """
+    from lstm_data.io.ours.external_shuffle import BUCKET_BYTES, external_shuffle, n_buckets_for
+
+    table_bytes = sum(table_total(p, schema=schema, **options) for p in paths)
+    return external_shuffle(table, int(seed), temp_path(Path(dst), "shuffle"),
+                            n_buckets=n_buckets_for(table_bytes, bucket_bytes or BUCKET_BYTES))
+
+
+def write_output(table: RowBlocks, dst: str | os.PathLike[str], kind: str, *, overwrite: bool,
+                 compression: str | None, chunk_bytes: int | None, progress: Progress | None = None) -> None:
+    """Write ``table`` to ``dst`` in our ``kind`` layout (``"zarr"`` or ``"hdf5"``, see :func:`output_kind`).
+
+    ``compression`` is the HDF5 filter; ``chunk_bytes=None`` the writers' default chunks.
+    """
+    extra: dict[str, Any] = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
+    if kind == "zarr":
+        write_zarr(table, dst, progress=progress, overwrite=overwrite, **extra)
+    else:
+        write_hdf5(table, dst, progress=progress, overwrite=overwrite, compression=compression, **extra)
 
 
 def concat_blocks(parts: Sequence[RowBlocks | Callable[[], RowBlocks]], names: Sequence[str],
@@ -202,15 +246,7 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
     RowBlocks
         What was read (columns; ``source``), for a summary.
     """
-    from lstm_data.io.ours.external_shuffle import (
-        BUCKET_BYTES,
-        external_shuffle,
-        n_buckets_for,
-    )
-
-    kind = output_kind(dst)
-    paths = [os.fspath(s) for s in sources]
-    check_not_input(Path(dst), paths)
+    kind, paths = output_and_inputs(sources, dst)
     if os.path.exists(dst) and not overwrite:
         raise FileExistsError(f"{dst} exists; pass overwrite=True (or --overwrite) to replace it")
     if len(paths) == 1:
@@ -226,12 +262,7 @@ def convert_streaming(sources: Sequence[str], dst: str | os.PathLike[str], *, sc
                    for p in paths]
         table = concat_blocks(openers, paths, sizes=[input_bytes(p) for p in paths])
     if shuffle_seed is not None:
-        table_bytes = sum(table_total(p, schema=schema, **options) for p in paths)
-        table = external_shuffle(table, int(shuffle_seed), temp_path(Path(dst), "shuffle"),
-                                 n_buckets=n_buckets_for(table_bytes, bucket_bytes or BUCKET_BYTES))
-    extra: dict[str, Any] = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
-    if kind == "zarr":
-        write_zarr(table, dst, progress=progress, overwrite=overwrite, **extra)
-    else:
-        write_hdf5(table, dst, progress=progress, overwrite=overwrite, compression=compression, **extra)
+        table = shuffled(table, shuffle_seed, paths, dst, bucket_bytes=bucket_bytes, schema=schema, **options)
+    write_output(table, dst, kind, overwrite=overwrite, compression=compression, chunk_bytes=chunk_bytes,
+                 progress=progress)
     return table

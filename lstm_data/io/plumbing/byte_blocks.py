@@ -22,7 +22,7 @@ import queue
 import threading
 import zlib
 from types import TracebackType
-from typing import BinaryIO, Callable, Generator, Iterator, Protocol
+from typing import BinaryIO, Callable, Generator, Iterator
 
 from lstm_data.errors import FormatError
 from lstm_data.io.plumbing.gzip_raw import Check, RawReader, Trailer, gzip_chunks
@@ -57,20 +57,7 @@ def _compression(head: bytes) -> str | None:
     return None
 
 
-class _Decompressor(Protocol):
-    @property
-    def eof(self) -> bool: ...
-
-    @property
-    def unused_data(self) -> bytes: ...
-
-    @property
-    def needs_input(self) -> bool: ...
-
-    def decompress(self, data: bytes, /, max_length: int = -1) -> bytes: ...
-
-
-_DECOMPRESSORS: dict[str, Callable[[], _Decompressor]] = {
+_DECOMPRESSORS: dict[str, Callable[[], lzma.LZMADecompressor | bz2.BZ2Decompressor]] = {
     "xz": lzma.LZMADecompressor,
     "bzip2": bz2.BZ2Decompressor,
 }

@@ -28,23 +28,15 @@ class _PerRead(uproot.source.chunk.Resource):  # type: ignore[misc] # uproot is 
     """A file opened for each read of its bytes."""
 
     def __init__(self, file_path: str) -> None:
-        self._file_path = file_path
-        self._closed = False
-
-    @property
-    def file_path(self) -> str:
-        return self._file_path
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
+        self._file_path = file_path  # uproot's ``Resource.file_path`` reads it
+        self.closed = False
 
     def __enter__(self) -> "_PerRead":
         return self
 
     def __exit__(self, exception_type: type[BaseException] | None, exception_value: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        self._closed = True
+        self.closed = True
 
     def get(self, start: int, stop: int) -> bytes:
         """Bytes ``start:stop`` of the file (fewer at its end)."""
