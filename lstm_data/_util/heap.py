@@ -12,11 +12,13 @@ A fresh mapping's pages are zeroed by the kernel as they are first written (a fe
 milliseconds per 40 MiB, more when huge pages must be compacted), so the mapping of
 the last buffer freed is kept as a spare for the next one: a block shuffle frees a
 window just before it reads the next, which then writes pages already in place. The
-spare never adds a buffer to what is held at once: a buffer that does not fit in it
-lets it go before its own mapping is made, and the spare's pages beyond a smaller
-buffer's end are given back. While no buffer takes it, the spare's pages are marked
-free (``MADV_FREE``): the system takes them back when it needs memory, and until then
-they are reused as they are. :func:`release_spare` lets it go at once.
+spare holds at most one buffer's pages, between one buffer's end and the next one's
+start: a buffer that does not fit in it lets it go before its own mapping is made, the
+spare's pages beyond a smaller buffer's end are given back, and so is the last eighth
+of a freed buffer's pages at once (room for what is allocated in between). While no
+buffer takes it, the spare's pages are marked free (``MADV_FREE``): the system takes
+them back when it needs memory, and until then they are reused as they are.
+:func:`release_spare` lets it go at once.
 """
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ PAGES_BYTES = 4 << 20
 _HEADROOM = 8
 _PAGE = mmap.PAGESIZE
 _HUGE = 2 << 20  # a transparent huge page (x86-64, arm64 with 4 KiB pages)
+#: a freed buffer's last 1/_KEEP_SHARE of pages are given back at once, the rest kept as the spare
+_KEEP_SHARE = 8
 
 _spare: list[mmap.mmap] = []  # at most one mapping no buffer uses
 _lock = threading.RLock()  # a buffer freed while the lock is held gives its pages back
@@ -58,7 +62,7 @@ def empty_pages(shape: int | tuple[int, ...], dtype: Any) -> np.ndarray:
         pages = _new(-(-(nbytes + nbytes // _HEADROOM) // _PAGE) * _PAGE)
     flat = np.frombuffer(pages, dtype=dt, count=count)
     _huge_pages(pages, flat.ctypes.data, nbytes)
-    done = weakref.finalize(flat, _give_back, pages)  # once the array and its views are gone
+    done = weakref.finalize(flat, _give_back, pages, nbytes)  # once the array and its views are gone
     done.atexit = False
     return flat.reshape(dims)
 
@@ -107,9 +111,14 @@ def _take(nbytes: int) -> mmap.mmap | None:
     return pages
 
 
-def _give_back(pages: mmap.mmap) -> None:
-    """Keep ``pages`` (no array uses them any more) as the spare, their memory free to the system."""
-    _advise(pages, getattr(mmap, "MADV_FREE", None))
-    keep = [pages]
+def _give_back(pages: mmap.mmap, nbytes: int) -> None:
+    """Keep ``pages`` (no array uses their first ``nbytes`` any more) as the spare: the last
+    :data:`_KEEP_SHARE` of them given back at once (room for what is allocated before the next
+    buffer takes the spare), the others marked free to the system."""
+    keep = -(-(nbytes - nbytes // _KEEP_SHARE) // _PAGE) * _PAGE
+    if keep < len(pages):
+        _advise(pages, getattr(mmap, "MADV_DONTNEED", None), keep)
+    _advise(pages, getattr(mmap, "MADV_FREE", None), 0, keep)
+    spare = [pages]
     with _lock:
-        _spare[:] = keep
+        _spare[:] = spare

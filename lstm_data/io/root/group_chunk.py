@@ -6,7 +6,8 @@ line of the chunk's rows once per variable: with many variables that is many pas
 over memory for one write of the values. :class:`GroupChunkTask` instead inflates the
 chunk's baskets of every variable into a buffer its thread keeps (up to
 :data:`KEEP_BYTES`; libdeflate writes into it in place: no copy per basket, no pages
-faulted in per basket), checks each basket as :class:`~lstm_data.io.root.baskets.BasketTask` does, then writes the block
+faulted in per basket), checks each basket as :class:`~lstm_data.io.root.baskets.BasketTask` does
+(the entry offsets of the baskets of the same entries at once, with numpy), then writes the block
 with :func:`~lstm_data.kernels.interleave_columns`, which byte-swaps the big-endian
 values as it reads them, in row tiles that stay in cache, without the GIL.
 """
