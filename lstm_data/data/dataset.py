@@ -363,8 +363,9 @@ class Dataset:
         sel = as_rows(rows, self._n_rows)
         if sel is None:
             sel = np.arange(self._n_rows, dtype=np.intp)
-        scalars = self.scalars_at(self._scalar_names, sel)
+        # the groups first: their values, the large buffers, are made before anything else is read
         groups = {g: RaggedGroup(names, *self._ragged(g, sel)) for g, names in self._groups.items()}
+        scalars = self.scalars_at(self._scalar_names, sel)
         return InMemoryDataset(scalars, groups)
 
     def load(self) -> "InMemoryDataset":

@@ -42,7 +42,7 @@ from lstm_data.io.root.inflate_into import libdeflate_into
 from lstm_data.io.root.memory import available_bytes
 
 __all__ = ["BranchPlan", "plan_branch", "inflater_name", "set_inflater", "INFLATERS", "read_basket",
-           "BasketTask", "PieceTask"]
+           "basket_bytes", "stores_offsets", "BasketTask", "PieceTask"]
 
 _KEY = struct.Struct(">ihiIhh")
 _TBASKET = struct.Struct(">hiiiib")
@@ -205,6 +205,33 @@ def read_basket(fd: int, plan: BranchPlan, i: int, file: str, tree: str,
         The key or a compressed block is not what ROOT writes, or the basket declares more
         bytes than it can hold (names file, tree, branch, basket and its entries).
     """
+    data, border, keylen = basket_bytes(fd, plan, i, file, tree, room, arena)
+    entry_offsets = None
+    n = plan.stops[i] - plan.starts[i]
+    if stores_offsets(plan, n, data, border):
+        entry_offsets = np.empty(n + 1, dtype=np.int64)
+        entry_offsets[:n] = np.frombuffer(data, dtype=">i4", count=n, offset=border + 4)
+        entry_offsets[:n] -= keylen
+        entry_offsets[n] = border
+    return memoryview(data)[:border], entry_offsets
+
+
+def stores_offsets(plan: BranchPlan, n: int, data: Any, border: int) -> bool:
+    """Whether a basket of ``n`` entries keeps its entries' offsets after its data end
+    ``border`` (``[n + 1]``, then the offset of each entry; a counted array's)."""
+    return plan.jagged and len(data) >= border + 4 * (n + 1)
+
+
+def basket_bytes(fd: int, plan: BranchPlan, i: int, file: str, tree: str, room: int | None = None,
+                 arena: Callable[[int], np.ndarray] | None = None) -> tuple[Any, int, int]:
+    """Basket ``i`` read, checked and inflated, as :func:`read_basket` reads it: its
+    uncompressed bytes (after its key), where its data end in them, and its key's length.
+
+    Raises
+    ------
+    FormatError
+        As :func:`read_basket`.
+    """
     seek, size = plan.seeks[i], plan.sizes[i]
     raw = os.pread(fd, size, seek)
     try:
@@ -225,20 +252,13 @@ def read_basket(fd: int, plan: BranchPlan, i: int, file: str, tree: str,
                                   into=libdeflate_into() if name == "libdeflate" else None)
         if not 0 <= border <= len(data):
             raise ValueError(f"its data end {border} is outside its {len(data)} bytes")
-        entry_offsets = None
-        n = plan.stops[i] - plan.starts[i]
-        if plan.jagged and len(data) >= border + 4 * (n + 1):  # [n + 1][offset of each entry]
-            entry_offsets = np.empty(n + 1, dtype=np.int64)
-            entry_offsets[:n] = np.frombuffer(data, dtype=">i4", count=n, offset=border + 4)
-            entry_offsets[:n] -= keylen
-            entry_offsets[n] = border
     except FormatError:
         raise
     except Exception as exc:
         raise FormatError(f"tree {tree!r}: cannot read basket {i} (entries {plan.starts[i]}:{plan.stops[i]}) "
                           f"of branch {plan.name!r}; damaged file? ({type(exc).__name__}: {exc})",
                           file=file, variable=plan.name, row=plan.starts[i]) from exc
-    return memoryview(data)[:border], entry_offsets
+    return data, border, keylen
 
 
 def _check_declared(objlen: int, stored: int, entries: int, room: int | None) -> None:
@@ -295,7 +315,12 @@ class BasketTask:
         room = (self.hi - self.lo) * self.plan.dtype.itemsize
         data, entry_offsets = read_basket(fd, self.plan, self.i, file, tree, room, arena=arena)
         if self.counts is not None:
-            self._check_counts(entry_offsets, file, tree)
+            self.check_counts(entry_offsets, file, tree)
+        return self.checked(data, file, tree)
+
+    def checked(self, data: Any, file: str, tree: str) -> np.ndarray:
+        """The values of the basket's data bytes ``data``, checked against its entries (their
+        number; integers stored for a float result: each one's exactness)."""
         itemsize = self.plan.dtype.itemsize
         count = self.hi - self.lo
         if len(data) != count * itemsize:
@@ -318,7 +343,7 @@ class BasketTask:
             return start + k
         return start + int(np.searchsorted(np.cumsum(self.counts), k, side="right"))
 
-    def _check_counts(self, entry_offsets: np.ndarray | None, file: str, tree: str) -> None:
+    def check_counts(self, entry_offsets: np.ndarray | None, file: str, tree: str) -> None:
         """Each entry's number of values, from the basket's entry offsets, against the counter."""
         assert self.counts is not None
         start = self.plan.starts[self.i]

@@ -6,21 +6,23 @@ line of the chunk's rows once per variable: with many variables that is many pas
 over memory for one write of the values. :class:`GroupChunkTask` instead inflates the
 chunk's baskets of every variable into a buffer its thread keeps (up to
 :data:`~lstm_data.io.root.arena.KEEP_BYTES`; libdeflate writes into it in place: no copy per basket, no pages
-faulted in per basket), checks each basket as :class:`~lstm_data.io.root.baskets.BasketTask` does, then writes the block
+faulted in per basket), checks each basket as :class:`~lstm_data.io.root.baskets.BasketTask` does
+(the entry offsets of the baskets of the same entries at once, with numpy), then writes the block
 with :func:`~lstm_data.kernels.interleave_columns`, which byte-swaps the big-endian
 values as it reads them, in row tiles that stay in cache, without the GIL.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
 from lstm_data.io.root.arena import thread_arena
-from lstm_data.io.root.baskets import BasketTask
+from lstm_data.io.root.baskets import BasketTask, basket_bytes, stores_offsets
 from lstm_data.kernels import interleave_columns
 
-__all__ = ["GroupChunkTask", "interleavable"]
+__all__ = ["GroupChunkTask", "interleavable", "checked_values"]
 
 def interleavable(out: np.ndarray, tasks: list[BasketTask]) -> bool:
     """Whether ``tasks`` (one group's baskets of a chunk) can be written by one :class:`GroupChunkTask`:
@@ -47,7 +49,7 @@ class GroupChunkTask:
         arena = thread_arena()
         arena.reset()
         try:
-            values = [t.values(fd, file, tree, arena=arena.take) for t in self.tasks]
+            values = checked_values(self.tasks, fd, file, tree, arena.take)
             # rows cut where any basket ends: in each run every column is one basket's slice
             cuts = sorted({0, len(self.out)} | {t.lo for t in self.tasks} | {t.hi for t in self.tasks})
             width = self.out.shape[1]
@@ -63,3 +65,38 @@ class GroupChunkTask:
                 interleave_columns(columns, self.out[lo:hi])
         finally:
             arena.reset()
+
+
+def checked_values(tasks: list[BasketTask], fd: int, file: str, tree: str,
+                   take: Callable[[int], np.ndarray]) -> list[np.ndarray]:
+    """Each task's values, as :meth:`BasketTask.values` reads and checks them, the checks of
+    the entry offsets made at once for the baskets of the same entries (a group's variables
+    share their counts): one array of every such basket's offsets, compared with numpy."""
+    read = []
+    same: dict[tuple[int, int, int], list[int]] = {}  # (first entry, entry after, itemsize) -> baskets
+    for k, t in enumerate(tasks):
+        room = (t.hi - t.lo) * t.plan.dtype.itemsize
+        data, border, keylen = basket_bytes(fd, t.plan, t.i, file, tree, room, take)
+        read.append((data, border, keylen))
+        n = t.plan.stops[t.i] - t.plan.starts[t.i]
+        if t.counts is not None and len(t.counts) == n and stores_offsets(t.plan, n, data, border):
+            same.setdefault((t.plan.starts[t.i], t.plan.stops[t.i], t.plan.dtype.itemsize), []).append(k)
+    for members in same.values():
+        _check_offsets([tasks[k] for k in members], [read[k] for k in members], file, tree)
+    return [t.checked(memoryview(data)[:border], file, tree) for t, (data, border, _) in zip(tasks, read)]
+
+
+def _check_offsets(tasks: list[BasketTask], read: list[tuple[Any, int, int]], file: str, tree: str) -> None:
+    """The entry offsets of baskets of the same entries and itemsize against their counts; the
+    first basket that disagrees raises as :meth:`BasketTask.check_counts` does."""
+    counts = tasks[0].counts
+    assert counts is not None  # as grouped
+    n, itemsize = len(counts), tasks[0].plan.dtype.itemsize
+    offsets = np.empty((len(tasks), n + 1), dtype=np.int64)
+    for row, (data, border, _) in zip(offsets, read):
+        row[:n] = np.frombuffer(data, dtype=">i4", count=n, offset=border + 4)
+    offsets[:, :n] -= np.array([keylen for _, _, keylen in read], dtype=np.int64)[:, None]
+    offsets[:, n] = [border for _, border, _ in read]
+    wrong = np.flatnonzero(np.any(np.diff(offsets, axis=1) // itemsize != counts, axis=1))
+    if len(wrong):
+        tasks[int(wrong[0])].check_counts(offsets[int(wrong[0])], file, tree)
