@@ -83,4 +83,6 @@ def test_an_epoch_on_demand_holds_two_windows_whatever_the_number_of_files(tmp_p
     buffers = CHUNK_BYTES  # 2 threads, each keeping half a chunk's baskets
     for got in (one, four):
         assert got["PEAK"] < got["PAIR"] + got["WINDOW"] // 2 + buffers, got
-    assert four["PEAK"] < 1.15 * one["PEAK"], (one, four)
+    # four files hold no more than one: an extra window held (a whole WINDOW) would show; the allocator's
+    # and the threads' timing move the peak by a few MB either way (up to a fifth of it seen on a busy box)
+    assert four["PEAK"] < one["PEAK"] + 3 * four["WINDOW"] // 4, (one, four)
