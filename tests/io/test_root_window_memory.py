@@ -81,8 +81,9 @@ def test_an_epoch_on_demand_holds_two_windows_whatever_the_number_of_files(tmp_p
     paths = _files(tmp_path, 4)
     one, four = _epoch(paths[:1], 12_000), _epoch(paths, 12_000)
     buffers = CHUNK_BYTES  # 2 threads, each keeping half a chunk's baskets
+    little = 8 << 20       # the batches built, the heap's spare pages, the allocator's slack (a third window is 20 MB)
     for got in (one, four):
-        assert got["PEAK"] < got["PAIR"] + got["WINDOW"] // 2 + buffers, got
+        assert got["PEAK"] < got["PAIR"] + got["WINDOW"] // 2 + buffers + little, got
     # four files hold no more than one: an extra window held (a whole WINDOW) would show; the allocator's
     # and the threads' timing move the peak by a few MB either way (up to a fifth of it seen on a busy box)
     assert four["PEAK"] < one["PEAK"] + 3 * four["WINDOW"] // 4, (one, four)
