@@ -1,4 +1,4 @@
-"""Batch-building benchmarks: same-run medians and ratios (the batches issue's acceptance).
+"""Batch-building benchmarks: same-run medians and ratios, floored in floors.toml.
 
 Stages:
 

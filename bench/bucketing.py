@@ -1,11 +1,11 @@
-"""Length-bucketed batches (issue 15): what ``Batches(bucket_by=...)`` saves, same run.
+"""Length-bucketed batches: what ``Batches(bucket_by=...)`` saves, same run.
 
 ``bucketing``: on numu_v3 with png3d ``max_len=20``, padded elements per real
 element of ``input_png3d`` and bytes of every output per epoch, with and without
 bucketing (deterministic counts), and a Keras 3 ``Masking`` + ``LSTM`` ``fit``
 epoch through :class:`~lstm_data.adapters.keras.KerasBatches` with and without it
 (interleaved epochs, medians; the losses of both next to each other). The events
-have about 3 png3d prongs each, as the numu_v3 selection the issue measured
+have about 3 png3d prongs each, as the numu_v3 selection users train on
 (``make_dataset(png_mean=2)``; the suite's other data has about 4.2).
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from bench.timing import Report, interleaved_medians
 
 __all__ = ["stage_bucketing", "BUCKET_MAX_LEN"]
 
-#: png3d prong slots of the bucketing stage (the issue's numu_v3 setting)
+#: png3d prong slots of the bucketing stage (the numu_v3 setting)
 BUCKET_MAX_LEN = 20
 
 

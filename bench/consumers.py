@@ -1,4 +1,4 @@
-"""Batches as users' frameworks consume them: the ``consumers`` stage (issue 17).
+"""Batches as users' frameworks consume them: the ``consumers`` stage.
 
 The ``batch`` and ``workers`` stages time ``Batches[i]`` in a loop that drops each
 batch before the next, and ``Batches.iter(workers=2)``. Frameworks call us
@@ -21,7 +21,7 @@ per batch as the median of interleaved passes in this run:
 
 Each pattern is reported as a ratio of its time per batch to the drop-each time
 and to NumPy's fresh allocation and fill (48 kept, first pass), plus the
-acceptance ratios of issue 17, the 2-thread ceilings of this machine (out-of-cache
+floored ratios, the 2-thread ceilings of this machine (out-of-cache
 3 MiB fills, ``np.sort``) and the cost of torch's own inter-process transfer.
 """
 from __future__ import annotations
@@ -180,7 +180,7 @@ def run(quick: bool = False, seed: int = 0, data=None) -> Report:
 
 
 def _acceptance(report: Report, times: dict[str, float], fill: float, cores: float) -> None:
-    """Issue 17's acceptance ratios (floors in floors.toml)."""
+    """The stage's floored ratios (floors in floors.toml)."""
     no_core = f"no free second core: np.sort scales {cores:.2f}x on 2 threads (< {MIN_CEILING}x)"
     k1, k2 = times.get(KERAS.format(1)), times.get(KERAS.format(2))
     if k1 and k2:

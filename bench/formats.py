@@ -139,7 +139,7 @@ def run(quick: bool = False, seed: int = 0, data=None) -> Report:
         touched = _touched_chunks(z.offsets("png"), random_rows[1], chunk_len)
         report.ratio(STAGE, "zarr random take: chunk reads / touched chunks",
                      z.io_stats.chunks_read / max(touched, 1), kind="max")
-    for name in _FORMAT_MODULES:  # the formats of issue 14, each with its own extra
+    for name in _FORMAT_MODULES:  # the file formats, each with its own extra
         report.merge(_format_rows(name, quick, seed))
     return report
 

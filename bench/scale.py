@@ -1,4 +1,4 @@
-"""Scale benchmarks (issue 13): streaming convert memory and speed, convert on a Dask cluster.
+"""Scale benchmarks: streaming convert memory and speed, convert on a Dask cluster.
 
 Stage ``scale``, same-run figures (floors in ``floors.toml``):
 
