@@ -14,7 +14,7 @@ README = ROOT / "README.md"
 COMMANDS = [
     "pip install . && lstm-data precompute --data examples/numu_v3.csv.xz --spec examples/numu_v3.toml "
     "--batch-size 1024 --seed 1 --out numu_v3_batches.zarr --overwrite",
-    'pip install torch==2.13.0 -e ".[test]" && python -m pytest',
+    'pip install torch==2.13.0 -e ".[test]" && python -m pytest -n auto',
 ]
 
 
