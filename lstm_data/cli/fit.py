@@ -9,11 +9,12 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("spec", metavar="SPEC.toml",
-                        help="spec file with Standardize(center/scale = \"auto\") entries; the numbers replace "
+    parser.add_argument("spec", metavar="SPEC.toml", nargs="?", default=None,
+                        help="(required) spec file with Standardize(center/scale = \"auto\") entries; the numbers replace "
                              "each \"auto\" in place, comments and layout kept (a temporary file, then a rename)")
     parser.add_argument("--data", required=True, nargs="+", metavar="PATH",
-                        help="the training data (any format lstm_data.open reads; several paths concatenate)")
+                        help="the training data (any format lstm_data.open reads; several paths concatenate; "
+                             "a last path ending in .toml after them is taken for SPEC.toml)")
     parser.add_argument("--fraction", type=float, default=0.1, metavar="F",
                         help="share of the rows sampled, in (0, 1] (default: 0.1, weaver-core's data_fraction)")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the row sample (default: 0)")
@@ -32,6 +33,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.fraction <= 1:  # named as the option given, before any work
         raise OptionError(f"--fraction must be in (0, 1], got {args.fraction:g}")
+    if args.spec is None:  # "--data a.csv spec.toml": --data took every path that followed it
+        if len(args.data) < 2 or not args.data[-1].lower().endswith(".toml"):
+            raise OptionError("the spec file is missing: lstm-data fit SPEC.toml --data PATH [PATH ...]")
+        args.spec = args.data.pop()
     spec = BatchSpec.from_toml(args.spec)
     wanted = auto_variables(spec)
     if not wanted:

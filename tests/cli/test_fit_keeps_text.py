@@ -72,3 +72,15 @@ def test_a_bad_fraction_is_named_as_the_option(files, capsys):
     assert main(["fit", str(files / "s.toml"), "--data", str(files / "d.csv"), "--fraction", "2"]) == 1
     assert capsys.readouterr().err == "lstm-data fit: error: --fraction must be in (0, 1], got 2\n"
     assert (files / "s.toml").read_text() == SPEC
+
+
+def test_the_spec_may_follow_the_data_paths(files, capsys):
+    spec = files / "s.toml"
+    assert main(["fit", "--data", str(files / "d.csv"), str(spec), "--fraction", "1", "-q"]) == 0
+    assert "auto" not in spec.read_text()
+    assert capsys.readouterr().out.startswith("s.calE: center = ")
+
+
+def test_a_missing_spec_is_named(files, capsys):
+    assert main(["fit", "--data", str(files / "d.csv")]) == 1
+    assert "the spec file is missing: lstm-data fit SPEC.toml --data PATH" in capsys.readouterr().err
