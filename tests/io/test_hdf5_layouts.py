@@ -207,6 +207,15 @@ def test_columns_choose_counted_values_without_their_counts(tmp_path):
     assert ds.groups == {"png": ["png_calE", "png_nhit"]} and ds.scalar_names == ["calE"]
 
 
+def test_columns_choose_counted_values_by_their_group(tmp_path):
+    cols = _flat(tmp_path / "flat.h5", _counts())
+    ds = lstm_data.open(tmp_path / "flat.h5", columns=["png"])  # as png.calE is chosen by "png"
+    assert ds.groups == {"png": ["png_calE", "png_nhit"]} and ds.scalar_names == []
+    assert ds.ragged("png")[0][:, 1].tobytes() == cols["png_nhit"].tobytes()
+    with pytest.raises(lstm_data.SchemaError, match="there are 4 columns: 'calE', 'n_png', 'png_calE'"):
+        lstm_data.open(tmp_path / "flat.h5", columns=["zzz"])  # the file's names, not the empty choice
+
+
 # -- hostile counts ------------------------------------------------------------------------------
 
 def _hostile(path, counts, total):

@@ -22,6 +22,7 @@ from lstm_data.io.columns.select import ColumnSelection
 from lstm_data.io.columns.exact_ints import ExactInts
 from lstm_data.io.hdf5.checks import member
 from lstm_data.io.hdf5.columns import Columns, read_compound
+from lstm_data.io.hdf5.counts import counted_name
 from lstm_data.io.hdf5.awkward_buffers import awkward_group, read_awkward_group
 from lstm_data.io.hdf5.layouts import scan
 from lstm_data.io.hdf5.rows import read_rows
@@ -111,11 +112,14 @@ def read_vlen_hdf5(path: str | os.PathLike[str], *, schema: Any = None, root: st
             return read_awkward_group(
                 group, lambda k: member(node, f"{at}/{k}" if at else k, file=name, trust_external=trust_external),
                 file=name, schema=schema, dtype=dtype, columns=columns, exclude=exclude)
+        counted = _counted_groups(node)
         scanned = scan(node, lambda k: member(node, k, file=name, trust_external=trust_external),
-                       keep=lambda col, key: selection.wants(col, key if key != col else group_prefix(col)),
+                       keep=lambda col, key: selection.wants(col, key if key != col else group_prefix(col),
+                                                             counted.get(col)),
                        scalars=_schema_scalars(schema, name), file=name)
         found = scanned.columns
-        selection.check_all_used(list(found.columns) + list(found.skipped), file=name)
+        if selection.columns is not None:
+            selection.check_all_used(list(found.columns) + list(found.skipped) + _member_names(node), file=name)
         for p in selection.columns or ():
             if p in found.skipped:
                 raise SchemaError(f"columns names {p!r}, which holds {found.skipped[p]}, not numbers",
@@ -223,3 +227,19 @@ def _read_scalars(found: Columns, names: list[str], dtype: Any, file: str,
             col = np.ascontiguousarray(found.columns[v].take(block))
             out[v] = col if dtype is None else exact.cast(col, dtype, v)
     return {v: out[v] for v in names}
+
+
+def _counted_groups(node: h5py.Group) -> dict[str, str]:
+    """Flat value column -> the group its counts dataset names it part of (``png_calE`` -> ``png``
+    beside ``n_png``), so that ``columns=["png"]`` chooses it as it chooses ``png.calE``."""
+    names = list(node.keys())
+    groups = {x for x in map(counted_name, names) if x}
+    return {n: x for n in names for x in groups if n.startswith(x + "_")}
+
+
+def _member_names(node: h5py.Group) -> list[str]:
+    """The names of the datasets and groups under ``node`` (``a/b`` as ``a.b``; links not followed),
+    for a ``columns`` pattern that matched none of them."""
+    found: list[str] = []
+    node.visit(lambda path: found.append(path.replace("/", ".")) if len(found) < 10_000 else True)
+    return found
