@@ -16,7 +16,8 @@ the spec's fields read:
 
 Cost. In RAM the derived values are computed once, when batches are made, and
 held: a group that gains derived variables is copied once with its new columns
-(``(total, V + D)``), the selected rows are copied once; nothing is copied when
+(``(total, V + D)``; float columns written side by side by the compiled interleave, a
+row tile at a time), the selected rows are copied once; nothing is copied when
 neither applies. On disk nothing is held: each batch reads its rows and computes
 their derived values (the selection's row numbers, 8 bytes per kept row, are
 the only thing kept).
@@ -40,6 +41,7 @@ from lstm_data.data.dataset import Dataset, InMemoryDataset, RowSelection, as_ro
 from lstm_data.data.ragged import RaggedGroup, count_mismatch
 from lstm_data._util.reuse import reusable_empty
 from lstm_data.errors import SchemaError
+from lstm_data.kernels import interleave_columns
 
 __all__ = ["DerivedDataset", "file_bounds", "check_derived", "expand_names", "mark_applied", "derived_key",
            "SELECTION_BLOCK", "Derivation", "derive", "HasDerived"]
@@ -95,6 +97,7 @@ _APPLIED: weakref.WeakKeyDictionary[Dataset, _Applied] = weakref.WeakKeyDictiona
 _FILL_BYTES = 1 << 20
 #: prong elements per block when an in-RAM group's derived columns are computed
 _EVAL_ELEMENTS = 1 << 16
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def check_derived(derived: Mapping[str, str] | None,
@@ -499,8 +502,18 @@ def _group_with_derived(data: InMemoryDataset, group: str, extra: list[str], der
         if out is None:
             dtype = np.result_type(values.dtype, *[c.dtype for c in cols])
             out = reusable_empty((len(values), width + len(extra)), dtype)
-        out[p0:p1, :width] = values[p0:p1]
-        for j, col in enumerate(cols, start=width):
-            out[p0:p1, j] = col
+        _write_rows(out[p0:p1], values[p0:p1], cols)
     assert out is not None  # the loop runs at least once
     return out
+
+
+def _write_rows(out: np.ndarray, values: np.ndarray, cols: list[np.ndarray]) -> None:
+    """``out`` = ``values`` with ``cols`` as its last columns; float32/float64 columns in one
+    compiled pass over the rows (which converts as numpy's assignment does), others one by one."""
+    width = values.shape[1]
+    out[:, :width] = values
+    if out.dtype in _FLOATS and all(c.dtype in _FLOATS and c.ndim == 1 and len(c) == len(out) for c in cols):
+        interleave_columns(cols, out[:, width:])
+        return
+    for j, col in enumerate(cols, start=width):
+        out[:, j] = col

@@ -1,0 +1,66 @@
+"""A group that gains derived variables: its new block, written row tile by row tile."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lstm_data.batching.spec import derived as derived_module
+from lstm_data.batching.spec.derived import check_derived, derive
+from lstm_data.data.dataset import InMemoryDataset
+from lstm_data.data.ragged import RaggedGroup
+
+
+def jets(n: int, dtype: type, seed: int = 3) -> InMemoryDataset:
+    rng = np.random.default_rng(seed)
+    off = np.concatenate([[0], np.cumsum(rng.integers(0, 12, n))]).astype(np.int64)
+    values = rng.normal(size=(off[-1], 3)).astype(dtype)
+    values[::7, 2] = np.nan
+    return InMemoryDataset({"jet_pt": rng.uniform(400, 900, n).astype(np.float32),
+                            "jet_n": rng.integers(0, 2 ** 20, n), "jet_w": rng.uniform(1, 2, n) * 1e300},
+                           {"part": RaggedGroup(["part_px", "part_py", "part_e"], values, off)})
+
+
+DERIVED = {"part_pt": "np.hypot(part_px, part_py)", "part_rel": "np.log(part_pt / jet_pt)",
+           "part_one": "ak.ones_like(part_e)", "part_wide": "part_px * jet_w"}
+
+
+def by_column(ds: InMemoryDataset, extra: dict[str, np.ndarray]) -> np.ndarray:
+    """The group's new block as numpy's assignment writes it, column by column."""
+    values, _ = ds.ragged("part")
+    out = np.empty((len(values), 3 + len(extra)), np.result_type(values, *extra.values()))
+    out[:, :3] = values
+    for j, col in enumerate(extra.values(), start=3):
+        out[:, j] = col
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_columns_are_written_by_the_compiled_interleave_once_per_block(dtype, monkeypatch):
+    ds = jets(3000, dtype)
+    calls = []
+    real = derived_module.interleave_columns
+    monkeypatch.setattr(derived_module, "interleave_columns",
+                        lambda cols, out: calls.append(len(out)) or real(cols, out))
+    monkeypatch.setattr(derived_module, "_EVAL_ELEMENTS", 4096)
+    made = derive(ds, check_derived(DERIVED, None)[0], None).dataset
+    values, off = ds.ragged("part")
+    px, py, e = (values[:, k] for k in range(3))
+    pt = np.hypot(px, py)
+    with np.errstate(all="ignore"):
+        extra = {"pt": pt, "rel": np.log(pt / np.repeat(ds.scalar("jet_pt"), np.diff(off))),
+                 "one": np.ones_like(e), "wide": px * np.repeat(ds.scalar("jet_w"), np.diff(off))}
+    got, got_off = made.ragged("part")
+    assert got.dtype == np.float64 and np.array_equal(got_off, off)  # a float64 column widens the block
+    np.testing.assert_array_equal(got, by_column(ds, extra))  # NaN where NaN, bitwise elsewhere
+    assert len(calls) > 3 and sum(calls) == len(values)
+
+
+def test_integer_columns_are_written_as_numpy_assigns_them(monkeypatch):
+    ds = jets(500, np.float32)
+    monkeypatch.setattr(derived_module, "_EVAL_ELEMENTS", 512)
+    made = derive(ds, check_derived({"part_n": "jet_n + 0 * part_px", "part_big": "part_px > 0"}, None)[0],
+                  None).dataset
+    values, off = ds.ragged("part")
+    counts = np.diff(off)
+    extra = {"n": np.repeat(ds.scalar("jet_n"), counts) + 0 * values[:, 0], "big": values[:, 0] > 0}
+    np.testing.assert_array_equal(made.ragged("part")[0], by_column(ds, extra))
