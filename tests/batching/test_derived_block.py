@@ -126,3 +126,11 @@ def test_an_error_of_blocks_on_threads_is_the_first_blocks_that_fails(blocks_on_
     k[[23_451, 39_990], 0] = 3  # 3 * 2**62 does not fit int64: rows 2345 and 3999
     with pytest.raises(SchemaError, match="row 2345"):
         derive(ds, check_derived({"part_big": "part_k * 4611686018427387904"}, None)[0], None)
+
+
+def test_a_column_repeating_one_value_through_a_zero_stride_is_written_whole():
+    values = np.arange(12, dtype=np.float32).reshape(6, 2)
+    cols = [np.broadcast_to(np.float32(7), (6,)), np.arange(6, dtype=np.float32) / 2]
+    out = np.full((6, 4), np.nan, np.float32)
+    derived_group._write_rows(out, values, cols)
+    np.testing.assert_array_equal(out, np.column_stack([values, np.full(6, 7, np.float32), cols[1]]))
