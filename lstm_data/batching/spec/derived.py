@@ -18,9 +18,9 @@ Cost. In RAM the derived values are computed once, when batches are made, and
 held: a group that gains derived variables is copied once with its new columns
 (``(total, V + D)``, a block of rows at a time on every core: see
 :mod:`~lstm_data.batching.spec.derived_group`), the selected rows are copied once;
-nothing is copied when neither applies. On disk nothing is held: each batch reads its rows and computes
-their derived values (the selection's row numbers, 8 bytes per kept row, are
-the only thing kept).
+nothing is copied when neither applies. On disk nothing is held: each batch reads
+its rows and computes their derived values (the selection's row numbers, 8 bytes
+per kept row, are the only thing kept).
 """
 from __future__ import annotations
 
