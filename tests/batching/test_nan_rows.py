@@ -63,3 +63,27 @@ def test_nonfinite_rows_are_found_across_the_scan_steps(shape):
     assert_bitwise(nonfinite_value_rows(values), expected)
     assert len(nonfinite_value_rows(np.ones(shape, np.int64))) == 0
     assert len(nonfinite_value_rows(values[:0])) == 0
+
+
+def test_finite_steps_are_proved_finite_by_their_sums_and_overflowing_sums_are_tested(monkeypatch):
+    from lstm_data.batching.building import finite
+
+    values = np.random.default_rng(5).normal(size=(50_000, 4)).astype(np.float32)
+    values[30_000:30_010] = np.float32(3e38)  # finite, yet their sum overflows float32
+    values[45_001, 2] = np.nan
+    tested = []
+
+    class Numpy:  # numpy, with the sizes of what isfinite was asked about recorded
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def isfinite(x, *args, **kw):
+            tested.append(np.size(x))
+            return np.isfinite(x, *args, **kw)
+
+    monkeypatch.setattr(finite, "np", Numpy())
+    assert_bitwise(finite.nonfinite_value_rows(values), np.array([45_001], np.intp))
+    step = (1 << 16) // 4
+    assert sorted(tested)[-2:] == [step * 4, step * 4]  # only the overflowing and the NaN steps
+    assert sum(1 for n in tested if n > 1) == 2

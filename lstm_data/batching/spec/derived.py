@@ -16,15 +16,15 @@ the spec's fields read:
 
 Cost. In RAM the derived values are computed once, when batches are made, and
 held: a group that gains derived variables is copied once with its new columns
-(``(total, V + D)``), the selected rows are copied once; nothing is copied when
-neither applies. On disk nothing is held: each batch reads its rows and computes
-their derived values (the selection's row numbers, 8 bytes per kept row, are
-the only thing kept).
+(``(total, V + D)``, a block of rows at a time on every core: see
+:mod:`~lstm_data.batching.spec.derived_group`), the selected rows are copied once;
+nothing is copied when neither applies. On disk nothing is held: each batch reads
+its rows and computes their derived values (the selection's row numbers, 8 bytes
+per kept row, are the only thing kept).
 """
 from __future__ import annotations
 
 import logging
-import os
 import weakref
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -33,12 +33,12 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from lstm_data.batching.spec.derived_reads import Reads, dependency_order, stored_needs
-from lstm_data.batching.spec.expressions import Column, Expression
+from lstm_data.batching.spec.derived_group import cores, group_with_derived
+from lstm_data.batching.spec.derived_reads import Reads, dependency_order
+from lstm_data.batching.spec.expressions import Expression
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset, InMemoryDataset, RowSelection, as_rows, check_row_range, unknown_name_error
 from lstm_data.data.ragged import RaggedGroup, count_mismatch
-from lstm_data._util.reuse import reusable_empty
 from lstm_data.errors import SchemaError
 
 __all__ = ["DerivedDataset", "file_bounds", "check_derived", "expand_names", "mark_applied", "derived_key",
@@ -93,8 +93,6 @@ class _Applied:
 _APPLIED: weakref.WeakKeyDictionary[Dataset, _Applied] = weakref.WeakKeyDictionary()
 #: bytes of output rows filled at a time when derived columns join a group's values
 _FILL_BYTES = 1 << 20
-#: prong elements per block when an in-RAM group's derived columns are computed
-_EVAL_ELEMENTS = 1 << 16
 
 
 def check_derived(derived: Mapping[str, str] | None,
@@ -365,8 +363,9 @@ def derive(dataset: Dataset, derived: Mapping[str, Expression], selection: Expre
     if not dataset.in_ram:
         out = DerivedDataset(dataset, derived, kinds, rows)
     elif isinstance(dataset, ConcatDataset) and not dataset.part_values and rows is None:
+        alone = len(dataset.datasets) < 2  # else the parts are on the cores already
         out = ConcatDataset(_on_cores(list(dataset.datasets),
-                                      lambda part: _materialise(part, derived, kinds, None)))
+                                      lambda part: _materialise(part, derived, kinds, None, alone)))
     else:
         out = _materialise(dataset, derived, kinds, rows)
     if isinstance(out, ConcatDataset):
@@ -378,18 +377,10 @@ def derive(dataset: Dataset, derived: Mapping[str, Expression], selection: Expre
     return made
 
 
-def _cores() -> int:
-    """Cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _on_cores(parts: list[Dataset], work: Any) -> list[InMemoryDataset]:
     """``work(part)`` of every part, in order, on a thread per core (NumPy's loops, which do the
     work, release the GIL); the first error raised, as one thread would."""
-    workers = min(len(parts), _cores())
+    workers = min(len(parts), cores())
     if workers < 2:
         return [work(part) for part in parts]
     with ThreadPoolExecutor(workers, thread_name_prefix="lstm_data-derive") as pool:
@@ -447,11 +438,12 @@ def _selected_rows(dataset: Dataset, derived: Mapping[str, Expression], selectio
 
 
 def _materialise(dataset: Dataset, derived: Mapping[str, Expression], kinds: Mapping[str, str | None],
-                 rows: np.ndarray | None) -> InMemoryDataset:
+                 rows: np.ndarray | None, threads: bool = True) -> InMemoryDataset:
     """An in-RAM dataset of ``rows`` with the derived columns computed once.
 
     A group's derived columns are computed a block of rows at a time, straight into
-    the group's new values, so that intermediate results stay in cache.
+    the group's new values, so that intermediate results stay in cache (the blocks on
+    a thread per core when ``threads``; not when the parts of several files already are).
     """
     scalars = {s: dataset.scalar(s, rows) for s in dataset.scalar_names}
     groups = {g: dataset.ragged(g, rows) for g in dataset.groups}
@@ -466,41 +458,7 @@ def _materialise(dataset: Dataset, derived: Mapping[str, Expression], kinds: Map
     for g, (values, offsets) in groups.items():
         extra = [n for n in derived if kinds[n] == g]
         if extra:
-            values = _group_with_derived(taken, g, extra, derived, prong_of, {n: scalars[n] for n in per_row},
-                                         rows)
+            values = group_with_derived(taken, g, extra, derived, prong_of, {n: scalars[n] for n in per_row},
+                                        rows, threads=threads)
         out_groups[g] = RaggedGroup(dataset.groups[g] + extra, values, offsets)
     return InMemoryDataset(scalars, out_groups, source=dataset.source)
-
-
-def _group_with_derived(data: InMemoryDataset, group: str, extra: list[str], derived: Mapping[str, Expression],
-                        prong_of: Mapping[str, str], per_row: Mapping[str, np.ndarray],
-                        rows: np.ndarray | None) -> np.ndarray:
-    """``group``'s values with the ``extra`` derived columns appended, computed block by block
-    (``rows``: the data's row number of each row of ``data``, named in errors; ``None``: the same)."""
-    values, offsets = data.ragged(group)
-    n, width = len(offsets) - 1, values.shape[1]
-    read, counted = stored_needs(extra, derived, per_row)
-    scalars = [name for name in read if name not in prong_of]
-    groups = {g: data.ragged(g) for g in dict.fromkeys([group] + [prong_of[v] for v in read + counted
-                                                                   if v in prong_of])}
-    in_groups = {v: g for v, g in prong_of.items() if g in groups}
-    step = max(1, _EVAL_ELEMENTS * n // max(1, int(offsets[-1])))  # rows per block
-    out: np.ndarray | None = None
-    for r0 in range(0, max(n, 1), step):
-        r1 = min(n, r0 + step)
-        p0, p1 = int(offsets[r0]), int(offsets[r1])
-        part = InMemoryDataset({s: data.scalar(s)[r0:r1] for s in scalars},
-                               {g: RaggedGroup(data.groups[g], v[o[r0]:o[r1]], o[r0:r1 + 1] - o[r0])
-                                for g, (v, o) in groups.items()})
-        numbers = np.arange(r0, r1, dtype=np.intp) if rows is None else rows[r0:r1]
-        reads = Reads(part, None, derived, in_groups, row_numbers=numbers)
-        reads.done.update({name: Column(col[r0:r1]) for name, col in per_row.items()})
-        cols = reads.values(extra)
-        if out is None:
-            dtype = np.result_type(values.dtype, *[c.dtype for c in cols])
-            out = reusable_empty((len(values), width + len(extra)), dtype)
-        out[p0:p1, :width] = values[p0:p1]
-        for j, col in enumerate(cols, start=width):
-            out[p0:p1, j] = col
-    assert out is not None  # the loop runs at least once
-    return out

@@ -116,17 +116,22 @@ class Reads:
         The data's row number of each of the rows, named in errors (``None``: ``rows``).
     lengths
         A cache shared between reads: group -> the prong count of every base row.
+    deferred
+        When given, the precision warnings of the evaluations are appended to it as
+        ``(expression, message)`` instead of being given (see ``Expression.evaluate``).
     """
 
     def __init__(self, base: Dataset, rows: np.ndarray | None, derived: Mapping[str, Expression],
                  prong_of: Mapping[str, str], *, groups: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
-                 row_numbers: np.ndarray | None = None, lengths: dict[str, np.ndarray] | None = None) -> None:
+                 row_numbers: np.ndarray | None = None, lengths: dict[str, np.ndarray] | None = None,
+                 deferred: list[tuple[Expression, str]] | None = None) -> None:
         self.base, self.rows, self.derived, self.prong_of = base, rows, derived, prong_of
         self.n_rows = len(base) if rows is None else len(rows)
         self.groups = dict(groups or {})
         self.row_numbers = rows if row_numbers is None else row_numbers
         self.lengths = {} if lengths is None else lengths
         self.done: dict[str, Column] = {}
+        self.deferred = deferred
 
     def columns(self, names: Iterable[str]) -> dict[str, Column]:
         """Every name of ``names`` (stored or derived) as a :class:`Column` of the rows."""
@@ -136,7 +141,7 @@ class Reads:
             if name not in self.done:
                 expr = self.derived[name]
                 self.done[name] = expr.evaluate({n: self.done[n] for n in expr.names}, self.n_rows,
-                                                self.row_numbers)
+                                                self.row_numbers, self.deferred)
         return {name: self.done[name] for name in names}
 
     def values(self, names: Iterable[str]) -> list[np.ndarray]:

@@ -410,7 +410,8 @@ class Expression:
         return found[0] if found else None
 
     # -- evaluation -------------------------------------------------------------------------------
-    def evaluate(self, columns: Mapping[str, Column], n_rows: int, rows: np.ndarray | None = None) -> Column:
+    def evaluate(self, columns: Mapping[str, Column], n_rows: int, rows: np.ndarray | None = None,
+                 deferred: list[tuple[Expression, str]] | None = None) -> Column:
         """The expression's values over the rows of ``columns``.
 
         Parameters
@@ -424,6 +425,10 @@ class Expression:
         rows
             The data's row number of each of those rows, named in errors and
             warnings (``None``: ``0 .. n_rows - 1``).
+        deferred
+            When given, a precision warning is appended to it as ``(self, message)``
+            instead of being given (evaluations of several blocks of rows at once give
+            theirs in row order afterwards, with :meth:`warn_once`).
 
         Returns
         -------
@@ -452,10 +457,19 @@ class Expression:
                 out = Column(np.full(n_rows, value))
         for problem, node, row in run.warnings[:1]:
             if not self._warned:
-                self._warned = True
-                warn_user(self._message(problem, node, row) + "; only integers up to 2**24 (float32) or "
-                          "2**53 (float64) are exact in floats", PrecisionWarning)
+                message = self._message(problem, node, row) + "; only integers up to 2**24 (float32) or " \
+                    "2**53 (float64) are exact in floats"
+                if deferred is None:
+                    self.warn_once(message)
+                else:
+                    deferred.append((self, message))
         return out
+
+    def warn_once(self, message: str) -> None:
+        """Give the precision warning ``message``, unless this expression gave one already."""
+        if not self._warned:
+            self._warned = True
+            warn_user(message, PrecisionWarning)
 
     def _message(self, problem: exact.ValueProblem, node: ast.expr, row: int | None) -> str:
         what = ast.unparse(node)
