@@ -52,6 +52,15 @@ def test_strided_reversed_and_read_only_inputs(backend):
     assert_bitwise(out, _want(cols, out.shape, np.float32))
 
 
+@pytest.mark.parametrize("every", [1, 2])  # out's columns adjacent, or every other column of a block
+def test_a_column_repeating_one_value_through_a_zero_stride(backend, every):
+    cols = _columns(300, (F32, F64, F32), seed=3)
+    cols[1] = np.broadcast_to(cols[1][5:6], (300,))  # strides (0,): not contiguous
+    block = np.zeros((300, 3 * every), np.float64)
+    backend.interleave_columns(cols, block[:, ::every])
+    assert_bitwise(block[:, ::every], _want(cols, (300, 3), np.float64))
+
+
 def test_out_is_a_column_slice_of_a_wider_block(backend):
     cols = _columns(500, (F32,) * 3, seed=2)
     block = np.zeros((600, 7), np.float32)
@@ -137,10 +146,13 @@ def test_twins_raise_the_same(twins, case):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(0, 700), dtypes=st.lists(st.sampled_from([F32, F64]), min_size=0, max_size=19),
-       out_dtype=st.sampled_from([F32, F64]), step=st.sampled_from([1, 2, -1]),
+       out_dtype=st.sampled_from([F32, F64]), step=st.sampled_from([1, 2, -1, 0]),
        seed=st.integers(0, 2 ** 31), row_pad=st.integers(0, 3))
 def test_twins_bitwise_equal(twins, n, dtypes, out_dtype, step, seed, row_pad):
-    cols = [c[::step] for c in _columns(n * abs(step), dtypes, seed)]
+    if step == 0:  # one value repeated through a zero stride
+        cols = [np.broadcast_to(c[:1], (n,)) for c in _columns(max(n, 1), dtypes, seed)]
+    else:
+        cols = [c[::step] for c in _columns(n * abs(step), dtypes, seed)]
     results = []
     for kernels in twins:
         block = np.zeros((n, len(dtypes) + row_pad), dtype=out_dtype)

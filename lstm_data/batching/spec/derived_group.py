@@ -115,13 +115,10 @@ def _give(deferred: _Deferred) -> None:
 
 def _write_rows(out: np.ndarray, values: np.ndarray, cols: list[np.ndarray]) -> None:
     """``out`` = ``values`` with ``cols`` as its last columns; float32/float64 columns in one
-    compiled pass over the rows (which converts as numpy's assignment does), others one by one
-    (so are columns that repeat one value through a zero stride, which the compiled pass
-    would take for contiguous)."""
+    compiled pass over the rows (which converts as numpy's assignment does), others one by one."""
     width = values.shape[1]
     out[:, :width] = values
-    if out.dtype in _FLOATS and all(c.dtype in _FLOATS and c.ndim == 1 and len(c) == len(out)
-                                    and (c.strides[0] != 0 or len(c) < 2) for c in cols):
+    if out.dtype in _FLOATS and all(c.dtype in _FLOATS and c.ndim == 1 and len(c) == len(out) for c in cols):
         interleave_columns(cols, out[:, width:])
         return
     for j, col in enumerate(cols, start=width):

@@ -186,7 +186,10 @@ def interleave_columns(columns, out):
         interleave_columns(arrays, block)
         out[...] = block
         return out
-    kept = [a if _aligned(a) else np.ascontiguousarray(a) for a in arrays]
+    # a misaligned column, or one repeating a value through a zero stride (which the runs'
+    # step 0, meaning contiguous, cannot tell apart), is read from a contiguous copy
+    kept = [a if _aligned(a) and (a.strides[0] != 0 or a.shape[0] < 2) else np.ascontiguousarray(a)
+            for a in arrays]
     runs = _runs(kept)
     cdef Py_ssize_t n_runs = len(runs)
     cdef cnp.ndarray[cnp.intp_t] col_ptr = np.array([a.ctypes.data for a in kept], dtype=np.intp)
