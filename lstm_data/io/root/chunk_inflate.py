@@ -68,7 +68,8 @@ def inflate_chunk(tasks: Sequence[BasketTask], fd: int, file: str, tree: str,
         if status != NOT_ZLIB:
             raise basket_error(t.plan, t.i, file, tree, ValueError(inflate_message(status, block, size)))
         try:  # LZ4, ZSTD, LZMA (or an unknown algorithm): the basket path's codecs and errors
-            inflate_blocks(raw, src, src + nsrc, size, _libdeflate, out=out[start:start + size], into=libdeflate_into())
+            inflate_blocks(bytes(raw[src:src + nsrc]), 0, nsrc, size, _libdeflate, out=out[start:start + size],
+                           into=libdeflate_into())
         except Exception as exc:
             raise basket_error(t.plan, t.i, file, tree, exc) from exc
         first = b + 1
