@@ -89,6 +89,12 @@ def _read(tasks: Sequence[BasketTask], fd: int, file: str, tree: str) -> tuple[b
     """The tasks' baskets in one buffer (one ``os.preadv`` per run of adjacent baskets), and
     where each starts in it."""
     spans = sorted((t.plan.seeks[t.i], t.plan.sizes[t.i], k) for k, t in enumerate(tasks))
+    end = os.fstat(fd).st_size  # the sizes the tree declares, checked before the buffer is made
+    for seek, size, k in spans:
+        if seek < 0 or seek + size > end:
+            t = tasks[k]
+            missing = min(size, seek + size - end)
+            raise basket_error(t.plan, t.i, file, tree, ValueError(f"the file ends {missing} bytes into it"))
     raw = bytearray(sum(size for _, size, _ in spans))
     view = memoryview(raw)
     at = [0] * len(tasks)
