@@ -68,8 +68,22 @@ def check_inflate(raw: Any, table: Any, out: Any, functions: Any) -> tuple[memor
 
 
 def inflate_message(status: int, block: int, size: int) -> str:
-    """What a status other than :data:`INFLATED` or :data:`NOT_ZLIB` says of block ``block`` of a
-    basket of ``size`` uncompressed bytes."""
+    """What a result of ``inflate_baskets`` says of a basket, in words for an error message.
+
+    Parameters
+    ----------
+    status
+        The result's status, other than :data:`INFLATED` and :data:`NOT_ZLIB`.
+    block
+        The result's block: which of the basket's compressed blocks is wrong.
+    size
+        The basket's uncompressed size (its key's).
+
+    Returns
+    -------
+    str
+        The words, such as ``"compressed block 2 is cut short"``.
+    """
     return {
         HEADER_CUT: f"the header of compressed block {block} is cut short",
         OVER: f"its blocks 0 to {block} declare more uncompressed bytes than the {size:,} its key says; "
