@@ -17,10 +17,12 @@ epoch ends, weighs as much in both). A spec pads every variable to 80. In one pr
   as a training run iterates them): it receives its first window from its predecessor
   and pays for its successor's (the clock stops once that read ahead has ended);
 * ``inflate``: the baskets the first epoch reads (each chunk's baskets of the needed
-  branches once per window that touches it, the counter's included) read (``os.pread``)
-  and inflated into a buffer its thread reuses by libdeflate's own C function (the
-  reader's inflater, called in a loop per thread with no other work), on the reader's
-  own pool of 2 threads;
+  branches once per window that touches it, the counter's included) read (one
+  ``os.preadv`` per run of adjacent baskets, as the reader reads them) and inflated into
+  a buffer its thread reuses by the reader's own inflater, the compiled
+  ``lstm_data.kernels.inflate_baskets`` calling libdeflate per basket and block without
+  the GIL, one call per chunk (its block tables made beforehand: no other work), on the
+  reader's own pool of 2 threads: the real limit of the reader's inflating;
 * ``inflate steady``: the same for exactly the baskets the steady epoch reads (its
   windows but the first, and the next epoch's first window);
 * ``copy``: one ``np.copyto`` of each batch's padded array (the batches' bytes once);
@@ -33,9 +35,10 @@ reading, byte-swapping, interleaving and padding add to the least an epoch must 
 floor is judged on the steady epoch, the epoch a training run repeats; the first epoch
 is shown too.
 
-Run alone (the full run is the shape above; ``--jets`` and ``--files`` change it)::
+Run alone (the full run is the shape above; ``--jets``, ``--files`` and ``--variables``
+change it)::
 
-    python -m bench.root_epoch [--quick] [--rounds 7] [--jets 300000] [--files 4]
+    python -m bench.root_epoch [--quick] [--rounds 7] [--jets 300000] [--files 4] [--variables 26]
 """
 from __future__ import annotations
 
@@ -56,13 +59,21 @@ from bench.timing import Report
 STAGE = "root_epoch"
 THREADS = 2
 VARIABLES = 26
-PARTICLE = [f"part_v{j}" for j in range(VARIABLES)]
-NEEDED = PARTICLE + ["npart"]
 MAX_LEN = 80
 BATCH = 512
 
 
-def write_files(folder: Path, jets: int, files: int, seed: int, step: int) -> None:
+def particle(variables: int = VARIABLES) -> list[str]:
+    """The particle branches of files of ``variables`` variables."""
+    return [f"part_v{j}" for j in range(variables)]
+
+
+def needed(variables: int = VARIABLES) -> list[str]:
+    """The branches an epoch reads: the particle branches and their counter."""
+    return particle(variables) + ["npart"]
+
+
+def write_files(folder: Path, jets: int, files: int, seed: int, step: int, variables: int = VARIABLES) -> None:
     """``files`` ROOT files of ``jets`` jets in all, ``step`` jets per basket (uproot, zlib 1)."""
     import awkward as ak
     import uproot
@@ -76,39 +87,39 @@ def write_files(folder: Path, jets: int, files: int, seed: int, step: int) -> No
                 n = min(step, per - a)
                 counts = np.clip(rng.poisson(32, n), 1, 128)
                 total = int(counts.sum())
-                part = {v[5:]: np.round(rng.normal(0.0, 1.0, total), 2).astype(np.float32) for v in PARTICLE}
+                part = {v[5:]: np.round(rng.normal(0.0, 1.0, total), 2).astype(np.float32) for v in particle(variables)}
                 cols = {"part": ak.unflatten(ak.zip(part), counts)}
                 if tree is None:
                     tree = fh.mktree("tree", {c: v.type.content for c, v in cols.items()})
                 tree.extend(cols)
 
 
-def _files(data: BenchData, jets: int, files: int) -> list[str]:
+def _files(data: BenchData, jets: int, files: int, variables: int) -> list[str]:
     step = 2_500 if jets < 100_000 else 10_000
 
     def build(tmp: Path) -> None:
         tmp.mkdir(parents=True)
-        write_files(tmp, jets, files, data.seed, step)
-    folder = data.cached(f"_root_epoch_{jets}_{files}x{VARIABLES}", build)
+        write_files(tmp, jets, files, data.seed, step, variables)
+    folder = data.cached(f"_root_epoch_{jets}_{files}x{variables}", build)
     return sorted(str(p) for p in folder.glob("jets_*.root"))
 
 
-def _spec() -> object:
+def _spec(variables: int) -> object:
     from lstm_data import BatchSpec, Ragged
 
-    return BatchSpec(inputs={"part": Ragged(PARTICLE, max_len=MAX_LEN, pad_value=0.0)})
+    return BatchSpec(inputs={"part": Ragged(particle(variables), max_len=MAX_LEN, pad_value=0.0)})
 
 
-def _epoch(files: list[str]) -> Callable[[], float]:
+def _epoch(files: list[str], variables: int) -> Callable[[], float]:
     """Open the files and build every batch of epoch 0 (the plan of :class:`_Steady`'s epoch 0)."""
     import lstm_data
     from lstm_data import Batches, Order
 
-    spec = _spec()
+    spec = _spec(variables)
 
     def run() -> float:
         t0 = time.perf_counter()
-        ds = lstm_data.open(files, in_ram=False, threads=THREADS, needed=NEEDED)
+        ds = lstm_data.open(files, in_ram=False, threads=THREADS, needed=needed(variables))
         batches = Batches(ds, spec, Order(batch_size=BATCH, shuffle="block", seed=1))
         for i in range(len(batches)):
             batches.batch(i, 0)
@@ -119,12 +130,12 @@ def _epoch(files: list[str]) -> Callable[[], float]:
     return run
 
 
-#: one basket of a needed branch: (file index, seek, bytes, first entry, zlib blocks
-#: (position, compressed, uncompressed bytes))
-Basket = tuple[int, int, int, int, list[tuple[int, int, int]]]
+#: one basket of a needed branch: (file index, seek, bytes, first entry, key length,
+#: uncompressed bytes its key declares)
+Basket = tuple[int, int, int, int, int, int]
 
 
-def _baskets(files: list[str]) -> list[Basket]:
+def _baskets(files: list[str], variables: int) -> list[Basket]:
     """Every basket of the needed branches (the counter's too: a window reads it as a scalar)."""
     import uproot
 
@@ -132,61 +143,80 @@ def _baskets(files: list[str]) -> list[Basket]:
     for f, path in enumerate(files):
         with uproot.open(path) as fh, open(path, "rb") as raw:
             tree = fh["tree"]
-            for name in NEEDED:
+            for name in needed(variables):
                 b = tree[name]
                 count = int(b.member("fWriteBasket"))
                 first = b.member("fBasketEntry")[:count]
                 for seek, size, entry in zip(b.member("fBasketSeek")[:count], b.member("fBasketBytes")[:count],
                                              first):
                     raw.seek(int(seek))
-                    data = raw.read(int(size))
-                    pos, blocks = int.from_bytes(data[14:16], "big"), []
-                    while pos < len(data):
-                        assert data[pos:pos + 2] == b"ZL", "the bench writes zlib baskets"
-                        csize = int.from_bytes(data[pos + 3:pos + 6], "little")
-                        usize = int.from_bytes(data[pos + 6:pos + 9], "little")
-                        blocks.append((pos + 9, csize, usize))
-                        pos += 9 + csize
-                    out.append((f, int(seek), int(size), int(entry), blocks))
+                    key = raw.read(16)
+                    keylen, objlen = int.from_bytes(key[14:16], "big"), int.from_bytes(key[6:10], "big")
+                    out.append((f, int(seek), int(size), int(entry), keylen, objlen))
     return out
 
 
-class _Share:
-    """One thread's share of the baskets: each read (``os.pread``) and inflated into a buffer of
-    its own by libdeflate's C function, nothing else per basket (a task of the reader's pool)."""
+class _Chunk:
+    """A chunk's baskets as the reader reads them: one ``os.preadv`` per run of adjacent
+    baskets into one buffer, then one call of the reader's compiled inflater (its table,
+    the blocks' place in the buffer and in the output, made here, before the clock)."""
 
-    def __init__(self, part: list[Basket], fds: list[int], into: object) -> None:
-        self.part, self.fds, self.into = part, fds, into
-        self.weight = sum(b[2] for b in part)
+    def __init__(self, baskets: list[Basket]) -> None:
+        spans = sorted(baskets, key=lambda b: (b[0], b[1]))
+        self.file = spans[0][0]
+        self.nbytes = sum(b[2] for b in spans)
+        self.runs: list[tuple[int, int, int]] = []  # (seek, position in the buffer, bytes)
+        rows, pos, dst = [], 0, 0
+        for b in spans:
+            if self.runs and self.runs[-1][0] + self.runs[-1][2] == b[1]:
+                seek, at, n = self.runs[-1]
+                self.runs[-1] = (seek, at, n + b[2])
+            else:
+                self.runs.append((b[1], pos, b[2]))
+            rows.append((pos + b[4], b[2] - b[4], b[5], dst))
+            pos += b[2]
+            dst = -(-(dst + b[5]) // 64) * 64
+        self.table = np.array(rows, dtype=np.int64)
+        self.out_bytes = dst
+
+
+class _Share:
+    """One thread's share of the chunks: each read and inflated into a buffer of its own by
+    one call of the reader's compiled inflater, nothing else per chunk (a task of the reader's pool)."""
+
+    def __init__(self, part: list[_Chunk], fds: list[int], functions: tuple[int, int, int]) -> None:
+        self.part, self.fds, self.functions = part, fds, functions
+        self.weight = sum(c.nbytes for c in part)
 
     def run(self, fd: int, file: str, tree: str) -> None:
-        into = self.into
-        most = max((sum(u for _, _, u in b[4]) for b in self.part), default=0)
-        out = np.empty(most, dtype=np.uint8)
+        from lstm_data.kernels import INFLATED, inflate_baskets
+
+        out = np.empty(max((c.out_bytes for c in self.part), default=1), dtype=np.uint8)
         out[:] = 0  # its pages faulted in before the baskets, as the reader's buffers are
-        for f, seek, size, _, blocks in self.part:
-            raw = os.pread(self.fds[f], size, seek)
-            filled = 0
-            for pos, csize, usize in blocks:
-                into(raw, pos, csize, out, filled, usize)  # type: ignore[operator]
-                filled += usize
+        for c in self.part:
+            raw = bytearray(c.nbytes)
+            view = memoryview(raw)
+            for seek, at, n in c.runs:
+                os.preadv(self.fds[c.file], [view[at:at + n]], seek)
+            status = inflate_baskets(raw, c.table, out, self.functions)[0]
+            assert status == INFLATED, "the bench writes zlib baskets"
 
 
-def _inflate(files: list[str], pick: Callable[[], list[Basket]]) -> Callable[[], float]:
-    """Inflate the baskets ``pick()`` names (each time called), split in two shares of about
+def _inflate(files: list[str], pick: Callable[[], list[list[Basket]]]) -> Callable[[], float]:
+    """Inflate the chunks ``pick()`` names (each time called), split in two shares of about
     equal bytes, on the reader's pool of 2 threads."""
     from lstm_data.io.root.direct import run_tasks
-    from lstm_data.io.root.inflate_into import libdeflate_into
+    from lstm_data.io.root.inflate_into import libdeflate_functions
 
-    into = libdeflate_into()
-    if into is None:
+    functions = libdeflate_functions()
+    if functions is None:
         raise ImportError("the bench's inflate limit needs the deflate package (libdeflate)")
 
     def run() -> float:
-        jobs = sorted(pick(), key=lambda b: -b[2])
+        jobs = sorted((_Chunk(c) for c in pick()), key=lambda c: -c.nbytes)
         fds = [os.open(f, os.O_RDONLY) for f in files]
         try:
-            shares = [_Share(jobs[k::THREADS], fds, into) for k in range(THREADS)]
+            shares = [_Share(jobs[k::THREADS], fds, functions) for k in range(THREADS)]
             t0 = time.perf_counter()
             run_tasks(shares, -1, files[0], "tree", THREADS)
             return time.perf_counter() - t0
@@ -206,12 +236,12 @@ def _join_read_ahead() -> None:
 class _Steady:
     """Epochs 0, 1, 2, ... of one ``Batches``, one a call; the baskets each epoch reads."""
 
-    def __init__(self, files: list[str], baskets: list[Basket]) -> None:
+    def __init__(self, files: list[str], baskets: list[Basket], variables: int) -> None:
         import lstm_data
         from lstm_data import Batches, Order
 
-        self.ds = lstm_data.open(files, in_ram=False, threads=THREADS, needed=NEEDED)
-        self.batches = Batches(self.ds, _spec(), Order(batch_size=BATCH, shuffle="block", seed=1))
+        self.ds = lstm_data.open(files, in_ram=False, threads=THREADS, needed=needed(variables))
+        self.batches = Batches(self.ds, _spec(variables), Order(batch_size=BATCH, shuffle="block", seed=1))
         self.epoch = self.limit_epoch = 0
         by_chunk: dict[tuple[int, int], list[Basket]] = {}
         for b in baskets:
@@ -249,24 +279,24 @@ class _Steady:
         own = range(0 if epoch == 0 else 1, n)
         return self._window_chunks(epoch, own) + self._window_chunks(epoch + 1, [0])
 
-    def baskets_read(self, epoch: int) -> list[Basket]:
-        """The baskets ``epoch`` reads (see :meth:`chunks_read`)."""
-        return [b for key in self.chunks_read(epoch) for b in self.by_chunk[key]]
+    def baskets_read(self, epoch: int) -> list[list[Basket]]:
+        """The baskets ``epoch`` reads, chunk by chunk (see :meth:`chunks_read`)."""
+        return [self.by_chunk[key] for key in self.chunks_read(epoch)]
 
-    def limit_baskets(self) -> list[Basket]:
+    def limit_baskets(self) -> list[list[Basket]]:
         """The baskets of the next epoch the limit stands for (one epoch a call, as :meth:`run`)."""
         e, self.limit_epoch = self.limit_epoch, self.limit_epoch + 1
         return self.baskets_read(e)
 
 
-def _copy(files: list[str]) -> Callable[[], float]:
-    """One ``np.copyto`` of every batch's padded ``(512, 80, 26)`` float32 array."""
+def _copy(files: list[str], variables: int) -> Callable[[], float]:
+    """One ``np.copyto`` of every batch's padded ``(512, 80, variables)`` float32 array."""
     import lstm_data
 
-    ds = lstm_data.open(files, in_ram=False, threads=THREADS, needed=NEEDED)
+    ds = lstm_data.open(files, in_ram=False, threads=THREADS, needed=needed(variables))
     n = len(ds)
     ds.close()
-    src = np.ones((BATCH, MAX_LEN, VARIABLES), dtype=np.float32)
+    src = np.ones((BATCH, MAX_LEN, variables), dtype=np.float32)
     dst = np.zeros_like(src)
 
     def run() -> float:
@@ -278,17 +308,17 @@ def _copy(files: list[str]) -> Callable[[], float]:
     return run
 
 
-def _uproot(files: list[str]) -> Callable[[], float]:
+def _uproot(files: list[str], variables: int) -> Callable[[], float]:
     import awkward as ak
     import uproot
 
     def run() -> float:
         t0 = time.perf_counter()
         with ThreadPoolExecutor(THREADS) as pool:
-            for arrays in uproot.iterate([f + ":tree" for f in files], PARTICLE, step_size="64 MB",
+            for arrays in uproot.iterate([f + ":tree" for f in files], particle(variables), step_size="64 MB",
                                          decompression_executor=pool):
                 parts = [ak.to_numpy(ak.fill_none(ak.pad_none(arrays[v], MAX_LEN, clip=True), 0.0))
-                         for v in PARTICLE]
+                         for v in particle(variables)]
                 np.stack(parts, axis=-1)
         return time.perf_counter() - t0
     return run
@@ -311,19 +341,20 @@ def _rounds(cases: dict[str, Callable[[], float]], rounds: int) -> tuple[dict[st
 
 
 def run(quick: bool = False, seed: int = 0, data: BenchData | None = None, rounds: int | None = None,
-        jets: int | None = None, files: int = 4, uproot: bool = True) -> Report:
+        jets: int | None = None, files: int = 4, uproot: bool = True, variables: int = VARIABLES) -> Report:
     """The first and a steady epoch, their inflate-alone limits, one copy of the batches and
     uproot's iterate + pad, interleaved."""
     data = data if data is not None else BenchData(quick=quick, seed=seed)
     jets = jets or (80_000 if quick else 300_000)
-    paths = _files(data, jets, files)
-    baskets = _baskets(paths)
-    steady = _Steady(paths, baskets)
+    paths = _files(data, jets, files, variables)
+    baskets = _baskets(paths, variables)
+    steady = _Steady(paths, baskets, variables)
     first = steady.baskets_read(0)
-    cases = {"epoch": _epoch(paths), "inflate": _inflate(paths, lambda: first),
-             "steady": steady.run, "inflate steady": _inflate(paths, steady.limit_baskets), "copy": _copy(paths)}
+    cases = {"epoch": _epoch(paths, variables), "inflate": _inflate(paths, lambda: first),
+             "steady": steady.run, "inflate steady": _inflate(paths, steady.limit_baskets),
+             "copy": _copy(paths, variables)}
     if uproot:
-        cases["uproot"] = _uproot(paths)
+        cases["uproot"] = _uproot(paths, variables)
     times, cpu = _rounds(cases, rounds or (5 if quick else 7))
     steady.ds.close()
     report = Report()
@@ -357,10 +388,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--jets", type=int, default=None, help="jets in all (default 300000, quick 80000)")
     parser.add_argument("--files", type=int, default=4)
+    parser.add_argument("--variables", type=int, default=VARIABLES,
+                        help=f"particle branches of the files (default {VARIABLES})")
     parser.add_argument("--no-uproot", action="store_true", help="leave out uproot.iterate (faster rounds)")
     args = parser.parse_args()
     print(run(quick=args.quick, rounds=args.rounds, jets=args.jets, files=args.files,
-              uproot=not args.no_uproot).render())
+              uproot=not args.no_uproot, variables=args.variables).render())
 
 
 if __name__ == "__main__":

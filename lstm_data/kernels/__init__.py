@@ -22,6 +22,9 @@ KERNEL_LAYOUTS : tuple of str
 RaggedJob, RaggedSource, ragged_job
     The typed job of one ragged output of ``BatchGather``, made checked by ``ragged_job``
     from typed arguments (``BatchGather`` also takes its public mapping of them).
+INFLATED, NOT_ZLIB, inflate_message
+    Results of ``inflate_baskets``: every basket inflated; a block of another algorithm
+    (the caller inflates that basket); the words for any other result.
 """
 from __future__ import annotations
 
@@ -33,17 +36,19 @@ from typing import TYPE_CHECKING
 
 from lstm_data.kernels._args import BARE, MULTI, QUOTED, long_line_message
 from lstm_data.kernels._csv_flags import INEXACT, LISTED
+from lstm_data.kernels._inflate_args import INFLATED, NOT_ZLIB, inflate_message
 from lstm_data.kernels._job import RaggedJob, RaggedSource
 from lstm_data.kernels._layouts import KERNEL_LAYOUTS
 from lstm_data.kernels._ragged import ragged_job
 
 __all__ = ["BACKEND", "parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser",
-           "interleave_columns", "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI", "BARE",
+           "interleave_columns", "inflate_baskets", "KERNEL_NAMES", "load_backend", "QUOTED", "MULTI", "BARE",
            "INEXACT", "LISTED", "long_line_message", "KERNEL_LAYOUTS",
-           "RaggedJob", "RaggedSource", "ragged_job"]
+           "RaggedJob", "RaggedSource", "ragged_job", "INFLATED", "NOT_ZLIB", "inflate_message"]
 
 #: Names every backend must provide, with the same signatures.
-KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser", "interleave_columns")
+KERNEL_NAMES = ("parse_float_lists", "pad_ragged", "BatchGather", "CsvBlockParser", "interleave_columns",
+                "inflate_baskets")
 
 
 def _pure_requested() -> bool:
@@ -113,6 +118,7 @@ if TYPE_CHECKING:
     from lstm_data.kernels._py import (
         BatchGather,
         CsvBlockParser,
+        inflate_baskets,
         interleave_columns,
         pad_ragged,
         parse_float_lists,
@@ -123,3 +129,4 @@ else:
     BatchGather = _backend.BatchGather
     CsvBlockParser = _backend.CsvBlockParser
     interleave_columns = _backend.interleave_columns
+    inflate_baskets = _backend.inflate_baskets

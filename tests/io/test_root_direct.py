@@ -106,3 +106,67 @@ def test_a_damaged_basket_read_on_demand_names_file_branch_and_basket(tmp_path):
         for i in range(len(b)):
             b[i]
     assert (err.value.file, err.value.variable, err.value.row) == (paths[1], "part_py", first)
+
+
+def _baskets_per_call(monkeypatch):
+    """Record the number of baskets of each call of the compiled chunk inflater."""
+    from lstm_data.io.root import chunk_inflate
+
+    calls: list[int] = []
+    real = chunk_inflate.inflate_baskets
+
+    def counted(raw, table, out, functions):
+        calls.append(len(table))
+        return real(raw, table, out, functions)
+
+    monkeypatch.setattr(chunk_inflate, "inflate_baskets", counted)
+    return calls
+
+
+def _float_tree(path, compression):
+    """Float particle branches sharing a counter, in three clusters of 200 entries."""
+    rng = np.random.default_rng(4)
+    counts = rng.integers(0, 9, 600)
+    part = ak.unflatten(ak.zip({"px": rng.normal(size=counts.sum()).astype(np.float32),
+                                "py": np.round(rng.normal(size=counts.sum()), 1).astype(np.float32)}), counts)
+    with uproot.recreate(path, compression=compression) as fh:
+        tree = fh.mktree("Events", {"part": part.type.content})
+        for a in range(0, 600, 200):
+            tree.extend({"part": part[a:a + 200]})
+    return str(path)
+
+
+@pytest.mark.parametrize("codec", ["zlib", "lz4", "lzma", "none"])
+def test_a_chunks_baskets_are_inflated_in_one_call_per_task(tmp_path, monkeypatch, codec):
+    pytest.importorskip("deflate")
+    calls = _baskets_per_call(monkeypatch)
+    compression = {"zlib": uproot.ZLIB(1), "lz4": uproot.LZ4(1), "lzma": uproot.LZMA(1), "none": None}[codec]
+    path = _float_tree(tmp_path / "c.root", compression)
+    lazy = lstm_data.open(path, in_ram=False, threads=1)
+    whole = lstm_data.open(path, in_ram=True)
+    assert_same_dataset(lazy.take(np.arange(600)), whole)
+    # one call for the chunk (its three clusters) and group: its 6 baskets; other codecs fall back
+    assert calls and calls[0] == 6
+
+
+@pytest.mark.parametrize("field, value, said", [
+    (slice(3, 6), (1 << 23).to_bytes(3, "little"), "compressed block 0 is cut short"),
+    (slice(6, 9), ((1 << 24) - 1).to_bytes(3, "little"), "declare more uncompressed bytes than the"),
+])
+def test_a_hostile_block_header_read_on_demand_names_the_basket(tmp_path, field, value, said):
+    pytest.importorskip("deflate")
+    paths = [_float_tree(tmp_path / "f.root", uproot.ZLIB(1))]
+    with uproot.open(paths[0]) as fh:
+        branch = fh["Events"]["part_px"]
+        seek = int(branch.member("fBasketSeek")[1])
+        first, stop = (int(x) for x in branch.entry_offsets[1:3])
+    lazy = lstm_data.open(paths, in_ram=False, threads=2)
+    with open(paths[0], "r+b") as fh:
+        fh.seek(seek + 14)
+        keylen = int.from_bytes(fh.read(2), "big")
+        fh.seek(seek + keylen + field.start)
+        fh.write(value)
+    with pytest.raises(FormatError, match=rf"cannot read basket 1 \(entries {first}:{stop}\) of branch "
+                                          rf"'part_px'; damaged file\? \(ValueError: .*{said}") as err:
+        lazy.take(np.arange(600))
+    assert (err.value.file, err.value.variable, err.value.row) == (paths[0], "part_px", first)

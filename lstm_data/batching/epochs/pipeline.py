@@ -159,12 +159,12 @@ class Pipeline:
 
     def build(self, slot: int, epoch: int, order_epoch: int, arena: np.ndarray | None = None) -> Batch:
         """The batch in ``slot`` of ``epoch``'s plan (before the spec's noise)."""
-        plan = self.plan(epoch)
-        positions = self.positions(slot, epoch)
+        plan = self.plan(epoch)  # once: each look-up takes the plan cache's lock
+        lo, hi = plan.span(slot, self.order.batch_size)
+        positions = plan.order[lo:hi].astype(np.intp, copy=False)
         rows = self.rows_at(positions)
         if self.blocks is not None:
-            lo = self.span(slot, epoch)[0]
-            end = self.span(len(self) - 1, epoch)[1]  # short of the plan's end with drop_last
+            end = plan.span(len(self) - 1, self.order.batch_size)[1]  # short of the plan's end with drop_last
             inputs, targets = self.blocks.build(plan, order_epoch, lo, lo + len(positions), plan.widths, end=end)
         else:
             inputs, targets = self.builder.build(rows, arena, plan.widths)

@@ -42,7 +42,7 @@ from lstm_data.io.root.inflate_into import libdeflate_into
 from lstm_data.io.root.memory import available_bytes
 
 __all__ = ["BranchPlan", "plan_branch", "inflater_name", "set_inflater", "INFLATERS", "read_basket",
-           "basket_bytes", "stores_offsets", "BasketTask", "PieceTask"]
+           "basket_bytes", "parse_key", "basket_error", "stores_offsets", "BasketTask", "PieceTask"]
 
 _KEY = struct.Struct(">ihiIhh")
 _TBASKET = struct.Struct(">hiiiib")
@@ -237,28 +237,46 @@ def basket_bytes(fd: int, plan: BranchPlan, i: int, file: str, tree: str, room: 
     try:
         if len(raw) != size:
             raise ValueError(f"the file ends {size - len(raw)} bytes into it")
-        nbytes, _, objlen, _, keylen, _ = _KEY.unpack_from(raw, 0)
-        if nbytes != size or not _KEY.size + _TBASKET.size <= keylen <= size:
-            raise ValueError(f"its key says {nbytes} bytes and a {keylen}-byte header, the branch {size}")
-        # TBasket's own fields end the key: version, buffer size, nev size, nev, fLast, flag
-        last = _TBASKET.unpack_from(raw, keylen - _TBASKET.size)[4]
-        border = last - keylen
-        _check_declared(objlen, size - keylen, plan.stops[i] - plan.starts[i], room)
+        objlen, keylen, border = parse_key(raw, 0, plan, i, room)
         name, inflate = _inflater()
         if arena is None or objlen == size - keylen:
             data: Any = inflate_blocks(raw, keylen, size, objlen, inflate)
         else:
             data = inflate_blocks(raw, keylen, size, objlen, inflate, out=arena(objlen),
                                   into=libdeflate_into() if name == "libdeflate" else None)
-        if not 0 <= border <= len(data):
-            raise ValueError(f"its data end {border} is outside its {len(data)} bytes")
     except FormatError:
         raise
     except Exception as exc:
-        raise FormatError(f"tree {tree!r}: cannot read basket {i} (entries {plan.starts[i]}:{plan.stops[i]}) "
-                          f"of branch {plan.name!r}; damaged file? ({type(exc).__name__}: {exc})",
-                          file=file, variable=plan.name, row=plan.starts[i]) from exc
+        raise basket_error(plan, i, file, tree, exc) from exc
     return data, border, keylen
+
+
+def parse_key(raw: Any, at: int, plan: BranchPlan, i: int, room: int | None) -> tuple[int, int, int]:
+    """The uncompressed size a key declares (checked: see :func:`_check_declared`), the key's
+    length and where the data end, of basket ``i`` of ``plan`` read into ``raw`` at ``at``.
+
+    Raises
+    ------
+    ValueError
+        The key is not what ROOT writes, or declares more bytes than the basket can hold.
+    """
+    size = plan.sizes[i]
+    nbytes, _, objlen, _, keylen, _ = _KEY.unpack_from(raw, at)
+    if nbytes != size or not _KEY.size + _TBASKET.size <= keylen <= size:
+        raise ValueError(f"its key says {nbytes} bytes and a {keylen}-byte header, the branch {size}")
+    # TBasket's own fields end the key: version, buffer size, nev size, nev, fLast, flag
+    border = _TBASKET.unpack_from(raw, at + keylen - _TBASKET.size)[4] - keylen
+    _check_declared(objlen, size - keylen, plan.stops[i] - plan.starts[i], room)
+    if not 0 <= border <= objlen:
+        raise ValueError(f"its data end {border} is outside its {objlen} bytes")
+    return objlen, keylen, border
+
+
+def basket_error(plan: BranchPlan, i: int, file: str, tree: str, exc: BaseException) -> FormatError:
+    """The error naming basket ``i`` of ``plan`` (file, tree, branch, entries) that ``exc`` made unreadable."""
+    return FormatError(f"tree {tree!r}: cannot read basket {i} (entries {plan.starts[i]}:{plan.stops[i]}) "
+                       f"of branch {plan.name!r}; damaged file? ({type(exc).__name__}: {exc})",
+                       file=file, variable=plan.name, row=plan.starts[i])
 
 
 def _check_declared(objlen: int, stored: int, entries: int, room: int | None) -> None:

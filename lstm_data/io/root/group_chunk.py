@@ -5,8 +5,8 @@ column on its own (a byte-swapping cast into ``out[lo:hi, j]``) touches every ca
 line of the chunk's rows once per variable: with many variables that is many passes
 over memory for one write of the values. :class:`GroupChunkTask` instead inflates the
 chunk's baskets of every variable into a buffer its thread keeps (up to
-:data:`~lstm_data.io.root.arena.KEEP_BYTES`; libdeflate writes into it in place: no copy per basket, no pages
-faulted in per basket), checks each basket as :class:`~lstm_data.io.root.baskets.BasketTask` does
+:data:`~lstm_data.io.root.arena.KEEP_BYTES`; libdeflate writes into it in place, every
+basket of the task in one compiled call: see :mod:`~lstm_data.io.root.chunk_inflate`), checks each basket as :class:`~lstm_data.io.root.baskets.BasketTask` does
 (the entry offsets of the baskets of the same entries at once, with numpy), then writes the block
 with :func:`~lstm_data.kernels.interleave_columns`, which byte-swaps the big-endian
 values as it reads them, in row tiles that stay in cache, without the GIL.
@@ -20,6 +20,7 @@ import numpy as np
 
 from lstm_data.io.root.arena import thread_arena
 from lstm_data.io.root.baskets import BasketTask, basket_bytes, stores_offsets
+from lstm_data.io.root.chunk_inflate import inflate_chunk
 from lstm_data.kernels import interleave_columns
 
 __all__ = ["GroupChunkTask", "interleavable", "checked_values"]
@@ -72,12 +73,12 @@ def checked_values(tasks: list[BasketTask], fd: int, file: str, tree: str,
     """Each task's values, as :meth:`BasketTask.values` reads and checks them, the checks of
     the entry offsets made at once for the baskets of the same entries (a group's variables
     share their counts): one array of every such basket's offsets, compared with numpy."""
-    read = []
+    read = inflate_chunk(tasks, fd, file, tree, take)
+    if read is None:  # no libdeflate: basket by basket
+        read = [basket_bytes(fd, t.plan, t.i, file, tree, (t.hi - t.lo) * t.plan.dtype.itemsize, take)
+                for t in tasks]
     same: dict[tuple[int, int, int], list[int]] = {}  # (first entry, entry after, itemsize) -> baskets
-    for k, t in enumerate(tasks):
-        room = (t.hi - t.lo) * t.plan.dtype.itemsize
-        data, border, keylen = basket_bytes(fd, t.plan, t.i, file, tree, room, take)
-        read.append((data, border, keylen))
+    for k, (t, (data, border, _)) in enumerate(zip(tasks, read)):
         n = t.plan.stops[t.i] - t.plan.starts[t.i]
         if t.counts is not None and len(t.counts) == n and stores_offsets(t.plan, n, data, border):
             same.setdefault((t.plan.starts[t.i], t.plan.stops[t.i], t.plan.dtype.itemsize), []).append(k)

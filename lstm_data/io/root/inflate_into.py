@@ -7,7 +7,9 @@ libdeflate's C API, so :func:`libdeflate_into` calls ``libdeflate_zlib_decompres
 itself on the caller's buffer (``ctypes`` releases the GIL for the call), with one
 decompressor per thread (a libdeflate decompressor is not shared between threads).
 It is ``None`` when that module or its symbols are missing: callers then use the
-package's own function and copy.
+package's own function and copy. :func:`libdeflate_functions` gives the addresses of
+the same C functions to compiled code (a chunk's baskets inflated in one call, see
+:mod:`~lstm_data.io.root.chunk_inflate`).
 """
 from __future__ import annotations
 
@@ -19,12 +21,30 @@ import numpy as np
 
 from lstm_data.io.root.blocks import InflateInto
 
-__all__ = ["libdeflate_into"]
+__all__ = ["libdeflate_into", "libdeflate_functions"]
 
 #: libdeflate's results: success, bad data, fewer bytes than asked, more than room for
 _RESULTS = {1: "is not a valid zlib stream", 2: "inflates to fewer bytes than its header declares",
             3: "holds more than the bytes its header declares"}
 _MADE: list[InflateInto | None] = []
+_FOUND: list[tuple[int, int, int] | None] = []
+_NAMES = ("libdeflate_alloc_decompressor", "libdeflate_zlib_decompress", "libdeflate_free_decompressor")
+
+
+def libdeflate_functions() -> tuple[int, int, int] | None:
+    """The addresses of libdeflate's ``alloc_decompressor``, ``zlib_decompress`` and
+    ``free_decompressor`` in the installed ``deflate`` package, or ``None`` (found once)."""
+    if not _FOUND:
+        try:
+            import deflate
+
+            lib = ctypes.CDLL(deflate._deflate.__file__)
+            found = tuple(ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in _NAMES)
+        except (ImportError, AttributeError, OSError):
+            found = ()
+        _FOUND.append((int(found[0]), int(found[1]), int(found[2]))  # type: ignore[arg-type]
+                      if len(found) == 3 and all(found) else None)
+    return _FOUND[0]
 
 
 def libdeflate_into() -> InflateInto | None:
