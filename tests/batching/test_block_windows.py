@@ -68,3 +68,21 @@ def test_batches_asked_again_or_out_of_order_are_the_same(on_disk):
     for i, batch in enumerate(threaded):
         for part, want in zip(batch, b.batch(i)):
             assert_same_arrays(part, want)
+
+
+def test_a_window_read_in_finds_the_place_of_each_of_its_epoch_positions_once(on_disk):
+    """Where each epoch position of a window sits in its RAM copy is found when the window
+    is read, for every batch of it to take a slice of: it names exactly the plan's rows."""
+    data, path = on_disk
+    b = Batches(lstm_data.open(path), SPEC, Order(batch_size=250, shuffle="block", seed=4, window_rows=1_000,
+                                                  read_ahead=False))
+    plan, source = b.pipeline.plan(0), b.pipeline.blocks
+    starts = plan.windows.starts
+    for w in (0, len(starts) - 2):
+        loaded = source.window(plan, 0, w)
+        epoch_positions = plan.order[starts[w]:starts[w + 1]]
+        assert loaded.local.dtype == np.intp and len(loaded.local) == len(epoch_positions)
+        np.testing.assert_array_equal(loaded.held[loaded.local], epoch_positions)
+        names = loaded.builder.row_names[loaded.local]  # the dataset rows the window's builder names
+        np.testing.assert_array_equal(names, b.pipeline.rows_at(epoch_positions.astype(np.intp)))
+    _same_as_in_ram(data, b, len(b) - 1)

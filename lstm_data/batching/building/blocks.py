@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol, Sequence
 
 import numpy as np
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
 _log = logging.getLogger("lstm_data")
-__all__ = ["BlockSource", "PlansByEpoch"]
+__all__ = ["BlockSource", "LoadedWindow", "PlansByEpoch"]
 
 
 class PlansByEpoch(Protocol):
@@ -55,6 +55,19 @@ class PlansByEpoch(Protocol):
     def plan(self, epoch: int) -> Plan:
         """The plan of ``epoch``."""
         ...
+
+
+class LoadedWindow(NamedTuple):
+    """A window read into RAM: its builder, the view positions it holds and where its epoch
+    positions sit in its RAM copy."""
+
+    #: builds batches over the window's RAM copy
+    builder: BatchBuilder
+    #: the sorted view positions the window holds (its blocks whole, in block order)
+    held: np.ndarray
+    #: for each epoch position of the window, in epoch order, its row in the RAM copy (found
+    #: once per window, where it is read: a batch takes its slice)
+    local: np.ndarray
 
 
 class BlockSource:
@@ -107,7 +120,7 @@ class BlockSource:
         self.read_ahead = (not dataset.in_ram) if read_ahead is None else bool(read_ahead)
         self.next_epoch_ahead = True
         self._lock = threading.Lock()  # guards block_loads
-        self._windows: OnceCache[tuple[int, int], tuple[BatchBuilder, np.ndarray]] = OnceCache(self.KEEP)
+        self._windows: OnceCache[tuple[int, int], LoadedWindow] = OnceCache(self.KEEP)
         # (epoch, window) -> positions built so far, and the batches counted (their first positions)
         self._built: OrderedDict[tuple[int, int], tuple[int, set[int]]] = OrderedDict()
         self.block_loads = 0
@@ -123,10 +136,11 @@ class BlockSource:
     def _dataset_rows(self, positions: np.ndarray) -> np.ndarray:
         return positions if self.rows is None else self.rows[positions]
 
-    def window(self, plan: Plan, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
-        """A builder over the RAM copy of ``window`` and the sorted view positions it holds."""
+    def window(self, plan: Plan, epoch: int, window: int) -> LoadedWindow:
+        """``window`` of ``epoch`` in RAM: a builder over its copy, the sorted view positions it
+        holds and the rows in its copy of its epoch positions."""
         assert plan.windows is not None  # a block plan
-        future: Future[tuple[BatchBuilder, np.ndarray]] = self._windows.prepare(
+        future: Future[LoadedWindow] = self._windows.prepare(
             (epoch, window), lambda: self._load(plan, epoch, window))
         if self.read_ahead and self._windows.peek((epoch, window - 1)) is None:  # else once it is dropped
             self._read_after(plan, epoch, window + 1)
@@ -148,7 +162,7 @@ class BlockSource:
                              args=((epoch, window), ahead, lambda: self._load(plan, epoch, window)),
                              daemon=True, name="lstm_data-read-ahead").start()
 
-    def _load(self, plan: Plan | None, epoch: int, window: int) -> tuple[BatchBuilder, np.ndarray]:
+    def _load(self, plan: Plan | None, epoch: int, window: int) -> LoadedWindow:
         """Read the blocks of ``window`` (one coalesced read per group) into RAM.
 
         ``plan=None``: get the plan of ``epoch`` from :attr:`plans` first. A
@@ -167,8 +181,11 @@ class BlockSource:
             self.block_loads += len(ids)
         _log.debug("epoch %d window %d: read %d blocks, %d rows into RAM in %.3f s (%s)", epoch, window,
                    len(ids), len(held), time.perf_counter() - started, threading.current_thread().name)
-        return BatchBuilder(piece, self.fields, nan_to=self.nan_to, pad_to_multiple_of=self.pad_to_multiple_of,
-                            row_names=self._dataset_rows(held)), held
+        starts = plan.windows.starts
+        local = self._local(plan, window, plan.order[int(starts[window]):int(starts[window + 1])])
+        builder = BatchBuilder(piece, self.fields, nan_to=self.nan_to, pad_to_multiple_of=self.pad_to_multiple_of,
+                               row_names=self._dataset_rows(held))
+        return LoadedWindow(builder, held, local)
 
     def _local(self, plan: Plan, window: int, positions: np.ndarray) -> np.ndarray:
         """Where view ``positions`` (all in ``window``) sit in its RAM copy: the window holds
@@ -191,36 +208,38 @@ class BlockSource:
         ``end``: where the positions of the epoch's batches end (default: the plan's end;
         fewer with ``drop_last``); a window is dropped once its positions below it are built.
         """
-        positions = plan.order[lo:hi]
         windows = plan.windows
         assert windows is not None  # a block plan
+        held = windows.of(lo, hi)
+        bounds = windows.bounds
         parts = []
-        for w in windows.of(lo, hi):
-            w_lo, w_hi = max(lo, int(windows.starts[w])), min(hi, int(windows.starts[w + 1]))
-            builder, _ = self.window(plan, epoch, w)
-            parts.append((builder, self._local(plan, w, plan.order[w_lo:w_hi])))
+        loaded: LoadedWindow | None = None
+        for w in held:
+            first = bounds[w]
+            loaded = self.window(plan, epoch, w)
+            parts.append((loaded.builder, loaded.local[max(lo, first) - first:min(hi, bounds[w + 1]) - first]))
         if len(parts) == 1:
-            builder, local = parts[0]
-            out = builder.build(local, lengths=lengths)
+            out = parts[0][0].build(parts[0][1], lengths=lengths)
         else:
             joined = concat_datasets([b.dataset.take(local) for b, local in parts])
             names = np.concatenate([b.row_names[local] for b, local in parts if b.row_names is not None])
             out = BatchBuilder(joined, self.fields, nan_to=self.nan_to, pad_to_multiple_of=self.pad_to_multiple_of,
-                               row_names=names).build(np.arange(len(positions), dtype=np.intp), lengths=lengths)
-        del parts, builder  # a finished window is freed when dropped below
-        self._count_built(plan, epoch, lo, hi, len(plan.order) if end is None else end)
+                               row_names=names).build(np.arange(hi - lo, dtype=np.intp), lengths=lengths)
+        del parts, loaded  # a finished window is freed when dropped below
+        self._count_built(plan, epoch, lo, hi, len(plan.order) if end is None else end, held)
         return out
 
-    def _count_built(self, plan: Plan, epoch: int, lo: int, hi: int, end: int) -> None:
-        """Count the batch ``lo .. hi - 1`` as built: drop the windows it finishes (every
-        position of theirs below ``end`` built), then read the next ones ahead."""
+    def _count_built(self, plan: Plan, epoch: int, lo: int, hi: int, end: int, held: range) -> None:
+        """Count the batch ``lo .. hi - 1`` (in windows ``held``) as built: drop the windows it
+        finishes (every position of theirs below ``end`` built), then read the next ones ahead."""
         windows = plan.windows
         assert windows is not None  # a block plan
+        bounds = windows.bounds
         finished = []
         with self._lock:
-            for w in windows.of(lo, hi):
+            for w in held:
                 key = (epoch, w)
-                first, stop = int(windows.starts[w]), int(windows.starts[w + 1])
+                first, stop = bounds[w], bounds[w + 1]
                 done, batches = self._built.pop(key, (0, set()))
                 if lo not in batches:  # a batch built again is counted once
                     batches.add(lo)

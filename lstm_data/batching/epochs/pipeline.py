@@ -121,6 +121,7 @@ class Pipeline:
         self._own_identity: dict[str, object] | None = None
         self._target_names = spec.target_names  # every batch's weights are keyed by them
         self._parts: list[tuple[str, str]] | None = None
+        self._end_of: tuple[Plan, int] | None = None  # the last plan built from and its batches' end
 
     @property
     def n_rows(self) -> int:
@@ -161,19 +162,31 @@ class Pipeline:
         """The batch in ``slot`` of ``epoch``'s plan (before the spec's noise)."""
         plan = self.plan(epoch)  # once: each look-up takes the plan cache's lock
         lo, hi = plan.span(slot, self.order.batch_size)
-        positions = plan.order[lo:hi].astype(np.intp, copy=False)
-        rows = self.rows_at(positions)
+        hi = max(lo, min(hi, len(plan.order)))  # as the slice plan.order[lo:hi] takes them
         if self.blocks is not None:
-            end = plan.span(len(self) - 1, self.order.batch_size)[1]  # short of the plan's end with drop_last
-            inputs, targets = self.blocks.build(plan, order_epoch, lo, lo + len(positions), plan.widths, end=end)
+            inputs, targets = self.blocks.build(plan, order_epoch, lo, hi, plan.widths, end=self._end(plan))
+            if self.one_step is None and self.weights is None:  # no use for the batch's rows
+                return inputs, targets, self._weights_for(None, hi - lo)
+            rows = self.rows_at(plan.order[lo:hi].astype(np.intp, copy=False))
         else:
+            rows = self.rows_at(plan.order[lo:hi].astype(np.intp, copy=False))
             inputs, targets = self.builder.build(rows, arena, plan.widths)
         if self.one_step is not None:
             self.one_step.apply(inputs, targets, rows)
-        return inputs, targets, self._weights_for(rows)
+        return inputs, targets, self._weights_for(rows, hi - lo)
 
-    def _weights_for(self, rows: np.ndarray) -> Arrays:
-        w = np.ones(len(rows), dtype=np.float32) if self.weights is None else self.weights[rows]
+    def _end(self, plan: Plan) -> int:
+        """Where the positions of ``plan``'s batches end: short of its end with ``drop_last``
+        (made once per plan)."""
+        known = self._end_of  # read once: another thread may replace it
+        if known is None or known[0] is not plan:
+            known = self._end_of = (plan, plan.span(len(self) - 1, self.order.batch_size)[1])
+        return known[1]
+
+    def _weights_for(self, rows: np.ndarray | None, n: int) -> Arrays:
+        """Each target's weights of the batch's ``n`` rows: ones without ``Order.weights``
+        (then ``rows`` may be ``None``)."""
+        w = np.ones(n, dtype=np.float32) if self.weights is None or rows is None else self.weights[rows]
         return {name: w for name in self._target_names}
 
     # -- identity: what a saved state is checked against ------------------------------------------

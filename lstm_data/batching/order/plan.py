@@ -11,10 +11,12 @@ order's stats read plans and never ask which policy made them.
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
@@ -42,11 +44,18 @@ class Windows:
     starts: np.ndarray
     block_ids: list[np.ndarray]
 
+    @cached_property
+    def bounds(self) -> list[int]:
+        """:attr:`starts` as a list of ints (looked up per batch, made once)."""
+        return [int(s) for s in self.starts]
+
     def of(self, lo: int, hi: int) -> range:
         """Windows holding epoch positions ``lo .. hi - 1``."""
-        first = int(np.searchsorted(self.starts, lo, side="right")) - 1
-        last = int(np.searchsorted(self.starts, hi - 1, side="right")) - 1
-        return range(first, last + 1)
+        bounds = self.bounds
+        first = bisect.bisect_right(bounds, lo) - 1
+        if first + 1 < len(bounds) and lo < hi <= bounds[first + 1]:  # one window: most batches
+            return range(first, first + 1)
+        return range(first, bisect.bisect_right(bounds, hi - 1))
 
 
 @dataclass(frozen=True)
