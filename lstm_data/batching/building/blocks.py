@@ -6,7 +6,9 @@ window of whole, consecutive permuted blocks (see :mod:`lstm_data.batching.order
 A window is read with one ``dataset.take`` (the reader coalesces chunk reads);
 every value chunk overlaps at most two blocks, hence at most two windows, so it
 is decompressed at most twice per epoch. The batches of a window are then padded
-from RAM by the kernels.
+from RAM by the kernels: where each of the window's epoch positions sits in its RAM
+copy is found once, as the window is read (:class:`LoadedWindow`), and a batch takes
+its slice of that, with no search of its own.
 
 While the batches of window ``w`` are built, window ``w + 1`` is read on a
 background thread (``read_ahead``), so decompression overlaps batch building

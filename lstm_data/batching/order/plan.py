@@ -38,7 +38,7 @@ class Windows:
     block_ids : list of ndarray
         The blocks (ids into the block bounds) each window reads, sorted. The rows of the
         plan's ``order`` in a window are rows of its blocks (their index among the
-        window's sorted rows is found when a batch is built, not kept for the epoch).
+        window's sorted rows is found once, when the window is read, not kept in the plan).
     """
 
     starts: np.ndarray
