@@ -44,7 +44,7 @@ from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_LONG, 
                          F_LISTED, F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE,
                          ST_OK, CsvColumns)
 from .numparse cimport (FAST_LONG_READ, eisel_lemire, fast_number, is_space, ld_init_locale, ld_match2_32,
-                        ld_match2_64, ld_span, parse_number)
+                        ld_match2_64, ld_span, ld_span_exp, parse_number)
 
 cnp.import_array()
 ld_init_locale()
@@ -75,6 +75,16 @@ cdef inline void _put(char *slot, double v, bint f32) noexcept nogil:
         (<float *> slot)[0] = <float> v
     else:
         (<double *> slot)[0] = v
+
+
+cdef bint _exp_token(const char *p, const char *e, double *out) noexcept nogil:
+    """Whether ``p[0:e - p]`` is a plain decimal with an exponent (``1e-05``, ``-3.2E+04``)
+    that ``ld_span_exp`` reads exactly, its value then in ``out`` (not inlined: the
+    callers' loops stay small for the tokens without one)."""
+    cdef uint64_t mant
+    cdef int exp10
+    cdef int st = ld_span_exp(p, e, out, &mant, &exp10)
+    return st == 1 or (st == 2 and eisel_lemire(mant, exp10, p[0] == c'-', out))
 
 
 @cython.final
@@ -298,6 +308,7 @@ cdef class CsvBlockParser(CsvColumns):
         """
         cdef Py_ssize_t pos = ppos[0]
         cdef const char *e
+        cdef const char *end
         cdef uint64_t ends, mant
         cdef double v
         cdef char *slot
@@ -307,9 +318,20 @@ cdef class CsvBlockParser(CsvColumns):
         ends = ld_match2_32(buf + pos, self.sep, c'\n')
         if ends == 0:
             return False
-        e = buf + pos + ld_ctz64(ends)
+        end = buf + pos + ld_ctz64(ends)
+        e = end - (end[0] == c'\n' and (end - 1)[0] == c'\r')  # a CRLF line's last cell
+        if unlikely(e <= buf + pos):  # an empty cell: NaN in a scalar column
+            if self.kind[col] != K_SCALAR or e < buf + pos:
+                return False
+            slot = cs_at(&self.scalar_store[col], self._rows)
+            if slot == NULL:
+                return False
+            _put(slot, NAN, self.f32)
+            ppos[0] = end - buf
+            return True
         st = ld_span(buf + pos, e, &v, &mant, &frac)
-        if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, buf[pos] == c'-', &v)):
+        if (unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, buf[pos] == c'-', &v))
+                and not _exp_token(buf + pos, e, &v)):
             return False
         if self.kind[col] == K_SCALAR:
             slot = cs_at(&self.scalar_store[col], self._rows)
@@ -328,7 +350,7 @@ cdef class CsvBlockParser(CsvColumns):
         if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
             self._note_int(buf + pos, e - buf - pos, col, v, self._line)
         self.rec_flags[col] |= F_BARE
-        ppos[0] = e - buf
+        ppos[0] = end - buf
         return True
 
     cdef inline bint _quoted_lists(self, const char *buf, Py_ssize_t n, Py_ssize_t *pcol,
@@ -426,7 +448,8 @@ cdef class CsvBlockParser(CsvColumns):
                     c = 0
                     break
                 st = ld_span(p, e, &v, &mant, &frac)
-                if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
+                if (unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v))
+                        and not _exp_token(p, e, &v)):
                     if e == p and c == c'"' and rec == first:  # "": an empty list
                         p = e + 1
                         ends &= ends - 1
@@ -448,7 +471,11 @@ cdef class CsvBlockParser(CsvColumns):
                 break
             # book the cell as _quoted_lists does
             count = rec - first
-            if c != c'"' or not (p[0] == sep or p[0] == c'\n'):
+            if c != c'"':
+                break
+            if p[0] == c'\r' and p[1] == c'\n':  # a CRLF line's last cell
+                p += 1
+            elif not (p[0] == sep or p[0] == c'\n'):
                 break
             if self.leader[g] == col:
                 self.current[g] = count
