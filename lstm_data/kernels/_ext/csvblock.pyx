@@ -44,7 +44,7 @@ from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_LONG, 
                          F_LISTED, F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE,
                          ST_OK, CsvColumns)
 from .numparse cimport (FAST_LONG_READ, eisel_lemire, fast_number, is_space, ld_init_locale, ld_match2_32,
-                        ld_match2_64, ld_span, ld_span_exp, parse_number)
+                        ld_match2_64, ld_span, ld_span_more, parse_number)
 
 cnp.import_array()
 ld_init_locale()
@@ -77,13 +77,14 @@ cdef inline void _put(char *slot, double v, bint f32) noexcept nogil:
         (<double *> slot)[0] = v
 
 
-cdef bint _exp_token(const char *p, const char *e, double *out) noexcept nogil:
-    """Whether ``p[0:e - p]`` is a plain decimal with an exponent (``1e-05``, ``-3.2E+04``)
-    that ``ld_span_exp`` reads exactly, its value then in ``out`` (not inlined: the
-    callers' loops stay small for the tokens without one)."""
+cdef bint _more_token(const char *p, const char *e, double *out) noexcept nogil:
+    """Whether ``p[0:e - p]`` is one of the plain decimals ``ld_span`` declines that
+    ``ld_span_more`` reads exactly (an exponent: ``1e-05``, ``-3.2E+04``; zeros after a
+    leading ``0.`` beyond 19 digits), its value then in ``out`` (not inlined: the callers'
+    loops stay small for the common tokens)."""
     cdef uint64_t mant
     cdef int exp10
-    cdef int st = ld_span_exp(p, e, out, &mant, &exp10)
+    cdef int st = ld_span_more(p, e, out, &mant, &exp10)
     return st == 1 or (st == 2 and eisel_lemire(mant, exp10, p[0] == c'-', out))
 
 
@@ -331,7 +332,7 @@ cdef class CsvBlockParser(CsvColumns):
             return True
         st = ld_span(buf + pos, e, &v, &mant, &frac)
         if (unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, buf[pos] == c'-', &v))
-                and not _exp_token(buf + pos, e, &v)):
+                and not _more_token(buf + pos, e, &v)):
             return False
         if self.kind[col] == K_SCALAR:
             slot = cs_at(&self.scalar_store[col], self._rows)
@@ -449,7 +450,7 @@ cdef class CsvBlockParser(CsvColumns):
                     break
                 st = ld_span(p, e, &v, &mant, &frac)
                 if (unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v))
-                        and not _exp_token(p, e, &v)):
+                        and not _more_token(p, e, &v)):
                     if e == p and c == c'"' and rec == first:  # "": an empty list
                         p = e + 1
                         ends &= ends - 1

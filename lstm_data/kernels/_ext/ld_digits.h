@@ -210,32 +210,45 @@ LD_ALWAYS_INLINE int ld_span(const char *p, const char *e, double *out, uint64_t
     return 2;
 }
 
-/* The token p[0:e - p] when it is -?d*(.d*)?[eE][+-]?d{1,4} (a %g or %E text: 1 to 19
-   mantissa digits): returns 1 with its value in *out when Clinger's single multiply or
-   divide is exact (a mantissa of at most 2**53, a decimal exponent of at most 22 in
-   magnitude), 2 with the digits in *mant and the decimal exponent in *exp10 otherwise
-   (the caller asks Eisel-Lemire), 0 for any other token (one without an exponent too).
-   The same bytes as for ld_span must be readable. */
-LD_ALWAYS_INLINE int ld_span_exp(const char *p, const char *e, double *out, uint64_t *mant,
-                                 int *exp10) {
-    int neg = p[0] == '-', nf, x = 0, xneg;
+/* The plain decimal tokens p[0:e - p] that ld_span declines: -?d*(.d*)?([eE][+-]?d{1,4})? with
+   1 to 19 digits once the zeros right after a leading "0." are left out (%g and %E texts,
+   repr's 0.00012345678901234567). Returns 1 with the value in *out when Clinger's single
+   multiply or divide is exact (a mantissa of at most 2**53, a decimal exponent of at most 22
+   in magnitude), 2 with the digits in *mant and the decimal exponent in *exp10 otherwise
+   (the caller asks Eisel-Lemire), 0 for any other token. The same bytes as for ld_span must
+   be readable. */
+LD_ALWAYS_INLINE int ld_span_more(const char *p, const char *e, double *out, uint64_t *mant,
+                                  int *exp10) {
+    int neg = p[0] == '-', nf = 0, nz, x = 0, xneg;
     const char *q = p + neg, *m_end = q, *r;
-    uint64_t m;
+    uint64_t m = 0;
     double div;
     unsigned int d;
     while (m_end < e && *m_end != 'e' && *m_end != 'E') m_end++;
-    if (m_end == e) return 0;
-    r = m_end + 1;
-    xneg = r < e && *r == '-';
-    r += r < e && (*r == '-' || *r == '+');
-    if (e - r < 1 || e - r > 4) return 0;
-    for (; r < e; r++) {
-        d = (unsigned int)(unsigned char)*r - 48u;
-        if (d > 9) return 0;
-        x = 10 * x + (int)d;
+    if (m_end < e) {  /* the exponent: a sign, 1 to 4 digits */
+        r = m_end + 1;
+        xneg = r < e && *r == '-';
+        r += r < e && (*r == '-' || *r == '+');
+        if (e - r < 1 || e - r > 4) return 0;
+        for (; r < e; r++) {
+            d = (unsigned int)(unsigned char)*r - 48u;
+            if (d > 9) return 0;
+            x = 10 * x + (int)d;
+        }
+        if (xneg) x = -x;
     }
-    if (!ld_span_digits(q, m_end, &m, &nf, &div)) return 0;
-    x = (xneg ? -x : x) - nf;
+    if (m_end - q >= 2 && q[0] == '0' && q[1] == '.') {  /* 0.000ddd: the zeros are not digits */
+        for (r = q + 2; r < m_end && *r == '0'; r++) {}
+        nf = (int)(m_end - q - 2);
+        for (q = r; r < m_end; r++) {
+            if ((unsigned int)(unsigned char)*r - 48u > 9) return 0;
+        }
+        if (q < m_end && !ld_span_digits(q, m_end, &m, &nz, &div))  /* digits only: nz is 0 */
+            return 0;
+    } else if (!ld_span_digits(q, m_end, &m, &nf, &div)) {
+        return 0;
+    }
+    x -= nf;
     if (m <= LD_TWO_53 && x >= -22 && x <= 22) {
         *out = (x >= 0 ? (double)(int64_t)m * ld_pow10[x] : (double)(int64_t)m / ld_pow10[-x])
             * ld_sign[neg];
