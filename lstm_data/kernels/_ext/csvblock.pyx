@@ -146,7 +146,7 @@ cdef class CsvBlockParser(CsvColumns):
                 if self.kind[col] == K_SKIP:
                     st = self._skip(buf, n, final, col, &pos)
                 elif not (self._quoted_lists(buf, n, &col, &pos)
-                          or self._bare_number(buf, n, col, &pos)):
+                          or self._bare_numbers(buf, n, &col, &pos)):
                     st = self._numbers(buf, n, final, col, &pos)
                 else:
                     st = ST_OK
@@ -298,61 +298,85 @@ cdef class CsvBlockParser(CsvColumns):
         ppos[0] = pos
         return ST_OK
 
-    cdef inline bint _bare_number(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
-                                  Py_ssize_t *ppos) noexcept nogil:
-        """The common unquoted cell whole, without :meth:`_numbers`: one plain decimal
-        that ``ld_span`` reads, right before a separator or a newline.
+    cdef inline bint _bare_numbers(self, const char *buf, Py_ssize_t n, Py_ssize_t *pcol,
+                                   Py_ssize_t *ppos) noexcept nogil:
+        """The common unquoted cells whole, without :meth:`_numbers`: plain decimals that
+        ``ld_span`` (or ``ld_span_more``) reads, or empty scalar cells, each right before a
+        separator or a newline (a CRLF line's ``\\r`` left out), one after the other: one
+        64-byte scan marks the separators and newlines ahead, and while the next column's
+        cell is another unquoted one of a scalar or ragged column, the loop goes on with it.
 
-        Returns True with the value stored and ``ppos`` at its terminator, or False when
-        the cell is anything else (or a ragged cell whose group's count differs:
-        :meth:`_numbers`, which reads the cell again from its start, reports it).
+        Returns True with those cells stored, ``pcol`` at the last one's column and
+        ``ppos`` at its terminator, or False when the cell at ``pcol`` is anything else (or
+        a ragged cell whose group's count differs: :meth:`_numbers`, which reads the cell
+        again from its start, reports it).
         """
-        cdef Py_ssize_t pos = ppos[0]
+        cdef Py_ssize_t col = pcol[0]
+        cdef const char *p = buf + ppos[0]
+        # a window scanned from here on holds no cell start without FAST_LONG_READ bytes after it
+        cdef const char *limit = buf + n - FAST_LIST_READ - FAST_LONG_READ - 1
+        cdef const char *base = p
         cdef const char *e
         cdef const char *end
         cdef uint64_t ends, mant
         cdef double v
         cdef char *slot
-        cdef int g, st, frac
-        if pos < FAST_LIST_BEFORE or pos + FAST_LIST_READ >= n or buf[pos] == c'"':
+        cdef char sep = self.sep
+        cdef bint booked = False, f32 = self.f32
+        cdef int g, st, frac, kind
+        if p - buf < FAST_LIST_BEFORE or p > limit or p[0] == c'"':
             return False
-        ends = ld_match2_32(buf + pos, self.sep, c'\n')
-        if ends == 0:
-            return False
-        end = buf + pos + ld_ctz64(ends)
-        e = end - (end[0] == c'\n' and (end - 1)[0] == c'\r')  # a CRLF line's last cell
-        if unlikely(e <= buf + pos):  # an empty cell: NaN in a scalar column
-            if self.kind[col] != K_SCALAR or e < buf + pos:
-                return False
-            slot = cs_at(&self.scalar_store[col], self._rows)
-            if slot == NULL:
-                return False
-            _put(slot, NAN, self.f32)
+        ends = ld_match2_64(p, sep, c'\n')
+        while True:
+            if ends == 0:
+                if p > limit:
+                    break
+                base = p
+                ends = ld_match2_64(p, sep, c'\n')
+                if ends == 0:
+                    break
+            end = base + ld_ctz64(ends)
+            e = end - (end[0] == c'\n' and (end - 1)[0] == c'\r')  # a CRLF line's last cell
+            kind = self.kind[col]
+            if unlikely(e <= p):  # an empty cell: NaN in a scalar column
+                if kind != K_SCALAR or e < p:
+                    break
+                slot = cs_at(&self.scalar_store[col], self._rows)
+                if slot == NULL:
+                    break
+                _put(slot, NAN, f32)
+            else:
+                st = ld_span(p, e, &v, &mant, &frac)
+                if (unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v))
+                        and not _more_token(p, e, &v)):
+                    break
+                if kind == K_SCALAR:
+                    slot = cs_at(&self.scalar_store[col], self._rows)
+                else:
+                    g = self.group_of[col]
+                    if self.leader[g] == col:
+                        self.current[g] = 1
+                    elif self.current[g] != 1:
+                        break
+                    slot = cs_at(&self.value_store[g], self.total[g])
+                    if slot != NULL:
+                        slot += self.var_of[col] * self.itemsize
+                if slot == NULL:
+                    break  # out of memory: _numbers finds it again and reports it
+                _put(slot, v, f32)
+                if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
+                    self._note_int(p, e - p, col, v, self._line)
+                self.rec_flags[col] |= F_BARE
+            booked = True
+            pcol[0] = col
             ppos[0] = end - buf
-            return True
-        st = ld_span(buf + pos, e, &v, &mant, &frac)
-        if (unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, buf[pos] == c'-', &v))
-                and not _more_token(buf + pos, e, &v)):
-            return False
-        if self.kind[col] == K_SCALAR:
-            slot = cs_at(&self.scalar_store[col], self._rows)
-        else:
-            g = self.group_of[col]
-            if self.leader[g] == col:
-                self.current[g] = 1
-            elif self.current[g] != 1:
-                return False
-            slot = cs_at(&self.value_store[g], self.total[g])
-            if slot != NULL:
-                slot += self.var_of[col] * self.itemsize
-        if slot == NULL:
-            return False  # out of memory: _numbers finds it again and reports it
-        _put(slot, v, self.f32)
-        if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
-            self._note_int(buf + pos, e - buf - pos, col, v, self._line)
-        self.rec_flags[col] |= F_BARE
-        ppos[0] = end - buf
-        return True
+            if (end[0] != sep or col + 1 >= self.ncols or self.kind[col + 1] == K_SKIP
+                    or end[1] == c'"'):
+                break
+            col += 1  # the next cell, another unquoted one
+            p = end + 1
+            ends &= ends - 1
+        return booked
 
     cdef inline bint _quoted_lists(self, const char *buf, Py_ssize_t n, Py_ssize_t *pcol,
                                    Py_ssize_t *ppos) noexcept nogil:
