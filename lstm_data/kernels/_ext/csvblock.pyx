@@ -77,17 +77,6 @@ cdef inline void _put(char *slot, double v, bint f32) noexcept nogil:
         (<double *> slot)[0] = v
 
 
-cdef bint _more_token(const char *p, const char *e, double *out) noexcept nogil:
-    """Whether ``p[0:e - p]`` is one of the plain decimals ``ld_span`` declines that
-    ``ld_span_more`` reads exactly (an exponent: ``1e-05``, ``-3.2E+04``; zeros after a
-    leading ``0.`` beyond 19 digits), its value then in ``out`` (not inlined: the callers'
-    loops stay small for the common tokens)."""
-    cdef uint64_t mant
-    cdef int exp10
-    cdef int st = ld_span_more(p, e, out, &mant, &exp10)
-    return st == 1 or (st == 2 and eisel_lemire(mant, exp10, p[0] == c'-', out))
-
-
 @cython.final
 cdef class CsvBlockParser(CsvColumns):
     """Parse CSV records, block by block, into columnar buffers (compiled).
@@ -347,8 +336,9 @@ cdef class CsvBlockParser(CsvColumns):
                 _put(slot, NAN, f32)
             else:
                 st = ld_span(p, e, &v, &mant, &frac)
-                if (unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v))
-                        and not _more_token(p, e, &v)):
+                if unlikely(st == 0):  # an exponent, or leading zeros
+                    st = ld_span_more(p, e, &v, &mant, &frac)
+                if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
                     break
                 if kind == K_SCALAR:
                     slot = cs_at(&self.scalar_store[col], self._rows)
@@ -444,6 +434,8 @@ cdef class CsvBlockParser(CsvColumns):
         cdef uint64_t ends = 0  # bit i: base[i] is a list separator or a quote not yet passed
         cdef uint64_t mant
         cdef int st, frac
+        cdef bint more = False
+        cdef char after = 0
         if pos < FAST_LIST_BEFORE:  # ld_span reads the 16 bytes before a token's end
             return pos
         if base != NULL and base <= p < base + FAST_LIST_READ:
@@ -473,12 +465,13 @@ cdef class CsvBlockParser(CsvColumns):
                     c = 0
                     break
                 st = ld_span(p, e, &v, &mant, &frac)
-                if (unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v))
-                        and not _more_token(p, e, &v)):
+                if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
                     if e == p and c == c'"' and rec == first:  # "": an empty list
                         p = e + 1
                         ends &= ends - 1
                     else:
+                        more = st == 0  # ld_span_more may read it, out of this loop
+                        after = c
                         c = 0
                     break
                 if unlikely(fabs(v) >= int_limit):  # a long integer the dtype may change
@@ -489,6 +482,19 @@ cdef class CsvBlockParser(CsvColumns):
                 ends &= ends - 1
                 if c == c'"':
                     break
+            if unlikely(more):  # an exponent or leading zeros: called here, the loop stays lean
+                more = False
+                st = ld_span_more(p, e, &v, &mant, &frac)
+                if st == 1 or (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
+                    if unlikely(fabs(v) >= int_limit):
+                        self._note_int(p, e - p, col, v, self._line)
+                    _put(data + rec * size, v, f32)
+                    rec += 1
+                    p = e + 1
+                    ends &= ends - 1
+                    c = after
+                    if c != c'"':
+                        continue  # the cell's next token
             if not run:
                 closed[0] = c == c'"'
                 pcount[0] += rec - first

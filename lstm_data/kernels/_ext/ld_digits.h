@@ -212,13 +212,18 @@ LD_ALWAYS_INLINE int ld_span(const char *p, const char *e, double *out, uint64_t
 
 /* The plain decimal tokens p[0:e - p] that ld_span declines: -?d*(.d*)?([eE][+-]?d{1,4})? with
    1 to 19 digits once the zeros right after a leading "0." are left out (%g and %E texts,
-   repr's 0.00012345678901234567). Returns 1 with the value in *out when Clinger's single
-   multiply or divide is exact (a mantissa of at most 2**53, a decimal exponent of at most 22
-   in magnitude), 2 with the digits in *mant and the decimal exponent in *exp10 otherwise
-   (the caller asks Eisel-Lemire), 0 for any other token. The same bytes as for ld_span must
-   be readable. */
-LD_ALWAYS_INLINE int ld_span_more(const char *p, const char *e, double *out, uint64_t *mant,
-                                  int *exp10) {
+   repr's 0.00012345678901234567). Returns as ld_span does: 1 with the value in *out when
+   Clinger's single multiply or divide is exact (a mantissa of at most 2**53, a decimal
+   exponent of at most 22 in magnitude), 2 with the digits in *mant and the decimal exponent
+   negated in *frac otherwise (the caller asks Eisel-Lemire), 0 for any other token. The same
+   bytes as for ld_span must be readable. Never inlined: it is called only after ld_span
+   declined, and the callers' loops stay as small as without it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define LD_COLD static __attribute__((noinline, cold, unused))
+#else
+#define LD_COLD static
+#endif
+LD_COLD int ld_span_more(const char *p, const char *e, double *out, uint64_t *mant, int *frac) {
     int neg = p[0] == '-', nf = 0, nz, x = 0, xneg;
     const char *q = p + neg, *m_end = q, *r;
     uint64_t m = 0;
@@ -255,7 +260,7 @@ LD_ALWAYS_INLINE int ld_span_more(const char *p, const char *e, double *out, uin
         return 1;
     }
     *mant = m;
-    *exp10 = x;
+    *frac = -x;
     return 2;
 }
 
