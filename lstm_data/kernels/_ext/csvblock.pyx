@@ -21,7 +21,12 @@ How it is fast and lean
   (``ld_span`` reads no byte twice to find it) and consecutive tokens parse
   overlapped instead of one after the other; list cells read to their closing quotes
   this way are stored without the general field reader, a row's consecutive ones in
-  one run of the loop.
+  one run of the loop. A row's consecutive unquoted cells are read the same way (one
+  64-byte scan of separators and newlines), empty scalar cells too; a CRLF line's
+  ``\r`` is left out there, so CRLF files stay on these paths.
+* Exponent tokens (``%g`` and ``%E`` texts: ``1e-05``, ``-3.2E+04``) and ``repr``'s
+  ``0.000ddd`` of more than 19 digits stay on them too: ``ld_span_more`` (never
+  inlined, called out of the list loop) reads them, then Clinger or Eisel-Lemire.
 * Buffers (``colstore.pxd``, owned by the base class
   :class:`~lstm_data.kernels._ext.csvcolumns.CsvColumns`) grow by ``mremap`` without
   copying and become the final numpy arrays as they are: each value is
