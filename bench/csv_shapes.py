@@ -30,7 +30,7 @@ from bench.data import BenchData
 from bench.readers import write_plain_numeric
 from bench.timing import Report, interleaved_samples, median_ratio
 
-__all__ = ["SHAPES", "Shape", "write_shape", "run"]
+__all__ = ["SHAPES", "Shape", "write_shape", "files", "measure", "run", "table"]
 
 STAGE = "csv_shapes"
 MB = 1e6
@@ -119,7 +119,7 @@ def write_shape(shape: Shape, path: Path, megabytes: float, seed: int = 0) -> No
 def _plain(shape: Shape, src: Path, dst: Path) -> None:
     """The peers' form of ``src``: its number texts one per cell, with its line ends."""
     with open(src, "rb") as fh:
-        head = fh.readline()
+        fh.readline()  # the header
         sample = [fh.readline() for _ in range(200)]
     per_row = np.mean([len([t for t in line.replace(b'"', b",").strip().split(b",") if t])
                        for line in sample])
@@ -127,7 +127,6 @@ def _plain(shape: Shape, src: Path, dst: Path) -> None:
     if shape.crlf:
         text = dst.read_bytes().replace(b"\n", b"\r\n")
         dst.write_bytes(text)
-    del head
 
 
 def files(shape: Shape, data: BenchData, quick: bool) -> tuple[Path, Path]:
