@@ -314,9 +314,10 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
             lo[j] = <out_t> f.low[j]
             hi[j] = <out_t> f.high[j]
     zero_pad = _all_zero_bytes(pv, n_cols * sizeof(out_t))
-    for p in range(width):
-        for j in range(n_cols):
-            pattern[p * n_cols + j] = pv[j]
+    if f.layout == LAYOUT_PADDED and not scatter:  # (the only rows it pads)
+        for p in range(width):
+            for j in range(n_cols):
+                pattern[p * n_cols + j] = pv[j]
     for b in range(n_batch):
         if b + PREFETCH_AHEAD < n_batch and lens[b + PREFETCH_AHEAD] > 0:
             _prefetch(rowp[b + PREFETCH_AHEAD], lens[b + PREFETCH_AHEAD] * r.row_stride)
