@@ -41,7 +41,7 @@ from bench.ceiling import (
     write_scaling,
 )
 from bench.data import BenchData
-from bench.timing import Report, interleaved_medians
+from bench.timing import Report, interleaved_samples, median_of_ratios, median_ratio
 
 __all__ = ["run"]
 
@@ -98,14 +98,16 @@ def stage_full_batch(report: Report, data: BenchData, quick: bool) -> None:
     def legacy_batch():
         return legacy.get_data(rows[0])
 
-    fast = interleaved_medians({"ours": ours, "kernels": kernel_only}, repeats=200 if quick else 600)
-    slow = interleaved_medians({"legacy": legacy_batch, "ours": ours}, repeats=3 if quick else 7, warmup=1)
-    report.time("batch", "Batches[i], full numu_v3 batch (in RAM)", fast["ours"], items=BATCH,
-                ours=True)
-    report.time("batch", "its kernel calls alone", fast["kernels"], items=BATCH)
-    report.time("batch", "legacy lstm_ee-style batch", slow["legacy"], items=BATCH)
-    report.ratio("batch", "batch vs legacy lstm_ee path", slow["legacy"] / slow["ours"])
-    report.ratio("batch", "batch time / its kernel calls", fast["ours"] / fast["kernels"])
+    fast = interleaved_samples({"ours": ours, "kernels": kernel_only}, repeats=200 if quick else 600,
+                               rotate=True)
+    slow = interleaved_samples({"legacy": legacy_batch, "ours": ours}, repeats=3 if quick else 7, warmup=1,
+                               rotate=True)
+    report.time("batch", "Batches[i], full numu_v3 batch (in RAM)", statistics.median(fast["ours"]),
+                items=BATCH, ours=True)
+    report.time("batch", "its kernel calls alone", statistics.median(fast["kernels"]), items=BATCH)
+    report.time("batch", "legacy lstm_ee-style batch", statistics.median(slow["legacy"]), items=BATCH)
+    report.ratio("batch", "batch vs legacy lstm_ee path", median_ratio(slow, "legacy", "ours"))
+    report.ratio("batch", "batch time / its kernel calls", median_ratio(fast, "ours", "kernels"))
     _gather_vs(report, batches, rows, quick)
     _tables_vs_take(report, quick)
 
@@ -138,17 +140,19 @@ def _gather_vs(report: Report, batches: Batches, rows: list[np.ndarray], quick: 
         batch.extend(np.take(table, r, axis=0) for table in tables)
         return batch
 
-    med = interleaved_medians({"ours": lambda: ours(pick()), "separate": separate},
-                              repeats=100 if quick else 300)
-    slow = interleaved_medians({"twin": lambda: twin(pick()), "ours": lambda: ours(pick())},
-                               repeats=5 if quick else 15, warmup=1)
+    fast = interleaved_samples({"ours": lambda: ours(pick()), "separate": separate},
+                               repeats=100 if quick else 300, rotate=True)
+    slow_rounds = interleaved_samples({"twin": lambda: twin(pick()), "ours": lambda: ours(pick())},
+                                      repeats=5 if quick else 15, warmup=1, rotate=True)
+    med = {name: statistics.median(s) for name, s in fast.items()}
+    slow = {name: statistics.median(s) for name, s in slow_rounds.items()}
     report.time("batch", f"BatchGather ({kernels.BACKEND}), one call per batch", med["ours"],
                 items=BATCH, ours=True)
     report.time("batch", "same work as separate pad_ragged + np.take calls", med["separate"],
                 items=BATCH)
     report.time("batch", "python twin BatchGather", slow["twin"], items=BATCH)
-    report.ratio("batch", "BatchGather vs separate kernel calls", med["separate"] / med["ours"])
-    report.ratio("batch", "BatchGather vs python twin", slow["twin"] / slow["ours"])
+    report.ratio("batch", "BatchGather vs separate kernel calls", median_ratio(fast, "separate", "ours"))
+    report.ratio("batch", "BatchGather vs python twin", median_ratio(slow_rounds, "twin", "ours"))
 
 
 def _tables_vs_take(report: Report, quick: bool) -> None:
@@ -167,13 +171,14 @@ def _tables_vs_take(report: Report, quick: bool) -> None:
         state["i"] = (state["i"] + 1) % len(picks)
         return picks[state["i"]]
 
-    med = interleaved_medians({"ours": lambda: gather(pick()),
-                               "take": lambda: [np.take(t, pick(), axis=0) for t in tables]},
-                              repeats=100 if quick else 400)
+    samples = interleaved_samples({"ours": lambda: gather(pick()),
+                                   "take": lambda: [np.take(t, pick(), axis=0) for t in tables]},
+                                  repeats=100 if quick else 400, rotate=True)
+    med = {name: statistics.median(s) for name, s in samples.items()}
     report.time("batch", f"BatchGather tables only, {n_rows:,}-row tables", med["ours"],
                 items=BATCH, ours=True)
     report.time("batch", "same rows by np.take", med["take"], items=BATCH)
-    report.ratio("batch", "BatchGather table rows vs np.take (out of cache)", med["take"] / med["ours"])
+    report.ratio("batch", "BatchGather table rows vs np.take (out of cache)", median_ratio(samples, "take", "ours"))
 
 
 def stage_threads(report: Report, data: BenchData, quick: bool) -> None:
@@ -189,8 +194,9 @@ def stage_threads(report: Report, data: BenchData, quick: bool) -> None:
         return run
 
     # interleaved rounds: load bursts of the shared machine hit both alike
-    t = interleaved_medians({1: epochs_on(1), 2: epochs_on(2)}, repeats=5 if quick else 9, warmup=1)
-    per_batch = {w: t[w] / (epochs * len(batches)) for w in t}
+    t = interleaved_samples({1: epochs_on(1), 2: epochs_on(2)}, repeats=5 if quick else 9, warmup=1,
+                            rotate=True)
+    per_batch = {w: statistics.median(s) / (epochs * len(batches)) for w, s in t.items()}
     ceilings = machine_ceilings()
     ceilings["cold 3 MiB writes"] = write_scaling()  # a batch's output, out of cache
     for name, value in ceilings.items():
@@ -199,7 +205,7 @@ def stage_threads(report: Report, data: BenchData, quick: bool) -> None:
     report.time("workers", "Batches.iter, 1 worker (per batch)", per_batch[1], items=BATCH, ours=True)
     report.time("workers", "Batches.iter, 2 workers (per batch)", per_batch[2], items=BATCH, ours=True)
     waive_without_two_cores(report.ratio("workers", "2 workers vs 1 worker batches/s",
-                                         per_batch[1] / per_batch[2]), ceilings)
+                                         median_ratio(t, 1, 2)), ceilings)
 
 
 def _kernel_scaling(batches: Batches) -> float:
@@ -229,8 +235,8 @@ def _kernel_scaling(batches: Batches) -> float:
                 t.join()
         return run
 
-    t = interleaved_medians({1: on_threads(1), 2: on_threads(2)}, repeats=5, warmup=1)
-    return t[1] / t[2]
+    t = interleaved_samples({1: on_threads(1), 2: on_threads(2)}, repeats=5, warmup=1, rotate=True)
+    return median_ratio(t, 1, 2)
 
 
 def stage_block(report: Report, data: BenchData, quick: bool) -> None:
@@ -268,9 +274,12 @@ def stage_block(report: Report, data: BenchData, quick: bool) -> None:
     report.time("block", "in-RAM epochs, shuffle=True (per batch)", steady["ram"], items=BATCH,
                 ours=True)
     report.ratio("block", "first epoch: block-shuffled disk / RAM per batch", first["disk"] / first["ram"])
-    report.ratio("block", "no read-ahead: disk / RAM time per batch", steady["seq"] / steady["ram"])
+    # steady epochs: the median over rounds of the disk epoch over the RAM epoch of the same round
+    report.ratio("block", "no read-ahead: disk / RAM time per batch",
+                 median_of_ratios(times["seq"][1:], times["ram"][1:]))
     report.ratio("block", "max reads of one value chunk per epoch", float(max_reads))
-    report.ratio("block", "block-shuffled disk / RAM time per batch", steady["disk"] / steady["ram"])
+    report.ratio("block", "block-shuffled disk / RAM time per batch",
+                 median_of_ratios(times["disk"][1:], times["ram"][1:]))
 
 
 def _precompute(data: Path, spec: Path, out: Path, workers: int) -> tuple[float, int]:
@@ -299,14 +308,17 @@ def stage_precompute(report: Report, data: BenchData, quick: bool) -> None:
         spec = tmp / "spec.toml"
         spec.write_text(SPEC_TOML.format(slice=SLICE_VARS, png=PNG3D_VARS, png2d=PNG2D_VARS)
                         .replace("'", '"'))
-        runs = {w: [_precompute(data.zarr, spec, tmp / f"out{w}.zarr", w)
-                    for _ in range(1 if quick else 3)] for w in (1, 2)}
+        runs: dict[int, list[tuple[float, int]]] = {1: [], 2: []}
+        for _ in range(1 if quick else 3):  # rounds: one run of each, in turn
+            for w in runs:
+                runs[w].append(_precompute(data.zarr, spec, tmp / f"out{w}.zarr", w))
     seconds = {w: statistics.median(s for s, _ in r) for w, r in runs.items()}
     rss = {w: statistics.median(k for _, k in r) for w, r in runs.items()}
     for w in (1, 2):
         report.time("precompute", f"precompute --workers {w}, zarr to zarr "
                     f"(peak RSS {rss[w] / 1024:.0f} MiB)", seconds[w], items=data.n_rows, ours=True)
-    report.ratio("precompute", "peak RSS workers 2 / workers 1", rss[2] / rss[1])
+    report.ratio("precompute", "peak RSS workers 2 / workers 1",
+                 median_of_ratios([float(k) for _, k in runs[2]], [float(k) for _, k in runs[1]]))
 
 
 def run(quick: bool = False, seed: int = 0, data: BenchData | None = None) -> Report:

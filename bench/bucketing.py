@@ -10,6 +10,7 @@ have about 3 png3d prongs each, as the numu_v3 selection users train on
 """
 from __future__ import annotations
 
+import statistics
 from typing import Callable
 
 import numpy as np
@@ -20,7 +21,7 @@ from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.synthetic import PNG2D_VARS, PNG3D_VARS, SLICE_VARS, make_dataset
 
 from bench.data import BenchData
-from bench.timing import Report, interleaved_medians
+from bench.timing import Report, interleaved_samples, median_ratio
 
 __all__ = ["stage_bucketing", "BUCKET_MAX_LEN"]
 
@@ -106,9 +107,10 @@ def _keras_fit(report: Report, dataset: InMemoryDataset, quick: bool, batch_size
             losses[name].append(float(hist.history["loss"][-1]))
         return run
 
-    t = interleaved_medians({"plain": epoch("plain"), "bucketed": epoch("bucketed")},
-                            repeats=3 if quick else 5, warmup=1)
+    rounds = interleaved_samples({"plain": epoch("plain"), "bucketed": epoch("bucketed")},
+                                 repeats=3 if quick else 5, warmup=1, rotate=True)
+    t = {name: statistics.median(s) for name, s in rounds.items()}
     for name in ("plain", "bucketed"):
         report.time("bucketing", f"Keras LSTM fit epoch, {name} (losses "
                     f"{', '.join(f'{x:.3g}' for x in losses[name])})", t[name], items=n_rows, ours=True)
-    report.ratio("bucketing", "Keras LSTM fit epoch time, bucketing / none", t["bucketed"] / t["plain"])
+    report.ratio("bucketing", "Keras LSTM fit epoch time, bucketing / none", median_ratio(rounds, "bucketed", "plain"))

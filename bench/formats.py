@@ -1,6 +1,6 @@
 """File-format benchmarks: opening and on-disk reads, as same-run ratios.
 
-Measured in one run, round-robin where the cost allows:
+Measured in one run, round-robin (each ratio: the median of per-round ratios):
 
 * lstm_ee-layout HDF5 (vlen float32, gzip) opened by :func:`read_vlen_hdf5`
   against a naive per-row ``h5py`` read of the same file (``ds[i]`` per row and
@@ -20,15 +20,15 @@ Bounds live in ``floors.toml`` under ``[formats]``. Run by the suite's
 """
 from __future__ import annotations
 
+import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 from lstm_data.data.synthetic import make_dataset
 
-from bench.timing import Report, interleaved_medians
+from bench.timing import Report, interleaved_samples, median_ratio
 
 __all__ = ["run", "write_vlen_hdf5", "naive_vlen_read"]
 
@@ -93,24 +93,25 @@ def run(quick: bool = False, seed: int = 0, data=None) -> Report:
         tmp = Path(tmp)
         small = ds.take(np.arange(n_naive))
         write_vlen_hdf5(small, tmp / "ee_small.h5")
-        ours = interleaved_medians({"open": lambda: read_vlen_hdf5(tmp / "ee_small.h5")},
-                                   repeats=repeats, warmup=1)["open"]
-        t0 = time.perf_counter()
-        naive_vlen_read(tmp / "ee_small.h5")
-        naive = time.perf_counter() - t0
+        small_rounds = interleaved_samples({
+            "open": lambda: read_vlen_hdf5(tmp / "ee_small.h5"),
+            "naive": lambda: naive_vlen_read(tmp / "ee_small.h5"),
+        }, repeats=repeats, warmup=1, rotate=True)
+        ours, naive = (statistics.median(small_rounds[k]) for k in ("open", "naive"))
         report.time(STAGE, f"lstm_ee HDF5 open ({n_naive} rows)", ours, items=n_naive, ours=True)
         report.time(STAGE, f"naive per-row h5py vlen read ({n_naive} rows)", naive, items=n_naive)
-        report.ratio(STAGE, "lstm_ee HDF5 open vs naive per-row h5py", naive / ours)
+        report.ratio(STAGE, "lstm_ee HDF5 open vs naive per-row h5py", median_ratio(small_rounds, "naive", "open"))
 
         write_vlen_hdf5(ds, tmp / "ee.h5")
         ds.to_zarr(tmp / "ev.zarr")
-        opened = interleaved_medians({
+        open_rounds = interleaved_samples({
             "ee": lambda: read_vlen_hdf5(tmp / "ee.h5"),
             "zarr": lambda: ZarrDataset(tmp / "ev.zarr"),
-        }, repeats=repeats, warmup=1)
+        }, repeats=repeats, warmup=1, rotate=True)
+        opened = {name: statistics.median(s) for name, s in open_rounds.items()}
         report.time(STAGE, f"lstm_ee HDF5 open ({n_rows} rows)", opened["ee"], items=n_rows, ours=True)
         report.time(STAGE, f"our zarr open ({n_rows} rows)", opened["zarr"], items=n_rows, ours=True)
-        report.ratio(STAGE, "zarr open vs lstm_ee HDF5 open", opened["ee"] / opened["zarr"])
+        report.ratio(STAGE, "zarr open vs lstm_ee HDF5 open", median_ratio(open_rounds, "ee", "zarr"))
 
         z = ZarrDataset(tmp / "ev.zarr")
         rng = np.random.default_rng(seed)
@@ -118,20 +119,21 @@ def run(quick: bool = False, seed: int = 0, data=None) -> Report:
         start = int(rng.integers(0, max(1, n_rows - BATCH)))
         contiguous = np.arange(start, min(n_rows, start + BATCH))
         picks = iter(range(10 ** 9))
-        takes = interleaved_medians({
+        take_rounds = interleaved_samples({
             "disk random": lambda: z.take(random_rows[next(picks) % 4]),
             "disk contiguous": lambda: z.take(contiguous),
             "ram random": lambda: ds.take(random_rows[0]),
-        }, repeats=repeats * 2, warmup=1)
+        }, repeats=repeats * 2, warmup=1, rotate=True)
+        takes = {name: statistics.median(s) for name, s in take_rounds.items()}
         report.time(STAGE, f"zarr take {BATCH} random rows", takes["disk random"], items=BATCH,
                     ours=True)
         report.time(STAGE, f"zarr take {BATCH} contiguous rows", takes["disk contiguous"],
                     items=BATCH, ours=True)
         report.time(STAGE, f"RAM take {BATCH} random rows", takes["ram random"], items=BATCH)
-        report.ratio(STAGE, "zarr take random / RAM take", takes["disk random"] / takes["ram random"],
+        report.ratio(STAGE, "zarr take random / RAM take", median_ratio(take_rounds, "disk random", "ram random"),
                      kind="max")
         report.ratio(STAGE, "zarr take contiguous / RAM take",
-                     takes["disk contiguous"] / takes["ram random"], kind="max")
+                     median_ratio(take_rounds, "disk contiguous", "ram random"), kind="max")
 
         z.io_stats.reset()
         z.ragged("png", random_rows[1])

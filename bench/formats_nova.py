@@ -15,7 +15,7 @@ Rows (stage ``formats``):
   keys, each prong table ``groupby(keys).apply(to_numpy)`` into one array per slice,
   left-joined to the slices; the fastest such per-group converter we timed:
   ``agg(list)`` is ~3x slower) over :func:`lstm_data.io.nova.read_nova` of the
-  same file, round-robin medians (higher is better, target >= 20);
+  same file, the median of per-round ratios of interleaved runs (higher is better, target >= 20);
 * ``NOvA HDF5 open vs vectorised pandas`` (full mode only): the careful converter
   (group sizes by ``groupby(keys).size()``, merged to the slices, values as one
   array), reported without a floor: both are bound by the same gzip inflation;
@@ -29,14 +29,13 @@ from __future__ import annotations
 import statistics
 import sys
 import tempfile
-import time
 from functools import reduce
 from pathlib import Path
 
 import numpy as np
 
 from bench.memory import fresh_process_peak
-from bench.timing import Report
+from bench.timing import Report, interleaved_samples, median_ratio
 
 __all__ = ["run", "write_nova_like", "pandas_groupby_convert", "pandas_vectorised_convert",
            "nova_peak_rss", "PER_SLICE", "PER_PRONG"]
@@ -183,12 +182,6 @@ def nova_peak_rss(path: Path) -> tuple[int, int] | None:
     return fresh_process_peak(path, "lstm_data.io.nova:read_nova")
 
 
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
 def run(quick: bool = False, seed: int = 0, data=None) -> Report:
     """Measure the NOvA rows of the ``formats`` stage (``data`` is not used: the file is made here)."""
     from lstm_data.io.nova import read_nova
@@ -199,24 +192,20 @@ def run(quick: bool = False, seed: int = 0, data=None) -> Report:
     with tempfile.TemporaryDirectory(prefix="lstm_data_bench_nova_") as tmp:
         path = Path(tmp) / "nova.h5"
         n_prongs = write_nova_like(path, n_slices, seed)
-        ours_fn = lambda: read_nova(path)  # noqa: E731
-        ours_fn()  # warm-up (and the page cache)
-        ours, slow, vec = [], [], []
-        for _ in range(repeats):  # round-robin: ours, groupby converter, ours, (vectorised pandas)
-            ours.append(_timed(ours_fn))
-            slow.append(_timed(lambda: pandas_groupby_convert(path)))
-            ours.append(_timed(ours_fn))
-            if not quick:
-                vec.append(_timed(lambda: pandas_vectorised_convert(path)))
-        t_ours, t_slow = statistics.median(ours), statistics.median(slow)
+        cases = {"ours": lambda: read_nova(path), "groupby": lambda: pandas_groupby_convert(path)}
+        if not quick:
+            cases["vectorised"] = lambda: pandas_vectorised_convert(path)
+        cases["ours"]()  # warm-up (and the page cache); the converters are not warmed: they are slow
+        rounds = interleaved_samples(cases, repeats=repeats, warmup=0, rotate=True)
+        t_ours, t_slow = statistics.median(rounds["ours"]), statistics.median(rounds["groupby"])
         label = f"{n_slices} slices, {n_prongs} prongs"
         report.time(STAGE, f"NOvA HDF5 open ({label})", t_ours, items=n_slices, ours=True)
         report.time(STAGE, f"pandas groupby converter ({label})", t_slow, items=n_slices)
-        report.ratio(STAGE, "NOvA HDF5 open vs pandas groupby converter", t_slow / t_ours)
-        if vec:
-            t_vec = statistics.median(vec)
+        report.ratio(STAGE, "NOvA HDF5 open vs pandas groupby converter", median_ratio(rounds, "groupby", "ours"))
+        if "vectorised" in rounds:
+            t_vec = statistics.median(rounds["vectorised"])
             report.time(STAGE, f"vectorised pandas converter ({label})", t_vec, items=n_slices)
-            report.ratio(STAGE, "NOvA HDF5 open vs vectorised pandas", t_vec / t_ours)
+            report.ratio(STAGE, "NOvA HDF5 open vs vectorised pandas", median_ratio(rounds, "vectorised", "ours"))
         peak = nova_peak_rss(path)
         if peak is not None:
             rss, nbytes = peak

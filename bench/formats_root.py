@@ -6,7 +6,7 @@ zipped collections, ``Muon`` (about 1.2 per event), ``Jet`` (about 5) and
 ``Electron`` (about 0.8), each with float32 kinematics and int32 flags, counted
 by ``nMuon``, ``nJet``, ``nElectron``; zlib-compressed, 10,000-entry clusters.
 
-Measured in one run, interleaved, medians:
+Measured in one run, interleaved (ratios: medians of per-round ratios):
 
 * ``read_root`` (the whole tree into interleaved groups);
 * ``uproot ... .arrays(library="np")`` alone, opened as ``read_root`` opens
@@ -22,13 +22,14 @@ Run with the other format rows (``run(quick, seed, data) -> Report``, stage
 """
 from __future__ import annotations
 
+import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.timing import Report, interleaved_medians
+from bench.timing import Report, interleaved_samples, median_ratio
 
 __all__ = ["run", "write_nano_like", "naive_root_convert", "COLLECTIONS"]
 
@@ -110,10 +111,14 @@ def run(quick: bool = False, seed: int = 0, data=None) -> Report:
     with tempfile.TemporaryDirectory(prefix="lstm_data_bench_root_") as tmp:
         big = write_nano_like(Path(tmp) / "nano.root", n, seed)
         small = write_nano_like(Path(tmp) / "nano_small.root", n_naive, seed + 1)
-        t = interleaved_medians({"ours": lambda: read_root(big), "uproot": lambda: _uproot(big, "np"),
-                                 "uproot ak": lambda: _uproot(big, "ak")}, repeats=3, warmup=1)
-        s = interleaved_medians({"ours": lambda: read_root(small),
-                                 "naive": lambda: naive_root_convert(small)}, repeats=3, warmup=1)
+        big_rounds = interleaved_samples({"ours": lambda: read_root(big), "uproot": lambda: _uproot(big, "np"),
+                                          "uproot ak": lambda: _uproot(big, "ak")}, repeats=3, warmup=1,
+                                         rotate=True)
+        small_rounds = interleaved_samples({"ours": lambda: read_root(small),
+                                            "naive": lambda: naive_root_convert(small)}, repeats=3, warmup=1,
+                                           rotate=True)
+    t = {name: statistics.median(v) for name, v in big_rounds.items()}
+    s = {name: statistics.median(v) for name, v in small_rounds.items()}
     groups = len(COLLECTIONS)
     report.time(STAGE, f"ROOT open ({n} entries, {groups} groups)", t["ours"], items=n, unit="entries",
                 ours=True)
@@ -123,7 +128,8 @@ def run(quick: bool = False, seed: int = 0, data=None) -> Report:
     report.time(STAGE, f"ROOT open ({n_naive} entries)", s["ours"], items=n_naive, unit="entries", ours=True)
     report.time(STAGE, f"naive per-entry ROOT converter ({n_naive})", s["naive"], items=n_naive,
                 unit="entries")
-    report.ratio(STAGE, "ROOT open vs uproot arrays(np) alone", t["uproot"] / t["ours"])
-    report.ratio(STAGE, "ROOT open vs naive per-entry converter", s["naive"] / s["ours"])
-    report.ratio(STAGE, "ROOT open / uproot arrays(ak) alone", t["ours"] / t["uproot ak"], kind="max")
+    report.ratio(STAGE, "ROOT open vs uproot arrays(np) alone", median_ratio(big_rounds, "uproot", "ours"))
+    report.ratio(STAGE, "ROOT open vs naive per-entry converter", median_ratio(small_rounds, "naive", "ours"))
+    report.ratio(STAGE, "ROOT open / uproot arrays(ak) alone", median_ratio(big_rounds, "ours", "uproot ak"),
+                 kind="max")
     return report

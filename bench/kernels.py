@@ -10,6 +10,7 @@ Baselines, all timed in the same run:
 """
 from __future__ import annotations
 
+import statistics
 import threading
 
 import numpy as np
@@ -24,7 +25,7 @@ from bench.legacy import (
     to_object_columns,
 )
 from bench.peers import awkward_pad, pyarrow_parse
-from bench.timing import Report, interleaved_medians
+from bench.timing import Report, interleaved_samples, median_ratio
 
 __all__ = ["numpy_gather_pad", "numpy_masked_pad", "run"]
 
@@ -88,14 +89,16 @@ def _pad_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(numpy_masked_pad(values, offsets, rows), expected)
 
-    med = interleaved_medians({
+    fast = interleaved_samples({
         "ours": lambda: kernels.pad_ragged(values, offsets, rows, out=out),
         "ours_fresh": lambda: kernels.pad_ragged(values, offsets, rows),
         "numpy_fancy": lambda: numpy_gather_pad(values, offsets, rows),
         "numpy_masked": lambda: numpy_masked_pad(values, offsets, rows),
         "copyto": lambda: np.copyto(ref, src),
-    }, repeats=repeats * 2, warmup=2, min_seconds=0.5, calls=PAD_CALLS)
+    }, repeats=repeats * 2, warmup=2, min_seconds=0.5, calls=PAD_CALLS, rotate=True)
+    fast["best_numpy"] = [min(a, b) for a, b in zip(fast["numpy_fancy"], fast["numpy_masked"])]
     slow_cases = {
+        "ours": lambda: kernels.pad_ragged(values, offsets, rows, out=out),  # paired round by round
         "twin": lambda: twin(values, offsets, rows),
         "legacy": lambda: legacy_join_varr_arrays([c[rows] for c in legacy_cols]),
     }
@@ -103,24 +106,26 @@ def _pad_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
     if peer is not None:
         np.testing.assert_array_equal(peer(), expected)
         slow_cases["awkward"] = peer
-    slow = interleaved_medians(slow_cases, repeats=max(3, repeats // 3), warmup=1)
+    slow = interleaved_samples(slow_cases, repeats=max(3, repeats // 3), warmup=1, rotate=True)
+    med = {name: statistics.median(s) for name, s in fast.items()}
+    slow_med = {name: statistics.median(s) for name, s in slow.items()}
     ours = "pad_ragged (compiled)" if kernels.BACKEND == "cython" else "pad_ragged (python backend)"
     for label, key, median in ((f"{ours}, out= reused", "ours", med["ours"]),
                                (f"{ours}, fresh output", "ours_fresh", med["ours_fresh"]),
                                ("numpy 2-D fancy gather+pad", "numpy_fancy", med["numpy_fancy"]),
                                ("numpy fill+masked scatter", "numpy_masked", med["numpy_masked"]),
                                ("np.copyto of the output bytes", "copyto", med["copyto"]),
-                               ("python twin pad_ragged", "twin", slow["twin"]),
-                               ("legacy lstm_ee join_varr_arrays", "legacy", slow["legacy"])):
+                               ("python twin pad_ragged", "twin", slow_med["twin"]),
+                               ("legacy lstm_ee join_varr_arrays", "legacy", slow_med["legacy"])):
         report.time(STAGE_PAD, label, median, items=BATCH, ours=key.startswith("ours"))
     if "awkward" in slow:
-        report.time(STAGE_PAD, "awkward pad_none+fill_none+to_numpy", slow["awkward"], items=BATCH)
-        _ratio(report, STAGE_PAD, "pad vs awkward", slow["awkward"] / med["ours"])
-    best_numpy = min(med["numpy_fancy"], med["numpy_masked"])
-    _ratio(report, STAGE_PAD, "pad vs numpy gather+pad", best_numpy / med["ours"])
-    _ratio(report, STAGE_PAD, "pad vs legacy lstm_ee join", slow["legacy"] / med["ours"])
-    _ratio(report, STAGE_PAD, "pad vs python twin", slow["twin"] / med["ours"])
-    _ratio(report, STAGE_PAD, "pad time / np.copyto of output", med["ours"] / med["copyto"])
+        report.time(STAGE_PAD, "awkward pad_none+fill_none+to_numpy", slow_med["awkward"], items=BATCH)
+        _ratio(report, STAGE_PAD, "pad vs awkward", median_ratio(slow, "awkward", "ours"))
+    # each ratio: the median over rounds of the two sides timed in the same round
+    _ratio(report, STAGE_PAD, "pad vs numpy gather+pad", median_ratio(fast, "best_numpy", "ours"))
+    _ratio(report, STAGE_PAD, "pad vs legacy lstm_ee join", median_ratio(slow, "legacy", "ours"))
+    _ratio(report, STAGE_PAD, "pad vs python twin", median_ratio(slow, "twin", "ours"))
+    _ratio(report, STAGE_PAD, "pad time / np.copyto of output", median_ratio(fast, "ours", "copyto"))
     _threads(report, values, offsets, n_rows, repeats, seed)
 
 
@@ -161,17 +166,18 @@ def _threads(report: Report, values, offsets, n_rows: int, repeats: int, seed: i
     picks = [rng.integers(0, len(table), 1 << 17) for _ in range(THREAD_BATCHES)]
     pad1, pad2 = _on_threads(pad, len(batches))
     take1, take2 = _on_threads(lambda k: table.take(picks[k]), len(picks))
-    med = interleaved_medians({"one": pad1, "two": pad2, "take1": take1, "take2": take2},
-                              repeats=max(5, repeats), warmup=1)
+    samples = interleaved_samples({"one": pad1, "two": pad2, "take1": take1, "take2": take2},
+                                  repeats=max(5, repeats), warmup=1, rotate=True)
+    med = {name: statistics.median(s) for name, s in samples.items()}
     report.time(STAGE_THREADS, "pad_ragged, 1 thread", med["one"], items=len(batches),
                 unit="batches", ours=True)
     report.time(STAGE_THREADS, "pad_ragged, 2 threads", med["two"], items=len(batches),
                 unit="batches", ours=True)
-    ceilings = {"np.sort": sort_scaling(), "random np.take": med["take1"] / med["take2"]}
+    ceilings = {"np.sort": sort_scaling(), "random np.take": median_ratio(samples, "take1", "take2")}
     for name, value in ceilings.items():
         report.ratio(STAGE_THREADS, f"machine ceiling: {name} on 2 vs 1 threads", value)
     waive_without_two_cores(report.ratio(STAGE_THREADS, "2 threads vs 1 thread throughput",
-                                         med["one"] / med["two"]), ceilings)
+                                         median_ratio(samples, "one", "two")), ceilings)
 
 
 def _parse_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
@@ -192,7 +198,8 @@ def _parse_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
     if peer is not None:
         np.testing.assert_array_equal(peer()[1], offsets)
         cases["pyarrow"] = peer
-    med = interleaved_medians(cases, repeats=repeats, warmup=1)
+    samples = interleaved_samples(cases, repeats=repeats, warmup=1, rotate=True)
+    med = {name: statistics.median(s) for name, s in samples.items()}
     tokens = len(values)
     report.time(STAGE_PARSE, f"parse_float_lists ({kernels.BACKEND})", med["ours"], items=tokens,
                 unit="numbers", ours=True)
@@ -200,13 +207,13 @@ def _parse_stage(report: Report, n_rows: int, repeats: int, seed: int) -> None:
                 unit="numbers")
     report.time(STAGE_PARSE, "legacy [float(y) for y in s.split(',')]", med["legacy"],
                 items=tokens, unit="numbers")
-    _ratio(report, STAGE_PARSE, "parse vs legacy per-cell float()", med["legacy"] / med["ours"])
-    _ratio(report, STAGE_PARSE, "parse vs python twin", med["twin"] / med["ours"])
+    _ratio(report, STAGE_PARSE, "parse vs legacy per-cell float()", median_ratio(samples, "legacy", "ours"))
+    _ratio(report, STAGE_PARSE, "parse vs python twin", median_ratio(samples, "twin", "ours"))
     if "pyarrow" in med:
         report.time(STAGE_PARSE, "pyarrow split_pattern+cast", med["pyarrow"], items=tokens,
                     unit="numbers")
         _ratio(report, STAGE_PARSE, "parse vs pyarrow split_pattern+cast",
-               med["pyarrow"] / med["ours"])
+               median_ratio(samples, "pyarrow", "ours"))
 
 
 def _ratio(report: Report, stage: str, name: str, value: float) -> None:

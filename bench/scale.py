@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -27,12 +28,14 @@ from pathlib import Path
 
 from bench import child_env
 from bench.data import BenchData
-from bench.timing import Report
+from bench.timing import Report, median_of_ratios
 
 __all__ = ["run", "repeat_csv"]
 
 STAGE = "scale"
 MB = 1e6
+#: rounds of the three converts (each a fresh process), by quick; each ratio is the median of per-round ratios
+ROUNDS = {True: 1, False: 3}
 
 _CONVERT_CODE = """\
 import json, sys, time
@@ -93,21 +96,30 @@ def run(quick: bool = False, seed: int = 0, data: BenchData | None = None) -> Re
         small, large = tmp / "small.csv", tmp / "large.csv"
         small_size = repeat_csv(data.csv, small, small_bytes)
         large_size = repeat_csv(data.csv, large, large_bytes)
-        runs = {"small": [], "large": [], "ram": []}
-        for _ in range(1):  # fresh processes of seconds each: one run of each, interleaved
-            runs["small"].append(_convert("stream", [small], tmp / "s.zarr"))
-            runs["ram"].append(_convert("ram", [small], tmp / "r.zarr"))
-            runs["large"].append(_convert("stream", [large], tmp / "l.zarr"))
-        rss = {k: sorted(r[0] for r in v)[len(v) // 2] for k, v in runs.items()}
-        sec = {k: sorted(r[1] for r in v)[len(v) // 2] for k, v in runs.items()}
-        report.time(STAGE, f"streaming convert, {large_size / MB:.0f} MB CSV", sec["large"],
+        runs: dict[str, list[tuple[int, float]]] = {"small": [], "ram": [], "large": []}
+        jobs = {"small": ("stream", small, "s.zarr"), "ram": ("ram", small, "r.zarr"),
+                "large": ("stream", large, "l.zarr")}
+        for k in range(ROUNDS[quick]):  # fresh processes of seconds each: rounds of one run each, rotated
+            order = list(jobs)[k % len(jobs):] + list(jobs)[:k % len(jobs)]
+            for name in order:
+                mode, src, dst = jobs[name]
+                runs[name].append(_convert(mode, [src], tmp / dst))
+        rss = {k: [float(r[0]) for r in v] for k, v in runs.items()}
+        sec = {k: [r[1] for r in v] for k, v in runs.items()}
+        report.time(STAGE, f"streaming convert, {large_size / MB:.0f} MB CSV", statistics.median(sec["large"]),
                     nbytes=large_size, ours=True)
-        report.time(STAGE, f"in-RAM convert, {small_size / MB:.0f} MB CSV", sec["ram"], nbytes=small_size)
-        report.ratio(STAGE, "streaming convert peak RSS, large CSV (MB)", rss["large"] / MB, kind="max")
-        report.ratio(STAGE, "streaming convert RSS large / small", rss["large"] / rss["small"], kind="max")
-        report.ratio(STAGE, "in-RAM convert peak RSS, small CSV (MB)", rss["ram"] / MB, kind="max")
+        report.time(STAGE, f"in-RAM convert, {small_size / MB:.0f} MB CSV", statistics.median(sec["ram"]),
+                    nbytes=small_size)
+        report.ratio(STAGE, "streaming convert peak RSS, large CSV (MB)", statistics.median(rss["large"]) / MB,
+                     kind="max")
+        report.ratio(STAGE, "streaming convert RSS large / small", median_of_ratios(rss["large"], rss["small"]),
+                     kind="max")
+        report.ratio(STAGE, "in-RAM convert peak RSS, small CSV (MB)", statistics.median(rss["ram"]) / MB,
+                     kind="max")
+        # MB/s of the large streaming convert over the in-RAM convert's, round by round
         report.ratio(STAGE, "streaming convert / in-RAM convert MB/s",
-                     (large_size / sec["large"]) / (small_size / sec["ram"]))
+                     median_of_ratios([s * large_size for s in sec["ram"]],
+                                      [s * small_size for s in sec["large"]]))
         _dask(report, data, tmp, quick)
     return report
 

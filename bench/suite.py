@@ -20,6 +20,7 @@ __all__ = ["STAGES", "run_suite", "report_to_json", "compare"]
 STAGES = {
     "kernels": "kernels",
     "readers": "readers",
+    "csv_shapes": "csv_shapes",
     "batches": "batches",
     "scale": "scale",
     "consumers": "consumers",

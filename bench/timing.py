@@ -11,14 +11,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-__all__ = ["interleaved_medians", "interleaved_samples", "median_ratio", "Ratio", "Report"]
+__all__ = ["interleaved_medians", "interleaved_samples", "median_ratio", "median_of_ratios", "Ratio",
+           "Report"]
 
 
 def interleaved_medians(cases: Mapping[str, Callable[[], object]], *, repeats: int = 15,
                         warmup: int = 2, min_seconds: float = 0.0,
-                        calls: int = 1) -> dict[str, float]:
+                        calls: int = 1, rotate: bool = False) -> dict[str, float]:
     """Median seconds per call of each case, measured round-robin (see :func:`interleaved_samples`)."""
-    samples = interleaved_samples(cases, repeats=repeats, warmup=warmup, min_seconds=min_seconds, calls=calls)
+    samples = interleaved_samples(cases, repeats=repeats, warmup=warmup, min_seconds=min_seconds, calls=calls,
+                                  rotate=rotate)
     return {name: statistics.median(s) for name, s in samples.items()}
 
 
@@ -29,12 +31,26 @@ def median_ratio(samples: Mapping[str, list[float]], numerator: str, denominator
     per-round ratio compares two cases measured a moment apart, so its median is what a
     floor can be set on for a busy machine.
     """
-    return statistics.median(a / b for a, b in zip(samples[numerator], samples[denominator]))
+    return median_of_ratios(samples[numerator], samples[denominator])
+
+
+def median_of_ratios(numerators: list[float], denominators: list[float]) -> float:
+    """The median of ``numerators[i] / denominators[i]``: one ratio per round, both lists round by round.
+
+    Raises
+    ------
+    ValueError
+        The lists differ in length or are empty (the rounds would not pair up).
+    """
+    if len(numerators) != len(denominators) or not numerators:
+        raise ValueError(f"per-round ratios need two equally long lists of rounds, got "
+                         f"{len(numerators)} and {len(denominators)}")
+    return statistics.median(a / b for a, b in zip(numerators, denominators))
 
 
 def interleaved_samples(cases: Mapping[str, Callable[[], object]], *, repeats: int = 15,
                         warmup: int = 2, min_seconds: float = 0.0,
-                        calls: int = 1) -> dict[str, list[float]]:
+                        calls: int = 1, rotate: bool = False) -> dict[str, list[float]]:
     """Seconds per call of each case in every round, measured round-robin.
 
     Parameters
@@ -53,6 +69,9 @@ def interleaved_samples(cases: Mapping[str, Callable[[], object]], *, repeats: i
         steady state (as in a loop over batches) rather than right after
         another case evicted its working set; the round-robin order still
         spreads bursts of load over every case.
+    rotate
+        Start round ``k`` at case ``k mod len(cases)`` (a, b, c; b, c, a; ...), so no case
+        always runs first (right after the warm-ups or a slow neighbour) or always last.
     """
     if calls < 1:
         raise ValueError(f"calls must be >= 1, got {calls}")
@@ -62,8 +81,10 @@ def interleaved_samples(cases: Mapping[str, Callable[[], object]], *, repeats: i
     samples: dict[str, list[float]] = {name: [] for name in cases}
     start = time.perf_counter()
     rounds = 0
+    order = list(cases.items())
     while rounds < repeats or (time.perf_counter() - start < min_seconds and rounds < 10 * repeats):
-        for name, fn in cases.items():
+        shift = rounds % len(order) if rotate and order else 0
+        for name, fn in order[shift:] + order[:shift]:
             if calls > 1:
                 fn()
             t0 = time.perf_counter()

@@ -19,3 +19,17 @@ def test_interleaved_samples_times_every_case_every_round():
     assert calls == ["a", "b"] * 4
     assert [len(s) for s in samples.values()] == [3, 3]
     assert set(bench_timing.interleaved_medians({"a": lambda: None}, repeats=2)) == {"a"}
+
+
+def test_rotated_rounds_start_each_at_the_next_case():
+    calls = []
+    samples = bench_timing.interleaved_samples({k: (lambda k=k: calls.append(k)) for k in "abc"},
+                                               repeats=3, warmup=0, rotate=True)
+    assert "".join(calls) == "abcbcacab"
+    assert [len(s) for s in samples.values()] == [3, 3, 3]
+
+
+def test_median_of_ratios_pairs_rounds_and_refuses_unpaired_lists():
+    assert bench_timing.median_of_ratios([2.0, 9.0, 3.0], [1.0, 3.0, 1.0]) == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="equally long"):
+        bench_timing.median_of_ratios([1.0, 2.0], [1.0])

@@ -42,14 +42,20 @@ def _parts(rng, lengths, n_vars, dtype, n_parts):
 
 
 @st.composite
-def form_cases(draw):
+def form_cases(draw, wide=False, shared=None):
+    """A job and its batch rows; ``wide``: rows of up to 40 elements padded to 30-140 slots
+    (short and long periods of ``wrap``, long runs of padding), never packed; ``shared``: the
+    job's ``(parts, lengths, n_vars)``."""
     seed = draw(st.integers(0, 2**31 - 1))
     rng = np.random.default_rng(seed)
-    lengths = draw(st.lists(st.integers(0, 9), min_size=1, max_size=12))
-    n_vars = draw(st.integers(1, 4))
-    source = draw(st.sampled_from(SOURCES))
-    parts = _parts(rng, lengths, n_vars, source, draw(st.integers(1, 3)))
-    layout = draw(st.sampled_from(["padded", "channels_first", "packed"]))
+    if shared is None:
+        lengths = draw(st.lists(st.integers(0, 40 if wide else 9), min_size=1, max_size=12))
+        n_vars = draw(st.integers(1, 4))
+        source = draw(st.sampled_from(SOURCES))
+        parts = _parts(rng, lengths, n_vars, source, draw(st.integers(1, 3)))
+    else:
+        parts, lengths, n_vars = shared
+    layout = draw(st.sampled_from(["padded", "channels_first"] + ([] if wide else ["packed"])))
     pad_mode = "constant" if layout == "packed" else draw(st.sampled_from(["constant", "wrap"]))
     padding = "post" if pad_mode == "wrap" else draw(st.sampled_from(["post", "pre"]))
     columns = draw(st.none() | st.lists(st.integers(0, n_vars - 1), min_size=1, max_size=4))
@@ -57,7 +63,8 @@ def form_cases(draw):
     job = dict(parts=parts, layout=layout, padding=padding, pad_mode=pad_mode, columns=columns,
                truncating=draw(st.sampled_from(["post", "pre"])),
                sort_by=draw(st.none() | st.integers(0, n_vars - 1)), descending=draw(st.booleans()),
-               max_len=draw(st.none() | st.integers(0, 10)), fixed=draw(st.booleans()),
+               max_len=draw(st.integers(30, 140) if wide else st.none() | st.integers(0, 10)),
+               fixed=draw(st.booleans()),
                multiple_of=draw(st.none() | st.integers(1, 4)),
                dtype=draw(st.sampled_from([np.float32, np.float64])),
                pad_value=draw(st.sampled_from([0.0, -1.5, math.nan])))
@@ -156,6 +163,58 @@ def test_compiled_equals_twin_bitwise(twins, case):
     assert a.shape == b.shape and a.dtype == b.dtype
     assert_bitwise(a, b)
     assert_bitwise(la, lb)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=form_cases(wide=True))
+def test_wide_rows_compiled_equals_twin_bitwise(twins, case):
+    """Rows padded to many slots: a wrapped row repeats a short or a long period (the compiled
+    kernel copies them differently), channels-first columns are padded one by one."""
+    job, rows = case
+    compiled, python = twins
+    (a, la), = compiled.BatchGather([job])(rows)[0]
+    (b, lb), = python.BatchGather([job])(rows)[0]
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert_bitwise(a, b)
+    assert_bitwise(la, lb)
+
+
+@st.composite
+def batches_of_forms(draw):
+    """Several jobs over the same records (as the outputs of one group) and a batch of up to
+    300 rows: the compiled kernel forms such outputs a chunk of rows at a time, in turn."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    lengths = rng.integers(0, draw(st.integers(1, 30)), size=draw(st.integers(1, 400))).tolist()
+    n_vars = draw(st.integers(1, 4))
+    parts = _parts(rng, lengths, n_vars, draw(st.sampled_from(SOURCES)), draw(st.integers(1, 3)))
+    jobs = [draw(form_cases(wide=draw(st.booleans()), shared=(parts, lengths, n_vars)))[0]
+            for _ in range(draw(st.integers(1, 4)))]
+    return jobs, rng.integers(0, len(lengths), size=draw(st.integers(0, 300)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=batches_of_forms())
+def test_outputs_of_one_group_compiled_equals_twin_bitwise(twins, case):
+    jobs, rows = case
+    compiled, python = twins
+    got, _ = compiled.BatchGather(jobs)(rows)
+    want, _ = python.BatchGather(jobs)(rows)
+    for (a, la), (b, lb) in zip(got, want):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        assert_bitwise(a, b)
+        assert_bitwise(la, lb)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(case=form_cases(wide=True))
+def test_wide_rows_equal_plain_reference(backend, case):
+    job, rows = case
+    (batch, lengths), = backend.BatchGather([job])(rows)[0]
+    want, want_len = reference(job, rows)
+    assert batch.shape == want.shape
+    assert_bitwise(batch, want)
+    assert_bitwise(lengths, want_len)
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow,

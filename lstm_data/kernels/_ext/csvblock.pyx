@@ -21,7 +21,12 @@ How it is fast and lean
   (``ld_span`` reads no byte twice to find it) and consecutive tokens parse
   overlapped instead of one after the other; list cells read to their closing quotes
   this way are stored without the general field reader, a row's consecutive ones in
-  one run of the loop.
+  one run of the loop. A row's consecutive unquoted cells are read the same way (one
+  64-byte scan of separators and newlines), empty scalar cells too; a CRLF line's
+  ``\r`` is left out there, so CRLF files stay on these paths.
+* Exponent tokens (``%g`` and ``%E`` texts: ``1e-05``, ``-3.2E+04``) and ``repr``'s
+  ``0.000ddd`` of more than 19 digits stay on them too: ``ld_span_more`` (never
+  inlined, called out of the list loop) reads them, then Clinger or Eisel-Lemire.
 * Buffers (``colstore.pxd``, owned by the base class
   :class:`~lstm_data.kernels._ext.csvcolumns.CsvColumns`) grow by ``mremap`` without
   copying and become the final numpy arrays as they are: each value is
@@ -44,7 +49,7 @@ from .csvcolumns cimport (E_AFTER_QUOTE, E_BRACKET, E_EMPTY, E_INVALID, E_LONG, 
                          F_LISTED, F_MULTI, F_QUOTED, K_RAGGED, K_SCALAR, K_SKIP, ST_INCOMPLETE,
                          ST_OK, CsvColumns)
 from .numparse cimport (FAST_LONG_READ, eisel_lemire, fast_number, is_space, ld_init_locale, ld_match2_32,
-                        ld_match2_64, ld_span, parse_number)
+                        ld_match2_64, ld_span, ld_span_more, parse_number)
 
 cnp.import_array()
 ld_init_locale()
@@ -135,7 +140,7 @@ cdef class CsvBlockParser(CsvColumns):
                 if self.kind[col] == K_SKIP:
                     st = self._skip(buf, n, final, col, &pos)
                 elif not (self._quoted_lists(buf, n, &col, &pos)
-                          or self._bare_number(buf, n, col, &pos)):
+                          or self._bare_numbers(buf, n, &col, &pos)):
                     st = self._numbers(buf, n, final, col, &pos)
                 else:
                     st = ST_OK
@@ -287,49 +292,86 @@ cdef class CsvBlockParser(CsvColumns):
         ppos[0] = pos
         return ST_OK
 
-    cdef inline bint _bare_number(self, const char *buf, Py_ssize_t n, Py_ssize_t col,
-                                  Py_ssize_t *ppos) noexcept nogil:
-        """The common unquoted cell whole, without :meth:`_numbers`: one plain decimal
-        that ``ld_span`` reads, right before a separator or a newline.
+    cdef inline bint _bare_numbers(self, const char *buf, Py_ssize_t n, Py_ssize_t *pcol,
+                                   Py_ssize_t *ppos) noexcept nogil:
+        """The common unquoted cells whole, without :meth:`_numbers`: plain decimals that
+        ``ld_span`` (or ``ld_span_more``) reads, or empty scalar cells, each right before a
+        separator or a newline (a CRLF line's ``\\r`` left out), one after the other: one
+        64-byte scan marks the separators and newlines ahead, and while the next column's
+        cell is another unquoted one of a scalar or ragged column, the loop goes on with it.
 
-        Returns True with the value stored and ``ppos`` at its terminator, or False when
-        the cell is anything else (or a ragged cell whose group's count differs:
-        :meth:`_numbers`, which reads the cell again from its start, reports it).
+        Returns True with those cells stored, ``pcol`` at the last one's column and
+        ``ppos`` at its terminator, or False when the cell at ``pcol`` is anything else (or
+        a ragged cell whose group's count differs: :meth:`_numbers`, which reads the cell
+        again from its start, reports it).
         """
-        cdef Py_ssize_t pos = ppos[0]
+        cdef Py_ssize_t col = pcol[0]
+        cdef const char *p = buf + ppos[0]
+        # a window scanned from here on holds no cell start without FAST_LONG_READ bytes after it
+        cdef const char *limit = buf + n - FAST_LIST_READ - FAST_LONG_READ - 1
+        cdef const char *base = p
         cdef const char *e
+        cdef const char *end
         cdef uint64_t ends, mant
         cdef double v
         cdef char *slot
-        cdef int g, st, frac
-        if pos < FAST_LIST_BEFORE or pos + FAST_LIST_READ >= n or buf[pos] == c'"':
+        cdef char sep = self.sep
+        cdef bint booked = False, f32 = self.f32
+        cdef int g, st, frac, kind
+        if p - buf < FAST_LIST_BEFORE or p > limit or p[0] == c'"':
             return False
-        ends = ld_match2_32(buf + pos, self.sep, c'\n')
-        if ends == 0:
-            return False
-        e = buf + pos + ld_ctz64(ends)
-        st = ld_span(buf + pos, e, &v, &mant, &frac)
-        if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, buf[pos] == c'-', &v)):
-            return False
-        if self.kind[col] == K_SCALAR:
-            slot = cs_at(&self.scalar_store[col], self._rows)
-        else:
-            g = self.group_of[col]
-            if self.leader[g] == col:
-                self.current[g] = 1
-            elif self.current[g] != 1:
-                return False
-            slot = cs_at(&self.value_store[g], self.total[g])
-            if slot != NULL:
-                slot += self.var_of[col] * self.itemsize
-        if slot == NULL:
-            return False  # out of memory: _numbers finds it again and reports it
-        _put(slot, v, self.f32)
-        if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
-            self._note_int(buf + pos, e - buf - pos, col, v, self._line)
-        self.rec_flags[col] |= F_BARE
-        ppos[0] = e - buf
-        return True
+        ends = ld_match2_64(p, sep, c'\n')
+        while True:
+            if ends == 0:
+                if p > limit:
+                    break
+                base = p
+                ends = ld_match2_64(p, sep, c'\n')
+                if ends == 0:
+                    break
+            end = base + ld_ctz64(ends)
+            e = end - (end[0] == c'\n' and (end - 1)[0] == c'\r')  # a CRLF line's last cell
+            kind = self.kind[col]
+            if unlikely(e <= p):  # an empty cell: NaN in a scalar column
+                if kind != K_SCALAR or e < p:
+                    break
+                slot = cs_at(&self.scalar_store[col], self._rows)
+                if slot == NULL:
+                    break
+                _put(slot, NAN, f32)
+            else:
+                st = ld_span(p, e, &v, &mant, &frac)
+                if unlikely(st == 0):  # an exponent, or leading zeros
+                    st = ld_span_more(p, e, &v, &mant, &frac)
+                if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
+                    break
+                if kind == K_SCALAR:
+                    slot = cs_at(&self.scalar_store[col], self._rows)
+                else:
+                    g = self.group_of[col]
+                    if self.leader[g] == col:
+                        self.current[g] = 1
+                    elif self.current[g] != 1:
+                        break
+                    slot = cs_at(&self.value_store[g], self.total[g])
+                    if slot != NULL:
+                        slot += self.var_of[col] * self.itemsize
+                if slot == NULL:
+                    break  # out of memory: _numbers finds it again and reports it
+                _put(slot, v, f32)
+                if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
+                    self._note_int(p, e - p, col, v, self._line)
+                self.rec_flags[col] |= F_BARE
+            booked = True
+            pcol[0] = col
+            ppos[0] = end - buf
+            if (end[0] != sep or col + 1 >= self.ncols or self.kind[col + 1] == K_SKIP
+                    or end[1] == c'"'):
+                break
+            col += 1  # the next cell, another unquoted one
+            p = end + 1
+            ends &= ends - 1
+        return booked
 
     cdef inline bint _quoted_lists(self, const char *buf, Py_ssize_t n, Py_ssize_t *pcol,
                                    Py_ssize_t *ppos) noexcept nogil:
@@ -397,6 +439,8 @@ cdef class CsvBlockParser(CsvColumns):
         cdef uint64_t ends = 0  # bit i: base[i] is a list separator or a quote not yet passed
         cdef uint64_t mant
         cdef int st, frac
+        cdef bint more = False
+        cdef char after = 0
         if pos < FAST_LIST_BEFORE:  # ld_span reads the 16 bytes before a token's end
             return pos
         if base != NULL and base <= p < base + FAST_LIST_READ:
@@ -431,6 +475,8 @@ cdef class CsvBlockParser(CsvColumns):
                         p = e + 1
                         ends &= ends - 1
                     else:
+                        more = st == 0  # ld_span_more may read it, out of this loop
+                        after = c
                         c = 0
                     break
                 if unlikely(fabs(v) >= int_limit):  # a long integer the dtype may change
@@ -441,6 +487,19 @@ cdef class CsvBlockParser(CsvColumns):
                 ends &= ends - 1
                 if c == c'"':
                     break
+            if unlikely(more):  # an exponent or leading zeros: called here, the loop stays lean
+                more = False
+                st = ld_span_more(p, e, &v, &mant, &frac)
+                if st == 1 or (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
+                    if unlikely(fabs(v) >= int_limit):
+                        self._note_int(p, e - p, col, v, self._line)
+                    _put(data + rec * size, v, f32)
+                    rec += 1
+                    p = e + 1
+                    ends &= ends - 1
+                    c = after
+                    if c != c'"':
+                        continue  # the cell's next token
             if not run:
                 closed[0] = c == c'"'
                 pcount[0] += rec - first
@@ -448,7 +507,11 @@ cdef class CsvBlockParser(CsvColumns):
                 break
             # book the cell as _quoted_lists does
             count = rec - first
-            if c != c'"' or not (p[0] == sep or p[0] == c'\n'):
+            if c != c'"':
+                break
+            if p[0] == c'\r' and p[1] == c'\n':  # a CRLF line's last cell
+                p += 1
+            elif not (p[0] == sep or p[0] == c'\n'):
                 break
             if self.leader[g] == col:
                 self.current[g] = count

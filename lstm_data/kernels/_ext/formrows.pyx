@@ -21,9 +21,11 @@ rows, with no second pass over the output and no extra copy:
   masking) is a ``memset``, whose string stores write whole cache lines without
   reading them first: a quarter faster into a buffer that left the caches;
 - ``wrap``: slot ``k`` of a row of ``n > 0`` kept elements holds element ``k % n``
-  (copied from the slot already written);
-- layouts ``(B, P, V)``, channels-first ``(B, V, P)`` (a row is loaded into a
-  scratch row, then written column by column) and packed ``(T, V)``: the kept
+  (copied from the slots already written: in doubling ``memcpy`` calls, or for a
+  short period in fixed-size blocks the compiler turns into vector moves);
+- layouts ``(B, P, V)``, channels-first ``(B, V, P)`` (written column by column:
+  each column's values read from the records, transformed and padded while that
+  column of the output is in the cache) and packed ``(T, V)``: the kept
   elements of every row one after another;
 - one source of several (``Form.at``): its columns go to the output columns ``at``
   of an output of ``out_cols`` columns, padded by this source's own counts (a row is
@@ -36,6 +38,10 @@ from libc.string cimport memcpy, memset
 
 from .padrows cimport CACHE_LINE, LD_PREFETCH, NO_MEMORY, PREFETCH_AHEAD
 from .stable_sort cimport stable_order
+
+cdef enum:
+    REPEAT_BLOCK = 16  # values copied at once when a short row repeats
+    REPEAT_LONG = 64  # a period of at least so many values repeats by doubling memcpy calls
 
 ctypedef fused out_t:
     float
@@ -92,12 +98,36 @@ cdef inline void _fill(out_t *dst, Py_ssize_t count, out_t value, bint zero) noe
 
 cdef inline void _repeat(out_t *dst, Py_ssize_t n, Py_ssize_t width, Py_ssize_t item) noexcept nogil:
     """Slots ``n..width`` of ``dst`` (slots of ``item`` values) repeat slots ``0..n``: slot ``k``
-    becomes slot ``k % n``, copied in doubling blocks (each block starts at a multiple of ``n``)."""
-    cdef Py_ssize_t filled = n, chunk
-    while filled < width:
-        chunk = filled if filled < width - filled else width - filled
-        memcpy(dst + filled * item, dst, chunk * item * sizeof(out_t))
-        filled += chunk
+    becomes slot ``k % n``.
+
+    A long period is copied in doubling blocks (each block starts at a multiple of the
+    period: a few ``memcpy`` calls). A short one (a row of a few elements, the common case
+    of a channels-first column) would take many small calls, so the values are copied in
+    blocks of ``REPEAT_BLOCK`` values of a fixed size, which the compiler turns into a few
+    vector moves: each from the values a multiple of the period (at least a block) before it.
+    """
+    cdef Py_ssize_t period = n * item, total = width * item, filled = period, chunk, m, p
+    if period >= REPEAT_LONG:
+        while filled < total:
+            chunk = filled if filled < total - filled else total - filled
+            memcpy(dst + filled, dst, chunk * sizeof(out_t))
+            filled += chunk
+        return
+    m = period  # the smallest multiple of the period of at least a block
+    while m < REPEAT_BLOCK:
+        m += period
+    if m + REPEAT_BLOCK > total:  # a short row: one value at a time
+        for p in range(period, total):
+            dst[p] = dst[p - period]
+        return
+    for p in range(period, m):
+        dst[p] = dst[p - period]
+    p = m
+    while p + REPEAT_BLOCK <= total:  # blocks from m values back (never overlapping)
+        memcpy(dst + p, dst + p - m, REPEAT_BLOCK * sizeof(out_t))
+        p += REPEAT_BLOCK
+    if p < total:  # the last block ends at total (values before p rewritten with themselves)
+        memcpy(dst + total - REPEAT_BLOCK, dst + total - REPEAT_BLOCK - m, REPEAT_BLOCK * sizeof(out_t))
 
 
 cdef inline void _prefetch(const char *rec, Py_ssize_t span) noexcept nogil:
@@ -168,6 +198,50 @@ cdef inline void _scatter(const out_t *kept, Py_ssize_t n, Py_ssize_t n_cols, co
 
 
 
+cdef inline void _cf_row(const in_t *kind, const Reader *r, const char *row, int64_t length,
+                         Py_ssize_t n, Py_ssize_t first, Py_ssize_t width, Py_ssize_t slot,
+                         const out_t *cen, const out_t *scl, const out_t *lo, const out_t *hi,
+                         const out_t *pv, bint transform, bint wrap, bint pre_pad, bint zero_pad,
+                         out_t *dst) noexcept nogil:
+    """One channels-first output row ``dst`` (``r.n_cols`` columns of ``width`` slots) of a single
+    source, column by column: each column's ``n`` kept values read from the records (converted,
+    transformed) straight into their slots from ``slot`` on, then its padding, while the column
+    is in the cache. The values and the order of operations are :func:`form_rows`'s."""
+    cdef Py_ssize_t j, p, pad_at
+    cdef const Py_ssize_t *idx = NULL
+    cdef const char *base
+    cdef out_t *col
+    cdef out_t v
+    cdef Py_ssize_t stride = r.row_stride
+    if r.keys != NULL and length > 1:  # the kept records in the order of the sort column
+        load(<const in_t *> row, stride, &r.sort_at, 1, NULL, length, False, r.keys)
+        stable_order(r.keys, length, r.order, r.order + r.longest, r.descending)
+        idx = r.order + first
+        base = row
+    else:
+        base = row + first * stride
+    pad_at = 0 if pre_pad else n
+    for j in range(r.n_cols):
+        col = dst + j * width
+        if idx != NULL:
+            for p in range(n):
+                col[slot + p] = <out_t> (<const in_t *> (base + idx[p] * stride + r.colofs[j]))[0]
+        else:
+            for p in range(n):
+                col[slot + p] = <out_t> (<const in_t *> (base + p * stride + r.colofs[j]))[0]
+        if transform:
+            for p in range(slot, slot + n):
+                v = (col[p] - cen[j]) * scl[j]
+                v = lo[j] if v < lo[j] else v  # as form_rows: NaN stays NaN; lo <= hi
+                col[p] = hi[j] if v > hi[j] else v
+        if n == width:
+            continue
+        if wrap and n > 0:  # padding is "post" here
+            _repeat(col, n, width, 1)
+        else:
+            _fill(col + pad_at, width - n, pv[j], zero_pad)
+
+
 cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
                    const int64_t *lens, Py_ssize_t n_batch, Py_ssize_t width, int64_t longest,
                    out_t *out) noexcept nogil:
@@ -211,7 +285,7 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
     cdef Py_ssize_t out_n = f.out_cols if scatter else n_cols  # an output slot's values
     cdef Py_ssize_t row_all = width * out_n  # an output row's values
     cdef bint sorting = f.sort_col >= 0 and longest > 0
-    cdef out_t *par = <out_t *> malloc((5 * m + row_out + (longest * n_cols if cf or scatter else 0))
+    cdef out_t *par = <out_t *> malloc((5 * m + row_out + (longest * n_cols if scatter else 0))
                                        * sizeof(out_t))
     cdef Py_ssize_t *colofs = <Py_ssize_t *> malloc((m + (2 * longest if sorting else 0))
                                                     * sizeof(Py_ssize_t))
@@ -230,7 +304,7 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
     cdef out_t *hi = par + 3 * m
     cdef out_t *pv = par + 4 * m
     cdef out_t *pattern = par + 5 * m  # one row of padding ((B, P, V) layout), copied from below
-    cdef out_t *scratch = pattern + row_out  # (channels-first) one row's kept records
+    cdef out_t *scratch = pattern + row_out  # (one source of several) one row's kept records
     for j in range(n_cols):  # every parameter in the output type, once
         pv[j] = <out_t> (f.pads[j] if f.pads != NULL else f.pad)
         colofs[j] = (f.cols[j] if f.cols != NULL else j) * f.col_stride
@@ -240,9 +314,10 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
             lo[j] = <out_t> f.low[j]
             hi[j] = <out_t> f.high[j]
     zero_pad = _all_zero_bytes(pv, n_cols * sizeof(out_t))
-    for p in range(width):
-        for j in range(n_cols):
-            pattern[p * n_cols + j] = pv[j]
+    if f.layout == LAYOUT_PADDED and not scatter:  # (the only rows it pads)
+        for p in range(width):
+            for j in range(n_cols):
+                pattern[p * n_cols + j] = pv[j]
     for b in range(n_batch):
         if b + PREFETCH_AHEAD < n_batch and lens[b + PREFETCH_AHEAD] > 0:
             _prefetch(rowp[b + PREFETCH_AHEAD], lens[b + PREFETCH_AHEAD] * r.row_stride)
@@ -259,6 +334,10 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
                 else:
                     memcpy(dst + first * n_cols, pattern, (width - n) * n_cols * sizeof(out_t))
             continue
+        if cf and not scatter:
+            _cf_row(kind, &r, rowp[b], lens[b], n, first, width, width - n if pre_pad else 0,
+                    cen, scl, lo, hi, pv, transform, wrap, pre_pad, zero_pad, out + b * row_all)
+            continue
         if packed:
             dst = out + total * n_cols
             slot = 0
@@ -266,7 +345,7 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
         else:
             dst = out + b * row_all
             slot = width - n if pre_pad else 0
-        kept = scratch if cf or scatter else dst + slot * n_cols
+        kept = scratch if scatter else dst + slot * n_cols
         _read_row(kind, &r, rowp[b], lens[b], n, first, kept)
         if transform:
             for p in range(n):
@@ -279,24 +358,13 @@ cdef int form_rows(const in_t *kind, const Form *f, const char * const *rowp,
         if scatter:
             _scatter(kept, n, n_cols, f.at, out_n, width, slot, cf, wrap, pre_pad, pv, dst)
             continue
-        if cf:  # (B, V, P): column j of slot s at j * width + s
-            for p in range(n):
-                for j in range(n_cols):
-                    dst[j * width + slot + p] = kept[p * n_cols + j]
         if packed or n == width:
             continue
         if wrap and n > 0:  # padding is "post" here: slots n.. repeat the row
-            if cf:  # per column: slot k takes slot k % n, copied in doubling blocks
-                for j in range(n_cols):
-                    _repeat(dst + j * width, n, width, 1)
-            else:
-                _repeat(dst, n, width, n_cols)
+            _repeat(dst, n, width, n_cols)
         else:
             first = 0 if pre_pad else n
-            if cf:
-                for j in range(n_cols):
-                    _fill(dst + j * width + first, width - n, pv[j], zero_pad)
-            elif zero_pad:
+            if zero_pad:
                 memset(dst + first * n_cols, 0, (width - n) * n_cols * sizeof(out_t))
             else:
                 memcpy(dst + first * n_cols, pattern, (width - n) * n_cols * sizeof(out_t))

@@ -16,6 +16,16 @@ run in one ``nogil`` call. The padded outputs' buffers come from, and go back
 to, the process-wide pool of ``bufpool.pxd``, so a new batch is written into
 the cache-warm buffer of one that just died; no lock is held while a batch is
 built, and a buffer the pool drops is freed with the GIL released.
+
+Rows in chunks
+--------------
+The outputs of a batch often read the same records (weaver's inputs are four
+outputs of one group's columns). Formed one output after another, each would read
+every row's records again, after the outputs written meanwhile (megabytes of
+padding) pushed them out of the cache. So the padded outputs of one source are
+formed ``ROW_CHUNK`` rows at a time, every output in turn: a chunk's records are
+read from memory once. Each output row depends only on its own records, so the
+bits are those of one output at a time.
 """
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 from libc.stdint cimport int32_t, int64_t, uint32_t
@@ -35,6 +45,7 @@ from .padrows cimport BAD_OFFSETS, BAD_ROW, LD_PREFETCH, NO_MEMORY
 cdef enum:
     TABLE_AHEAD = 16  # table rows prefetched this far ahead of the copy
     ARENA_ALIGN = 64  # outputs placed in an arena start at multiples of this from its start
+    ROW_CHUNK = 64  # batch rows formed for every output in turn (see _gather)
 
 cnp.import_array()
 
@@ -65,6 +76,7 @@ ctypedef struct Output:
     Py_ssize_t width
     int64_t total  # packed: the rows' kept elements
     bint data_placed, lengths_placed  # in the caller's arena (not ours to free)
+    int64_t longest  # formed in chunks of rows (see _gather): the longest row; else -1
 
 
 ctypedef struct Arena:
@@ -265,24 +277,33 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
                  const char **rowp, Output *outs, void **table_outs, bint *table_placed,
                  Arena *arena, Py_ssize_t *err_job, Py_ssize_t *err_source,
                  Py_ssize_t *err_pos) noexcept nogil:
-    """Every output of one batch; 0, or a status with the failing job, source and batch position."""
-    cdef Py_ssize_t j, b, r, width, size
+    """Every output of one batch; 0, or a status with the failing job, source and batch position.
+
+    ``rowp`` holds ``n_batch`` row pointers per job. Every job's rows are checked and its
+    output placed first; then the outputs of one source each, padded (not packed), are
+    formed ``ROW_CHUNK`` rows at a time, every such output in turn, so that the records of
+    those rows, which the outputs of a group all read, are read from memory once and
+    stay in the cache for the others (each output's rows are its own: the same values)."""
+    cdef Py_ssize_t j, b, r, width, size, n = n_batch if n_batch else 1
     cdef int64_t longest, top
     cdef MoreBounds more
     cdef int status
     cdef const RaggedSpec *job
     cdef const TableSpec *tab
     cdef char *dst
+    cdef const char **jrowp
     for j in range(n_ragged):
         job = &ragged[j]
+        jrowp = rowp + j * n
         err_job[0] = j
+        outs[j].longest = -1
         outs[j].lengths = <int64_t *> _place(arena, n_batch * sizeof(int64_t))
         outs[j].lengths_placed = outs[j].lengths != NULL
         if not outs[j].lengths_placed:
             outs[j].lengths = <int64_t *> malloc((n_batch if n_batch else 1) * sizeof(int64_t))
         if outs[j].lengths == NULL:
             return NO_MEMORY
-        status = _part_bounds(job, rows, n_batch, rowp, outs[j].lengths, err_pos, &longest)
+        status = _part_bounds(job, rows, n_batch, jrowp, outs[j].lengths, err_pos, &longest)
         if status:
             return status
         top = longest
@@ -293,7 +314,7 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
                 free(more.rowp)
                 free(more.lens)
                 return status
-            status = _gather_sources(job, rowp, outs[j].lengths, longest, n_batch, top, &more,
+            status = _gather_sources(job, jrowp, outs[j].lengths, longest, n_batch, top, &more,
                                      arena, &outs[j])
             free(more.rowp)
             free(more.lens)
@@ -310,12 +331,20 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
         size = outs[j].total * job.form.n_cols * (8 if job.form.out64 else 4)
         if _place_data(arena, &outs[j], size):
             return NO_MEMORY
-        if size:
-            status = form_rows_any(&job.form, rowp, outs[j].lengths, n_batch, width, longest,
-                                   outs[j].data)
+        if not size:
+            _cap_lengths(outs[j].lengths, n_batch, width, longest)
+            continue
+        if job.form.layout != LAYOUT_PACKED:  # formed below, a chunk of rows at a time
+            outs[j].longest = longest
+            continue
+        status = form_rows_any(&job.form, jrowp, outs[j].lengths, n_batch, width, longest,
+                               outs[j].data)
         if status:
             return status
         _cap_lengths(outs[j].lengths, n_batch, width, longest)
+    status = _form_chunks(ragged, n_ragged, rowp, n, n_batch, outs)
+    if status:
+        return status
     for j in range(n_tables):
         tab = &tables[j]
         err_job[0] = n_ragged + j
@@ -332,6 +361,31 @@ cdef int _gather(const RaggedSpec *ragged, Py_ssize_t n_ragged, const TableSpec 
             return NO_MEMORY
         table_outs[j] = dst
         _take_rows(tab.base, tab.row_bytes, rows, n_batch, dst)
+    return 0
+
+
+cdef int _form_chunks(const RaggedSpec *ragged, Py_ssize_t n_ragged, const char **rowp,
+                      Py_ssize_t n, Py_ssize_t n_batch, Output *outs) noexcept nogil:
+    """Form the outputs left to form (``outs[j].longest >= 0``: padded, one source, placed)
+    ``ROW_CHUNK`` batch rows at a time, every output in turn; then cap their lengths. A status."""
+    cdef Py_ssize_t j, b0 = 0, count
+    cdef size_t row_bytes
+    cdef int status
+    while b0 < n_batch:
+        count = n_batch - b0 if n_batch - b0 < ROW_CHUNK else ROW_CHUNK
+        for j in range(n_ragged):
+            if outs[j].longest < 0:
+                continue
+            row_bytes = outs[j].width * ragged[j].form.n_cols * (8 if ragged[j].form.out64 else 4)
+            status = form_rows_any(&ragged[j].form, rowp + j * n + b0, outs[j].lengths + b0, count,
+                                   outs[j].width, outs[j].longest,
+                                   <char *> outs[j].data + b0 * row_bytes)
+            if status:
+                return status
+        b0 += count
+    for j in range(n_ragged):
+        if outs[j].longest >= 0:
+            _cap_lengths(outs[j].lengths, n_batch, outs[j].width, outs[j].longest)
     return 0
 
 
@@ -535,7 +589,8 @@ cdef class BatchGather:
         cdef Output *outs = <Output *> calloc(max(self._n_ragged, 1), sizeof(Output))
         cdef void **table_outs = <void **> calloc(max(self._n_tables, 1), sizeof(void *))
         cdef bint *table_placed = <bint *> calloc(max(self._n_tables, 1), sizeof(bint))
-        cdef const char **rowp = <const char **> malloc(max(n_batch, 1) * sizeof(char *))
+        cdef const char **rowp = <const char **> malloc(max(n_batch, 1) * max(self._n_ragged, 1)
+                                                        * sizeof(char *))
         cdef Py_ssize_t err_job = 0, err_source = 0, err_pos = 0, j
         cdef int status = NO_MEMORY
         try:

@@ -141,61 +141,126 @@ LD_ALWAYS_INLINE uint64_t ld_top_digits(uint64_t w, int k) {
     return ((w - 0x3030303030303030ULL) << (4 * (8 - k))) << (4 * (8 - k));
 }
 
+/* The digits of q[0:e - q] when it is d*(.d*)? with 1 to 19 digits (no sign): returns 1 with
+   them in *mant, the count after the dot in *frac and 10 ** *frac in *div, 0 for any other
+   text. The end is known, so the digits are read as words without looking for it: up to 16
+   bytes by ld_span16, longer texts (or every text without SSE2) here, where the dot, if any,
+   is found in the first word and cut out by joining the words around it. The 16 bytes before
+   e and 40 bytes from q must be readable, and e[0] must not be a digit or a dot. */
+static const int ld_span_frac[18] = {16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0};
+LD_ALWAYS_INLINE int ld_span_digits(const char *q, const char *e, uint64_t *mant, int *frac,
+                                    double *div) {
+    ptrdiff_t n = e - q, digits;
+    uint64_t w, a, b, c, nd;
+    int ni, dot, na, nb, nc, nf, k;
+    if (LD_HAVE_SPAN16 && (size_t)(n - 1) < 16) {
+        if (!ld_span16(e, (int)n, mant, &k)) return 0;
+        *div = ld_span_div[k];
+        *frac = ld_span_frac[k];
+        return 1;
+    }
+    w = ld_load_le64(q);
+    nd = ld_non_digits(w);
+    ni = nd ? ld_ctz64(nd) >> 3 : 8;  /* the dot, if any, is at q[ni] */
+    dot = q[ni] == '.';
+    digits = n - dot;
+    /* the digits without the dot: a (the first eight), b (the next eight), c (the rest) */
+    a = (w & ld_low_bytes[ni]) | ((ld_load_le64(q + ni + dot) << (4 * ni)) << (4 * ni));
+    b = ld_load_le64(q + 8 + dot);
+    nf = (int)(n - ni - 1) & -dot;
+    if ((size_t)(digits - 1) < 16) {
+        na = digits < 8 ? (int)digits : 8;
+        nb = (int)digits - na;
+        if ((ld_non_digits(a) & ld_low_bytes[na]) | (ld_non_digits(b) & ld_low_bytes[nb]))
+            return 0;
+        *mant = ld_eight_digits(ld_top_digits(a, na)) * ld_pow10_u64[nb]
+            + ld_eight_digits(ld_top_digits(b, nb));
+    } else {
+        if (digits < 1 || digits > 19) return 0;
+        nc = (int)digits - 16;
+        c = ld_load_le64(q + 16 + dot);
+        if (ld_non_digits(a) | ld_non_digits(b) | (ld_non_digits(c) & ld_low_bytes[nc]))
+            return 0;
+        *mant = (ld_eight_digits(ld_top_digits(a, 8)) * 100000000u
+                 + ld_eight_digits(ld_top_digits(b, 8))) * ld_pow10_u64[nc]
+            + ld_eight_digits(ld_top_digits(c, nc));
+    }
+    *frac = nf;
+    *div = ld_pow10[nf];
+    return 1;
+}
+
 /* The token p[0:e - p] when it is -?d*(.d*)? with 1 to 19 digits: returns 1 with its value in
    *out (Clinger's exact division: a mantissa of at most 2**53), 2 with its digits in *mant
    and the count after the dot in *frac when the mantissa is larger (the caller asks
-   Eisel-Lemire), 0 for any other token. The end is known, so the digits are read as words
-   without looking for it: up to 16 bytes after the sign by ld_span16, longer tokens (or every
-   token without SSE2) here, where the dot, if any, is found in the first word and cut out by
-   joining the words around it. The 16 bytes before e and 40 bytes from p must be readable,
-   and e[0] must not be a digit or a dot. */
+   Eisel-Lemire), 0 for any other token (ld_span_digits reads the digits). The 16 bytes
+   before e and 40 bytes from p must be readable, and e[0] must not be a digit or a dot. */
 LD_ALWAYS_INLINE int ld_span(const char *p, const char *e, double *out, uint64_t *mant,
                              int *frac) {
-    int neg = p[0] == '-';
-    const char *q = p + neg;
-    ptrdiff_t n = e - q, digits;
-    uint64_t w, a, b, c, nd, m;
-    int ni, dot, na, nb, nc, nf = 0, k = -1;
+    int neg = p[0] == '-', nf;
+    uint64_t m;
     double div;
-    if (LD_HAVE_SPAN16 && (size_t)(n - 1) < 16) {
-        if (!ld_span16(e, (int)n, &m, &k)) return 0;
-        div = ld_span_div[k];
-    } else {
-        w = ld_load_le64(q);
-        nd = ld_non_digits(w);
-        ni = nd ? ld_ctz64(nd) >> 3 : 8;  /* the dot, if any, is at q[ni] */
-        dot = q[ni] == '.';
-        digits = n - dot;
-        /* the digits without the dot: a (the first eight), b (the next eight), c (the rest) */
-        a = (w & ld_low_bytes[ni]) | ((ld_load_le64(q + ni + dot) << (4 * ni)) << (4 * ni));
-        b = ld_load_le64(q + 8 + dot);
-        nf = (int)(n - ni - 1) & -dot;
-        if ((size_t)(digits - 1) < 16) {
-            na = digits < 8 ? (int)digits : 8;
-            nb = (int)digits - na;
-            if ((ld_non_digits(a) & ld_low_bytes[na]) | (ld_non_digits(b) & ld_low_bytes[nb]))
-                return 0;
-            m = ld_eight_digits(ld_top_digits(a, na)) * ld_pow10_u64[nb]
-                + ld_eight_digits(ld_top_digits(b, nb));
-        } else {
-            if (digits < 1 || digits > 19) return 0;
-            nc = (int)digits - 16;
-            c = ld_load_le64(q + 16 + dot);
-            if (ld_non_digits(a) | ld_non_digits(b) | (ld_non_digits(c) & ld_low_bytes[nc]))
-                return 0;
-            m = (ld_eight_digits(ld_top_digits(a, 8)) * 100000000u
-                 + ld_eight_digits(ld_top_digits(b, 8))) * ld_pow10_u64[nc]
-                + ld_eight_digits(ld_top_digits(c, nc));
-        }
-        div = ld_pow10[nf];
-    }
+    if (!ld_span_digits(p + neg, e, &m, &nf, &div)) return 0;
     if (m <= LD_TWO_53) {  /* at most 19 fraction digits: an exact power of ten */
         *out = (double)(int64_t)m / div * ld_sign[neg];
         return 1;
     }
-    if (k >= 0) nf = k == 17 ? 0 : 16 - k;
     *mant = m;
     *frac = nf;
+    return 2;
+}
+
+/* The plain decimal tokens p[0:e - p] that ld_span declines: -?d*(.d*)?([eE][+-]?d{1,4})? with
+   1 to 19 digits once the zeros right after a leading "0." are left out (%g and %E texts,
+   repr's 0.00012345678901234567). Returns as ld_span does: 1 with the value in *out when
+   Clinger's single multiply or divide is exact (a mantissa of at most 2**53, a decimal
+   exponent of at most 22 in magnitude), 2 with the digits in *mant and the decimal exponent
+   negated in *frac otherwise (the caller asks Eisel-Lemire), 0 for any other token. The same
+   bytes as for ld_span must be readable. Never inlined: it is called only after ld_span
+   declined, and the callers' loops stay as small as without it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define LD_COLD static __attribute__((noinline, cold, unused))
+#else
+#define LD_COLD static
+#endif
+LD_COLD int ld_span_more(const char *p, const char *e, double *out, uint64_t *mant, int *frac) {
+    int neg = p[0] == '-', nf = 0, nz, x = 0, xneg;
+    const char *q = p + neg, *m_end = q, *r;
+    uint64_t m = 0;
+    double div;
+    unsigned int d;
+    while (m_end < e && *m_end != 'e' && *m_end != 'E') m_end++;
+    if (m_end < e) {  /* the exponent: a sign, 1 to 4 digits */
+        r = m_end + 1;
+        xneg = r < e && *r == '-';
+        r += r < e && (*r == '-' || *r == '+');
+        if (e - r < 1 || e - r > 4) return 0;
+        for (; r < e; r++) {
+            d = (unsigned int)(unsigned char)*r - 48u;
+            if (d > 9) return 0;
+            x = 10 * x + (int)d;
+        }
+        if (xneg) x = -x;
+    }
+    if (m_end - q >= 2 && q[0] == '0' && q[1] == '.') {  /* 0.000ddd: the zeros are not digits */
+        for (r = q + 2; r < m_end && *r == '0'; r++) {}
+        nf = (int)(m_end - q - 2);
+        for (q = r; r < m_end; r++) {
+            if ((unsigned int)(unsigned char)*r - 48u > 9) return 0;
+        }
+        if (q < m_end && !ld_span_digits(q, m_end, &m, &nz, &div))  /* digits only: nz is 0 */
+            return 0;
+    } else if (!ld_span_digits(q, m_end, &m, &nf, &div)) {
+        return 0;
+    }
+    x -= nf;
+    if (m <= LD_TWO_53 && x >= -22 && x <= 22) {
+        *out = (x >= 0 ? (double)(int64_t)m * ld_pow10[x] : (double)(int64_t)m / ld_pow10[-x])
+            * ld_sign[neg];
+        return 1;
+    }
+    *mant = m;
+    *frac = -x;
     return 2;
 }
 

@@ -57,6 +57,7 @@ cdef extern from "ld_digits.h":
     uint64_t ld_match2_64(const char *p, char a, char b) nogil
     uint64_t ld_match2_32(const char *p, char a, char b) nogil
     int ld_span(const char *p, const char *e, double *out, uint64_t *mant, int *frac) nogil
+    int ld_span_more(const char *p, const char *e, double *out, uint64_t *mant, int *frac) nogil
 
 
 cdef inline bint is_space(char c) noexcept nogil:
