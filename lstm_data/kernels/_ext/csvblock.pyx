@@ -24,9 +24,11 @@ How it is fast and lean
   one run of the loop. A row's consecutive unquoted cells are read the same way (one
   64-byte scan of separators and newlines), empty scalar cells too; a CRLF line's
   ``\r`` is left out there, so CRLF files stay on these paths.
-* Exponent tokens (``%g`` and ``%E`` texts: ``1e-05``, ``-3.2E+04``) and ``repr``'s
-  ``0.000ddd`` of more than 19 digits stay on them too: ``ld_span_more`` (never
-  inlined, called out of the list loop) reads them, then Clinger or Eisel-Lemire.
+* Exponent tokens (``%g`` and ``%E`` texts: ``1e-05``, ``-3.2E+04``) stay on them too:
+  ``ld_span`` reads one of at most 16 bytes after its sign in the same pass (one
+  16-byte load finds the ``e``, the exponent digits are one word), then Clinger or
+  Eisel-Lemire. Longer ones and ``repr``'s ``0.000ddd`` of more than 19 digits are
+  read by ``ld_span_more`` (never inlined, called out of the list loop).
 * Buffers (``colstore.pxd``, owned by the base class
   :class:`~lstm_data.kernels._ext.csvcolumns.CsvColumns`) grow by ``mremap`` without
   copying and become the final numpy arrays as they are: each value is
