@@ -113,3 +113,21 @@ def test_a_crlf_line_reads_as_lf(twins):
         assert lf[2:] == crlf[2:]
     values = parse(compiled, np.float64, rows_of(rows, b"\r\n"))[1][0]
     assert values[:, 1].tolist() == [-3.2e4, 0.000123456789012345678, 8.0]
+
+
+@pytest.mark.parametrize("cell", ["1,,2", ",", "1,", ",1", ",,", "1e5,,2E-3", "-0.5,"])
+def test_empty_tokens_in_a_list_read_or_fail_as_the_twin(twins, cell):
+    """A quoted list with an empty token (not the empty list ``""``): the same values or the
+    same error on both backends."""
+    outcomes = []
+    for ns in twins:
+        filler = [(["7.5"], ["8.5"], "9")] * 3  # the cell well before the text's end: the fast path
+        text = rows_of([(["1.5"], ["2.5"], "3"), (["4"], ["5"], "6"), *filler], b"\n").replace(
+            b'"4"', b'"' + cell.encode() + b'"')
+        text = text.replace(b'"5"', b'"' + cell.encode() + b'"')
+        try:
+            scalars, (values, offsets), flags, _ = parse(ns, np.float64, text)
+            outcomes.append(("ok", values.tobytes(), scalars["b"].tobytes(), offsets.tolist(), flags))
+        except Exception as exc:  # the same type and message on both backends
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[0] == outcomes[1]
