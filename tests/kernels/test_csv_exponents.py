@@ -30,7 +30,8 @@ def number(draw):
     text = sign + whole + ("" if frac is None else "." + frac)
     if kind == "exp":
         text += draw(st.sampled_from("eE")) + draw(st.sampled_from(["", "+", "-"])) + \
-            draw(st.sampled_from(["0", "5", "05", "22", "23", "308", "324", "0400", "9999"]))
+            draw(st.sampled_from(["0", "5", "05", "22", "23", "308", "324", "0400", "9999",
+                                    "00005", "1", "16", "0"]))
     return text
 
 
@@ -81,7 +82,8 @@ def test_exponents_zeros_and_empties_match_float_and_the_twin(twins, dtype, eol,
 
 @pytest.mark.parametrize("token", [
     "1e", "1e+", "e5", ".e5", "1e5.5", "1e+-5", "1e12345", "0.0001.5", "0.00a1", "1.2.3e4",
-    "--1e5", "+1e5", "1e 5", "0x1p3", "1E-", "0.", "0.e5", "-.5e-3"])
+    "--1e5", "+1e5", "1e 5", "0x1p3", "1E-", "0.", "0.e5", "-.5e-3", "1e5e5", "1.5E+-3",
+    "-e5", "1e+00001", "12345678901234e5", "-123456789012345E-9", "9007199254740993e1"])
 @pytest.mark.parametrize("eol", [b"\n", b"\r\n"])
 def test_odd_tokens_read_or_fail_as_the_twin(twins, token, eol):
     """Texts near the fast paths' grammar, in a bare cell and in a list: the same values or
@@ -111,3 +113,21 @@ def test_a_crlf_line_reads_as_lf(twins):
         assert lf[2:] == crlf[2:]
     values = parse(compiled, np.float64, rows_of(rows, b"\r\n"))[1][0]
     assert values[:, 1].tolist() == [-3.2e4, 0.000123456789012345678, 8.0]
+
+
+@pytest.mark.parametrize("cell", ["1,,2", ",", "1,", ",1", ",,", "1e5,,2E-3", "-0.5,"])
+def test_empty_tokens_in_a_list_read_or_fail_as_the_twin(twins, cell):
+    """A quoted list with an empty token (not the empty list ``""``): the same values or the
+    same error on both backends."""
+    outcomes = []
+    for ns in twins:
+        filler = [(["7.5"], ["8.5"], "9")] * 3  # the cell well before the text's end: the fast path
+        text = rows_of([(["1.5"], ["2.5"], "3"), (["4"], ["5"], "6"), *filler], b"\n").replace(
+            b'"4"', b'"' + cell.encode() + b'"')
+        text = text.replace(b'"5"', b'"' + cell.encode() + b'"')
+        try:
+            scalars, (values, offsets), flags, _ = parse(ns, np.float64, text)
+            outcomes.append(("ok", values.tobytes(), scalars["b"].tobytes(), offsets.tolist(), flags))
+        except Exception as exc:  # the same type and message on both backends
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[0] == outcomes[1]

@@ -24,9 +24,11 @@ How it is fast and lean
   one run of the loop. A row's consecutive unquoted cells are read the same way (one
   64-byte scan of separators and newlines), empty scalar cells too; a CRLF line's
   ``\r`` is left out there, so CRLF files stay on these paths.
-* Exponent tokens (``%g`` and ``%E`` texts: ``1e-05``, ``-3.2E+04``) and ``repr``'s
-  ``0.000ddd`` of more than 19 digits stay on them too: ``ld_span_more`` (never
-  inlined, called out of the list loop) reads them, then Clinger or Eisel-Lemire.
+* Exponent tokens (``%g`` and ``%E`` texts: ``1e-05``, ``-3.2E+04``) stay on them too:
+  ``ld_span`` reads one of at most 16 bytes after its sign in the same pass (one
+  16-byte load finds the ``e``, the exponent digits are one word), then Clinger or
+  Eisel-Lemire. Longer ones and ``repr``'s ``0.000ddd`` of more than 19 digits are
+  read by ``ld_span_more`` (never inlined, called out of the list loop).
 * Buffers (``colstore.pxd``, owned by the base class
   :class:`~lstm_data.kernels._ext.csvcolumns.CsvColumns`) grow by ``mremap`` without
   copying and become the final numpy arrays as they are: each value is
@@ -37,7 +39,7 @@ How it is fast and lean
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.math cimport NAN, fabs
-from libc.stdint cimport uint64_t
+from libc.stdint cimport uint8_t, uint64_t
 
 cimport numpy as cnp
 import numpy as np
@@ -305,7 +307,7 @@ cdef class CsvBlockParser(CsvColumns):
         a ragged cell whose group's count differs: :meth:`_numbers`, which reads the cell
         again from its start, reports it).
         """
-        cdef Py_ssize_t col = pcol[0]
+        cdef Py_ssize_t col = pcol[0], rows = self._rows, ncols = self.ncols
         cdef const char *p = buf + ppos[0]
         # a window scanned from here on holds no cell start without FAST_LONG_READ bytes after it
         cdef const char *limit = buf + n - FAST_LIST_READ - FAST_LONG_READ - 1
@@ -313,11 +315,15 @@ cdef class CsvBlockParser(CsvColumns):
         cdef const char *e
         cdef const char *end
         cdef uint64_t ends, mant
-        cdef double v
+        cdef double v, int_limit = self.int_limit
         cdef char *slot
         cdef char sep = self.sep
         cdef bint booked = False, f32 = self.f32
         cdef int g, st, frac, kind
+        # the parser's arrays in locals: a store through a char pointer could change the fields
+        cdef const uint8_t *kinds = self.kind
+        cdef uint8_t *rec_flags = self.rec_flags
+        cdef ColStore *scalar_store = self.scalar_store
         if p - buf < FAST_LIST_BEFORE or p > limit or p[0] == c'"':
             return False
         ends = ld_match2_64(p, sep, c'\n')
@@ -331,41 +337,38 @@ cdef class CsvBlockParser(CsvColumns):
                     break
             end = base + ld_ctz64(ends)
             e = end - (end[0] == c'\n' and (end - 1)[0] == c'\r')  # a CRLF line's last cell
-            kind = self.kind[col]
-            if unlikely(e <= p):  # an empty cell: NaN in a scalar column
+            kind = kinds[col]
+            if e <= p:  # an empty cell: NaN in a scalar column
                 if kind != K_SCALAR or e < p:
                     break
-                slot = cs_at(&self.scalar_store[col], self._rows)
-                if slot == NULL:
-                    break
-                _put(slot, NAN, f32)
+                v = NAN
             else:
                 st = ld_span(p, e, &v, &mant, &frac)
-                if unlikely(st == 0):  # an exponent, or leading zeros
+                if unlikely(st == 0):  # a long exponent token, or leading zeros
                     st = ld_span_more(p, e, &v, &mant, &frac)
                 if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
                     break
-                if kind == K_SCALAR:
-                    slot = cs_at(&self.scalar_store[col], self._rows)
-                else:
-                    g = self.group_of[col]
-                    if self.leader[g] == col:
-                        self.current[g] = 1
-                    elif self.current[g] != 1:
-                        break
-                    slot = cs_at(&self.value_store[g], self.total[g])
-                    if slot != NULL:
-                        slot += self.var_of[col] * self.itemsize
-                if slot == NULL:
-                    break  # out of memory: _numbers finds it again and reports it
-                _put(slot, v, f32)
-                if unlikely(fabs(v) >= self.int_limit):  # a long integer the dtype may change
-                    self._note_int(p, e - p, col, v, self._line)
-                self.rec_flags[col] |= F_BARE
+            if kind == K_SCALAR:
+                slot = cs_at(&scalar_store[col], rows)
+            else:
+                g = self.group_of[col]
+                if self.leader[g] == col:
+                    self.current[g] = 1
+                elif self.current[g] != 1:
+                    break
+                slot = cs_at(&self.value_store[g], self.total[g])
+                if slot != NULL:
+                    slot += self.var_of[col] * self.itemsize
+            if slot == NULL:
+                break  # out of memory: _numbers finds it again and reports it
+            _put(slot, v, f32)
+            if unlikely(fabs(v) >= int_limit):  # a long integer the dtype may change (not NaN)
+                self._note_int(p, e - p, col, v, self._line)
+            rec_flags[col] |= F_BARE & -<int> (e > p)  # an empty cell sets no flag
             booked = True
             pcol[0] = col
             ppos[0] = end - buf
-            if (end[0] != sep or col + 1 >= self.ncols or self.kind[col + 1] == K_SKIP
+            if (end[0] != sep or col + 1 >= ncols or kinds[col + 1] == K_SKIP
                     or end[1] == c'"'):
                 break
             col += 1  # the next cell, another unquoted one
@@ -469,15 +472,18 @@ cdef class CsvBlockParser(CsvColumns):
                 if c == c'"' and (e[1] == c'"' or bracket):
                     c = 0
                     break
-                st = ld_span(p, e, &v, &mant, &frac)
-                if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
-                    if e == p and c == c'"' and rec == first:  # "": an empty list
+                if e == p:  # "" is an empty list; any other empty token the general path's
+                    if c == c'"' and rec == first:
                         p = e + 1
                         ends &= ends - 1
                     else:
-                        more = st == 0  # ld_span_more may read it, out of this loop
-                        after = c
                         c = 0
+                    break
+                st = ld_span(p, e, &v, &mant, &frac)
+                if unlikely(st != 1) and not (st == 2 and eisel_lemire(mant, -frac, p[0] == c'-', &v)):
+                    more = st == 0  # ld_span_more may read it, out of this loop
+                    after = c
+                    c = 0
                     break
                 if unlikely(fabs(v) >= int_limit):  # a long integer the dtype may change
                     self._note_int(p, e - p, col, v, self._line)

@@ -193,14 +193,17 @@ LD_ALWAYS_INLINE int ld_span_digits(const char *q, const char *e, uint64_t *mant
 /* The token p[0:e - p] when it is -?d*(.d*)? with 1 to 19 digits: returns 1 with its value in
    *out (Clinger's exact division: a mantissa of at most 2**53), 2 with its digits in *mant
    and the count after the dot in *frac when the mantissa is larger (the caller asks
-   Eisel-Lemire), 0 for any other token (ld_span_digits reads the digits). The 16 bytes
+   Eisel-Lemire); short exponent tokens are read by ld_span_exp, which returns the same way;
+   0 for any other token (ld_span_digits reads the digits). The 16 bytes
    before e and 40 bytes from p must be readable, and e[0] must not be a digit or a dot. */
+LD_ALWAYS_INLINE int ld_span_exp(const char *q, const char *e, int neg, double *out,
+                                 uint64_t *mant, int *frac);
 LD_ALWAYS_INLINE int ld_span(const char *p, const char *e, double *out, uint64_t *mant,
                              int *frac) {
     int neg = p[0] == '-', nf;
     uint64_t m;
     double div;
-    if (!ld_span_digits(p + neg, e, &m, &nf, &div)) return 0;
+    if (!ld_span_digits(p + neg, e, &m, &nf, &div)) return ld_span_exp(p + neg, e, neg, out, mant, frac);
     if (m <= LD_TWO_53) {  /* at most 19 fraction digits: an exact power of ten */
         *out = (double)(int64_t)m / div * ld_sign[neg];
         return 1;
@@ -208,6 +211,53 @@ LD_ALWAYS_INLINE int ld_span(const char *p, const char *e, double *out, uint64_t
     *mant = m;
     *frac = nf;
     return 2;
+}
+
+/* The exponent tokens of at most 16 bytes after the sign, -?d*(.d*)?[eE][+-]?d{1,4} (%g and
+   %E texts), for ld_span, which calls this when its digits were not all digits: one 16-byte
+   load ending at e finds the first e or E of q[0:e - q], the 1 to 4 exponent digits after its
+   sign are read as one word, and ld_span16 reads the digits before it; then one Clinger step
+   (a mantissa of at most 2**53, a decimal exponent of at most 22 in magnitude) gives 1 and
+   the value in *out, or 2 with the digits in *mant and the decimal exponent negated in *frac
+   (the caller asks Eisel-Lemire). Any other token gives 0 (ld_span_more reads the rest). */
+LD_ALWAYS_INLINE int ld_span_exp(const char *q, const char *e, int neg, double *out,
+                                 uint64_t *mant, int *frac) {
+#if LD_HAVE_SPAN16
+    ptrdiff_t n = e - q, xn;
+    __m128i r;
+    unsigned int xm;
+    const char *me, *s;
+    uint64_t m, w;
+    int k, x, xneg;
+    if ((size_t)(n - 1) >= 16) return 0;
+    r = _mm_loadu_si128((const __m128i *)(e - 16));
+    xm = (unsigned int)_mm_movemask_epi8(
+        _mm_cmpeq_epi8(_mm_or_si128(r, _mm_set1_epi8(0x20)), _mm_set1_epi8('e')));
+    xm = (xm >> (16 - n)) << (16 - n);  /* the token's own */
+    if (!xm) return 0;
+    me = e - 16 + ld_ctz64((uint64_t)xm);
+    s = me + 1;  /* s[0] is readable: e[0] at worst */
+    xneg = s[0] == '-';
+    s += xneg | (s[0] == '+');
+    xn = e - s;
+    if ((size_t)(xn - 1) >= 4) return 0;
+    w = ld_load_le64(s);  /* within the 40 bytes from q */
+    if (ld_non_digits(w) & ld_low_bytes[xn]) return 0;
+    x = (int)ld_eight_digits(ld_top_digits(w, (int)xn));
+    if (!ld_span16(me, (int)(me - q), &m, &k)) return 0;
+    x = (xneg ? -x : x) - ld_span_frac[k];
+    if (m <= LD_TWO_53 && x >= -22 && x <= 22) {
+        *out = (x >= 0 ? (double)(int64_t)m * ld_pow10[x] : (double)(int64_t)m / ld_pow10[-x])
+            * ld_sign[neg];
+        return 1;
+    }
+    *mant = m;
+    *frac = -x;
+    return 2;
+#else
+    (void)q; (void)e; (void)neg; (void)out; (void)mant; (void)frac;
+    return 0;
+#endif
 }
 
 /* The plain decimal tokens p[0:e - p] that ld_span declines: -?d*(.d*)?([eE][+-]?d{1,4})? with

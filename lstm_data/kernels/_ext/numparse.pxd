@@ -18,8 +18,9 @@ token's end known in advance; its common case, :func:`fast_decimal`, reads
 eight bytes at a time (SWAR digit scan and digit value) instead of looping per
 character, so short tokens cost no branch mispredictions. A token whose end is
 known (a quoted list's, found by a scan for its separators) is read by
-``ld_span`` of ``ld_digits.h``: 16 bytes at once with SSE2, else by words (a
-mantissa beyond 2**53 then takes :func:`eisel_lemire`).
+``ld_span`` of ``ld_digits.h``: 16 bytes at once with SSE2, else by words, an
+exponent token of at most 16 bytes after its sign in the same pass (a mantissa
+beyond 2**53, or a decimal exponent beyond 22, then takes :func:`eisel_lemire`).
 
 The functions are ``inline`` so every kernel that cimports them gets them
 compiled into its own loops. ``numparse.pyx`` initialises the C locale once.
