@@ -74,13 +74,15 @@ def test_an_epoch_on_demand_holds_two_windows_whatever_the_number_of_files(tmp_p
     """A window is freed once its batches are built and the next one read ahead only then: the
     peak RSS above the process's own baseline is that of two consecutive windows (the one in use
     and the one read ahead), the basket threads' buffers (each keeps its share of a chunk's
-    inflated baskets) and a little, for one file as for four of the same kind (holding three
+    inflated baskets, and their stored bytes while they inflate) and a little, for one file as for four of the same kind (holding three
     windows plus the next epoch's first, as before, exceeded it by a window)."""
     if not os.access("/proc/self/clear_refs", os.W_OK):
         pytest.skip("needs /proc/self/clear_refs to restart the peak RSS (Linux)")
     paths = _files(tmp_path, 4)
     one, four = _epoch(paths[:1], 12_000), _epoch(paths, 12_000)
-    buffers = CHUNK_BYTES  # 2 threads, each keeping half a chunk's baskets
+    # 2 threads, each keeping half a chunk's inflated baskets, and, while they inflate, their stored bytes
+    # (read in one buffer per chunk: as large again for these uncompressed files)
+    buffers = 2 * CHUNK_BYTES
     little = 8 << 20       # the batches built, the heap's spare pages, the allocator's slack (a third window is 20 MB)
     for got in (one, four):
         assert got["PEAK"] < got["PAIR"] + got["WINDOW"] // 2 + buffers + little, got
