@@ -135,6 +135,7 @@ def parse_sample(general: Plan, head: Head, options: ParserOptions) -> Sample:
     """Parse ``head.sample`` once with ``general`` and decide the plan (see :class:`Sample`).
 
     Parsed on one thread: a thread pool costs more than the sample's parse (about 5 ms a MiB).
+    The sample's arrays are built only when some column is ragged: its offsets group it.
     """
     parser = kernels.CsvBlockParser(general.names, general.kinds, general.groups, **options)
     parser.line = head.line
@@ -146,8 +147,7 @@ def parse_sample(general: Plan, head: Head, options: ParserOptions) -> Sample:
     if head.final and used == len(head.sample):
         _log.debug("CSV sample is the whole file (%d bytes): parsed once", len(head.sample))
         return Sample(general, parser, True)
-    _, groups = parser.finish()
-    return Sample(plan_from_sample(general, flags, groups), None, False)
+    return Sample(plan_from_sample(general, flags, lambda: parser.finish()[1]), None, False)
 
 
 def sample_plan(general: Plan, sample: bytes, final: bool, options: ParserOptions) -> Plan:
@@ -161,9 +161,7 @@ def sample_plan(general: Plan, sample: bytes, final: bool, options: ParserOption
         parser.feed(sample, final=final)
     except (SchemaError, ValueError):
         return general
-    flags = parser.column_flags()
-    _, groups = parser.finish()
-    return plan_from_sample(general, flags, groups)
+    return plan_from_sample(general, parser.column_flags(), lambda: parser.finish()[1])
 
 
 def peek_sample(path: str, sep: str | None, ahead: BlockReader | None = None,

@@ -48,6 +48,7 @@ input's flags: the result does not depend on where blocks or files end.
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, overload
 
@@ -413,14 +414,22 @@ def _kinds_from_flags(plan: Plan, flags: np.ndarray) -> list[int]:
                 group_prefix(plan.names[c]) in listed or bare_elsewhere and not flags[c] & BARE)]
 
 
-def plan_from_sample(general: Plan, flags: np.ndarray, groups: Groups) -> Plan:
-    """The fast plan that a sample parsed with the ``general`` plan suggests."""
+def plan_from_sample(general: Plan, flags: np.ndarray, groups: Groups | Callable[[], Groups]) -> Plan:
+    """The fast plan that a sample parsed with the ``general`` plan suggests.
+
+    ``groups`` (the sample's groups, or a callable returning them) gives the
+    offsets that group the ragged columns; a callable is called only when some
+    inferred column is ragged, so a sample of scalars builds no arrays.
+    """
     ragged = _kinds_from_flags(general, flags)
     kinds = list(general.kinds)
     for c, n in enumerate(general.names):
         if n in general.inferred:
             kinds[c] = "ragged" if c in ragged else "scalar"
-    offsets = {c: groups[f"\0{c}"][1] for c in ragged}
+    offsets: dict[int, np.ndarray] = {}
+    if ragged:
+        built = groups() if callable(groups) else groups
+        offsets = {c: built[f"\0{c}"][1] for c in ragged}
     declared = {g: cols for g, cols in general.groups.items() if not g.startswith("\0")}
     declared.update(_group_inferred(general, ragged, offsets))
     ordered = dict(sorted(declared.items(), key=lambda item: min(item[1])))
