@@ -1,4 +1,4 @@
-"""The plan a CSV file's first MiB decides: its arrays are built only when a column is ragged."""
+"""What a CSV file's first MiB decides cheaply: arrays built only when needed, scalars kept exactly."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -94,3 +94,17 @@ def test_a_ragged_column_in_the_sample_is_still_grouped_by_its_offsets(
     values, offsets = data.ragged("trk")
     assert values[offsets[10]:offsets[11], 0].tolist() == [5, 6, 7]
     assert values[offsets[11]:offsets[12], 0].tolist() == [(11 * 7 + 2) % 1000]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_whole_small_file_keeps_its_scalars_with_and_without_gaps(tmp_path: Path, dtype: type) -> None:
+    path = tmp_path / "small.csv"
+    path.write_text("full,gaps,empty,hit.x\n1,2,,\"1,2\"\n3,,,5\n6,7,,\n")
+    data = read_csv(str(path), dtype=dtype)
+    assert data.scalar_names == ["full", "gaps", "empty"]
+    for name, expected in {"full": [1, 3, 6], "gaps": [2, np.nan, 7], "empty": [np.nan] * 3}.items():
+        column = data.scalar(name)
+        assert column.dtype == dtype and column.flags.c_contiguous and column.flags.writeable
+        np.testing.assert_array_equal(column, np.array(expected, dtype=dtype))
+    values, offsets = data.ragged("hit")
+    assert values[:, 0].tolist() == [1, 2, 5] and offsets.tolist() == [0, 2, 3, 3]

@@ -455,6 +455,9 @@ def assemble(plan: Plan, scalars: Scalars, groups: Groups, flags: np.ndarray,
         for c, n in enumerate(names):
             if n in plan.inferred and c not in ragged:
                 values, offsets = groups.pop(f"\0{c}")
+                if len(values) == len(offsets) - 1:  # one number a row (two would be MULTI: ragged)
+                    scalars[n] = values[:, 0].copy()
+                    continue
                 column = np.full(len(offsets) - 1, np.nan, dtype=dtype)
                 column[np.diff(offsets) == 1] = values[:, 0]
                 scalars[n] = column
