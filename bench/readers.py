@@ -61,7 +61,7 @@ from typing import Callable
 
 import numpy as np
 
-from lstm_data.io.csv.parallel import available_cores
+from lstm_data._util.cores import available_cores
 from lstm_data.io.csv.reader import read_csv
 
 from bench import csv_peers, formats

@@ -90,7 +90,7 @@ def blocks_on_threads(monkeypatch):
         return real(cols, out)
 
     monkeypatch.setattr(derived_group, "EVAL_ELEMENTS", 1000)
-    monkeypatch.setattr(derived_group, "cores", lambda: 2)
+    monkeypatch.setattr(derived_group, "available_cores", lambda: 2)
     monkeypatch.setattr(derived_group, "interleave_columns", spy)
     return threads
 

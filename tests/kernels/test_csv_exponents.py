@@ -49,6 +49,15 @@ def parse(ns, dtype, text):
     return scalars, groups["p"], flags, ints
 
 
+def outcome(ns, text):
+    """The values read from ``text`` as float64, or the type and message of the error."""
+    try:
+        scalars, (values, offsets), flags, _ = parse(ns, np.float64, text)
+    except Exception as exc:  # the same type and message on both backends
+        return type(exc).__name__, str(exc)
+    return "ok", values.tobytes(), scalars["b"].tobytes(), offsets.tolist(), flags
+
+
 def bits(a: np.ndarray) -> np.ndarray:
     return a.view(f"u{a.itemsize}")
 
@@ -88,16 +97,9 @@ def test_exponents_zeros_and_empties_match_float_and_the_twin(twins, dtype, eol,
 def test_odd_tokens_read_or_fail_as_the_twin(twins, token, eol):
     """Texts near the fast paths' grammar, in a bare cell and in a list: the same values or
     the same error on both backends."""
-    compiled, python = twins
     text = rows_of([(["1.5"], ["2.5"], "3"), ([token], ["4"], token), (["5"], ["6"], "7")], eol)
-    outcomes = []
-    for ns in (compiled, python):
-        try:
-            scalars, (values, offsets), flags, _ = parse(ns, np.float64, text)
-            outcomes.append(("ok", values.tobytes(), scalars["b"].tobytes(), offsets.tolist(), flags))
-        except Exception as exc:  # the same type and message on both backends
-            outcomes.append((type(exc).__name__, str(exc)))
-    assert outcomes[0] == outcomes[1]
+    compiled, python = twins
+    assert outcome(compiled, text) == outcome(python, text)
 
 
 def test_a_crlf_line_reads_as_lf(twins):
@@ -119,15 +121,9 @@ def test_a_crlf_line_reads_as_lf(twins):
 def test_empty_tokens_in_a_list_read_or_fail_as_the_twin(twins, cell):
     """A quoted list with an empty token (not the empty list ``""``): the same values or the
     same error on both backends."""
-    outcomes = []
-    for ns in twins:
-        filler = [(["7.5"], ["8.5"], "9")] * 3  # the cell well before the text's end: the fast path
-        text = rows_of([(["1.5"], ["2.5"], "3"), (["4"], ["5"], "6"), *filler], b"\n").replace(
-            b'"4"', b'"' + cell.encode() + b'"')
-        text = text.replace(b'"5"', b'"' + cell.encode() + b'"')
-        try:
-            scalars, (values, offsets), flags, _ = parse(ns, np.float64, text)
-            outcomes.append(("ok", values.tobytes(), scalars["b"].tobytes(), offsets.tolist(), flags))
-        except Exception as exc:  # the same type and message on both backends
-            outcomes.append((type(exc).__name__, str(exc)))
-    assert outcomes[0] == outcomes[1]
+    filler = [(["7.5"], ["8.5"], "9")] * 3  # the cell well before the text's end: the fast path
+    text = rows_of([(["1.5"], ["2.5"], "3"), (["4"], ["5"], "6"), *filler], b"\n").replace(
+        b'"4"', b'"' + cell.encode() + b'"')
+    text = text.replace(b'"5"', b'"' + cell.encode() + b'"')
+    compiled, python = twins
+    assert outcome(compiled, text) == outcome(python, text)

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from lstm_data._util.cores import available_cores
 from lstm_data.batching.spec.derived import DerivedDataset, file_bounds
 from lstm_data.data.concat import ConcatDataset
 from lstm_data.data.dataset import Dataset
@@ -97,8 +98,7 @@ class _Threads(NamedTuple):
 
 def _workers() -> int:
     """Threads for hashing: the cores this process may run on, at most :data:`_MAX_THREADS`."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, _MAX_THREADS))
+    return max(1, min(available_cores(), _MAX_THREADS))
 
 
 def _flat_parts(dataset: Dataset, per_file: dict[str, str]) -> list[tuple[Dataset, dict[str, str]]]:

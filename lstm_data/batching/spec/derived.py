@@ -33,7 +33,8 @@ from typing import Any, Mapping, Protocol
 
 import numpy as np
 
-from lstm_data.batching.spec.derived_group import cores, group_with_derived
+from lstm_data.batching.spec.derived_group import group_with_derived
+from lstm_data._util.cores import available_cores
 from lstm_data.batching.spec.derived_reads import Reads, dependency_order
 from lstm_data.batching.spec.expressions import Expression
 from lstm_data.data.concat import ConcatDataset
@@ -380,7 +381,7 @@ def derive(dataset: Dataset, derived: Mapping[str, Expression], selection: Expre
 def _on_cores(parts: list[Dataset], work: Any) -> list[InMemoryDataset]:
     """``work(part)`` of every part, in order, on a thread per core (NumPy's loops, which do the
     work, release the GIL); the first error raised, as one thread would."""
-    workers = min(len(parts), cores())
+    workers = min(len(parts), available_cores())
     if workers < 2:
         return [work(part) for part in parts]
     with ThreadPoolExecutor(workers, thread_name_prefix="lstm_data-derive") as pool:

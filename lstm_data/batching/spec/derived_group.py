@@ -12,7 +12,6 @@ warnings of the blocks before it).
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Mapping
 
@@ -22,24 +21,17 @@ from lstm_data.batching.spec.derived_reads import Reads, stored_needs
 from lstm_data.batching.spec.expressions import Column, Expression
 from lstm_data.data.dataset import InMemoryDataset
 from lstm_data.data.ragged import RaggedGroup
+from lstm_data._util.cores import available_cores
 from lstm_data._util.reuse import reusable_empty
 from lstm_data.kernels import interleave_columns
 
-__all__ = ["EVAL_ELEMENTS", "cores", "group_with_derived"]
+__all__ = ["EVAL_ELEMENTS", "group_with_derived"]
 
 #: prong elements per block when an in-RAM group's derived columns are computed
 EVAL_ELEMENTS = 1 << 15
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 #: a precision warning held back: the expression and its message
 _Deferred = list[tuple[Expression, str]]
-
-
-def cores() -> int:
-    """Cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def group_with_derived(data: InMemoryDataset, group: str, extra: list[str], derived: Mapping[str, Expression],
@@ -92,7 +84,7 @@ def group_with_derived(data: InMemoryDataset, group: str, extra: list[str], deri
 
     fill(blocks[0], cols)
     _give(first)
-    workers = min(len(blocks) - 1, cores()) if threads else 1
+    workers = min(len(blocks) - 1, available_cores()) if threads else 1
     if workers < 2:
         for block in blocks[1:]:
             _give(fill(block))

@@ -27,7 +27,6 @@ is never reported before an earlier one.
 """
 from __future__ import annotations
 
-import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
@@ -36,9 +35,10 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Protocol, TypeVar
 import numpy as np
 
 from lstm_data import kernels
+from lstm_data._util.cores import available_cores
 from lstm_data.io.csv.plan import long_line
 
-__all__ = ["PIECE", "MIN_PIECE", "available_cores", "resolve_threads", "Parser", "PieceText", "ParallelFeed", "LongLine",
+__all__ = ["PIECE", "MIN_PIECE", "resolve_threads", "Parser", "PieceText", "ParallelFeed", "LongLine",
            "Region", "Chunks", "region_pieces", "chunk_pieces"]
 
 #: the plain-file path cuts pieces of PIECE bytes, fewer when a file is small (but
@@ -82,14 +82,6 @@ class PieceText(Protocol[P]):
     def rest(self, piece: P, used: int) -> P: ...
 
     def join(self, carry: P | None, piece: P) -> P: ...
-
-
-def available_cores() -> int:
-    """Cores this process may run on (``os.sched_getaffinity``, else ``os.cpu_count``)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def resolve_threads(threads: Any) -> int:

@@ -17,6 +17,7 @@ from typing import AbstractSet, Callable, Sequence
 
 import numpy as np
 
+from lstm_data._util.cores import available_cores
 from lstm_data._util.reuse import reusable_empty
 from lstm_data.data.ragged import RaggedGroup
 from lstm_data.io.columns.build import build_group
@@ -24,17 +25,9 @@ from lstm_data.io.columns.groups import check_group_lengths, settle
 from lstm_data.io.root.baskets import BasketTask, BranchPlan, PieceTask, inflater_name
 from lstm_data.io.root.tree import TreeColumns, import_uproot
 
-__all__ = ["read_fast", "default_threads"]
+__all__ = ["read_fast"]
 
 _log = logging.getLogger("lstm_data")
-
-
-def default_threads() -> int:
-    """Threads used when ``threads=None``: every core this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[str]],
@@ -63,7 +56,7 @@ def read_fast(cols: TreeColumns, scalars: Sequence[str], groups: dict[str, list[
             plans[name] = cols.basket_plan(name, uproot)
         return plans[name]
 
-    n_threads = default_threads() if threads is None else int(threads)
+    n_threads = available_cores() if threads is None else int(threads)
     pending: list[tuple[str, list[str], str]] = []
     for g, names in groups.items():
         counter = cols.shared_counter(names)

@@ -34,7 +34,7 @@ from lstm_data.io.plumbing.remote_errors import RemoteSettings
 from lstm_data.data.dataset import as_rows
 from lstm_data.io.root.baskets import BranchPlan
 from lstm_data.io.root.direct import ChunkBaskets, gather
-from lstm_data.io.root.fast import default_threads
+from lstm_data._util.cores import available_cores
 from lstm_data.io.root.plan import TreePlan, open_root, plan_tree, remote_member
 from lstm_data.io.root.read import read_columns
 from lstm_data.io.root.rntuple import RNTupleReader
@@ -333,7 +333,7 @@ class RootDataset(ChunkedDataset):
                       file=self.source[0], tree=self.tree, threads=self._n_threads(), record=self._record)
 
     def _n_threads(self) -> int:
-        return default_threads() if self._threads is None else int(self._threads)
+        return available_cores() if self._threads is None else int(self._threads)
 
     def _record(self, key: str, k: int, nbytes: int) -> None:
         self.io_stats.record(key, k, k + 1, nbytes)
